@@ -1,0 +1,164 @@
+"""Guard's settings: one pydantic-settings root with one nested model per subsystem.
+
+Sources, strongest first: environment variables ``GUARD_<FIELD>`` (``__`` nests:
+``GUARD_TELEGRAM__BOT_TOKEN``), then the YAML file (``--config`` or ``GUARD_CONFIG``), then
+defaults. Secrets are ``SecretStr`` so they never print. Relative paths are relative to the
+working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from guard.durations import Duration
+from guard.exceptions import ConfigError
+from guard.validation import format_validation_error
+
+_yaml_path: ContextVar[Path | None] = ContextVar("guard_yaml_path", default=None)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TelegramSettings(_Section):
+    bot_token: SecretStr | None = None
+    chat_id: int | str | None = None
+    allowed_user_ids: list[int] = Field(default_factory=list)
+    api_base_url: str = "https://api.telegram.org"
+
+
+class RailwaySettings(_Section):
+    token: SecretStr | None = None
+    project_token: SecretStr | None = None
+    api_url: str = "https://backboard.railway.com/graphql/v2"
+    project_id: str | None = Field(default_factory=lambda: os.environ.get("RAILWAY_PROJECT_ID"))
+    environment_id: str | None = Field(
+        default_factory=lambda: os.environ.get("RAILWAY_ENVIRONMENT_ID")
+    )
+    max_requests_per_hour: int = 1000
+
+
+class SandboxSettings(_Section):
+    backend: Literal["docker", "local"] = "docker"
+    image: str = "guard-toolbox:latest"
+    memory: str = "256m"
+    cpus: float = 1.0
+    pids: int = 128
+    timeout: Duration = 60.0
+
+
+class LLMSettings(_Section):
+    provider: Literal["none", "openai", "anthropic", "ollama"] = "none"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+
+
+class TriageSettings(_Section):
+    auto_resolve: bool = True
+    flap_window: Duration = 600.0
+    flap_threshold: int = Field(default=3, ge=1)
+
+
+def _default_data_dir() -> Path:
+    return Path(os.environ.get("RAILWAY_VOLUME_MOUNT_PATH") or "./data")
+
+
+class Settings(BaseSettings):
+    """The root of Guard's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GUARD_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str = ""  # empty: SQLite (WAL) at data_dir/guard.db
+    playbooks_dir: Path = Path("./playbooks")
+    skills_dir: Path = Path("./skills")
+    log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    railway: RailwaySettings = Field(default_factory=RailwaySettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'guard.db'}"
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = _yaml_path.get()
+        if path is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        return tuple(sources)
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret's value, for redaction from logs and messages."""
+        found = [
+            s.get_secret_value()
+            for s in (
+                self.telegram.bot_token,
+                self.railway.token,
+                self.railway.project_token,
+                self.llm.api_key,
+            )
+            if s is not None
+        ]
+        return [v for v in found if len(v) >= 4]
+
+
+def config_path(explicit: str | Path | None) -> Path | None:
+    """The YAML file to read: ``--config``, else ``GUARD_CONFIG``, else ``./guard.yaml`` if any."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("GUARD_CONFIG"):
+        return Path(env)
+    default = Path("guard.yaml")
+    return default if default.is_file() else None
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load settings from ``path`` (see ``config_path``) and the environment.
+
+    Raises ``ConfigError`` whose problems name the file and the field.
+    """
+    yaml_file = config_path(path)
+    label = str(yaml_file) if yaml_file else "environment"
+    if yaml_file is not None and not yaml_file.is_file():
+        raise ConfigError([f"{yaml_file}: config file not found (pass --config or GUARD_CONFIG)"])
+    token = _yaml_path.set(yaml_file)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(label, exc)) from None
+    except Exception as exc:  # YAML syntax errors surface from the source
+        raise ConfigError([f"{label}: {exc}"]) from None
+    finally:
+        _yaml_path.reset(token)

@@ -1,0 +1,49 @@
+"""Every error Guard raises on purpose, in one tree.
+
+    GuardError
+    ├── ConfigError            a setting, playbook or skill is invalid (carries every problem)
+    ├── StoreError             the database cannot be opened or written
+    ├── AuditChainBroken       the audit log's hash chain does not hold
+    ├── MonitorError           a monitor could not observe its target (becomes a signal)
+    └── InvalidTransition      an incident state change the state machine forbids
+
+Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
+boundary, so the rest of Guard only ever catches ``GuardError``. Messages say what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class GuardError(Exception):
+    """Base of every error Guard raises deliberately."""
+
+
+class ConfigError(GuardError):
+    """One or more configuration problems; ``problems`` holds one line per problem."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class StoreError(GuardError):
+    """The database is unreachable or cannot be written."""
+
+
+class AuditChainBroken(GuardError):
+    """The audit chain does not verify; ``seq`` names the first bad entry."""
+
+    def __init__(self, seq: int, reason: str) -> None:
+        self.seq = seq
+        self.reason = reason
+        super().__init__(f"audit entry #{seq}: {reason}")
+
+
+class MonitorError(GuardError):
+    """A monitor failed to observe its target; the message says what failed and why."""
+
+
+class InvalidTransition(GuardError):
+    """An incident was asked to move to a state its current state cannot reach."""

@@ -1,0 +1,45 @@
+"""Fingerprints: what makes two observations "the same problem".
+
+A fingerprint hashes (source, target, kind, masked message). Masking replaces what varies between
+repeats of one fault (timestamps, UUIDs, IPs, hex ids, numbers and durations) with placeholders,
+so 10,000 copies of one error that differ only in those collapse into one incident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_MASKS: list[tuple[re.Pattern[str], str]] = [
+    # ISO 8601 / RFC 3339 and common "2026-12-02 18:06:48,123" timestamps
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
+     "<ts>"),
+    # syslog "Dec  2 18:06:48"
+    (re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+"
+                r"\d{2}:\d{2}:\d{2}\b"), "<ts>"),
+    # nginx/apache "02/Dec/2026:18:06:48 +0000"
+    (re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?:\s[+-]\d{4})?"), "<ts>"),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+     "<uuid>"),
+    (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<ip>"),
+    (re.compile(r"\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}\b"), "<ip>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<hex>"),
+    (re.compile(r"\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h|d|kb|mb|gb|b)?\b", re.IGNORECASE), "<num>"),
+]
+_SPACES = re.compile(r"\s+")
+
+
+def mask(message: str) -> str:
+    """Replace the parts of ``message`` that vary between repeats with placeholders."""
+    out = message
+    for pattern, placeholder in _MASKS:
+        out = pattern.sub(placeholder, out)
+    return _SPACES.sub(" ", out).strip()
+
+
+def fingerprint(source: str, target: str, kind: str, message: str) -> str:
+    """A stable 16-hex-digit id for "this problem on this target"."""
+    key = "\x1f".join((source, target, kind, mask(message)))
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:16]

@@ -1,0 +1,45 @@
+"""The Monitor port: something that observes a target and reports ``Signal``s.
+
+A monitor is polled (``check``) on a schedule; one that can also follow an event stream
+implements ``follow`` too and is then run as a long-lived task. Monitors hold no durable state
+of their own: ``check`` receives the state the previous run returned (a log offset, a cursor)
+and returns the new state in its ``Observation``; the runner persists it atomically with the
+incidents the signals open. A monitor that cannot observe raises ``MonitorError``; the runner
+turns that into a ``monitor_error`` signal instead of crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from guard.records import Observation
+
+Emit = Callable[[Observation], Awaitable[None]]
+
+
+@runtime_checkable
+class Monitor(Protocol):
+    """Observes one kind of target; built from a playbook entry."""
+
+    id: str
+    type: str
+    interval: float  # seconds between scheduled checks
+    jitter: float
+
+    async def check(self, state: Mapping[str, Any]) -> Observation:
+        """Observe once. ``state`` is what the previous ``Observation.state`` held (or ``{}``)."""
+        ...
+
+    async def close(self) -> None:
+        """Release clients and files."""
+        ...
+
+
+@runtime_checkable
+class StreamingMonitor(Monitor, Protocol):
+    """A monitor that can also follow a stream of events for sub-second detection."""
+
+    async def follow(self, emit: Emit) -> None:
+        """Run until cancelled, calling ``emit`` for each observation; raise on a lost stream."""
+        ...

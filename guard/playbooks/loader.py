@@ -1,0 +1,140 @@
+"""Load every playbook in a folder; report each problem as ``file: field: reason (line N)``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from guard.exceptions import ConfigError
+from guard.playbooks.models import MONITOR_TYPES, Playbook
+from guard.validation import format_loc, format_validation_error
+
+Loc = tuple[int | str, ...]
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def yaml_line_map(text: str) -> dict[Loc, int]:
+    """Map each key path in a YAML document to its 1-based line number."""
+    lines: dict[Loc, int] = {}
+
+    def walk(node: yaml.Node, path: Loc) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                lines[sub] = key.start_mark.line + 1
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*path, i))
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _is_union_tag(loc: Sequence[int | str], i: int) -> bool:
+    return i > 0 and isinstance(loc[i - 1], int) and loc[i] in MONITOR_TYPES
+
+
+def _problems(label: str, text: str, exc: ValidationError) -> list[str]:
+    lines = yaml_line_map(text)
+
+    def line_of(loc: Sequence[int | str]) -> int | None:
+        clean = tuple(p for i, p in enumerate(loc) if not _is_union_tag(loc, i))
+        while clean:
+            if clean in lines:
+                return lines[clean]
+            clean = clean[:-1]
+        return None
+
+    out: list[str] = []
+    rest: list[Any] = []
+    for err in exc.errors(include_url=False):
+        if err["type"] != "union_tag_invalid":
+            rest.append(err)
+            continue
+        loc = (*err["loc"], "type")
+        tag = (err.get("ctx") or {}).get("tag", "?")
+        msg = f"{label}: {format_loc(loc)}: unknown monitor type {tag!r} (expected one of: "
+        msg += ", ".join(MONITOR_TYPES) + ")"
+        line = line_of(loc)
+        out.append(f"{msg} (line {line})" if line else msg)
+    if rest:
+        remaining = ValidationError.from_exception_data(exc.title, rest)
+        out += format_validation_error(
+            label, remaining, skip=lambda i, p: p in MONITOR_TYPES, line_of=line_of
+        )
+    return out
+
+
+def load_playbook(path: Path) -> Playbook:
+    """Parse and validate one playbook file."""
+    label = display_path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{label}: cannot read: {exc.strerror}"]) from None
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError([f"{label}: invalid YAML: {problem}{where}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([f"{label}: a playbook must be a mapping with 'name' and 'monitors'"])
+    try:
+        return Playbook.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_problems(label, text, exc)) from None
+
+
+def load_playbooks(folder: Path) -> list[Playbook]:
+    """Load every ``*.yaml``/``*.yml`` in ``folder``; collect all problems before raising."""
+    if not folder.is_dir():
+        raise ConfigError([f"{display_path(folder)}: playbooks_dir does not exist"])
+    books: list[Playbook] = []
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        try:
+            book = load_playbook(path)
+        except ConfigError as exc:
+            problems += exc.problems
+            continue
+        for i, mon in enumerate(book.monitors):
+            if mon.id in seen:
+                problems.append(
+                    f"{display_path(path)}: monitors[{i}].id: duplicate monitor id {mon.id!r} "
+                    f"(also in {seen[mon.id]})"
+                )
+            seen[mon.id] = display_path(path)
+        books.append(book)
+    if problems:
+        raise ConfigError(problems)
+    return books
+
+
+def playbook_json_schema() -> str:
+    """The JSON Schema of a playbook file, for editors (``guard playbooks schema``)."""
+    schema = Playbook.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Guard playbook"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

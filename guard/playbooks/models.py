@@ -1,0 +1,129 @@
+"""Playbook files (``playbooks/*.yaml``): what to watch, and how to tell that it is broken.
+
+Each monitor entry is one of the ``*MonitorSpec`` models, chosen by its ``type``. Models forbid
+unknown fields so a typo is an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from guard.durations import Duration
+from guard.records import Severity
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class LogRule(_Spec):
+    """A line that matches ``pattern`` is a signal of ``kind``."""
+
+    kind: str = Field(pattern=r"^[a-z0-9_.-]+$", description="machine name, e.g. db_too_many_connections")
+    pattern: str = Field(description="a regular expression searched in each line")
+    severity: Severity = Severity.error
+    ignore_case: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {value!r}: {exc}") from None
+        return value
+
+
+class _MonitorBase(_Spec):
+    id: str = Field(pattern=_ID, description="unique across all playbooks")
+    enabled: bool = True
+    for_count: int = Field(
+        default=1, ge=1, alias="for",
+        description="consecutive failing checks before an incident opens",
+    )
+    auto_resolve: bool | None = Field(
+        default=None, description="resolve when the check passes again (default: triage.auto_resolve)"
+    )
+    jitter: Duration = Field(default=0.0, description="random delay added to each scheduled run")
+
+
+class LogfileMonitorSpec(_MonitorBase):
+    type: Literal["logfile"]
+    path: str
+    every: Duration = 10.0
+    start: Literal["end", "beginning"] = Field(
+        default="end", description="where to begin in a file never seen before"
+    )
+    rules: list[LogRule] = Field(min_length=1)
+    max_line_bytes: int = Field(default=65536, ge=256, description="longer lines are cut for matching")
+
+
+class HttpMonitorSpec(_MonitorBase):
+    type: Literal["http"]
+    url: str = Field(pattern=r"^https?://")
+    method: Literal["GET", "HEAD", "POST"] = "GET"
+    every: Duration = 30.0
+    expect_status: int | list[int] = 200
+    timeout: Duration = 10.0
+    max_latency: Duration | None = None
+    expect_body: str | None = Field(default=None, description="regex the body must contain")
+    headers: dict[str, str] = Field(default_factory=dict)
+    severity: Severity = Severity.critical
+
+    @field_validator("expect_body")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {value!r}: {exc}") from None
+        return value
+
+    @property
+    def expected_statuses(self) -> list[int]:
+        return self.expect_status if isinstance(self.expect_status, list) else [self.expect_status]
+
+
+class DockerSelector(_Spec):
+    label: str | list[str] | None = Field(default=None, description="key=value or key")
+    name: str | None = Field(default=None, description="container name (substring match)")
+
+    @property
+    def labels(self) -> list[str]:
+        if self.label is None:
+            return []
+        return [self.label] if isinstance(self.label, str) else list(self.label)
+
+
+class DockerMonitorSpec(_MonitorBase):
+    type: Literal["docker"]
+    selector: DockerSelector = Field(default_factory=DockerSelector)
+    every: Duration = 30.0
+    events: bool = Field(default=True, description="also follow the Docker events stream")
+    severity: Severity = Severity.critical
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> DockerMonitorSpec:
+        if not self.selector.labels and not self.selector.name:
+            raise ValueError("selector needs a label or a name (watching every container is unsafe)")
+        return self
+
+
+MonitorSpec = Annotated[
+    LogfileMonitorSpec | HttpMonitorSpec | DockerMonitorSpec, Field(discriminator="type")
+]
+MONITOR_TYPES = ("logfile", "http", "docker")
+
+
+class Playbook(_Spec):
+    """One playbook file."""
+
+    name: str = Field(pattern=_ID)
+    description: str = ""
+    monitors: list[MonitorSpec] = Field(default_factory=list)

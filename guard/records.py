@@ -1,0 +1,76 @@
+"""Frozen records that flow through the pipeline: monitors emit ``Signal``s, triage emits events.
+
+A ``Signal`` is one observation. ``status="firing"`` means something is wrong with ``target``;
+``status="ok"`` means the check that watches ``target`` passed (it resets ``for: N`` counters and
+lets an open incident auto-resolve). ``count`` lets a monitor fold many identical observations
+(10,000 copies of one log line) into one record without losing the number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+class Severity(StrEnum):
+    """How bad an observation is; ordered from least to most severe."""
+
+    info = "info"
+    warning = "warning"
+    error = "error"
+    critical = "critical"
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One observation made by a monitor."""
+
+    monitor_id: str
+    source: str  # the monitor type: logfile, http, docker, guard (Guard's own failures), ...
+    target: str  # what was observed: a file path, a URL, a container name
+    kind: str  # a short machine name for what happened: container_exited, http_status, ...
+    message: str
+    status: Literal["firing", "ok"] = "firing"
+    severity: Severity = Severity.error
+    count: int = 1
+    observed_at: datetime = field(default_factory=utcnow)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def check_key(self) -> str:
+        """Identifies the check that produced this signal: one monitor watching one target."""
+        return f"{self.monitor_id}|{self.target}"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one run of a monitor produced: signals, plus monitor state to persist with them.
+
+    ``state`` (for example a log file's offset) is written in the same transaction as the
+    incidents the signals open, so a crash can neither skip nor re-count an observation.
+    """
+
+    signals: list[Signal] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentEvent:
+    """Something triage did to an incident (past tense: opened, updated, resolved...)."""
+
+    incident_id: int
+    type: str  # opened, updated, reopened, resolved, flapping, state_changed
+    state: str
+    title: str
+    at: datetime = field(default_factory=utcnow)

@@ -1,0 +1,72 @@
+"""The database: one SQLAlchemy engine (SQLite in WAL mode by default, Postgres by URL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, SQLModel, create_engine
+
+from guard.exceptions import StoreError
+from guard.store import models as _models  # noqa: F401  (registers the tables)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+class Database:
+    """Owns the engine; hands out sessions that commit on success and roll back on error."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        parsed = make_url(url)
+        kwargs: dict[str, Any] = {}
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 10}
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+        except Exception as exc:
+            raise StoreError(f"cannot use database_url {parsed!r}: {exc}") from None
+        if parsed.get_backend_name() == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    def create_all(self) -> None:
+        """Create missing tables (Guard's schema is additive)."""
+        try:
+            SQLModel.metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A transaction: committed when the block ends, rolled back if it raises."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_database(url: str) -> Database:
+    """Open (and create if needed) the database at ``url``."""
+    db = Database(url)
+    db.create_all()
+    return db

@@ -1,0 +1,112 @@
+"""SQLModel tables: incidents and their timeline, monitor state, and the audit chain."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, Text, TypeDecorator
+from sqlmodel import Field, SQLModel
+
+from guard.records import utcnow
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware datetimes that come back aware from SQLite too."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=utcnow, sa_column=Column(UTCDateTime(), **kw))
+
+
+class IncidentState(StrEnum):
+    open = "open"
+    diagnosing = "diagnosing"
+    awaiting_human = "awaiting_human"
+    remediating = "remediating"
+    resolved = "resolved"
+    escalated = "escalated"
+    muted = "muted"
+
+
+ACTIVE_STATES = frozenset(IncidentState) - {IncidentState.resolved}
+
+
+class Incident(SQLModel, table=True):
+    """One problem, however many signals it took; deduplicated by ``fingerprint``."""
+
+    __table_args__ = (Index("ix_incident_fp_state", "fingerprint", "state"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    fingerprint: str = Field(index=True)
+    check_key: str = Field(index=True)
+    monitor_id: str
+    source: str
+    target: str
+    kind: str
+    severity: str
+    title: str
+    message: str = Field(sa_column=Column(Text, nullable=False))
+    state: str = Field(default=IncidentState.open, index=True)
+    count: int = 0
+    reopen_count: int = 0
+    flapping: bool = False
+    opened_at: datetime = _ts(nullable=False)
+    first_seen: datetime = _ts(nullable=False)
+    last_seen: datetime = _ts(nullable=False)
+    resolved_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class IncidentTimeline(SQLModel, table=True):
+    """One entry in an incident's history: a state change, a count update, an action..."""
+
+    __tablename__ = "incident_timeline"
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    at: datetime = _ts(nullable=False)
+    type: str
+    from_state: str | None = None
+    to_state: str | None = None
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class MonitorState(SQLModel, table=True):
+    """Small persisted state by key: log offsets, consecutive-failure counters, cursors."""
+
+    __tablename__ = "monitor_state"
+
+    key: str = Field(primary_key=True)
+    value: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    updated_at: datetime = _ts(nullable=False)
+
+
+class AuditEntry(SQLModel, table=True):
+    """One link of the tamper-evident audit chain (see ``guard.store.audit``)."""
+
+    __tablename__ = "audit_log"
+
+    seq: int = Field(primary_key=True)
+    at: datetime = _ts(nullable=False)
+    actor: str
+    action: str
+    subject: str
+    data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    prev_hash: str
+    hash: str

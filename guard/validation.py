@@ -1,0 +1,76 @@
+"""Turn pydantic validation errors into one line per problem: ``file: field.path: reason``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+# Parts pydantic inserts into error locations for union members and validators; they name no
+# field a user wrote ("monitors[1].expect_status.list[int]" -> "monitors[1].expect_status").
+_MEMBER_PREFIXES = (
+    "int", "str", "float", "bool", "list[", "dict[", "tuple[", "set[", "literal[", "is-instance[",
+    "lax-or-strict", "constrained-", "function-", "tagged-union", "nullable", "union[",
+    "json-or-python", "decimal", "date", "timedelta",
+)
+
+Skip = Callable[[int, str], bool]
+
+
+def _is_member(part: str) -> bool:
+    return part in {"int", "str", "float", "bool", "decimal"} or part.startswith(
+        tuple(p for p in _MEMBER_PREFIXES if not p.isalpha())
+    )
+
+
+def format_loc(loc: Sequence[int | str], *, skip: Skip | None = None) -> str:
+    """``("monitors", 1, "every")`` -> ``monitors[1].every``."""
+    out = ""
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        if _is_member(part) or (skip and skip(i, part)):
+            continue
+        out += f".{part}" if out else part
+    return out
+
+
+def _reason(err: Any) -> str:
+    msg: str = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if err["type"] == "extra_forbidden":
+        return "unknown field"
+    if err["type"] == "missing":
+        return "field required"
+    return msg
+
+
+def format_validation_error(
+    label: str,
+    exc: ValidationError,
+    *,
+    skip: Skip | None = None,
+    line_of: Callable[[Sequence[int | str]], int | None] | None = None,
+) -> list[str]:
+    """One ``label: field: reason`` line per problem, with ``(line N)`` where known.
+
+    Errors from the members of one union (``int | list[int]``) are merged into one line.
+    """
+    grouped: dict[str, list[Any]] = {}
+    for err in exc.errors(include_url=False):
+        grouped.setdefault(format_loc(err["loc"], skip=skip), []).append(err)
+    lines = []
+    for loc, errs in grouped.items():
+        if len(errs) > 1 and all(isinstance(e["loc"][-1], str) and _is_member(e["loc"][-1])
+                                 for e in errs):
+            members = " or ".join(str(e["loc"][-1]) for e in errs)
+            msg = f"invalid value {errs[0]['input']!r} (expected {members})"
+        else:
+            msg = "; ".join(dict.fromkeys(_reason(e) for e in errs))
+        where = f"{label}: {loc}: {msg}" if loc else f"{label}: {msg}"
+        line = line_of(errs[0]["loc"]) if line_of else None
+        lines.append(f"{where} (line {line})" if line else where)
+    return lines
