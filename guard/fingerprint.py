@@ -25,7 +25,9 @@ _MASKS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<ip>"),
     (re.compile(r"\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}\b"), "<ip>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<hex>"),
+    # ids: any run of 8+ hex digits, including all-digit and all-letter ones ("89bbae50",
+    # "38082745", "abbfddfa" are the same kind of value; no common word is 8+ letters of a-f)
+    (re.compile(r"\b[0-9a-fA-F]{8,}\b"), "<id>"),
     (re.compile(r"\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h|d|kb|mb|gb|b)?\b", re.IGNORECASE), "<num>"),
 ]
 _SPACES = re.compile(r"\s+")

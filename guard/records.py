@@ -63,6 +63,7 @@ class Observation:
 
     signals: list[Signal] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    monitor_id: str = ""  # whose ``state`` this is (set by the runner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,8 @@ class IncidentEvent:
     """Something triage did to an incident (past tense: opened, updated, resolved...)."""
 
     incident_id: int
-    type: str  # opened, updated, reopened, resolved, flapping, state_changed
+    type: str  # opened, reopened, flapping, state_changed
     state: str
     title: str
+    severity: str = "error"
     at: datetime = field(default_factory=utcnow)

@@ -1,9 +1,43 @@
-"""Placeholder (being written)."""
+"""``guard check-config`` and ``guard playbooks schema``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from guard.cli.common import ConfigOption, config_failed, out, settings_from
+from guard.exceptions import ConfigError
+from guard.playbooks import load_playbooks, playbook_json_schema
+
+playbooks_app = typer.Typer(help="Inspect playbooks.", no_args_is_help=True)
+
+
+def check_config(config: str | None = ConfigOption) -> None:
+    """Validate the config, every playbook and every skill; exit 2 naming each problem."""
+    settings = settings_from(config, logging=False)
+    try:
+        books = load_playbooks(settings.playbooks_dir)
+    except ConfigError as exc:
+        config_failed(exc)
+    monitors = sum(len(b.monitors) for b in books)
+    out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
+              f"in {settings.playbooks_dir}")
+
+
+@playbooks_app.command("schema")
+def schema(
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to FILE."),
+) -> None:
+    """Print the JSON Schema of playbook files (for editor validation)."""
+    text = playbook_json_schema()
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        out.print(f"wrote {output}")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    app.command("check-config")(check_config)
+    app.add_typer(playbooks_app, name="playbooks")

@@ -1,7 +1,99 @@
-"""``guard incidents``."""
+"""``guard incidents list|show``: read incidents and their timelines from the store."""
 
 from __future__ import annotations
 
-import typer
+import json
+from typing import Any
 
-app = typer.Typer(no_args_is_help=True)
+import typer
+from rich.table import Table
+from sqlmodel import col, select
+
+from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.store.models import Incident, IncidentState, IncidentTimeline
+
+app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
+
+
+def incident_dict(inc: Incident) -> dict[str, Any]:
+    """The JSON shape of an incident (a contract: fields may be added, never renamed)."""
+    return {
+        "id": inc.id, "state": inc.state, "source": inc.source, "target": inc.target,
+        "kind": inc.kind, "severity": inc.severity, "count": inc.count,
+        "fingerprint": inc.fingerprint, "title": inc.title, "message": inc.message,
+        "monitor_id": inc.monitor_id, "opened_at": inc.opened_at.isoformat(),
+        "first_seen": inc.first_seen.isoformat(), "last_seen": inc.last_seen.isoformat(),
+        "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
+        "flapping": inc.flapping, "reopen_count": inc.reopen_count, "details": inc.details,
+    }
+
+
+def timeline_dict(t: IncidentTimeline) -> dict[str, Any]:
+    return {"at": t.at.isoformat(), "type": t.type, "from_state": t.from_state,
+            "to_state": t.to_state, "message": t.message, "data": t.data}
+
+
+@app.command("list")
+def list_incidents(
+    state: list[IncidentState] = typer.Option(
+        [], "--state", "-s", help="Only incidents in this state (repeatable)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    limit: int = typer.Option(200, "--limit", help="At most this many, newest first."),
+    config: str | None = ConfigOption,
+) -> None:
+    """List incidents, newest first."""
+    settings = settings_from(config, logging=False)
+    db = database(settings)
+    with db.session() as session:
+        query = select(Incident).order_by(col(Incident.id).desc()).limit(limit)
+        if state:
+            query = query.where(col(Incident.state).in_([s.value for s in state]))
+        rows = session.exec(query).all()
+    if as_json:
+        typer.echo(json.dumps([incident_dict(r) for r in rows], indent=2))
+        return
+    if not rows:
+        out.print("no incidents")
+        return
+    table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
+    for r in rows:
+        table.add_row(str(r.id), r.state, r.severity, str(r.count), r.title,
+                      r.last_seen.strftime("%Y-%m-%d %H:%M:%S"))
+    out.print(table)
+
+
+@app.command("show")
+def show(
+    incident_id: int = typer.Argument(..., metavar="ID", help="Incident id."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON with the timeline."),
+    config: str | None = ConfigOption,
+) -> None:
+    """Show one incident with its timeline."""
+    settings = settings_from(config, logging=False)
+    db = database(settings)
+    with db.session() as session:
+        inc = session.get(Incident, incident_id)
+        if inc is None:
+            fail(f"no incident {incident_id} (see `guard incidents list`)")
+        timeline = session.exec(
+            select(IncidentTimeline).where(IncidentTimeline.incident_id == incident_id)
+            .order_by(col(IncidentTimeline.id))
+        ).all()
+    if as_json:
+        typer.echo(json.dumps({**incident_dict(inc),
+                               "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
+        return
+    out.print(f"[bold]#{inc.id} {inc.title}[/bold]  ({inc.state}, {inc.severity})", markup=True)
+    for label, value in [
+        ("target", inc.target), ("source", f"{inc.source} (monitor {inc.monitor_id})"),
+        ("count", str(inc.count)), ("opened", inc.opened_at.isoformat()),
+        ("last seen", inc.last_seen.isoformat()), ("fingerprint", inc.fingerprint),
+        ("message", inc.message),
+    ]:
+        out.print(f"  {label:<12} {value}", markup=False, soft_wrap=True)
+    out.print("  timeline:")
+    for t in timeline:
+        move = f" {t.from_state or ''}->{t.to_state}" if t.to_state else ""
+        out.print(f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {t.message}", markup=False,
+                  soft_wrap=True)

@@ -1,9 +1,40 @@
-"""Placeholder (being written)."""
+"""``guard run``: the appliance's main loop (or one pass with ``--once``)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import typer
+from loguru import logger
+
+from guard.app import Guard
+from guard.cli.common import ConfigOption, config_failed, database, out, settings_from
+from guard.exceptions import ConfigError
+from guard.playbooks import load_playbooks
+
+
+def run(
+    config: str | None = ConfigOption,
+    once: bool = typer.Option(
+        False, "--once", help="Run each monitor one time, process what it found, and exit."
+    ),
+) -> None:
+    """Watch everything the playbooks name, and handle what goes wrong."""
+    settings = settings_from(config)
+    try:
+        books = load_playbooks(settings.playbooks_dir)
+    except ConfigError as exc:
+        config_failed(exc)
+    guard = Guard(settings, books, db=database(settings))
+    if once:
+        events = asyncio.run(guard.run_once())
+        opened = sum(1 for e in events if e.type == "opened")
+        out.print(f"checked {len(guard.monitors)} monitor(s): {opened} incident(s) opened, "
+                  f"{len(events) - opened} other change(s)")
+        return
+    logger.info("data in {}, database {}", settings.data_dir, guard.db.engine.url)
+    asyncio.run(guard.run())
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    app.command("run")(run)

@@ -1,0 +1,31 @@
+"""Monitors: the Monitor port and one module per kind of target."""
+
+from __future__ import annotations
+
+from guard.monitors.base import Emit, Monitor, StreamingMonitor
+from guard.playbooks.models import (
+    DockerMonitorSpec,
+    HttpMonitorSpec,
+    LogfileMonitorSpec,
+    MonitorSpec,
+)
+
+
+def build_monitor(spec: MonitorSpec) -> Monitor:
+    """The monitor for one playbook entry (imports each implementation only when used)."""
+    if isinstance(spec, LogfileMonitorSpec):
+        from guard.monitors.logfile import LogfileMonitor
+
+        return LogfileMonitor(spec)
+    if isinstance(spec, HttpMonitorSpec):
+        from guard.monitors.http import HttpMonitor
+
+        return HttpMonitor(spec)
+    if isinstance(spec, DockerMonitorSpec):
+        from guard.monitors.docker import DockerMonitor
+
+        return DockerMonitor(spec)
+    raise TypeError(f"no monitor for {type(spec).__name__}")
+
+
+__all__ = ["Emit", "Monitor", "StreamingMonitor", "build_monitor"]

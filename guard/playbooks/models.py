@@ -24,7 +24,9 @@ class _Spec(BaseModel):
 class LogRule(_Spec):
     """A line that matches ``pattern`` is a signal of ``kind``."""
 
-    kind: str = Field(pattern=r"^[a-z0-9_.-]+$", description="machine name, e.g. db_too_many_connections")
+    kind: str = Field(
+        pattern=r"^[a-z0-9_.-]+$", description="machine name, e.g. db_too_many_connections"
+    )
     pattern: str = Field(description="a regular expression searched in each line")
     severity: Severity = Severity.error
     ignore_case: bool = False
@@ -47,7 +49,8 @@ class _MonitorBase(_Spec):
         description="consecutive failing checks before an incident opens",
     )
     auto_resolve: bool | None = Field(
-        default=None, description="resolve when the check passes again (default: triage.auto_resolve)"
+        default=None,
+        description="resolve when the check passes again (default: triage.auto_resolve)",
     )
     jitter: Duration = Field(default=0.0, description="random delay added to each scheduled run")
 
@@ -60,7 +63,9 @@ class LogfileMonitorSpec(_MonitorBase):
         default="end", description="where to begin in a file never seen before"
     )
     rules: list[LogRule] = Field(min_length=1)
-    max_line_bytes: int = Field(default=65536, ge=256, description="longer lines are cut for matching")
+    max_line_bytes: int = Field(
+        default=65536, ge=256, description="longer lines are cut for matching"
+    )
 
 
 class HttpMonitorSpec(_MonitorBase):
@@ -111,7 +116,9 @@ class DockerMonitorSpec(_MonitorBase):
     @model_validator(mode="after")
     def _selects_something(self) -> DockerMonitorSpec:
         if not self.selector.labels and not self.selector.name:
-            raise ValueError("selector needs a label or a name (watching every container is unsafe)")
+            raise ValueError(
+                "selector needs a label or a name (watching every container is unsafe)"
+            )
         return self
 
 

@@ -1,0 +1,228 @@
+"""The Guard runtime: schedules monitors, follows streams, feeds triage, survives failures.
+
+Monitors hand ``Observation``s to one queue; a single consumer applies them to the store in
+batches, so database writes are serialised and a log storm costs one transaction per batch.
+Each monitor's latest state (a log offset) is kept in memory as soon as a check returns, so the
+next check never reads a stale offset, and is persisted with the signals it produced. Whatever a
+monitor raises is logged and becomes a ``monitor_error`` signal; nothing a monitor does can
+stop the appliance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+from loguru import logger
+
+from guard.config import Settings
+from guard.exceptions import MonitorError
+from guard.monitors import Monitor, StreamingMonitor, build_monitor
+from guard.playbooks.models import Playbook
+from guard.records import IncidentEvent, Observation, Severity, Signal
+from guard.store import audit
+from guard.store.db import Database, open_database
+from guard.store.state import get_state
+from guard.triage import Triage, TriagePolicy
+
+BATCH = 500
+EventHook = Callable[[list[IncidentEvent]], Any]
+
+
+def monitor_error_signal(monitor: Monitor, exc: BaseException) -> Signal:
+    message = str(exc) if isinstance(exc, MonitorError) else f"{type(exc).__name__}: {exc}"
+    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_error",
+                  message=f"monitor {monitor.id} failed: {message}", severity=Severity.warning,
+                  details={"monitor_type": monitor.type})
+
+
+def monitor_ok_signal(monitor: Monitor) -> Signal:
+    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_ok",
+                  message=f"monitor {monitor.id} is working", status="ok")
+
+
+class Guard:
+    """One appliance: its monitors, its store, its triage."""
+
+    def __init__(self, settings: Settings, playbooks: Iterable[Playbook], *,
+                 db: Database | None = None) -> None:
+        self.settings = settings
+        self.db = db or open_database(settings.database_url)
+        specs = [m for book in playbooks for m in book.monitors if m.enabled]
+        self.monitors: list[Monitor] = [build_monitor(spec) for spec in specs]
+        policies = {
+            spec.id: TriagePolicy(
+                for_count=spec.for_count,
+                auto_resolve=settings.triage.auto_resolve if spec.auto_resolve is None
+                else spec.auto_resolve,
+            )
+            for spec in specs
+        }
+        self.triage = Triage(self.db, settings.triage, policies)
+        self.event_hooks: list[EventHook] = [self._log_events]
+        self._state: dict[str, dict[str, Any]] = {}
+        self._healthy: dict[str, bool] = {}  # monitor id -> did its last check work
+        self._queue: asyncio.Queue[Observation] = asyncio.Queue()
+        self._stop = asyncio.Event()
+        self.last_batch_at: datetime | None = None
+
+    # -- one check ------------------------------------------------------------------------------
+
+    def _load_state(self, monitor: Monitor) -> dict[str, Any]:
+        if monitor.id not in self._state:
+            with self.db.session() as session:
+                self._state[monitor.id] = get_state(session, f"monitor:{monitor.id}")
+        return self._state[monitor.id]
+
+    async def check(self, monitor: Monitor) -> Observation:
+        """Run one check; never raises (a failure comes back as a ``monitor_error`` signal)."""
+        try:
+            state = await asyncio.to_thread(self._load_state, monitor)
+            obs = await monitor.check(state)
+        except Exception as exc:
+            return self._failed(monitor, exc)
+        if obs.state:
+            self._state[monitor.id] = obs.state
+        signals = list(obs.signals)
+        if not self._healthy.get(monitor.id, False):
+            signals.append(monitor_ok_signal(monitor))
+            self._healthy[monitor.id] = True
+        return Observation(signals, obs.state, monitor.id)
+
+    def _failed(self, monitor: Monitor, exc: BaseException) -> Observation:
+        if isinstance(exc, MonitorError):
+            logger.warning("monitor {} failed: {}", monitor.id, exc)
+        else:
+            logger.opt(exception=exc).error("monitor {} raised unexpectedly", monitor.id)
+        self._healthy[monitor.id] = False
+        return Observation([monitor_error_signal(monitor, exc)], {}, monitor.id)
+
+    def apply(self, observations: list[Observation]) -> list[IncidentEvent]:
+        """Triage a batch and tell the hooks what happened to incidents."""
+        events = self.triage.process(observations)
+        self.last_batch_at = datetime.now(UTC)
+        for hook in self.event_hooks:
+            try:
+                hook(events)
+            except Exception:
+                logger.exception("an incident event hook failed")
+        return events
+
+    @staticmethod
+    def _log_events(events: list[IncidentEvent]) -> None:
+        for ev in events:
+            logger.bind(incident=ev.incident_id, event=ev.type).info(
+                "incident #{} {}: {} [{}]", ev.incident_id, ev.type, ev.title, ev.severity)
+
+    # -- run modes ------------------------------------------------------------------------------
+
+    async def run_once(self) -> list[IncidentEvent]:
+        """Check every monitor once, triage what they found, and return the incident events."""
+        self._audit("guard.run_once", {"monitors": [m.id for m in self.monitors]})
+        try:
+            observations = await asyncio.gather(*(self.check(m) for m in self.monitors))
+            return await asyncio.to_thread(self.apply, list(observations))
+        finally:
+            await self.close()
+
+    async def run(self) -> None:
+        """Run until SIGINT/SIGTERM or ``stop()``."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop)
+        self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
+        scheduler = AsyncIOScheduler(timezone=UTC)
+        for m in self.monitors:
+            scheduler.add_job(
+                self._scheduled, IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
+                args=[m], id=f"monitor:{m.id}", coalesce=True, max_instances=1,
+                misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
+            )
+        scheduler.start()
+        tasks = [asyncio.create_task(self._consume(), name="triage")]
+        for m in self.monitors:
+            follows = getattr(getattr(m, "spec", None), "events", True)
+            if isinstance(m, StreamingMonitor) and follows:
+                tasks.append(asyncio.create_task(self._follow(m), name=f"follow:{m.id}"))
+        logger.info("guard running: {} monitors ({} streaming)", len(self.monitors),
+                    len(tasks) - 1)
+        try:
+            await self._stop.wait()
+        finally:
+            scheduler.shutdown(wait=False)
+            for t in tasks[1:]:
+                t.cancel()
+            await asyncio.gather(*tasks[1:], return_exceptions=True)
+            await self._drain()
+            tasks[0].cancel()
+            await asyncio.gather(tasks[0], return_exceptions=True)
+            self._audit("guard.stopped", {})
+            await self.close()
+            logger.info("guard stopped")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _scheduled(self, monitor: Monitor) -> None:
+        await self._queue.put(await self.check(monitor))
+
+    async def _follow(self, monitor: StreamingMonitor) -> None:
+        """Keep a monitor's event stream open, reconnecting with backoff."""
+        delay = 1.0
+
+        async def emit(obs: Observation) -> None:
+            nonlocal delay
+            delay = 1.0
+            await self._queue.put(Observation(list(obs.signals), obs.state, monitor.id))
+
+        while not self._stop.is_set():
+            try:
+                await monitor.follow(emit)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                await self._queue.put(self._failed(monitor, exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+    async def _consume(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            await self._apply_safely(batch)
+
+    async def _drain(self) -> None:
+        batch = []
+        while not self._queue.empty():
+            batch.append(self._queue.get_nowait())
+        if batch:
+            await self._apply_safely(batch)
+
+    async def _apply_safely(self, batch: list[Observation]) -> None:
+        for attempt in (1, 2, 3):
+            try:
+                await asyncio.to_thread(self.apply, batch)
+                return
+            except Exception:
+                logger.opt(exception=attempt == 3).error(
+                    "could not store {} observations (attempt {}/3)", len(batch), attempt)
+                await asyncio.sleep(attempt)
+        for obs in batch:  # the store is down: make the next check re-read from the DB
+            self._state.pop(obs.monitor_id, None)
+
+    def _audit(self, action: str, data: dict[str, Any]) -> None:
+        with self.db.session() as session:
+            audit.append(session, actor="guard", action=action, subject="guard", data=data)
+
+    async def close(self) -> None:
+        for m in self.monitors:
+            with contextlib.suppress(Exception):
+                await m.close()

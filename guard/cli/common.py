@@ -1,0 +1,64 @@
+"""Shared CLI plumbing: the ``--config`` option, loading settings, and turning errors into exits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from guard.config import Settings, load_settings
+from guard.exceptions import ConfigError, GuardError
+from guard.logsetup import setup_logging
+from guard.store.db import Database, open_database
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+ConfigOption: Any = typer.Option(
+    None, "--config", "-c", envvar="GUARD_CONFIG", metavar="FILE",
+    help="guard.yaml to read (default: $GUARD_CONFIG, else ./guard.yaml if present).",
+)
+
+EXIT_CONFIG = 2
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def config_failed(exc: ConfigError) -> NoReturn:
+    for problem in exc.problems:
+        err.print(problem, markup=False, soft_wrap=True)
+    err.print(f"[red]{len(exc.problems)} problem(s) found[/red]", markup=True)
+    raise typer.Exit(EXIT_CONFIG)
+
+
+def settings_from(config: str | None, *, logging: bool = True) -> Settings:
+    """Load settings or exit 2 naming every problem; also sets up logging."""
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        config_failed(exc)
+    if logging:
+        setup_logging(settings.log_level, settings.log_format, settings.secret_values())
+    return settings
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Turn Guard's own errors into a clear message and a non-zero exit."""
+    try:
+        yield
+    except ConfigError as exc:
+        config_failed(exc)
+    except GuardError as exc:
+        fail(str(exc))
+
+
+def database(settings: Settings) -> Database:
+    with guarded():
+        return open_database(settings.database_url)

@@ -1,0 +1,205 @@
+"""Watch containers on the local Docker engine by polling and by following its events stream.
+
+Polling (``check``) classifies every selected container's state: exited (with its exit code),
+OOM-killed, restarting, unhealthy, paused, or fine. Following (``follow``) reacts to ``die``,
+``oom``, ``start`` and ``health_status`` events within milliseconds, and resumes from the last
+event's time after the stream drops, so a reconnect neither misses nor repeats a kill. The SDK
+is blocking, so its calls run in worker threads; errors become ``MonitorError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import docker
+from docker.errors import DockerException, NotFound
+
+from guard.exceptions import MonitorError
+from guard.monitors.base import Emit
+from guard.playbooks.models import DockerMonitorSpec
+from guard.records import Observation, Severity, Signal
+
+
+def _engine_error(exc: Exception) -> MonitorError:
+    return MonitorError(
+        f"cannot reach the Docker engine: {exc} (is dockerd running and "
+        "/var/run/docker.sock mounted? see docs/DEPLOY.md)"
+    )
+
+
+class DockerMonitor:
+    """Containers chosen by label and/or name."""
+
+    type = "docker"
+
+    def __init__(self, spec: DockerMonitorSpec, *, client: Any = None) -> None:
+        self.spec = spec
+        self.id = spec.id
+        self.interval = spec.every
+        self.jitter = spec.jitter
+        self._client = client
+        self._since: float | None = None  # time of the last event seen, to resume from
+        self._filters: dict[str, Any] = {}
+        if spec.selector.labels:
+            self._filters["label"] = spec.selector.labels
+        if spec.selector.name:
+            self._filters["name"] = spec.selector.name
+
+    def _docker(self) -> Any:
+        if self._client is None:
+            try:
+                self._client = docker.from_env(timeout=10)
+                self._client.ping()
+            except DockerException as exc:
+                self._client = None
+                raise _engine_error(exc) from None
+        return self._client
+
+    def _signal(self, name: str, kind: str, message: str, *, ok: bool = False,
+                severity: Severity | None = None, **details: Any) -> Signal:
+        return Signal(
+            monitor_id=self.id, source="docker", target=name, kind=kind, message=message,
+            status="ok" if ok else "firing", severity=severity or self.spec.severity,
+            details=details,
+        )
+
+    def classify(self, name: str, state: Mapping[str, Any]) -> Signal | None:
+        """One signal for a container's ``State`` (from inspect); None for a fresh 'created'."""
+        status = state.get("Status", "")
+        code = state.get("ExitCode")
+        health = (state.get("Health") or {}).get("Status")
+        if state.get("OOMKilled") and status != "running":
+            return self._signal(name, "container_oom_killed", f"container {name} was OOM-killed",
+                                exit_code=code, status=status)
+        if status == "restarting" or state.get("Restarting"):
+            return self._signal(name, "container_restarting",
+                                f"container {name} is restarting (last exit code {code})",
+                                exit_code=code, status=status)
+        if status in ("exited", "dead"):
+            return self._signal(name, "container_exited",
+                                f"container {name} exited with code {code}",
+                                exit_code=code, status=status, error=state.get("Error") or None)
+        if status == "paused":
+            return self._signal(name, "container_paused", f"container {name} is paused",
+                                status=status)
+        if health == "unhealthy":
+            log = (state.get("Health") or {}).get("Log") or []
+            last = (log[-1].get("Output") or "").strip()[:500] if log else ""
+            return self._signal(name, "container_unhealthy",
+                                f"container {name} is unhealthy", status=status,
+                                health_output=last)
+        if status == "running":
+            return self._signal(name, "container_running", f"container {name} is running",
+                                ok=True, status=status, health=health)
+        return None
+
+    async def check(self, state: Mapping[str, Any]) -> Observation:
+        return await asyncio.to_thread(self._poll)
+
+    def _poll(self) -> Observation:
+        client = self._docker()
+        try:
+            containers = client.containers.list(all=True, filters=self._filters)
+        except DockerException as exc:
+            raise _engine_error(exc) from None
+        signals = []
+        for c in containers:
+            sig = self.classify(c.name, c.attrs.get("State") or {})
+            if sig is not None:
+                signals.append(sig)
+        return Observation(signals)
+
+    # -- the events stream ----------------------------------------------------------------------
+
+    async def follow(self, emit: Emit) -> None:
+        """Follow container events until cancelled; raise ``MonitorError`` when the stream drops."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[dict[str, Any] | Exception | None] = asyncio.Queue()
+        since = self._since or time.time()
+        client = await asyncio.to_thread(self._docker)
+        filters = {**self._filters, "type": "container"}
+        try:
+            stream = await asyncio.to_thread(
+                client.events, decode=True, filters=filters, since=since
+            )
+        except DockerException as exc:
+            raise _engine_error(exc) from None
+        stopping = threading.Event()
+
+        def pump() -> None:
+            try:
+                for event in stream:
+                    loop.call_soon_threadsafe(queue.put_nowait, event)
+                    if stopping.is_set():
+                        break
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+            except Exception as exc:  # the stream broke: hand it to the async side
+                if not stopping.is_set():
+                    loop.call_soon_threadsafe(queue.put_nowait, exc)
+
+        thread = threading.Thread(target=pump, name=f"docker-events-{self.id}", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    raise MonitorError("the Docker events stream ended (engine restarted?)")
+                if isinstance(item, Exception):
+                    raise _engine_error(item)
+                self._since = item.get("time", since)
+                sig = await asyncio.to_thread(self._from_event, item)
+                if sig is not None:
+                    await emit(Observation([sig]))
+        finally:
+            stopping.set()
+            with contextlib.suppress(Exception):
+                stream.close()
+
+    def _from_event(self, event: Mapping[str, Any]) -> Signal | None:
+        action = str(event.get("Action") or event.get("status") or "")
+        attrs = (event.get("Actor") or {}).get("Attributes") or {}
+        name = attrs.get("name") or str(event.get("id", ""))[:12]
+        detected: dict[str, Any] = {
+            "event": action, "event_time_ns": event.get("timeNano")
+        }
+        if action == "oom":
+            return self._signal(name, "container_oom_killed", f"container {name} was OOM-killed",
+                                **detected)
+        if action == "die":
+            state = self._inspect_state(str(event.get("id", "")))
+            if state.get("OOMKilled"):
+                return self._signal(name, "container_oom_killed",
+                                    f"container {name} was OOM-killed",
+                                    exit_code=attrs.get("exitCode"), **detected)
+            code = attrs.get("exitCode")
+            return self._signal(name, "container_exited",
+                                f"container {name} exited with code {code}",
+                                exit_code=int(str(code)) if str(code).isdigit() else code, **detected)
+        if action == "start":
+            return self._signal(name, "container_running", f"container {name} is running",
+                                ok=True, **detected)
+        if action.startswith("health_status"):
+            if action.endswith("unhealthy"):
+                return self._signal(name, "container_unhealthy", f"container {name} is unhealthy",
+                                    **detected)
+            if action.endswith("healthy"):
+                return self._signal(name, "container_running", f"container {name} is healthy",
+                                    ok=True, **detected)
+        return None
+
+    def _inspect_state(self, container_id: str) -> dict[str, Any]:
+        try:
+            attrs = self._docker().api.inspect_container(container_id)
+        except (NotFound, DockerException, MonitorError):
+            return {}
+        return dict(attrs.get("State") or {})
+
+    async def close(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()

@@ -1,0 +1,236 @@
+"""Follow a log file and turn lines that match a rule into signals.
+
+Position is ``(dev, inode, offset)``, persisted by the runner together with the incidents, so a
+restart neither re-reads nor skips a line. The file is read in binary and split on ``\\n``; a
+trailing line without its newline waits for the next check. Rotation (the path now names another
+inode) finishes the old file first, through the handle still held or, after a restart, by finding
+the renamed file beside it (``api.log.1``, ``api.log-20261202``); truncation starts over at 0.
+Lines longer than ``max_line_bytes`` are cut for matching; undecodable bytes are replaced.
+Identical lines (after masking timestamps, ids, numbers) are folded into one signal with a count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from guard.exceptions import MonitorError
+from guard.fingerprint import mask
+from guard.playbooks.models import LogfileMonitorSpec, LogRule
+from guard.records import Observation, Signal
+
+CHUNK = 1 << 20
+MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
+MAX_DISTINCT = 1000  # distinct messages kept per check; more fold into one overflow signal
+MESSAGE_CHARS = 1000
+
+
+@dataclass
+class _Position:
+    dev: int
+    ino: int
+    offset: int
+    skipping: bool = False  # inside an over-long line whose start was already matched
+
+    def as_state(self) -> dict[str, Any]:
+        return {"dev": self.dev, "ino": self.ino, "offset": self.offset, "skipping": self.skipping}
+
+
+@dataclass
+class _Tally:
+    """Folds matched lines into at most ``MAX_DISTINCT`` signals."""
+
+    monitor_id: str
+    target: str
+    signals: dict[tuple[str, str], Signal] = field(default_factory=dict)
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, rule: LogRule, line: str) -> None:
+        key = (rule.kind, mask(line))
+        if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
+            key = (rule.kind, "<more distinct messages>")
+        if key not in self.signals:
+            self.signals[key] = Signal(
+                monitor_id=self.monitor_id, source="logfile", target=self.target,
+                kind=rule.kind, severity=rule.severity, message=line[:MESSAGE_CHARS],
+                details={"rule": rule.pattern},
+            )
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def result(self) -> list[Signal]:
+        out = []
+        for key, sig in self.signals.items():
+            out.append(Signal(**{**_fields(sig), "count": self.counts[key]}))
+        return out
+
+
+def _fields(sig: Signal) -> dict[str, Any]:
+    return {name: getattr(sig, name) for name in Signal.__dataclass_fields__}
+
+
+class LogfileMonitor:
+    """Watches one log file with an ordered list of rules (the first rule that matches wins)."""
+
+    type = "logfile"
+
+    def __init__(self, spec: LogfileMonitorSpec) -> None:
+        self.spec = spec
+        self.id = spec.id
+        self.interval = spec.every
+        self.jitter = spec.jitter
+        self.path = Path(spec.path)
+        self._rules = [
+            (rule, re.compile(rule.pattern, re.IGNORECASE if rule.ignore_case else 0))
+            for rule in spec.rules
+        ]
+        self._handle: BinaryIO | None = None
+        self._handle_id: tuple[int, int] | None = None
+
+    async def check(self, state: Mapping[str, Any]) -> Observation:
+        return await asyncio.to_thread(self.scan, state)
+
+    async def close(self) -> None:
+        self._drop_handle()
+
+    # -- the scan, run in a worker thread -------------------------------------------------------
+
+    def scan(self, state: Mapping[str, Any]) -> Observation:
+        """Read what was appended since ``state``; return signals and the new position."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise MonitorError(f"log file {self.path} does not exist (check the path)") from None
+        except OSError as exc:
+            raise MonitorError(f"cannot stat log file {self.path}: {exc.strerror}") from None
+        tally = _Tally(self.id, str(self.path))
+        if not state:
+            offset = 0 if self.spec.start == "beginning" else st.st_size
+            pos = _Position(st.st_dev, st.st_ino, offset)
+            if offset == 0:
+                pos = self._read(pos, tally)
+            return Observation(tally.result(), {"position": pos.as_state()})
+        old = _Position(**state["position"])
+        budget = MAX_BYTES_PER_CHECK
+        if (old.dev, old.ino) != (st.st_dev, st.st_ino):
+            budget -= self._finish_rotated(old, tally)
+            pos = _Position(st.st_dev, st.st_ino, 0)
+        elif st.st_size < old.offset:
+            pos = _Position(st.st_dev, st.st_ino, 0)  # truncated in place
+        else:
+            pos = old
+        pos = self._read(pos, tally, budget=max(budget, CHUNK))
+        return Observation(tally.result(), {"position": pos.as_state()})
+
+    def _finish_rotated(self, old: _Position, tally: _Tally) -> int:
+        """Read the rest of the file we were following before it was rotated away."""
+        handle = self._held_handle(old) or self._find_rotated(old)
+        if handle is None:
+            return 0
+        try:
+            handle.seek(old.offset)
+            pos = self._consume(handle, old, tally, final=True, budget=MAX_BYTES_PER_CHECK)
+            return pos.offset - old.offset
+        finally:
+            handle.close()
+            if handle is self._handle:
+                self._handle, self._handle_id = None, None
+
+    def _held_handle(self, old: _Position) -> BinaryIO | None:
+        if self._handle is not None and self._handle_id == (old.dev, old.ino):
+            return self._handle
+        return None
+
+    def _find_rotated(self, old: _Position) -> BinaryIO | None:
+        folder, base = self.path.parent, self.path.name
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return None
+        for entry in entries:
+            if entry.name == base or not entry.name.startswith(base):
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (old.dev, old.ino):
+                try:
+                    return open(entry.path, "rb")
+                except OSError:
+                    return None
+        return None
+
+    def _read(self, pos: _Position, tally: _Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
+        handle = self._open_current(pos)
+        handle.seek(pos.offset)
+        return self._consume(handle, pos, tally, final=False, budget=budget)
+
+    def _open_current(self, pos: _Position) -> BinaryIO:
+        if self._handle is not None and self._handle_id == (pos.dev, pos.ino):
+            return self._handle
+        self._drop_handle()
+        try:
+            handle = open(self.path, "rb")  # noqa: SIM115  (held across checks)
+        except OSError as exc:
+            raise MonitorError(f"cannot open log file {self.path}: {exc.strerror}") from None
+        st = os.fstat(handle.fileno())
+        self._handle, self._handle_id = handle, (st.st_dev, st.st_ino)
+        return handle
+
+    def _drop_handle(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self._handle, self._handle_id = None, None
+
+    def _consume(self, handle: BinaryIO, pos: _Position, tally: _Tally, *, final: bool,
+                 budget: int) -> _Position:
+        """Match every complete line from the handle's position; return the new position."""
+        offset, skipping = pos.offset, pos.skipping
+        for piece, consumed, complete in _lines(handle, self.spec.max_line_bytes, final=final,
+                                                budget=budget):
+            offset += consumed
+            if not skipping:
+                self._match(piece.rstrip(b"\r\n"), tally)
+            skipping = not complete
+        return _Position(pos.dev, pos.ino, offset, skipping)
+
+    def _match(self, raw: bytes, tally: _Tally) -> None:
+        text = raw.decode("utf-8", "replace").replace("\x00", "\ufffd")
+        for rule, regex in self._rules:
+            if regex.search(text):
+                tally.add(rule, text)
+                return
+
+
+def _lines(handle: BinaryIO, limit: int, *, final: bool,
+           budget: int) -> Iterator[tuple[bytes, int, bool]]:
+    """Yield ``(first limit bytes of a line, bytes consumed, line complete)``.
+
+    A line longer than ``limit`` with no newline yet is yielded incomplete, so one endless line
+    cannot stall the monitor; the caller skips its continuation up to the next newline. A final
+    partial line is yielded (as complete) only when ``final``: the file was rotated away and
+    will not grow. Reading stops after ``budget`` bytes; the rest waits for the next check.
+    """
+    buf = b""
+    read = 0
+    while read < budget:
+        chunk = handle.read(CHUNK)
+        if not chunk:
+            break
+        read += len(chunk)
+        buf += chunk
+        start = 0
+        while (nl := buf.find(b"\n", start)) >= 0:
+            yield (buf[start : min(nl + 1, start + limit)], nl + 1 - start, True)
+            start = nl + 1
+        buf = buf[start:]
+        if len(buf) > limit:
+            yield (buf[:limit], len(buf), False)
+            buf = b""
+    if buf and final:
+        yield (buf[:limit], len(buf), True)

@@ -1,0 +1,179 @@
+"""Triage: turn signals into incidents, one database transaction per batch.
+
+- A firing signal counts toward its check's ``for: N``; once N consecutive failures are seen,
+  it lands on the open incident with the same fingerprint (count, last seen) or opens one.
+- A firing signal whose fingerprint matches an incident resolved within ``flap_window`` reopens
+  that incident instead of opening a new one; after ``flap_threshold`` reopenings the incident
+  is marked flapping (announced once) and resolves only after the check has passed for a
+  whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
+- An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
+  check's incidents that the agent is not working on.
+- Monitor state in each ``Observation`` (log offsets) is saved in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlmodel import Session, col, select
+
+from guard.config import TriageSettings
+from guard.fingerprint import fingerprint
+from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
+from guard.store.db import Database
+from guard.store.models import ACTIVE_STATES, Incident, IncidentState
+from guard.store.state import get_state, put_state
+from guard.triage.states import AUTO_RESOLVABLE, record, transition
+
+ACTOR = "triage"
+
+
+@dataclass(frozen=True)
+class TriagePolicy:
+    """How one monitor's signals become incidents."""
+
+    for_count: int = 1
+    auto_resolve: bool = True
+
+
+def incident_title(sig: Signal) -> str:
+    return f"{sig.kind.replace('_', ' ')} on {sig.target}"
+
+
+def _max_severity(a: str, b: str) -> str:
+    try:
+        return a if Severity(a).rank >= Severity(b).rank else b
+    except ValueError:
+        return b
+
+
+class Triage:
+    """Deduplicates signals into durable incidents."""
+
+    def __init__(self, db: Database, settings: TriageSettings,
+                 policies: dict[str, TriagePolicy] | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.policies = policies or {}
+
+    def policy(self, monitor_id: str) -> TriagePolicy:
+        default = TriagePolicy(auto_resolve=self.settings.auto_resolve)
+        return self.policies.get(monitor_id) or default
+
+    def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
+        """Apply a batch of observations; return what happened to incidents."""
+        events: list[IncidentEvent] = []
+        with self.db.session() as session:
+            for obs in observations:
+                for sig in obs.signals:
+                    if sig.status == "ok":
+                        self._passed(session, sig, events)
+                    else:
+                        self._failed(session, sig, events)
+                if obs.monitor_id and obs.state:
+                    put_state(session, f"monitor:{obs.monitor_id}", obs.state)
+        return events
+
+    # -- failing checks -------------------------------------------------------------------------
+
+    def _failed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+        policy = self.policy(sig.monitor_id)
+        check = get_state(session, f"check:{sig.check_key}")
+        failures = int(check.get("failures", 0)) + sig.count
+        put_state(session, f"check:{sig.check_key}",
+                  {"failures": failures, "ok_since": None, "last": "firing"})
+        if failures < policy.for_count:
+            return
+        fp = fingerprint(sig.source, sig.target, sig.kind, sig.message)
+        incident = session.exec(
+            select(Incident).where(Incident.fingerprint == fp,
+                                   col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
+            .order_by(col(Incident.id).desc()).limit(1)
+        ).first()
+        if incident is not None:
+            self._count(session, incident, sig)
+            return
+        recent = self._recently_resolved(session, fp, sig.observed_at)
+        if recent is not None:
+            self._reopen(session, recent, sig, events)
+            return
+        self._open(session, sig, fp, failures, policy, events)
+
+    def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
+        incident.count += sig.count
+        incident.last_seen = max(incident.last_seen, sig.observed_at)
+        incident.severity = _max_severity(incident.severity, sig.severity.value)
+        session.add(incident)
+
+    def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
+        since = now - timedelta(seconds=self.settings.flap_window)
+        return session.exec(
+            select(Incident).where(Incident.fingerprint == fp,
+                                   Incident.state == IncidentState.resolved,
+                                   col(Incident.resolved_at) >= since)
+            .order_by(col(Incident.id).desc()).limit(1)
+        ).first()
+
+    def _open(self, session: Session, sig: Signal, fp: str, failures: int,
+              policy: TriagePolicy, events: list[IncidentEvent]) -> None:
+        # A check needing N failures opens with count N; a log rule with its line count.
+        count = max(sig.count, failures) if policy.for_count > 1 else sig.count
+        incident = Incident(
+            fingerprint=fp, check_key=sig.check_key, monitor_id=sig.monitor_id,
+            source=sig.source, target=sig.target, kind=sig.kind, severity=sig.severity.value,
+            title=incident_title(sig), message=sig.message, count=count,
+            opened_at=utcnow(), first_seen=sig.observed_at, last_seen=sig.observed_at,
+            details=dict(sig.details),
+        )
+        session.add(incident)
+        session.flush()
+        record(session, incident, "opened", sig.message, actor=ACTOR, to_state="open",
+               fingerprint=fp, kind=sig.kind, target=sig.target, severity=sig.severity.value,
+               details=sig.details)
+        events.append(self._event(incident, "opened"))
+
+    def _reopen(self, session: Session, incident: Incident, sig: Signal,
+                events: list[IncidentEvent]) -> None:
+        incident.reopen_count += 1
+        self._count(session, incident, sig)
+        transition(session, incident, IncidentState.open, actor=ACTOR,
+                   reason=f"failed again within {self.settings.flap_window:g}s of resolving: "
+                   f"{sig.message}")
+        if not incident.flapping and incident.reopen_count >= self.settings.flap_threshold:
+            incident.flapping = True
+            record(session, incident, "flapping",
+                   f"reopened {incident.reopen_count} times; holding it open until the check "
+                   f"passes for {self.settings.flap_window:g}s", actor=ACTOR)
+            events.append(self._event(incident, "flapping"))
+        elif not incident.flapping:
+            events.append(self._event(incident, "reopened"))
+
+    # -- passing checks -------------------------------------------------------------------------
+
+    def _passed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+        key = f"check:{sig.check_key}"
+        check = get_state(session, key)
+        ok_since = check.get("ok_since") or sig.observed_at.isoformat()
+        put_state(session, key, {"failures": 0, "ok_since": ok_since, "last": "ok"})
+        if not self.policy(sig.monitor_id).auto_resolve:
+            return
+        open_ones = session.exec(
+            select(Incident).where(Incident.check_key == sig.check_key,
+                                   col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]))
+        ).all()
+        stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
+        for incident in open_ones:
+            if incident.flapping and stable_for < self.settings.flap_window:
+                continue
+            transition(session, incident, IncidentState.resolved, actor=ACTOR,
+                       reason=f"check passed again: {sig.message}")
+            incident.flapping = False
+            events.append(self._event(incident, "resolved"))
+
+    @staticmethod
+    def _event(incident: Incident, type_: str) -> IncidentEvent:
+        assert incident.id is not None
+        return IncidentEvent(incident_id=incident.id, type=type_, state=incident.state,
+                             title=incident.title, severity=incident.severity)
