@@ -27,9 +27,12 @@ def parse_duration(value: object) -> float:
         if text and _PART.sub("", text) == "":
             return sum(float(n) * _UNITS[u] for n, u in _PART.findall(text))
         try:
-            return float(text)
+            seconds = float(text)
         except ValueError:
             pass
+        else:
+            if seconds >= 0:
+                return seconds
     raise ValueError(f"invalid duration {value!r} (use e.g. 10s, 5m, 1h30m)")
 
 

@@ -61,16 +61,21 @@ def format_validation_error(
     """
     grouped: dict[str, list[Any]] = {}
     for err in exc.errors(include_url=False):
-        grouped.setdefault(format_loc(err["loc"], skip=skip), []).append(err)
+        loc = err["loc"]
+        cut = next((i for i, p in enumerate(loc) if isinstance(p, str) and _is_member(p)), None)
+        key = format_loc(loc[:cut] if cut is not None else loc, skip=skip)
+        grouped.setdefault(key, []).append((err, cut))
     lines = []
     for loc, errs in grouped.items():
-        if len(errs) > 1 and all(isinstance(e["loc"][-1], str) and _is_member(e["loc"][-1])
-                                 for e in errs):
-            members = " or ".join(str(e["loc"][-1]) for e in errs)
-            msg = f"invalid value {errs[0]['input']!r} (expected {members})"
+        members = list(dict.fromkeys(str(e["loc"][c]) for e, c in errs if c is not None))
+        if len(members) > 1:
+            deepest, cut = max(errs, key=lambda ec: len(ec[0]["loc"]))
+            sub = format_loc(deepest["loc"][cut + 1 :])
+            why = f"{sub}: {_reason(deepest)}" if sub else _reason(deepest)
+            msg = f"expected {' or '.join(members)} ({why})"
         else:
-            msg = "; ".join(dict.fromkeys(_reason(e) for e in errs))
+            msg = "; ".join(dict.fromkeys(_reason(e) for e, _ in errs))
         where = f"{label}: {loc}: {msg}" if loc else f"{label}: {msg}"
-        line = line_of(errs[0]["loc"]) if line_of else None
+        line = line_of(errs[0][0]["loc"]) if line_of else None
         lines.append(f"{where} (line {line})" if line else where)
     return lines

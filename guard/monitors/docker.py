@@ -176,10 +176,11 @@ class DockerMonitor:
                 return self._signal(name, "container_oom_killed",
                                     f"container {name} was OOM-killed",
                                     exit_code=attrs.get("exitCode"), **detected)
-            code = attrs.get("exitCode")
+            raw = str(attrs.get("exitCode"))
+            code: int | str = int(raw) if raw.isdigit() else raw
             return self._signal(name, "container_exited",
                                 f"container {name} exited with code {code}",
-                                exit_code=int(str(code)) if str(code).isdigit() else code, **detected)
+                                exit_code=code, **detected)
         if action == "start":
             return self._signal(name, "container_running", f"container {name} is running",
                                 ok=True, **detected)

@@ -1,0 +1,157 @@
+"""Shared fixtures: an isolated Guard home per test, a CLI runner, and a real Docker engine."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from guard.config import Settings, load_settings
+from guard.playbooks import load_playbooks
+from guard.store.db import Database, open_database
+
+REPO = Path(__file__).resolve().parent.parent
+BUSYBOX_IMAGE = "guard-test-busybox:latest"
+BUSYBOX_APPLETS = ("sh", "sleep", "echo", "cat", "ls", "ps", "id", "kill", "yes", "dd", "head",
+                   "true", "false", "wc", "tr", "nc", "httpd", "wget", "env", "mkdir", "rm")
+
+
+class GuardHome:
+    """A folder with guard.yaml, playbooks/ and data/, like a user's install."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.playbooks = root / "playbooks"
+        self.playbooks.mkdir()
+        self.config = root / "guard.yaml"
+        self.write_config({})
+
+    def write_config(self, extra: dict[str, Any]) -> None:
+        base = {"data_dir": str(self.root / "data"), "playbooks_dir": str(self.playbooks),
+                "skills_dir": str(self.root / "skills")}
+        self.config.write_text(yaml.safe_dump({**base, **extra}))
+
+    def playbook(self, name: str, monitors: list[dict[str, Any]]) -> Path:
+        path = self.playbooks / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"name": name, "monitors": monitors}, sort_keys=False))
+        return path
+
+    def settings(self) -> Settings:
+        return load_settings(self.config)
+
+    def database(self) -> Database:
+        return open_database(self.settings().database_url)
+
+    def playbooks_loaded(self) -> list[Any]:
+        return load_playbooks(self.playbooks)
+
+    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run ``guard ARGS`` as a user would, in a subprocess."""
+        env = {**os.environ, "GUARD_CONFIG": str(self.config)}
+        env.pop("GUARD_LOG_FORMAT", None)
+        proc = subprocess.run([sys.executable, "-m", "guard.cli", *args], cwd=self.root,
+                              env=env, capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"guard {' '.join(args)} exited {proc.returncode}:\n"
+                                 f"{proc.stdout}\n{proc.stderr}")
+        return proc
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GuardHome:
+    for var in list(os.environ):
+        if var.startswith(("GUARD_", "RAILWAY_")):
+            monkeypatch.delenv(var)
+    return GuardHome(tmp_path)
+
+
+# -- Docker -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    """The real local engine. Missing Docker fails the run in CI and skips elsewhere."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except DockerException as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"Docker engine required in CI: {exc}")
+        pytest.skip(f"no Docker engine: {exc}")
+    yield client
+    client.close()
+
+
+def _busybox_rootfs_tar() -> bytes:
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    if not Path(busybox).exists():
+        pytest.fail("busybox-static is needed to build the test image: apt-get install busybox-static")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for d in ("bin", "tmp", "etc", "proc", "sys", "dev"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
+            tar.addfile(info)
+        tar.add(busybox, arcname="bin/busybox")
+        for applet in BUSYBOX_APPLETS:
+            link = tarfile.TarInfo(f"bin/{applet}")
+            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+            tar.addfile(link)
+        passwd = b"root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"
+        info = tarfile.TarInfo("etc/passwd")
+        info.size = len(passwd)
+        tar.addfile(info, io.BytesIO(passwd))
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="session")
+def busybox_image(docker_client: Any) -> str:
+    """A tiny image built offline from the host's static busybox (no registry needed)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        docker_client.images.get(BUSYBOX_IMAGE)
+        return BUSYBOX_IMAGE
+    except ImageNotFound:
+        pass
+    docker_client.api.import_image_from_data(
+        _busybox_rootfs_tar(), repository=BUSYBOX_IMAGE.split(":")[0], tag="latest",
+        changes=['CMD ["/bin/sh"]'],
+    )
+    return BUSYBOX_IMAGE
+
+
+@pytest.fixture
+def containers(docker_client: Any, busybox_image: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Start labelled test containers; every one is removed afterwards."""
+    started: list[Any] = []
+    tag = f"guard-test-{os.getpid()}-{request.node.name[:30]}".replace("[", "-").replace("]", "")
+
+    class Factory:
+        prefix = tag.lower()
+
+        def run(self, name: str, command: str, **kwargs: Any) -> Any:
+            labels = {"guard.test": "1", **kwargs.pop("labels", {})}
+            c = docker_client.containers.run(
+                busybox_image, ["sh", "-c", command], name=f"{self.prefix}-{name}",
+                detach=True, labels=labels, network_mode="none", **kwargs)
+            started.append(c)
+            return c
+
+    yield Factory()
+    for c in started:
+        try:
+            c.remove(force=True)
+        except Exception:
+            pass
