@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,5 @@ def containers(docker_client: Any, busybox_image: str, request: pytest.FixtureRe
 
     yield Factory()
     for c in started:
-        try:
+        with contextlib.suppress(Exception):
             c.remove(force=True)
-        except Exception:
-            pass

@@ -1,0 +1,134 @@
+"""Triage: for-N, dedup, auto-resolve, flap control, and the recorded state machine."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from guard.config import TriageSettings
+from guard.exceptions import InvalidTransition
+from guard.records import Observation, Signal, utcnow
+from guard.store import audit
+from guard.store.db import open_database
+from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline
+from guard.triage import Triage, TriagePolicy, transition
+
+
+def fail(msg: str = "http://svc/ answered 503 (expected 200)", **kw) -> Observation:
+    return Observation([Signal(monitor_id="web", source="http", target="http://svc/",
+                               kind="http_status", message=msg, **kw)], monitor_id="web")
+
+
+def ok(**kw) -> Observation:
+    return Observation([Signal(monitor_id="web", source="http", target="http://svc/",
+                               kind="http_ok", message="healthy", status="ok", **kw)],
+                       monitor_id="web")
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    database = open_database(f"sqlite:///{tmp_path / 'g.db'}")
+    yield database
+    database.dispose()
+
+
+def incidents(db) -> list[Incident]:
+    with db.session() as s:
+        return list(s.exec(select(Incident)).all())
+
+
+def test_for_n_needs_consecutive_failures(db):
+    t = Triage(db, TriageSettings(), {"web": TriagePolicy(for_count=3)})
+    t.process([fail()])
+    t.process([fail()])
+    t.process([ok()])  # the streak is broken
+    t.process([fail()])
+    t.process([fail()])
+    assert incidents(db) == []
+    events = t.process([fail()])
+    assert [e.type for e in events] == ["opened"]
+    (inc,) = incidents(db)
+    assert inc.count == 3 and inc.state == "open"
+
+
+def test_repeats_count_on_one_incident_and_auto_resolve(db):
+    t = Triage(db, TriageSettings())
+    t.process([fail("http://svc/ answered 503 (expected 200)")])
+    t.process([fail("http://svc/ answered 502 (expected 200)")])  # same fault, masked number
+    (inc,) = incidents(db)
+    assert inc.count == 2
+    events = t.process([ok()])
+    assert [e.type for e in events] == ["resolved"]
+    assert incidents(db)[0].state == "resolved" and incidents(db)[0].resolved_at is not None
+
+
+def test_auto_resolve_can_be_turned_off(db):
+    t = Triage(db, TriageSettings(), {"web": TriagePolicy(auto_resolve=False)})
+    t.process([fail()])
+    t.process([ok()])
+    assert incidents(db)[0].state == "open"
+
+
+def test_flapping_is_one_quiet_incident(db):
+    settings = TriageSettings(flap_window=600, flap_threshold=3)
+    t = Triage(db, settings)
+    types: list[str] = []
+    now = utcnow()
+    for i in range(10):  # fail, recover, fail, recover...
+        types += [e.type for e in t.process([fail(observed_at=now + timedelta(seconds=2 * i))])]
+        types += [e.type for e in t.process([ok(observed_at=now + timedelta(seconds=2 * i + 1))])]
+    assert len(incidents(db)) == 1
+    assert types.count("opened") == 1
+    assert types.count("flapping") == 1  # announced once
+    assert types.count("reopened") == 2  # before it was recognised as flapping
+    inc = incidents(db)[0]
+    assert inc.flapping and inc.state == "open"  # held open while it keeps bouncing
+    # stable for the whole window: now it resolves
+    events = t.process([ok(observed_at=now + timedelta(seconds=20 + 601))])
+    assert [e.type for e in events] == ["resolved"]
+
+
+def test_agent_owned_states_are_not_auto_resolved(db):
+    t = Triage(db, TriageSettings())
+    t.process([fail()])
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.remediating, actor="agent", reason="restarting")
+    t.process([ok()])
+    assert incidents(db)[0].state == "remediating"
+
+
+def test_state_machine_records_timeline_and_audit(db):
+    t = Triage(db, TriageSettings())
+    t.process([fail()])
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.diagnosing, actor="agent", reason="looking")
+        transition(s, inc, IncidentState.escalated, actor="agent", reason="no remedy")
+        with pytest.raises(InvalidTransition, match="cannot go from escalated to diagnosing"):
+            transition(s, inc, IncidentState.diagnosing, actor="agent", reason="x")
+    with db.session() as s:
+        timeline = s.exec(select(IncidentTimeline)).all()
+        assert [(e.type, e.to_state) for e in timeline] == [
+            ("opened", "open"), ("state_changed", "diagnosing"), ("state_changed", "escalated")]
+        actions = [a.action for a in s.exec(select(AuditEntry)).all()]
+        assert actions == ["incident.opened", "incident.state_changed", "incident.state_changed"]
+        assert audit.verify(s) == 3
+
+
+def test_all_states_exist():
+    assert {s.value for s in IncidentState} >= {
+        "open", "diagnosing", "awaiting_human", "remediating", "resolved", "escalated", "muted"}
+
+
+def test_monitor_state_is_saved_with_the_signals(db):
+    t = Triage(db, TriageSettings())
+    obs = Observation(fail().signals, {"position": {"offset": 42}}, "web")
+    t.process([obs])
+    from guard.store.state import get_state
+
+    with db.session() as s:
+        assert get_state(s, "monitor:web") == {"position": {"offset": 42}}
