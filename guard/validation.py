@@ -61,9 +61,9 @@ def format_validation_error(
     """
     grouped: dict[str, list[Any]] = {}
     for err in exc.errors(include_url=False):
-        loc = err["loc"]
-        cut = next((i for i, p in enumerate(loc) if isinstance(p, str) and _is_member(p)), None)
-        key = format_loc(loc[:cut] if cut is not None else loc, skip=skip)
+        raw = err["loc"]
+        cut = next((i for i, p in enumerate(raw) if isinstance(p, str) and _is_member(p)), None)
+        key = format_loc(raw[:cut] if cut is not None else raw, skip=skip)
         grouped.setdefault(key, []).append((err, cut))
     lines = []
     for loc, errs in grouped.items():

@@ -94,6 +94,6 @@ def show(
         out.print(f"  {label:<12} {value}", markup=False, soft_wrap=True)
     out.print("  timeline:")
     for t in timeline:
-        move = f" {t.from_state or ''}->{t.to_state}" if t.to_state else ""
+        move = f" ({t.from_state} -> {t.to_state})" if t.from_state else ""
         out.print(f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {t.message}", markup=False,
                   soft_wrap=True)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 from guard.exceptions import MonitorError
 from guard.fingerprint import mask
 from guard.playbooks.models import LogfileMonitorSpec, LogRule
-from guard.records import Observation, Signal
+from guard.records import Observation, Signal, utcnow
 
 CHUNK = 1 << 20
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
@@ -63,10 +63,9 @@ class _Tally:
         self.counts[key] = self.counts.get(key, 0) + 1
 
     def result(self) -> list[Signal]:
-        out = []
-        for key, sig in self.signals.items():
-            out.append(Signal(**{**_fields(sig), "count": self.counts[key]}))
-        return out
+        now = utcnow()
+        return [Signal(**{**_fields(sig), "count": self.counts[key], "observed_at": now})
+                for key, sig in self.signals.items()]
 
 
 def _fields(sig: Signal) -> dict[str, Any]:
@@ -83,7 +82,7 @@ class LogfileMonitor:
         self.id = spec.id
         self.interval = spec.every
         self.jitter = spec.jitter
-        self.path = Path(spec.path)
+        self.path = Path(spec.path).absolute()  # the target, whatever the working directory
         self._rules = [
             (rule, re.compile(rule.pattern, re.IGNORECASE if rule.ignore_case else 0))
             for rule in spec.rules
