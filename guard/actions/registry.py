@@ -1,0 +1,70 @@
+"""Find actions by name. Built-in families register lazily, so importing the registry does not
+import the docker, kubernetes or Railway clients until one of their actions is used."""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from collections.abc import Iterable
+from typing import Any
+
+from guard.actions.base import Action, ActionError
+
+# family prefix -> module whose ``ACTIONS`` lists that family's actions
+FAMILIES: dict[str, str] = {
+    "docker": "guard.actions.docker",
+    "http": "guard.actions.http",
+    "railway": "guard.actions.railway",
+    "k8s": "guard.actions.kubernetes",
+}
+
+
+class ActionRegistry:
+    """Actions by name; ``register`` adds custom ones (tests, plugins)."""
+
+    def __init__(self, actions: Iterable[Action] = ()) -> None:
+        self._actions: dict[str, Action] = {a.name: a for a in actions}
+
+    def register(self, action: Action) -> None:
+        self._actions[action.name] = action
+
+    def get(self, name: str) -> Action:
+        if name not in self._actions:
+            family = name.split(".", 1)[0]
+            module = FAMILIES.get(family)
+            if module is not None:
+                try:
+                    mod = importlib.import_module(module)
+                except ModuleNotFoundError as exc:
+                    raise ActionError(f"action family {family!r} is not available: {exc}") from None
+                for action in getattr(mod, "ACTIONS", ()):
+                    self._actions.setdefault(action.name, action)
+        if name not in self._actions:
+            raise ActionError(f"unknown action {name!r} (known: {', '.join(self.names())})")
+        return self._actions[name]
+
+    def names(self) -> list[str]:
+        return sorted(self._actions)
+
+    def parse(self, text: str) -> tuple[Action, dict[str, Any]]:
+        """``"docker.restart api timeout=30"`` -> the action and ``{"container": "api", ...}``."""
+        words = shlex.split(text)
+        if not words:
+            raise ActionError("empty action")
+        action = self.get(words[0])
+        args: dict[str, Any] = {}
+        positional = [w for w in words[1:] if "=" not in w]
+        for w in words[1:]:
+            if "=" in w:
+                key, value = w.split("=", 1)
+                args[key] = value
+        if len(positional) > len(action.params):
+            raise ActionError(f"{action.name} takes {len(action.params)} positional argument(s) "
+                              f"({', '.join(action.params)}), got {len(positional)}")
+        args.update(zip(action.params, positional, strict=False))
+        return action, args
+
+    def looks_like_action(self, text: str) -> bool:
+        """Whether a human's fix names an action (``family.verb ...``) rather than a command."""
+        head = text.strip().split(" ", 1)[0]
+        return "." in head and head.split(".", 1)[0] in FAMILIES

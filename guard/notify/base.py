@@ -1,0 +1,60 @@
+"""The Notifier port: how Guard talks to humans (console, Telegram, ...).
+
+The agent loop calls a notifier when an incident needs a person (``ask``), when an incident
+changes in a way a person should see (``update``: healed, escalated, expired), and for plain
+text (reports, replies). A notifier never decides anything: answers come back through
+``guard approve|deny|reply`` or the Telegram gateway, which hand them to the agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class SkillOption:
+    """A candidate remedy a human may approve."""
+
+    name: str
+    description: str
+    approval_id: str  # opaque, single-use id of the stored approval (fits Telegram's 64 bytes)
+
+
+@dataclass(frozen=True)
+class HumanRequest:
+    """Everything a person needs to decide about one incident."""
+
+    incident_id: int
+    title: str
+    severity: str
+    target: str
+    count: int
+    evidence: str  # diagnosis output, already redacted
+    options: list[SkillOption] = field(default_factory=list)
+    deny_id: str = ""
+    mute_id: str = ""
+    question: str = "No trusted remedy is known. Approve one, or send a fix."
+
+
+@dataclass(frozen=True)
+class IncidentUpdate:
+    incident_id: int
+    title: str
+    state: str  # resolved, escalated, expired, ...
+    text: str
+
+
+@runtime_checkable
+class Notifier(Protocol):
+    async def ask(self, request: HumanRequest) -> None:
+        """Ask a person about an incident (one message per incident, however big the storm)."""
+        ...
+
+    async def update(self, update: IncidentUpdate) -> None:
+        """Tell people what became of an incident they were asked about."""
+        ...
+
+    async def send_text(self, text: str) -> None:
+        """Send plain text (a report, a reply)."""
+        ...
