@@ -14,6 +14,9 @@ Design:
 * OOM kills of an exec'd process do not set ``State.OOMKilled`` (that is only for PID 1), so after
   a failing command the memory cgroup's ``oom_kill`` counter is compared with its last value,
   read from the host's cgroup files when visible, else via ``cat`` inside the container.
+* A command's processes do not outlive it: if any are left running when it ends (a daemon, a
+  fork bomb), the container is reset. Counting them reads the host's ``pids.current`` when
+  visible, else asks the engine (``top``).
 * Containers carry ``guard.sandbox=1`` plus owner/incident labels; ``reap_orphans`` removes the
   ones a crashed Guard left behind.
 
@@ -136,13 +139,14 @@ def reap_orphans(client: docker.DockerClient, *, only_dead_owners: bool = False)
     return removed
 
 
-def _host_oom_files(cid: str) -> list[Path]:
+def _host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Path]:
+    """Where the container's cgroup file may be on this host (v1/v2, cgroupfs/systemd)."""
     root = Path("/sys/fs/cgroup")
     return [
-        root / "memory" / "docker" / cid / "memory.oom_control",  # v1, cgroupfs driver
-        root / "memory" / "system.slice" / f"docker-{cid}.scope" / "memory.oom_control",
-        root / "system.slice" / f"docker-{cid}.scope" / "memory.events",  # v2, systemd
-        root / "docker" / cid / "memory.events",  # v2, cgroupfs driver
+        root / v1 / "docker" / cid / v1_file,
+        root / v1 / "system.slice" / f"docker-{cid}.scope" / v1_file,
+        root / "system.slice" / f"docker-{cid}.scope" / v2_file,
+        root / "docker" / cid / v2_file,
     ]
 
 
@@ -353,6 +357,9 @@ class DockerSandbox:
         code = self._exit_code(exec_id)
         duration = time.monotonic() - t0
         oom = code != 0 and self._oom_happened(cid)
+        if stray := self._stray_processes(cid):
+            logger.warning("command left {} process(es) running; resetting the sandbox", stray)
+            self._discard(cid)
         return ExecResult(
             code, out.text(self.redactor), err.text(self.redactor), duration,
             oom_killed=oom, stdout_truncated=out.dropped, stderr_truncated=err.dropped,
@@ -405,8 +412,18 @@ class DockerSandbox:
             time.sleep(0.01)
         raise SandboxError("the engine never reported the command's exit code")
 
+    def _stray_processes(self, cid: str) -> int:
+        """Processes still running besides docker-init and the idle sleep (0 if unknown)."""
+        for path in _host_cgroup_files(cid, "pids", "pids.current", "pids.current"):
+            with contextlib.suppress(OSError, ValueError):
+                return max(0, int(path.read_text()) - 2)
+        try:  # Guard itself in a container: ask the engine (one `ps` on the host, ~30 ms)
+            return max(0, len(self.api.top(cid)["Processes"]) - 2)
+        except (DockerException, requests.RequestException, KeyError, TypeError):
+            return 0
+
     def _oom_count(self, cid: str) -> int | None:
-        for path in _host_oom_files(cid):
+        for path in _host_cgroup_files(cid, "memory", "memory.oom_control", "memory.events"):
             with contextlib.suppress(OSError):
                 found = _OOM_LINE.search(path.read_bytes())
                 return int(found.group(1)) if found else None
