@@ -13,7 +13,15 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -57,6 +65,16 @@ class SandboxSettings(_Section):
     cpus: float = 1.0
     pids: int = 128
     timeout: Duration = 60.0
+    output_limit: int = Field(default=65536, ge=1024, description="bytes kept per stream")
+    tmpfs_size: str = Field(default="64m", description="size cap of /tmp and /workspace each")
+    user: str = Field(default="65534:65534", description="uid:gid commands run as (never root)")
+
+    @field_validator("user")
+    @classmethod
+    def _not_root(cls, value: str) -> str:
+        if value.split(":")[0] in ("", "0", "root"):
+            raise ValueError(f"sandbox.user {value!r}: commands must not run as root")
+        return value
 
 
 class LLMSettings(_Section):

@@ -5,6 +5,7 @@
     ├── StoreError             the database cannot be opened or written
     ├── AuditChainBroken       the audit log's hash chain does not hold
     ├── MonitorError           a monitor could not observe its target (becomes a signal)
+    ├── SandboxError           the command sandbox cannot start or run (engine, image, grants)
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -43,6 +44,10 @@ class AuditChainBroken(GuardError):
 
 class MonitorError(GuardError):
     """A monitor failed to observe its target; the message says what failed and why."""
+
+
+class SandboxError(GuardError):
+    """The sandbox itself failed (not the command in it); the message says how to fix it."""
 
 
 class InvalidTransition(GuardError):

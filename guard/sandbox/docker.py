@@ -1,0 +1,444 @@
+"""``DockerSandbox``: one warm, locked-down container per incident; a command is a docker exec.
+
+Design:
+
+* The container is created on first use (or ``start()``) with every hardening option set (see
+  ``_host_config``) and idles as ``sleep`` under docker-init, which reaps stray children. Each
+  command is ``exec_create`` + a hijacked ``exec_start`` socket + ``exec_inspect``: the same
+  three calls a bare ``docker exec`` makes, so a warm command costs what ``docker exec`` costs.
+* Output is read frame by frame off the exec socket and fed to capped ``OutputBuffer``s, so a
+  command printing 100 MB never sits in Guard's memory.
+* A timeout (or cancellation) kills the whole container: docker has no "kill exec", and killing
+  the container is the only way to be sure every process the command forked is gone. The next
+  command of the incident gets a fresh container (``/workspace`` does not survive a timeout).
+* OOM kills of an exec'd process do not set ``State.OOMKilled`` (that is only for PID 1), so after
+  a failing command the memory cgroup's ``oom_kill`` counter is compared with its last value,
+  read from the host's cgroup files when visible, else via ``cat`` inside the container.
+* A command's processes do not outlive it: if any are left running when it ends (a daemon, a
+  fork bomb), the container is reset. Counting them reads the host's ``pids.current`` when
+  visible, else asks the engine (``top``).
+* Containers carry ``guard.sandbox=1`` plus owner/incident labels; ``reap_orphans`` removes the
+  ones a crashed Guard left behind.
+
+All docker SDK calls are blocking; ``run``/``start``/``close`` push them to a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import secrets as _secrets
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import LogConfig, Mount, Ulimit
+from loguru import logger
+
+from guard.config import SandboxSettings
+from guard.exceptions import SandboxError
+from guard.redact import Redactor
+from guard.sandbox.base import (
+    TIMEOUT_EXIT_CODE,
+    Command,
+    ExecResult,
+    OutputBuffer,
+    SandboxGrants,
+    argv,
+)
+
+LABEL = "guard.sandbox"
+LABEL_OWNER = "guard.owner"
+LABEL_INCIDENT = "guard.incident"
+LABEL_HOST = "guard.host"
+LABEL_PID = "guard.pid"
+INSTANCE_ID = f"{socket.gethostname()}-{os.getpid()}-{_secrets.token_hex(4)}"
+"""This Guard process; stamped on every container it starts."""
+IDLE_SECONDS = 7 * 86400  # the idle sleep ends by itself, so even an unreaped orphan stops
+_OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.M)
+_SLICE = 0.25  # how often a blocked read wakes to check for cancellation
+
+
+def connect(timeout: float = 120) -> docker.DockerClient:
+    """A client for the engine named by ``DOCKER_HOST`` (default: the local socket)."""
+    try:
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+    except (DockerException, requests.RequestException) as exc:
+        raise SandboxError(
+            f"cannot reach the Docker engine ({exc}): start it, or point DOCKER_HOST at it and "
+            "make sure Guard may use its socket"
+        ) from None
+    return client
+
+
+def translate(exc: Exception, image: str = "", network: str | None = None) -> SandboxError:
+    """A ``SandboxError`` that says what to do about a docker SDK failure."""
+    if isinstance(exc, ImageNotFound) or (
+        isinstance(exc, NotFound) and image and "No such image" in str(exc)
+    ):
+        return SandboxError(
+            f"sandbox image {image!r} is missing: run `guard sandbox build --offline` "
+            "(or `guard sandbox build` where a registry is reachable)"
+        )
+    if isinstance(exc, NotFound) and network and "network" in str(exc).lower():
+        return SandboxError(
+            f"granted network {network!r} does not exist: create it (`docker network create "
+            f"{network}`) or fix the playbook's sandbox grant"
+        )
+    if isinstance(exc, requests.RequestException):
+        return SandboxError(f"lost the Docker engine ({exc}): is it still running?")
+    detail = getattr(exc, "explanation", None) or str(exc)
+    return SandboxError(f"docker engine refused a sandbox operation: {detail}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(client: docker.DockerClient, *, only_dead_owners: bool = False) -> int:
+    """Remove Guard sandbox containers left behind; return how many were removed.
+
+    By default every labelled container not owned by this process goes (call it at startup:
+    after a crash nothing of ours is alive). ``only_dead_owners`` spares containers whose owner
+    may still be running (another host, or a live PID here): for one-shot CLI commands.
+    """
+    removed = 0
+    try:
+        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        for info in found:
+            labels: dict[str, str] = info.get("Labels") or {}
+            if labels.get(LABEL_OWNER) == INSTANCE_ID:
+                continue
+            if only_dead_owners:
+                pid = labels.get(LABEL_PID, "")
+                if labels.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
+                    continue
+                if _pid_alive(int(pid)):
+                    continue
+            with contextlib.suppress(NotFound):
+                client.api.remove_container(info["Id"], force=True)
+                removed += 1
+                logger.info("reaped orphaned sandbox {} ({})", info["Id"][:12], labels)
+    except (DockerException, requests.RequestException) as exc:
+        raise translate(exc) from None
+    return removed
+
+
+def _host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Path]:
+    """Where the container's cgroup file may be on this host (v1/v2, cgroupfs/systemd)."""
+    root = Path("/sys/fs/cgroup")
+    return [
+        root / v1 / "docker" / cid / v1_file,
+        root / v1 / "system.slice" / f"docker-{cid}.scope" / v1_file,
+        root / "system.slice" / f"docker-{cid}.scope" / v2_file,
+        root / "docker" / cid / v2_file,
+    ]
+
+
+class DockerSandbox:
+    """The ``Sandbox`` of one incident, backed by one warm container (see module docstring)."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        *,
+        incident_id: str,
+        grants: SandboxGrants | None = None,
+        secrets: Mapping[str, str] | None = None,
+        redactor: Redactor | None = None,
+        client: docker.DockerClient | None = None,
+        image: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.incident_id = incident_id
+        self.grants = grants or SandboxGrants()
+        self.image = image or settings.image
+        self._secrets = dict(secrets or {})
+        missing = set(self.grants.secrets) - set(self._secrets)
+        if missing:
+            raise SandboxError(f"no value given for granted secret(s) {sorted(missing)}")
+        self.redactor = redactor or Redactor()
+        for name, value in self._secrets.items():
+            self.redactor.register(name, value)
+        self._client = client
+        self._cid: str | None = None
+        self._oom_seen = 0
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def container_id(self) -> str | None:
+        """The warm container's id, if one is running."""
+        return self._cid
+
+    @property
+    def api(self) -> Any:
+        if self._client is None:
+            self._client = connect()
+        return self._client.api
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> float:
+        """Create and start the warm container now; return how long that took (seconds)."""
+        async with self._lock:
+            t0 = time.monotonic()
+            await asyncio.to_thread(self._ensure)
+            return time.monotonic() - t0
+
+    async def close(self) -> None:
+        async with self._lock:
+            self._closed = True
+            await asyncio.to_thread(self._discard)
+
+    def _host_config(self) -> Any:
+        s, g = self.settings, self.grants
+        # The engine copies the image's directory mode onto a tmpfs; owning it fixes that.
+        tmpfs_opts = f"size={s.tmpfs_size},mode=1777"
+        uid, _, gid = s.user.partition(":")
+        if uid.isdigit():
+            tmpfs_opts += f",uid={uid}" + (f",gid={gid}" if gid.isdigit() else "")
+        return self.api.create_host_config(
+            network_mode=g.network or "none",
+            read_only=True,
+            tmpfs={"/tmp": tmpfs_opts, "/workspace": tmpfs_opts},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            privileged=False,
+            pids_limit=s.pids,
+            mem_limit=s.memory,
+            memswap_limit=s.memory,
+            nano_cpus=int(s.cpus * 1e9),
+            init=True,
+            ipc_mode="private",
+            ulimits=[
+                Ulimit(name="nofile", soft=1024, hard=1024),
+                Ulimit(name="core", soft=0, hard=0),
+            ],
+            log_config=LogConfig(type="none"),
+            mounts=[
+                Mount(target=m.target, source=m.source, type="bind", read_only=True)
+                for m in g.mounts
+            ],
+        )
+
+    def _ensure(self) -> str:
+        if self._closed:
+            raise SandboxError(f"sandbox of incident {self.incident_id} is closed")
+        if self._cid is not None:
+            return self._cid
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "-", self.incident_id)[:40]
+        labels = {
+            LABEL: "1",
+            LABEL_OWNER: INSTANCE_ID,
+            LABEL_INCIDENT: self.incident_id,
+            LABEL_HOST: socket.gethostname(),
+            LABEL_PID: str(os.getpid()),
+        }
+        try:
+            created = self.api.create_container(
+                self.image,
+                entrypoint=["sleep"],
+                command=[str(IDLE_SECONDS)],
+                user=self.settings.user,
+                working_dir="/workspace",
+                hostname="sandbox",
+                labels=labels,
+                name=f"guard-sbx-{safe}-{_secrets.token_hex(3)}",
+                host_config=self._host_config(),
+            )
+            cid: str = created["Id"]
+            self._cid = cid
+            self.api.start(cid)
+        except (DockerException, requests.RequestException) as exc:
+            self._discard()
+            raise translate(exc, self.image, self.grants.network) from None
+        self._oom_seen = 0
+        logger.debug("sandbox {} up for incident {}", cid[:12], self.incident_id)
+        return cid
+
+    def _discard(self, cid: str | None = None) -> None:
+        """Remove container ``cid`` (default: the current one), forgetting it if current."""
+        cid = cid or self._cid
+        if cid is None:
+            return
+        if cid == self._cid:
+            self._cid = None
+        try:
+            self.api.remove_container(cid, force=True)
+        except NotFound:
+            pass
+        except (DockerException, requests.RequestException) as exc:
+            logger.warning("could not remove sandbox {}: {} (reap_orphans will)", cid[:12], exc)
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: Command,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 (a per-command budget)
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        stdin: bytes | str | None = None,
+    ) -> ExecResult:
+        cmd = argv(command)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        abort = threading.Event()
+        async with self._lock:
+            budget = timeout or self.settings.timeout
+            worker = asyncio.ensure_future(
+                asyncio.to_thread(self._run_sync, cmd, budget, env or {}, workdir, data, abort)
+            )
+            try:
+                return await asyncio.shield(worker)
+            except asyncio.CancelledError:
+                abort.set()  # the worker kills the container and returns on its next wake-up
+                with contextlib.suppress(Exception):
+                    await worker  # hold the lock until the container is really gone
+                raise
+
+    def _run_sync(
+        self,
+        cmd: list[str],
+        timeout: float,
+        env: Mapping[str, str],
+        workdir: str | None,
+        stdin: bytes | None,
+        abort: threading.Event,
+    ) -> ExecResult:
+        environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]
+        t0 = time.monotonic()
+        for attempt in (1, 2):
+            cid = self._ensure()
+            try:
+                exec_id: str = self.api.exec_create(
+                    cid, cmd, stdin=stdin is not None, environment=environment,
+                    workdir=workdir or "/workspace", user=self.settings.user,
+                )["Id"]
+                sock = self.api.exec_start(exec_id, socket=True)
+                break
+            except APIError as exc:
+                if attempt == 1 and exc.status_code == 409:  # container died: start a fresh one
+                    self._discard(cid)
+                    continue
+                raise translate(exc, self.image) from None
+            except (DockerException, requests.RequestException) as exc:
+                raise translate(exc, self.image) from None
+        out = OutputBuffer(self.settings.output_limit, self.redactor.max_length)
+        err = OutputBuffer(self.settings.output_limit, self.redactor.max_length)
+        raw: socket.socket = getattr(sock, "_sock", sock)
+        try:
+            finished = self._pump(raw, stdin, out, err, t0 + timeout, abort)
+        finally:
+            raw.close()
+        if not finished:
+            self._discard(cid)
+            return ExecResult(
+                TIMEOUT_EXIT_CODE, out.text(self.redactor), err.text(self.redactor),
+                time.monotonic() - t0, timed_out=True,
+                stdout_truncated=out.dropped, stderr_truncated=err.dropped,
+            )
+        code = self._exit_code(exec_id)
+        duration = time.monotonic() - t0
+        oom = code != 0 and self._oom_happened(cid)
+        if stray := self._stray_processes(cid):
+            logger.warning("command left {} process(es) running; resetting the sandbox", stray)
+            self._discard(cid)
+        return ExecResult(
+            code, out.text(self.redactor), err.text(self.redactor), duration,
+            oom_killed=oom, stdout_truncated=out.dropped, stderr_truncated=err.dropped,
+        )
+
+    @staticmethod
+    def _pump(
+        raw: socket.socket, stdin: bytes | None, out: OutputBuffer, err: OutputBuffer,
+        deadline: float, abort: threading.Event,
+    ) -> bool:
+        """Demultiplex the exec stream into ``out``/``err``; False if the deadline/abort hit."""
+        if stdin is not None:
+            def feed() -> None:
+                with contextlib.suppress(OSError):
+                    raw.sendall(stdin)
+                    raw.shutdown(socket.SHUT_WR)
+            threading.Thread(target=feed, daemon=True, name="sandbox-stdin").start()
+        buf = bytearray()
+        sinks = {1: out, 2: err}
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or abort.is_set():
+                return False
+            raw.settimeout(min(remaining, _SLICE))
+            try:
+                chunk = raw.recv(262144)
+            except TimeoutError:
+                continue
+            if not chunk:
+                return True
+            buf += chunk
+            view, pos = memoryview(buf), 0
+            while len(buf) - pos >= 8:
+                size = int.from_bytes(view[pos + 4 : pos + 8], "big")
+                if len(buf) - pos - 8 < size:
+                    break
+                sink = sinks.get(buf[pos])
+                if sink is not None:
+                    sink.feed(view[pos + 8 : pos + 8 + size])
+                pos += 8 + size
+            view.release()
+            del buf[:pos]
+
+    def _exit_code(self, exec_id: str) -> int:
+        # The stream can end a moment before the engine records the exit; wait for it briefly.
+        for _ in range(100):
+            info = self.api.exec_inspect(exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.01)
+        raise SandboxError("the engine never reported the command's exit code")
+
+    def _stray_processes(self, cid: str) -> int:
+        """Processes still running besides docker-init and the idle sleep (0 if unknown)."""
+        for path in _host_cgroup_files(cid, "pids", "pids.current", "pids.current"):
+            with contextlib.suppress(OSError, ValueError):
+                return max(0, int(path.read_text()) - 2)
+        try:  # Guard itself in a container: ask the engine (one `ps` on the host, ~30 ms)
+            return max(0, len(self.api.top(cid)["Processes"]) - 2)
+        except (DockerException, requests.RequestException, KeyError, TypeError):
+            return 0
+
+    def _oom_count(self, cid: str) -> int | None:
+        for path in _host_cgroup_files(cid, "memory", "memory.oom_control", "memory.events"):
+            with contextlib.suppress(OSError):
+                found = _OOM_LINE.search(path.read_bytes())
+                return int(found.group(1)) if found else None
+        probe = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control"
+        try:
+            exec_id = self.api.exec_create(cid, ["/bin/sh", "-c", probe + " 2>/dev/null"])["Id"]
+            found = _OOM_LINE.search(self.api.exec_start(exec_id))
+        except (DockerException, requests.RequestException) as exc:
+            logger.warning("could not read the sandbox's OOM counter: {}", exc)
+            return None
+        return int(found.group(1)) if found else None
+
+    def _oom_happened(self, cid: str) -> bool:
+        count = self._oom_count(cid)
+        if count is None or count <= self._oom_seen:
+            return False
+        self._oom_seen = count
+        return True

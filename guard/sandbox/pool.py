@@ -1,0 +1,88 @@
+"""Per-incident sandbox sessions: ``create_sandbox`` picks the backend, ``SandboxPool`` keeps one
+warm sandbox per open incident so its commands reuse one container, and closes it on release.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from guard.config import SandboxSettings
+from guard.redact import Redactor
+from guard.sandbox.base import Sandbox, SandboxGrants, resolve_secrets
+
+
+def create_sandbox(
+    settings: SandboxSettings,
+    *,
+    incident_id: str,
+    grants: SandboxGrants | None = None,
+    environ: Mapping[str, str] | None = None,
+    redactor: Redactor | None = None,
+    client: Any = None,
+    image: str | None = None,
+) -> Sandbox:
+    """A sandbox for ``incident_id`` on the configured backend, with granted secrets resolved
+    from ``environ`` (default: Guard's environment)."""
+    grants = grants or SandboxGrants()
+    secrets = resolve_secrets(grants.secrets, environ)
+    if settings.backend == "local":
+        from guard.sandbox.local import LocalSandbox
+
+        return LocalSandbox(
+            settings, incident_id=incident_id, grants=grants, secrets=secrets, redactor=redactor
+        )
+    from guard.sandbox.docker import DockerSandbox
+
+    return DockerSandbox(
+        settings, incident_id=incident_id, grants=grants, secrets=secrets, redactor=redactor,
+        client=client, image=image,
+    )
+
+
+class SandboxPool:
+    """One sandbox per incident id, created on first ``get`` and closed by ``release``."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        redactor: Redactor | None = None,
+        client: Any = None,
+    ) -> None:
+        self.settings = settings
+        self._environ = environ
+        self._redactor = redactor
+        self._client = client
+        self._sessions: dict[str, Sandbox] = {}
+        self._lock = asyncio.Lock()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    async def get(self, incident_id: str, grants: SandboxGrants | None = None) -> Sandbox:
+        """The incident's sandbox (grants apply when it is first created)."""
+        async with self._lock:
+            found = self._sessions.get(incident_id)
+            if found is None:
+                found = create_sandbox(
+                    self.settings, incident_id=incident_id, grants=grants,
+                    environ=self._environ, redactor=self._redactor, client=self._client,
+                )
+                self._sessions[incident_id] = found
+            return found
+
+    async def release(self, incident_id: str) -> None:
+        """The incident ended: remove its sandbox."""
+        async with self._lock:
+            found = self._sessions.pop(incident_id, None)
+        if found is not None:
+            await found.close()
+
+    async def close(self) -> None:
+        """Remove every sandbox (Guard is shutting down)."""
+        async with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

@@ -1,0 +1,36 @@
+"""Plain helpers for the sandbox tests (the fixtures are in ``tests.sandbox_fixtures``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import docker
+
+from guard.sandbox.docker import LABEL, LABEL_INCIDENT
+
+BUSYBOX_IMAGE = "guard-test-busybox:sandbox"
+TOOLBOX_IMAGE = "guard-toolbox:latest"
+TEST_PREFIX = "test-"
+
+
+def vm_kib(field: str) -> int:
+    """A ``/proc/self/status`` figure (VmRSS, VmHWM) of this test process, in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"{field} missing from /proc/self/status")
+
+
+def leftover_containers(client: docker.DockerClient) -> list[dict[str, object]]:
+    """Sandbox containers started by these tests (incident ids starting ``test-``)."""
+    found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+    return [c for c in found if c["Labels"].get(LABEL_INCIDENT, "").startswith(TEST_PREFIX)]
+
+
+def assert_host_ok(client: docker.DockerClient) -> None:
+    """The host can still fork and the engine still answers: the sandbox hurt nobody."""
+    assert subprocess.run(["true"], timeout=10).returncode == 0
+    assert client.ping()
+    assert shutil.disk_usage("/").free > 0
