@@ -90,6 +90,26 @@ class TriageSettings(_Section):
     flap_threshold: int = Field(default=3, ge=1)
 
 
+class SkillsSettings(_Section):
+    learned_trust: Literal["trusted", "approval"] = Field(
+        default="trusted", description="whether a learned skill runs unasked next time"
+    )
+    git_commit: bool = Field(default=True, description="commit learned skills to git")
+    git_author: str = "Guard <guard@localhost>"
+
+
+class AgentSettings(_Section):
+    enabled: bool = True
+    max_concurrent_incidents: int = Field(default=4, ge=1)
+    max_concurrent_remediations: int = Field(default=2, ge=1)
+    breaker_failures: int = Field(default=2, ge=1, description="failed runs in a row that "
+                                  "disable a skill for a target")
+    approval_ttl: Duration = 1800.0
+    verify_timeout: Duration = 60.0
+    fix_timeout: Duration = 120.0
+    poll_interval: Duration = 1.0
+
+
 def _default_data_dir() -> Path:
     return Path(os.environ.get("RAILWAY_VOLUME_MOUNT_PATH") or "./data")
 
@@ -115,6 +135,8 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

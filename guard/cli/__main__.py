@@ -1,5 +1,6 @@
-"""``python -m guard.cli``: the same as the ``guard`` command."""
+"""``python -m guard.cli``: the same as the ``guard`` console script."""
 
 from guard.cli import main
 
-main()
+if __name__ == "__main__":
+    main()

@@ -110,3 +110,102 @@ class AuditEntry(SQLModel, table=True):
     data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     prev_hash: str
     hash: str
+
+
+# -- the agent's durable state ------------------------------------------------------------------
+
+
+class AgentStep(SQLModel, table=True):
+    """One step of a remediation, persisted before and after it runs, so a restart resumes an
+    incident without repeating a completed (or possibly completed) action."""
+
+    __tablename__ = "agent_step"
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    run_id: int = Field(foreign_key="remediation_run.id", index=True)
+    index: int
+    kind: str  # run, action, wait, verify
+    description: str = ""
+    status: str = "pending"  # pending, running, done, failed, skipped
+    started_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class RemediationRun(SQLModel, table=True):
+    """One attempt to cure an incident: a skill run, or a human's fix."""
+
+    __tablename__ = "remediation_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    skill: str = Field(index=True)  # skill name, or "human-fix"
+    target: str = Field(index=True)
+    origin: str = "skill"  # skill, human
+    approved_by: str | None = None
+    fix: str | None = Field(default=None, sa_column=Column(Text))  # a human's fix, as given
+    status: str = "running"  # running, verified, failed, interrupted
+    started_at: datetime = _ts(nullable=False)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+
+
+class SkillBlock(SQLModel, table=True):
+    """A skill disabled for one target by the circuit breaker (two failed runs in a row)."""
+
+    __tablename__ = "skill_block"
+
+    id: int | None = Field(default=None, primary_key=True)
+    skill: str = Field(index=True)
+    target: str = Field(index=True)
+    reason: str = ""
+    created_at: datetime = _ts(nullable=False)
+    cleared_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class Approval(SQLModel, table=True):
+    """A single-use, expiring decision a human may take (its ``id`` is opaque and short enough
+    for Telegram's 64-byte callback data)."""
+
+    id: str = Field(primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    kind: str  # skill, deny, mute, fix
+    skill: str | None = None
+    created_at: datetime = _ts(nullable=False)
+    expires_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    used_by: str | None = None
+
+
+class HumanCommand(SQLModel, table=True):
+    """A human's answer (approve, deny, reply) queued for the agent, with its outcome."""
+
+    __tablename__ = "human_command"
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    verb: str  # approve, deny, reply
+    skill: str | None = None
+    fix: str | None = Field(default=None, sa_column=Column(Text))
+    actor: str
+    channel: str = "cli"  # cli, telegram
+    status: str = Field(default="queued", index=True)  # queued, running, done, failed
+    outcome: str = Field(default="", sa_column=Column(Text, nullable=False))
+    created_at: datetime = _ts(nullable=False)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class ConversationMessage(SQLModel, table=True):
+    """Every message exchanged with a human, per chat."""
+
+    __tablename__ = "conversation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat: str = Field(index=True)  # "console", or a Telegram chat id
+    direction: str  # in, out
+    author: str
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    incident_id: int | None = Field(default=None, index=True)
+    at: datetime = _ts(nullable=False)
+    meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))

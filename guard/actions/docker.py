@@ -1,0 +1,101 @@
+"""Docker actions, performed by Guard through the engine API (the sandbox never sees the
+socket): ``docker.restart``, ``docker.start``, ``docker.stop`` and ``docker.logs`` (evidence)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import docker
+from docker.errors import DockerException, NotFound
+
+from guard.actions.base import ActionContext, ActionError, ActionResult
+
+
+def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
+    name = args.get("container") or (ctx.incident or {}).get("target")
+    if not name:
+        raise ActionError("which container? give container=NAME")
+    return str(name)
+
+
+def _client() -> Any:
+    try:
+        return docker.from_env(timeout=60)
+    except DockerException as exc:
+        raise ActionError(f"cannot reach the Docker engine: {exc}") from None
+
+
+class _DockerAction:
+    params = ("container",)
+    name = ""
+    description = ""
+
+    async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
+        name = _container(args, ctx)
+        return await asyncio.to_thread(self._sync, name, args)
+
+    def _sync(self, name: str, args: Mapping[str, Any]) -> ActionResult:
+        client = _client()
+        try:
+            container = client.containers.get(name)
+            return self.apply(container, args)
+        except NotFound:
+            raise ActionError(f"no container named {name!r}") from None
+        except DockerException as exc:
+            raise ActionError(f"{self.name} {name}: {exc}") from None
+        finally:
+            client.close()
+
+    def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        raise NotImplementedError
+
+
+class Restart(_DockerAction):
+    name = "docker.restart"
+    description = "restart a container (stop with a grace period, then start)"
+
+    def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        container.restart(timeout=int(args.get("timeout", 10)))
+        container.reload()
+        return ActionResult(True, f"restarted {container.name} (now {container.status})",
+                            {"status": container.status})
+
+
+class Start(_DockerAction):
+    name = "docker.start"
+    description = "start a stopped container"
+
+    def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        container.start()
+        container.reload()
+        return ActionResult(True, f"started {container.name} (now {container.status})",
+                            {"status": container.status})
+
+
+class Stop(_DockerAction):
+    name = "docker.stop"
+    description = "stop a container (e.g. to end a restart loop)"
+
+    def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        container.stop(timeout=int(args.get("timeout", 10)))
+        container.reload()
+        return ActionResult(True, f"stopped {container.name}", {"status": container.status})
+
+
+class Logs(_DockerAction):
+    name = "docker.logs"
+    description = "the container's last log lines (evidence; changes nothing)"
+
+    def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        tail = int(args.get("tail", 50))
+        text = container.logs(tail=tail, stdout=True, stderr=True).decode("utf-8", "replace")
+        state = container.attrs.get("State") or {}
+        return ActionResult(True, text[-8000:], {"exit_code": state.get("ExitCode"),
+                                                 "status": state.get("Status"),
+                                                 "restart_count": container.attrs.get(
+                                                     "RestartCount")})
+
+
+ACTIONS = [Restart(), Start(), Stop(), Logs()]

@@ -1,0 +1,409 @@
+"""The agent loop: one worker per incident, with bounded concurrency.
+
+recall -> diagnose -> decide -> remediate -> verify -> resolve, or ask a human / escalate.
+
+- Recall ranks the skills whose triggers match, and boosts those that resolved similar past
+  incidents (semantic memory); the reasons are recorded on the incident.
+- Diagnose runs read-only evidence gathering (skill diagnostics in the sandbox, container logs).
+- Decide picks the best *trusted* skill that the runaway guards allow; otherwise it asks.
+- Remediate runs the skill's steps through ``StepRunner`` (persisted before and after each
+  step), and always ends by re-running the check that fired.
+- A failed run is retried only while the rate limit and the circuit breaker allow; then the
+  incident escalates to a human. It never loops.
+Human answers (``guard approve|deny|reply``, Telegram) arrive as ``HumanCommand`` rows that the
+agent polls, so the CLI and the gateway work whether or not they share Guard's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from loguru import logger
+from sqlmodel import col, select
+
+from guard.actions import ActionRegistry
+from guard.agent import limits
+from guard.agent.steps import StepRunner, ctx_incident
+from guard.agent.verify import Verifier
+from guard.config import Settings
+from guard.memory.semantic import SemanticMemory, summary
+from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption
+from guard.playbooks.models import Playbook
+from guard.records import IncidentEvent, utcnow
+from guard.redact import Redactor
+from guard.sandbox.base import SandboxGrants
+from guard.skills.library import Candidate, Skill, SkillLibrary
+from guard.skills.model import Step
+from guard.skills.writer import SkillWriter
+from guard.store.db import Database
+from guard.store.models import Approval, HumanCommand, Incident, IncidentState, RemediationRun
+from guard.triage.states import record, transition
+
+S = IncidentState
+HUMAN_FIX = "human-fix"
+STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
+
+
+class Agent:
+    def __init__(self, settings: Settings, db: Database, playbooks: list[Playbook], *,
+                 notifier: Notifier | None = None, sandboxes: Any = None,
+                 actions: ActionRegistry | None = None, library: SkillLibrary | None = None,
+                 memory: SemanticMemory | None = None) -> None:
+        from guard.notify.console import ConsoleNotifier
+
+        self.settings = settings
+        self.db = db
+        self.specs = {m.id: m for book in playbooks for m in book.monitors}
+        self.library = library or SkillLibrary(settings.skills_dir)
+        self.actions = actions or ActionRegistry()
+        self.notifier: Notifier = notifier or ConsoleNotifier(db)
+        self.memory = memory or SemanticMemory(settings.data_dir / "memory.lance")
+        self.redactor = Redactor()
+        self.redactor.register_all(settings.secret_values(), name="config")
+        if sandboxes is None:
+            from guard.sandbox.pool import SandboxPool
+
+            sandboxes = SandboxPool(settings.sandbox, redactor=self.redactor)
+        self.sandboxes = sandboxes
+        self.runner = StepRunner(settings, db, self.actions, Verifier(db, self.specs),
+                                 sandboxes, self.redactor)
+        s = settings.skills
+        self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,
+                                  git_author=s.git_author,
+                                  verify_timeout=settings.agent.verify_timeout)
+        self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
+        self._remediations = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
+        self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- intake ---------------------------------------------------------------------------------
+
+    def on_events(self, events: list[IncidentEvent]) -> None:
+        """Triage hook (called from triage's worker thread)."""
+        loop = self._loop
+        if loop is None or not self.settings.agent.enabled:
+            return
+        for ev in events:
+            if ev.type in STARTING_EVENTS:
+                loop.call_soon_threadsafe(self.submit, ev.incident_id)
+
+    def submit(self, incident_id: int, coro: Any = None) -> None:
+        task = self._tasks.get(incident_id)
+        if task is not None and not task.done():
+            if coro is not None:
+                coro.close()
+            return
+        self._tasks[incident_id] = asyncio.create_task(
+            coro if coro is not None else self.handle(incident_id), name=f"incident:{incident_id}")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Resume unfinished work, then serve human commands until ``stop`` is set."""
+        self._loop = asyncio.get_running_loop()
+        await self.resume()
+        try:
+            while not stop.is_set():
+                await self.poll_commands()
+                await asyncio.to_thread(self.expire_approvals)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.settings.agent.poll_interval)
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self.sandboxes.close()
+
+    async def drain(self) -> None:
+        """Wait for every incident worker (``guard run --once`` and the CLI)."""
+        while any(not t.done() for t in self._tasks.values()):
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    async def resume(self) -> None:
+        """After a restart: finish interrupted runs; pick up incidents nobody handled."""
+        self._loop = asyncio.get_running_loop()
+        with self.db.session() as session:
+            runs = session.exec(select(RemediationRun).where(
+                RemediationRun.status == "running")).all()
+            fresh = session.exec(select(Incident).where(
+                col(Incident.state).in_([S.open.value, S.diagnosing.value]))).all()
+        for run in runs:
+            logger.info("incident #{}: resuming interrupted remediation {} ({})",
+                        run.incident_id, run.id, run.skill)
+            self.submit(run.incident_id, self._resume_run(run))
+        for inc in fresh:
+            assert inc.id is not None
+            self.submit(inc.id)
+
+    # -- the loop for one incident --------------------------------------------------------------
+
+    def _load(self, incident_id: int) -> Incident | None:
+        with self.db.session() as session:
+            return session.get(Incident, incident_id)
+
+    def _move(self, incident_id: int, to: IncidentState, reason: str, **details: Any) -> Incident:
+        with self.db.session() as session:
+            inc = session.get(Incident, incident_id)
+            assert inc is not None
+            if inc.state != to.value:
+                transition(session, inc, to, actor="agent", reason=reason)
+            if details:
+                inc.details = {**inc.details, **details}
+                session.add(inc)
+            return inc
+
+    def _note(self, incident_id: int, type_: str, message: str, **data: Any) -> None:
+        with self.db.session() as session:
+            inc = session.get(Incident, incident_id)
+            assert inc is not None
+            record(session, inc, type_, message, actor="agent", **data)
+
+    async def handle(self, incident_id: int) -> None:
+        async with self._incidents:
+            inc = self._load(incident_id)
+            if inc is None or inc.state not in (S.open.value, S.diagnosing.value):
+                return
+            try:
+                await self.decide(inc)
+            except Exception as exc:
+                logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
+                await self.ask(incident_id, [], "", f"Guard's agent failed: {exc}",
+                               escalate=True)
+
+    def recall(self, inc: Incident) -> list[Candidate]:
+        """Matching skills, boosted by what resolved similar incidents before."""
+        candidates = self.library.candidates(inc)
+        similar = []
+        try:
+            similar = [r for r in self.memory.search(summary(inc), limit=5)
+                       if r.incident_id != inc.id and r.score >= 0.5]
+        except Exception as exc:  # memory is advice, never a reason to stop
+            logger.warning("semantic memory unavailable: {}", exc)
+        boosted = []
+        for c in candidates:
+            hits = [r for r in similar if r.skill == c.skill.name]
+            if hits:
+                c = Candidate(c.skill, c.score + hits[0].score,
+                              [*c.reasons, f"resolved similar incident #{hits[0].incident_id} "
+                                           f"(similarity {hits[0].score:.2f})"])
+            boosted.append(c)
+        boosted.sort(key=lambda c: (-c.score, c.skill.name))
+        assert inc.id is not None
+        self._note(inc.id, "recalled",
+                   f"{len(boosted)} matching skill(s); {len(similar)} similar past incident(s)",
+                   candidates=[{"skill": c.skill.name, "score": c.score, "reasons": c.reasons}
+                               for c in boosted],
+                   similar=[{"incident": r.incident_id, "score": r.score,
+                             "resolution": r.resolution} for r in similar])
+        return boosted
+
+    async def diagnose(self, inc: Incident, candidates: list[Candidate]) -> str:
+        """Collect read-only evidence; keep it on the incident."""
+        assert inc.id is not None
+        parts: list[str] = []
+        steps: list[tuple[Step, Skill | None]] = []
+        if candidates:
+            steps += [(s, candidates[0].skill) for s in candidates[0].skill.spec.diagnostics]
+        if inc.source == "docker" and not steps:
+            steps.append((Step(action="docker.logs", args={"tail": 30}), None))
+        for step, skill in steps:
+            try:
+                if step.kind == "action":
+                    assert step.action is not None
+                    out = await self.runner.action(step.action, dict(step.args), inc)
+                else:
+                    ctx = {"incident": ctx_incident(inc)}
+                    out = await self.runner.sandbox_run(step, inc, skill,
+                                                        self.grants_for(inc, skill), ctx)
+                parts.append(f"$ {step.describe()}\n{out.summary}")
+            except Exception as exc:
+                parts.append(f"$ {step.describe()}\n(could not run: {exc})")
+        evidence = self.redactor.redact("\n".join(parts))[:8000]
+        if evidence:
+            self._move(inc.id, S.diagnosing, "evidence collected", evidence=evidence)
+            self._note(inc.id, "diagnosed", evidence[:1000])
+        return evidence
+
+    def allowed(self, skill: Skill, target: str) -> str | None:
+        """Why ``skill`` may not run on ``target`` now, or None."""
+        with self.db.session() as session:
+            block = limits.blocked(session, skill.name, target)
+            if block is not None:
+                return f"skill {skill.name} is disabled for {target}: {block.reason}"
+            return limits.rate_limited(session, skill.name, target, skill.spec.limits)
+
+    async def decide(self, inc: Incident) -> None:
+        assert inc.id is not None
+        while True:
+            candidates = self.recall(inc)
+            self._move(inc.id, S.diagnosing, "recall and diagnosis")
+            evidence = await self.diagnose(inc, candidates)
+            refused = []
+            chosen = None
+            for c in candidates:
+                why = self.allowed(c.skill, inc.target)
+                if why:
+                    refused.append(why)
+                elif c.skill.spec.trust == "trusted" and chosen is None:
+                    chosen = c
+            if chosen is None:
+                question = ("; ".join(refused) + ". ") if refused else ""
+                question += ("Approve a skill, or send a fix." if candidates
+                             else "No skill matches. Send a fix.")
+                await self.ask(inc.id, [c for c in candidates if not self.allowed(c.skill,
+                                                                                  inc.target)],
+                               evidence, question, escalate=bool(refused))
+                return
+            self._note(inc.id, "decided", f"running trusted skill {chosen.skill.name}",
+                       skill=chosen.skill.name, reasons=chosen.reasons)
+            verified = await self.remediate(inc.id, chosen.skill, approved_by="trusted skill")
+            if verified:
+                return
+            reloaded = self._load(inc.id)
+            if reloaded is None or reloaded.state != S.remediating.value:
+                return
+            inc = reloaded
+
+    # -- remediation ----------------------------------------------------------------------------
+
+    def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
+        return skill.spec.grants if skill is not None else SandboxGrants()
+
+    async def remediate(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
+        """Run ``skill`` on the incident; True when verified and resolved."""
+        async with self._remediations:
+            inc = self._move(incident_id, S.remediating, f"running skill {skill.name} "
+                             f"(approved by {approved_by})")
+            with self.db.session() as session:
+                run = RemediationRun(incident_id=incident_id, skill=skill.name,
+                                     target=inc.target, approved_by=approved_by)
+                session.add(run)
+            self.runner.plan(run, list(skill.spec.steps))
+            return await self._execute(run, inc, skill)
+
+    async def _resume_run(self, run: RemediationRun) -> None:
+        async with self._incidents, self._remediations:
+            inc = self._load(run.incident_id)
+            if inc is None:
+                return
+            if inc.state != S.remediating.value:
+                inc = self._move(run.incident_id, S.remediating, "resuming after a restart")
+            skill = self.library.get(run.skill) if run.origin == "skill" else None
+            await self._execute(run, inc, skill)
+
+    async def _execute(self, run: RemediationRun, inc: Incident, skill: Skill | None) -> bool:
+        assert run.id is not None and inc.id is not None
+        verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
+        with self.db.session() as session:
+            fresh = session.get(RemediationRun, run.id)
+            assert fresh is not None
+            fresh.status = "verified" if verified else "failed"
+            fresh.finished_at = utcnow()
+            fresh.message = reason
+            session.add(fresh)
+            run = fresh
+        if run.origin == "human":
+            from guard.agent.human import finish_human_fix
+
+            await finish_human_fix(self, run, inc, verified, reason)
+            return verified
+        if verified:
+            self._resolved(inc, f"healed by skill {run.skill}: {reason}", skill=run.skill)
+            return True
+        await self._failed(inc, run, reason)
+        return False
+
+    def _resolved(self, inc: Incident, reason: str, *, skill: str) -> None:
+        assert inc.id is not None
+        done = self._move(inc.id, S.resolved, reason, resolved_by=skill)
+        try:
+            self.memory.remember(done, resolution=reason, skill=skill)
+        except Exception as exc:
+            logger.warning("could not store incident #{} in semantic memory: {}", inc.id, exc)
+        self._release(inc.id)
+        if done.details.get("asked"):
+            self._spawn(self.notifier.update(IncidentUpdate(inc.id, done.title, "resolved",
+                                                            reason)))
+
+    async def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
+        assert inc.id is not None
+        self._note(inc.id, "remediation_failed", f"skill {run.skill} did not cure it: {reason}",
+                   skill=run.skill, run=run.id)
+        with self.db.session() as session:
+            fails = limits.consecutive_failures(session, run.skill, inc.target)
+            if fails >= self.settings.agent.breaker_failures:
+                limits.trip(session, run.skill, inc.target,
+                            f"{fails} failed runs in a row (last: {reason})")
+        if fails >= self.settings.agent.breaker_failures:
+            self._note(inc.id, "skill_disabled", f"skill {run.skill} disabled for {inc.target} "
+                       f"after {fails} failed runs in a row", skill=run.skill)
+
+    def _release(self, incident_id: int) -> None:
+        self._spawn(self.sandboxes.release(str(incident_id)))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    # -- asking a human -------------------------------------------------------------------------
+
+    def new_approval(self, incident_id: int, kind: str, skill: str | None = None) -> str:
+        approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
+        with self.db.session() as session:
+            session.add(Approval(id=approval_id, incident_id=incident_id, kind=kind, skill=skill,
+                                 expires_at=utcnow() + timedelta(
+                                     seconds=self.settings.agent.approval_ttl)))
+        return approval_id
+
+    async def ask(self, incident_id: int, candidates: list[Candidate], evidence: str,
+                  question: str, *, escalate: bool = False) -> None:
+        to = S.escalated if escalate else S.awaiting_human
+        inc = self._move(incident_id, to, question, asked=True)
+        options = [SkillOption(c.skill.name, c.skill.description[:200],
+                               self.new_approval(incident_id, "skill", c.skill.name))
+                   for c in candidates]
+        request = HumanRequest(
+            incident_id=incident_id, title=inc.title, severity=inc.severity, target=inc.target,
+            count=inc.count, evidence=evidence, options=options,
+            deny_id=self.new_approval(incident_id, "deny"),
+            mute_id=self.new_approval(incident_id, "mute"), question=question)
+        self._note(incident_id, "asked_human", question,
+                   options=[o.name for o in options], escalated=escalate)
+        try:
+            await self.notifier.ask(request)
+        except Exception as exc:
+            logger.error("could not reach a human about incident #{}: {}", incident_id, exc)
+
+    def expire_approvals(self) -> None:
+        now = utcnow()
+        with self.db.session() as session:
+            stale = session.exec(select(Approval).where(col(Approval.used_at).is_(None),
+                                                        col(Approval.expires_at) < now)).all()
+            for a in stale:
+                a.used_at, a.used_by = now, "expired"
+                session.add(a)
+
+    # -- human commands -------------------------------------------------------------------------
+
+    async def poll_commands(self) -> None:
+        from guard.agent.human import process_command
+
+        taken: list[HumanCommand] = []
+        with self.db.session() as session:
+            queued = session.exec(select(HumanCommand).where(HumanCommand.status == "queued")
+                                  .order_by(col(HumanCommand.id))).all()
+            for cmd in queued:
+                busy = self._tasks.get(cmd.incident_id)
+                if (busy is not None and not busy.done()) or any(
+                        c.incident_id == cmd.incident_id for c in taken):
+                    continue  # the incident's worker is busy: the command waits its turn
+                cmd.status = "running"
+                session.add(cmd)
+                taken.append(cmd)
+        for cmd in taken:
+            self.submit(cmd.incident_id, process_command(self, cmd))

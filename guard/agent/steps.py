@@ -1,0 +1,195 @@
+"""Execute a remediation run step by step, persisting each step before and after it runs.
+
+A step marked ``running`` when Guard starts again was interrupted: if it was a ``run`` or an
+``action`` it may have taken effect, so it is never repeated (at most once; verification then
+tells whether it worked). ``wait`` and ``verify`` steps are safe to repeat and are re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from loguru import logger
+from sqlmodel import col, select
+
+from guard.actions import ActionContext, ActionError, ActionRegistry
+from guard.agent.templating import incident_context, render, render_args
+from guard.agent.verify import Verifier
+from guard.config import Settings
+from guard.exceptions import GuardError
+from guard.records import utcnow
+from guard.redact import Redactor
+from guard.sandbox.base import SandboxGrants
+from guard.skills.library import Skill
+from guard.skills.model import Step, VerifySpec
+from guard.store import audit
+from guard.store.db import Database
+from guard.store.models import AgentStep, Incident, RemediationRun
+from guard.triage.states import record
+
+REPEATABLE = frozenset({"wait", "verify"})
+KEEP = 4000  # characters of output kept per stream in the step record
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    ok: bool
+    summary: str
+    result: dict[str, Any]
+
+
+class StepRunner:
+    """Runs steps for the agent; knows the sandbox pool, the actions and the verifier."""
+
+    def __init__(self, settings: Settings, db: Database, actions: ActionRegistry,
+                 verifier: Verifier, sandboxes: Any, redactor: Redactor) -> None:
+        self.settings = settings
+        self.db = db
+        self.actions = actions
+        self.verifier = verifier
+        self.sandboxes = sandboxes
+        self.redactor = redactor
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def plan(self, run: RemediationRun, steps: list[Step]) -> None:
+        """Persist every step of ``run`` as pending (a verify step is added if missing)."""
+        if not any(s.kind == "verify" for s in steps):
+            steps = [*steps, Step(verify=VerifySpec(timeout=self.settings.agent.verify_timeout))]
+        assert run.id is not None
+        with self.db.session() as session:
+            for i, step in enumerate(steps):
+                session.add(AgentStep(incident_id=run.incident_id, run_id=run.id, index=i,
+                                      kind=step.kind, description=step.describe(),
+                                      result={"step": step.model_dump(mode="json")}))
+
+    def steps(self, run_id: int) -> list[AgentStep]:
+        with self.db.session() as session:
+            return list(session.exec(select(AgentStep).where(AgentStep.run_id == run_id)
+                                     .order_by(col(AgentStep.index))).all())
+
+    def _mark(self, row: AgentStep, status: str, **result: Any) -> None:
+        with self.db.session() as session:
+            fresh = session.get(AgentStep, row.id)
+            assert fresh is not None
+            fresh.status = status
+            if status == "running":
+                fresh.started_at = utcnow()
+            else:
+                fresh.finished_at = utcnow()
+            fresh.result = {**fresh.result, **result}
+            session.add(fresh)
+            inc = session.get(Incident, fresh.incident_id)
+            if status != "running" and inc is not None:
+                record(session, inc, "step", f"{fresh.description}: {status}"
+                       + (f" ({result.get('summary')})" if result.get("summary") else ""),
+                       actor="agent", step=fresh.index, kind=fresh.kind, status=status,
+                       run=fresh.run_id)
+            row.status = fresh.status
+            row.result = fresh.result
+
+    # -- execution ------------------------------------------------------------------------------
+
+    async def execute(self, run: RemediationRun, incident: Incident, skill: Skill | None,
+                      grants: SandboxGrants) -> tuple[bool, str]:
+        """Run the pending steps of ``run``; return (verified, reason)."""
+        assert run.id is not None
+        reason = "no verification ran"
+        for row in self.steps(run.id):
+            if row.status in ("done", "skipped", "interrupted"):
+                if row.kind == "verify" and row.status == "done":
+                    reason = str(row.result.get("summary", reason))
+                continue
+            if row.status == "failed":
+                return False, str(row.result.get("summary", "a step failed"))
+            if row.status == "running" and row.kind not in REPEATABLE:
+                note = "Guard stopped during this step; not repeated (at most once)"
+                self._mark(row, "interrupted", summary=note)
+                logger.warning("incident #{}: step {} was interrupted; not repeating it",
+                               incident.id, row.description)
+                continue
+            self._mark(row, "running")
+            step = Step.model_validate(row.result["step"])
+            try:
+                outcome = await self._one(step, incident, skill, grants)
+            except GuardError as exc:
+                outcome = StepOutcome(False, str(exc), {})
+            except Exception as exc:  # a bug must not leave the step running forever
+                logger.opt(exception=exc).error("step {} raised", row.description)
+                outcome = StepOutcome(False, f"{type(exc).__name__}: {exc}", {})
+            summary = self.redactor.redact(outcome.summary)[:1000]
+            self._mark(row, "done" if outcome.ok else "failed", summary=summary,
+                       output=outcome.result)
+            if not outcome.ok:
+                return False, summary
+            if row.kind == "verify":
+                reason = summary
+        return True, reason
+
+    async def _one(self, step: Step, incident: Incident, skill: Skill | None,
+                   grants: SandboxGrants) -> StepOutcome:
+        ctx = incident_context(incident)
+        if step.kind == "wait":
+            assert step.wait is not None
+            await asyncio.sleep(step.wait)
+            return StepOutcome(True, f"waited {step.wait:g}s", {})
+        if step.kind == "verify":
+            assert step.verify is not None
+            verdict = await self.verifier.verify(incident, step.verify)
+            return StepOutcome(verdict.passed, verdict.reason, {"attempts": verdict.attempts})
+        if step.kind == "action":
+            assert step.action is not None
+            return await self.action(step.action, render_args(step.args, ctx), incident)
+        assert step.run is not None
+        return await self.sandbox_run(step, incident, skill, grants, ctx)
+
+    async def action(self, name: str, args: dict[str, Any], incident: Incident) -> StepOutcome:
+        action = self.actions.get(name)
+        try:
+            result = await action.run(args, ActionContext(self.settings, ctx_incident(incident)))
+        except ActionError as exc:
+            self._audit(incident, f"action.{name}", {"args": args, "ok": False,
+                                                      "error": str(exc)})
+            raise
+        message = self.redactor.redact(result.message)
+        self._audit(incident, f"action.{name}", {"args": args, "ok": result.ok,
+                                                  "message": message[:500]})
+        return StepOutcome(result.ok, message.strip()[-500:] or name, result.details)
+
+    async def sandbox_run(self, step: Step, incident: Incident, skill: Skill | None,
+                          grants: SandboxGrants, ctx: dict[str, Any]) -> StepOutcome:
+        assert step.run is not None and incident.id is not None
+        script = skill.script(step.run) if skill is not None else None
+        env = {"GUARD_TARGET": incident.target, "GUARD_INCIDENT_ID": str(incident.id),
+               "GUARD_KIND": incident.kind}
+        if script is not None:
+            command: str = "sh -s"
+            stdin: str | None = script.read_text()
+        else:
+            command, stdin = render(step.run, ctx, shell=True), step.stdin
+        sandbox = await self.sandboxes.get(str(incident.id), grants)
+        res = await sandbox.run(command, timeout=step.timeout or self.settings.sandbox.timeout,
+                                env=env, stdin=stdin)
+        result = {"exit_code": res.exit_code, "stdout": res.stdout[-KEEP:],
+                  "stderr": res.stderr[-KEEP:], "timed_out": res.timed_out,
+                  "oom_killed": res.oom_killed, "duration": round(res.duration, 3)}
+        self._audit(incident, "sandbox.run", {"command": step.run, "exit_code": res.exit_code,
+                                              "timed_out": res.timed_out,
+                                              "oom_killed": res.oom_killed})
+        why = ("timed out" if res.timed_out else "OOM-killed" if res.oom_killed
+               else f"exit {res.exit_code}")
+        tail = (res.stdout.strip() or res.stderr.strip())[-300:]
+        return StepOutcome(res.ok, f"{why}: {tail}" if tail else why, result)
+
+    def _audit(self, incident: Incident, action: str, data: dict[str, Any]) -> None:
+        with self.db.session() as session:
+            audit.append(session, actor="agent", action=action,
+                         subject=f"incident:{incident.id}", data=data)
+
+
+def ctx_incident(incident: Incident) -> dict[str, Any]:
+    return {"id": incident.id, "target": incident.target, "kind": incident.kind,
+            "source": incident.source, "monitor_id": incident.monitor_id,
+            "details": dict(incident.details or {})}

@@ -1,0 +1,83 @@
+"""Verification: re-run the check that opened an incident until it passes or time runs out.
+
+A check that reports on the target (docker, http, railway, kubernetes) passes on an ``ok``
+signal for it. A log rule has no ``ok``: it passes when a whole ``quiet`` period goes by with no
+new line of the incident's kind. A ``monitor_error`` incident passes when the monitor works.
+Verification never writes monitor state, so the running monitors still see every line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from guard.monitors import Monitor, build_monitor
+from guard.playbooks.models import MonitorSpec
+from guard.skills.model import VerifySpec
+from guard.store.db import Database
+from guard.store.state import get_state
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    reason: str
+    attempts: int
+
+
+class Verifier:
+    """Builds fresh monitor instances from the playbooks to re-run their checks."""
+
+    def __init__(self, db: Database, specs: dict[str, MonitorSpec]) -> None:
+        self.db = db
+        self.specs = specs
+
+    def _state(self, monitor_id: str) -> dict[str, Any]:
+        with self.db.session() as session:
+            return get_state(session, f"monitor:{monitor_id}")
+
+    async def verify(self, incident: Any, spec: VerifySpec) -> Verdict:
+        mspec = self.specs.get(incident.monitor_id)
+        if mspec is None:
+            return Verdict(False, f"monitor {incident.monitor_id!r} is no longer configured", 0)
+        monitor = build_monitor(mspec)
+        try:
+            return await self._loop(monitor, incident, spec)
+        finally:
+            await monitor.close()
+
+    async def _loop(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> Verdict:
+        deadline = time.monotonic() + spec.timeout
+        attempts, reason = 0, "not checked"
+        while True:
+            attempts += 1
+            passed, reason = await self._once(monitor, incident, spec)
+            if passed:
+                return Verdict(True, reason, attempts)
+            if time.monotonic() + spec.interval > deadline:
+                return Verdict(False, f"still failing after {spec.timeout:g}s: {reason}", attempts)
+            await asyncio.sleep(spec.interval)
+
+    async def _once(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> tuple[bool, str]:
+        log_rule = incident.source == "logfile"
+        state = await asyncio.to_thread(self._state, monitor.id) if log_rule else {}
+        if log_rule:
+            await asyncio.sleep(spec.quiet)
+        try:
+            obs = await monitor.check(state)
+        except Exception as exc:
+            return False, f"check failed: {exc}"
+        if incident.kind == "monitor_error":
+            return True, f"monitor {monitor.id} works again"
+        mine = [s for s in obs.signals if s.target == incident.target
+                and (not log_rule or s.kind == incident.kind)]
+        if any(s.status == "ok" for s in mine):
+            return True, next(s.message for s in mine if s.status == "ok")
+        firing = [s for s in mine if s.status == "firing"]
+        if firing:
+            return False, firing[0].message
+        if log_rule:
+            return True, f"no new {incident.kind} line for {spec.quiet:g}s"
+        return False, f"{incident.target} was not found by monitor {monitor.id}"

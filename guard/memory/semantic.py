@@ -1,0 +1,88 @@
+"""Semantic memory: a LanceDB table of incident summaries and what resolved them.
+
+It lives on the data volume (``data_dir/memory.lance``), so a restart loses nothing. LanceDB
+(and pyarrow) are imported only when memory is first used; they cost seconds and megabytes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guard.fingerprint import mask
+from guard.memory.embedders import Embedder, HashingEmbedder
+
+TABLE = "incidents"
+
+
+@dataclass(frozen=True)
+class Recollection:
+    incident_id: int
+    score: float  # cosine similarity, 1.0 = identical
+    title: str
+    text: str
+    resolution: str
+    skill: str
+    kind: str
+    target: str
+
+
+def summary(incident: Any) -> str:
+    return f"{incident.title}. {mask(incident.message)} ({incident.source} {incident.kind})"
+
+
+class SemanticMemory:
+    def __init__(self, folder: Path, embedder: Embedder | None = None) -> None:
+        self.folder = folder
+        self.embedder = embedder or HashingEmbedder()
+        self._table: Any = None
+        self._lock = threading.Lock()
+
+    def _open(self, create: bool) -> Any:
+        if self._table is not None:
+            return self._table
+        import lancedb
+        import pyarrow as pa
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        db = lancedb.connect(str(self.folder))
+        try:
+            self._table = db.open_table(TABLE)
+        except (FileNotFoundError, ValueError):
+            if not create:
+                return None
+            schema = pa.schema([
+                pa.field("incident_id", pa.int64()), pa.field("title", pa.string()),
+                pa.field("text", pa.string()), pa.field("resolution", pa.string()),
+                pa.field("skill", pa.string()), pa.field("kind", pa.string()),
+                pa.field("target", pa.string()), pa.field("embedder", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), self.embedder.dim)),
+            ])
+            self._table = db.create_table(TABLE, schema=schema)
+        return self._table
+
+    def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
+        """Store (or replace) what resolved ``incident``."""
+        text = summary(incident)
+        row = {"incident_id": int(incident.id), "title": incident.title, "text": text,
+               "resolution": resolution, "skill": skill, "kind": incident.kind,
+               "target": incident.target, "embedder": self.embedder.name,
+               "vector": self.embedder.embed(text)}
+        with self._lock:
+            table = self._open(create=True)
+            table.delete(f"incident_id = {int(incident.id)}")
+            table.add([row])
+
+    def search(self, text: str, limit: int = 5) -> list[Recollection]:
+        """Past incidents most similar to ``text``, best first."""
+        with self._lock:
+            table = self._open(create=False)
+            if table is None:
+                return []
+            rows = (table.search(self.embedder.embed(text)).metric("cosine").limit(limit)
+                    .to_list())
+        return [Recollection(int(r["incident_id"]), round(1.0 - float(r["_distance"]), 4),
+                             r["title"], r["text"], r["resolution"], r["skill"], r["kind"],
+                             r["target"]) for r in rows]

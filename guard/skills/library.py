@@ -1,0 +1,175 @@
+"""Load, validate and match skills.
+
+``load_skills`` reads every ``skills/<name>/`` folder and collects every problem (file, field,
+reason) before raising, like playbooks. ``SkillLibrary.candidates`` ranks the skills whose
+triggers match an incident, best first, each with the reasons it matched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from guard.exceptions import ConfigError
+from guard.playbooks.loader import display_path, yaml_line_map
+from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
+from guard.validation import format_validation_error
+
+_FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A loaded skill: its folder, frontmatter, body and spec."""
+
+    path: Path
+    meta: SkillFrontmatter
+    body: str
+    spec: SkillSpec
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def description(self) -> str:
+        return self.meta.description
+
+    def script(self, name: str) -> Path | None:
+        """``scripts/NAME`` inside the skill, if ``name`` refers to one."""
+        candidate = (self.path / name).resolve()
+        scripts = (self.path / "scripts").resolve()
+        if candidate.is_file() and scripts in candidate.parents:
+            return candidate
+        return None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    skill: Skill
+    score: float
+    reasons: list[str] = field(default_factory=list)
+
+
+def parse_skill_md(text: str, label: str) -> tuple[dict[str, Any], str]:
+    """Split SKILL.md into its frontmatter mapping and Markdown body."""
+    m = _FRONTMATTER.match(text)
+    if not m:
+        raise ConfigError(
+            [f"{label}: SKILL.md must start with YAML frontmatter between '---' lines"]
+        )
+    try:
+        data = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{label}: invalid frontmatter YAML: {exc}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError([f"{label}: frontmatter must be a mapping"])
+    return data, m.group(2)
+
+
+def missing_sections(body: str) -> list[str]:
+    headings = {h.strip().lower() for h in re.findall(r"^#{1,6}\s+(.+?)\s*$", body, re.M)}
+    return [s for s in REQUIRED_SECTIONS if s.lower() not in headings]
+
+
+def load_skill(folder: Path) -> Skill:
+    """Validate and load one skill folder."""
+    problems: list[str] = []
+    md, spec_file = folder / "SKILL.md", folder / "skill.yaml"
+    md_label, spec_label = display_path(md), display_path(spec_file)
+    meta: SkillFrontmatter | None = None
+    body = ""
+    if not md.is_file():
+        problems.append(f"{md_label}: missing (every skill needs a SKILL.md)")
+    else:
+        try:
+            data, body = parse_skill_md(md.read_text(encoding="utf-8"), md_label)
+            meta = SkillFrontmatter.model_validate(data)
+            if meta.name != folder.name:
+                problems.append(f"{md_label}: name: {meta.name!r} must equal the folder name "
+                                f"{folder.name!r}")
+            for section in missing_sections(body):
+                problems.append(f"{md_label}: missing section '## {section}'")
+        except ConfigError as exc:
+            problems += exc.problems
+        except ValidationError as exc:
+            problems += format_validation_error(md_label, exc)
+    spec: SkillSpec | None = None
+    if not spec_file.is_file():
+        problems.append(f"{spec_label}: missing (every skill needs a skill.yaml)")
+    else:
+        text = spec_file.read_text(encoding="utf-8")
+        try:
+            spec = SkillSpec.model_validate(yaml.safe_load(text) or {})
+        except yaml.YAMLError as exc:
+            problems.append(f"{spec_label}: invalid YAML: {exc}")
+        except ValidationError as exc:
+            lines = yaml_line_map(text)
+
+            def line_of(loc: Any) -> int | None:
+                loc = tuple(loc)
+                while loc:
+                    if loc in lines:
+                        return lines[loc]
+                    loc = loc[:-1]
+                return None
+
+            problems += format_validation_error(spec_label, exc, line_of=line_of)
+    if spec is not None:
+        for i, step in enumerate([*spec.diagnostics, *spec.steps]):
+            if step.run and step.run.startswith("scripts/") and not (folder / step.run).is_file():
+                problems.append(f"{spec_label}: steps[{i}].run: script {step.run!r} not found")
+    if problems:
+        raise ConfigError(problems)
+    assert meta is not None and spec is not None
+    return Skill(folder, meta, body, spec)
+
+
+def load_skills(folder: Path) -> list[Skill]:
+    """Every skill under ``folder`` (missing folder: none); raise with all problems found."""
+    if not folder.is_dir():
+        return []
+    skills, problems = [], []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            skills.append(load_skill(sub))
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    return skills
+
+
+class SkillLibrary:
+    """The skills Guard knows, reloadable when a new one is learned."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.skills: list[Skill] = load_skills(folder)
+
+    def reload(self) -> None:
+        self.skills = load_skills(self.folder)
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+    def candidates(self, incident: Any) -> list[Candidate]:
+        """Skills whose triggers match ``incident``, best first (disabled ones excluded)."""
+        found = []
+        for skill in self.skills:
+            if skill.spec.trust == "disabled":
+                continue
+            best: tuple[int, list[str]] | None = None
+            for trigger in skill.spec.triggers:
+                hit = trigger.match(incident)
+                if hit is not None and (best is None or hit[0] > best[0]):
+                    best = hit
+            if best is not None:
+                bonus = 0.5 if skill.spec.origin == "learned" else 0.0  # proven on this system
+                found.append(Candidate(skill, best[0] + bonus, ["trigger: " + ", ".join(best[1])]))
+        return sorted(found, key=lambda c: (-c.score, c.skill.name))
