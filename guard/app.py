@@ -15,7 +15,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -30,6 +30,9 @@ from guard.store import audit
 from guard.store.db import Database, open_database
 from guard.store.state import get_state
 from guard.triage import Triage, TriagePolicy
+
+if TYPE_CHECKING:
+    from guard.agent.loop import Agent
 
 BATCH = 500
 EventHook = Callable[[list[IncidentEvent]], Any]
@@ -51,10 +54,12 @@ class Guard:
     """One appliance: its monitors, its store, its triage."""
 
     def __init__(self, settings: Settings, playbooks: Iterable[Playbook], *,
-                 db: Database | None = None) -> None:
+                 db: Database | None = None, agent: Agent | None = None,
+                 heal: bool = True) -> None:
         self.settings = settings
         self.db = db or open_database(settings.database_url)
-        specs = [m for book in playbooks for m in book.monitors if m.enabled]
+        self.playbooks = list(playbooks)
+        specs = [m for book in self.playbooks for m in book.monitors if m.enabled]
         self.monitors: list[Monitor] = [build_monitor(spec) for spec in specs]
         policies = {
             spec.id: TriagePolicy(
@@ -71,6 +76,17 @@ class Guard:
         self._queue: asyncio.Queue[Observation] = asyncio.Queue()
         self._stop = asyncio.Event()
         self.last_batch_at: datetime | None = None
+        self.heal = heal and settings.agent.enabled
+        self._agent = agent
+
+    @property
+    def agent(self) -> Agent:
+        """The agent loop (built on first use: it loads skills and memory)."""
+        if self._agent is None:
+            from guard.agent.loop import Agent
+
+            self._agent = Agent(self.settings, self.db, self.playbooks)
+        return self._agent
 
     # -- one check ------------------------------------------------------------------------------
 
@@ -122,14 +138,31 @@ class Guard:
 
     # -- run modes ------------------------------------------------------------------------------
 
-    async def run_once(self) -> list[IncidentEvent]:
-        """Check every monitor once, triage what they found, and return the incident events."""
+    async def run_once(self, *, heal: bool = False) -> list[IncidentEvent]:
+        """Check every monitor once, triage what they found, and return the incident events.
+
+        With ``heal`` the agent then handles the incidents (and queued human answers) and this
+        returns when it is done with them.
+        """
         self._audit("guard.run_once", {"monitors": [m.id for m in self.monitors]})
         try:
+            if heal:
+                self._attach_agent()
             observations = await asyncio.gather(*(self.check(m) for m in self.monitors))
-            return await asyncio.to_thread(self.apply, list(observations))
+            events = await asyncio.to_thread(self.apply, list(observations))
+            if heal:
+                await self.agent.resume()
+                await self.agent.poll_commands()
+                await self.agent.drain()
+                await self.agent.shutdown()
+            return events
         finally:
             await self.close()
+
+    def _attach_agent(self) -> None:
+        agent = self.agent
+        agent.bind(asyncio.get_running_loop())
+        self.event_hooks.append(agent.on_events)
 
     async def run(self) -> None:
         """Run until SIGINT/SIGTERM or ``stop()``."""
@@ -147,17 +180,22 @@ class Guard:
             )
         scheduler.start()
         tasks = [asyncio.create_task(self._consume(), name="triage")]
+        if self.heal:
+            self._attach_agent()
+            tasks.append(asyncio.create_task(self.agent.run(self._stop), name="agent"))
         for m in self.monitors:
             follows = getattr(getattr(m, "spec", None), "events", True)
             if isinstance(m, StreamingMonitor) and follows:
                 tasks.append(asyncio.create_task(self._follow(m), name=f"follow:{m.id}"))
-        logger.info("guard running: {} monitors ({} streaming)", len(self.monitors),
-                    len(tasks) - 1)
+        logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
+                    sum(t.get_name().startswith("follow:") for t in tasks),
+                    "on" if self.heal else "off")
         try:
             await self._stop.wait()
         finally:
             scheduler.shutdown(wait=False)
-            for t in tasks[1:]:
+            followers = [t for t in tasks[1:] if t.get_name() != "agent"]
+            for t in followers:
                 t.cancel()
             await asyncio.gather(*tasks[1:], return_exceptions=True)
             await self._drain()

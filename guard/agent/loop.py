@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -41,10 +42,23 @@ from guard.skills.model import Step
 from guard.skills.writer import SkillWriter
 from guard.store.db import Database
 from guard.store.models import Approval, HumanCommand, Incident, IncidentState, RemediationRun
+from guard.store.state import get_state, put_state
 from guard.triage.states import record, transition
 
 S = IncidentState
 HUMAN_FIX = "human-fix"
+HEARTBEAT = "agent:heartbeat"
+
+
+def agent_alive(db: Database, within: float = 15.0) -> bool:
+    """Whether a ``guard run`` agent has beaten its heart recently."""
+    from datetime import datetime
+
+    with db.session() as session:
+        beat = get_state(session, HEARTBEAT)
+    if not beat.get("at"):
+        return False
+    return (utcnow() - datetime.fromisoformat(beat["at"])).total_seconds() < within
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
 
 
@@ -82,6 +96,10 @@ class Agent:
 
     # -- intake ---------------------------------------------------------------------------------
 
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Accept incident events from now on (before monitors start, so none is missed)."""
+        self._loop = loop
+
     def on_events(self, events: list[IncidentEvent]) -> None:
         """Triage hook (called from triage's worker thread)."""
         loop = self._loop
@@ -103,15 +121,39 @@ class Agent:
     async def run(self, stop: asyncio.Event) -> None:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""
         self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self._reap_sandboxes)
         await self.resume()
         try:
             while not stop.is_set():
+                await asyncio.to_thread(self.heartbeat)
                 await self.poll_commands()
                 await asyncio.to_thread(self.expire_approvals)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settings.agent.poll_interval)
         finally:
             await self.shutdown()
+
+    def heartbeat(self) -> None:
+        """Tell CLI processes that a running agent will pick up their commands."""
+        with self.db.session() as session:
+            put_state(session, HEARTBEAT, {"at": utcnow().isoformat(), "pid": os.getpid()})
+
+    def _reap_sandboxes(self) -> None:
+        """Remove sandbox containers left behind by a Guard that died (no orphans)."""
+        if self.settings.sandbox.backend != "docker":
+            return
+        try:
+            from guard.sandbox.docker import connect, reap_orphans
+
+            client = connect(timeout=30)
+            try:
+                n = reap_orphans(client, only_dead_owners=True)
+            finally:
+                client.close()
+            if n:
+                logger.info("removed {} sandbox container(s) left by an earlier Guard", n)
+        except Exception as exc:
+            logger.warning("could not reap old sandboxes: {}", exc)
 
     async def shutdown(self) -> None:
         for task in self._tasks.values():

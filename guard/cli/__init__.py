@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from guard import __version__
-from guard.cli import audit, config_cmd, incidents, run, sandbox
+from guard.cli import audit, config_cmd, human, incidents, memory, run, sandbox, skills
 
 app = typer.Typer(
     name="guard",
@@ -34,7 +34,10 @@ def _root(
 
 config_cmd.register(app)
 run.register(app)
+human.register(app)
 app.add_typer(incidents.app, name="incidents")
+app.add_typer(skills.app, name="skills")
+app.add_typer(memory.app, name="memory")
 app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
 

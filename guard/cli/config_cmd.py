@@ -9,6 +9,7 @@ import typer
 from guard.cli.common import ConfigOption, config_failed, out, settings_from
 from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks, playbook_json_schema
+from guard.skills.library import load_skills
 
 playbooks_app = typer.Typer(help="Inspect playbooks.", no_args_is_help=True)
 
@@ -16,13 +17,21 @@ playbooks_app = typer.Typer(help="Inspect playbooks.", no_args_is_help=True)
 def check_config(config: str | None = ConfigOption) -> None:
     """Validate the config, every playbook and every skill; exit 2 naming each problem."""
     settings = settings_from(config, logging=False)
+    problems: list[str] = []
+    books, skills = [], []
     try:
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
-        config_failed(exc)
+        problems += exc.problems
+    try:
+        skills = load_skills(settings.skills_dir)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems:
+        config_failed(ConfigError(problems))
     monitors = sum(len(b.monitors) for b in books)
     out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
-              f"in {settings.playbooks_dir}")
+              f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}")
 
 
 @playbooks_app.command("schema")

@@ -18,6 +18,12 @@ def run(
     once: bool = typer.Option(
         False, "--once", help="Run each monitor one time, process what it found, and exit."
     ),
+    heal: bool = typer.Option(
+        False, "--heal", help="With --once: also let the agent handle what was found."
+    ),
+    no_agent: bool = typer.Option(
+        False, "--no-agent", help="Watch and open incidents, but never remediate."
+    ),
 ) -> None:
     """Watch everything the playbooks name, and handle what goes wrong."""
     settings = settings_from(config)
@@ -25,9 +31,9 @@ def run(
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
         config_failed(exc)
-    guard = Guard(settings, books, db=database(settings))
+    guard = Guard(settings, books, db=database(settings), heal=not no_agent)
     if once:
-        events = asyncio.run(guard.run_once())
+        events = asyncio.run(guard.run_once(heal=heal and not no_agent))
         opened = sum(1 for e in events if e.type == "opened")
         out.print(f"checked {len(guard.monitors)} monitor(s): {opened} incident(s) opened, "
                   f"{len(events) - opened} other change(s)")

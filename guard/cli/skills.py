@@ -1,0 +1,69 @@
+"""``guard skills list|show``: the skills Guard knows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from guard.cli.common import ConfigOption, fail, guarded, out, settings_from
+from guard.skills.library import Skill, load_skills
+
+app = typer.Typer(help="List and inspect skills (built-in and learned).", no_args_is_help=True)
+
+
+def skill_dict(skill: Skill) -> dict[str, Any]:
+    spec = skill.spec
+    return {
+        "name": skill.name, "description": skill.description, "trust": spec.trust,
+        "origin": spec.origin, "path": str(skill.path),
+        "triggers": [t.model_dump(exclude_none=True) for t in spec.triggers],
+        "steps": [s.describe() for s in spec.steps],
+        "limits": spec.limits.model_dump(mode="json"), "learned_from": spec.learned_from,
+    }
+
+
+@app.command("list")
+def list_skills(
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    config: str | None = ConfigOption,
+) -> None:
+    """List skills with their trust and triggers."""
+    settings = settings_from(config, logging=False)
+    with guarded():
+        skills = load_skills(settings.skills_dir)
+    if as_json:
+        typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
+        return
+    if not skills:
+        out.print(f"no skills in {settings.skills_dir}")
+        return
+    table = Table("name", "trust", "origin", "triggers", box=None)
+    for s in skills:
+        triggers = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items()
+                      if k != "message") for t in s.spec.triggers)
+        table.add_row(s.name, s.spec.trust, s.spec.origin, triggers)
+    out.print(table)
+
+
+@app.command("show")
+def show(name: str = typer.Argument(..., metavar="NAME"),
+         config: str | None = ConfigOption) -> None:
+    """Show a skill: its SKILL.md, skill.yaml and git history."""
+    settings = settings_from(config, logging=False)
+    with guarded():
+        skill = next((s for s in load_skills(settings.skills_dir) if s.name == name), None)
+    if skill is None:
+        fail(f"no skill named {name!r} (see `guard skills list`)")
+    out.print((skill.path / "SKILL.md").read_text(), markup=False, highlight=False)
+    out.print("--- skill.yaml", markup=False)
+    out.print((skill.path / "skill.yaml").read_text(), markup=False, highlight=False)
+    log = subprocess.run(["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
+                         cwd=skill.path, capture_output=True, text=True, check=False)
+    if log.returncode == 0 and log.stdout.strip():
+        out.print("--- git log", markup=False)
+        out.print(log.stdout.strip(), markup=False)
