@@ -132,13 +132,13 @@ def build_offline(
     mirror: str | None = None,
     on_stage: Progress = _quiet,
     on_detail: Progress = _quiet,
+    debootstrap: str | None = None,
 ) -> None:
     """Build the toolbox image ``name`` with debootstrap + docker import (no registry needed)."""
     spec = toolbox_spec()
     on_stage("checking tools")
-    debootstrap = shutil.which("debootstrap") or (
-        "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None
-    )
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    debootstrap = shutil.which(debootstrap or "debootstrap", path=search)
     if debootstrap is None:
         raise SandboxError(
             "debootstrap is not installed: `apt-get install debootstrap` (Debian/Ubuntu), "
