@@ -16,6 +16,7 @@ need nothing but a shell. Each builder reports ``on_stage(name)`` / ``on_detail(
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -92,6 +93,11 @@ def default_cache_dir() -> Path:
 
 
 def _import(client: docker.DockerClient, rootfs: Path, name: str, changes: list[str]) -> None:
+    """``tar | docker import`` with ``changes``; the image it replaces is removed if unused."""
+    try:
+        previous: str | None = client.images.get(name).id
+    except (DockerException, requests.RequestException):
+        previous = None
     repo, tag = name, "latest"
     if ":" in name.rsplit("/", 1)[-1]:
         repo, tag = name.rsplit(":", 1)
@@ -108,6 +114,9 @@ def _import(client: docker.DockerClient, rootfs: Path, name: str, changes: list[
         if tar.poll() is None:
             tar.kill()
         tar.wait()
+    if previous is not None and previous != client.images.get(name).id:
+        with contextlib.suppress(DockerException, requests.RequestException):
+            client.images.remove(previous)  # refused (and kept) while a container uses it
 
 
 def _verify(client: docker.DockerClient, name: str, tools: list[str]) -> None:
