@@ -98,7 +98,9 @@ def build(
     from guard.sandbox.docker import connect
 
     with _errors():
-        name = image or _settings(config).sandbox.image
+        settings = _settings(config)
+        _quiet_logs(settings.log_level)
+        name = image or settings.sandbox.image
         client = connect(timeout=900)
         t0 = time.monotonic()
         columns = (

@@ -100,6 +100,13 @@ class ReadOnlyMount(BaseModel):
             raise ValueError("mounting / is not allowed")
         return norm
 
+    @field_validator("target")
+    @classmethod
+    def _free_target(cls, value: str) -> str:
+        if value in ("/tmp", "/workspace") or value.split("/")[1] in ("proc", "sys", "dev"):
+            raise ValueError(f"{value!r} is reserved inside the sandbox; mount somewhere else")
+        return value
+
     @field_validator("source")
     @classmethod
     def _not_engine_socket(cls, value: str) -> str:

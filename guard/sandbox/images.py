@@ -16,6 +16,7 @@ need nothing but a shell. Each builder reports ``on_stage(name)`` / ``on_detail(
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -92,6 +93,11 @@ def default_cache_dir() -> Path:
 
 
 def _import(client: docker.DockerClient, rootfs: Path, name: str, changes: list[str]) -> None:
+    """``tar | docker import`` with ``changes``; the image it replaces is removed if unused."""
+    try:
+        previous: str | None = client.images.get(name).id
+    except (DockerException, requests.RequestException):
+        previous = None
     repo, tag = name, "latest"
     if ":" in name.rsplit("/", 1)[-1]:
         repo, tag = name.rsplit(":", 1)
@@ -108,6 +114,9 @@ def _import(client: docker.DockerClient, rootfs: Path, name: str, changes: list[
         if tar.poll() is None:
             tar.kill()
         tar.wait()
+    if previous is not None and previous != client.images.get(name).id:
+        with contextlib.suppress(DockerException, requests.RequestException):
+            client.images.remove(previous)  # refused (and kept) while a container uses it
 
 
 def _verify(client: docker.DockerClient, name: str, tools: list[str]) -> None:
@@ -132,13 +141,13 @@ def build_offline(
     mirror: str | None = None,
     on_stage: Progress = _quiet,
     on_detail: Progress = _quiet,
+    debootstrap: str | None = None,
 ) -> None:
     """Build the toolbox image ``name`` with debootstrap + docker import (no registry needed)."""
     spec = toolbox_spec()
     on_stage("checking tools")
-    debootstrap = shutil.which("debootstrap") or (
-        "/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None
-    )
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    debootstrap = shutil.which(debootstrap or "debootstrap", path=search)
     if debootstrap is None:
         raise SandboxError(
             "debootstrap is not installed: `apt-get install debootstrap` (Debian/Ubuntu), "

@@ -1,0 +1,91 @@
+"""Crash safety: a SIGKILLed Guard leaves a container; the next start reaps it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from guard.config import SandboxSettings
+from guard.sandbox.docker import (
+    INSTANCE_ID,
+    LABEL,
+    LABEL_OWNER,
+    LABEL_PID,
+    DockerSandbox,
+    reap_orphans,
+)
+from tests.sandbox_helpers import TEST_PREFIX
+
+pytest_plugins = ["tests.sandbox_fixtures"]
+pytestmark = pytest.mark.docker
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _guard(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("GUARD_CONFIG", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", *args], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+
+def _sandboxes(client: docker.DockerClient, **labels: str) -> list[dict[str, object]]:
+    filters = [f"{LABEL}=1", *(f"{k}={v}" for k, v in labels.items())]
+    found: list[dict[str, object]] = client.api.containers(all=True, filters={"label": filters})
+    return found
+
+
+def test_sigkilled_guard_leaves_nothing_after_restart(
+    sbx_client: docker.DockerClient, sbx_busybox_image: str, tmp_path: Path
+) -> None:
+    victim = _guard("sandbox", "run", "--image", sbx_busybox_image, "--", "sleep", "100",
+                    cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while not _sandboxes(sbx_client, **{LABEL_PID: str(victim.pid)}):
+            assert victim.poll() is None, victim.communicate()
+            assert time.monotonic() < deadline, "the sandbox never started"
+            time.sleep(0.1)
+        victim.send_signal(signal.SIGKILL)  # mid-command: no cleanup code can run
+        victim.wait(10)
+        assert _sandboxes(sbx_client, **{LABEL_PID: str(victim.pid)}), "should be orphaned now"
+
+        again = _guard("sandbox", "run", "--image", sbx_busybox_image, "--", "true", cwd=tmp_path)
+        _, err = again.communicate(timeout=60)
+        assert again.returncode == 0, err.decode()
+        assert _sandboxes(sbx_client) == []  # the orphan was reaped, and `true`'s box removed
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+        victim.wait(10)
+        for info in _sandboxes(sbx_client, **{LABEL_PID: str(victim.pid)}):
+            sbx_client.api.remove_container(info["Id"], force=True)
+
+
+async def test_startup_reap_removes_every_foreign_sandbox(
+    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, sbx_busybox_image: str
+) -> None:
+    foreign = sbx_client.api.create_container(
+        sbx_busybox_image, ["sleep", "60"],
+        labels={LABEL: "1", LABEL_OWNER: "another-guard", "guard.incident": f"{TEST_PREFIX}x"},
+    )["Id"]
+    mine = DockerSandbox(sbx_settings, incident_id=f"{TEST_PREFIX}mine", client=sbx_client)
+    try:
+        await mine.start()
+        assert reap_orphans(sbx_client, only_dead_owners=True) == 0  # owner unknown: spared
+        assert reap_orphans(sbx_client) == 1  # startup: everything not ours goes
+        assert [c["Id"] for c in _sandboxes(sbx_client)] == [mine.container_id]
+        assert _sandboxes(sbx_client)[0]["Labels"][LABEL_OWNER] == INSTANCE_ID  # type: ignore[index]
+    finally:
+        await mine.close()
+        with contextlib.suppress(docker.errors.NotFound):
+            sbx_client.api.remove_container(foreign, force=True)
