@@ -122,6 +122,10 @@ class Agent:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._reap_sandboxes)
+        try:
+            await asyncio.to_thread(self.memory.warm)
+        except Exception as exc:
+            logger.warning("semantic memory unavailable: {}", exc)
         await self.resume()
         try:
             while not stop.is_set():

@@ -63,7 +63,7 @@ class StepRunner:
             for i, step in enumerate(steps):
                 session.add(AgentStep(incident_id=run.incident_id, run_id=run.id, index=i,
                                       kind=step.kind, description=step.describe(),
-                                      result={"step": step.model_dump(mode="json")}))
+                                      result={"step": step.model_dump(mode="json", exclude_none=True)}))
 
     def steps(self, run_id: int) -> list[AgentStep]:
         with self.db.session() as session:

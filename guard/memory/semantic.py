@@ -63,6 +63,11 @@ class SemanticMemory:
             self._table = db.create_table(TABLE, schema=schema)
         return self._table
 
+    def warm(self) -> None:
+        """Import LanceDB and open the table now, so the first recall is not slow."""
+        with self._lock:
+            self._open(create=False)
+
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
         text = summary(incident)

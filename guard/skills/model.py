@@ -121,7 +121,7 @@ class Step(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _verify_shorthand(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("verify") in (True, {}, None) and "verify" in data:
+        if isinstance(data, dict) and data.get("verify") is True:  # `verify: true`
             data = {**data, "verify": {}}
         return data
 
