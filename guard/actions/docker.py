@@ -92,10 +92,9 @@ class Logs(_DockerAction):
         tail = int(args.get("tail", 50))
         text = container.logs(tail=tail, stdout=True, stderr=True).decode("utf-8", "replace")
         state = container.attrs.get("State") or {}
-        return ActionResult(True, text[-8000:] or "(no log output)", {"exit_code": state.get("ExitCode"),
-                                                 "status": state.get("Status"),
-                                                 "restart_count": container.attrs.get(
-                                                     "RestartCount")})
+        details = {"exit_code": state.get("ExitCode"), "status": state.get("Status"),
+                   "restart_count": container.attrs.get("RestartCount")}
+        return ActionResult(True, text[-8000:] or "(no log output)", details)
 
 
 ACTIONS = [Restart(), Start(), Stop(), Logs()]

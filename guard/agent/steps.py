@@ -61,9 +61,10 @@ class StepRunner:
         assert run.id is not None
         with self.db.session() as session:
             for i, step in enumerate(steps):
+                dumped = step.model_dump(mode="json", exclude_none=True)
                 session.add(AgentStep(incident_id=run.incident_id, run_id=run.id, index=i,
                                       kind=step.kind, description=step.describe(),
-                                      result={"step": step.model_dump(mode="json", exclude_none=True)}))
+                                      result={"step": dumped}))
 
     def steps(self, run_id: int) -> list[AgentStep]:
         with self.db.session() as session:
