@@ -122,10 +122,7 @@ class Agent:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._reap_sandboxes)
-        try:
-            await asyncio.to_thread(self.memory.warm)
-        except Exception as exc:
-            logger.warning("semantic memory unavailable: {}", exc)
+        self._spawn(asyncio.to_thread(self._warm_memory))
         await self.resume()
         try:
             while not stop.is_set():
@@ -136,6 +133,12 @@ class Agent:
                     await asyncio.wait_for(stop.wait(), self.settings.agent.poll_interval)
         finally:
             await self.shutdown()
+
+    def _warm_memory(self) -> None:
+        try:
+            self.memory.warm()
+        except Exception as exc:
+            logger.warning("semantic memory unavailable: {}", exc)
 
     def heartbeat(self) -> None:
         """Tell CLI processes that a running agent will pick up their commands."""
@@ -367,6 +370,7 @@ class Agent:
     def _resolved(self, inc: Incident, reason: str, *, skill: str) -> None:
         assert inc.id is not None
         done = self._move(inc.id, S.resolved, reason, resolved_by=skill)
+        logger.info("incident #{} resolved: {}", inc.id, reason)
         try:
             self.memory.remember(done, resolution=reason, skill=skill)
         except Exception as exc:
