@@ -16,6 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
+from guard.memory.embedders import terms
 from guard.playbooks.loader import display_path, yaml_line_map
 from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
 from guard.validation import format_validation_error
@@ -89,12 +90,12 @@ def load_skill(folder: Path) -> Skill:
     else:
         try:
             data, body = parse_skill_md(md.read_text(encoding="utf-8"), md_label)
+            problems += [f"{md_label}: missing section '## {section}'"
+                         for section in missing_sections(body)]
             meta = SkillFrontmatter.model_validate(data)
             if meta.name != folder.name:
                 problems.append(f"{md_label}: name: {meta.name!r} must equal the folder name "
                                 f"{folder.name!r}")
-            for section in missing_sections(body):
-                problems.append(f"{md_label}: missing section '## {section}'")
         except ConfigError as exc:
             problems += exc.problems
         except ValidationError as exc:
@@ -145,6 +146,14 @@ def load_skills(folder: Path) -> list[Skill]:
     return skills
 
 
+def text_overlap(description: str, message: str) -> float:
+    """Full-text tie-breaker: the share of the message's terms found in the description."""
+    msg = set(terms(message))
+    if not msg:
+        return 0.0
+    return round(len(msg & set(terms(description))) / len(msg), 2)
+
+
 class SkillLibrary:
     """The skills Guard knows, reloadable when a new one is learned."""
 
@@ -170,6 +179,14 @@ class SkillLibrary:
                 if hit is not None and (best is None or hit[0] > best[0]):
                     best = hit
             if best is not None:
-                bonus = 0.5 if skill.spec.origin == "learned" else 0.0  # proven on this system
-                found.append(Candidate(skill, best[0] + bonus, ["trigger: " + ", ".join(best[1])]))
+                reasons = ["trigger: " + ", ".join(best[1])]
+                score = float(best[0])
+                if skill.spec.origin == "learned":  # proven on this system
+                    score += 0.5
+                    reasons.append("learned here from a verified fix")
+                overlap = text_overlap(skill.description, incident.message)
+                if overlap:
+                    score += overlap
+                    reasons.append(f"description shares {overlap:.2f} of its terms")
+                found.append(Candidate(skill, round(score, 3), reasons))
         return sorted(found, key=lambda c: (-c.score, c.skill.name))
