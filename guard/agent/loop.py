@@ -72,6 +72,7 @@ class Agent:
         self.settings = settings
         self.db = db
         self.specs = {m.id: m for book in playbooks for m in book.monitors}
+        self.books = {m.id: book for book in playbooks for m in book.monitors}
         self.library = library or SkillLibrary(settings.skills_dir)
         self.actions = actions or ActionRegistry()
         self.notifier: Notifier = notifier or ConsoleNotifier(db)
@@ -256,6 +257,10 @@ class Agent:
         assert inc.id is not None
         parts: list[str] = []
         steps: list[tuple[Step, Skill | None]] = []
+        book = self.books.get(inc.monitor_id)
+        for diag in book.diagnostics if book is not None else []:
+            if not diag.kinds or inc.kind in diag.kinds:
+                steps.append((Step(run=diag.run, timeout=diag.timeout), None))
         if candidates:
             steps += [(s, candidates[0].skill) for s in candidates[0].skill.spec.diagnostics]
         if inc.source == "docker" and not steps:
@@ -321,7 +326,17 @@ class Agent:
     # -- remediation ----------------------------------------------------------------------------
 
     def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
-        return skill.spec.grants if skill is not None else SandboxGrants()
+        """The playbook's grants plus the skill's (skills are reviewed in git)."""
+        book = self.books.get(inc.monitor_id)
+        base = book.sandbox if book is not None else SandboxGrants()
+        if skill is None:
+            return base
+        extra = skill.spec.grants
+        return SandboxGrants(
+            network=extra.network or base.network,
+            secrets=list(dict.fromkeys([*base.secrets, *extra.secrets])),
+            mounts=list(dict.fromkeys([*base.mounts, *extra.mounts])),
+        )
 
     async def remediate(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
         """Run ``skill`` on the incident; True when verified and resolved."""

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from guard.durations import Duration
 from guard.records import Severity
+from guard.sandbox.base import SandboxGrants
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -128,9 +129,22 @@ MonitorSpec = Annotated[
 MONITOR_TYPES = ("logfile", "http", "docker")
 
 
+class Diagnostic(_Spec):
+    """A read-only command run in the sandbox when one of this playbook's incidents opens."""
+
+    run: str = Field(description="shell command; {{ incident.* }} values are shell-quoted")
+    kinds: list[str] = Field(default_factory=list, description="only for these kinds (default all)")
+    timeout: Duration = 30.0
+
+
 class Playbook(_Spec):
     """One playbook file."""
 
     name: str = Field(pattern=_ID)
     description: str = ""
     monitors: list[MonitorSpec] = Field(default_factory=list)
+    sandbox: SandboxGrants = Field(
+        default_factory=SandboxGrants,
+        description="what the sandbox may have for this playbook's incidents (default: nothing)",
+    )
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
