@@ -164,7 +164,9 @@ def run(
             finally:
                 await sandbox.close()
             _echo(result.stdout, sys.stdout.write)
+            sys.stdout.flush()
             _echo(result.stderr, sys.stderr.write)
+            sys.stderr.flush()
             notes = [n for n, on in (("timed out", result.timed_out),
                                      ("OOM-killed", result.oom_killed)) if on]
             err.print(

@@ -323,9 +323,9 @@ class DockerSandbox:
         abort: threading.Event,
     ) -> ExecResult:
         environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]
-        t0 = time.monotonic()
         for attempt in (1, 2):
             cid = self._ensure()
+            t0 = time.monotonic()  # a cold start does not eat into the command's budget
             try:
                 exec_id: str = self.api.exec_create(
                     cid, cmd, stdin=stdin is not None, environment=environment,
