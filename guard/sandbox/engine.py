@@ -15,6 +15,7 @@ import secrets as _secrets
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import docker
@@ -80,30 +81,37 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def reap_orphans(client: docker.DockerClient, *, only_dead_owners: bool = False) -> int:
+def reap_orphans(
+    client: docker.DockerClient,
+    *,
+    only_dead_owners: bool = False,
+    labels: Mapping[str, str] | None = None,
+) -> int:
     """Remove Guard sandbox containers left behind; return how many were removed.
 
     By default every labelled container not owned by this process goes (call it at startup:
     after a crash nothing of ours is alive). ``only_dead_owners`` spares containers whose owner
     may still be running (another host, or a live PID here): for one-shot CLI commands.
+    ``labels`` narrows the sweep to containers that also carry these labels (e.g. one incident).
     """
     removed = 0
     try:
-        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        wanted = [f"{LABEL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
+        found = client.api.containers(all=True, filters={"label": wanted})
         for info in found:
-            labels: dict[str, str] = info.get("Labels") or {}
-            if labels.get(LABEL_OWNER) == INSTANCE_ID:
+            tags: dict[str, str] = info.get("Labels") or {}
+            if tags.get(LABEL_OWNER) == INSTANCE_ID:
                 continue
             if only_dead_owners:
-                pid = labels.get(LABEL_PID, "")
-                if labels.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
+                pid = tags.get(LABEL_PID, "")
+                if tags.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
                     continue
                 if _pid_alive(int(pid)):
                     continue
             with contextlib.suppress(NotFound):
                 client.api.remove_container(info["Id"], force=True)
                 removed += 1
-                logger.info("reaped orphaned sandbox {} ({})", info["Id"][:12], labels)
+                logger.info("reaped orphaned sandbox {} ({})", info["Id"][:12], tags)
     except (DockerException, requests.RequestException) as exc:
         raise translate(exc) from None
     return removed
