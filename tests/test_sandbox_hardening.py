@@ -157,3 +157,12 @@ async def test_no_privileges_no_socket_no_host_files(
     assert host["CapDrop"] == ["ALL"] and host["ReadonlyRootfs"] and host["NetworkMode"] == "none"
     assert host["Memory"] == host["MemorySwap"] == 256 * 2**20 and host["PidsLimit"] == 128
     assert host["NanoCpus"] == 10**9 and not host["Privileged"]
+
+
+async def test_a_vanished_container_is_replaced(
+    sbx: DockerSandbox, sbx_client: docker.DockerClient
+) -> None:
+    gone = sbx.container_id
+    sbx_client.api.remove_container(gone, force=True)  # e.g. an operator's `docker rm -f`
+    assert (await sbx.run("echo back")).stdout == "back\n"
+    assert sbx.container_id not in (None, gone)

@@ -267,7 +267,7 @@ class DockerSandbox:
                 sock = self.api.exec_start(exec_id, socket=True)
                 break
             except APIError as exc:
-                if attempt == 1 and exc.status_code == 409:  # container died: start a fresh one
+                if attempt == 1 and exc.status_code in (404, 409):  # gone or stopped: renew it
                     self._discard(cid)
                     continue
                 raise translate(exc, self.image) from None
@@ -287,7 +287,11 @@ class DockerSandbox:
                 time.monotonic() - t0, timed_out=True,
                 stdout_truncated=out.dropped, stderr_truncated=err.dropped,
             )
-        code = self._exit_code(exec_id)
+        try:
+            code = self._exit_code(exec_id)
+        except (DockerException, requests.RequestException, SandboxError) as exc:
+            self._discard(cid)  # the container died under the command (killed, removed)
+            raise SandboxError(f"the sandbox container died during the command: {exc}") from None
         duration = time.monotonic() - t0
         oom = code != 0 and self._oom_happened(cid)
         if stray := self._stray_processes(cid):
