@@ -166,3 +166,17 @@ async def test_a_vanished_container_is_replaced(
     sbx_client.api.remove_container(gone, force=True)  # e.g. an operator's `docker rm -f`
     assert (await sbx.run("echo back")).stdout == "back\n"
     assert sbx.container_id not in (None, gone)
+
+
+async def test_detection_works_without_the_hosts_cgroup_view(
+    sbx: DockerSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guard inside a container cannot read the host's /sys/fs/cgroup: the in-engine fallbacks
+    (``cat`` of the cgroup's OOM counter inside the box, the engine's ``top``) must still work."""
+    monkeypatch.setattr("guard.sandbox.docker.host_cgroup_files", lambda *a: [])
+    hog = await sbx.run("dd if=/dev/zero of=/dev/null bs=600M count=1")
+    assert hog.oom_killed and hog.exit_code == 137
+    assert not (await sbx.run("kill -9 $$")).oom_killed
+    first = sbx.container_id
+    await sbx.run("sleep 300 >/dev/null 2>&1 &")
+    assert sbx.container_id != first  # the leftover was seen through `top` and reset
