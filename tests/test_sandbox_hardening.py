@@ -157,3 +157,26 @@ async def test_no_privileges_no_socket_no_host_files(
     assert host["CapDrop"] == ["ALL"] and host["ReadonlyRootfs"] and host["NetworkMode"] == "none"
     assert host["Memory"] == host["MemorySwap"] == 256 * 2**20 and host["PidsLimit"] == 128
     assert host["NanoCpus"] == 10**9 and not host["Privileged"]
+
+
+async def test_a_vanished_container_is_replaced(
+    sbx: DockerSandbox, sbx_client: docker.DockerClient
+) -> None:
+    gone = sbx.container_id
+    sbx_client.api.remove_container(gone, force=True)  # e.g. an operator's `docker rm -f`
+    assert (await sbx.run("echo back")).stdout == "back\n"
+    assert sbx.container_id not in (None, gone)
+
+
+async def test_detection_works_without_the_hosts_cgroup_view(
+    sbx: DockerSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guard inside a container cannot read the host's /sys/fs/cgroup: the in-engine fallbacks
+    (``cat`` of the cgroup's OOM counter inside the box, the engine's ``top``) must still work."""
+    monkeypatch.setattr("guard.sandbox.docker.host_cgroup_files", lambda *a: [])
+    hog = await sbx.run("dd if=/dev/zero of=/dev/null bs=600M count=1")
+    assert hog.oom_killed and hog.exit_code == 137
+    assert not (await sbx.run("kill -9 $$")).oom_killed
+    first = sbx.container_id
+    await sbx.run("sleep 300 >/dev/null 2>&1 &")
+    assert sbx.container_id != first  # the leftover was seen through `top` and reset

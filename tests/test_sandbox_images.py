@@ -72,7 +72,7 @@ async def test_toolbox_tools_run_in_the_hardened_sandbox(
 def test_offline_rebuild_reuses_the_cached_rootfs(
     sbx_client: docker.DockerClient, sbx_toolbox_image: str
 ) -> None:
-    if not (images.default_cache_dir()).is_dir():
+    if not (images.rootfs_cache() / ".guard-complete").exists():
         pytest.skip("toolbox image was not built offline on this machine: no rootfs cache")
     name = f"guard-test-toolbox:{secrets.token_hex(3)}"
     stages: list[str] = []

@@ -11,7 +11,7 @@ import pytest
 from loguru import logger
 
 from guard.config import SandboxSettings
-from guard.sandbox import SandboxGrants, create_sandbox
+from guard.sandbox import Sandbox, SandboxGrants, create_sandbox
 from guard.sandbox.local import LocalSandbox
 
 
@@ -21,7 +21,7 @@ async def local() -> AsyncIterator[LocalSandbox]:
         SandboxSettings(backend="local", timeout=10), incident_id="local-test",
         grants=SandboxGrants(secrets=["TOKEN"]), environ={"TOKEN": "tok-123456"},
     )
-    assert isinstance(box, LocalSandbox)
+    assert isinstance(box, LocalSandbox) and isinstance(box, Sandbox)
     yield box
     await box.close()
 

@@ -11,7 +11,7 @@ import pytest
 from guard.config import SandboxSettings
 from guard.exceptions import SandboxError
 from guard.redact import Redactor
-from guard.sandbox import OutputBuffer, SandboxGrants, create_sandbox
+from guard.sandbox import OutputBuffer, Sandbox, SandboxGrants, create_sandbox
 from guard.sandbox.docker import DockerSandbox
 from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok, vm_kib
 
@@ -63,7 +63,7 @@ async def test_granted_secret_is_redacted_everywhere(
         sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
         grants=SandboxGrants(secrets=["DB_PASSWORD"]), environ={"DB_PASSWORD": value},
     )
-    assert isinstance(box, DockerSandbox)
+    assert isinstance(box, DockerSandbox) and isinstance(box, Sandbox)
     try:
         result = await box.run('echo "password=$DB_PASSWORD"; echo "$DB_PASSWORD" >&2')
         assert result.stdout == "password=[REDACTED:DB_PASSWORD]\n"

@@ -127,6 +127,9 @@ def build(
 def run(
     command: list[str] = typer.Argument(..., help="The command and its arguments (after --)."),
     network: str | None = typer.Option(None, "--network", help="Docker network to join."),
+    secret: list[str] = typer.Option(
+        [], "--secret", help="Pass this env var of Guard's into the sandbox (redacted)."
+    ),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds (default from config)."),
     image: str | None = ImageOpt,
     config: Path | None = ConfigOpt,
@@ -138,9 +141,9 @@ def run(
         settings = _settings(config)
         _quiet_logs(settings.log_level)
         try:
-            grants = SandboxGrants(network=network)
+            grants = SandboxGrants(network=network, secrets=secret)
         except ValidationError as exc:
-            raise ConfigError(format_validation_error("--network", exc)) from None
+            raise ConfigError(format_validation_error("command line", exc)) from None
         client = None
         if settings.sandbox.backend == "docker":
             from guard.sandbox.docker import connect, reap_orphans
@@ -164,7 +167,9 @@ def run(
             finally:
                 await sandbox.close()
             _echo(result.stdout, sys.stdout.write)
+            sys.stdout.flush()
             _echo(result.stderr, sys.stderr.write)
+            sys.stderr.flush()
             notes = [n for n, on in (("timed out", result.timed_out),
                                      ("OOM-killed", result.oom_killed)) if on]
             err.print(

@@ -21,6 +21,8 @@ Design:
   ones a crashed Guard left behind.
 
 All docker SDK calls are blocking; ``run``/``start``/``close`` push them to a worker thread.
+Engine plumbing (connecting, labels and reaping, the exec stream demultiplexer) is in
+``engine.py``; its names are re-exported here.
 """
 
 from __future__ import annotations
@@ -34,12 +36,11 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import docker
 import requests
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, NotFound
 from docker.types import LogConfig, Mount, Ulimit
 from loguru import logger
 
@@ -54,101 +55,33 @@ from guard.sandbox.base import (
     SandboxGrants,
     argv,
 )
+from guard.sandbox.engine import (
+    IDLE_SECONDS,
+    INSTANCE_ID,
+    LABEL,
+    LABEL_HOST,
+    LABEL_INCIDENT,
+    LABEL_OWNER,
+    LABEL_PID,
+    OOM_LINE,
+    connect,
+    host_cgroup_files,
+    pump_exec_stream,
+    reap_orphans,
+    translate,
+)
 
-LABEL = "guard.sandbox"
-LABEL_OWNER = "guard.owner"
-LABEL_INCIDENT = "guard.incident"
-LABEL_HOST = "guard.host"
-LABEL_PID = "guard.pid"
-INSTANCE_ID = f"{socket.gethostname()}-{os.getpid()}-{_secrets.token_hex(4)}"
-"""This Guard process; stamped on every container it starts."""
-IDLE_SECONDS = 7 * 86400  # the idle sleep ends by itself, so even an unreaped orphan stops
-_OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.M)
-_SLICE = 0.25  # how often a blocked read wakes to check for cancellation
-
-
-def connect(timeout: float = 120) -> docker.DockerClient:
-    """A client for the engine named by ``DOCKER_HOST`` (default: the local socket)."""
-    try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
-    except (DockerException, requests.RequestException) as exc:
-        raise SandboxError(
-            f"cannot reach the Docker engine ({exc}): start it, or point DOCKER_HOST at it and "
-            "make sure Guard may use its socket"
-        ) from None
-    return client
-
-
-def translate(exc: Exception, image: str = "", network: str | None = None) -> SandboxError:
-    """A ``SandboxError`` that says what to do about a docker SDK failure."""
-    if isinstance(exc, ImageNotFound) or (
-        isinstance(exc, NotFound) and image and "No such image" in str(exc)
-    ):
-        return SandboxError(
-            f"sandbox image {image!r} is missing: run `guard sandbox build --offline` "
-            "(or `guard sandbox build` where a registry is reachable)"
-        )
-    if isinstance(exc, NotFound) and network and "network" in str(exc).lower():
-        return SandboxError(
-            f"granted network {network!r} does not exist: create it (`docker network create "
-            f"{network}`) or fix the playbook's sandbox grant"
-        )
-    if isinstance(exc, requests.RequestException):
-        return SandboxError(f"lost the Docker engine ({exc}): is it still running?")
-    detail = getattr(exc, "explanation", None) or str(exc)
-    return SandboxError(f"docker engine refused a sandbox operation: {detail}")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def reap_orphans(client: docker.DockerClient, *, only_dead_owners: bool = False) -> int:
-    """Remove Guard sandbox containers left behind; return how many were removed.
-
-    By default every labelled container not owned by this process goes (call it at startup:
-    after a crash nothing of ours is alive). ``only_dead_owners`` spares containers whose owner
-    may still be running (another host, or a live PID here): for one-shot CLI commands.
-    """
-    removed = 0
-    try:
-        found = client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-        for info in found:
-            labels: dict[str, str] = info.get("Labels") or {}
-            if labels.get(LABEL_OWNER) == INSTANCE_ID:
-                continue
-            if only_dead_owners:
-                pid = labels.get(LABEL_PID, "")
-                if labels.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
-                    continue
-                if _pid_alive(int(pid)):
-                    continue
-            with contextlib.suppress(NotFound):
-                client.api.remove_container(info["Id"], force=True)
-                removed += 1
-                logger.info("reaped orphaned sandbox {} ({})", info["Id"][:12], labels)
-    except (DockerException, requests.RequestException) as exc:
-        raise translate(exc) from None
-    return removed
-
-
-def _host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Path]:
-    """Where the container's cgroup file may be on this host (v1/v2, cgroupfs/systemd)."""
-    root = Path("/sys/fs/cgroup")
-    return [
-        root / v1 / "docker" / cid / v1_file,
-        root / v1 / "system.slice" / f"docker-{cid}.scope" / v1_file,
-        root / "system.slice" / f"docker-{cid}.scope" / v2_file,
-        root / "docker" / cid / v2_file,
-    ]
-
+__all__ = [
+    "INSTANCE_ID",
+    "LABEL",
+    "LABEL_HOST",
+    "LABEL_INCIDENT",
+    "LABEL_OWNER",
+    "LABEL_PID",
+    "DockerSandbox",
+    "connect",
+    "reap_orphans",
+]
 
 class DockerSandbox:
     """The ``Sandbox`` of one incident, backed by one warm container (see module docstring)."""
@@ -323,9 +256,9 @@ class DockerSandbox:
         abort: threading.Event,
     ) -> ExecResult:
         environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]
-        t0 = time.monotonic()
         for attempt in (1, 2):
             cid = self._ensure()
+            t0 = time.monotonic()  # a cold start does not eat into the command's budget
             try:
                 exec_id: str = self.api.exec_create(
                     cid, cmd, stdin=stdin is not None, environment=environment,
@@ -334,7 +267,7 @@ class DockerSandbox:
                 sock = self.api.exec_start(exec_id, socket=True)
                 break
             except APIError as exc:
-                if attempt == 1 and exc.status_code == 409:  # container died: start a fresh one
+                if attempt == 1 and exc.status_code in (404, 409):  # gone or stopped: renew it
                     self._discard(cid)
                     continue
                 raise translate(exc, self.image) from None
@@ -344,7 +277,7 @@ class DockerSandbox:
         err = OutputBuffer(self.settings.output_limit, self.redactor.max_length)
         raw: socket.socket = getattr(sock, "_sock", sock)
         try:
-            finished = self._pump(raw, stdin, out, err, t0 + timeout, abort)
+            finished = pump_exec_stream(raw, stdin, out, err, t0 + timeout, abort)
         finally:
             raw.close()
         if not finished:
@@ -354,7 +287,11 @@ class DockerSandbox:
                 time.monotonic() - t0, timed_out=True,
                 stdout_truncated=out.dropped, stderr_truncated=err.dropped,
             )
-        code = self._exit_code(exec_id)
+        try:
+            code = self._exit_code(exec_id)
+        except (DockerException, requests.RequestException, SandboxError) as exc:
+            self._discard(cid)  # the container died under the command (killed, removed)
+            raise SandboxError(f"the sandbox container died during the command: {exc}") from None
         duration = time.monotonic() - t0
         oom = code != 0 and self._oom_happened(cid)
         if stray := self._stray_processes(cid):
@@ -364,44 +301,6 @@ class DockerSandbox:
             code, out.text(self.redactor), err.text(self.redactor), duration,
             oom_killed=oom, stdout_truncated=out.dropped, stderr_truncated=err.dropped,
         )
-
-    @staticmethod
-    def _pump(
-        raw: socket.socket, stdin: bytes | None, out: OutputBuffer, err: OutputBuffer,
-        deadline: float, abort: threading.Event,
-    ) -> bool:
-        """Demultiplex the exec stream into ``out``/``err``; False if the deadline/abort hit."""
-        if stdin is not None:
-            def feed() -> None:
-                with contextlib.suppress(OSError):
-                    raw.sendall(stdin)
-                    raw.shutdown(socket.SHUT_WR)
-            threading.Thread(target=feed, daemon=True, name="sandbox-stdin").start()
-        buf = bytearray()
-        sinks = {1: out, 2: err}
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or abort.is_set():
-                return False
-            raw.settimeout(min(remaining, _SLICE))
-            try:
-                chunk = raw.recv(262144)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return True
-            buf += chunk
-            view, pos = memoryview(buf), 0
-            while len(buf) - pos >= 8:
-                size = int.from_bytes(view[pos + 4 : pos + 8], "big")
-                if len(buf) - pos - 8 < size:
-                    break
-                sink = sinks.get(buf[pos])
-                if sink is not None:
-                    sink.feed(view[pos + 8 : pos + 8 + size])
-                pos += 8 + size
-            view.release()
-            del buf[:pos]
 
     def _exit_code(self, exec_id: str) -> int:
         # The stream can end a moment before the engine records the exit; wait for it briefly.
@@ -414,7 +313,7 @@ class DockerSandbox:
 
     def _stray_processes(self, cid: str) -> int:
         """Processes still running besides docker-init and the idle sleep (0 if unknown)."""
-        for path in _host_cgroup_files(cid, "pids", "pids.current", "pids.current"):
+        for path in host_cgroup_files(cid, "pids", "pids.current", "pids.current"):
             with contextlib.suppress(OSError, ValueError):
                 return max(0, int(path.read_text()) - 2)
         try:  # Guard itself in a container: ask the engine (one `ps` on the host, ~30 ms)
@@ -423,14 +322,14 @@ class DockerSandbox:
             return 0
 
     def _oom_count(self, cid: str) -> int | None:
-        for path in _host_cgroup_files(cid, "memory", "memory.oom_control", "memory.events"):
+        for path in host_cgroup_files(cid, "memory", "memory.oom_control", "memory.events"):
             with contextlib.suppress(OSError):
-                found = _OOM_LINE.search(path.read_bytes())
+                found = OOM_LINE.search(path.read_bytes())
                 return int(found.group(1)) if found else None
         probe = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control"
         try:
             exec_id = self.api.exec_create(cid, ["/bin/sh", "-c", probe + " 2>/dev/null"])["Id"]
-            found = _OOM_LINE.search(self.api.exec_start(exec_id))
+            found = OOM_LINE.search(self.api.exec_start(exec_id))
         except (DockerException, requests.RequestException) as exc:
             logger.warning("could not read the sandbox's OOM counter: {}", exc)
             return None

@@ -92,6 +92,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "guard" / "sandbox"
 
 
+def rootfs_cache(cache_dir: Path | None = None, spec: dict[str, Any] | None = None) -> Path:
+    """Where the offline build keeps the finished rootfs of ``spec`` (complete when it holds
+    ``.guard-complete``)."""
+    spec = spec or toolbox_spec()
+    return (cache_dir or default_cache_dir()) / f"rootfs-{spec['suite']}-{spec_hash(spec)}"
+
+
 def _import(client: docker.DockerClient, rootfs: Path, name: str, changes: list[str]) -> None:
     """``tar | docker import`` with ``changes``; the image it replaces is removed if unused."""
     try:
@@ -156,7 +163,7 @@ def build_offline(
     if os.geteuid() != 0:
         raise SandboxError("the offline build runs debootstrap, which needs root: use sudo")
     cache = (cache_dir or default_cache_dir()).resolve()
-    rootfs = cache / f"rootfs-{spec['suite']}-{spec_hash(spec)}"
+    rootfs = rootfs_cache(cache, spec)
     if (rootfs / ".guard-complete").exists():
         on_stage("debootstrap (cached)")
         on_detail(str(rootfs))

@@ -1,0 +1,168 @@
+"""Engine-level pieces of the Docker backend: connecting, error translation, labels and orphan
+reaping, host cgroup files, and the exec stream demultiplexer (``pump_exec_stream``).
+
+``pump_exec_stream`` reads the raw hijacked socket in slices of at most 0.25 s so a deadline or
+a cancellation is noticed promptly even when the command prints nothing, and hands each frame's
+payload to a capped ``OutputBuffer`` without copying what the cap discards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets as _secrets
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import docker
+import requests
+from docker.errors import DockerException, ImageNotFound, NotFound
+from loguru import logger
+
+from guard.exceptions import SandboxError
+from guard.sandbox.base import OutputBuffer
+
+LABEL = "guard.sandbox"
+LABEL_OWNER = "guard.owner"
+LABEL_INCIDENT = "guard.incident"
+LABEL_HOST = "guard.host"
+LABEL_PID = "guard.pid"
+INSTANCE_ID = f"{socket.gethostname()}-{os.getpid()}-{_secrets.token_hex(4)}"
+"""This Guard process; stamped on every container it starts."""
+IDLE_SECONDS = 7 * 86400  # the idle sleep ends by itself, so even an unreaped orphan stops
+OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.M)
+_SLICE = 0.25  # how often a blocked read wakes to check for cancellation
+
+
+def connect(timeout: float = 120) -> docker.DockerClient:
+    """A client for the engine named by ``DOCKER_HOST`` (default: the local socket)."""
+    try:
+        client = docker.from_env(timeout=int(timeout))
+        client.ping()
+    except (DockerException, requests.RequestException) as exc:
+        raise SandboxError(
+            f"cannot reach the Docker engine ({exc}): start it, or point DOCKER_HOST at it and "
+            "make sure Guard may use its socket"
+        ) from None
+    return client
+
+
+def translate(exc: Exception, image: str = "", network: str | None = None) -> SandboxError:
+    """A ``SandboxError`` that says what to do about a docker SDK failure."""
+    if isinstance(exc, ImageNotFound) or (
+        isinstance(exc, NotFound) and image and "No such image" in str(exc)
+    ):
+        return SandboxError(
+            f"sandbox image {image!r} is missing: run `guard sandbox build --offline` "
+            "(or `guard sandbox build` where a registry is reachable)"
+        )
+    if isinstance(exc, NotFound) and network and "network" in str(exc).lower():
+        return SandboxError(
+            f"granted network {network!r} does not exist: create it (`docker network create "
+            f"{network}`) or fix the playbook's sandbox grant"
+        )
+    if isinstance(exc, requests.RequestException):
+        return SandboxError(f"lost the Docker engine ({exc}): is it still running?")
+    detail = getattr(exc, "explanation", None) or str(exc)
+    return SandboxError(f"docker engine refused a sandbox operation: {detail}")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(
+    client: docker.DockerClient,
+    *,
+    only_dead_owners: bool = False,
+    labels: Mapping[str, str] | None = None,
+) -> int:
+    """Remove Guard sandbox containers left behind; return how many were removed.
+
+    By default every labelled container not owned by this process goes (call it at startup:
+    after a crash nothing of ours is alive). ``only_dead_owners`` spares containers whose owner
+    may still be running (another host, or a live PID here): for one-shot CLI commands.
+    ``labels`` narrows the sweep to containers that also carry these labels (e.g. one incident).
+    """
+    removed = 0
+    try:
+        wanted = [f"{LABEL}=1", *(f"{k}={v}" for k, v in (labels or {}).items())]
+        found = client.api.containers(all=True, filters={"label": wanted})
+        for info in found:
+            tags: dict[str, str] = info.get("Labels") or {}
+            if tags.get(LABEL_OWNER) == INSTANCE_ID:
+                continue
+            if only_dead_owners:
+                pid = tags.get(LABEL_PID, "")
+                if tags.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
+                    continue
+                if _pid_alive(int(pid)):
+                    continue
+            with contextlib.suppress(NotFound):
+                client.api.remove_container(info["Id"], force=True)
+                removed += 1
+                logger.info("reaped orphaned sandbox {} ({})", info["Id"][:12], tags)
+    except (DockerException, requests.RequestException) as exc:
+        raise translate(exc) from None
+    return removed
+
+
+def host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Path]:
+    """Where the container's cgroup file may be on this host (v1/v2, cgroupfs/systemd)."""
+    root = Path("/sys/fs/cgroup")
+    return [
+        root / v1 / "docker" / cid / v1_file,
+        root / v1 / "system.slice" / f"docker-{cid}.scope" / v1_file,
+        root / "system.slice" / f"docker-{cid}.scope" / v2_file,
+        root / "docker" / cid / v2_file,
+    ]
+
+
+def pump_exec_stream(
+    raw: socket.socket, stdin: bytes | None, out: OutputBuffer, err: OutputBuffer,
+    deadline: float, abort: threading.Event,
+) -> bool:
+    """Demultiplex a hijacked, non-tty exec socket into ``out``/``err`` (frames are an 8-byte
+    header: stream id, 3 zero bytes, big-endian length), feeding ``stdin`` from a side thread.
+    True at end of stream; False once ``deadline`` passes or ``abort`` is set."""
+    if stdin is not None:
+        def feed() -> None:
+            with contextlib.suppress(OSError):
+                raw.sendall(stdin)
+                raw.shutdown(socket.SHUT_WR)
+        threading.Thread(target=feed, daemon=True, name="sandbox-stdin").start()
+    buf = bytearray()
+    sinks = {1: out, 2: err}
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or abort.is_set():
+            return False
+        raw.settimeout(min(remaining, _SLICE))
+        try:
+            chunk = raw.recv(262144)
+        except TimeoutError:
+            continue
+        if not chunk:
+            return True
+        buf += chunk
+        view, pos = memoryview(buf), 0
+        while len(buf) - pos >= 8:
+            size = int.from_bytes(view[pos + 4 : pos + 8], "big")
+            if len(buf) - pos - 8 < size:
+                break
+            sink = sinks.get(buf[pos])
+            if sink is not None:
+                sink.feed(view[pos + 8 : pos + 8 + size])
+            pos += 8 + size
+        view.release()
+        del buf[:pos]
