@@ -55,7 +55,7 @@ class Guard:
         self.settings = settings
         self.db = db or open_database(settings.database_url)
         specs = [m for book in playbooks for m in book.monitors if m.enabled]
-        self.monitors: list[Monitor] = [build_monitor(spec) for spec in specs]
+        self.monitors: list[Monitor] = [build_monitor(spec, settings=settings) for spec in specs]
         policies = {
             spec.id: TriagePolicy(
                 for_count=spec.for_count,

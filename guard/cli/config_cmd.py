@@ -20,6 +20,10 @@ def check_config(config: str | None = ConfigOption) -> None:
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
         config_failed(exc)
+    from guard.railway.budget import railway_budget_warnings
+
+    for warning in railway_budget_warnings(settings, books):
+        typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
               f"in {settings.playbooks_dir}")
