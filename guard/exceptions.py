@@ -6,6 +6,7 @@
     ├── AuditChainBroken       the audit log's hash chain does not hold
     ├── MonitorError           a monitor could not observe its target (becomes a signal)
     ├── RailwayError           Railway's API refused, failed or answered with GraphQL errors
+    ├── KubernetesError        the Kubernetes API refused or could not be reached
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -62,4 +63,12 @@ class RailwayError(GuardError):
         self.status_code = status_code
         self.retryable = retryable
         self.retry_after = retry_after
+        super().__init__(message)
+
+
+class KubernetesError(GuardError):
+    """A Kubernetes API call failed; ``status`` is the HTTP status when there was an answer."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
         super().__init__(message)

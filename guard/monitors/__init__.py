@@ -7,6 +7,7 @@ from guard.monitors.base import Emit, Monitor, StreamingMonitor
 from guard.playbooks.models import (
     DockerMonitorSpec,
     HttpMonitorSpec,
+    KubernetesMonitorSpec,
     LogfileMonitorSpec,
     MonitorSpec,
     RailwayMonitorSpec,
@@ -31,6 +32,10 @@ def build_monitor(spec: MonitorSpec, *, settings: Settings | None = None) -> Mon
         from guard.monitors.railway import RailwayMonitor
 
         return RailwayMonitor(spec, settings or Settings())
+    if isinstance(spec, KubernetesMonitorSpec):
+        from guard.monitors.kubernetes import KubernetesMonitor
+
+        return KubernetesMonitor(spec, settings or Settings())
     raise TypeError(f"no monitor for {type(spec).__name__}")
 
 
