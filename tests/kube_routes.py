@@ -138,3 +138,18 @@ def deployment_route(server: Any, h: Any, method: str, ns: str, name: str, scale
 
 
 __all__ = ["JSON_PATCH", "MERGE", "REVISION", "STRATEGIC", "route"]
+
+
+def rbac_need(method: str, path: str, query: dict[str, str]) -> tuple[str, str, str]:
+    """The (apiGroup, resource, verb) RBAC checks for one request, as the API server derives it."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    # rest: namespaces/{ns}/{resource}[/{name}[/{subresource}]]
+    resource, named = rest[2], len(rest) > 3
+    if len(rest) > 4:
+        resource = f"{resource}/{rest[4]}"
+    verb = {"PATCH": "patch", "DELETE": "delete"}.get(method)
+    if verb is None:
+        verb = "watch" if query.get("watch") in ("true", "1") else ("get" if named else "list")
+    return group, resource, verb

@@ -333,8 +333,24 @@ class KubeServer:
         return Handler
 
 
+RBAC = Path(__file__).resolve().parent.parent / "deploy/kubernetes/rbac.yaml"
+
+
+def granted_by_rbac() -> set[tuple[str, str, str]]:
+    docs = yaml.safe_load_all(RBAC.read_text())
+    return {(group, res, verb) for d in docs if d["kind"] == "ClusterRole"
+            for rule in d["rules"] for group in rule["apiGroups"]
+            for res in rule["resources"] for verb in rule["verbs"]}
+
+
 def serve_kube() -> Iterator[KubeServer]:
+    """Body of a ``kube`` fixture. Afterwards, every request Guard made must be one that
+    deploy/kubernetes/rbac.yaml allows, so the documented RBAC cannot fall behind the code."""
+    from kube_routes import rbac_need
+
     server = KubeServer().start()
     yield server
     server.stop()
     time.sleep(0.05)
+    needed = {rbac_need(r.method, r.path, r.query) for r in server.requests}
+    assert needed <= granted_by_rbac(), needed - granted_by_rbac()

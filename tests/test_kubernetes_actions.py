@@ -6,7 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kube_server import KubeServer, container_status, deployment, pod, serve_kube
+import yaml
+from kube_server import (
+    RBAC,
+    KubeServer,
+    container_status,
+    deployment,
+    granted_by_rbac,
+    pod,
+    serve_kube,
+)
 from sqlmodel import select
 
 from guard.actions.base import ActionContext, ActionError
@@ -156,3 +165,17 @@ def test_in_cluster_without_a_service_account_says_what_to_do(tmp_path, monkeypa
     # An explicit kubeconfig wins over the in-cluster guess, and its problem is named.
     with pytest.raises(KubernetesError, match=r"kubeconfig .*missing: Invalid kube-config"):
         load_configuration(KubernetesSettings(kubeconfig=tmp_path / "missing"))
+
+
+
+def test_rbac_grants_exactly_the_verbs_guard_uses():
+    # Every kube fixture also checks that each request it served is allowed by this file.
+    docs = list(yaml.safe_load_all(RBAC.read_text()))
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("ServiceAccount") == 1 and kinds.count("RoleBinding") == 2
+    assert granted_by_rbac() == {
+        ("", "pods", "list"), ("", "pods", "watch"), ("", "events", "list"),
+        ("", "pods", "delete"), ("apps", "deployments", "get"),
+        ("apps", "deployments", "patch"), ("apps", "deployments/scale", "patch"),
+        ("apps", "replicasets", "list"),
+    }
