@@ -173,6 +173,8 @@ async def test_new_deployment_logs_are_read_from_their_first_line(home, railway)
     await run_guard(home)
     [inc] = incidents(home, "db_too_many_connections")
     assert inc.details["deployment_id"] == second["id"] != first["id"]
+    # A deployment never read is read from its creation, not from "the last N lines".
+    assert railway.ops("GuardDeploymentLogs")[-1].variables["startDate"] == second["createdAt"]
 
 
 async def test_build_rules_read_build_logs(home, railway):

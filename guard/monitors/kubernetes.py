@@ -157,6 +157,12 @@ class KubernetesMonitor:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def pump(rv: str | None) -> None:
+            try:
+                watch(rv)
+            except Exception as exc:  # anything unforeseen ends follow(), never the thread
+                put(("error", exc))
+
+        def watch(rv: str | None) -> None:
             failures = 0
             while not stopping.is_set():
                 try:

@@ -27,7 +27,7 @@ from guard.exceptions import MonitorError, RailwayError
 from guard.fingerprint import mask
 from guard.playbooks.models import LogRule, RailwayMonitorSpec
 from guard.railway.client import RailwayClient
-from guard.railway.cursor import LogCursor
+from guard.railway.cursor import LogCursor, normalise
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Target
 from guard.railway.targets import resolve_target
 from guard.records import Observation, Severity, Signal
@@ -110,7 +110,10 @@ class RailwayMonitor:
                 continue
             cursor = LogCursor.from_state(state.get(key), deployment.id)
             skip = cursor is None and first_ever and self.spec.start == "end"
-            cursor = cursor or LogCursor(deployment.id)
+            if cursor is None:  # a deployment never read: from its creation (or, skipping
+                # history, from whatever Railway returns last)
+                since = None if skip else normalise(deployment.created_at.isoformat())
+                cursor = LogCursor(deployment.id, since)
             lines = await fetch(deployment.id, since=cursor.timestamp,
                                 filter=self.spec.log_filter)
             fresh = cursor.advance(lines)
