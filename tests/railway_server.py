@@ -309,6 +309,7 @@ class RailwayServer:
 
 def serve_railway() -> Iterator[RailwayServer]:
     """Body of a ``railway`` fixture: a started server, stopped and checked afterwards."""
+    railway_schema()  # skips here, in the test's thread, when the schema is not beside the clone
     server = RailwayServer().start()
     yield server
     server.stop()
