@@ -60,7 +60,7 @@ class Guard:
         self.db = db or open_database(settings.database_url)
         self.playbooks = list(playbooks)
         specs = [m for book in self.playbooks for m in book.monitors if m.enabled]
-        self.monitors: list[Monitor] = [build_monitor(spec) for spec in specs]
+        self.monitors: list[Monitor] = [build_monitor(s, settings=settings) for s in specs]
         policies = {
             spec.id: TriagePolicy(
                 for_count=spec.for_count,

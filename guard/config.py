@@ -56,6 +56,17 @@ class RailwaySettings(_Section):
         default_factory=lambda: os.environ.get("RAILWAY_ENVIRONMENT_ID")
     )
     max_requests_per_hour: int = 1000
+    max_requests_per_second: float = 10.0
+    timeout: Duration = 15.0  # per request
+    retries: int = Field(default=3, ge=0, description="retries after a 5xx, 429 or timeout")
+    backoff: Duration = 0.5  # first retry delay; doubles each retry
+
+
+class KubernetesSettings(_Section):
+    kubeconfig: Path | None = None  # default: $KUBECONFIG or ~/.kube/config
+    context: str | None = None
+    in_cluster: bool | None = None  # None: in-cluster when KUBERNETES_SERVICE_HOST is set
+    timeout: Duration = 15.0  # per request (watches use a longer read timeout)
 
 
 class SandboxSettings(_Section):
@@ -132,6 +143,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
+    kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)

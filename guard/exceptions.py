@@ -6,6 +6,8 @@
     ├── AuditChainBroken       the audit log's hash chain does not hold
     ├── MonitorError           a monitor could not observe its target (becomes a signal)
     ├── SandboxError           the command sandbox cannot start or run (engine, image, grants)
+    ├── RailwayError           Railway's API refused, failed or answered with GraphQL errors
+    ├── KubernetesError        the Kubernetes API refused or could not be reached
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -52,3 +54,26 @@ class SandboxError(GuardError):
 
 class InvalidTransition(GuardError):
     """An incident was asked to move to a state its current state cannot reach."""
+
+
+class RailwayError(GuardError):
+    """A Railway API call failed; the message carries Railway's own message when it sent one.
+
+    ``retryable`` says whether trying again soon may help (rate limits, 5xx, timeouts);
+    ``retry_after`` is how long Railway asked to wait, when it said.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None,
+                 retryable: bool = False, retry_after: float | None = None) -> None:
+        self.status_code = status_code
+        self.retryable = retryable
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class KubernetesError(GuardError):
+    """A Kubernetes API call failed; ``status`` is the HTTP status when there was an answer."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)

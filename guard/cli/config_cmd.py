@@ -29,6 +29,10 @@ def check_config(config: str | None = ConfigOption) -> None:
         problems += exc.problems
     if problems:
         config_failed(ConfigError(problems))
+    from guard.railway.budget import railway_budget_warnings
+
+    for warning in railway_budget_warnings(settings, books):
+        typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
               f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}")

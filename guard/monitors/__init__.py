@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from guard.config import Settings
 from guard.monitors.base import Emit, Monitor, StreamingMonitor
 from guard.playbooks.models import (
     DockerMonitorSpec,
     HttpMonitorSpec,
+    KubernetesMonitorSpec,
     LogfileMonitorSpec,
     MonitorSpec,
+    RailwayMonitorSpec,
 )
 
 
-def build_monitor(spec: MonitorSpec) -> Monitor:
+def build_monitor(spec: MonitorSpec, *, settings: Settings | None = None) -> Monitor:
     """The monitor for one playbook entry (imports each implementation only when used)."""
     if isinstance(spec, LogfileMonitorSpec):
         from guard.monitors.logfile import LogfileMonitor
@@ -25,6 +28,14 @@ def build_monitor(spec: MonitorSpec) -> Monitor:
         from guard.monitors.docker import DockerMonitor
 
         return DockerMonitor(spec)
+    if isinstance(spec, RailwayMonitorSpec):
+        from guard.monitors.railway import RailwayMonitor
+
+        return RailwayMonitor(spec, settings or Settings())
+    if isinstance(spec, KubernetesMonitorSpec):
+        from guard.monitors.kubernetes import KubernetesMonitor
+
+        return KubernetesMonitor(spec, settings or Settings())
     raise TypeError(f"no monitor for {type(spec).__name__}")
 
 

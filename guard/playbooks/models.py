@@ -123,10 +123,51 @@ class DockerMonitorSpec(_MonitorBase):
         return self
 
 
+class RailwayMonitorSpec(_MonitorBase):
+    """A Railway service: its latest deployment's status, and rules over its logs."""
+
+    type: Literal["railway"]
+    service: str = Field(description="service name or id")
+    environment: str | None = Field(
+        default=None, description="environment name or id (default: railway.environment_id)"
+    )
+    every: Duration = 60.0
+    rules: list[LogRule] = Field(
+        default_factory=list, description="matched against the deployment's logs"
+    )
+    build_rules: list[LogRule] = Field(
+        default_factory=list, description="matched against the deployment's build logs"
+    )
+    log_filter: str | None = Field(
+        default=None, description="Railway log filter sent with log queries, e.g. @level:error"
+    )
+    start: Literal["end", "beginning"] = Field(
+        default="end", description="where to begin in a deployment's logs never seen before"
+    )
+    severity: Severity = Severity.critical
+
+
+class KubernetesMonitorSpec(_MonitorBase):
+    """Pods chosen by namespace and label selector, followed through the watch API."""
+
+    type: Literal["kubernetes"]
+    namespace: str = "default"
+    selector: str | None = Field(default=None, description="label selector, e.g. app=api")
+    every: Duration = 60.0
+    events: bool = Field(default=True, description="also follow the pods watch stream")
+    warnings: bool = Field(default=True, description="report Warning events")
+    not_ready_after: Duration = Field(
+        default=120.0, description="a running pod not ready for this long is a signal"
+    )
+    severity: Severity = Severity.critical
+
+
 MonitorSpec = Annotated[
-    LogfileMonitorSpec | HttpMonitorSpec | DockerMonitorSpec, Field(discriminator="type")
+    LogfileMonitorSpec | HttpMonitorSpec | DockerMonitorSpec | RailwayMonitorSpec
+    | KubernetesMonitorSpec,
+    Field(discriminator="type"),
 ]
-MONITOR_TYPES = ("logfile", "http", "docker")
+MONITOR_TYPES = ("logfile", "http", "docker", "railway", "kubernetes")
 
 
 class Diagnostic(_Spec):

@@ -1,0 +1,175 @@
+"""The official ``kubernetes`` client, configured from Guard's settings and used for raw JSON.
+
+Configuration: in-cluster (the pod's service account) when ``kubernetes.in_cluster`` is true,
+or when it is unset and ``KUBERNETES_SERVICE_HOST`` is present; otherwise the kubeconfig file
+(``kubernetes.kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config``) with its
+``kubernetes.context`` (else the current context).
+
+Every call asks the client for the undecoded response (``_preload_content=False``) and parses
+the JSON itself: Guard reads a few fields, and the typed models reject objects that omit fields
+they declare required (which real clusters and older servers do). The API classes stay the
+official ones, so paths, query parameters, authentication and TLS are the client's. The client
+is blocking; callers run it in threads. ``ApiException`` and urllib3 errors become
+``KubernetesError`` here; a watch whose resourceVersion has expired raises ``WatchExpired``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import urllib3
+from kubernetes import client as _client
+from kubernetes import config as _config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch import watch as _watch
+
+from guard.config import KubernetesSettings
+from guard.exceptions import KubernetesError
+
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+# The package is only partly annotated; treat its entry points as untyped.
+client: Any = _client
+config: Any = _config
+iter_resp_lines: Any = _watch.iter_resp_lines
+
+
+class WatchExpired(KubernetesError):
+    """410 Gone: the resourceVersion is older than the server keeps; list again."""
+
+
+def load_configuration(settings: KubernetesSettings) -> Any:
+    """A ``kubernetes.client.Configuration`` from in-cluster credentials or a kubeconfig."""
+    cfg = client.Configuration()
+    in_cluster = settings.in_cluster
+    if in_cluster is None:
+        in_cluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not settings.kubeconfig
+    try:
+        if in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+        else:
+            path = str(settings.kubeconfig) if settings.kubeconfig else None
+            config.load_kube_config(config_file=path, context=settings.context,
+                                    client_configuration=cfg)
+    except (config.ConfigException, OSError, TypeError, ValueError) as exc:
+        where = "in-cluster service account" if in_cluster else \
+            f"kubeconfig {settings.kubeconfig or os.environ.get('KUBECONFIG', '~/.kube/config')}"
+        raise KubernetesError(f"cannot load Kubernetes credentials from the {where}: {exc} "
+                              "(set kubernetes.kubeconfig / kubernetes.context, or run in "
+                              "a pod with a service account)") from None
+    return cfg
+
+
+def _message(body: Any, fallback: str) -> str:
+    try:
+        return str(json.loads(body).get("message") or fallback)
+    except (TypeError, ValueError, AttributeError):
+        return fallback
+
+
+class KubeClient:
+    """The few API calls Guard makes, returning plain JSON dicts."""
+
+    def __init__(self, settings: KubernetesSettings, configuration: Any = None) -> None:
+        self.settings = settings
+        self.api = client.ApiClient(configuration or load_configuration(settings))
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+
+    def close(self) -> None:
+        self.api.close()
+
+    def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", self.settings.timeout)
+        try:
+            resp = func(*args, _preload_content=False, **kwargs)
+        except ApiException as exc:
+            cls = WatchExpired if exc.status == 410 else KubernetesError
+            raise cls(f"{what}: {exc.status} {_message(exc.body, str(exc.reason))}",
+                      status=exc.status) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubernetesError(f"{what}: cannot reach the Kubernetes API at "
+                                  f"{self.api.configuration.host}: {type(exc).__name__}") from None
+        if not 200 <= resp.status < 300:
+            text = resp.data.decode("utf-8", "replace")
+            cls = WatchExpired if resp.status == 410 else KubernetesError
+            hint = " (see deploy/kubernetes/rbac.yaml)" if resp.status == 403 else ""
+            raise cls(f"{what}: {resp.status} {_message(text, resp.reason)}{hint}",
+                      status=resp.status)
+        return resp
+
+    def _json(self, what: str, func: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        data = self._call(what, func, *args, **kwargs).data
+        return dict(json.loads(data))
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def list_pods(self, namespace: str, selector: str | None) -> dict[str, Any]:
+        return self._json(f"list pods in {namespace}", self.core.list_namespaced_pod,
+                          namespace, label_selector=selector)
+
+    def watch_pods(self, namespace: str, selector: str | None, resource_version: str,
+                   timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+        """Watch events after ``resource_version`` until the server ends the stream.
+
+        Raises ``WatchExpired`` for a 410 (as an HTTP status or an ``ERROR`` event) and
+        ``KubernetesError`` when the connection breaks mid-stream.
+        """
+        resp = self._call(f"watch pods in {namespace}", self.core.list_namespaced_pod,
+                          namespace, label_selector=selector, watch=True,
+                          resource_version=resource_version, allow_watch_bookmarks=True,
+                          timeout_seconds=timeout_seconds,
+                          _request_timeout=(self.settings.timeout, timeout_seconds + 30))
+        try:
+            for line in iter_resp_lines(resp):
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    cls = WatchExpired if obj.get("code") == 410 else KubernetesError
+                    raise cls(f"watch pods in {namespace}: {obj.get('message')}",
+                              status=obj.get("code"))
+                yield event
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise KubernetesError(f"watch pods in {namespace} broke: {type(exc).__name__}"
+                                  ) from None
+        finally:
+            resp.close()
+            resp.release_conn()
+
+    def list_warning_events(self, namespace: str) -> dict[str, Any]:
+        return self._json(f"list events in {namespace}", self.core.list_namespaced_event,
+                          namespace, field_selector="type=Warning")
+
+    def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(f"get deployment {namespace}/{name}",
+                          self.apps.read_namespaced_deployment, name, namespace)
+
+    def list_replicasets(self, namespace: str, selector: str | None) -> dict[str, Any]:
+        return self._json(f"list replicasets in {namespace}",
+                          self.apps.list_namespaced_replica_set, namespace,
+                          label_selector=selector)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def patch_deployment(self, namespace: str, name: str, body: Any,
+                         content_type: str) -> dict[str, Any]:
+        return self._json(f"patch deployment {namespace}/{name}",
+                          self.apps.patch_namespaced_deployment, name, namespace, body,
+                          _content_type=content_type)
+
+    def patch_scale(self, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+        return self._json(f"scale deployment {namespace}/{name}",
+                          self.apps.patch_namespaced_deployment_scale, name, namespace,
+                          {"spec": {"replicas": replicas}}, _content_type=MERGE_PATCH)
+
+    def delete_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod,
+                          name, namespace)

@@ -1,0 +1,173 @@
+"""Watch one Railway service: its latest deployment's status, and rules over its logs.
+
+Each check costs one request for the status, plus one per kind of log the monitor has rules
+for (``guard.railway.budget`` counts the same way). The service and environment are resolved
+to ids once and the result is kept in the monitor's state, so a restart does not spend a
+request on it again.
+
+- ``CRASHED`` / ``FAILED`` are firing signals on ``<environment>/<service>``; ``SUCCESS`` and
+  ``SLEEPING`` (an idle serverless app) are ok signals that let the incident resolve; states in
+  between (``BUILDING``, ``DEPLOYING``...) say nothing either way.
+- Log rules match lines after a ``LogCursor`` (timestamp plus the digests of lines seen at it)
+  kept per deployment in the state, which the runtime persists with the incidents: a restart
+  neither re-counts nor skips a line. Log signals have their own targets (``...:logs``,
+  ``...:build``), so a deployment turning ``SUCCESS`` does not resolve a log incident.
+- On the first check ever, ``start: end`` skips the history already there; a deployment that
+  appears later is read from its first line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from guard.config import Settings
+from guard.exceptions import MonitorError, RailwayError
+from guard.fingerprint import mask
+from guard.playbooks.models import LogRule, RailwayMonitorSpec
+from guard.railway.client import RailwayClient
+from guard.railway.cursor import LogCursor, normalise
+from guard.railway.models import Deployment, DeploymentStatus, LogLine, Target
+from guard.railway.targets import resolve_target
+from guard.records import Observation, Severity, Signal
+
+FIRING = {DeploymentStatus.CRASHED: "railway_deployment_crashed",
+          DeploymentStatus.FAILED: "railway_deployment_failed"}
+HEALTHY = {DeploymentStatus.SUCCESS, DeploymentStatus.SLEEPING}
+MESSAGE_CHARS = 1000
+MAX_DISTINCT = 200
+
+
+class RailwayMonitor:
+    """One service in one environment of the configured Railway project."""
+
+    type = "railway"
+
+    def __init__(self, spec: RailwayMonitorSpec, settings: Settings) -> None:
+        self.spec = spec
+        self.settings = settings.railway
+        self.id = spec.id
+        self.interval = spec.every
+        # Spread polls of many monitors over the interval unless the playbook chose a jitter.
+        self.jitter = spec.jitter or min(spec.every * 0.1, 30.0)
+        self._client: RailwayClient | None = None
+        self._rules = [(r, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+                       for r in spec.rules]
+        self._build_rules = [(r, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+                             for r in spec.build_rules]
+
+    def _railway(self) -> RailwayClient:
+        if self._client is None:
+            self._client = RailwayClient(self.settings)
+        return self._client
+
+    async def check(self, state: Mapping[str, Any]) -> Observation:
+        try:
+            return await self._check(state)
+        except RailwayError as exc:
+            raise MonitorError(f"Railway service {self.spec.service!r}: {exc}") from None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- one check ------------------------------------------------------------------------------
+
+    async def _target(self, state: Mapping[str, Any]) -> Target:
+        wanted = [self.spec.service, self.spec.environment or self.settings.environment_id]
+        cached = state.get("target")
+        if isinstance(cached, dict) and cached.get("wanted") == wanted:
+            return Target.model_validate(cached["ids"])
+        return await resolve_target(self._railway(), self.settings, self.spec.service,
+                                    self.spec.environment)
+
+    async def _check(self, state: Mapping[str, Any]) -> Observation:
+        target = await self._target(state)
+        client = self._railway()
+        new_state: dict[str, Any] = {
+            "target": {"wanted": [self.spec.service,
+                                  self.spec.environment or self.settings.environment_id],
+                       "ids": target.model_dump()},
+            "last_success": state.get("last_success"),
+        }
+        deployment = await client.latest_deployment(target.environment_id, target.service_id)
+        signals: list[Signal] = []
+        if deployment is None:
+            return Observation(signals, new_state)
+        status = self._status_signal(target, deployment, state.get("last_success"))
+        if status is not None:
+            signals.append(status)
+        if deployment.status == DeploymentStatus.SUCCESS:
+            new_state["last_success"] = deployment.id
+        first_ever = not state
+        for key, rules, fetch in (
+            ("logs", self._rules, client.deployment_logs),
+            ("build", self._build_rules, client.build_logs),
+        ):
+            if not rules:
+                continue
+            cursor = LogCursor.from_state(state.get(key), deployment.id)
+            skip = cursor is None and first_ever and self.spec.start == "end"
+            if cursor is None:  # a deployment never read: from its creation (or, skipping
+                # history, from whatever Railway returns last)
+                since = None if skip else normalise(deployment.created_at.isoformat())
+                cursor = LogCursor(deployment.id, since)
+            lines = await fetch(deployment.id, since=cursor.timestamp,
+                                filter=self.spec.log_filter)
+            fresh = cursor.advance(lines)
+            if not skip:
+                signals.extend(self._match(target, deployment, key, rules, fresh))
+            new_state[key] = cursor.as_state()
+        return Observation(signals, new_state)
+
+    def _details(self, target: Target, deployment: Deployment) -> dict[str, Any]:
+        return {"deployment_id": deployment.id, "service_id": target.service_id,
+                "service": target.service_name, "environment_id": target.environment_id,
+                "environment": target.environment_name, "project_id": target.project_id,
+                "status": deployment.status.value,
+                "created_at": deployment.created_at.isoformat()}
+
+    def _status_signal(self, target: Target, deployment: Deployment,
+                       last_success: str | None) -> Signal | None:
+        details = self._details(target, deployment)
+        if deployment.status in FIRING:
+            if last_success and last_success != deployment.id:
+                details["last_success_deployment_id"] = last_success
+            return Signal(monitor_id=self.id, source="railway", target=target.label,
+                          kind=FIRING[deployment.status], severity=self.spec.severity,
+                          message=f"Railway deployment {deployment.id} of {target.label} is "
+                                  f"{deployment.status.value}", details=details)
+        if deployment.status in HEALTHY:
+            return Signal(monitor_id=self.id, source="railway", target=target.label,
+                          kind="railway_deployment_ok", status="ok",
+                          message=f"Railway deployment {deployment.id} of {target.label} is "
+                                  f"{deployment.status.value}", details=details)
+        return None
+
+    def _match(self, target: Target, deployment: Deployment, key: str,
+               rules: list[tuple[LogRule, re.Pattern[str]]],
+               lines: list[LogLine]) -> list[Signal]:
+        """Fold matching lines into one signal per (rule, masked message), with counts."""
+        found: dict[tuple[str, str], tuple[LogRule, LogLine]] = {}
+        counts: dict[tuple[str, str], int] = {}
+        for line in lines:
+            for rule, regex in rules:
+                if regex.search(line.message):
+                    fold = (rule.kind, mask(line.message))
+                    if fold not in found and len(found) >= MAX_DISTINCT:
+                        fold = (rule.kind, "<more distinct messages>")
+                    found.setdefault(fold, (rule, line))
+                    counts[fold] = counts.get(fold, 0) + 1
+                    break
+        where = f"{target.label}:{key}"
+        return [
+            Signal(monitor_id=self.id, source="railway", target=where, kind=rule.kind,
+                   severity=rule.severity if rule.severity else Severity.error,
+                   message=line.message[:MESSAGE_CHARS], count=counts[fold],
+                   details={**self._details(target, deployment), "rule": rule.pattern,
+                            "log": key, "timestamp": line.timestamp,
+                            "log_severity": line.severity})
+            for fold, (rule, line) in found.items()
+        ]

@@ -1,0 +1,155 @@
+"""The REST surface of the fake API server (tests/kube_server.py): lists, watches, patches.
+
+Paths and answers follow the Kubernetes API: ``/api/v1/namespaces/{ns}/pods`` (list, or watch
+with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../events``,
+``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
+patch), ``.../deployments/{name}/scale`` and ``.../replicasets``. Errors are ``Status`` objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from typing import Any
+
+from kube_server import REVISION, merge, selects
+
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def listing(kind: str, rv: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)},
+            "items": items}
+
+
+def route(server: Any, h: Any, method: str, path: str, query: dict[str, str],
+          body: Any) -> None:
+    st = server.state
+    if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
+        ns = m.group(1)
+        if query.get("watch") in ("true", "1"):
+            return watch(server, h, ns, query)
+        with st.cond:
+            items = [copy.deepcopy(p) for (n, _), p in st.pods.items()
+                     if n == ns and selects(query.get("labelSelector"), p["metadata"]["labels"])]
+            return h.reply(200, listing("PodList", st.rv, items))
+    m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
+    if m and method == "DELETE":
+        obj = st.delete_pod(m.group(1), m.group(2))
+        if obj is None:
+            return h.reply(404, status(404, "NotFound", f'pods "{m.group(2)}" not found'))
+        return h.reply(200, obj)
+    if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/events", path):
+        wanted = query.get("fieldSelector", "")
+        with st.cond:
+            items = [e for e in st.events if e["metadata"]["namespace"] == m.group(1)
+                     and (wanted != "type=Warning" or e["type"] == "Warning")]
+            return h.reply(200, listing("EventList", st.rv, copy.deepcopy(items)))
+    if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)(/scale)?", path):
+        return deployment_route(server, h, method, m.group(1), m.group(2), bool(m.group(3)),
+                                body)
+    if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/replicasets", path):
+        with st.cond:
+            items = [copy.deepcopy(rs) for (n, _), rs in st.replicasets.items()
+                     if n == m.group(1)
+                     and selects(query.get("labelSelector"), rs["metadata"]["labels"])]
+            return h.reply(200, listing("ReplicaSetList", st.rv, items))
+    return h.reply(404, status(404, "NotFound", f"the server could not find {path}"))
+
+
+def watch(server: Any, h: Any, ns: str, query: dict[str, str]) -> None:
+    st = server.state
+    server.watch_connections += 1
+    if server.gone_next_watch_http:
+        server.gone_next_watch_http = False
+        return h.reply(410, status(410, "Gone", "too old resource version"))
+    since = int(query.get("resourceVersion") or 0)
+    deadline = time.monotonic() + float(query.get("timeoutSeconds") or 30)
+    drop_after, server.drop_next_watch_after = server.drop_next_watch_after, None
+    h.stream_start()
+    if since and since < st.compacted:
+        h.chunk({"type": "ERROR", "object": status(
+            410, "Expired", f"too old resource version: {since} ({st.compacted})")})
+        return h.stream_end()
+    sent = 0
+    while time.monotonic() < deadline:
+        with st.cond:
+            if st.stopping:
+                break
+            pending = [(rv, kind, obj) for rv, kind, obj in st.history if rv > since
+                       and obj["metadata"]["namespace"] == ns
+                       and selects(query.get("labelSelector"), obj["metadata"]["labels"])]
+            if not pending:
+                st.cond.wait(0.05)
+                continue
+        for rv, kind, obj in pending:
+            if drop_after is not None and sent >= drop_after:
+                return h.cut()
+            h.chunk({"type": kind, "object": obj})
+            since, sent = rv, sent + 1
+    return h.stream_end()
+
+
+def deployment_route(server: Any, h: Any, method: str, ns: str, name: str, scale: bool,
+                     body: Any) -> None:
+    st = server.state
+    with st.cond:
+        dep = st.deployments.get((ns, name))
+        if dep is None:
+            return h.reply(404, status(404, "NotFound",
+                                       f'deployments.apps "{name}" not found'))
+        if method == "PATCH":
+            ctype = (h.headers.get("Content-Type") or "").split(";")[0]
+            if scale:
+                if ctype not in (MERGE, STRATEGIC):
+                    return h.reply(415, status(415, "UnsupportedMediaType", ctype))
+                dep["spec"]["replicas"] = int(body["spec"]["replicas"])
+            elif ctype in (STRATEGIC, MERGE):
+                merge(dep, body)
+            elif ctype == JSON_PATCH:
+                for op in body:
+                    assert op["op"] == "replace", op
+                    *parents, last = op["path"].strip("/").split("/")
+                    node = dep
+                    for p in parents:
+                        node = node[p]
+                    node[last] = copy.deepcopy(op["value"])
+            else:
+                return h.reply(415, status(415, "UnsupportedMediaType", ctype))
+            dep["metadata"]["generation"] += 1
+            st._bump(dep)
+            st._reconcile(dep)
+        if scale:
+            return h.reply(200, {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                                 "metadata": {"name": name, "namespace": ns,
+                                              "resourceVersion": dep["metadata"]["resourceVersion"]},
+                                 "spec": {"replicas": dep["spec"]["replicas"]},
+                                 "status": {"replicas": dep["spec"]["replicas"],
+                                            "selector": f"app={name}"}})
+        return h.reply(200, copy.deepcopy(dep))
+
+
+__all__ = ["JSON_PATCH", "MERGE", "REVISION", "STRATEGIC", "route"]
+
+
+def rbac_need(method: str, path: str, query: dict[str, str]) -> tuple[str, str, str]:
+    """The (apiGroup, resource, verb) RBAC checks for one request, as the API server derives it."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    # rest: namespaces/{ns}/{resource}[/{name}[/{subresource}]]
+    resource, named = rest[2], len(rest) > 3
+    if len(rest) > 4:
+        resource = f"{resource}/{rest[4]}"
+    verb = {"PATCH": "patch", "DELETE": "delete"}.get(method)
+    if verb is None:
+        verb = "watch" if query.get("watch") in ("true", "1") else ("get" if named else "list")
+    return group, resource, verb
