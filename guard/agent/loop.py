@@ -84,7 +84,7 @@ class Agent:
 
             sandboxes = SandboxPool(settings.sandbox, redactor=self.redactor)
         self.sandboxes = sandboxes
-        self.runner = StepRunner(settings, db, self.actions, Verifier(db, self.specs),
+        self.runner = StepRunner(settings, db, self.actions, Verifier(db, self.specs, settings),
                                  sandboxes, self.redactor)
         s = settings.skills
         self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,

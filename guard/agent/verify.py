@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from guard.config import Settings
 from guard.monitors import Monitor, build_monitor
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
@@ -30,9 +31,11 @@ class Verdict:
 class Verifier:
     """Builds fresh monitor instances from the playbooks to re-run their checks."""
 
-    def __init__(self, db: Database, specs: dict[str, MonitorSpec]) -> None:
+    def __init__(self, db: Database, specs: dict[str, MonitorSpec],
+                 settings: Settings | None = None) -> None:
         self.db = db
         self.specs = specs
+        self.settings = settings
 
     def _state(self, monitor_id: str) -> dict[str, Any]:
         with self.db.session() as session:
@@ -42,7 +45,7 @@ class Verifier:
         mspec = self.specs.get(incident.monitor_id)
         if mspec is None:
             return Verdict(False, f"monitor {incident.monitor_id!r} is no longer configured", 0)
-        monitor = build_monitor(mspec)
+        monitor = build_monitor(mspec, settings=self.settings)
         try:
             return await self._loop(monitor, incident, spec)
         finally:
