@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from guard import __version__
-from guard.cli import audit, config_cmd, human, incidents, memory, run, sandbox, skills
+from guard.cli import audit, config_cmd, demo, human, incidents, memory, run, sandbox, skills
 
 app = typer.Typer(
     name="guard",
@@ -35,6 +35,7 @@ def _root(
 config_cmd.register(app)
 run.register(app)
 human.register(app)
+demo.register(app)
 app.add_typer(incidents.app, name="incidents")
 app.add_typer(skills.app, name="skills")
 app.add_typer(memory.app, name="memory")
