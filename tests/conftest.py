@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +16,9 @@ import yaml
 from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
+from tests.images import BUSYBOX_IMAGE, MissingBusybox, ensure_busybox_image
 
 REPO = Path(__file__).resolve().parent.parent
-BUSYBOX_IMAGE = "guard-test-busybox:latest"
-BUSYBOX_APPLETS = ("sh", "sleep", "echo", "cat", "ls", "ps", "id", "kill", "yes", "dd", "head",
-                   "true", "false", "wc", "tr", "nc", "httpd", "wget", "env", "mkdir", "rm")
 
 
 class GuardHome:
@@ -94,43 +89,13 @@ def docker_client() -> Iterator[Any]:
     client.close()
 
 
-def _busybox_rootfs_tar() -> bytes:
-    busybox = shutil.which("busybox") or "/bin/busybox"
-    if not Path(busybox).exists():
-        pytest.fail("busybox-static is needed to build the test image: apt-get install busybox-static")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for d in ("bin", "tmp", "etc", "proc", "sys", "dev"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            tar.addfile(info)
-        tar.add(busybox, arcname="bin/busybox")
-        for applet in BUSYBOX_APPLETS:
-            link = tarfile.TarInfo(f"bin/{applet}")
-            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(link)
-        passwd = b"root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"
-        info = tarfile.TarInfo("etc/passwd")
-        info.size = len(passwd)
-        tar.addfile(info, io.BytesIO(passwd))
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="session")
 def busybox_image(docker_client: Any) -> str:
     """A tiny image built offline from the host's static busybox (no registry needed)."""
-    from docker.errors import ImageNotFound
-
     try:
-        docker_client.images.get(BUSYBOX_IMAGE)
-        return BUSYBOX_IMAGE
-    except ImageNotFound:
-        pass
-    docker_client.api.import_image_from_data(
-        _busybox_rootfs_tar(), repository=BUSYBOX_IMAGE.split(":")[0], tag="latest",
-        changes=['CMD ["/bin/sh"]'],
-    )
-    return BUSYBOX_IMAGE
+        return ensure_busybox_image(docker_client, BUSYBOX_IMAGE)
+    except MissingBusybox as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture
