@@ -21,6 +21,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
+from guard import metrics
 from guard.config import Settings
 from guard.exceptions import MonitorError
 from guard.monitors import Monitor, StreamingMonitor, build_monitor
@@ -30,6 +31,7 @@ from guard.store import audit
 from guard.store.db import Database, open_database
 from guard.store.state import get_state
 from guard.triage import Triage, TriagePolicy
+from guard.web import WebServer
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
@@ -71,6 +73,7 @@ class Guard:
         }
         self.triage = Triage(self.db, settings.triage, policies)
         self.event_hooks: list[EventHook] = [self._log_events]
+        self.event_hooks.append(metrics.IncidentMetrics(self.db))
         self._state: dict[str, dict[str, Any]] = {}
         self._healthy: dict[str, bool] = {}  # monitor id -> did its last check work
         self._queue: asyncio.Queue[Observation] = asyncio.Queue()
@@ -122,6 +125,7 @@ class Guard:
     def apply(self, observations: list[Observation]) -> list[IncidentEvent]:
         """Triage a batch and tell the hooks what happened to incidents."""
         events = self.triage.process(observations)
+        metrics.count_signals(observations)
         self.last_batch_at = datetime.now(UTC)
         for hook in self.event_hooks:
             try:
@@ -190,9 +194,12 @@ class Guard:
         logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
                     sum(t.get_name().startswith("follow:") for t in tasks),
                     "on" if self.heal else "off")
+        web = WebServer(self, scheduler)
         try:
+            await web.start()
             await self._stop.wait()
         finally:
+            await web.close()
             scheduler.shutdown(wait=False)
             followers = [t for t in tasks[1:] if t.get_name() != "agent"]
             for t in followers:

@@ -121,6 +121,10 @@ class AgentSettings(_Section):
     poll_interval: Duration = 1.0
 
 
+def _default_http_port() -> int:
+    return int(os.environ.get("PORT") or 8080)
+
+
 def _default_data_dir() -> Path:
     return Path(os.environ.get("RAILWAY_VOLUME_MOUNT_PATH") or "./data")
 
@@ -141,6 +145,8 @@ class Settings(BaseSettings):
     skills_dir: Path = Path("./skills")
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
+    http_host: str = "0.0.0.0"  # where `guard run` serves /healthz, /readyz, /metrics
+    http_port: int = Field(default_factory=_default_http_port, ge=0, le=65535)  # 0: any free
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)

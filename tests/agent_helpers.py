@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BUSYBOX_IMAGE, GuardHome
+from tests.conftest import GuardHome
+from tests.images import BUSYBOX_IMAGE
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,9 +16,9 @@ import yaml
 from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
+from tests.images import ensure_busybox_image
 
 REPO = Path(__file__).resolve().parent.parent
-BUSYBOX_IMAGE = "guard-test-busybox:sandbox"  # the same image the sandbox tests use
 
 
 class GuardHome:
@@ -92,17 +92,7 @@ def docker_client() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def busybox_image(docker_client: Any) -> str:
     """A tiny image built offline from the host's static busybox (no registry needed)."""
-    from docker.errors import ImageNotFound
-
-    from guard.sandbox import images
-
-    try:
-        labels = docker_client.images.get(BUSYBOX_IMAGE).labels or {}
-    except ImageNotFound:
-        labels = {}
-    if labels.get("guard.busybox") != "1":
-        images.build_busybox(docker_client, BUSYBOX_IMAGE)
-    return BUSYBOX_IMAGE
+    return ensure_busybox_image(docker_client)
 
 
 @pytest.fixture

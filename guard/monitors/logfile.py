@@ -6,6 +6,8 @@ trailing line without its newline waits for the next check. Rotation (the path n
 inode) finishes the old file first, through the handle still held or, after a restart, by finding
 the renamed file beside it (``api.log.1``, ``api.log-20261202``); truncation starts over at 0.
 Lines longer than ``max_line_bytes`` are cut for matching; undecodable bytes are replaced.
+Lines are matched a block (up to 1 MiB of whole lines) at a time by ``LineMatcher``, which asks
+RE2 which lines can match before asking Python's ``re`` which rule does.
 Identical lines (after masking timestamps, ids, numbers) are folded into one signal with a count.
 """
 
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
 from guard.fingerprint import mask
+from guard.monitors.matcher import LineMatcher
 from guard.playbooks.models import LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
 
@@ -83,10 +85,8 @@ class LogfileMonitor:
         self.interval = spec.every
         self.jitter = spec.jitter
         self.path = Path(spec.path).absolute()  # the target, whatever the working directory
-        self._rules = [
-            (rule, re.compile(rule.pattern, re.IGNORECASE if rule.ignore_case else 0))
-            for rule in spec.rules
-        ]
+        self._rules = list(spec.rules)
+        self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
 
@@ -190,27 +190,33 @@ class LogfileMonitor:
                  budget: int) -> _Position:
         """Match every complete line from the handle's position; return the new position."""
         offset, skipping = pos.offset, pos.skipping
-        for piece, consumed, complete in _lines(handle, self.spec.max_line_bytes, final=final,
-                                                budget=budget):
+        limit = self.spec.max_line_bytes
+        for data, consumed, complete in _blocks(handle, limit, final=final, budget=budget):
             offset += consumed
-            if not skipping:
-                self._match(piece.rstrip(b"\r\n"), tally)
-            skipping = not complete
+            if not complete:  # the start of an over-long line
+                if not skipping:
+                    self._tally(self._matcher.line(data), tally)
+                skipping = True
+                continue
+            if skipping:  # the block opens with the rest of an over-long line: already matched
+                nl = data.find(b"\n")
+                data = b"" if nl < 0 else data[nl + 1 :]
+                skipping = False
+            for found in self._matcher.scan(data, limit):
+                self._tally(found, tally)
         return _Position(pos.dev, pos.ino, offset, skipping)
 
-    def _match(self, raw: bytes, tally: _Tally) -> None:
-        text = raw.decode("utf-8", "replace").replace("\x00", "\ufffd")
-        for rule, regex in self._rules:
-            if regex.search(text):
-                tally.add(rule, text)
-                return
+    def _tally(self, found: tuple[int, str] | None, tally: _Tally) -> None:
+        if found is not None:
+            tally.add(self._rules[found[0]], found[1])
 
 
-def _lines(handle: BinaryIO, limit: int, *, final: bool,
-           budget: int) -> Iterator[tuple[bytes, int, bool]]:
-    """Yield ``(first limit bytes of a line, bytes consumed, line complete)``.
+def _blocks(handle: BinaryIO, limit: int, *, final: bool,
+            budget: int) -> Iterator[tuple[bytes, int, bool]]:
+    """Yield ``(data, bytes consumed, complete)``: runs of whole lines, or over-long starts.
 
-    A line longer than ``limit`` with no newline yet is yielded incomplete, so one endless line
+    A complete item holds whole lines (each ending in a newline). A line longer than ``limit``
+    with no newline yet is yielded incomplete as its first ``limit`` bytes, so one endless line
     cannot stall the monitor; the caller skips its continuation up to the next newline. A final
     partial line is yielded (as complete) only when ``final``: the file was rotated away and
     will not grow. Reading stops after ``budget`` bytes; the rest waits for the next check.
@@ -222,14 +228,13 @@ def _lines(handle: BinaryIO, limit: int, *, final: bool,
         if not chunk:
             break
         read += len(chunk)
-        buf += chunk
-        start = 0
-        while (nl := buf.find(b"\n", start)) >= 0:
-            yield (buf[start : min(nl + 1, start + limit)], nl + 1 - start, True)
-            start = nl + 1
-        buf = buf[start:]
+        buf = buf + chunk if buf else chunk
+        nl = buf.rfind(b"\n")
+        if nl >= 0:
+            yield (buf[: nl + 1], nl + 1, True)
+            buf = buf[nl + 1 :]
         if len(buf) > limit:
             yield (buf[:limit], len(buf), False)
             buf = b""
     if buf and final:
-        yield (buf[:limit], len(buf), True)
+        yield (buf, len(buf), True)

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Build Guard's appliance image from ``deploy/Dockerfile`` on a machine with no registry.
+
+The Dockerfile starts ``FROM python:3.11-slim``, which cannot be pulled here. This script makes
+the two things a registry would have supplied, then runs the *same* Dockerfile:
+
+1. a base image equivalent to python:3.11-slim (Debian bookworm, python3 3.11, venv, CA
+   certificates) made with ``debootstrap --variant=minbase`` and ``docker import``; it is tagged
+   by a hash of its package list, so it is built once per machine;
+2. a wheelhouse (``deploy/wheelhouse``) of Guard's dependencies, built by the host's pip (which
+   may reach PyPI or a local mirror); the image build then installs with ``--no-index`` and runs
+   with ``--network none``.
+
+The result is tagged ``guard:offline-<hash>``, the hash covering every input of the image
+(Dockerfile, this script, pyproject.toml, README.md, guard/), so a re-run with nothing changed is
+a no-op. It prints one JSON document: the tag and how long each step took. It imports nothing
+from Guard, and needs root (debootstrap), the docker CLI, and Python 3.11 (wheels must match the
+image's interpreter).
+
+    python deploy/build_offline.py [--tag NAME] [--force] [--print-tag]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+SUITE = "bookworm"
+BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
+BASE_REPO = "guard-offline/python"
+IMAGE_REPO = "guard"
+WHEELHOUSE = REPO / "deploy" / "wheelhouse"
+BUILD_TOOLS = ("setuptools>=77", "wheel")  # the build backend pip needs to build /src offline
+INPUTS = ("deploy/Dockerfile", "deploy/build_offline.py", ".dockerignore", "pyproject.toml",
+          "README.md")
+
+
+def content_hash() -> str:
+    """A hash of every file that goes into the image."""
+    h = hashlib.sha256()
+    files = [REPO / p for p in INPUTS]
+    files += sorted(p for p in (REPO / "guard").rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        h.update(str(path.relative_to(REPO)).encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def image_tag() -> str:
+    return f"{IMAGE_REPO}:offline-{content_hash()}"
+
+
+def base_tag() -> str:
+    key = hashlib.sha256(f"{SUITE} {' '.join(BASE_PACKAGES)}".encode()).hexdigest()[:10]
+    return f"{BASE_REPO}:3.11-{SUITE}-{key}"
+
+
+def image_exists(tag: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0
+
+
+def run(cmd: list[str], **kwargs: object) -> None:
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=sys.stderr, **kwargs)  # type: ignore[call-overload]
+
+
+def build_base(tag: str) -> None:
+    """debootstrap a minimal bookworm with python3 and import it as a docker image."""
+    if shutil.which("debootstrap") is None:
+        sys.exit("debootstrap is needed for the offline base image: apt-get install debootstrap")
+    with tempfile.TemporaryDirectory(prefix="guard-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+             SUITE, str(rootfs), MIRROR])
+        for junk in ("var/lib/apt/lists", "var/cache/apt/archives", "usr/share/doc",
+                     "usr/share/man", "usr/share/locale"):
+            shutil.rmtree(rootfs / junk, ignore_errors=True)
+            (rootfs / junk).mkdir(parents=True, exist_ok=True)
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."],
+                               stdout=subprocess.PIPE)
+        try:
+            run(["docker", "import", "--change", "ENV LANG=C.UTF-8",
+                 "--change", 'CMD ["python3"]', "-", tag], stdin=tar.stdout)
+        finally:
+            assert tar.stdout is not None
+            tar.stdout.close()
+            if tar.wait() != 0:
+                sys.exit("tar of the rootfs failed")
+
+
+def build_wheelhouse() -> None:
+    """Wheels for Guard's dependencies and its build backend, made by the host's pip."""
+    if sys.version_info[:2] != (3, 11):
+        sys.exit("run this with Python 3.11: the wheels must match the image's python3")
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    run([*pip, "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), str(REPO)])
+    run([*pip, "download", "-q", "--only-binary=:all:", "--dest", str(WHEELHOUSE), *BUILD_TOOLS])
+    for stale in WHEELHOUSE.glob("guard-*.whl"):  # the image builds Guard itself, from /src
+        stale.unlink()
+
+
+def build_image(tag: str, base: str) -> None:
+    env = {**os.environ, "DOCKER_BUILDKIT": "0"}  # the classic builder uses local base images
+    run(["docker", "build", "--network", "none", "--pull=false",
+         "--build-arg", f"PYTHON_IMAGE={base}",
+         "--build-arg", "PIP_ARGS=--no-index --find-links=/src/deploy/wheelhouse",
+         "-f", str(REPO / "deploy" / "Dockerfile"), "-t", tag, str(REPO)], env=env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tag", help="also tag the image with this name (e.g. guard:latest)")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the tag exists")
+    parser.add_argument("--print-tag", action="store_true", help="print the tag and exit")
+    args = parser.parse_args(argv)
+    tag = image_tag()
+    if args.print_tag:
+        print(tag)
+        return 0
+    report: dict[str, object] = {"tag": tag, "cached": False}
+    started = time.monotonic()
+    if image_exists(tag) and not args.force:
+        report["cached"] = True
+    else:
+        base = base_tag()
+        t = time.monotonic()
+        if not image_exists(base):
+            build_base(base)
+            report["base_seconds"] = round(time.monotonic() - t, 1)
+        report["base"] = base
+        t = time.monotonic()
+        build_wheelhouse()
+        report["wheelhouse_seconds"] = round(time.monotonic() - t, 1)
+        t = time.monotonic()
+        build_image(tag, base)
+        report["image_seconds"] = round(time.monotonic() - t, 1)
+    if args.tag:
+        run(["docker", "tag", tag, args.tag])
+    size = subprocess.run(["docker", "image", "inspect", "-f", "{{.Size}}", tag],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    report["size_mb"] = round(int(size) / 1e6, 1)
+    report["total_seconds"] = round(time.monotonic() - started, 1)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

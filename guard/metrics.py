@@ -1,0 +1,167 @@
+"""Prometheus metrics: what Guard observed, what it opened, how fast, and how it healed.
+
+One module-level registry (``REGISTRY``), served by ``guard.web`` at ``/metrics``. Counters and
+histograms are kept in memory by the process; the incidents-by-state gauge is read from the
+database at scrape time instead, so it is right after a restart and across processes sharing a
+database. Every label takes values from a bounded set (monitor types, playbook rule kinds,
+incident states, a fixed list of outcomes) to keep the series count, and memory, flat.
+
+The pipeline reports through small functions, not through the metric objects, so callers need
+not know label names:
+
+- ``count_signals(observations)``: called by the runtime for every triaged batch;
+- ``IncidentMetrics(db)``: an incident event hook; times detection (the first signal's
+  ``observed_at`` to the incident's ``opened_at``) and repair (``opened_at`` to ``resolved_at``);
+- ``record_remediation(outcome)`` and ``observe_sandbox_exec(seconds)``: for the agent loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from loguru import logger
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from guard.records import IncidentEvent, Observation
+from guard.store.db import Database
+from guard.store.models import Incident, IncidentState
+
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "OUTCOMES",
+    "REGISTRY",
+    "IncidentMetrics",
+    "count_signals",
+    "observe_sandbox_exec",
+    "record_remediation",
+    "render",
+    "track_incidents",
+]
+
+# No *_created series: they double the output and no dashboard reads them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)  # process_resident_memory_bytes and friends
+OUTCOMES = ("succeeded", "failed", "rolled_back", "denied", "escalated", "timed_out", "other")
+# Seconds: from sub-second event streams to minutes-long polls.
+_DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+_MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
+
+SIGNALS = Counter("guard_signals", "Observations made by monitors (folded lines count each).",
+                  ["source", "kind", "status"], registry=REGISTRY)
+INCIDENT_EVENTS = Counter("guard_incident_events", "Incident events emitted by triage.",
+                          ["type"], registry=REGISTRY)
+REMEDIATIONS = Counter("guard_remediations", "Remediations attempted, by outcome.",
+                       ["outcome"], registry=REGISTRY)
+SANDBOX_EXEC = Histogram("guard_sandbox_exec_seconds", "Wall time of one sandboxed command.",
+                         registry=REGISTRY)
+DETECTION = Histogram("guard_detection_latency_seconds",
+                      "From a fault's first signal to its incident being opened.",
+                      buckets=_DETECTION_BUCKETS, registry=REGISTRY)
+MTTR = Histogram("guard_time_to_resolve_seconds", "From an incident opened to it resolved.",
+                 buckets=_MTTR_BUCKETS, registry=REGISTRY)
+HEARTBEAT = Gauge("guard_scheduler_heartbeat_timestamp_seconds",
+                  "Unix time of the scheduler's last heartbeat.", registry=REGISTRY)
+for _outcome in OUTCOMES:
+    REMEDIATIONS.labels(_outcome)
+
+
+def count_signals(observations: Iterable[Observation]) -> None:
+    """Count every signal of a batch by source, kind and status."""
+    for obs in observations:
+        for sig in obs.signals:
+            SIGNALS.labels(sig.source, sig.kind, sig.status).inc(sig.count)
+
+
+def record_remediation(outcome: str) -> None:
+    """Count one remediation; an outcome outside ``OUTCOMES`` is counted as ``other``."""
+    REMEDIATIONS.labels(outcome if outcome in OUTCOMES else "other").inc()
+
+
+def observe_sandbox_exec(seconds: float) -> None:
+    """Record how long one sandboxed command took."""
+    SANDBOX_EXEC.observe(max(seconds, 0.0))
+
+
+def beat() -> None:
+    HEARTBEAT.set(time.time())
+
+
+class IncidentMetrics:
+    """An incident event hook that times detection and resolution from the stored incident."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __call__(self, events: Sequence[IncidentEvent]) -> None:
+        for ev in events:
+            INCIDENT_EVENTS.labels(ev.type).inc()
+        timed = [ev for ev in events
+                 if ev.type == "opened" or ev.state == IncidentState.resolved]
+        if not timed:
+            return
+        with self.db.session() as session:
+            for ev in timed:
+                incident = session.get(Incident, ev.incident_id)
+                if incident is None:
+                    continue
+                if ev.type == "opened":
+                    lag = (incident.opened_at - incident.first_seen).total_seconds()
+                    DETECTION.observe(max(lag, 0.0))
+                elif incident.resolved_at is not None:
+                    MTTR.observe(max((incident.resolved_at - incident.opened_at)
+                                     .total_seconds(), 0.0))
+
+
+class _IncidentStates(Collector):
+    """``guard_incidents{state}``: a gauge read from the database when scraped."""
+
+    def __init__(self) -> None:
+        self.db: Database | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("guard_incidents", "Incidents by state.", labels=["state"])
+        counts = dict.fromkeys((s.value for s in IncidentState), 0)
+        if self.db is not None:
+            try:
+                with self.db.session() as session:
+                    rows = session.exec(select(Incident.state, func.count())
+                                        .group_by(col(Incident.state))).all()
+                counts.update({state: n for state, n in rows})
+            except Exception as exc:  # a scrape must not fail because the store is down
+                logger.warning("metrics: cannot count incidents: {}", exc)
+                return
+        for state, n in counts.items():
+            family.add_metric([state], n)
+        yield family
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+_STATES = _IncidentStates()
+REGISTRY.register(_STATES)
+
+
+def track_incidents(db: Database) -> None:
+    """Read ``guard_incidents`` from ``db`` (the process's one appliance database)."""
+    _STATES.db = db
+
+
+def render() -> bytes:
+    """The registry in Prometheus' text format (queries the database: call off the loop)."""
+    return generate_latest(REGISTRY)
