@@ -1,7 +1,7 @@
 """``python -m bench``: every benchmark in one run, printed as one JSON document.
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
-``bench.storm``). Needs a Docker engine (detection, memory), GNU grep (logscan) and
+``bench.storm``, ``bench.mttr``). Needs a Docker engine (detection, memory), GNU grep (logscan) and
 busybox-static (the offline test image). Durations of the memory benchmark default to what the
 issue asks (10 min idle, 1 h soak); pass shorter ones for a quick run, the JSON says which.
 """
@@ -14,13 +14,14 @@ import json
 import time
 from typing import Any
 
-from bench import detection, logscan, memory, storm
+from bench import detection, logscan, memory, mttr, storm
 from bench.common import machine, quiet
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--mttr-kills", type=int, default=10)
     parser.add_argument("--lines", type=int, default=2_000_000)
     parser.add_argument("--idle-minutes", type=float, default=10)
     parser.add_argument("--soak-minutes", type=float, default=60)
@@ -29,7 +30,7 @@ def main() -> None:
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine()}
     report["detection"] = asyncio.run(detection.run(args.kills))
-    report["mttr"] = {"status": "pending: needs the agent loop (issue 4)"}
+    report["mttr"] = asyncio.run(mttr.run(args.mttr_kills))
     report["logscan"] = logscan.run(args.lines)
     report["storm"] = storm.run()
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
