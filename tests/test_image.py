@@ -11,6 +11,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -117,7 +118,9 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
         docker_client: Any, appliance_image: str, volume: str) -> None:
     first, url = _start(docker_client, appliance_image, volume, f"{volume}-1")
     _wait(lambda: httpx.get(url + "/healthz", timeout=5).status_code == 200, "/healthz 200")
-    _wait(lambda: 'guard_incidents{state="open"} 1.0' in httpx.get(url + "/metrics").text,
+    unresolved = re.compile(r'guard_incidents\{state="(open|diagnosing|awaiting_human|escalated)"\}'
+                            r" 1\.0")  # the agent may already have asked a human about it
+    _wait(lambda: unresolved.search(httpx.get(url + "/metrics").text) is not None,
           "the failing check's incident in /metrics")
 
     def healthy() -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from guard.exceptions import AuditChainBroken
@@ -40,6 +41,9 @@ def entry_hash(prev_hash: str, seq: int, at: datetime, actor: str, action: str,
 def append(session: Session, *, actor: str, action: str, subject: str,
            data: dict[str, Any] | None = None) -> AuditEntry:
     """Add one entry to the chain inside the caller's transaction."""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":  # one appender at a time, until this transaction ends
+        session.execute(text("SELECT pg_advisory_xact_lock(7423911)"))
     last = session.exec(select(AuditEntry).order_by(col(AuditEntry.seq).desc()).limit(1)).first()
     seq = (last.seq + 1) if last else 1
     prev = last.hash if last else GENESIS

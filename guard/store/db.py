@@ -17,12 +17,20 @@ from guard.store import models as _models  # noqa: F401  (registers the tables)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see _begin_immediate)
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _begin_immediate(conn: Any) -> None:
+    """Every transaction takes SQLite's write lock up front, so two writers (threads, or the CLI
+    and ``guard run``) queue on ``busy_timeout`` instead of interleaving: the audit chain's next
+    ``seq`` is read and written by one transaction at a time, and no snapshot goes stale."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Database:
@@ -42,6 +50,7 @@ class Database:
             raise StoreError(f"cannot use database_url {parsed!r}: {exc}") from None
         if parsed.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _begin_immediate)
 
     def create_all(self) -> None:
         """Create missing tables (Guard's schema is additive)."""
