@@ -85,7 +85,6 @@ class Guard:
         """The agent loop (built on first use: it loads skills and memory)."""
         if self._agent is None:
             from guard.agent.loop import Agent
-
             from guard.notify import build_notifier
 
             self._agent = Agent(self.settings, self.db, self.playbooks,

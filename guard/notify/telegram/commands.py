@@ -49,7 +49,7 @@ def incidents_text(db: Database) -> str:
     if not rows:
         return "No open incidents. ✅"
     lines = [f"<b>{len(rows)} open incident(s)</b>"]
-    lines += [f"#{i.id} [{esc(i.state)}] {esc(i.title)} ×{i.count}" for i in rows]
+    lines += [f"#{i.id} [{esc(i.state)}] {esc(i.title)} x{i.count}" for i in rows]
     return cut("\n".join(lines))
 
 

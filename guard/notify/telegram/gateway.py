@@ -50,7 +50,8 @@ ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 class TelegramGateway:
-    def __init__(self, settings: Settings, db: Database, runtime: HealthSource | None = None) -> None:
+    def __init__(self, settings: Settings, db: Database,
+                 runtime: HealthSource | None = None) -> None:
         tg = settings.telegram
         assert tg.bot_token is not None and tg.chat_id is not None
         self.settings = settings

@@ -22,8 +22,8 @@ from guard.durations import format_duration, parse_duration
 from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox
 from guard.notify.telegram.auth import Refusal, actor
-from guard.notify.telegram.messages import esc
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
+from guard.notify.telegram.messages import esc
 from guard.store import mutes
 
 if TYPE_CHECKING:

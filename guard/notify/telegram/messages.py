@@ -63,13 +63,15 @@ def pointer(incident_id: int) -> str:
 def incident_header(incident_id: int, title: str, severity: str, target: str,
                     count: int) -> str:
     return (f"<b>Incident #{incident_id}</b> [{esc(severity)}]: {esc(title)}\n"
-            f"Target: <code>{esc(target)}</code> · seen {count}×")
+            f"Target: <code>{esc(target)}</code> · seen {count} times")
 
 
-def render_request(req: HumanRequest) -> tuple[str, Buttons]:
-    """The incident message and its buttons."""
-    parts = [incident_header(req.incident_id, req.title, req.severity, req.target, req.count),
-             esc(req.question)]
+def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
+    """The incident message and its buttons (``signal``: the latest line that fired)."""
+    parts = [incident_header(req.incident_id, req.title, req.severity, req.target, req.count)]
+    if signal:
+        parts.append(f"<pre>{esc(signal[:1000])}</pre>")
+    parts.append(esc(req.question))
     if req.options:
         parts.append("Candidate skills:\n" + "\n".join(
             f"• <b>{esc(o.name)}</b>: {esc(o.description)}" for o in req.options))

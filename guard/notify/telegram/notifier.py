@@ -33,7 +33,9 @@ class TelegramNotifier:
         self.db = db
 
     async def ask(self, request: HumanRequest) -> None:
-        text, buttons = render_request(request)
+        with self.db.session() as session:
+            inc = session.get(Incident, request.incident_id)
+        text, buttons = render_request(request, inc.message if inc else "")
         await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
                                 text=text, buttons=buttons, incident_id=request.incident_id,
                                 role="incident")
