@@ -8,9 +8,11 @@ them and quote them in callback queries and replies, and can be told to fail a m
 
 from __future__ import annotations
 
+import contextlib
 import email.parser
 import email.policy
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,6 +66,7 @@ class TelegramServer:
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self.up = False
+        self._sockets: set[Any] = set()
 
     @property
     def url(self) -> str:
@@ -77,7 +80,20 @@ class TelegramServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
+            def setup(self) -> None:
+                super().setup()
+                with server._cond:
+                    server._sockets.add(self.connection)
+
+            def finish(self) -> None:
+                with server._cond:
+                    server._sockets.discard(self.connection)
+                super().finish()
+
             def do_POST(self) -> None:
+                if not server.up:  # an outage: drop the (kept-alive) connection unanswered
+                    self.close_connection = True
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
                 status, reply = server.handle(self.path, self.headers.get("Content-Type", ""),
@@ -111,6 +127,10 @@ class TelegramServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._cond:
+            for sock in list(self._sockets):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     # -- the Bot API ----------------------------------------------------------------------------
 

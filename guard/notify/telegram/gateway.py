@@ -109,7 +109,7 @@ class TelegramGateway:
                 logger.warning("telegram not reachable yet ({}); retrying in {:g}s", exc, wait)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), wait)
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, 10.0)
         if self.stopping.is_set():
             return
         await self.app.start()

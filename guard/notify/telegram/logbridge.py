@@ -45,3 +45,5 @@ def install(secrets: list[str]) -> None:
         lib.addHandler(handler)
         lib.propagate = False
         lib.setLevel(logging.WARNING if name in ("httpx", "httpcore") else logging.INFO)
+    # the outbox reports a 429 itself (and waits); PTB's limiter would log it as an error too
+    logging.getLogger("telegram.ext.AIORateLimiter").setLevel(logging.CRITICAL)

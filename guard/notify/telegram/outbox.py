@@ -7,7 +7,7 @@ sent when Telegram answers again, also after a restart.
 
 Order matters (an edit must follow the message it edits), so the worker retries the oldest row
 until it goes through: ``RetryAfter`` waits exactly as long as Telegram asks, network errors back
-off up to 30 s. A request Telegram rejects (400/403) is marked failed and the queue moves on.
+off up to 10 s. A request Telegram rejects (400/403) is marked failed and the queue moves on.
 Edits and replies name their incident, not a message id, because the incident's message may not
 have been sent yet when they are queued; the worker resolves it when it sends.
 """
@@ -107,7 +107,7 @@ class OutboxWorker:
                     logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
                     await asyncio.to_thread(self._attempted, row, str(exc))
                     await self._sleep(stop, delay)
-                    delay = min(delay * 2, 30.0)
+                    delay = min(delay * 2, 10.0)
                     break
                 except TelegramError as exc:  # Forbidden, a chat that went away...
                     await asyncio.to_thread(self._rejected, row, exc)
