@@ -76,6 +76,7 @@ class Guard:
         self.event_hooks.append(metrics.IncidentMetrics(self.db))
         self._state: dict[str, dict[str, Any]] = {}
         self._healthy: dict[str, bool] = {}  # monitor id -> did its last check work
+        self.last_check: dict[str, datetime] = {}  # monitor id -> when its last check ended
         self._queue: asyncio.Queue[Observation] = asyncio.Queue()
         self._stop = asyncio.Event()
         self.last_batch_at: datetime | None = None
@@ -87,8 +88,10 @@ class Guard:
         """The agent loop (built on first use: it loads skills and memory)."""
         if self._agent is None:
             from guard.agent.loop import Agent
+            from guard.notify import build_notifier
 
-            self._agent = Agent(self.settings, self.db, self.playbooks)
+            self._agent = Agent(self.settings, self.db, self.playbooks,
+                                notifier=build_notifier(self.settings, self.db))
         return self._agent
 
     # -- one check ------------------------------------------------------------------------------
@@ -106,6 +109,8 @@ class Guard:
             obs = await monitor.check(state)
         except Exception as exc:
             return self._failed(monitor, exc)
+        finally:
+            self.last_check[monitor.id] = datetime.now(UTC)
         if obs.state:
             self._state[monitor.id] = obs.state
         signals = list(obs.signals)
@@ -113,6 +118,11 @@ class Guard:
             signals.append(monitor_ok_signal(monitor))
             self._healthy[monitor.id] = True
         return Observation(signals, obs.state, monitor.id)
+
+    def health(self) -> list[dict[str, Any]]:
+        """Each monitor's health (None: not checked yet) and the end of its last check."""
+        return [{"id": m.id, "type": m.type, "healthy": self._healthy.get(m.id),
+                 "last_check": self.last_check.get(m.id)} for m in self.monitors]
 
     def _failed(self, monitor: Monitor, exc: BaseException) -> Observation:
         if isinstance(exc, MonitorError):
@@ -183,6 +193,11 @@ class Guard:
                 misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
             )
         scheduler.start()
+        from guard.notify import build_gateway
+
+        gateway = build_gateway(self.settings, self.db, self)
+        if gateway is not None:
+            await gateway.start()
         tasks = [asyncio.create_task(self._consume(), name="triage")]
         if self.heal:
             self._attach_agent()
@@ -206,6 +221,8 @@ class Guard:
                 t.cancel()
             await asyncio.gather(*tasks[1:], return_exceptions=True)
             await self._drain()
+            if gateway is not None:
+                await gateway.stop()
             tasks[0].cancel()
             await asyncio.gather(tasks[0], return_exceptions=True)
             self._audit("guard.stopped", {})

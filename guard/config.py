@@ -45,6 +45,40 @@ class TelegramSettings(_Section):
     chat_id: int | str | None = None
     allowed_user_ids: list[int] = Field(default_factory=list)
     api_base_url: str = "https://api.telegram.org"
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = Field(default=None, description="public https URL (webhook mode)")
+    listen: str = "0.0.0.0"
+    port: int = Field(default=8443, ge=1, le=65535, description="webhook listen port")
+    poll_timeout: Duration = Field(default=10.0, description="getUpdates long-polling timeout")
+    mute_for: Duration = Field(default=3600.0, description="how long the mute button mutes")
+
+    @property
+    def configured(self) -> bool:
+        """A token and a chat: the gateway runs and incidents go to Telegram."""
+        return self.bot_token is not None and self.chat_id is not None
+
+
+class ReportSettings(_Section):
+    cron: str = Field(default="0 9 * * *", description="when the daily report is sent (crontab)")
+    timezone: str = "UTC"
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if len(value.split()) != 5:
+            raise ValueError(f"report.cron {value!r}: five crontab fields, e.g. '0 9 * * *'")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo
+
+        try:
+            ZoneInfo(value)
+        except Exception:
+            raise ValueError(f"report.timezone {value!r}: not a known time zone") from None
+        return value
 
 
 class RailwaySettings(_Section):
@@ -155,6 +189,7 @@ class Settings(BaseSettings):
     triage: TriageSettings = Field(default_factory=TriageSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

@@ -12,7 +12,7 @@ from guard.memory.conversation import record_message
 from guard.notify.base import IncidentUpdate
 from guard.records import utcnow
 from guard.skills.model import Step
-from guard.store import audit
+from guard.store import audit, mutes
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun
 
@@ -67,6 +67,13 @@ async def process_command(agent: Agent, cmd: HumanCommand) -> None:
             await _approve(agent, cmd, inc)
         elif cmd.verb == "reply":
             await apply_fix(agent, cmd, inc)
+        elif cmd.verb == "mute":
+            seconds = float(cmd.fix or agent.settings.telegram.mute_for)
+            mutes.mute(agent.db, inc.target, seconds, cmd.actor)
+            if inc.state != S.muted.value:
+                agent._move(cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for "
+                            f"{seconds / 60:g} min")
+            _finish(agent, cmd, "done", f"muted {inc.target} for {seconds / 60:g} min")
         else:
             _finish(agent, cmd, "failed", f"unknown verb {cmd.verb!r}")
     except Exception as exc:

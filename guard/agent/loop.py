@@ -40,6 +40,7 @@ from guard.sandbox.base import SandboxGrants
 from guard.skills.library import Candidate, Skill, SkillLibrary
 from guard.skills.model import Step
 from guard.skills.writer import SkillWriter
+from guard.store import mutes
 from guard.store.db import Database
 from guard.store.models import Approval, HumanCommand, Incident, IncidentState, RemediationRun
 from guard.store.state import get_state, put_state
@@ -217,6 +218,11 @@ class Agent:
         async with self._incidents:
             inc = self._load(incident_id)
             if inc is None or inc.state not in (S.open.value, S.diagnosing.value):
+                return
+            muted = await asyncio.to_thread(mutes.active, self.db, inc.target)
+            if muted is not None and inc.state == S.open.value:
+                self._move(incident_id, S.muted, f"{inc.target} is muted by {muted.by} until "
+                           f"{muted.until:%Y-%m-%d %H:%M} UTC")
                 return
             try:
                 await self.decide(inc)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import typer
 
 from guard import __version__
-from guard.cli import audit, config_cmd, demo, human, incidents, memory, run, sandbox, skills
+from guard.cli import (
+    audit,
+    config_cmd,
+    demo,
+    human,
+    incidents,
+    memory,
+    report,
+    run,
+    sandbox,
+    skills,
+)
 
 app = typer.Typer(
     name="guard",
@@ -41,6 +52,7 @@ app.add_typer(skills.app, name="skills")
 app.add_typer(memory.app, name="memory")
 app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
+app.add_typer(report.app, name="report")
 
 
 def main() -> None:

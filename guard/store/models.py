@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text, TypeDecorator
+from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, Text, TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from guard.records import utcnow
@@ -209,3 +209,54 @@ class ConversationMessage(SQLModel, table=True):
     incident_id: int | None = Field(default=None, index=True)
     at: datetime = _ts(nullable=False)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+# -- the Telegram gateway and mutes ------------------------------------------------------------
+
+
+class TelegramMessage(SQLModel, table=True):
+    """A message Guard sent to Telegram, so presses and replies map back to their incident."""
+
+    __tablename__ = "telegram_message"
+    __table_args__ = (Index("ix_telegram_message_chat_msg", "chat_id", "message_id", unique=True),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: str
+    message_id: int
+    incident_id: int | None = Field(default=None, index=True)
+    role: str = "text"  # incident (the one with buttons), prompt, reply, text, report
+    live: bool = False  # its buttons still work
+    approvals: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # its buttons' ids
+    created_at: datetime = _ts(nullable=False)
+
+
+class OutboxMessage(SQLModel, table=True):
+    """One outgoing Telegram call, written before it is tried and marked when it is done."""
+
+    __tablename__ = "telegram_outbox"
+
+    id: int | None = Field(default=None, primary_key=True)
+    method: str  # send, edit, photo
+    chat_id: str
+    incident_id: int | None = Field(default=None, index=True)
+    role: str = "text"
+    reply_to_incident: bool = False
+    text: str = Field(default="", sa_column=Column(Text, nullable=False))
+    buttons: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
+    photo: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    status: str = Field(default="pending", index=True)  # pending, sent, failed, skipped
+    attempts: int = 0
+    error: str = Field(default="", sa_column=Column(Text, nullable=False))
+    created_at: datetime = _ts(nullable=False)
+    sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class Mute(SQLModel, table=True):
+    """A target whose incidents Guard records but neither announces nor remediates."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    target: str = Field(index=True)
+    until: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    by: str
+    created_at: datetime = _ts(nullable=False)
+    cleared_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

@@ -1,0 +1,1 @@
+"""The Telegram gateway: PTB application, outbox, rendering, authorisation (see gateway)."""

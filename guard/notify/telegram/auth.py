@@ -1,0 +1,107 @@
+"""Who may do what from Telegram, and whether a button press is genuine.
+
+Every update is authorised by the sender's ``from.id`` against ``telegram.allowed_user_ids``;
+the chat a message came from proves nothing (anyone can be in a group). An empty allowlist
+allows nobody: Guard fails closed.
+
+Callback data comes from the client and can be forged or replayed, so it carries only an
+opaque approval id that is looked up here. A press is honoured only if that approval exists,
+has not been used, has not expired, and is one of the buttons of the *live* message it was
+pressed on (the message id and chat are Guard's own record, not the client's claim). Claiming
+is one conditional UPDATE, so two presses cannot both win; the incident's other approvals are
+spent with it (one decision per question). Every refusal is written to the audit chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from guard.config import TelegramSettings
+from guard.records import utcnow
+from guard.store import audit
+from guard.store.db import Database
+from guard.store.models import Approval, TelegramMessage
+
+
+def actor(user_id: int) -> str:
+    return f"telegram:{user_id}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason: str  # what the user is told, and what the audit entry says
+
+
+class Authoriser:
+    def __init__(self, settings: TelegramSettings, db: Database) -> None:
+        self.allowed = frozenset(settings.allowed_user_ids)
+        self.db = db
+
+    def user_allowed(self, user_id: int | None) -> bool:
+        return user_id is not None and user_id in self.allowed
+
+    def refuse(self, user_id: int | None, what: str, reason: str, **data: object) -> Refusal:
+        with self.db.session() as session:
+            audit.append(session, actor=actor(user_id or 0), action="telegram.refused",
+                         subject=what, data={"reason": reason, **data})
+        return Refusal(reason)
+
+    def message_for(self, chat_id: int | str, message_id: int) -> TelegramMessage | None:
+        with self.db.session() as session:
+            return session.exec(select(TelegramMessage).where(
+                TelegramMessage.chat_id == str(chat_id),
+                TelegramMessage.message_id == message_id)).first()
+
+    def claim(self, data: str, user_id: int | None, chat_id: int | str | None,
+              message_id: int | None) -> Approval | Refusal:
+        """Spend the approval behind a button press, or say why the press is refused."""
+        what = f"callback:{data[:64]}"
+        if not self.user_allowed(user_id):
+            why = "no one is allowed yet (telegram.allowed_user_ids is empty)" \
+                if not self.allowed else "you are not on this Guard's allowlist"
+            return self.refuse(user_id, what, why, chat=str(chat_id))
+        assert user_id is not None
+        now = utcnow()
+        with self.db.session() as session:
+            approval = session.get(Approval, data)
+            if approval is None:
+                return self._refuse_in(session, user_id, what, "unknown or forged button")
+            if approval.used_at is not None:
+                why = ("this question expired" if approval.used_by == "expired"
+                       else f"already answered by {approval.used_by}")
+                return self._refuse_in(session, user_id, what, why, incident=approval.incident_id)
+            if approval.expires_at <= now:
+                return self._refuse_in(session, user_id, what, "this question expired",
+                                       incident=approval.incident_id)
+            msg = None
+            if chat_id is not None and message_id is not None:
+                msg = session.exec(select(TelegramMessage).where(
+                    TelegramMessage.chat_id == str(chat_id),
+                    TelegramMessage.message_id == message_id)).first()
+            if msg is None or not msg.live or data not in msg.approvals:
+                return self._refuse_in(session, user_id, what,
+                                       "this button does not belong to that message",
+                                       incident=approval.incident_id)
+            won = session.execute(update(Approval).where(
+                col(Approval.id) == data, col(Approval.used_at).is_(None)).values(
+                used_at=now, used_by=actor(user_id)))
+            if getattr(won, "rowcount", 0) != 1:
+                return self._refuse_in(session, user_id, what, "already answered")
+            session.execute(update(Approval).where(
+                col(Approval.incident_id) == approval.incident_id,
+                col(Approval.used_at).is_(None)).values(used_at=now,
+                                                         used_by=f"superseded:{data}"))
+            audit.append(session, actor=actor(user_id), action="telegram.pressed",
+                         subject=f"incident:{approval.incident_id}",
+                         data={"kind": approval.kind, "skill": approval.skill})
+            approval.used_at, approval.used_by = now, actor(user_id)
+            return approval
+
+    def _refuse_in(self, session: Session, user_id: int, what: str, reason: str,
+                   **data: object) -> Refusal:
+        audit.append(session, actor=actor(user_id), action="telegram.refused", subject=what,
+                     data={"reason": reason, **data})
+        return Refusal(reason)

@@ -1,0 +1,215 @@
+"""The gateway's update handlers: remember, authorise, then act (or refuse and audit).
+
+Handlers never run remedies themselves: they turn a press or a reply into a ``HumanCommand``
+(``queue_command``), which the agent picks up as it does for ``guard approve|deny|reply``.
+Every answer they give goes through the outbox, except ``answerCallbackQuery`` (which must be
+immediate and is not a chat message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from loguru import logger
+from telegram import Update
+from telegram.error import TelegramError
+from telegram.ext import ContextTypes
+
+from guard.actions import ActionError
+from guard.agent.human import queue_command
+from guard.durations import format_duration, parse_duration
+from guard.memory.conversation import record_message
+from guard.notify.telegram import outbox
+from guard.notify.telegram.auth import Refusal, actor
+from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
+from guard.notify.telegram.messages import esc
+from guard.store import mutes
+
+if TYPE_CHECKING:
+    from guard.notify.telegram.gateway import TelegramGateway
+
+Ctx = ContextTypes.DEFAULT_TYPE
+FIX_PROMPT = ("Reply to this message with the command that fixes incident #{id}: a shell "
+              "command for the sandbox, or an action such as <code>docker.restart NAME</code>. "
+              "Guard runs it, checks that the incident is cured, and learns it as a skill.")
+VERBS = {"skill": "approve", "deny": "deny", "mute": "mute"}
+
+
+class Handlers:
+    def __init__(self, gateway: TelegramGateway) -> None:
+        self.gw = gateway
+        self.db = gateway.db
+        self.auth = gateway.auth
+
+    async def say(self, chat_id: int | str, text: str, *, incident_id: int | None = None,
+                  thread: bool = False, role: str = "text") -> None:
+        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=chat_id,
+                                text=text, incident_id=incident_id, role=role,
+                                reply_to_incident=thread)
+
+    async def remember(self, update: Update, context: Ctx) -> None:
+        """Keep every incoming message and press in conversation memory (group -1: first)."""
+        user = update.effective_user
+        chat = update.effective_chat
+        if chat is None:
+            return
+        if update.callback_query is not None:
+            text = f"[pressed] {update.callback_query.data or ''}"
+        elif update.effective_message is not None:
+            text = update.effective_message.text or ""
+        else:
+            return
+        await asyncio.to_thread(record_message, self.db, chat=str(chat.id), direction="in",
+                                author=actor(user.id) if user else "telegram:unknown", text=text,
+                                update_id=update.update_id)
+
+    async def _refuse(self, update: Update, what: str, reason: str) -> None:
+        user = update.effective_user
+        await asyncio.to_thread(self.auth.refuse, user.id if user else None, what, reason)
+        if update.effective_chat is not None:
+            await self.say(update.effective_chat.id, f"⛔ Refused: {reason}.")
+
+    def _denied_reason(self) -> str:
+        return ("no one is allowed yet (telegram.allowed_user_ids is empty)"
+                if not self.auth.allowed else "you are not on this Guard's allowlist")
+
+    # -- buttons --------------------------------------------------------------------------------
+
+    async def on_callback(self, update: Update, context: Ctx) -> None:
+        q = update.callback_query
+        assert q is not None
+        data = q.data or ""
+        msg = q.message
+        chat_id = msg.chat.id if msg is not None else None
+        message_id = msg.message_id if msg is not None else None
+        uid = q.from_user.id
+        if data.startswith("fix:"):
+            await self._fix_prompt(update, data)
+            return
+        claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
+        if isinstance(claimed, Refusal):
+            await q.answer(f"Refused: {claimed.reason}", show_alert=True)
+            return
+        who = actor(uid)
+        verb = VERBS.get(claimed.kind, claimed.kind)
+        mute_for = self.gw.settings.telegram.mute_for
+        await asyncio.to_thread(queue_command, self.db, incident_id=claimed.incident_id,
+                                verb=verb, actor=who, channel="telegram", skill=claimed.skill,
+                                fix=str(mute_for) if verb == "mute" else None)
+        said = {"approve": f"Approved by {who}: running skill {claimed.skill}…",
+                "deny": f"Denied by {who}: no remedy will run.",
+                "mute": f"Muted by {who} for {format_duration(mute_for)}."}.get(verb, verb)
+        state = {"approve": "remediating", "deny": "escalated", "mute": "muted"}.get(verb, verb)
+        closed = await asyncio.to_thread(self.gw.notifier.closed_text, claimed.incident_id,
+                                         state, said)
+        await asyncio.to_thread(outbox.enqueue, self.db, method="edit", chat_id=self.gw.chat_id,
+                                text=closed, incident_id=claimed.incident_id, role="incident")
+        await q.answer(said[:190])
+
+    async def _fix_prompt(self, update: Update, data: str) -> None:
+        q = update.callback_query
+        assert q is not None
+        if not self.auth.user_allowed(q.from_user.id):
+            reason = self._denied_reason()
+            await asyncio.to_thread(self.auth.refuse, q.from_user.id, f"callback:{data}", reason)
+            await q.answer(f"Refused: {reason}", show_alert=True)
+            return
+        try:
+            incident_id = int(data.split(":", 1)[1])
+        except ValueError:
+            await q.answer("Refused: unknown button", show_alert=True)
+            return
+        await self.say(self.gw.chat_id, FIX_PROMPT.format(id=incident_id),
+                       incident_id=incident_id, thread=True, role="prompt")
+        await q.answer("Reply to the prompt with your fix")
+
+    # -- fixes by reply -------------------------------------------------------------------------
+
+    async def on_text(self, update: Update, context: Ctx) -> None:
+        msg = update.effective_message
+        if msg is None or msg.reply_to_message is None or not msg.text:
+            return
+        target = await asyncio.to_thread(self.auth.message_for, msg.chat.id,
+                                         msg.reply_to_message.message_id)
+        if target is None or target.incident_id is None:
+            return  # a reply to something that is not Guard's
+        await self._fix(update, target.incident_id, msg.text.strip())
+
+    async def _fix(self, update: Update, incident_id: int, fix: str) -> None:
+        user = update.effective_user
+        chat = update.effective_chat
+        assert chat is not None
+        if user is None or not self.auth.user_allowed(user.id):
+            await self._refuse(update, f"incident:{incident_id}", self._denied_reason())
+            return
+        try:
+            await asyncio.to_thread(queue_command, self.db, incident_id=incident_id,
+                                    verb="reply", actor=actor(user.id), channel="telegram",
+                                    fix=fix)
+        except ActionError as exc:
+            await self.say(chat.id, f"Could not take that fix: {esc(exc)}")
+            return
+        await self.say(chat.id, f"Running your fix for incident #{incident_id}; I will say "
+                       "here whether it cured it.", incident_id=incident_id, thread=True,
+                       role="reply")
+
+    # -- commands -------------------------------------------------------------------------------
+
+    async def on_command(self, update: Update, context: Ctx) -> None:
+        msg = update.effective_message
+        user = update.effective_user
+        if msg is None or not msg.text:
+            return
+        name = msg.text.split()[0].lstrip("/").split("@")[0].lower()
+        args = list(context.args or [])
+        if user is None or not self.auth.user_allowed(user.id):
+            await self._refuse(update, f"command:{name}", self._denied_reason())
+            return
+        chat = msg.chat.id
+        gw = self.gw
+        if name in ("help", "start"):
+            await self.say(chat, HELP)
+        elif name == "status":
+            await self.say(chat, await asyncio.to_thread(status_text, self.db, gw.runtime))
+        elif name == "incidents":
+            await self.say(chat, await asyncio.to_thread(incidents_text, self.db))
+        elif name == "skills":
+            await self.say(chat, await asyncio.to_thread(skills_text, gw.settings))
+        elif name == "report":
+            await gw.send_report(str(chat))
+        elif name == "fix":
+            if len(args) < 2 or not args[0].lstrip("#").isdigit():
+                await self.say(chat, "Usage: <code>/fix ID COMMAND</code>")
+                return
+            fix = msg.text.split(None, 2)[2]
+            await self._fix(update, int(args[0].lstrip("#")), fix.strip())
+        elif name == "mute":
+            await self._mute(chat, user.id, args)
+        elif name == "unmute":
+            if len(args) != 1:
+                await self.say(chat, "Usage: <code>/unmute TARGET</code>")
+                return
+            n = await asyncio.to_thread(mutes.unmute, self.db, args[0], actor(user.id))
+            await self.say(chat, f"Unmuted {esc(args[0])} ({n} mute(s) ended)." if n
+                           else f"{esc(args[0])} was not muted.")
+
+    async def _mute(self, chat: int, uid: int, args: list[str]) -> None:
+        try:
+            if len(args) != 2:
+                raise ValueError("two arguments")
+            seconds = parse_duration(args[1])
+        except ValueError:
+            await self.say(chat, "Usage: <code>/mute TARGET DURATION</code>, e.g. "
+                           "<code>/mute api 2h</code>")
+            return
+        row = await asyncio.to_thread(mutes.mute, self.db, args[0], seconds, actor(uid))
+        await self.say(chat, f"Muted {esc(args[0])} until {row.until:%Y-%m-%d %H:%M} UTC: its "
+                       "incidents are recorded, not announced or remediated.")
+
+    async def on_error(self, update: object, context: Ctx) -> None:
+        err = context.error
+        if isinstance(err, TelegramError):
+            logger.warning("telegram handler: {}", err)
+        else:
+            logger.opt(exception=err).error("telegram handler failed")

@@ -1,0 +1,102 @@
+"""Rendering for Telegram: HTML parse mode, everything from logs escaped, cut under the limit.
+
+Telegram refuses a message over 4096 characters (after entity parsing) and HTML with a stray
+``<`` or ``&``. Text is escaped first and cut afterwards, on a line boundary and never inside an
+entity such as ``&amp;``; a cut message says where the whole text is (``guard incidents show``).
+Buttons are plain ``(label, callback_data)`` pairs here, so the outbox can store them as JSON;
+callback data is the opaque approval id (or ``fix:ID`` for the "send a fix" prompt).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from guard.notify.base import HumanRequest, IncidentUpdate
+
+LIMIT = 4096
+CAPTION_LIMIT = 1024
+Buttons = list[list[tuple[str, str]]]
+
+STATE_LABEL = {
+    "resolved": "✅ Resolved",
+    "escalated": "🚨 Escalated",
+    "expired": "⌛ Approvals expired",
+    "awaiting_human": "⏳ Waiting for a human",
+    "muted": "🔕 Muted",
+    "remediating": "🔧 Remediating",
+}
+
+
+def esc(text: object) -> str:
+    return escape(str(text), quote=False)
+
+
+def cut(html_text: str, limit: int = LIMIT, more: str = "") -> str:
+    """``html_text`` (already escaped) cut to at most ``limit`` characters, ending with ``more``.
+
+    The cut falls on a line break if one is near, and never splits an ``&...;`` entity; an
+    open ``<pre>`` is closed again.
+    """
+    if len(html_text) <= limit:
+        return html_text
+    tail = "\n…\n" + more
+    room = limit - len(tail) - len("</pre>")
+    head = html_text[:room]
+    newline = head.rfind("\n")
+    if newline > room * 0.8:
+        head = head[:newline]
+    amp = head.rfind("&")
+    if amp != -1 and ";" not in head[amp:]:
+        head = head[:amp]
+    lt = head.rfind("<")
+    if lt != -1 and ">" not in head[lt:]:
+        head = head[:lt]
+    if head.count("<pre>") > head.count("</pre>"):
+        head += "</pre>"
+    return head + tail
+
+
+def pointer(incident_id: int) -> str:
+    return f"Full text: <code>guard incidents show {incident_id}</code>"
+
+
+def incident_header(incident_id: int, title: str, severity: str, target: str,
+                    count: int) -> str:
+    return (f"<b>Incident #{incident_id}</b> [{esc(severity)}]: {esc(title)}\n"
+            f"Target: <code>{esc(target)}</code> · seen {count} times")
+
+
+def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
+    """The incident message and its buttons (``signal``: the latest line that fired)."""
+    parts = [incident_header(req.incident_id, req.title, req.severity, req.target, req.count)]
+    if signal:
+        parts.append(f"<pre>{esc(signal[:1000])}</pre>")
+    parts.append(esc(req.question))
+    if req.options:
+        parts.append("Candidate skills:\n" + "\n".join(
+            f"• <b>{esc(o.name)}</b>: {esc(o.description)}" for o in req.options))
+    body = "\n\n".join(parts)
+    if req.evidence:
+        body += f"\n\nEvidence:\n<pre>{esc(req.evidence)}</pre>"
+    text = cut(body, more=pointer(req.incident_id))
+    buttons: Buttons = [[(f"▶ Run {o.name}"[:60], o.approval_id)] for o in req.options]
+    row = [("✍ Send a fix", f"fix:{req.incident_id}")]
+    if req.deny_id:
+        row.append(("✖ Deny", req.deny_id))
+    if req.mute_id:
+        row.append(("🔕 Mute 1h", req.mute_id))
+    buttons.append(row)
+    return text, buttons
+
+
+def render_closed(header: str, state: str, text: str) -> str:
+    """The incident message once nobody needs to press anything: its buttons are gone."""
+    label = STATE_LABEL.get(state, state)
+    return cut(f"{header}\n\n<b>{esc(label)}</b>\n{esc(text)}")
+
+
+def render_update(update: IncidentUpdate) -> str:
+    """The outcome posted as a reply under the incident message."""
+    label = STATE_LABEL.get(update.state, update.state)
+    return cut(f"<b>{esc(label)}</b> · incident #{update.incident_id}\n{esc(update.text)}",
+               more=pointer(update.incident_id))

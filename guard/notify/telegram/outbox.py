@@ -1,0 +1,187 @@
+"""The durable outbox: every outgoing Telegram call is a row before it is tried.
+
+``enqueue`` writes the row (and the conversation-memory entry) in the caller's process, which
+may be ``guard run`` or a CLI command; one ``OutboxWorker`` inside ``guard run`` sends rows in
+order and marks them sent. So a Telegram outage, a 429 or a crash loses nothing: unsent rows are
+sent when Telegram answers again, also after a restart.
+
+Order matters (an edit must follow the message it edits), so the worker retries the oldest row
+until it goes through: ``RetryAfter`` waits exactly as long as Telegram asks, network errors back
+off up to 10 s. A request Telegram rejects (400/403) is marked failed and the queue moves on.
+Edits and replies name their incident, not a message id, because the incident's message may not
+have been sent yet when they are queued; the worker resolves it when it sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from loguru import logger
+from sqlmodel import col, select
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+
+from guard.memory.conversation import record_message
+from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons
+from guard.records import utcnow
+from guard.store.db import Database
+from guard.store.models import OutboxMessage, TelegramMessage
+
+IDLE = 0.3
+
+
+def enqueue(db: Database, *, method: str, chat_id: int | str, text: str = "",
+            buttons: Buttons | None = None, incident_id: int | None = None, role: str = "text",
+            reply_to_incident: bool = False, photo: bytes | None = None) -> int:
+    """Queue one call (``send``, ``edit`` or ``photo``) and remember it in the conversation."""
+    row = OutboxMessage(method=method, chat_id=str(chat_id), text=text, role=role,
+                        buttons=[[list(b) for b in r] for r in buttons or []],
+                        incident_id=incident_id, reply_to_incident=reply_to_incident,
+                        photo=photo)
+    with db.session() as session:
+        session.add(row)
+        session.flush()
+        assert row.id is not None
+        outbox_id = row.id
+    record_message(db, chat=str(chat_id), direction="out", author="guard", text=text,
+                   incident_id=incident_id, outbox=outbox_id, method=method, role=role)
+    return outbox_id
+
+
+def incident_message(db: Database, chat_id: str, incident_id: int) -> TelegramMessage | None:
+    """The newest message with buttons Guard sent about an incident in this chat."""
+    with db.session() as session:
+        return session.exec(select(TelegramMessage).where(
+            TelegramMessage.chat_id == chat_id, TelegramMessage.incident_id == incident_id,
+            TelegramMessage.role == "incident").order_by(col(TelegramMessage.id).desc())).first()
+
+
+def pending(db: Database) -> list[OutboxMessage]:
+    with db.session() as session:
+        return list(session.exec(select(OutboxMessage).where(OutboxMessage.status == "pending")
+                                 .order_by(col(OutboxMessage.id))).all())
+
+
+def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
+    if not buttons:
+        return None
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=data)
+                                  for label, data in row] for row in buttons])
+
+
+class OutboxWorker:
+    """Sends queued rows in order through ``bot`` until ``stop`` is set."""
+
+    def __init__(self, bot: Bot, db: Database) -> None:
+        self.bot = bot
+        self.db = db
+        self.wake = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        delay = 1.0
+        while not stop.is_set():
+            rows = await asyncio.to_thread(pending, self.db)
+            if not rows:
+                await self._sleep(stop, IDLE)
+                continue
+            for row in rows:
+                if stop.is_set():
+                    return
+                try:
+                    await self._deliver(row)
+                    delay = 1.0
+                except RetryAfter as exc:
+                    wait = _seconds(exc.retry_after)
+                    logger.warning("telegram asks Guard to wait {:g}s (429); outbox keeps {} "
+                                   "message(s)", wait, len(rows))
+                    await asyncio.to_thread(self._attempted, row, f"429: retry after {wait:g}s")
+                    await self._sleep(stop, wait)
+                    break
+                except NetworkError as exc:  # also TimedOut; BadRequest is handled below
+                    if isinstance(exc, BadRequest):
+                        await asyncio.to_thread(self._rejected, row, exc)
+                        continue
+                    logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
+                    await asyncio.to_thread(self._attempted, row, str(exc))
+                    await self._sleep(stop, delay)
+                    delay = min(delay * 2, 10.0)
+                    break
+                except TelegramError as exc:  # Forbidden, a chat that went away...
+                    await asyncio.to_thread(self._rejected, row, exc)
+
+    async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)
+
+    async def _deliver(self, row: OutboxMessage) -> None:
+        chat = row.chat_id
+        target = (incident_message(self.db, chat, row.incident_id)
+                  if row.incident_id is not None else None)
+        markup = _markup(row.buttons)
+        if row.method == "edit":
+            if target is None:
+                self._mark(row, "skipped", "no message to edit")
+                return
+            try:
+                await self.bot.edit_message_text(row.text, chat_id=chat,
+                                                 message_id=target.message_id,
+                                                 parse_mode=ParseMode.HTML, reply_markup=markup)
+            except BadRequest as exc:
+                if "not modified" not in str(exc).lower():
+                    raise
+            self._mark(row, "sent")
+            if markup is None:
+                self._set_live(target, False)
+            return
+        reply = (ReplyParameters(target.message_id, allow_sending_without_reply=True)
+                 if row.reply_to_incident and target is not None else None)
+        if row.method == "photo":
+            msg = await self.bot.send_photo(chat, photo=row.photo or b"",
+                                            caption=row.text[:CAPTION_LIMIT] or None,
+                                            parse_mode=ParseMode.HTML, reply_parameters=reply)
+        else:
+            msg = await self.bot.send_message(chat, row.text, parse_mode=ParseMode.HTML,
+                                              reply_markup=markup, reply_parameters=reply)
+        with self.db.session() as session:
+            if row.role == "incident" and row.incident_id is not None:
+                for old in session.exec(select(TelegramMessage).where(
+                        TelegramMessage.incident_id == row.incident_id,
+                        TelegramMessage.chat_id == chat, col(TelegramMessage.live))).all():
+                    old.live = False
+                    session.add(old)
+            session.add(TelegramMessage(
+                chat_id=chat, message_id=msg.message_id, incident_id=row.incident_id,
+                role=row.role, live=markup is not None,
+                approvals=[d for r in row.buttons for _, d in r if not d.startswith("fix:")]))
+        self._mark(row, "sent")
+
+    def _mark(self, row: OutboxMessage, status: str, error: str = "") -> None:
+        with self.db.session() as session:
+            fresh = session.get(OutboxMessage, row.id)
+            assert fresh is not None
+            fresh.status, fresh.error, fresh.attempts = status, error, fresh.attempts + 1
+            if status == "sent":
+                fresh.sent_at = utcnow()
+            session.add(fresh)
+
+    def _attempted(self, row: OutboxMessage, error: str) -> None:
+        self._mark(row, "pending", error)
+
+    def _rejected(self, row: OutboxMessage, exc: TelegramError) -> None:
+        logger.error("telegram refused outbox message {} ({}): {}", row.id, row.method, exc)
+        self._mark(row, "failed", str(exc))
+
+    def _set_live(self, msg: TelegramMessage, live: bool) -> None:
+        with self.db.session() as session:
+            fresh = session.get(TelegramMessage, msg.id)
+            if fresh is not None:
+                fresh.live = live
+                session.add(fresh)
+
+
+def _seconds(value: Any) -> float:
+    total = getattr(value, "total_seconds", None)
+    return float(total()) if callable(total) else float(value)

@@ -1,0 +1,107 @@
+"""Keep Telegram in step with the store, whoever changed it.
+
+Every couple of seconds:
+- a live incident message (one with working buttons) whose question is over, because the
+  incident moved on (healed, answered from the CLI, auto-resolved) or its approvals expired,
+  is edited to say so, and its buttons go away;
+- the outcome of a Telegram-sent command that nobody else reports (a denied or muted incident,
+  an approved skill that did not cure it, a fix that could not run) is posted in its thread.
+  Healed incidents and learned fixes are reported by the agent through ``notifier.update``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from loguru import logger
+from sqlmodel import col, select
+
+from guard.notify.telegram import outbox
+from guard.notify.telegram.messages import esc
+from guard.records import utcnow
+from guard.store.db import Database
+from guard.store.models import Approval, HumanCommand, Incident, IncidentState, TelegramMessage
+from guard.store.state import get_state, put_state
+
+if TYPE_CHECKING:
+    from guard.notify.telegram.gateway import TelegramGateway
+
+EVERY = 1.0
+ASKING = frozenset({IncidentState.awaiting_human.value, IncidentState.escalated.value})
+REPORTED = "telegram:reported_command"
+
+
+class Sync:
+    def __init__(self, gateway: TelegramGateway) -> None:
+        self.gw = gateway
+        self.db: Database = gateway.db
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(self.once)
+            except Exception as exc:
+                logger.warning("telegram sync failed: {}", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), EVERY)
+
+    def once(self) -> None:
+        self.close_finished_questions()
+        self.report_commands()
+
+    def close_finished_questions(self) -> None:
+        now = utcnow()
+        with self.db.session() as session:
+            live = session.exec(select(TelegramMessage).where(
+                col(TelegramMessage.live), TelegramMessage.role == "incident")).all()
+            work = []
+            for msg in live:
+                inc = session.get(Incident, msg.incident_id) if msg.incident_id else None
+                valid = session.exec(select(Approval).where(
+                    col(Approval.id).in_(msg.approvals or [""]), col(Approval.used_at).is_(None),
+                    col(Approval.expires_at) > now)).first()
+                if inc is None or inc.state not in ASKING:
+                    state = inc.state if inc else "gone"
+                    work.append((msg, state, "Handled outside this chat." if inc else ""))
+                elif valid is None:
+                    work.append((msg, "expired", "Nobody answered in time; the buttons are "
+                                 f"gone. Use /fix {inc.id} COMMAND or "
+                                 f"guard approve|deny|reply {inc.id}."))
+                if inc is None or inc.state not in ASKING or valid is None:
+                    msg.live = False
+                    session.add(msg)
+        for msg, state, text in work:
+            assert msg.incident_id is not None
+            closed = self.gw.notifier.closed_text(msg.incident_id, state, text)
+            outbox.enqueue(self.db, method="edit", chat_id=msg.chat_id, text=closed,
+                           incident_id=msg.incident_id, role="incident")
+
+    def report_commands(self) -> None:
+        with self.db.session() as session:
+            last = int(get_state(session, REPORTED).get("id", 0))
+            rows = session.exec(select(HumanCommand).where(
+                HumanCommand.channel == "telegram", col(HumanCommand.id) > last)
+                .order_by(col(HumanCommand.id))).all()
+            done = []
+            for cmd in rows:
+                if cmd.status not in ("done", "failed"):
+                    break
+                done.append(cmd)
+            if done:
+                put_state(session, REPORTED, {"id": done[-1].id})
+            learned = {}
+            for c in done:
+                inc = session.get(Incident, c.incident_id) if c.verb == "reply" else None
+                learned[c.id] = inc.details if inc is not None else {}
+        for cmd in done:
+            reported_by_agent = (cmd.verb == "approve" and cmd.status == "done") or (
+                cmd.verb == "reply" and cmd.outcome == (learned.get(cmd.id) or {}).get(
+                    "learned_message"))
+            if reported_by_agent:
+                continue
+            outbox.enqueue(self.db, method="send", chat_id=self.gw.chat_id,
+                           text=f"Incident #{cmd.incident_id}, {esc(cmd.verb)} by "
+                           f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
+                           incident_id=cmd.incident_id, role="reply", reply_to_incident=True)

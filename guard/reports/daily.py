@@ -1,0 +1,153 @@
+"""The daily status report: figures for one window, computed from the store, then rendered.
+
+The window is either a calendar day in ``report.timezone`` (``guard report daily --date D``) or
+the 24 hours before now (the scheduled report). Definitions, so the numbers can be checked:
+
+- opened: incidents whose ``opened_at`` falls in the window;
+- resolved in the window, split by how: *auto-healed* (a skill healed it and nobody was asked),
+  *after a human* (Guard asked, then it was healed), *recovered* (it passed its check again);
+- escalated: incidents that moved to ``escalated`` in the window (from the timeline);
+- still open: incidents not resolved now that were opened before the window ended;
+- MTTR: the mean of ``resolved_at - opened_at`` over incidents resolved in the window;
+- noisiest targets: by signals counted on incidents opened in the window;
+- skills learned: incidents resolved in the window that taught Guard a skill, with the commit;
+- approvals pending: unexpired, unused skill approvals (now).
+
+The template is ``daily.html.j2`` (Telegram HTML), shipped with the package; a file of that name
+in ``data_dir/templates/`` replaces it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, select_autoescape
+from sqlmodel import col, select
+
+from guard.config import Settings
+from guard.records import utcnow
+from guard.store.db import Database
+from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline
+
+TEMPLATE = "daily.html.j2"
+
+
+@dataclass
+class DailyReport:
+    title: str
+    start: datetime
+    end: datetime
+    timezone: str
+    opened: int = 0
+    auto_healed: int = 0
+    healed_by_human: int = 0
+    recovered: int = 0
+    escalated: int = 0
+    still_open: int = 0
+    mttr_seconds: float | None = None
+    noisiest: list[tuple[str, int]] = field(default_factory=list)
+    learned: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    per_hour: list[int] = field(default_factory=lambda: [0] * 24)
+
+    @property
+    def mttr(self) -> str:
+        return duration_text(self.mttr_seconds)
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def window(settings: Settings, day: date | None = None,
+           now: datetime | None = None) -> tuple[datetime, datetime, str]:
+    tz = ZoneInfo(settings.report.timezone)
+    if day is not None:
+        start = datetime(day.year, day.month, day.day, tzinfo=tz)
+        return start, start + timedelta(days=1), f"Guard daily report for {day.isoformat()}"
+    end = (now or utcnow()).astimezone(tz)
+    return end - timedelta(days=1), end, f"Guard daily report, 24 h to {end:%Y-%m-%d %H:%M}"
+
+
+def gather(db: Database, settings: Settings, day: date | None = None,
+           now: datetime | None = None) -> DailyReport:
+    start, end, title = window(settings, day, now)
+    report = DailyReport(title, start, end, settings.report.timezone)
+    tz = ZoneInfo(settings.report.timezone)
+    with db.session() as session:
+        opened = session.exec(select(Incident).where(col(Incident.opened_at) >= start,
+                                                     col(Incident.opened_at) < end)).all()
+        resolved = session.exec(select(Incident).where(col(Incident.resolved_at) >= start,
+                                                       col(Incident.resolved_at) < end)).all()
+        escalations = session.exec(select(IncidentTimeline.incident_id).where(
+            IncidentTimeline.type == "state_changed",
+            IncidentTimeline.to_state == IncidentState.escalated.value,
+            col(IncidentTimeline.at) >= start, col(IncidentTimeline.at) < end)).all()
+        open_now = session.exec(select(Incident).where(
+            col(Incident.state) != IncidentState.resolved.value,
+            col(Incident.opened_at) < end)).all()
+        approvals = session.exec(select(Approval).where(
+            col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow(),
+            Approval.kind == "skill").order_by(col(Approval.incident_id))).all()
+    report.opened = len(opened)
+    for inc in opened:
+        report.per_hour[inc.opened_at.astimezone(tz).hour] += 1
+    noise: Counter[str] = Counter()
+    for inc in opened:
+        noise[inc.target] += max(inc.count, 1)
+    report.noisiest = noise.most_common(5)
+    durations = []
+    for inc in resolved:
+        assert inc.resolved_at is not None
+        durations.append((inc.resolved_at - inc.opened_at).total_seconds())
+        details = inc.details or {}
+        if details.get("asked"):
+            report.healed_by_human += 1
+        elif details.get("resolved_by"):
+            report.auto_healed += 1
+        else:
+            report.recovered += 1
+        if details.get("learned_skill"):
+            report.learned.append({"skill": details["learned_skill"], "incident": inc.id,
+                                   "commit": (details.get("skill_commit") or "")[:10]})
+    report.mttr_seconds = sum(durations) / len(durations) if durations else None
+    report.escalated = len(set(escalations))
+    report.still_open = len(open_now)
+    report.pending = [{"incident": a.incident_id, "skill": a.skill,
+                       "expires": a.expires_at.astimezone(tz).strftime("%H:%M")}
+                      for a in approvals]
+    return report
+
+
+def environment(settings: Settings) -> Environment:
+    loaders: list[Any] = []
+    custom = Path(settings.data_dir) / "templates"
+    if custom.is_dir():
+        loaders.append(FileSystemLoader(str(custom)))
+    loaders.append(PackageLoader("guard.reports", "templates"))
+    return Environment(loader=ChoiceLoader(loaders), autoescape=select_autoescape(["j2"]),
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+def render(report: DailyReport, settings: Settings) -> str:
+    """The report as Telegram HTML (values escaped by the template's autoescape)."""
+    text = environment(settings).get_template(TEMPLATE).render(r=report)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def to_plain(html_text: str) -> str:
+    """The same text without markup, for a terminal."""
+    return html.unescape(re.sub(r"</?(b|i|code|pre|u|s)>", "", html_text))

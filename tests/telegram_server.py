@@ -1,0 +1,289 @@
+"""A Bot API server for tests: real HTTP on 127.0.0.1, the shapes Telegram uses, every call kept.
+
+It serves ``/bot<TOKEN>/<method>`` with form-encoded, JSON and multipart bodies, long-polls
+``getUpdates`` (offsets confirm earlier updates), keeps the messages the bot sent so it can edit
+them and quote them in callback queries and replies, and can be told to fail a method (e.g. a
+429 with ``retry_after``), or be stopped and started again on the same port (an outage).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.parser
+import email.policy
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl
+
+BOT = {"id": 777000, "is_bot": True, "first_name": "Guard", "username": "guard_test_bot",
+       "can_join_groups": True, "can_read_all_group_messages": False,
+       "supports_inline_queries": False}
+
+
+def _maybe_json(value: str) -> Any:
+    if value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def parse_body(ctype: str, body: bytes) -> dict[str, Any]:
+    if not body:
+        return {}
+    if ctype.startswith("application/json"):
+        return dict(json.loads(body))
+    if ctype.startswith("multipart/form-data"):
+        msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+        out: dict[str, Any] = {}
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True) or b""
+            if part.get_filename():
+                out[str(name)] = payload
+            else:
+                out[str(name)] = _maybe_json(payload.decode())
+        return out
+    return {k: _maybe_json(v) for k, v in parse_qsl(body.decode(), keep_blank_values=True)}
+
+
+class TelegramServer:
+    def __init__(self, token: str, port: int = 0) -> None:
+        self.token = token
+        self.port = port
+        self.calls: list[dict[str, Any]] = []
+        self.updates: list[dict[str, Any]] = []
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
+        self._next_update = 1
+        self._next_message = 100
+        self._cond = threading.Condition()
+        self._server: ThreadingHTTPServer | None = None
+        self.up = False
+        self._sockets: set[Any] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> TelegramServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with server._cond:
+                    server._sockets.add(self.connection)
+
+            def finish(self) -> None:
+                with server._cond:
+                    server._sockets.discard(self.connection)
+                super().finish()
+
+            def do_POST(self) -> None:
+                if not server.up:  # an outage: drop the (kept-alive) connection unanswered
+                    self.close_connection = True
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                status, reply = server.handle(self.path, self.headers.get("Content-Type", ""),
+                                              body)
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        httpd.daemon_threads = True
+        self.port = httpd.server_port
+        self._server = httpd
+        self.up = True
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Go away (connections refused) until ``start`` again; state is kept."""
+        with self._cond:
+            self.up = False
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        with self._cond:
+            for sock in list(self._sockets):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    # -- the Bot API ----------------------------------------------------------------------------
+
+    def handle(self, path: str, ctype: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        prefix = f"/bot{self.token}/"
+        if not path.startswith(prefix):
+            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        method = path[len(prefix):]
+        params = parse_body(ctype, body)
+        with self._cond:
+            self.calls.append({"method": method, "params": params, "at": time.monotonic()})
+            queue = self.failures.get(method)
+            if queue:
+                code, description, retry = queue.pop(0)
+                reply: dict[str, Any] = {"ok": False, "error_code": code,
+                                         "description": description}
+                if retry is not None:
+                    reply["parameters"] = {"retry_after": retry}
+                return code, reply
+        fn = getattr(self, f"api_{method}", None)
+        if fn is None:
+            return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+        result = fn(params)
+        if isinstance(result, tuple):
+            return result
+        return 200, {"ok": True, "result": result}
+
+    def api_getMe(self, p: dict[str, Any]) -> Any:
+        return BOT
+
+    def api_deleteWebhook(self, p: dict[str, Any]) -> Any:
+        return True
+
+    def api_setWebhook(self, p: dict[str, Any]) -> Any:
+        return True
+
+    def api_getWebhookInfo(self, p: dict[str, Any]) -> Any:
+        return {"url": "", "has_custom_certificate": False, "pending_update_count": 0}
+
+    def api_getUpdates(self, p: dict[str, Any]) -> Any:
+        offset = int(p.get("offset") or 0)
+        timeout = float(p.get("timeout") or 0)
+        limit = int(p.get("limit") or 100)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            while not self.updates and self.up and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
+            return self.updates[:limit]
+
+    def _store(self, chat_id: Any, fields: dict[str, Any]) -> dict[str, Any]:
+        with self._cond:
+            self._next_message += 1
+            msg = {"message_id": self._next_message, "date": int(time.time()),
+                   "chat": {"id": int(chat_id), "type": "private" if int(chat_id) > 0
+                            else "group"}, "from": BOT, **fields}
+            self.messages[(int(chat_id), msg["message_id"])] = msg
+            return msg
+
+    def _reply_to(self, p: dict[str, Any]) -> dict[str, Any]:
+        rp = p.get("reply_parameters")
+        if isinstance(rp, dict):
+            quoted = self.messages.get((int(p["chat_id"]), int(rp["message_id"])))
+            if quoted:
+                return {"reply_to_message": quoted}
+        return {}
+
+    def api_sendMessage(self, p: dict[str, Any]) -> Any:
+        fields: dict[str, Any] = {"text": p["text"], **self._reply_to(p)}
+        if isinstance(p.get("reply_markup"), dict):
+            fields["reply_markup"] = p["reply_markup"]
+        return self._store(p["chat_id"], fields)
+
+    def api_sendPhoto(self, p: dict[str, Any]) -> Any:
+        photo = p.get("photo", b"")
+        size = len(photo) if isinstance(photo, bytes) else 0
+        fields = {"photo": [{"file_id": f"photo{size}", "file_unique_id": f"u{size}",
+                             "width": 480, "height": 200, "file_size": size}],
+                  **({"caption": p["caption"]} if p.get("caption") else {})}
+        return self._store(p["chat_id"], fields)
+
+    def _edit(self, p: dict[str, Any], text: bool) -> Any:
+        key = (int(p["chat_id"]), int(p["message_id"]))
+        with self._cond:
+            msg = self.messages.get(key)
+            if msg is None:
+                return 400, {"ok": False, "error_code": 400,
+                             "description": "Bad Request: message to edit not found"}
+            if text:
+                msg["text"] = p["text"]
+            if isinstance(p.get("reply_markup"), dict):
+                msg["reply_markup"] = p["reply_markup"]
+            else:
+                msg.pop("reply_markup", None)
+            msg["edit_date"] = int(time.time())
+            return dict(msg)
+
+    def api_editMessageText(self, p: dict[str, Any]) -> Any:
+        return self._edit(p, True)
+
+    def api_editMessageReplyMarkup(self, p: dict[str, Any]) -> Any:
+        return self._edit(p, False)
+
+    def api_answerCallbackQuery(self, p: dict[str, Any]) -> Any:
+        return True
+
+    # -- what a test does -----------------------------------------------------------------------
+
+    def _push(self, update: dict[str, Any]) -> int:
+        with self._cond:
+            update["update_id"] = self._next_update
+            self._next_update += 1
+            self.updates.append(update)
+            self._cond.notify_all()
+            return int(update["update_id"])
+
+    def say(self, user_id: int, text: str, *, chat_id: int, reply_to: int | None = None) -> int:
+        """A user writes ``text`` in ``chat_id`` (optionally replying to a message)."""
+        with self._cond:
+            self._next_message += 1
+            msg: dict[str, Any] = {
+                "message_id": self._next_message, "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+                "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+                "text": text}
+            if text.startswith("/"):
+                msg["entities"] = [{"type": "bot_command", "offset": 0,
+                                    "length": len(text.split()[0])}]
+            if reply_to is not None:
+                msg["reply_to_message"] = self.messages[(chat_id, reply_to)]
+        return self._push({"message": msg})
+
+    def press(self, user_id: int, data: str, *, chat_id: int, message_id: int) -> int:
+        """A user presses a button whose callback data is ``data`` on a message."""
+        msg = self.messages[(chat_id, message_id)]
+        return self._push({"callback_query": {
+            "id": f"cq{time.monotonic_ns()}", "chat_instance": "ci",
+            "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+            "message": msg, "data": data}})
+
+    def fail(self, method: str, code: int = 429, *, times: int = 1,
+             retry_after: int | None = 1) -> None:
+        desc = f"Too Many Requests: retry after {retry_after}" if code == 429 else "Error"
+        with self._cond:
+            self.failures.setdefault(method, []).extend(
+                [(code, desc, retry_after if code == 429 else None)] * times)
+
+    def sent(self, method: str = "sendMessage") -> list[dict[str, Any]]:
+        with self._cond:
+            return [c for c in self.calls if c["method"] == method]
+
+    def bot_messages(self, contains: str = "") -> list[dict[str, Any]]:
+        """Messages the bot has successfully sent (as they are now, after any edits)."""
+        with self._cond:
+            return [dict(m) for m in self.messages.values()
+                    if m["from"]["id"] == BOT["id"] and contains in m.get("text", "")]
