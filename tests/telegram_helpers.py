@@ -88,9 +88,9 @@ def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
     home.write_config(config)
 
 
-def http_playbook(home: GuardHome, svc: Service) -> None:
+def http_playbook(home: GuardHome, svc: Service, auto_resolve: bool = False) -> None:
     home.playbook("web", [{"id": "web", "type": "http", "url": f"{svc.base}/healthz",
-                           "every": "1s", "auto_resolve": False}])
+                           "every": "1s", "auto_resolve": auto_resolve}])
 
 
 def write_http_skill(home: GuardHome, svc: Service, name: str = "web-fix") -> None:
@@ -137,9 +137,8 @@ def incident_message(tg: TelegramServer, incident_id: int | None = None,
     """The (first) message with buttons about an incident."""
     def found() -> dict[str, Any] | None:
         for m in tg.bot_messages(f"Incident #{incident_id or ''}"):
-            if "reply_markup" in m or m.get("edit_date"):
-                if "reply_to_message" not in m:
-                    return m
+            if ("reply_markup" in m or m.get("edit_date")) and "reply_to_message" not in m:
+                return m
         return None
     return wait_for(found, within, "the incident message")
 
