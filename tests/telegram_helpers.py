@@ -88,9 +88,9 @@ def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
     home.write_config(config)
 
 
-def http_playbook(home: GuardHome, svc: Service) -> None:
+def http_playbook(home: GuardHome, svc: Service, auto_resolve: bool = False) -> None:
     home.playbook("web", [{"id": "web", "type": "http", "url": f"{svc.base}/healthz",
-                           "every": "1s", "auto_resolve": False}])
+                           "every": "1s", "auto_resolve": auto_resolve}])
 
 
 def write_http_skill(home: GuardHome, svc: Service, name: str = "web-fix") -> None:

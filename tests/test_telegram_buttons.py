@@ -61,11 +61,16 @@ def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service)
             s.add(row)
         tg.press(ADMIN, deny, chat_id=CHAT, message_id=mid)
         wait_for(lambda: len(answers(tg)) >= 3, 20, "three refusals")
+        tg.say(ADMIN, "/help", chat_id=CHAT)  # another message of Guard's
+        other = wait_for(lambda: tg.bot_messages("/mute TARGET"), 20, "help")[0]
+        tg.press(ADMIN, run, chat_id=CHAT, message_id=other["message_id"])
+        wait_for(lambda: len(answers(tg)) >= 4, 20, "four refusals")
         assert all(a.startswith("Refused") for a in answers(tg)), answers(tg)
         assert "allowlist" in answers(tg)[0]
         assert "forged" in answers(tg)[1] and "expired" in answers(tg)[2]
+        assert "does not belong" in answers(tg)[3]
         reasons = [r.data["reason"] for r in refusals(home)]
-        assert len(reasons) == 3 and reasons[0].endswith("allowlist")
+        assert len(reasons) == 4 and reasons[0].endswith("allowlist")
         assert refusals(home)[0].actor == f"telegram:{STRANGER}"
         assert commands(home) == [] and service.fixes == 0
         with home.database().session() as s:
@@ -91,9 +96,9 @@ def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service)
 
         # the same press again: a replay
         tg.press(ADMIN, run, chat_id=CHAT, message_id=mid)
-        wait_for(lambda: len(answers(tg)) >= 5, 20, "the replay's refusal")
+        wait_for(lambda: len(answers(tg)) >= 6, 20, "the replay's refusal")
         assert answers(tg)[-1].startswith("Refused") and "answered" in answers(tg)[-1]
-        assert len(refusals(home)) == 4 and len(commands(home)) == 1 and service.fixes == 1
+        assert len(refusals(home)) == 5 and len(commands(home)) == 1 and service.fixes == 1
 
 
 def test_a_fix_sent_as_a_reply_is_verified_learned_and_said_in_the_thread(home, tg, service):

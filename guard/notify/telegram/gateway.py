@@ -112,6 +112,13 @@ class TelegramGateway:
                 delay = min(delay * 2, 10.0)
         if self.stopping.is_set():
             return
+        try:
+            await self._serve()
+        except Exception as exc:  # e.g. webhook mode without the webhooks extra
+            logger.error("telegram gateway could not start: {} (monitoring goes on; for "
+                         "webhook mode install python-telegram-bot[webhooks])", exc)
+
+    async def _serve(self) -> None:
         await self.app.start()
         assert self.app.updater is not None
         tg = self.settings.telegram
