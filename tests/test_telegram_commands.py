@@ -58,17 +58,17 @@ def test_commands_mute_and_memory(home, tg, service):
         msg = incident_message(tg, inc["id"])
         mute = next(d for label, d in buttons(msg) if "Mute" in label)
         tg.press(ADMIN, mute, chat_id=CHAT, message_id=msg["message_id"])
-        wait_for(lambda: show(home, inc["id"])["state"] == "muted", 20, "the incident muted")
+        wait_for(lambda: show(home, inc["id"])["state"] == "muted", 60, "the incident muted")
         wait_for(lambda: next((m for m in tg.bot_messages("Muted by telegram:42")
                                if m["message_id"] == msg["message_id"]
-                               and "reply_markup" not in m), None), 20, "the buttons to go")
+                               and "reply_markup" not in m), None), 60, "the buttons to go")
         reply_to_command(tg, "muted " + service.base)
         # the target stays muted: a new incident for it is not announced
         service.healthy = True
-        wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 20, "auto-resolve")
+        wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 60, "auto-resolve")
         asked = len(tg.sent())
         service.healthy = False  # fails again: the incident reopens (a flap) or a new one opens
-        muted = wait_for(lambda: find(home, state="muted"), 30, "the next incident to be muted")
+        muted = wait_for(lambda: find(home, state="muted"), 60, "the next incident to be muted")
         timeline = show(home, muted["id"])["timeline"]
         assert "is muted by telegram:42" in timeline[-1]["message"]
         new_messages = [c for c in tg.sent()[asked:] if c["method"] == "sendMessage"]
