@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,16 @@ _MEMBER_PREFIXES = (
 )
 
 Skip = Callable[[int, str], bool]
+
+
+def valid_regex(value: str | None) -> str | None:
+    """A pydantic field check: ``value`` compiles as a Python regex (None passes)."""
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {value!r}: {exc}") from None
+    return value
 
 
 def _is_member(part: str) -> bool:

@@ -6,7 +6,6 @@ unknown fields so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from guard.durations import Duration
 from guard.records import Severity
 from guard.sandbox.base import SandboxGrants
+from guard.validation import valid_regex
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
@@ -35,11 +35,7 @@ class LogRule(_Spec):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regex {value!r}: {exc}") from None
-        return value
+        return valid_regex(value) or value
 
 
 class _MonitorBase(_Spec):
@@ -84,12 +80,7 @@ class HttpMonitorSpec(_MonitorBase):
     @field_validator("expect_body")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {value!r}: {exc}") from None
-        return value
+        return valid_regex(value)
 
     @property
     def expected_statuses(self) -> list[int]:

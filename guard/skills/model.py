@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from guard.durations import Duration
 from guard.sandbox.base import SandboxGrants
+from guard.validation import valid_regex
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("When to use", "Procedure", "Pitfalls", "Verification")
@@ -63,12 +64,7 @@ class Trigger(BaseModel):
     @field_validator("message")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regex {value!r}: {exc}") from None
-        return value
+        return valid_regex(value)
 
     def match(self, incident: Any) -> tuple[int, list[str]] | None:
         """``(score, reasons)`` when this trigger matches ``incident``, else ``None``."""
