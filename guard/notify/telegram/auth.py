@@ -9,7 +9,8 @@ opaque approval id that is looked up here. A press is honoured only if that appr
 has not been used, has not expired, and is one of the buttons of the *live* message it was
 pressed on (the message id and chat are Guard's own record, not the client's claim). Claiming
 is one conditional UPDATE, so two presses cannot both win; the incident's other approvals are
-spent with it (one decision per question). Every refusal is written to the audit chain.
+spent with it (one decision per question) and the message stops being live. Every refusal is
+written to the audit chain.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class Authoriser:
                 col(Approval.incident_id) == approval.incident_id,
                 col(Approval.used_at).is_(None)).values(used_at=now,
                                                          used_by=f"superseded:{data}"))
+            msg.live = False  # answered: the sync must not close it as "expired" meanwhile
+            session.add(msg)
             audit.append(session, actor=actor(user_id), action="telegram.pressed",
                          subject=f"incident:{approval.incident_id}",
                          data={"kind": approval.kind, "skill": approval.skill})

@@ -103,8 +103,8 @@ class Handlers:
         state = {"approve": "remediating", "deny": "escalated", "mute": "muted"}.get(verb, verb)
         closed = await asyncio.to_thread(self.gw.notifier.closed_text, claimed.incident_id,
                                          state, said)
-        await asyncio.to_thread(outbox.enqueue, self.db, method="edit", chat_id=self.gw.chat_id,
-                                text=closed, incident_id=claimed.incident_id, role="incident")
+        await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.gw.chat_id,
+                                text=closed, incident_id=claimed.incident_id)
         await q.answer(said[:190])
 
     async def _fix_prompt(self, update: Update, data: str) -> None:

@@ -50,8 +50,8 @@ class TelegramNotifier:
 
     async def update(self, update: IncidentUpdate) -> None:
         closed = self.closed_text(update.incident_id, update.state, update.text)
-        await asyncio.to_thread(outbox.enqueue, self.db, method="edit", chat_id=self.chat_id,
-                                text=closed, incident_id=update.incident_id, role="incident")
+        await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.chat_id,
+                                text=closed, incident_id=update.incident_id)
         await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
                                 text=render_update(update), incident_id=update.incident_id,
                                 role="reply", reply_to_incident=True)

@@ -19,7 +19,8 @@ import contextlib
 from typing import Any
 
 from loguru import logger
-from sqlmodel import col, select
+from sqlalchemy import update
+from sqlmodel import Session, col, select
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
@@ -42,13 +43,51 @@ def enqueue(db: Database, *, method: str, chat_id: int | str, text: str = "",
                         incident_id=incident_id, reply_to_incident=reply_to_incident,
                         photo=photo)
     with db.session() as session:
-        session.add(row)
-        session.flush()
-        assert row.id is not None
-        outbox_id = row.id
-    record_message(db, chat=str(chat_id), direction="out", author="guard", text=text,
-                   incident_id=incident_id, outbox=outbox_id, method=method, role=role)
+        outbox_id = _add(session, row)
+    _remember(db, row, outbox_id)
     return outbox_id
+
+
+def close_question(db: Database, *, chat_id: int | str, incident_id: int, text: str,
+                   only_message: int | None = None) -> int | None:
+    """Queue the edit that ends an incident's question: its text says how, its buttons go.
+
+    The message stops being live in the same transaction that queues the edit, so two closers
+    (the agent reporting a heal, a button press, the sync noticing the question is over) cannot
+    both queue one and the later overwrite who answered. With ``only_message`` (a
+    ``TelegramMessage`` id) nothing is queued unless that message was still live.
+    """
+    row = OutboxMessage(method="edit", chat_id=str(chat_id), text=text, role="incident",
+                        incident_id=incident_id)
+    with db.session() as session:
+        if only_message is not None:
+            flipped = session.execute(update(TelegramMessage).where(
+                col(TelegramMessage.id) == only_message, col(TelegramMessage.live)).values(
+                live=False))
+            if getattr(flipped, "rowcount", 0) != 1:
+                return None
+        else:
+            session.execute(update(TelegramMessage).where(
+                col(TelegramMessage.chat_id) == str(chat_id),
+                col(TelegramMessage.incident_id) == incident_id,
+                col(TelegramMessage.role) == "incident", col(TelegramMessage.live)).values(
+                live=False))
+        outbox_id = _add(session, row)
+    _remember(db, row, outbox_id)
+    return outbox_id
+
+
+def _add(session: Session, row: OutboxMessage) -> int:
+    session.add(row)
+    session.flush()
+    assert row.id is not None
+    return row.id
+
+
+def _remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
+    record_message(db, chat=row.chat_id, direction="out", author="guard", text=row.text,
+                   incident_id=row.incident_id, outbox=outbox_id, method=row.method,
+                   role=row.role)
 
 
 def incident_message(db: Database, chat_id: str, incident_id: int) -> TelegramMessage | None:

@@ -69,14 +69,12 @@ class Sync:
                     work.append((msg, "expired", "Nobody answered in time; the buttons are "
                                  f"gone. Use /fix {inc.id} COMMAND or "
                                  f"guard approve|deny|reply {inc.id}."))
-                if inc is None or inc.state not in ASKING or valid is None:
-                    msg.live = False
-                    session.add(msg)
         for msg, state, text in work:
-            assert msg.incident_id is not None
+            assert msg.incident_id is not None and msg.id is not None
             closed = self.gw.notifier.closed_text(msg.incident_id, state, text)
-            outbox.enqueue(self.db, method="edit", chat_id=msg.chat_id, text=closed,
-                           incident_id=msg.incident_id, role="incident")
+            # queued only if nobody closed it meanwhile (a press, the agent's own report)
+            outbox.close_question(self.db, chat_id=msg.chat_id, incident_id=msg.incident_id,
+                                  text=closed, only_message=msg.id)
 
     def report_commands(self) -> None:
         with self.db.session() as session:
