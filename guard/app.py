@@ -24,12 +24,12 @@ from loguru import logger
 from guard import metrics
 from guard.config import Settings
 from guard.exceptions import MonitorError
-from guard.monitors import Monitor, StreamingMonitor, build_monitor
+from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, Observation, Severity, Signal
 from guard.store import audit
 from guard.store.db import Database, open_database
-from guard.store.state import get_state
+from guard.store.state import get_state, put_state
 from guard.triage import Triage, TriagePolicy
 from guard.web import WebServer
 
@@ -101,6 +101,17 @@ class Guard:
             with self.db.session() as session:
                 self._state[monitor.id] = get_state(session, f"monitor:{monitor.id}")
         return self._state[monitor.id]
+
+    def _baseline(self) -> None:
+        """Let monitors that start "from now" (log files) fix where now is, before running."""
+        for m in self.monitors:
+            if not isinstance(m, BaseliningMonitor):
+                continue
+            state = m.baseline(self._load_state(m))
+            if state is not None:
+                self._state[m.id] = state
+                with self.db.session() as session:
+                    put_state(session, f"monitor:{m.id}", state)
 
     async def check(self, monitor: Monitor) -> Observation:
         """Run one check; never raises (a failure comes back as a ``monitor_error`` signal)."""
@@ -185,6 +196,7 @@ class Guard:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
         self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
+        await asyncio.to_thread(self._baseline)
         scheduler = AsyncIOScheduler(timezone=UTC)
         for m in self.monitors:
             scheduler.add_job(

@@ -129,3 +129,27 @@ def test_missing_file_is_a_monitor_error(tmp_path: Path):
 
     with pytest.raises(MonitorError, match="does not exist"):
         monitor(tmp_path / "missing.log").scan({})
+
+
+def test_baseline_fixes_the_end_when_guard_starts(tmp_path: Path):
+    """Lines written between `guard run` starting and its first check are not skipped."""
+    log = tmp_path / "a.log"
+    log.write_text("BOOM before guard started\n")
+    m = monitor(log)
+    state = m.baseline({})
+    assert state is not None and state["position"]["offset"] == log.stat().st_size
+    append(log, "BOOM after start, before the first check\n")
+    assert counts(m.scan(state)) == {"boom": 1}
+    assert m.baseline(state) is None  # a known position is never moved
+    assert monitor(log, start="beginning").baseline({}) is None
+
+
+def test_a_file_missing_at_start_is_read_whole_when_it_appears(tmp_path: Path):
+    log = tmp_path / "later.log"
+    m = monitor(log)
+    state = m.baseline({})
+    assert state == {"position": None}
+    log.write_text("BOOM first line the service ever wrote\nERROR second\n")
+    obs = m.scan(state)
+    assert counts(obs) == {"boom": 1, "err": 1}
+    assert counts(m.scan(obs.state)) == {}

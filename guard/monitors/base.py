@@ -43,3 +43,12 @@ class StreamingMonitor(Monitor, Protocol):
     async def follow(self, emit: Emit) -> None:
         """Run until cancelled, calling ``emit`` for each observation; raise on a lost stream."""
         ...
+
+
+@runtime_checkable
+class BaseliningMonitor(Monitor, Protocol):
+    """A monitor that starts "from now" and must fix where now is when ``guard run`` starts."""
+
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The state to start from when ``state`` is empty, else ``None``. Runs before checks."""
+        ...

@@ -9,6 +9,10 @@ Lines longer than ``max_line_bytes`` are cut for matching; undecodable bytes are
 Lines are matched a block (up to 1 MiB of whole lines) at a time by ``LineMatcher``, which asks
 RE2 which lines can match before asking Python's ``re`` which rule does.
 Identical lines (after masking timestamps, ids, numbers) are folded into one signal with a count.
+
+"Start at the end" means the end when ``guard run`` starts (``baseline``), not when the first
+scheduled check happens to run: a line written once Guard says it is running is never skipped.
+A file missing then is read from its beginning when it appears (all of it is new).
 """
 
 from __future__ import annotations
@@ -96,6 +100,16 @@ class LogfileMonitor:
     async def close(self) -> None:
         self._drop_handle()
 
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The starting position for a file never seen before (``None`` when ``state`` has one)."""
+        if state or self.spec.start == "beginning":
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return {"position": None}  # not there yet: read it all when it appears
+        return {"position": _Position(st.st_dev, st.st_ino, st.st_size).as_state()}
+
     # -- the scan, run in a worker thread -------------------------------------------------------
 
     def scan(self, state: Mapping[str, Any]) -> Observation:
@@ -107,8 +121,9 @@ class LogfileMonitor:
         except OSError as exc:
             raise MonitorError(f"cannot stat log file {self.path}: {exc.strerror}") from None
         tally = _Tally(self.id, str(self.path))
-        if not state:
-            offset = 0 if self.spec.start == "beginning" else st.st_size
+        if not state or state.get("position") is None:
+            appeared = bool(state)  # baselined while missing: everything in it is new
+            offset = 0 if appeared or self.spec.start == "beginning" else st.st_size
             pos = _Position(st.st_dev, st.st_ino, offset)
             if offset == 0:
                 pos = self._read(pos, tally)
