@@ -143,6 +143,13 @@ class SkillsSettings(_Section):
     git_author: str = "Guard <guard@localhost>"
 
 
+class MemorySettings(_Section):
+    isolate: bool = Field(default=True, description="keep LanceDB (~150 MB) in a helper process "
+                          "that runs only while recalls happen")
+    idle_timeout: Duration = Field(default=600.0, description="the helper process leaves after "
+                                   "this long without a recall")
+
+
 class AgentSettings(_Section):
     enabled: bool = True
     max_concurrent_incidents: int = Field(default=4, ge=1)
@@ -189,6 +196,7 @@ class Settings(BaseSettings):
     triage: TriageSettings = Field(default_factory=TriageSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
 
     @model_validator(mode="after")

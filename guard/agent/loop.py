@@ -31,7 +31,8 @@ from guard.agent import limits
 from guard.agent.steps import StepRunner, ctx_incident
 from guard.agent.verify import Verifier
 from guard.config import Settings
-from guard.memory.semantic import SemanticMemory, summary
+from guard.memory import IncidentMemory, open_memory
+from guard.memory.semantic import summary
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, utcnow
@@ -67,7 +68,7 @@ class Agent:
     def __init__(self, settings: Settings, db: Database, playbooks: list[Playbook], *,
                  notifier: Notifier | None = None, sandboxes: Any = None,
                  actions: ActionRegistry | None = None, library: SkillLibrary | None = None,
-                 memory: SemanticMemory | None = None) -> None:
+                 memory: IncidentMemory | None = None) -> None:
         from guard.notify.console import ConsoleNotifier
 
         self.settings = settings
@@ -77,7 +78,7 @@ class Agent:
         self.library = library or SkillLibrary(settings.skills_dir)
         self.actions = actions or ActionRegistry()
         self.notifier: Notifier = notifier or ConsoleNotifier(db)
-        self.memory = memory or SemanticMemory(settings.data_dir / "memory.lance")
+        self.memory = memory or open_memory(settings)
         self.redactor = Redactor()
         self.redactor.register_all(settings.secret_values(), name="config")
         if sandboxes is None:
@@ -169,6 +170,7 @@ class Agent:
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         await self.sandboxes.close()
+        await asyncio.to_thread(self.memory.close)
 
     async def drain(self) -> None:
         """Wait for every incident worker (``guard run --once`` and the CLI)."""

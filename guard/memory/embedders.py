@@ -3,8 +3,8 @@
 ``HashingEmbedder`` maps text to a fixed-size vector by feature hashing: masked words (with a
 small table folding an SRE's synonyms together: crashed/died/exited, OOM/out of memory...),
 word pairs and character trigrams. It finds an incident again from a paraphrase of its message
-that shares a few words or their synonyms; it does not understand language. Users who want that
-can install the ``semantic`` extra and set ``memory.embedder: sentence-transformers``.
+that shares a few words or their synonyms; it does not understand language. A model-based
+embedder would implement the same ``Embedder`` port.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from guard.fingerprint import mask
 from guard.memory.embedders import Embedder, HashingEmbedder
@@ -29,11 +29,34 @@ class Recollection:
     target: str
 
 
+@runtime_checkable
+class IncidentMemory(Protocol):
+    """Where Guard remembers resolved incidents and recalls similar ones."""
+
+    def warm(self) -> None:
+        """Get ready for a first recall (may do nothing)."""
+        ...
+
+    def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
+        """Store (or replace) what resolved ``incident``."""
+        ...
+
+    def search(self, text: str, limit: int = 5) -> list[Recollection]:
+        """Past incidents most similar to ``text``, best first."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds; a later call may open it again."""
+        ...
+
+
 def summary(incident: Any) -> str:
     return f"{incident.title}. {mask(incident.message)} ({incident.source} {incident.kind})"
 
 
 class SemanticMemory:
+    """LanceDB in this process (``MemoryProcess`` runs this in a helper process)."""
+
     def __init__(self, folder: Path, embedder: Embedder | None = None) -> None:
         self.folder = folder
         self.embedder = embedder or HashingEmbedder()
@@ -67,6 +90,10 @@ class SemanticMemory:
         """Import LanceDB and open the table now, so the first recall is not slow."""
         with self._lock:
             self._open(create=False)
+
+    def close(self) -> None:
+        with self._lock:
+            self._table = None
 
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""

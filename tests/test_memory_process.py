@@ -1,0 +1,122 @@
+"""Semantic memory in its helper process: answers, persists, leaves when idle, survives crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from guard.memory.process import MemoryProcess, MemoryUnavailable
+
+
+def incident(id_: int, message: str, kind: str = "container_exited") -> SimpleNamespace:
+    return SimpleNamespace(id=id_, title=f"{kind} on api", message=message, source="docker",
+                           kind=kind, target="api")
+
+
+def wait_gone(pid: int, within: float = 30.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        # a zombie until its parent reaps it: that counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(") ", 1)[1].startswith("Z"):
+                return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def memory(tmp_path: Path):
+    m = MemoryProcess(tmp_path / "memory.lance", idle_timeout=300)
+    yield m
+    m.close()
+
+
+def test_remembers_and_recalls_across_a_restart(tmp_path: Path, memory: MemoryProcess) -> None:
+    assert memory.search("anything") == []  # no table yet
+    memory.remember(incident(1, "container api exited with code 137"), resolution="restarted",
+                    skill="restart-api")
+    memory.remember(incident(2, "disk /dev/sda1 is full", kind="disk_full"), resolution="rotated")
+    hits = memory.search("the api container died with code 137")
+    assert hits[0].incident_id == 1 and hits[0].skill == "restart-api"
+    assert hits[0].resolution == "restarted" and 0.5 < hits[0].score <= 1.0
+    memory.close()
+    assert memory.pid is None
+    again = MemoryProcess(tmp_path / "memory.lance")
+    try:
+        assert again.search("api container crashed")[0].incident_id == 1
+    finally:
+        again.close()
+
+
+def test_remember_replaces_an_incidents_row(memory: MemoryProcess) -> None:
+    memory.remember(incident(1, "api exited"), resolution="first")
+    memory.remember(incident(1, "api exited"), resolution="second")
+    hits = memory.search("api exited", limit=5)
+    assert [(h.incident_id, h.resolution) for h in hits] == [(1, "second")]
+
+
+def test_the_helper_leaves_when_idle_and_comes_back(tmp_path: Path) -> None:
+    memory = MemoryProcess(tmp_path / "memory.lance", idle_timeout=0.5)
+    try:
+        memory.remember(incident(1, "api exited"), resolution="restarted")
+        first = memory.pid
+        assert first is not None
+        assert wait_gone(first)
+        assert memory.search("api exited")[0].resolution == "restarted"
+        assert memory.pid not in (None, first)
+    finally:
+        memory.close()
+
+
+def test_a_crashed_helper_costs_one_call_at_most(memory: MemoryProcess) -> None:
+    memory.remember(incident(1, "api exited"), resolution="restarted")
+    pid = memory.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    assert memory.search("api exited")[0].incident_id == 1  # sent again to a new helper
+    assert memory.pid not in (None, pid)
+
+
+def test_a_hung_helper_is_killed_and_reported(tmp_path: Path) -> None:
+    memory = MemoryProcess(tmp_path / "memory.lance", answer_timeout=2)
+    try:
+        memory.search("warm it up")
+        pid = memory.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        with pytest.raises(MemoryUnavailable, match="did not answer in 2s"):
+            memory.search("api exited")
+        assert wait_gone(pid)
+        assert memory.search("api exited") == []  # a new helper answers
+    finally:
+        memory.close()
+
+
+def test_guard_itself_never_loads_lancedb(tmp_path: Path) -> None:
+    """The point of the helper: LanceDB and pyarrow stay out of the appliance's memory."""
+    code = (
+        "import sys\n"
+        "from types import SimpleNamespace as N\n"
+        "from guard.config import Settings\n"
+        "from guard.memory import open_memory\n"
+        f"m = open_memory(Settings(data_dir={str(tmp_path)!r}))\n"
+        "m.remember(N(id=1, title='t', message='api exited', source='docker', kind='k',"
+        " target='api'), resolution='restarted')\n"
+        "assert m.search('api exited')[0].incident_id == 1\n"
+        "m.close()\n"
+        "print(sorted(x for x in ('lancedb', 'pyarrow') if x in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
