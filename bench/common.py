@@ -54,6 +54,24 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for {pid}")
 
 
+def children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (Guard's memory helper, say)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as f:
+        for child in map(int, f.read().split()):
+            found += [child, *children(child)]
+    return found
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS of ``pid`` and its descendants together (a child that just left counts 0)."""
+    total = rss_mb(pid)
+    for child in children(pid):
+        with contextlib.suppress(OSError, RuntimeError):
+            total += rss_mb(child)
+    return round(total, 1)
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     q = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else ordered
