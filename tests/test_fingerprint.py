@@ -25,3 +25,29 @@ def test_different_faults_differ():
     assert fingerprint("logfile", "/a", "err", "disk full") != fingerprint("logfile", "/a", "oom", "disk full")
     assert fingerprint("docker", "api", "container_exited", "exited with code 1") == fingerprint(
         "docker", "api", "container_exited", "exited with code 137")
+
+
+def _mask_every_pass(message: str) -> str:
+    """What ``mask`` must equal: every pattern's pass in order, then whitespace folded."""
+    import re
+
+    from guard.fingerprint import _MASKS
+
+    out = message
+    for pattern, placeholder, _ in _MASKS:
+        out = pattern.sub(placeholder, out)
+    return re.sub(r"\s+", " ", out).strip()
+
+
+def test_skipping_passes_that_cannot_match_changes_nothing():
+    import random
+
+    pieces = ["2026-12-02T18:06:48.123Z", "2026-12-02 18:06:48,5", "+02:00", "Dec  2 18:06:48",
+              "02/Dec/2026:18:06:48 +0000", "18:06:48", "6f1c2a9e-1b2c-4d5e-8f90-123456789abc",
+              "10.0.0.7:5432", "fe80::1:2:3", "0xdeadBEEF", "89bbae50", "abbfddfa", "12ms",
+              "3.5s", "42", "-", ":", ".", "/", "0x", "x", "ERROR", "req=", " ", "  ", "\t",
+              "\u00a0", "\u2003", "\x1c", "\n", "é", "٣", "Dec", "a-b", "1:2:3:4"]
+    rng = random.Random(3)
+    for _ in range(20_000):
+        message = "".join(rng.choices(pieces, k=rng.randrange(0, 12)))
+        assert mask(message) == _mask_every_pass(message), repr(message)

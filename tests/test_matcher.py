@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from guard.monitors import matcher as matcher_module
 from guard.monitors.matcher import LineMatcher
 
 LIMIT = 256
@@ -48,27 +49,60 @@ def random_block(rng: random.Random, lines: int) -> bytes:
     return b"".join(out)
 
 
-RULE_SETS: dict[str, tuple[list[tuple[str, bool]], bool]] = {
-    "literals": ([("FATAL", False), (r"\bERROR\b", False), ("timeout after \\d+ms", False)], True),
-    "ignore_case": ([("error", True), ("disk\\s+full", True), ("k", True)], True),
-    "anchors": ([("^start", False), ("end$", False), ("^$", False)], True),
-    "spaces_and_unicode": ([(r"\s{2}", False), (r"\w+é", False), (r"\d", False)], True),
-    "divergent_quantifier": ([("ab{,3}a", False), ("ERROR", False)], False),
-    "backreference": ([(r"(ab)\1", False), ("WARN", False)], False),
-    "lookahead": ([("ERROR(?!:)", False)], False),
-    "end_of_string": ([(r"end\Z", False)], False),
+HAS_HYPERSCAN = matcher_module.hyperscan is not None
+# rules, and the engine that finds their candidate lines when Hyperscan is there
+RULE_SETS: dict[str, tuple[list[tuple[str, bool]], str]] = {
+    "literals": ([("FATAL", False), (r"\bERROR\b", False), ("timeout after \\d+ms", False)],
+                 "hyperscan"),
+    "ignore_case": ([("error", True), ("disk\\s+full", True), ("k", True)], "hyperscan"),
+    "anchors": ([("^start", False), ("end$", False)], "hyperscan"),
+    "empty_line": ([("^start", False), ("^$", False)], "re2"),  # can match nothing
+    "zero_width": ([(r"\b", False), ("x*", False)], "re2"),
+    "spaces_and_unicode": ([(r"\s{2}", False), (r"\w+é", False), (r"\d", False)], "hyperscan"),
+    "crossing_newlines": ([(r"a[^b]+b", False), (r"d\s+f", False), (r"\S+ \S+:", False)],
+                          "hyperscan"),
+    "divergent_quantifier": ([("ab{,3}a", False), ("ERROR", False)], "python"),
+    "backreference": ([(r"(ab)\1", False), ("WARN", False)], "python"),
+    "lookahead": ([("ERROR(?!:)", False)], "python"),
+    "end_of_string": ([(r"end\Z", False)], "python"),
 }
+ENGINES: dict[str, tuple[str, ...]] = {"hyperscan": ("hyperscan", "re2"), "re2": ("re2",)}
 
 
+@pytest.mark.parametrize("engine", sorted(ENGINES))
 @pytest.mark.parametrize("name", sorted(RULE_SETS))
-def test_block_scan_equals_line_by_line_python(name: str) -> None:
-    rules, prefiltered = RULE_SETS[name]
-    matcher = LineMatcher(rules)
-    assert matcher.prefiltered is prefiltered
+def test_block_scan_equals_line_by_line_python(name: str, engine: str) -> None:
+    if engine == "hyperscan" and not HAS_HYPERSCAN:
+        pytest.skip("hyperscan is not installed on this machine")
+    rules, best = RULE_SETS[name]
+    matcher = LineMatcher(rules, engines=ENGINES[engine])  # type: ignore[arg-type]
+    expected = best if engine == "hyperscan" or best == "python" else "re2"
+    assert matcher.engine == expected
+    assert matcher.prefiltered is (expected != "python")
     rng = random.Random(name)
     for _ in range(200):
         block = random_block(rng, rng.randrange(1, 60))
         assert list(matcher.scan(block, LIMIT)) == reference(rules, block, LIMIT)
+
+
+@pytest.mark.skipif(not HAS_HYPERSCAN, reason="hyperscan is not installed on this machine")
+def test_a_rule_matching_everywhere_falls_back_to_re2_for_that_block() -> None:
+    rules = [("FATAL", False), (r"[0-9]", False)]
+    matcher = LineMatcher(rules)
+    assert matcher.engine == "hyperscan"
+    block = b"".join(b"req %d took %dms%s\n" % (i, i * 7, b" FATAL" * (i % 3 == 0))
+                     for i in range(20_000))
+    assert matcher._hyperscan_ends(block, 0, len(block)) is None  # more than HS_STORM matches
+    assert list(matcher.scan(block, LIMIT)) == reference(rules, block, LIMIT)
+
+
+def test_without_hyperscan_re2_does_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matcher_module, "hyperscan", None)
+    rules = [("FATAL", False), ("ERROR", True)]
+    matcher = LineMatcher(rules)
+    assert matcher.engine == "re2"
+    block = b"ok\nFATAL x\nan error\n"
+    assert list(matcher.scan(block, LIMIT)) == [(0, "FATAL x"), (1, "an error")]
 
 
 def test_first_rule_wins_even_when_a_later_rule_matches_earlier_in_the_line() -> None:

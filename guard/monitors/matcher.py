@@ -1,32 +1,54 @@
 """Find the lines of a log block that match an ordered list of rules, fast, with Python semantics.
 
 A log monitor scans megabytes of mostly boring lines. Running every rule's Python regex on every
-line costs ``lines x rules`` regex calls; this module instead runs **one** RE2 search (a DFA, no
-backtracking) over a whole block for the alternation of all the rules, and only on the few
-lines where it finds something does it run the rules, in order, with Python's ``re``. The
-answer therefore always has Python's semantics ("the first rule that matches wins", a rule's
-``ignore_case``); RE2 only decides which lines are worth asking.
+line costs ``lines x rules`` regex calls; this module instead runs **one** multi-pattern scan
+over a whole block, and only on the few lines where it finds something does it run the rules,
+in order, with Python's ``re``. The answer therefore always has Python's semantics ("the first
+rule that matches wins", a rule's ``ignore_case``); the prefilter only decides which lines are
+worth asking. Two prefilter engines, best first:
 
-That is sound only where RE2 can never miss a line that Python would match, so:
+- **Hyperscan** (SIMD, all rules at once; x86-64 only) reports the end of every match of every
+  rule. A rule that can match the empty string is left to RE2 (Hyperscan does not report
+  zero-width matches), and so is a block whose scan reports more than ``HS_STORM`` matches (a
+  rule that matches nearly everywhere costs a callback per match; RE2 costs one per line).
+- **RE2** (a DFA, no backtracking) searches the alternation of all the rules.
+
+That is sound only where the prefilter can never miss a line that Python would match, so:
 
 - a rule RE2 cannot compile (backreferences, lookarounds, atomic groups, ``(?x)``...) or whose
-  meaning differs in RE2 (``\\A``, ``\\Z``, ``\\z``, ``{,n}``, POSIX ``[:classes:]``) turns the
-  prefilter off: every line is then matched in Python (correct, and as fast as before);
+  meaning differs in RE2 or Hyperscan (``\\A``, ``\\Z``, ``\\z``, ``{,n}``, POSIX
+  ``[:classes:]``) turns the prefilter off: every line is then matched in Python (correct,
+  and as fast as before);
 - the prefilter runs only over lines of printable ASCII and tabs. Lines with other bytes (UTF-8
   text, NUL, a trailing ``\\r``, ``\\v`` and the ``\\x1c-\\x1f`` that Python's ``\\s`` matches but
   RE2's does not) are matched in Python one by one, and so is a block holding a line longer
   than the match limit (cutting a line can create a match at its new end).
 
-RE2 false positives cost only a Python check of one line.
+False positives (a match that crosses a newline, say) cost only a Python check of one line.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal
 
 import re2
+from loguru import logger
+
+
+def _import_hyperscan() -> Any:
+    try:
+        import hyperscan
+    except ImportError:  # not installed, or no wheel for this machine
+        return None
+    return hyperscan
+
+
+hyperscan = _import_hyperscan()
+
+Engine = Literal["hyperscan", "re2", "python"]
+HS_STORM = 4096  # matches reported for one block before it is handed to RE2 instead
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 64 << 20  # room for the DFA of ~100 alternated rules
@@ -52,6 +74,31 @@ def _re2_source(pattern: str, ignore_case: bool) -> str | None:
     return source
 
 
+def _can_be_empty(pattern: str, ignore_case: bool) -> bool:
+    """Whether the rule can match zero characters (``x*``, ``^``, ``\\b``)."""
+    try:
+        parsed = re._parser.parse(pattern, re.IGNORECASE if ignore_case else 0)  # type: ignore[attr-defined]
+        return bool(parsed.getwidth()[0] == 0)
+    except Exception:  # a private API: when in doubt, say it can
+        return True
+
+
+def _hyperscan_database(rules: Sequence[tuple[str, bool]]) -> Any:
+    """All the rules in one Hyperscan block-mode database, or None where it must not be used."""
+    if hyperscan is None or any(_can_be_empty(p, ic) for p, ic in rules):
+        return None
+    flags = [hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if ic else 0)
+             for _, ic in rules]
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    try:
+        database.compile(expressions=[p.encode() for p, _ in rules], ids=list(range(len(rules))),
+                         flags=flags)
+    except Exception as exc:  # a construct Hyperscan lacks, or a CPU it cannot run on
+        logger.debug("log rules stay with RE2 (Hyperscan: {})", exc)
+        return None
+    return database
+
+
 def _safe(block: bytes) -> bool:
     return block.isascii() and not any(c in block for c in _UNSAFE_ASCII)
 
@@ -72,33 +119,51 @@ def _has_long_line(block: bytes, limit: int) -> bool:
 class LineMatcher:
     """Ordered rules ``(pattern, ignore_case)``; finds each line's first matching rule."""
 
-    def __init__(self, rules: Sequence[tuple[str, bool]]) -> None:
+    def __init__(self, rules: Sequence[tuple[str, bool]], *,
+                 engines: Sequence[Engine] = ("hyperscan", "re2")) -> None:
         self._rules = [re.compile(p, re.IGNORECASE if ic else 0) for p, ic in rules]
         sources = [_re2_source(p, ic) for p, ic in rules]
         self._prefilter: Any = None
-        if sources and all(s is not None for s in sources):
+        self._hyperscan: Any = None
+        self._scratch: Any = None
+        if not sources or any(s is None for s in sources):
+            return  # RE2's screening of the rules also guards Hyperscan
+        if "re2" in engines or "hyperscan" in engines:
             try:
                 self._prefilter = re2.compile("(?m)" + "|".join(sources),  # type: ignore[arg-type]
                                               _RE2_OPTIONS)
             except re2.error:  # e.g. two rules name a group alike
-                self._prefilter = None
+                return
+        if "hyperscan" in engines:
+            self._hyperscan = _hyperscan_database(rules)
+            if self._hyperscan is not None:
+                self._scratch = hyperscan.Scratch(self._hyperscan)
 
     @property
     def prefiltered(self) -> bool:
-        """Whether blocks are searched with RE2 first (False: every line goes to Python)."""
+        """Whether blocks are prefiltered (False: every line goes to Python)."""
         return self._prefilter is not None
 
-    def first(self, text: str) -> int | None:
-        """The index of the first rule that matches ``text``, with Python's ``re``."""
-        for index, regex in enumerate(self._rules):
-            if regex.search(text):
+    @property
+    def engine(self) -> Engine:
+        """What finds the candidate lines of a block of plain ASCII lines."""
+        if self._hyperscan is not None:
+            return "hyperscan"
+        return "re2" if self._prefilter is not None else "python"
+
+    def first(self, text: str, among: Iterable[int] | None = None) -> int | None:
+        """The index of the first rule that matches ``text``, with Python's ``re``; ``among``
+        (ascending) limits the rules asked to those a prefilter saw match."""
+        rules = self._rules
+        for index in range(len(rules)) if among is None else among:
+            if rules[index].search(text):
                 return index
         return None
 
-    def line(self, raw: bytes) -> Match | None:
+    def line(self, raw: bytes, among: Iterable[int] | None = None) -> Match | None:
         """Match one line (its newline, if any, is not part of it)."""
         text = raw.rstrip(b"\r\n").decode("utf-8", "replace").replace("\x00", "\ufffd")
-        index = self.first(text)
+        index = self.first(text, among)
         return None if index is None else (index, text)
 
     def scan(self, block: bytes, limit: int) -> Iterator[Match]:
@@ -128,6 +193,51 @@ class LineMatcher:
         yield from self._candidates(block, pos, end, limit)
 
     def _candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
+        if self._hyperscan is not None and end > pos:
+            ends = self._hyperscan_ends(block, pos, end)
+            if ends is not None:
+                yield from self._lines_ending(block, pos, end, ends, limit)
+                return
+        yield from self._re2_candidates(block, pos, end, limit)
+
+    def _hyperscan_ends(self, block: bytes, pos: int,
+                        end: int) -> list[tuple[int, int]] | None:
+        """``(end offset in block, rule)`` of every match in ``block[pos:end]``, in order of
+        end; None: a storm (more than ``HS_STORM`` matches)."""
+        ends: list[tuple[int, int]] = []
+
+        def on_match(rule: int, _start: int, stop: int, _flags: int, _ctx: Any) -> bool:
+            ends.append((pos + stop, rule))
+            return len(ends) > HS_STORM  # True stops the scan
+
+        try:
+            self._hyperscan.scan(memoryview(block)[pos:end], match_event_handler=on_match,
+                                 scratch=self._scratch)
+        except hyperscan.ScanTerminated:
+            return None
+        ends.sort()
+        return ends
+
+    def _lines_ending(self, block: bytes, pos: int, end: int, ends: list[tuple[int, int]],
+                      limit: int) -> Iterator[Match]:
+        """Match, once each, the lines in which a prefilter match ends, asking Python only the
+        rules that matched there (a rule Python matches in a line ends a match in that line)."""
+        k = 0
+        while k < len(ends):
+            last = ends[k][0] - 1  # the match's last byte (no empty matches here)
+            i = block.rfind(b"\n", pos, last)
+            start = pos if i < 0 else i + 1
+            j = block.find(b"\n", last, end)
+            stop = end if j < 0 else j + 1
+            rules = set()
+            while k < len(ends) and ends[k][0] - 1 < stop:
+                rules.add(ends[k][1])
+                k += 1
+            found = self.line(block[start:min(stop, start + limit)], sorted(rules))
+            if found is not None:
+                yield found
+
+    def _re2_candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
         search = self._prefilter.search
         while pos < end:
             hit = search(block, pos, end)
