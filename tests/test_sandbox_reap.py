@@ -23,9 +23,11 @@ from guard.sandbox.docker import (
     LABEL_INCIDENT,
     LABEL_OWNER,
     LABEL_PID,
+    LABEL_PID_STARTED,
     DockerSandbox,
     reap_orphans,
 )
+from guard.sandbox.engine import process_started
 from tests.sandbox_helpers import TEST_PREFIX
 
 pytest_plugins = ["tests.sandbox_fixtures"]
@@ -113,3 +115,30 @@ async def test_startup_reap_removes_every_foreign_sandbox(
         await mine.close()
         with contextlib.suppress(docker.errors.NotFound):
             sbx_client.api.remove_container(foreign, force=True)
+
+
+def test_a_reused_pid_is_not_mistaken_for_the_guard_that_made_the_sandbox(
+    sbx_client: docker.DockerClient, sbx_busybox_image: str
+) -> None:
+    """Guard is PID 1 in its container and a restarted container keeps its hostname: the new
+    Guard has the old one's pid, and must still see the old sandboxes as orphans."""
+    incident = f"{TEST_PREFIX}pidreuse-{secrets.token_hex(3)}"
+    me = {LABEL: "1", LABEL_INCIDENT: incident, LABEL_HOST: socket.gethostname(),
+          LABEL_PID: str(os.getpid())}
+    made = {
+        "earlier-process": {**me, LABEL_OWNER: "old", LABEL_PID_STARTED: "1"},
+        "this-process": {**me, LABEL_OWNER: "live", LABEL_PID_STARTED: process_started(os.getpid())},
+        "no-start-label": {**me, LABEL_OWNER: "older-guard"},
+    }
+    ids = {name: sbx_client.api.create_container(sbx_busybox_image, ["true"], labels=labels)["Id"]
+           for name, labels in made.items()}
+    try:
+        assert process_started(os.getpid()) not in ("", "1")
+        assert reap_orphans(sbx_client, only_dead_owners=True,
+                            labels={LABEL_INCIDENT: incident}) == 1
+        left = {c["Id"] for c in _sandboxes(sbx_client, **{LABEL_INCIDENT: incident})}
+        assert left == {ids["this-process"], ids["no-start-label"]}
+    finally:
+        for cid in ids.values():
+            with contextlib.suppress(docker.errors.NotFound):
+                sbx_client.api.remove_container(cid, force=True)

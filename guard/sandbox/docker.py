@@ -63,9 +63,11 @@ from guard.sandbox.engine import (
     LABEL_INCIDENT,
     LABEL_OWNER,
     LABEL_PID,
+    LABEL_PID_STARTED,
     OOM_LINE,
     connect,
     host_cgroup_files,
+    process_started,
     pump_exec_stream,
     reap_orphans,
     translate,
@@ -78,6 +80,7 @@ __all__ = [
     "LABEL_INCIDENT",
     "LABEL_OWNER",
     "LABEL_PID",
+    "LABEL_PID_STARTED",
     "DockerSandbox",
     "connect",
     "reap_orphans",
@@ -182,6 +185,7 @@ class DockerSandbox:
             LABEL_INCIDENT: self.incident_id,
             LABEL_HOST: socket.gethostname(),
             LABEL_PID: str(os.getpid()),
+            LABEL_PID_STARTED: process_started(os.getpid()),
         }
         try:
             created = self.api.create_container(

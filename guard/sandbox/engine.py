@@ -31,6 +31,7 @@ LABEL_OWNER = "guard.owner"
 LABEL_INCIDENT = "guard.incident"
 LABEL_HOST = "guard.host"
 LABEL_PID = "guard.pid"
+LABEL_PID_STARTED = "guard.pid_started"  # when that pid started: a reused pid is another process
 INSTANCE_ID = f"{socket.gethostname()}-{os.getpid()}-{_secrets.token_hex(4)}"
 """This Guard process; stamped on every container it starts."""
 IDLE_SECONDS = 7 * 86400  # the idle sleep ends by itself, so even an unreaped orphan stops
@@ -71,6 +72,15 @@ def translate(exc: Exception, image: str = "", network: str | None = None) -> Sa
     return SandboxError(f"docker engine refused a sandbox operation: {detail}")
 
 
+def process_started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, from /proc), or "" if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -79,6 +89,21 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(tags: Mapping[str, str]) -> bool:
+    """Whether the Guard that made a container may still be running (so it is not an orphan).
+
+    Guard runs as PID 1 in its container, and a restarted container keeps its hostname: the
+    pid alone would say "alive" for ever. A pid whose start time differs is another process.
+    """
+    pid = tags.get(LABEL_PID, "")
+    if tags.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
+        return True  # another host's Guard: not ours to judge
+    if not _pid_alive(int(pid)):
+        return False
+    started = tags.get(LABEL_PID_STARTED, "")
+    return not started or started == process_started(int(pid))
 
 
 def reap_orphans(
@@ -102,12 +127,8 @@ def reap_orphans(
             tags: dict[str, str] = info.get("Labels") or {}
             if tags.get(LABEL_OWNER) == INSTANCE_ID:
                 continue
-            if only_dead_owners:
-                pid = tags.get(LABEL_PID, "")
-                if tags.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
-                    continue
-                if _pid_alive(int(pid)):
-                    continue
+            if only_dead_owners and _owner_alive(tags):
+                continue
             with contextlib.suppress(NotFound):
                 client.api.remove_container(info["Id"], force=True)
                 removed += 1
