@@ -1,9 +1,11 @@
 """Verification: re-run the check that opened an incident until it passes or time runs out.
 
 A check that reports on the target (docker, http, railway, kubernetes) passes on an ``ok``
-signal for it. A log rule has no ``ok``: it passes when a whole ``quiet`` period goes by with no
-new line of the incident's kind. A ``monitor_error`` incident passes when the monitor works.
-Verification never writes monitor state, so the running monitors still see every line.
+signal for it. A log rule (a log file's, or a Railway deployment's logs) has no ``ok``: it passes
+when a whole ``quiet`` period goes by with no new line of the incident's kind, read from where
+the running monitor is. A ``monitor_error`` incident passes when the monitor works.
+Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
+attempt costs no lookups) but never writes it, so the running monitors still see every line.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ class Verdict:
     passed: bool
     reason: str
     attempts: int
+
+
+def is_log_rule(incident: Any) -> bool:
+    """Whether a log rule opened ``incident`` (its signals carry the rule that matched)."""
+    return incident.source == "logfile" or "rule" in (incident.details or {})
 
 
 class Verifier:
@@ -64,8 +71,9 @@ class Verifier:
             await asyncio.sleep(spec.interval)
 
     async def _once(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> tuple[bool, str]:
-        log_rule = incident.source == "logfile"
-        state = await asyncio.to_thread(self._state, monitor.id) if log_rule else {}
+        log_rule = is_log_rule(incident)
+        stateful = log_rule or incident.source == "railway"
+        state = await asyncio.to_thread(self._state, monitor.id) if stateful else {}
         if log_rule:
             await asyncio.sleep(spec.quiet)
         try:
