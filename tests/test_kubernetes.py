@@ -78,6 +78,7 @@ async def test_crashloop_from_the_watch_opens_incident_and_rollout_restart_heals
         [patch] = kube.sent("PATCH")
         assert patch.path == "/apis/apps/v1/namespaces/shop/deployments/api"
         assert patch.content_type == "application/strategic-merge-patch+json"
+        assert patch.query == {"fieldManager": "guard"}  # managedFields name Guard, not kubectl
         stamp = patch.body["spec"]["template"]["metadata"]["annotations"][
             "kubectl.kubernetes.io/restartedAt"]
         assert patch.body == {"spec": {"template": {"metadata": {"annotations": {

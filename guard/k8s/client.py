@@ -32,6 +32,7 @@ from guard.exceptions import KubernetesError
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+FIELD_MANAGER = "guard"  # who changed a field, in the object's managedFields
 
 
 # The package is only partly annotated; treat its entry points as untyped.
@@ -163,12 +164,13 @@ class KubeClient:
                          content_type: str) -> dict[str, Any]:
         return self._json(f"patch deployment {namespace}/{name}",
                           self.apps.patch_namespaced_deployment, name, namespace, body,
-                          _content_type=content_type)
+                          field_manager=FIELD_MANAGER, _content_type=content_type)
 
     def patch_scale(self, namespace: str, name: str, replicas: int) -> dict[str, Any]:
         return self._json(f"scale deployment {namespace}/{name}",
                           self.apps.patch_namespaced_deployment_scale, name, namespace,
-                          {"spec": {"replicas": replicas}}, _content_type=MERGE_PATCH)
+                          {"spec": {"replicas": replicas}}, field_manager=FIELD_MANAGER,
+                          _content_type=MERGE_PATCH)
 
     def delete_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod,
