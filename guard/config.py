@@ -121,6 +121,49 @@ class SandboxSettings(_Section):
             raise ValueError(f"sandbox.user {value!r}: commands must not run as root")
         return value
 
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory_size(cls, value: object) -> object:
+        """What docker-py's ``parse_bytes`` takes (bytes, or b/k/m/g), at least the engine's 6m."""
+        import re
+
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # plain bytes
+        if not isinstance(value, str):
+            return value  # pydantic reports the type
+        found = re.fullmatch(r"(\d+(?:\.\d+)?)([bkmg])?b?", value.strip(), re.IGNORECASE)
+        if found is None:
+            raise ValueError(
+                f"sandbox.memory {value!r}: not a Docker memory size; a number of bytes or one "
+                "with a unit b, k, m or g, e.g. '256m' or '1g'"
+            )
+        size = float(found[1]) * 1024 ** "bkmg".index((found[2] or "b").lower())
+        if size < 6 * 1024 * 1024:
+            raise ValueError(f"sandbox.memory {value!r}: below Docker's minimum of 6m; e.g. '256m'")
+        return value.strip()
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, value: float) -> float:
+        most = (os.cpu_count() or 1) * 4
+        if not 0.01 <= value <= most:
+            raise ValueError(
+                f"sandbox.cpus {value}: must be from 0.01 to {most} (4 x this machine's "
+                f"{os.cpu_count() or 1} CPUs; the engine itself refuses more than its host has), "
+                "e.g. 1.0"
+            )
+        return value
+
+    @field_validator("pids")
+    @classmethod
+    def _pids(cls, value: int) -> int:
+        if value < 8:
+            raise ValueError(
+                f"sandbox.pids {value}: at least 8 (docker-init, the idle process, the shell and "
+                "the command's own children all count); e.g. 128"
+            )
+        return value
+
 
 class LLMSettings(_Section):
     provider: Literal["none", "openai", "anthropic", "ollama"] = "none"

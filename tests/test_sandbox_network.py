@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import docker
 import pytest
+from loguru import logger
 
 from guard.config import SandboxSettings
 from guard.exceptions import SandboxError
@@ -71,7 +72,8 @@ async def test_no_network_by_default(
 
 
 async def test_granted_network_reaches_only_that_network(
-    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, sites: list[Site]
+    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, sites: list[Site],
+    warnings_logged: list[str],
 ) -> None:
     mine, other = sites
     box = DockerSandbox(
@@ -89,7 +91,47 @@ async def test_granted_network_reaches_only_that_network(
             assert result.exit_code != 0 and "nobody" not in result.stdout, url
     finally:
         await box.close()
+    assert not warnings_logged  # an internal network is the expected kind
     assert_host_ok(sbx_client)
+
+
+@pytest.fixture
+def warnings_logged() -> Iterator[list[str]]:
+    """Guard's loguru warnings while the test runs."""
+    seen: list[str] = []
+    sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
+    yield seen
+    logger.remove(sink)
+
+
+@pytest.fixture
+def open_bridge(sbx_client: docker.DockerClient) -> Iterator[str]:
+    """A plain (not internal) bridge network: it routes to the host and beyond."""
+    net = sbx_client.networks.create(f"guard-test-open-{secrets.token_hex(3)}", driver="bridge")
+    try:
+        yield str(net.name)
+    finally:
+        net.remove()
+
+
+async def test_a_non_internal_network_grant_warns_once(
+    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, open_bridge: str,
+    warnings_logged: list[str],
+) -> None:
+    assert sbx_client.api.inspect_network(open_bridge)["Internal"] is False
+    for _ in range(2):  # two incidents granting it: one warning per network, not per sandbox
+        box = DockerSandbox(
+            sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+            grants=SandboxGrants(network=open_bridge),
+        )
+        try:
+            assert (await box.run("true")).exit_code == 0
+        finally:
+            await box.close()
+    (warning,) = [w for w in warnings_logged if open_bridge in w]
+    assert f"sandbox network grant '{open_bridge}' is not an internal Docker network" in warning
+    assert "the internet" in warning
+    assert f"docker network create --internal {open_bridge}" in warning
 
 
 async def test_missing_network_says_what_to_do(

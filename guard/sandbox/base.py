@@ -13,13 +13,15 @@ Playbooks may widen the default (no network, no mounts, no secrets) only through
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from guard.exceptions import SandboxError
 from guard.redact import Redactor
@@ -79,7 +81,88 @@ class Sandbox(Protocol):
         ...
 
 
-_FORBIDDEN_SOURCES = ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd")
+# Host paths a sandbox never sees, not even read-only, with why and what to grant instead.
+# Engine sockets are doors, not files: a read-only mount does not stop a process talking through
+# one, and talking to the engine is root on the host. /proc/1/root is the host's whole filesystem.
+_NO_SOCKETS = "sockets are never mounted; reach a service through a granted network instead"
+_NARROWER = "grant only the directory or file the commands need (e.g. /srv/app/logs)"
+_FORBIDDEN_SOURCES: dict[str, tuple[str, str]] = {
+    "/proc": ("the kernel's view of every process (/proc/1/root is the host's root)", _NARROWER),
+    "/sys": ("the kernel's and the devices' settings", _NARROWER),
+    "/dev": ("the host's devices", _NARROWER),
+    "/var/lib/docker": (
+        "Docker's own state (every container's files, volumes and secrets)",
+        "grant the host directory your app bind-mounts instead (e.g. /srv/app/logs)",
+    ),
+    "/var/lib/containerd": ("containerd's state (every container's files)", _NARROWER),
+    "/run/docker.sock": ("the Docker engine's socket (root on the host)", _NO_SOCKETS),
+    "/var/run/docker.sock": ("the Docker engine's socket (root on the host)", _NO_SOCKETS),
+    "/run/docker": ("the Docker engine's runtime sockets", _NO_SOCKETS),
+    "/var/run/docker": ("the Docker engine's runtime sockets", _NO_SOCKETS),
+    "/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
+    "/var/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
+}
+
+
+def _forbidden_sources() -> dict[str, tuple[str, str]]:
+    """The fixed list plus the socket ``DOCKER_HOST`` names, if it is a unix one."""
+    found = dict(_FORBIDDEN_SOURCES)
+    host = os.environ.get("DOCKER_HOST", "")
+    if host.startswith("unix://") and len(host) > len("unix://"):
+        sock = posixpath.normpath("/" + host[len("unix://") :].lstrip("/"))
+        paths = [sock]
+        with contextlib.suppress(OSError):
+            paths.append(os.path.realpath(sock))
+        for path in paths:
+            found.setdefault(path, ("the engine socket DOCKER_HOST names", _NO_SOCKETS))
+    return found
+
+
+def _source_problem(path: str, *, real: bool) -> tuple[str, str] | None:
+    """Why host path ``path`` (absolute, normalised) may not be mounted, and the fix; or None.
+
+    Only a ``real`` path (no symlinks left) is also looked at on disk, for a socket.
+    """
+    if path == "/":
+        return "is the host's whole filesystem", _NARROWER
+    for bad, (why, fix) in _forbidden_sources().items():
+        if path == bad:
+            return f"is {why}", fix
+        if path.startswith(bad + "/"):
+            return f"is inside {bad}, {why}", fix
+        if bad.startswith(path + "/"):
+            return f"contains {bad}, {why}", _NARROWER
+    if path.endswith(".sock"):
+        return "is named like a container-engine socket (*.sock)", _NO_SOCKETS
+    if real:
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                return "is a Unix socket", _NO_SOCKETS
+    return None
+
+
+def check_mount_source(source: str, target: str) -> str:
+    """The real path to bind-mount for ``source``, checked as written *and* as resolved.
+
+    Raises ``ValueError`` naming the grant, why it is refused and what to grant instead. The
+    text catches paths whose resolution hides them (``/proc/1/root/etc`` resolves to ``/etc``);
+    the real path catches symlinks to forbidden places. Paths resolve as Guard sees the
+    filesystem: the same as the Docker host's unless Guard runs in a container.
+    """
+    refused = f"read-only mount {source} -> {target} refused"
+    if found := _source_problem(source, real=False):
+        raise ValueError(f"{refused}: it {found[0]}; {found[1]}")
+    try:
+        real = os.path.realpath(source)
+    except OSError as exc:  # e.g. a symlink in a directory Guard may not read
+        raise ValueError(
+            f"{refused}: cannot resolve it ({exc.strerror}), so cannot check where it leads; "
+            "grant a path Guard can read"
+        ) from None
+    if found := _source_problem(real, real=True):
+        subject = "it" if real == source else f"it resolves to {real}, which"
+        raise ValueError(f"{refused}: {subject} {found[0]}; {found[1]}")
+    return real
 
 
 class ReadOnlyMount(BaseModel):
@@ -95,27 +178,29 @@ class ReadOnlyMount(BaseModel):
     def _absolute(cls, value: str) -> str:
         if not value.startswith("/"):
             raise ValueError(f"{value!r} must be an absolute path")
-        norm = posixpath.normpath(value)
-        if norm == "/":
-            raise ValueError("mounting / is not allowed")
-        return norm
+        return posixpath.normpath("/" + value.lstrip("/"))  # normpath keeps a leading "//"
 
     @field_validator("target")
     @classmethod
     def _free_target(cls, value: str) -> str:
-        if value in ("/tmp", "/workspace") or value.split("/")[1] in ("proc", "sys", "dev"):
+        if value in ("/", "/tmp", "/workspace") or value.split("/")[1] in ("proc", "sys", "dev"):
             raise ValueError(f"{value!r} is reserved inside the sandbox; mount somewhere else")
         return value
 
-    @field_validator("source")
-    @classmethod
-    def _not_engine_socket(cls, value: str) -> str:
-        if value.endswith(".sock") or any(
-            value == bad or value.startswith(bad + "/") or bad.startswith(value + "/")
-            for bad in _FORBIDDEN_SOURCES
-        ):
-            raise ValueError(f"{value!r}: container-engine sockets are never mounted")
-        return value
+    @model_validator(mode="after")
+    def _safe_source(self) -> ReadOnlyMount:
+        check_mount_source(self.source, self.target)
+        return self
+
+    def host_source(self) -> str:
+        """The source's real path, re-checked now (a symlink may have changed since loading).
+
+        Raises ``SandboxError`` if it now points somewhere forbidden.
+        """
+        try:
+            return check_mount_source(self.source, self.target)
+        except ValueError as exc:
+            raise SandboxError(str(exc)) from None
 
 
 class SandboxGrants(BaseModel):

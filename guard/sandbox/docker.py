@@ -17,6 +17,9 @@ Design:
 * A command's processes do not outlive it: if any are left running when it ends (a daemon, a
   fork bomb), the container is reset. Counting them reads the host's ``pids.current`` when
   visible, else asks the engine (``top``).
+* Grants are re-checked at creation: mount sources are resolved and checked again (a symlink
+  may have changed since the playbook loaded) and the real path is what gets mounted; a granted
+  network that is not ``internal`` logs a warning once, since it routes beyond the host.
 * Containers carry ``guard.sandbox=1`` plus owner/incident labels; ``reap_orphans`` removes the
   ones a crashed Guard left behind.
 
@@ -85,6 +88,10 @@ __all__ = [
     "connect",
     "reap_orphans",
 ]
+
+_warned_networks: set[str] = set()  # ids of non-internal networks already warned about
+_warned_lock = threading.Lock()
+
 
 class DockerSandbox:
     """The ``Sandbox`` of one incident, backed by one warm container (see module docstring)."""
@@ -168,7 +175,8 @@ class DockerSandbox:
             ],
             log_config=LogConfig(type="none"),
             mounts=[
-                Mount(target=m.target, source=m.source, type="bind", read_only=True)
+                # The real path, re-checked now: what was checked is what gets mounted.
+                Mount(target=m.target, source=m.host_source(), type="bind", read_only=True)
                 for m in g.mounts
             ],
         )
@@ -188,6 +196,8 @@ class DockerSandbox:
             LABEL_PID_STARTED: process_started(os.getpid()),
         }
         try:
+            if self.grants.network:
+                self._check_network(self.grants.network)
             created = self.api.create_container(
                 self.image,
                 entrypoint=["sleep"],
@@ -208,6 +218,28 @@ class DockerSandbox:
         self._oom_seen = 0
         logger.debug("sandbox {} up for incident {}", cid[:12], self.incident_id)
         return cid
+
+    def _check_network(self, name: str) -> None:
+        """Warn (once per network) when a granted network is not ``internal``.
+
+        The engine forwards a non-internal network's traffic, so the sandbox reaches whatever
+        the Docker host can route to: the LAN, the internet. (Services listening on the host's
+        own addresses are reachable from internal networks too: see docs/SANDBOX.md.) Raises
+        ``NotFound`` if the network does not exist.
+        """
+        info = self.api.inspect_network(name)
+        if info.get("Internal"):
+            return
+        with _warned_lock:
+            if info["Id"] in _warned_networks:
+                return
+            _warned_networks.add(info["Id"])
+        logger.warning(
+            "sandbox network grant {!r} is not an internal Docker network: sandboxed commands "
+            "can reach whatever it reaches (the host through its gateway, other hosts, the "
+            "internet). To keep egress closed, recreate it with `docker network create "
+            "--internal {}` and attach only the services the commands need", name, name,
+        )
 
     def _discard(self, cid: str | None = None) -> None:
         """Remove container ``cid`` (default: the current one), forgetting it if current."""
