@@ -88,7 +88,8 @@ def free_port() -> int:
 class GuardProcess:
     """``guard run`` in a subprocess with its own home (config, playbooks, data)."""
 
-    def __init__(self, root: Path, monitors: list[dict[str, Any]]) -> None:
+    def __init__(self, root: Path, monitors: list[dict[str, Any]],
+                 config: dict[str, Any] | None = None) -> None:
         self.root = root
         (root / "playbooks").mkdir(parents=True, exist_ok=True)
         (root / "playbooks" / "bench.yaml").write_text(
@@ -96,7 +97,7 @@ class GuardProcess:
         self.config = root / "guard.yaml"
         self.config.write_text(yaml.safe_dump({
             "data_dir": str(root / "data"), "playbooks_dir": str(root / "playbooks"),
-            "skills_dir": str(root / "skills"), "log_level": "WARNING"}))
+            "skills_dir": str(root / "skills"), "log_level": "WARNING", **(config or {})}))
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -139,9 +140,10 @@ class GuardProcess:
 
 
 @contextlib.contextmanager
-def guard_process(monitors: list[dict[str, Any]], prefix: str) -> Iterator[GuardProcess]:
+def guard_process(monitors: list[dict[str, Any]], prefix: str,
+                  config: dict[str, Any] | None = None) -> Iterator[GuardProcess]:
     with tempfile.TemporaryDirectory(prefix=f"guard-bench-{prefix}-") as tmp:
-        g = GuardProcess(Path(tmp), monitors)
+        g = GuardProcess(Path(tmp), monitors, config)
         try:
             g.start()
             yield g

@@ -3,9 +3,9 @@
 A ``guard run`` process follows a log file (checked every second); a writer appends 100,000
 copies of one fault (differing only in timestamp, request id, client IP and duration) over
 10 s. Reported side by side: the same process before and after the storm (RSS), the lines
-Guard counted, and the incident events it emitted. "One message" needs the notifier, which is
-not built yet, so the figure is the number of ``opened`` incident events (each would be one
-message), read from ``/metrics``. Run alone: ``python -m bench.storm [--lines N]``.
+Guard counted, the incident events it emitted (from ``/metrics``) and the Telegram messages it
+sent: Guard talks to the tests' Bot API server on 127.0.0.1 (the real python-telegram-bot
+stack), which counts every ``sendMessage``. Run alone: ``python -m bench.storm [--lines N]``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import guard_process, machine, rss_mb
+from tests.telegram_server import TelegramServer
+
+TOKEN = "123456:storm-bench"
+CHAT = -1001
 
 SIGNALS = 'guard_signals_total{kind="db_too_many_connections",source="logfile",status="firing"}'
 
@@ -31,7 +35,11 @@ def run(lines: int = 100_000, seconds: float = 10.0) -> dict[str, Any]:
                      "rules": [{"kind": "db_too_many_connections",
                                 "pattern": "too many clients", "severity": "critical"},
                                {"kind": "api_error", "pattern": r"\bERROR\b"}]}]
-        with guard_process(monitors, "storm") as g:
+        telegram = TelegramServer(TOKEN).start()
+        config = {"telegram": {"bot_token": TOKEN, "chat_id": CHAT, "allowed_user_ids": [1],
+                               "api_base_url": telegram.url, "poll_timeout": "1s"},
+                  "sandbox": {"backend": "local"}}  # no diagnostics image needed
+        with guard_process(monitors, "storm", config) as g:
             time.sleep(3)
             before = rss_mb(g.pid)
             peak = before
@@ -53,17 +61,21 @@ def run(lines: int = 100_000, seconds: float = 10.0) -> dict[str, Any]:
                 peak = max(peak, rss_mb(g.pid))
                 time.sleep(0.2)
             caught_up = time.monotonic() - t0
-            time.sleep(2)
+            time.sleep(5)  # the outbox sends within a second; leave room for a second message
             after = rss_mb(g.pid)
             counted = g.metric(SIGNALS)
             opened = g.metric('guard_incident_events_total{type="opened"}')
             other = sum(g.metric(f'guard_incident_events_total{{type="{t}"}}')
                         for t in ("reopened", "flapping", "resolved"))
+        messages = [m["params"] for m in telegram.sent("sendMessage")
+                    if str(m["params"].get("chat_id")) == str(CHAT)]
+        telegram.stop()
     return {"what": f"{lines} error lines written over {seconds:g}s to a followed log",
             "lines_written": lines, "write_seconds": round(wrote_in, 2),
             "lines_counted": int(counted), "all_counted_after_s": round(caught_up, 2),
             "incidents_opened_events": int(opened), "other_incident_events": int(other),
-            "messages": "pending: needs the notifier; opened events stand in for messages",
+            "telegram_messages": len(messages),
+            "telegram_first_message": (messages[0].get("text", "")[:120] if messages else None),
             "rss_mb_before": before, "rss_mb_peak": peak, "rss_mb_after": after,
             "rss_growth_mb": round(after - before, 1)}
 
