@@ -29,9 +29,12 @@ STRANGER = 666
 
 @pytest.fixture
 def tg() -> Iterator[TelegramServer]:
+    """The Bot API server; a test fails if Guard sent anything Telegram would have refused
+    (a test that provokes refusals on purpose empties ``tg.refused`` after checking them)."""
     server = TelegramServer(TOKEN).start()
     yield server
     server.stop()
+    assert not server.refused, f"Telegram would have refused: {server.refused}"
 
 
 class Service:
@@ -77,6 +80,8 @@ def service() -> Iterator[Service]:
 
 def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
     config: dict[str, Any] = {
+        # /healthz and /metrics on loopback and a free port: Guards in parallel never collide
+        "http_host": "127.0.0.1", "http_port": 0,
         "telegram": {"bot_token": TOKEN, "chat_id": CHAT, "allowed_user_ids": [ADMIN],
                      "api_base_url": tg.url, "poll_timeout": "1s"},
         "sandbox": {"backend": "local"},

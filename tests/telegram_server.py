@@ -4,6 +4,11 @@ It serves ``/bot<TOKEN>/<method>`` with form-encoded, JSON and multipart bodies,
 ``getUpdates`` (offsets confirm earlier updates), keeps the messages the bot sent so it can edit
 them and quote them in callback queries and replies, and can be told to fail a method (e.g. a
 429 with ``retry_after``), or be stopped and started again on the same port (an outage).
+
+It refuses what Telegram refuses, with Telegram's descriptions: text over 4096 characters
+(captions over 1024) after entity parsing, ``callback_data`` outside 1-64 bytes, and HTML that
+Telegram's parser (tdlib's ``parse_html``) rejects: unknown or unclosed tags, end tags that do not
+match. So a test that passes against it proves Guard's messages would be accepted.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import re
 import socket
 import threading
 import time
@@ -22,6 +28,167 @@ from urllib.parse import parse_qsl
 BOT = {"id": 777000, "is_bot": True, "first_name": "Guard", "username": "guard_test_bot",
        "can_join_groups": True, "can_read_all_group_messages": False,
        "supports_inline_queries": False}
+
+
+TEXT_LIMIT = 4096
+CAPTION_LIMIT = 1024
+CALLBACK_DATA_LIMIT = 64
+HTML_TAGS = frozenset({"a", "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span",
+                       "tg-spoiler", "tg-emoji", "code", "pre", "blockquote"})
+NAMED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_ENTITY = re.compile(r"&(?:#([0-9]+)|#[xX]([0-9a-fA-F]+)|([a-zA-Z]+));")
+_ATTRIBUTE_VALUE = re.compile(r"[a-zA-Z0-9.\-]+")
+
+
+class HtmlError(ValueError):
+    """Why Telegram cannot parse a text as HTML (its own wording)."""
+
+
+def parse_html(text: str) -> str:
+    """The plain text Telegram would make of ``text`` in HTML parse mode, or ``HtmlError``.
+
+    Like tdlib: only the supported tags, every ``<`` starts a tag, end tags must match the
+    innermost open tag, ``&lt; &gt; &amp; &quot;`` and numeric entities are decoded and any other
+    ``&`` stays as it is.
+    """
+    out: list[str] = []
+    stack: list[str] = []
+    i, n = 0, len(text)
+
+    def at(pos: int) -> int:
+        return len(text[:pos].encode())
+
+    while i < n:
+        c = text[i]
+        if c == "&":
+            m = _ENTITY.match(text, i)
+            decoded = None
+            if m is not None:
+                if m.group(3) is not None:
+                    decoded = NAMED_ENTITIES.get(m.group(3))
+                else:
+                    code = int(m.group(1)) if m.group(1) else int(m.group(2), 16)
+                    decoded = chr(code) if 0 < code < 0x110000 else None
+            if decoded is not None and m is not None:
+                out.append(decoded)
+                i = m.end()
+            else:
+                out.append(c)
+                i += 1
+            continue
+        if c != "<":
+            out.append(c)
+            i += 1
+            continue
+        begin = i
+        if i + 1 < n and text[i + 1] == "/":
+            if not stack:
+                raise HtmlError(f"Unexpected end tag at byte offset {at(begin)}")
+            j = i + 2
+            while j < n and not text[j].isspace() and text[j] != ">":
+                j += 1
+            name = text[i + 2:j].lower()
+            while j < n and text[j].isspace():
+                j += 1
+            if j >= n or text[j] != ">":
+                raise HtmlError(f"Unclosed end tag at byte offset {at(begin)}")
+            if name and name != stack[-1]:
+                raise HtmlError(f'Unmatched end tag at byte offset {at(begin)}, expected '
+                                f'"</{stack[-1]}>", found "</{name}>"')
+            stack.pop()
+            i = j + 1
+            continue
+        j = i + 1
+        while j < n and not text[j].isspace() and text[j] != ">":
+            j += 1
+        if j >= n:
+            raise HtmlError(f"Unclosed start tag at byte offset {at(begin)}")
+        name = text[i + 1:j].lower()
+        if name not in HTML_TAGS:
+            raise HtmlError(f'Unsupported start tag "{name}" at byte offset {at(begin)}')
+        attributes, j = _attributes(text, j, name, at(begin))
+        if name == "span" and attributes.get("class") != "tg-spoiler":
+            raise HtmlError(f'Tag "span" must have class "tg-spoiler" at byte offset '
+                            f"{at(begin)}")
+        stack.append(name)
+        i = j + 1
+    if stack:
+        raise HtmlError(f"Can't find end tag corresponding to start tag \"{stack[-1]}\"")
+    return "".join(out)
+
+
+def _attributes(text: str, i: int, tag: str, offset: int) -> tuple[dict[str, str], int]:
+    """The attributes of a start tag from ``i``; returns them and the index of its ``>``."""
+    attributes: dict[str, str] = {}
+    n = len(text)
+    unclosed = HtmlError(f"Unclosed start tag at byte offset {offset}")
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            raise unclosed
+        if text[i] == ">":
+            return attributes, i
+        start = i
+        while i < n and not text[i].isspace() and text[i] not in "=>":
+            i += 1
+        name = text[start:i].lower()
+        if not name:
+            raise HtmlError(f'Empty attribute name in the tag "{tag}" at byte offset {offset}')
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            raise unclosed
+        if text[i] != "=":
+            attributes[name] = ""
+            continue
+        i += 1
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            raise unclosed
+        if text[i] in "\"'":
+            end = text.find(text[i], i + 1)
+            if end == -1:
+                raise unclosed
+            attributes[name] = text[i + 1:end]
+            i = end + 1
+        else:
+            m = _ATTRIBUTE_VALUE.match(text, i)
+            if m is None or m.end() >= n:
+                raise HtmlError(f"Unexpected end of name token at byte offset "
+                                f"{len(text[:i].encode())}")
+            attributes[name] = m.group()
+            i = m.end()
+
+
+def refusal(method: str, p: dict[str, Any]) -> str | None:
+    """Why Telegram would answer this request with 400 (without "Bad Request: "), if it would."""
+    markup = p.get("reply_markup")
+    if isinstance(markup, dict):
+        for row in markup.get("inline_keyboard") or []:
+            for button in row:
+                data = button.get("callback_data")
+                if data is not None and not 1 <= len(str(data).encode()) <= CALLBACK_DATA_LIMIT:
+                    return "BUTTON_DATA_INVALID"
+    field, limit = {"sendMessage": ("text", TEXT_LIMIT), "editMessageText": ("text", TEXT_LIMIT),
+                    "sendPhoto": ("caption", CAPTION_LIMIT)}.get(method, ("", 0))
+    if not field:
+        return None
+    raw = p.get(field)
+    if raw is None or raw == "":
+        return "message text is empty" if field == "text" else None
+    text = str(raw)
+    if str(p.get("parse_mode") or "").lower() == "html":
+        try:
+            text = parse_html(text)
+        except HtmlError as exc:
+            return f"can't parse entities: {exc}"
+    if field == "text" and not text.strip():
+        return "message text is empty"
+    if len(text) > limit:  # characters of the parsed text, as Telegram counts them
+        return "message is too long" if field == "text" else "message caption is too long"
+    return None
 
 
 def _maybe_json(value: str) -> Any:
@@ -61,6 +228,7 @@ class TelegramServer:
         self.updates: list[dict[str, Any]] = []
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
+        self.refused: list[dict[str, Any]] = []  # requests Telegram would have refused
         self._next_update = 1
         self._next_message = 100
         self._cond = threading.Condition()
@@ -153,6 +321,13 @@ class TelegramServer:
         fn = getattr(self, f"api_{method}", None)
         if fn is None:
             return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+        refused = refusal(method, params)
+        if refused is not None:
+            with self._cond:
+                self.refused.append({"method": method, "params": params,
+                                     "description": refused})
+            return 400, {"ok": False, "error_code": 400,
+                         "description": f"Bad Request: {refused}"}
         result = fn(params)
         if isinstance(result, tuple):
             return result

@@ -130,3 +130,74 @@ def test_a_fix_sent_as_a_reply_is_verified_learned_and_said_in_the_thread(home, 
         (cmd,) = commands(home)
         assert (cmd.verb, cmd.actor, cmd.channel, cmd.fix) == (
             "reply", f"telegram:{ADMIN}", "telegram", fix)
+
+
+def test_an_empty_allowlist_refuses_everyone_and_audits_it(home, tg, service):
+    http_playbook(home, service)
+    write_http_skill(home, service)
+    configure(home, tg, telegram={"allowed_user_ids": []})  # fail closed: nobody, not even ADMIN
+    with guard_run(home):
+        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
+        msg = incident_message(tg, inc["id"])
+        mid = msg["message_id"]
+        for _, data in buttons(msg):  # run the skill, send a fix, deny, mute
+            tg.press(ADMIN, data, chat_id=CHAT, message_id=mid)
+        wait_for(lambda: len(answers(tg)) >= 4, 20, "four refusals")
+        tg.say(ADMIN, f"/fix {inc['id']} http.request {service.base}/fix", chat_id=CHAT)
+        tg.say(ADMIN, f"http.request {service.base}/fix", chat_id=CHAT, reply_to=mid)
+        wait_for(lambda: len(tg.bot_messages("Refused")) >= 2, 20, "the fixes' refusals")
+        assert all(a.startswith("Refused: no one is allowed yet") for a in answers(tg)), \
+            answers(tg)
+        audited = wait_for(lambda: len(refusals(home)) >= 6 and refusals(home), 20,
+                           "six audit entries")
+        assert len(audited) == 6
+        assert {r.actor for r in audited} == {f"telegram:{ADMIN}"}
+        assert all("telegram.allowed_user_ids is empty" in r.data["reason"] for r in audited)
+        subjects = [r.subject for r in audited]
+        assert subjects[-2:] == ["command:fix", f"incident:{inc['id']}"]
+        assert sorted(subjects[:4]) == sorted(f"callback:{d}" for _, d in buttons(msg))
+        # nothing ran, nothing was spent, nobody was prompted, the question is still open
+        assert commands(home) == [] and service.fixes == 0
+        with home.database().session() as s:
+            assert all(a.used_at is None for a in s.exec(select(Approval)))
+        assert not tg.bot_messages("Reply to this message")
+        assert show(home, inc["id"])["state"] == "awaiting_human"
+        assert "reply_markup" in tg.messages[(CHAT, mid)]
+
+
+def test_deny_escalates_and_closes_the_message(home, tg, service):
+    http_playbook(home, service)
+    write_http_skill(home, service)
+    configure(home, tg)
+    with guard_run(home):
+        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
+        msg = incident_message(tg, inc["id"])
+        mid = msg["message_id"]
+        deny = next(d for label, d in buttons(msg) if "Deny" in label)
+        tg.press(ADMIN, deny, chat_id=CHAT, message_id=mid)
+        wait_for(lambda: show(home, inc["id"])["state"] == "escalated", 30, "the escalation")
+        final = wait_for(lambda: next((m for m in tg.bot_messages("Denied by telegram:42")
+                                       if m["message_id"] == mid), None), 20,
+                         "the message to say who denied it")
+        assert "reply_markup" not in final and "Escalated" in final["text"]
+        assert final["text"].startswith(f"<b>Incident #{inc['id']}</b>")
+        said = wait_for(lambda: [m for m in tg.bot_messages("deny by telegram:42")
+                                 if m.get("reply_to_message", {}).get("message_id") == mid],
+                        20, "the outcome in the thread")
+        assert "no remedy will run" in said[0]["text"]
+        assert answers(tg)[-1].startswith("Denied by telegram:42")
+        (cmd,) = commands(home)
+        assert (cmd.verb, cmd.actor, cmd.channel, cmd.status) == (
+            "deny", f"telegram:{ADMIN}", "telegram", "done")
+        assert service.fixes == 0
+        with home.database().session() as s:
+            pressed = s.exec(select(AuditEntry).where(AuditEntry.action == "telegram.pressed")
+                             ).one()
+            assert pressed.data["kind"] == "deny"
+            assert all(a.used_at is not None for a in s.exec(select(Approval)))
+        # a press on another of its buttons now is refused: the question was answered
+        run = next(d for label, d in buttons(msg) if "web-fix" in label)
+        tg.press(ADMIN, run, chat_id=CHAT, message_id=mid)
+        wait_for(lambda: len(answers(tg)) >= 2, 20, "the late press's refusal")
+        assert answers(tg)[-1].startswith("Refused") and service.fixes == 0
+        assert len(commands(home)) == 1

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
+from guard.actions import ActionError
 from guard.config import TelegramSettings
-from guard.notify.telegram import outbox
+from guard.notify.telegram import handlers, outbox
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.sync import Sync
 from guard.records import utcnow
@@ -126,3 +127,58 @@ def test_expired_questions_are_closed_with_the_way_forward(db: Database) -> None
     (edit,) = edits(db)
     assert edit.text.startswith("expired: Nobody answered in time")
     assert f"/fix {inc} COMMAND" in edit.text
+
+
+def gateway(db: Database) -> Any:
+    return SimpleNamespace(
+        db=db, auth=Authoriser(TelegramSettings(allowed_user_ids=[ADMIN]), db), chat_id=CHAT,
+        settings=SimpleNamespace(telegram=TelegramSettings()),
+        notifier=SimpleNamespace(closed_text=lambda incident_id, state, text: f"{state}: {text}"))
+
+
+def press(data: str, message_id: int, answered: list[str]) -> Any:
+    async def answer(text: str, show_alert: bool = False) -> None:
+        answered.append(text)
+
+    return SimpleNamespace(callback_query=SimpleNamespace(
+        data=data, from_user=SimpleNamespace(id=ADMIN), answer=answer,
+        message=SimpleNamespace(chat=SimpleNamespace(id=int(CHAT)), message_id=message_id)))
+
+
+async def test_a_press_is_closed_before_the_agent_can_report_the_heal(db: Database,
+                                                                     monkeypatch: Any) -> None:
+    inc, _, ids = asked(db)
+    real_queue = handlers.queue_command
+
+    def agent_heals_at_once(database: Database, **command: Any) -> Any:
+        # the agent picks the command up the moment it exists, heals, and says so
+        cmd = real_queue(database, **command)
+        set_state(database, inc, "resolved")
+        outbox.close_question(database, chat_id=CHAT, incident_id=inc,
+                              text="resolved: healed by skill web-fix")
+        return cmd
+
+    monkeypatch.setattr(handlers, "queue_command", agent_heals_at_once)
+    answered: list[str] = []
+    await handlers.Handlers(gateway(db)).on_callback(press(ids[0], 500 + inc, answered), None)
+    sync(db).once()
+    # the outbox sends edits in this order: the heal is the last word, not "running…"
+    texts = [e.text for e in edits(db)]
+    assert texts[0].startswith("remediating: Approved by telegram:42")
+    assert texts[-1] == "resolved: healed by skill web-fix" and len(texts) == 2
+    assert answered and answered[0].startswith("Approved by telegram:42")
+
+
+async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(db: Database,
+                                                                      monkeypatch: Any) -> None:
+    inc, _, ids = asked(db)
+
+    def incident_gone(database: Database, **command: Any) -> Any:
+        raise ActionError(f"no incident {inc}")
+
+    monkeypatch.setattr(handlers, "queue_command", incident_gone)
+    answered: list[str] = []
+    await handlers.Handlers(gateway(db)).on_callback(press(ids[1], 500 + inc, answered), None)
+    assert [e.text for e in edits(db)][-1] == (
+        f"failed: telegram:42 answered, but nothing ran: no incident {inc}")
+    assert answered == [f"Could not deny: no incident {inc}"]

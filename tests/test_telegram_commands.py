@@ -1,11 +1,14 @@
-"""Commands and the mute button on a real `guard run`; every message kept in conversation memory."""
+"""Commands and the mute button on a real `guard run`; every message kept in conversation memory;
+`/fix` in the learning loop; `/incidents` and `/report`."""
 
 from __future__ import annotations
+
+import re
 
 from sqlmodel import select
 
 from guard.memory.conversation import history
-from guard.store.models import AuditEntry
+from guard.store.models import AuditEntry, HumanCommand
 from tests.agent_helpers import find, show, wait_for
 from tests.telegram_helpers import (
     ADMIN,
@@ -77,3 +80,70 @@ def test_commands_mute_and_memory(home, tg, service):
     assert any(m.direction == "in" and m.text == "/status" for m in memory)
     assert any(m.direction == "in" and m.text.startswith("[pressed]") for m in memory)
     assert any(m.direction == "out" and "Guard status" in m.text for m in memory)
+
+
+def in_thread(tg, mid: int, text: str) -> list[dict]:
+    return [m for m in tg.bot_messages(text)
+            if m.get("reply_to_message", {}).get("message_id") == mid]
+
+
+def test_fix_command_goes_into_the_learning_loop(home, tg, service):
+    http_playbook(home, service)  # no skill: only a human's fix can cure it
+    configure(home, tg)
+    with guard_run(home):
+        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
+        mid = incident_message(tg, inc["id"])["message_id"]
+        # a fix that runs but does not cure: nothing is saved, the thread says why
+        miss = f"http.request {service.base}/nothing"
+        tg.say(ADMIN, f"/fix {inc['id']} {miss}", chat_id=CHAT)
+        wait_for(lambda: in_thread(tg, mid, f"Running your fix for incident #{inc['id']}"), 20,
+                 "the fix to be taken")
+        (said,) = wait_for(lambda: in_thread(tg, mid, "did not cure"), 40, "the verdict")
+        assert miss in said["text"] and "Nothing was saved" in said["text"]
+        wait_for(lambda: show(home, inc["id"])["state"] == "awaiting_human", 20,
+                 "the incident to wait for a human again")
+        assert not (home.root / "skills").is_dir() or not any((home.root / "skills").iterdir())
+        # the fix that cures: verified, learned as a skill, and said in the thread
+        fix = f"http.request {service.base}/fix"
+        tg.say(ADMIN, f"/fix #{inc['id']} {fix}", chat_id=CHAT)
+        wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 40, "the fix to cure")
+        skill = show(home, inc["id"])["details"]["learned_skill"]
+        assert (home.root / "skills" / skill / "skill.yaml").is_file()
+        (learned,) = wait_for(lambda: in_thread(tg, mid, "saved as skill"), 20,
+                              "the thread to say it was learned")
+        assert skill in learned["text"] and "verified" in learned["text"]
+        assert service.fixes == 1
+    with home.database().session() as s:
+        cmds = s.exec(select(HumanCommand).order_by(HumanCommand.id)).all()
+    assert [(c.verb, c.actor, c.channel, c.fix, c.status) for c in cmds] == [
+        ("reply", f"telegram:{ADMIN}", "telegram", miss, "failed"),
+        ("reply", f"telegram:{ADMIN}", "telegram", fix, "done")]
+
+
+def test_incidents_and_report_commands(home, tg, service):
+    http_playbook(home, service)
+    configure(home, tg)
+    with guard_run(home) as guard_log:
+        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
+        tg.say(ADMIN, "/incidents", chat_id=CHAT)
+        listed = reply_to_command(tg, "open incident(s)")
+        assert listed.startswith("<b>1 open incident(s)</b>")
+        assert f"#{inc['id']} [awaiting_human] {inc['title']} x" in listed
+
+        tg.say(STRANGER, "/report", chat_id=CHAT)  # refused: no report for strangers
+        reply_to_command(tg, "Refused")
+        assert not tg.bot_messages("Guard daily report") and not tg.sent("sendPhoto")
+        tg.say(ADMIN, "/report", chat_id=CHAT)
+        report = reply_to_command(tg, "Guard daily report")
+        for line in ("Incidents opened: <b>1</b>", "Still open: <b>1</b>", "Noisiest targets",
+                     f"<code>{service.base}/healthz</code>"):
+            assert line in report, line
+        (photo,) = wait_for(lambda: tg.sent("sendPhoto"), 20, "the chart")
+        assert int(photo["params"]["chat_id"]) == CHAT
+        assert photo["params"]["photo"].startswith(b"\x89PNG")
+        assert photo["params"]["caption"] == "Incidents per hour"
+        log = guard_log.read_text()
+    # the HTTP endpoint is on loopback and a free port (never 0.0.0.0:8080)
+    served = re.search(r"serving /healthz, /readyz and /metrics on http://([\d.]+):(\d+)", log)
+    assert served is not None, log[-2000:]
+    assert served.group(1) == "127.0.0.1" and served.group(2) not in ("0", "8080")

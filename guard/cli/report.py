@@ -48,9 +48,11 @@ def daily_report(
         fail("Telegram is not configured (telegram.bot_token and telegram.chat_id); "
              "use --print")
     from guard.notify.telegram import outbox
+    from guard.notify.telegram.messages import REPORT_POINTER, cut
 
     chat = str(settings.telegram.chat_id)
-    outbox.enqueue(db, method="send", chat_id=chat, text=text[:4000], role="report")
+    outbox.enqueue(db, method="send", chat_id=chat, text=cut(text, more=REPORT_POINTER),
+                   role="report")
     outbox.enqueue(db, method="photo", chat_id=chat, text="Incidents per hour", photo=png,
                    role="report")
     out.print("report queued for Telegram; `guard run` sends it")

@@ -42,6 +42,7 @@ from guard.config import Settings
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.commands import HealthSource
+from guard.notify.telegram.messages import REPORT_POINTER, cut
 from guard.notify.telegram.notifier import TelegramNotifier
 from guard.notify.telegram.sync import Sync
 from guard.store.db import Database
@@ -167,7 +168,7 @@ class TelegramGateway:
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
         await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=chat,
-                                text=text[:4000], role="report")
+                                text=cut(text, more=REPORT_POINTER), role="report")
         await asyncio.to_thread(outbox.enqueue, self.db, method="photo", chat_id=chat,
                                 text="Incidents per hour", photo=png, role="report")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)

@@ -94,17 +94,29 @@ class Handlers:
         who = actor(uid)
         verb = VERBS.get(claimed.kind, claimed.kind)
         mute_for = self.gw.settings.telegram.mute_for
-        await asyncio.to_thread(queue_command, self.db, incident_id=claimed.incident_id,
-                                verb=verb, actor=who, channel="telegram", skill=claimed.skill,
-                                fix=str(mute_for) if verb == "mute" else None)
         said = {"approve": f"Approved by {who}: running skill {claimed.skill}…",
                 "deny": f"Denied by {who}: no remedy will run.",
                 "mute": f"Muted by {who} for {format_duration(mute_for)}."}.get(verb, verb)
         state = {"approve": "remediating", "deny": "escalated", "mute": "muted"}.get(verb, verb)
         closed = await asyncio.to_thread(self.gw.notifier.closed_text, claimed.incident_id,
                                          state, said)
+        # The closing edit is queued before the command: the agent may heal the incident at
+        # once and queue its own "Resolved" edit, which must come after this one, not before.
         await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.gw.chat_id,
                                 text=closed, incident_id=claimed.incident_id)
+        try:
+            await asyncio.to_thread(queue_command, self.db, incident_id=claimed.incident_id,
+                                    verb=verb, actor=who, channel="telegram",
+                                    skill=claimed.skill,
+                                    fix=str(mute_for) if verb == "mute" else None)
+        except ActionError as exc:  # the incident went away between the claim and now
+            failed = await asyncio.to_thread(self.gw.notifier.closed_text,
+                                             claimed.incident_id, "failed",
+                                             f"{who} answered, but nothing ran: {exc}")
+            await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.gw.chat_id,
+                                    text=failed, incident_id=claimed.incident_id)
+            await q.answer(f"Could not {verb}: {exc}"[:190], show_alert=True)
+            return
         await q.answer(said[:190])
 
     async def _fix_prompt(self, update: Update, data: str) -> None:

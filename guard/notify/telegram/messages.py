@@ -1,14 +1,16 @@
 """Rendering for Telegram: HTML parse mode, everything from logs escaped, cut under the limit.
 
 Telegram refuses a message over 4096 characters (after entity parsing) and HTML with a stray
-``<`` or ``&``. Text is escaped first and cut afterwards, on a line boundary and never inside an
-entity such as ``&amp;``; a cut message says where the whole text is (``guard incidents show``).
+``<`` or ``&``, or with a tag left open. Text is escaped first and cut afterwards (``cut``), on a
+line boundary, never inside a tag or an entity such as ``&amp;``, and with the tags still open
+there closed again; a cut message says where the whole text is (``guard incidents show``).
 Buttons are plain ``(label, callback_data)`` pairs here, so the outbox can store them as JSON;
 callback data is the opaque approval id (or ``fix:ID`` for the "send a fix" prompt).
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from guard.notify.base import HumanRequest, IncidentUpdate
@@ -34,30 +36,51 @@ def esc(text: object) -> str:
 def cut(html_text: str, limit: int = LIMIT, more: str = "") -> str:
     """``html_text`` (already escaped) cut to at most ``limit`` characters, ending with ``more``.
 
-    The cut falls on a line break if one is near, and never splits an ``&...;`` entity; an
-    open ``<pre>`` is closed again.
+    The cut falls on a line break if one is near, never splits a tag or an ``&...;`` entity,
+    and closes again every tag still open where it falls (innermost first).
     """
     if len(html_text) <= limit:
         return html_text
     tail = "\n…\n" + more
-    room = limit - len(tail) - len("</pre>")
+    room = limit - len(tail)
     head = html_text[:room]
     newline = head.rfind("\n")
     if newline > room * 0.8:
         head = head[:newline]
-    amp = head.rfind("&")
-    if amp != -1 and ";" not in head[amp:]:
-        head = head[:amp]
-    lt = head.rfind("<")
-    if lt != -1 and ">" not in head[lt:]:
-        head = head[:lt]
-    if head.count("<pre>") > head.count("</pre>"):
-        head += "</pre>"
-    return head + tail
+    while True:
+        lt = head.rfind("<")
+        if lt != -1 and ">" not in head[lt:]:
+            head = head[:lt]
+        amp = head.rfind("&")
+        if amp != -1 and ";" not in head[amp:]:
+            head = head[:amp]
+        closing = "".join(f"</{name}>" for name in reversed(_open_tags(head)))
+        over = len(head) + len(closing) - room
+        if over <= 0:
+            return head + closing + tail
+        head = head[:len(head) - over]
+
+
+_TAG = re.compile(r"<(/?)([a-zA-Z][\w-]*)[^<>]*>")
+
+
+def _open_tags(html_text: str) -> list[str]:
+    """The names of the tags open at the end of ``html_text``, outermost first."""
+    stack: list[str] = []
+    for m in _TAG.finditer(html_text):
+        name = m.group(2).lower()
+        if not m.group(1):
+            stack.append(name)
+        elif name in stack:
+            del stack[len(stack) - 1 - stack[::-1].index(name):]
+    return stack
 
 
 def pointer(incident_id: int) -> str:
     return f"Full text: <code>guard incidents show {incident_id}</code>"
+
+
+REPORT_POINTER = "Full report: <code>guard report daily --print</code>"
 
 
 def incident_header(incident_id: int, title: str, severity: str, target: str,

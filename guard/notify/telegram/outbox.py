@@ -26,7 +26,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from guard.memory.conversation import record_message
-from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons
+from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
 from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import OutboxMessage, TelegramMessage
@@ -179,7 +179,7 @@ class OutboxWorker:
                  if row.reply_to_incident and target is not None else None)
         if row.method == "photo":
             msg = await self.bot.send_photo(chat, photo=row.photo or b"",
-                                            caption=row.text[:CAPTION_LIMIT] or None,
+                                            caption=cut(row.text, CAPTION_LIMIT) or None,
                                             parse_mode=ParseMode.HTML, reply_parameters=reply)
         else:
             msg = await self.bot.send_message(chat, row.text, parse_mode=ParseMode.HTML,

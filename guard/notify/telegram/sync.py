@@ -19,7 +19,7 @@ from loguru import logger
 from sqlmodel import col, select
 
 from guard.notify.telegram import outbox
-from guard.notify.telegram.messages import esc
+from guard.notify.telegram.messages import cut, esc, pointer
 from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Approval, HumanCommand, Incident, IncidentState, TelegramMessage
@@ -100,6 +100,7 @@ class Sync:
             if reported_by_agent:
                 continue
             outbox.enqueue(self.db, method="send", chat_id=self.gw.chat_id,
-                           text=f"Incident #{cmd.incident_id}, {esc(cmd.verb)} by "
-                           f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
+                           text=cut(f"Incident #{cmd.incident_id}, {esc(cmd.verb)} by "
+                                    f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
+                                    more=pointer(cmd.incident_id)),
                            incident_id=cmd.incident_id, role="reply", reply_to_incident=True)
