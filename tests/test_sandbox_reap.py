@@ -10,10 +10,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
+import yaml
 
 from guard.config import SandboxSettings
 from guard.sandbox.docker import (
@@ -142,3 +144,60 @@ def test_a_reused_pid_is_not_mistaken_for_the_guard_that_made_the_sandbox(
         for cid in ids.values():
             with contextlib.suppress(docker.errors.NotFound):
                 sbx_client.api.remove_container(cid, force=True)
+
+
+def _wait(what: str, cond: Callable[[], object], within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_sigkilled_guard_run_mid_diagnosis_is_reaped_by_the_next_guard_run(
+    sbx_client: docker.DockerClient, sbx_busybox_image: str, tmp_path: Path
+) -> None:
+    """The appliance itself (not a one-shot command) dies mid-command; its successor cleans up."""
+    log = tmp_path / "app.log"
+    log.write_text("")
+    (tmp_path / "playbooks").mkdir()
+    (tmp_path / "playbooks" / "app.yaml").write_text(yaml.safe_dump({
+        "name": "app",
+        "monitors": [{"id": "app-log", "type": "logfile", "path": str(log), "every": "1s",
+                      "rules": [{"kind": "boom", "pattern": "BOOM"}]}],
+        "diagnostics": [{"run": "sleep 100", "timeout": "120s"}]}))
+    (tmp_path / "guard.yaml").write_text(yaml.safe_dump({
+        "data_dir": str(tmp_path / "data"), "playbooks_dir": str(tmp_path / "playbooks"),
+        "skills_dir": str(tmp_path / "skills"), "http_host": "127.0.0.1", "http_port": 0,
+        "sandbox": {"image": sbx_busybox_image}}))
+    victim = _guard("run", "--config", str(tmp_path / "guard.yaml"), cwd=tmp_path)
+    successor = None
+    try:
+        mine = {LABEL_PID: str(victim.pid)}
+        _wait("guard run to start", lambda: (tmp_path / "data" / "guard.db").exists())
+        time.sleep(1)  # the log monitor has fixed its start
+        with open(log, "a") as f:
+            f.write("BOOM the service fell over\n")
+        _wait("the diagnosis sandbox", lambda: victim.poll() is not None
+              or _sandboxes(sbx_client, **mine))
+        assert victim.poll() is None, victim.communicate()
+        victim.send_signal(signal.SIGKILL)  # mid-command: `sleep 100` is running in the box
+        victim.wait(10)
+        assert _sandboxes(sbx_client, **mine), "should be orphaned now"
+
+        successor = _guard("run", "--config", str(tmp_path / "guard.yaml"), cwd=tmp_path)
+        _wait("the successor to reap the orphan", lambda: successor.poll() is not None
+              or not _sandboxes(sbx_client, **mine))
+        assert successor.poll() is None, successor.communicate()
+        successor.send_signal(signal.SIGTERM)  # a clean stop removes its own sandboxes
+        successor.wait(60)
+        for pid in (victim.pid, successor.pid):
+            assert _sandboxes(sbx_client, **{LABEL_PID: str(pid)}) == []
+    finally:
+        for proc in (victim, successor):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        for proc in (victim, successor):
+            if proc is not None:
+                for info in _sandboxes(sbx_client, **{LABEL_PID: str(proc.pid)}):
+                    sbx_client.api.remove_container(info["Id"], force=True)
