@@ -56,7 +56,13 @@ __all__ = [
 disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry()
 ProcessCollector(registry=REGISTRY)  # process_resident_memory_bytes and friends
-OUTCOMES = ("succeeded", "failed", "rolled_back", "denied", "escalated", "timed_out", "other")
+# How a remediation ended. A run: ``succeeded`` (verified), ``verify_failed`` (every step ran,
+# the check still fails), ``failed`` (a step failed), ``timed_out`` (a sandbox step timed out).
+# No run: ``denied`` by a human, ``rate_limited`` or ``blocked`` (circuit breaker) by a runaway
+# guard, so it escalated, or ``escalated`` because the agent itself failed. Nothing reports
+# ``rolled_back`` yet (skills have no rollback steps); it is kept for dashboards.
+OUTCOMES = ("succeeded", "verify_failed", "failed", "timed_out", "rolled_back", "denied",
+            "rate_limited", "blocked", "escalated", "other")
 # Seconds: from sub-second event streams to minutes-long polls.
 _DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
@@ -65,7 +71,7 @@ SIGNALS = Counter("guard_signals", "Observations made by monitors (folded lines 
                   ["source", "kind", "status"], registry=REGISTRY)
 INCIDENT_EVENTS = Counter("guard_incident_events", "Incident events emitted by triage.",
                           ["type"], registry=REGISTRY)
-REMEDIATIONS = Counter("guard_remediations", "Remediations attempted, by outcome.",
+REMEDIATIONS = Counter("guard_remediations", "Remediations ended (run or refused), by outcome.",
                        ["outcome"], registry=REGISTRY)
 SANDBOX_EXEC = Histogram("guard_sandbox_exec_seconds", "Wall time of one sandboxed command.",
                          registry=REGISTRY)

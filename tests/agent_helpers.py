@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import httpx
+import yaml
 
 from tests.conftest import GuardHome
 from tests.images import BUSYBOX_IMAGE
@@ -21,12 +28,27 @@ from tests.images import BUSYBOX_IMAGE
 REPO = Path(__file__).resolve().parent.parent
 
 
-def setup_docker_home(home: GuardHome, *, skills: list[str] = (), **config: Any) -> dict[str, str]:
-    """A Guard home watching containers with a unique label; returns the label to put on them."""
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def setup_docker_home(home: GuardHome, *, skills: list[str] = (),
+                      diagnostics: list[dict[str, Any]] = (), **config: Any) -> dict[str, str]:
+    """A Guard home watching containers with a unique label; returns the label to put on them.
+
+    ``guard run`` serves /metrics on a free local port (see ``scrape``); ``diagnostics`` are
+    the playbook's sandboxed diagnostics.
+    """
     value = uuid.uuid4().hex[:12]
-    home.playbook("containers", [{"id": "containers", "type": "docker",
-                                  "selector": {"label": f"guard.test.watch={value}"},
-                                  "every": "1h"}])
+    path = home.playbook("containers", [{"id": "containers", "type": "docker",
+                                         "selector": {"label": f"guard.test.watch={value}"},
+                                         "every": "1h"}])
+    if diagnostics:
+        book = yaml.safe_load(path.read_text())
+        book["diagnostics"] = list(diagnostics)
+        path.write_text(yaml.safe_dump(book, sort_keys=False))
     skills_dir = home.root / "skills"
     skills_dir.mkdir(exist_ok=True)
     for name in skills:
@@ -36,6 +58,8 @@ def setup_docker_home(home: GuardHome, *, skills: list[str] = (), **config: Any)
         "agent": {"verify_timeout": "8s", "poll_interval": "200ms"},
         "triage": {"flap_window": "1s"},
         "skills": {"git_author": "Guard Test <guard@test>"},
+        "http_host": "127.0.0.1",
+        "http_port": free_port(),
     }
     for key, value_ in config.items():
         base[key] = {**base.get(key, {}), **value_} if isinstance(value_, dict) else value_
@@ -66,6 +90,43 @@ def find(home: GuardHome, **match: Any) -> dict[str, Any] | None:
         if all(inc.get(k) == v for k, v in match.items()):
             return inc
     return None
+
+
+def tune_skill(home: GuardHome, name: str, **changes: Any) -> None:
+    """Change top-level keys of a copied skill's skill.yaml."""
+    path = home.root / "skills" / name / "skill.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec.update(changes)
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
+def db_rows(home: GuardHome, sql: str) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(home.root / "data" / "guard.db")) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def scrape(home: GuardHome, name: str) -> float:
+    """The value of series ``name`` on the running guard's /metrics."""
+    port = yaml.safe_load(home.config.read_text())["http_port"]
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def past_flap_window(home: GuardHome, incident_id: int, window: float = 1.0) -> bool:
+    """Whether the incident resolved more than the flap window ago (so the same fault opens a
+    new incident instead of reopening it)."""
+    resolved = show(home, incident_id)["resolved_at"]
+    return resolved is not None and (
+        datetime.now(UTC) - datetime.fromisoformat(resolved)).total_seconds() > window + 0.2
+
+
+def sandboxes_of(docker_client: Any, incident_id: int, pid: int) -> list[Any]:
+    """The sandbox containers that Guard process ``pid`` holds for an incident."""
+    return list(docker_client.containers.list(all=True, filters={"label": [
+        "guard.sandbox=1", f"guard.incident={incident_id}", f"guard.pid={pid}"]}))
 
 
 @contextmanager

@@ -7,16 +7,39 @@ import subprocess
 
 import pytest
 
+from guard.memory.semantic import SemanticMemory
 from guard.skills.library import load_skill, load_skills
+from guard.store.models import Incident
 from tests.agent_helpers import (
     REPO,
     find,
     guard_process,
     incidents,
+    past_flap_window,
     setup_docker_home,
     show,
     wait_for,
 )
+
+# Resolved incidents that have nothing to do with a container exiting.
+UNRELATED = [
+    (Incident(id=9001, source="logfile", kind="disk_full", target="/var/log/api.log",
+              title="disk full on /var/log/api.log",
+              message="ERROR write /var/lib/postgresql/data: no space left on device, "
+                      "/dev/sda1 is 100% full"),
+     "pruned old images and rotated logs; /dev/sda1 at 41%"),
+    (Incident(id=9002, source="http", kind="tls_certificate_expired",
+              target="https://shop.example.com/",
+              title="TLS certificate expired on https://shop.example.com/",
+              message="certificate verify failed: certificate has expired (notAfter "
+                      "2026-11-30T00:00:00Z)"),
+     "renewed the certificate with certbot and reloaded nginx"),
+    (Incident(id=9003, source="logfile", kind="payment_error", target="/srv/payments.log",
+              title="payment provider error on /srv/payments.log",
+              message="ERROR checkout: payment provider returned HTTP 502 Bad Gateway for "
+                      "charge ch_3PXa91"),
+     "the provider's outage ended; replayed the failed charges"),
+]
 
 pytestmark = pytest.mark.docker
 
@@ -48,9 +71,10 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
         assert log.stdout.startswith(commit)
         assert f"incident #{first['id']}" in log.stdout and "Approved-by: cli:" in log.stdout
 
-        # the same fault again: healed with no question asked
+        # the same fault again (a new incident, not a flap): healed with no question asked
         victim.reload()
         assert victim.status == "running"
+        wait_for(lambda: past_flap_window(home, first["id"]), 30, "the flap window to pass")
         victim.kill()
         second = wait_for(lambda: next((i for i in incidents(home)
                                         if i["id"] != first["id"] and i["target"] == victim.name
@@ -63,12 +87,20 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
         victim.reload()
         assert victim.status == "running"
 
-    # memory: a paraphrase finds the earlier incident and what resolved it
-    hits = json.loads(home.cli("memory", "search", "the victim container crashed",
-                               "--json").stdout)
-    assert hits and hits[0]["target"] == victim.name
+    # memory: among unrelated resolved incidents, a paraphrase that names no container (and
+    # shares no word with the message but synonyms) finds the container exit and its remedy
+    memory = SemanticMemory(home.root / "data" / "memory.lance")
+    for incident, resolution in UNRELATED:
+        memory.remember(incident, resolution=resolution)
+    memory.close()
+    hits = json.loads(home.cli("memory", "search", "the service process died unexpectedly "
+                               "and stopped", "--json").stdout)
+    assert {h["incident_id"] for h in hits} >= {9001, 9002, 9003}  # all of them were ranked
+    assert hits[0]["target"] == victim.name, hits
     assert hits[0]["incident_id"] in (first["id"], second["id"])
-    assert "docker.restart" in json.dumps(hits) or skill_name in json.dumps(hits)
+    assert hits[0]["kind"] == "container_exited"
+    assert "docker.restart" in hits[0]["resolution"] or skill_name in hits[0]["resolution"]
+    assert all(h["score"] < hits[0]["score"] for h in hits if h["incident_id"] >= 9001)
 
 
 def test_a_fix_that_does_not_cure_saves_nothing_and_says_why(home, containers):

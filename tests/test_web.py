@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from guard.app import Guard
 from guard.web import WebServer
+from tests.agent_helpers import find, guard_process, scrape, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
 
 
@@ -187,3 +189,23 @@ async def test_healthz_fails_without_a_running_scheduler(home: GuardHome) -> Non
     assert status == 503 and b'"running": false' in body
     assert web.readyz()[0] == 503
     await web.close()  # safe before start
+
+
+@pytest.mark.docker
+def test_a_real_remediation_is_counted_on_metrics(home: GuardHome, containers: Any) -> None:
+    labels = setup_docker_home(home, skills=["docker-start-exited"],
+                               diagnostics=[{"run": "echo looking at {{ incident.target }}"}])
+    victim = containers.run("victim", "sleep 600", labels=labels)
+    succeeded = 'guard_remediations_total{outcome="succeeded"}'
+    with guard_process(home):
+        assert scrape(home, succeeded) == 0
+        assert scrape(home, "guard_sandbox_exec_seconds_count") == 0
+        victim.kill()
+        inc = wait_for(lambda: find(home, target=victim.name, state="resolved"), 60,
+                       "the skill to heal the victim")
+        assert "looking at" in show(home, inc["id"])["details"]["evidence"]  # ran in a sandbox
+        assert scrape(home, succeeded) == 1
+        assert scrape(home, "guard_sandbox_exec_seconds_count") == 1
+        assert scrape(home, "guard_sandbox_exec_seconds_sum") > 0
+        for other in ("verify_failed", "failed", "rate_limited", "blocked", "escalated"):
+            assert scrape(home, f'guard_remediations_total{{outcome="{other}"}}') == 0

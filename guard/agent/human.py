@@ -9,6 +9,7 @@ from loguru import logger
 
 from guard.actions import ActionError
 from guard.memory.conversation import record_message
+from guard.metrics import record_remediation
 from guard.notify.base import IncidentUpdate
 from guard.records import utcnow
 from guard.skills.model import Step
@@ -62,6 +63,7 @@ async def process_command(agent: Agent, cmd: HumanCommand) -> None:
         if cmd.verb == "deny":
             agent._note(cmd.incident_id, "denied", f"denied by {cmd.actor}", actor_name=cmd.actor)
             agent._move(cmd.incident_id, S.escalated, f"{cmd.actor} denied the proposed remedy")
+            record_remediation("denied")
             _finish(agent, cmd, "done", "denied; no remedy will run")
         elif cmd.verb == "approve":
             await _approve(agent, cmd, inc)
@@ -73,6 +75,7 @@ async def process_command(agent: Agent, cmd: HumanCommand) -> None:
             if inc.state != S.muted.value:
                 agent._move(cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for "
                             f"{seconds / 60:g} min")
+            agent._release(cmd.incident_id)  # muted: nothing runs for it until it reopens
             _finish(agent, cmd, "done", f"muted {inc.target} for {seconds / 60:g} min")
         else:
             _finish(agent, cmd, "failed", f"unknown verb {cmd.verb!r}")

@@ -10,6 +10,10 @@ recall -> diagnose -> decide -> remediate -> verify -> resolve, or ask a human /
   step), and always ends by re-running the check that fired.
 - A failed run is retried only while the rate limit and the circuit breaker allow; then the
   incident escalates to a human. It never loops.
+- Every end of a remediation (a run verified or failed, denied, escalated, refused by the rate
+  limit or the breaker) is counted in ``guard_remediations_total{outcome}``.
+- A sandbox stays warm only while its incident needs work: it is released when the incident
+  resolves (by a remedy, or because triage saw the check pass again) or is muted.
 Human answers (``guard approve|deny|reply``, Telegram) arrive as ``HumanCommand`` rows that the
 agent polls, so the CLI and the gateway work whether or not they share Guard's process.
 """
@@ -33,6 +37,7 @@ from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.memory import IncidentMemory, open_memory
 from guard.memory.semantic import summary
+from guard.metrics import record_remediation
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, utcnow
@@ -62,6 +67,8 @@ def agent_alive(db: Database, within: float = 15.0) -> bool:
         return False
     return (utcnow() - datetime.fromisoformat(beat["at"])).total_seconds() < within
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
+# Triage events after which an incident needs no sandbox: its warm one is released.
+ENDED_STATES = frozenset({S.resolved.value, S.muted.value})
 
 
 class Agent:
@@ -111,6 +118,8 @@ class Agent:
         for ev in events:
             if ev.type in STARTING_EVENTS:
                 loop.call_soon_threadsafe(self.submit, ev.incident_id)
+            elif ev.type == "resolved" or ev.state in ENDED_STATES:
+                loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)
 
     def submit(self, incident_id: int, coro: Any = None) -> None:
         task = self._tasks.get(incident_id)
@@ -225,11 +234,13 @@ class Agent:
             if muted is not None and inc.state == S.open.value:
                 self._move(incident_id, S.muted, f"{inc.target} is muted by {muted.by} until "
                            f"{muted.until:%Y-%m-%d %H:%M} UTC")
+                self._release(incident_id)  # a reopened incident may still hold one
                 return
             try:
                 await self.decide(inc)
             except Exception as exc:
                 logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
+                record_remediation("escalated")
                 await self.ask(incident_id, [], "", f"Guard's agent failed: {exc}",
                                escalate=True)
 
@@ -291,13 +302,20 @@ class Agent:
             self._note(inc.id, "diagnosed", evidence[:1000])
         return evidence
 
-    def allowed(self, skill: Skill, target: str) -> str | None:
-        """Why ``skill`` may not run on ``target`` now, or None."""
+    def refusal(self, skill: Skill, target: str) -> tuple[str, str] | None:
+        """Why ``skill`` may not run on ``target`` now, as (``blocked`` by the breaker or
+        ``rate_limited``, the reason), or None."""
         with self.db.session() as session:
             block = limits.blocked(session, skill.name, target)
             if block is not None:
-                return f"skill {skill.name} is disabled for {target}: {block.reason}"
-            return limits.rate_limited(session, skill.name, target, skill.spec.limits)
+                return "blocked", f"skill {skill.name} is disabled for {target}: {block.reason}"
+            why = limits.rate_limited(session, skill.name, target, skill.spec.limits)
+            return ("rate_limited", why) if why else None
+
+    def allowed(self, skill: Skill, target: str) -> str | None:
+        """Why ``skill`` may not run on ``target`` now, or None."""
+        refused = self.refusal(skill, target)
+        return refused[1] if refused else None
 
     async def decide(self, inc: Incident) -> None:
         assert inc.id is not None
@@ -305,15 +323,19 @@ class Agent:
             candidates = self.recall(inc)
             self._move(inc.id, S.diagnosing, "recall and diagnosis")
             evidence = await self.diagnose(inc, candidates)
-            refused = []
+            refused: list[str] = []
+            guards: set[str] = set()
             chosen = None
             for c in candidates:
-                why = self.allowed(c.skill, inc.target)
-                if why:
-                    refused.append(why)
+                refusal = self.refusal(c.skill, inc.target)
+                if refusal:
+                    guards.add(refusal[0])
+                    refused.append(refusal[1])
                 elif c.skill.spec.trust == "trusted" and chosen is None:
                     chosen = c
             if chosen is None:
+                if guards:  # a runaway guard stopped it: the incident escalates
+                    record_remediation("blocked" if "blocked" in guards else "rate_limited")
                 question = ("; ".join(refused) + ". ") if refused else ""
                 question += ("Approve a skill, or send a fix." if candidates
                              else "No skill matches. Send a fix.")
@@ -370,15 +392,17 @@ class Agent:
 
     async def _execute(self, run: RemediationRun, inc: Incident, skill: Skill | None) -> bool:
         assert run.id is not None and inc.id is not None
+        run_id = run.id
         verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
         with self.db.session() as session:
-            fresh = session.get(RemediationRun, run.id)
+            fresh = session.get(RemediationRun, run_id)
             assert fresh is not None
             fresh.status = "verified" if verified else "failed"
             fresh.finished_at = utcnow()
             fresh.message = reason
             session.add(fresh)
             run = fresh
+        record_remediation(self.runner.outcome(run_id, verified))
         if run.origin == "human":
             from guard.agent.human import finish_human_fix
 
@@ -418,6 +442,14 @@ class Agent:
 
     def _release(self, incident_id: int) -> None:
         self._spawn(self.sandboxes.release(str(incident_id)))
+
+    def _release_when_idle(self, incident_id: int) -> None:
+        """Release the incident's sandbox once its worker (if one runs) is done with it."""
+        task = self._tasks.get(incident_id)
+        if task is not None and not task.done():
+            task.add_done_callback(lambda _t: self._release(incident_id))
+        else:
+            self._release(incident_id)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -8,6 +8,7 @@ tells whether it worked). ``wait`` and ``verify`` steps are safe to repeat and a
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from guard.agent.templating import incident_context, render, render_args
 from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.exceptions import GuardError
+from guard.metrics import observe_sandbox_exec
 from guard.records import utcnow
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants
@@ -129,6 +131,17 @@ class StepRunner:
                 reason = summary
         return True, reason
 
+    def outcome(self, run_id: int, verified: bool) -> str:
+        """How a finished run ended, as a ``guard_remediations`` outcome label."""
+        if verified:
+            return "succeeded"
+        failed = next((r for r in self.steps(run_id) if r.status == "failed"), None)
+        if failed is None:  # no step failed, yet nothing verified: count it as a failure
+            return "failed"
+        if failed.kind == "verify":
+            return "verify_failed"  # every step ran; the check that fired still fails
+        return "timed_out" if (failed.result.get("output") or {}).get("timed_out") else "failed"
+
     async def _one(self, step: Step, incident: Incident, skill: Skill | None,
                    grants: SandboxGrants) -> StepOutcome:
         ctx = incident_context(incident)
@@ -171,8 +184,12 @@ class StepRunner:
         else:
             command, stdin = render(step.run, ctx, shell=True), step.stdin
         sandbox = await self.sandboxes.get(str(incident.id), grants)
-        res = await sandbox.run(command, timeout=step.timeout or self.settings.sandbox.timeout,
-                                env=env, stdin=stdin)
+        started = time.monotonic()
+        try:
+            res = await sandbox.run(command, timeout=step.timeout or self.settings.sandbox.timeout,
+                                    env=env, stdin=stdin)
+        finally:
+            observe_sandbox_exec(time.monotonic() - started)
         result = {"exit_code": res.exit_code, "stdout": res.stdout[-KEEP:],
                   "stderr": res.stderr[-KEEP:], "timed_out": res.timed_out,
                   "oom_killed": res.oom_killed, "duration": round(res.duration, 3)}
