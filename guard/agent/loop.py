@@ -102,6 +102,8 @@ class Agent:
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self._remediations = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self._again: set[int] = set()  # incidents that (re)opened while their worker was busy
+        self._closing = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- intake ---------------------------------------------------------------------------------
@@ -122,13 +124,28 @@ class Agent:
                 loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)
 
     def submit(self, incident_id: int, coro: Any = None) -> None:
+        """Work on an incident; one worker at a time each. An incident that (re)opens while its
+        worker is still busy is looked at again when that worker is done, never dropped."""
+        if self._closing:
+            if coro is not None:
+                coro.close()
+            return
         task = self._tasks.get(incident_id)
         if task is not None and not task.done():
             if coro is not None:
                 coro.close()
+            else:
+                self._again.add(incident_id)
             return
-        self._tasks[incident_id] = asyncio.create_task(
-            coro if coro is not None else self.handle(incident_id), name=f"incident:{incident_id}")
+        task = asyncio.create_task(coro if coro is not None else self.handle(incident_id),
+                                   name=f"incident:{incident_id}")
+        self._tasks[incident_id] = task
+        task.add_done_callback(lambda _t: self._next(incident_id))
+
+    def _next(self, incident_id: int) -> None:
+        if incident_id in self._again and not self._closing:
+            self._again.discard(incident_id)
+            self.submit(incident_id)  # ``handle`` does nothing if it needs no work
 
     async def run(self, stop: asyncio.Event) -> None:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""
@@ -175,11 +192,14 @@ class Agent:
             logger.warning("could not reap old sandboxes: {}", exc)
 
     async def shutdown(self) -> None:
+        self._closing = True
         for task in self._tasks.values():
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         await self.sandboxes.close()
         await asyncio.to_thread(self.memory.close)
+        self._again.clear()
+        self._closing = False  # the workers are gone; the agent may be started again
 
     async def drain(self) -> None:
         """Wait for every incident worker (``guard run --once`` and the CLI)."""

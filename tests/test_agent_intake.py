@@ -1,0 +1,64 @@
+"""Intake: one worker per incident, and an incident that reopens while it works is not lost."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from guard.agent.loop import Agent
+from guard.config import Settings
+from guard.store.db import open_database
+
+
+def agent(tmp_path: Path) -> Agent:
+    settings = Settings(data_dir=tmp_path, skills_dir=tmp_path / "skills",
+                        playbooks_dir=tmp_path / "playbooks")
+    return Agent(settings, open_database(settings.database_url), [], sandboxes=object())
+
+
+async def test_a_reopen_during_work_is_handled_after_it(tmp_path: Path) -> None:
+    a = agent(tmp_path)
+    calls: list[int] = []
+    busy = asyncio.Event()
+
+    async def handle(incident_id: int) -> None:
+        calls.append(incident_id)
+        if len(calls) == 1:
+            await busy.wait()  # the first worker is still busy when the incident reopens
+
+    a.handle = handle  # type: ignore[method-assign]
+    a.submit(7)
+    await asyncio.sleep(0)
+    a.submit(7)  # reopened while the worker runs: not a second worker, not dropped either
+    a.submit(7)  # several reopens are one more look
+    await asyncio.sleep(0)
+    assert calls == [7]
+    busy.set()
+    await a.drain()
+    assert calls == [7, 7]
+
+
+async def test_nothing_new_starts_while_shutting_down(tmp_path: Path) -> None:
+    a = agent(tmp_path)
+    a.sandboxes = _Closable()
+    started: list[int] = []
+
+    async def handle(incident_id: int) -> None:
+        started.append(incident_id)
+        await asyncio.sleep(60)
+
+    a.handle = handle  # type: ignore[method-assign]
+    a.submit(1)
+    await asyncio.sleep(0)
+    a.submit(1)  # queued for another look...
+    await a.shutdown()  # ...which shutdown cancels instead of starting
+    assert started == [1]
+    assert all(t.done() for t in a._tasks.values())
+
+
+class _Closable:
+    async def close(self) -> None:
+        pass
+
+    async def release(self, key: str) -> None:
+        pass
