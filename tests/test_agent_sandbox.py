@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from tests.agent_helpers import (
     find,
@@ -37,3 +38,28 @@ def test_an_incident_that_triage_resolves_leaves_no_sandbox(home, containers, do
     resolved = [t for t in timeline if t["type"] == "state_changed" and t["to_state"] == "resolved"]
     assert resolved and "check passed again" in resolved[-1]["message"]
     assert not [t for t in timeline if t["type"] == "step"]  # no remedy ran: triage closed it
+
+
+def test_a_granted_secret_never_reaches_what_guard_stores_or_logs(home, containers,
+                                                                  monkeypatch):
+    secret = "s3cr3t-" + "7d1e0c9b4a" * 2
+    monkeypatch.setenv("GUARD_TEST_DB_PASSWORD", secret)
+    labels = setup_docker_home(
+        home, diagnostics=[{"run": 'echo "connecting with password=$GUARD_TEST_DB_PASSWORD"; '
+                                  'echo "$GUARD_TEST_DB_PASSWORD" >&2'}])
+    book = home.root / "playbooks" / "containers.yaml"
+    spec = yaml.safe_load(book.read_text())
+    spec["sandbox"] = {"secrets": ["GUARD_TEST_DB_PASSWORD"]}
+    book.write_text(yaml.safe_dump(spec, sort_keys=False))
+    victim = containers.run("victim", "sleep 600", labels=labels)
+    with guard_process(home) as proc:
+        victim.kill()
+        inc = wait_for(lambda: find(home, target=victim.name, state="awaiting_human"), 60,
+                       "Guard to diagnose in the sandbox and ask a human")
+        assert proc.poll() is None
+    evidence = show(home, inc["id"])["details"]["evidence"]
+    assert "password=[REDACTED:GUARD_TEST_DB_PASSWORD]" in evidence  # it did run, redacted
+    # nothing Guard wrote anywhere (database, audit chain, memory, its own log) holds the value
+    for path in home.root.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
