@@ -5,7 +5,10 @@ The service is an HTTP endpoint the test controls: /healthz fails until somethin
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 from sqlmodel import select
 
@@ -40,13 +43,20 @@ def commands(home) -> list[HumanCommand]:
         return list(s.exec(select(HumanCommand)))
 
 
-def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service):
+@contextlib.contextmanager
+def asked(home, tg, service, *, skill: bool = True, **config: Any) -> Iterator[tuple[dict, dict]]:
+    """``guard run`` with a failing web check it has asked about: (the incident, its message)."""
     http_playbook(home, service)
-    write_http_skill(home, service)
-    configure(home, tg)
+    if skill:
+        write_http_skill(home, service)
+    configure(home, tg, **config)
     with guard_run(home):
         inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
-        msg = incident_message(tg, inc["id"])
+        yield inc, incident_message(tg, inc["id"])
+
+
+def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service):
+    with asked(home, tg, service) as (inc, msg):
         mid = msg["message_id"]
         by_label = dict(buttons(msg))
         run = next(d for label, d in by_label.items() if "web-fix" in label)
@@ -102,11 +112,8 @@ def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service)
 
 
 def test_a_fix_sent_as_a_reply_is_verified_learned_and_said_in_the_thread(home, tg, service):
-    http_playbook(home, service)  # no skill at all
-    configure(home, tg)
-    with guard_run(home):
-        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
-        mid = incident_message(tg, inc["id"])["message_id"]
+    with asked(home, tg, service, skill=False) as (inc, msg):  # no skill at all
+        mid = msg["message_id"]
         fix = f"http.request {service.base}/fix"
         tg.say(STRANGER, fix, chat_id=CHAT, reply_to=mid)  # refused, audited, nothing runs
         wait_for(lambda: refusals(home), 20, "the stranger's refusal")
@@ -133,12 +140,8 @@ def test_a_fix_sent_as_a_reply_is_verified_learned_and_said_in_the_thread(home, 
 
 
 def test_an_empty_allowlist_refuses_everyone_and_audits_it(home, tg, service):
-    http_playbook(home, service)
-    write_http_skill(home, service)
-    configure(home, tg, telegram={"allowed_user_ids": []})  # fail closed: nobody, not even ADMIN
-    with guard_run(home):
-        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
-        msg = incident_message(tg, inc["id"])
+    # fail closed: nobody, not even ADMIN
+    with asked(home, tg, service, telegram={"allowed_user_ids": []}) as (inc, msg):
         mid = msg["message_id"]
         for _, data in buttons(msg):  # run the skill, send a fix, deny, mute
             tg.press(ADMIN, data, chat_id=CHAT, message_id=mid)
@@ -166,12 +169,7 @@ def test_an_empty_allowlist_refuses_everyone_and_audits_it(home, tg, service):
 
 
 def test_deny_escalates_and_closes_the_message(home, tg, service):
-    http_playbook(home, service)
-    write_http_skill(home, service)
-    configure(home, tg)
-    with guard_run(home):
-        inc = wait_for(lambda: find(home, state="awaiting_human"), 30, "Guard to ask")
-        msg = incident_message(tg, inc["id"])
+    with asked(home, tg, service) as (inc, msg):
         mid = msg["message_id"]
         deny = next(d for label, d in buttons(msg) if "Deny" in label)
         tg.press(ADMIN, deny, chat_id=CHAT, message_id=mid)
