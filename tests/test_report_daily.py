@@ -91,3 +91,14 @@ async def test_report_is_scheduled_by_cron_and_sent_with_its_chart(home, tg):
         assert (nxt.hour, nxt.minute) == (7, 30)  # and the next one is back on the cron
     finally:
         await gw.stop()
+
+
+def test_a_template_on_the_data_volume_replaces_the_shipped_one(home, tg):
+    configure(home, tg)
+    seed(home.database())
+    custom = home.settings().data_dir / "templates"
+    custom.mkdir(parents=True, exist_ok=True)
+    (custom / "daily.html.j2").write_text(
+        "<b>Ops digest</b> {{ r.opened }} opened, {{ r.escalated }} escalated\n")
+    out = home.cli("report", "daily", "--print", "--date", "2024-03-10").stdout
+    assert out.strip() == "Ops digest 4 opened, 1 escalated"
