@@ -21,6 +21,8 @@ import re
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
@@ -226,6 +228,8 @@ class TelegramServer:
         self.port = port
         self.calls: list[dict[str, Any]] = []
         self.updates: list[dict[str, Any]] = []
+        self.webhook: dict[str, Any] | None = None  # set by setWebhook: updates are POSTed
+        self.deliveries: list[dict[str, Any]] = []  # webhook POSTs and the bot's HTTP status
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
         self.refused: list[dict[str, Any]] = []  # requests Telegram would have refused
@@ -337,15 +341,37 @@ class TelegramServer:
         return BOT
 
     def api_deleteWebhook(self, p: dict[str, Any]) -> Any:
+        with self._cond:
+            self.webhook = None
         return True
 
     def api_setWebhook(self, p: dict[str, Any]) -> Any:
+        """From now on updates are POSTed to ``url`` (with the secret header), as Telegram does."""
+        with self._cond:
+            self.webhook = {"url": str(p["url"]), "secret": p.get("secret_token") or None}
+            pending, self.updates = self.updates, []
+        if pending:  # Telegram delivers what waited; the bot's server may still be starting
+            threading.Thread(target=self._deliver_all, args=(pending,), daemon=True).start()
         return True
 
+    def _deliver_all(self, updates: list[dict[str, Any]]) -> None:
+        for update in updates:
+            for _ in range(50):
+                try:
+                    self._deliver(update)
+                    break
+                except urllib.error.URLError:
+                    time.sleep(0.1)
+
     def api_getWebhookInfo(self, p: dict[str, Any]) -> Any:
-        return {"url": "", "has_custom_certificate": False, "pending_update_count": 0}
+        url = self.webhook["url"] if self.webhook else ""
+        return {"url": url, "has_custom_certificate": False, "pending_update_count": 0}
 
     def api_getUpdates(self, p: dict[str, Any]) -> Any:
+        if self.webhook is not None:
+            return 409, {"ok": False, "error_code": 409, "description": "Conflict: can't use "
+                         "getUpdates method while webhook is active; use deleteWebhook to "
+                         "delete the webhook first"}
         offset = int(p.get("offset") or 0)
         timeout = float(p.get("timeout") or 0)
         limit = int(p.get("limit") or 100)
@@ -418,9 +444,29 @@ class TelegramServer:
         with self._cond:
             update["update_id"] = self._next_update
             self._next_update += 1
-            self.updates.append(update)
-            self._cond.notify_all()
-            return int(update["update_id"])
+            if self.webhook is None:
+                self.updates.append(update)
+                self._cond.notify_all()
+                return int(update["update_id"])
+        # Telegram POSTs from its side, retrying while the bot's endpoint does not answer
+        threading.Thread(target=self._deliver_all, args=([update],), daemon=True).start()
+        return int(update["update_id"])
+
+    def _deliver(self, update: dict[str, Any]) -> None:
+        """POST one update to the webhook, keeping the HTTP status the bot answered."""
+        assert self.webhook is not None
+        headers = {"Content-Type": "application/json"}
+        if self.webhook["secret"]:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = self.webhook["secret"]
+        request = urllib.request.Request(self.webhook["url"], data=json.dumps(update).encode(),
+                                         headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        with self._cond:
+            self.deliveries.append({"update_id": update["update_id"], "status": status})
 
     def say(self, user_id: int, text: str, *, chat_id: int, reply_to: int | None = None) -> int:
         """A user writes ``text`` in ``chat_id`` (optionally replying to a message)."""

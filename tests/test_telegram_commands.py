@@ -147,3 +147,39 @@ def test_incidents_and_report_commands(home, tg, service):
     served = re.search(r"serving /healthz, /readyz and /metrics on http://([\d.]+):(\d+)", log)
     assert served is not None, log[-2000:]
     assert served.group(1) == "127.0.0.1" and served.group(2) not in ("0", "8080")
+
+
+def test_webhook_mode_takes_updates_pushed_with_the_secret_only(home, tg, service):
+    """telegram.mode: webhook: Guard registers its URL and a secret; Telegram (here, the local
+    server) POSTs updates there; a POST without the secret changes nothing."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from bench.common import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/telegram"
+    http_playbook(home, service)
+    configure(home, tg, telegram={"mode": "webhook", "webhook_url": url,
+                                  "listen": "127.0.0.1", "port": port})
+    with guard_run(home):
+        wait_for(lambda: tg.webhook is not None, 30, "Guard to register its webhook")
+        assert tg.webhook["url"] == url and tg.webhook["secret"]
+        assert not tg.sent("getUpdates")  # no polling in webhook mode
+        tg.say(ADMIN, "/help", chat_id=CHAT)
+        reply_to_command(tg, "/mute")
+        assert [d["status"] for d in tg.deliveries] == [200]
+        forged = urllib.request.Request(url, method="POST", data=json.dumps({
+            "update_id": 999, "message": {
+                "message_id": 999, "date": 0, "chat": {"id": CHAT, "type": "group"},
+                "from": {"id": ADMIN, "is_bot": False, "first_name": "x"}, "text": "/status",
+                "entities": [{"type": "bot_command", "offset": 0, "length": 7}]}}).encode(),
+            headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(forged, timeout=10)
+            status = 200
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        assert status == 403  # no secret: refused before any handler sees it
+        assert not tg.bot_messages("Monitors")
