@@ -22,7 +22,7 @@ from railway_server import (
 )
 from sqlmodel import select
 
-from guard.actions.base import ActionContext
+from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
 from guard.app import Guard
 from guard.railway import queries
@@ -135,6 +135,17 @@ async def test_redeploy_creates_a_new_deployment(home, railway):
         {"service": "api"}, ActionContext(home.settings()))
     assert result.ok and result.details["deployment_id"] == dep["id"]
     assert result.details["new_deployment_id"] == railway.state.deployments[-1]["id"]
+
+
+async def test_redeploy_without_a_deployment_asks_for_the_service_instance(home, railway):
+    """No deployment Guard can see: it falls back to serviceInstanceRedeploy, and Railway's
+    refusal (there is nothing to redeploy) comes back as a clear action error."""
+    setup_home(home, railway)  # the service exists; nothing was ever deployed
+    with pytest.raises(ActionError, match="No deployment to redeploy"):
+        await ActionRegistry().get("railway.redeploy").run(
+            {"service": "api"}, ActionContext(home.settings()))
+    [call] = railway.ops("GuardServiceInstanceRedeploy")
+    assert set(call.variables) == {"environmentId", "serviceId"} and call.problems == []
 
 
 async def test_log_rule_opens_incident_and_cursor_survives_restarts(home, railway):
