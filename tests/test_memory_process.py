@@ -89,7 +89,7 @@ def test_a_crashed_helper_costs_one_call_at_most(memory: MemoryProcess) -> None:
 
 
 def test_a_hung_helper_is_killed_and_reported(tmp_path: Path) -> None:
-    memory = MemoryProcess(tmp_path / "memory.lance", answer_timeout=2)
+    memory = MemoryProcess(tmp_path / "memory.lance", answer_timeout=2, cooldown=0)
     try:
         memory.search("warm it up")
         pid = memory.pid
@@ -120,3 +120,32 @@ def test_guard_itself_never_loads_lancedb(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_helper_that_cannot_start_is_not_restarted_for_every_recall(tmp_path: Path) -> None:
+    memory = MemoryProcess(tmp_path / "memory.lance", cooldown=300)
+    memory.command = (sys.executable, "-c", "import sys; sys.exit(3)")  # dies before answering
+    try:
+        with pytest.raises(MemoryUnavailable, match=r"exited \(3\) before answering"):
+            memory.search("api exited")
+        memory.command = MemoryProcess.command  # it would work now, but the pause holds
+        with pytest.raises(MemoryUnavailable, match="not retried for"):
+            memory.search("api exited")
+        assert memory.pid is None  # no helper was started during the pause
+        memory.cooldown, memory._down_until = 0, 0.0  # the pause is over
+        assert memory.search("api exited") == []
+    finally:
+        memory.close()
+
+
+def test_a_failed_request_does_not_pause_the_helper(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    memory = MemoryProcess(tmp_path / "not-a-folder" / "memory.lance")
+    try:
+        for _ in range(2):  # LanceDB cannot create its folder: each call says so, no pause
+            with pytest.raises(MemoryUnavailable) as failed:
+                memory.remember(incident(1, "api exited"), resolution="restarted")
+            assert "not retried" not in str(failed.value)
+        assert memory.pid is not None  # the same helper answered both
+    finally:
+        memory.close()

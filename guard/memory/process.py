@@ -32,10 +32,15 @@ from guard.exceptions import GuardError
 from guard.memory.semantic import Recollection, SemanticMemory
 
 ANSWER_TIMEOUT = 60.0  # a search or an insert; the first one imports LanceDB (a few seconds)
+COOLDOWN = 60.0  # after the helper crashed or hung, calls fail at once for this long
 
 
 class MemoryUnavailable(GuardError):
     """The memory process could not answer (it crashed, hung or could not start)."""
+
+
+class MemoryRequestFailed(MemoryUnavailable):
+    """The memory process answered, with an error (LanceDB refused this request)."""
 
 
 def _incident_fields(incident: Any) -> dict[str, Any]:
@@ -46,11 +51,16 @@ def _incident_fields(incident: Any) -> dict[str, Any]:
 class MemoryProcess:
     """``SemanticMemory``'s interface, served by a child process that leaves when idle."""
 
+    command: tuple[str, ...] = (sys.executable, "-m", "guard.memory.process")  # tests swap it
+
     def __init__(self, folder: Path, *, idle_timeout: float = 600.0,
-                 answer_timeout: float = ANSWER_TIMEOUT) -> None:
+                 answer_timeout: float = ANSWER_TIMEOUT, cooldown: float = COOLDOWN) -> None:
         self.folder = folder
         self.idle_timeout = idle_timeout
         self.answer_timeout = answer_timeout
+        self.cooldown = cooldown
+        self._down_until = 0.0  # a helper that cannot work is not restarted for every call
+        self._down_reason = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
@@ -82,25 +92,40 @@ class MemoryProcess:
 
     def _call(self, request: dict[str, Any]) -> Any:
         with self._lock:
-            for attempt in (1, 2):
-                proc = self._ensure()
-                try:
-                    return self._exchange(proc, request)
-                except (BrokenPipeError, EOFError) as exc:
-                    # it left (idle, or crashed); both requests are safe to send again
-                    self._stop()
-                    code = proc.returncode
-                    if attempt == 2:
-                        raise MemoryUnavailable(
-                            f"the memory process exited ({code}) before answering") from exc
-            raise AssertionError("unreachable")
+            if time.monotonic() < self._down_until:
+                raise MemoryUnavailable(f"{self._down_reason} (not retried for "
+                                        f"{self._down_until - time.monotonic():.0f}s more)")
+            try:
+                return self._attempts(request)
+            except MemoryRequestFailed:
+                raise  # the helper works; this request failed
+            except MemoryUnavailable as exc:
+                # an incident storm must not start a helper per recall: pause, then try again
+                self._down_until = time.monotonic() + self.cooldown
+                self._down_reason = str(exc)
+                logger.warning("semantic memory unavailable: {}; Guard goes on without it "
+                               "for {:g}s", exc, self.cooldown)
+                raise
+
+    def _attempts(self, request: dict[str, Any]) -> Any:
+        for attempt in (1, 2):
+            proc = self._ensure()
+            try:
+                return self._exchange(proc, request)
+            except (BrokenPipeError, EOFError) as exc:
+                # it left (idle, or crashed); both requests are safe to send again
+                self._stop()
+                code = proc.returncode
+                if attempt == 2:
+                    raise MemoryUnavailable(
+                        f"the memory process exited ({code}) before answering") from exc
+        raise AssertionError("unreachable")
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "guard.memory.process", str(self.folder),
-             str(self.idle_timeout)],
+            [*self.command, str(self.folder), str(self.idle_timeout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
         logger.debug("memory process {} started", self._proc.pid)
         return self._proc
@@ -119,7 +144,7 @@ class MemoryProcess:
             raise EOFError
         answer = json.loads(line)
         if "error" in answer:
-            raise MemoryUnavailable(answer["error"])
+            raise MemoryRequestFailed(answer["error"])
         return answer["result"]
 
     def _stop(self) -> None:
