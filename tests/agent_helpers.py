@@ -130,18 +130,19 @@ def sandboxes_of(docker_client: Any, incident_id: int, pid: int) -> list[Any]:
 
 
 @contextmanager
-def guard_process(home: GuardHome) -> Iterator[subprocess.Popen[str]]:
-    """`guard run` in the background; stopped (SIGTERM) afterwards."""
-    log = open(home.root / f"guard-{time.time_ns()}.log", "w")  # noqa: SIM115
+def running_guard(home: GuardHome) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`guard run` in the background, once it says it runs: (the process, its log file).
+    Stopped with SIGTERM afterwards; the end of its log is printed for failing tests."""
+    path = home.root / f"guard-{time.time_ns()}.log"
+    log = open(path, "w")  # noqa: SIM115
     env = {**os.environ, "GUARD_CONFIG": str(home.config)}
     proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=home.root, env=env,
                             stdout=log, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for(lambda: "guard running" in Path(log.name).read_text() or proc.poll() is not None,
-                 30, "guard to start")
-        assert proc.poll() is None, Path(log.name).read_text()
-        time.sleep(0.5)  # the events stream is attached
-        yield proc
+        wait_for(lambda: "guard running" in path.read_text() or proc.poll() is not None, 30,
+                 "guard to start")
+        assert proc.poll() is None, path.read_text()
+        yield proc, path
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -150,4 +151,12 @@ def guard_process(home: GuardHome) -> Iterator[subprocess.Popen[str]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
         log.close()
-        print(Path(log.name).read_text()[-4000:])
+        print(path.read_text()[-6000:])
+
+
+@contextmanager
+def guard_process(home: GuardHome) -> Iterator[subprocess.Popen[str]]:
+    """`guard run` in the background, its Docker events stream attached; yields the process."""
+    with running_guard(home) as (proc, _):
+        time.sleep(0.5)  # the events stream is attached
+        yield proc

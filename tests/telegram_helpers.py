@@ -3,22 +3,17 @@ local service with a fix endpoint, and a `guard run` process whose log the test 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.agent_helpers import wait_for
+from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import GuardHome
+from tests.local_http import serve, stop
 from tests.telegram_server import TelegramServer
 
 TOKEN = "123456789:AAtest-SECRET-token_0123456789abcdef"
@@ -64,18 +59,14 @@ class Service:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, self.base = serve(Handler)
 
 
 @pytest.fixture
 def service() -> Iterator[Service]:
     svc = Service()
     yield svc
-    svc.server.shutdown()
-    svc.server.server_close()
+    stop(svc.server)
 
 
 def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
@@ -116,25 +107,8 @@ def write_http_skill(home: GuardHome, svc: Service, name: str = "web-fix") -> No
 @contextmanager
 def guard_run(home: GuardHome) -> Iterator[Path]:
     """`guard run` in the background; yields its log file; SIGTERM afterwards."""
-    path = home.root / f"guard-{time.time_ns()}.log"
-    log = open(path, "w")  # noqa: SIM115
-    env = {**os.environ, "GUARD_CONFIG": str(home.config)}
-    proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=home.root, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    try:
-        wait_for(lambda: "guard running" in path.read_text() or proc.poll() is not None, 30,
-                 "guard to start")
-        assert proc.poll() is None, path.read_text()
-        yield path
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        log.close()
-        print(path.read_text()[-6000:])
+    with running_guard(home) as (_, log):
+        yield log
 
 
 def incident_message(tg: TelegramServer, incident_id: int | None = None,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from guard.monitors.http import HttpMonitor
 from guard.playbooks.models import HttpMonitorSpec
+from tests.local_http import serve, stop
 
 
 class Service:
@@ -33,18 +33,15 @@ class Service:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/healthz"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, base = serve(Handler)
+        self.url = f"{base}/healthz"
 
 
 @pytest.fixture
 def service() -> Iterator[Service]:
     svc = Service()
     yield svc
-    svc.server.shutdown()
-    svc.server.server_close()
+    stop(svc.server)
 
 
 def monitor(url: str, **kw: Any) -> HttpMonitor:
