@@ -53,7 +53,7 @@ async def test_nothing_new_starts_while_shutting_down(tmp_path: Path) -> None:
     a.submit(1)  # queued for another look...
     await a.shutdown()  # ...which shutdown cancels instead of starting
     assert started == [1]
-    assert all(t.done() for t in a._tasks.values())
+    assert all(t.done() for t in a.workers.tasks())
 
 
 class _Closable:

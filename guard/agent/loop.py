@@ -34,6 +34,7 @@ from guard.actions import ActionRegistry
 from guard.agent import limits
 from guard.agent.steps import StepRunner, ctx_incident
 from guard.agent.verify import Verifier
+from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
 from guard.memory import IncidentMemory, open_memory
 from guard.memory.semantic import summary
@@ -101,9 +102,7 @@ class Agent:
                                   verify_timeout=settings.agent.verify_timeout)
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self._remediations = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
-        self._tasks: dict[int, asyncio.Task[None]] = {}
-        self._again: set[int] = set()  # incidents that (re)opened while their worker was busy
-        self._closing = False
+        self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- intake ---------------------------------------------------------------------------------
@@ -124,28 +123,8 @@ class Agent:
                 loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)
 
     def submit(self, incident_id: int, coro: Any = None) -> None:
-        """Work on an incident; one worker at a time each. An incident that (re)opens while its
-        worker is still busy is looked at again when that worker is done, never dropped."""
-        if self._closing:
-            if coro is not None:
-                coro.close()
-            return
-        task = self._tasks.get(incident_id)
-        if task is not None and not task.done():
-            if coro is not None:
-                coro.close()
-            else:
-                self._again.add(incident_id)
-            return
-        task = asyncio.create_task(coro if coro is not None else self.handle(incident_id),
-                                   name=f"incident:{incident_id}")
-        self._tasks[incident_id] = task
-        task.add_done_callback(lambda _t: self._next(incident_id))
-
-    def _next(self, incident_id: int) -> None:
-        if incident_id in self._again and not self._closing:
-            self._again.discard(incident_id)
-            self.submit(incident_id)  # ``handle`` does nothing if it needs no work
+        """Work on an incident: ``coro``, or a look at it (see ``IncidentWorkers``)."""
+        self.workers.start(incident_id, coro)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""
@@ -192,19 +171,13 @@ class Agent:
             logger.warning("could not reap old sandboxes: {}", exc)
 
     async def shutdown(self) -> None:
-        self._closing = True
-        for task in self._tasks.values():
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self.workers.close()
         await self.sandboxes.close()
         await asyncio.to_thread(self.memory.close)
-        self._again.clear()
-        self._closing = False  # the workers are gone; the agent may be started again
 
     async def drain(self) -> None:
         """Wait for every incident worker (``guard run --once`` and the CLI)."""
-        while any(not t.done() for t in self._tasks.values()):
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self.workers.drain()
 
     async def resume(self) -> None:
         """After a restart: finish interrupted runs; pick up incidents nobody handled."""
@@ -465,11 +438,7 @@ class Agent:
 
     def _release_when_idle(self, incident_id: int) -> None:
         """Release the incident's sandbox once its worker (if one runs) is done with it."""
-        task = self._tasks.get(incident_id)
-        if task is not None and not task.done():
-            task.add_done_callback(lambda _t: self._release(incident_id))
-        else:
-            self._release(incident_id)
+        self.workers.when_idle(incident_id, lambda: self._release(incident_id))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -523,8 +492,7 @@ class Agent:
             queued = session.exec(select(HumanCommand).where(HumanCommand.status == "queued")
                                   .order_by(col(HumanCommand.id))).all()
             for cmd in queued:
-                busy = self._tasks.get(cmd.incident_id)
-                if (busy is not None and not busy.done()) or any(
+                if self.workers.busy(cmd.incident_id) or any(
                         c.incident_id == cmd.incident_id for c in taken):
                     continue  # the incident's worker is busy: the command waits its turn
                 cmd.status = "running"
