@@ -62,3 +62,41 @@ class _Closable:
 
     async def release(self, key: str) -> None:
         pass
+
+
+async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> None:
+    """Recall asks the memory helper, which may be starting or stuck: never on the loop."""
+    import threading
+
+    from guard.records import utcnow
+    from guard.store.models import Incident
+
+    gate = threading.Event()
+
+    class SlowMemory:
+        def warm(self) -> None: ...
+        def close(self) -> None: ...
+        def remember(self, incident: object, *, resolution: str, skill: str = "") -> None: ...
+
+        def search(self, text: str, limit: int = 5) -> list[object]:
+            gate.wait(10)
+            return []
+
+    a = agent(tmp_path)
+    a.memory = SlowMemory()
+    now = utcnow()
+    with a.db.session() as s:
+        inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
+                       target="http://svc", kind="http_status", severity="critical",
+                       title="down", message="down", state="open", opened_at=now,
+                       first_seen=now, last_seen=now)
+        s.add(inc)
+        s.flush()
+        s.refresh(inc)
+        s.expunge(inc)
+    recalling = asyncio.create_task(a.recall(inc))
+    for _ in range(5):
+        await asyncio.sleep(0.01)  # the loop goes on while the search waits
+    assert not recalling.done()
+    gate.set()
+    assert await recalling == []

@@ -163,11 +163,8 @@ async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, ver
                 **detail)
     done = agent._load(inc.id)
     if done is not None:
-        try:
-            agent.memory.remember(done, resolution=f"fix `{run.fix}` by {run.approved_by}",
-                                  skill=str(detail.get("learned_skill", "")))
-        except Exception as exc:
-            logger.warning("could not store incident #{} in semantic memory: {}", inc.id, exc)
+        await agent.remember(done, f"fix `{run.fix}` by {run.approved_by}",
+                             str(detail.get("learned_skill", "")))
     agent._release(inc.id)
     await _tell(agent, inc, "resolved", text)
 

@@ -237,13 +237,13 @@ class Agent:
                 await self.ask(incident_id, [], "", f"Guard's agent failed: {exc}",
                                escalate=True)
 
-    def recall(self, inc: Incident) -> list[Candidate]:
+    async def recall(self, inc: Incident) -> list[Candidate]:
         """Matching skills, boosted by what resolved similar incidents before."""
         candidates = self.library.candidates(inc)
         similar = []
-        try:
-            similar = [r for r in self.memory.search(summary(inc), limit=5)
-                       if r.incident_id != inc.id and r.score >= 0.5]
+        try:  # in a thread: the memory helper may be starting (a second) or stuck
+            found = await asyncio.to_thread(self.memory.search, summary(inc), 5)
+            similar = [r for r in found if r.incident_id != inc.id and r.score >= 0.5]
         except Exception as exc:  # memory is advice, never a reason to stop
             logger.warning("semantic memory unavailable: {}", exc)
         boosted = []
@@ -313,7 +313,7 @@ class Agent:
     async def decide(self, inc: Incident) -> None:
         assert inc.id is not None
         while True:
-            candidates = self.recall(inc)
+            candidates = await self.recall(inc)
             self._move(inc.id, S.diagnosing, "recall and diagnosis")
             evidence = await self.diagnose(inc, candidates)
             refused: list[str] = []
@@ -402,23 +402,28 @@ class Agent:
             await finish_human_fix(self, run, inc, verified, reason)
             return verified
         if verified:
-            self._resolved(inc, f"healed by skill {run.skill}: {reason}", skill=run.skill)
+            await self._resolved(inc, f"healed by skill {run.skill}: {reason}", skill=run.skill)
             return True
         await self._failed(inc, run, reason)
         return False
 
-    def _resolved(self, inc: Incident, reason: str, *, skill: str) -> None:
+    async def _resolved(self, inc: Incident, reason: str, *, skill: str) -> None:
         assert inc.id is not None
         done = self._move(inc.id, S.resolved, reason, resolved_by=skill)
         logger.info("incident #{} resolved: {}", inc.id, reason)
-        try:
-            self.memory.remember(done, resolution=reason, skill=skill)
-        except Exception as exc:
-            logger.warning("could not store incident #{} in semantic memory: {}", inc.id, exc)
+        await self.remember(done, reason, skill)
         self._release(inc.id)
         if done.details.get("asked"):
             self._spawn(self.notifier.update(IncidentUpdate(inc.id, done.title, "resolved",
                                                             reason)))
+
+    async def remember(self, done: Incident, resolution: str, skill: str = "") -> None:
+        """Store what resolved ``done`` in semantic memory (off the event loop; never raises)."""
+        try:
+            await asyncio.to_thread(self.memory.remember, done, resolution=resolution,
+                                    skill=skill)
+        except Exception as exc:
+            logger.warning("could not store incident #{} in semantic memory: {}", done.id, exc)
 
     async def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
         assert inc.id is not None
