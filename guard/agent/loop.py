@@ -305,11 +305,6 @@ class Agent:
             why = limits.rate_limited(session, skill.name, target, skill.spec.limits)
             return ("rate_limited", why) if why else None
 
-    def allowed(self, skill: Skill, target: str) -> str | None:
-        """Why ``skill`` may not run on ``target`` now, or None."""
-        refused = self.refusal(skill, target)
-        return refused[1] if refused else None
-
     async def decide(self, inc: Incident) -> None:
         assert inc.id is not None
         while True:
@@ -318,13 +313,16 @@ class Agent:
             evidence = await self.diagnose(inc, candidates)
             refused: list[str] = []
             guards: set[str] = set()
+            runnable: list[Candidate] = []  # what a human may still approve
             chosen = None
             for c in candidates:
                 refusal = self.refusal(c.skill, inc.target)
                 if refusal:
                     guards.add(refusal[0])
                     refused.append(refusal[1])
-                elif c.skill.spec.trust == "trusted" and chosen is None:
+                    continue
+                runnable.append(c)
+                if c.skill.spec.trust == "trusted" and chosen is None:
                     chosen = c
             if chosen is None:
                 if guards:  # a runaway guard stopped it: the incident escalates
@@ -332,9 +330,7 @@ class Agent:
                 question = ("; ".join(refused) + ". ") if refused else ""
                 question += ("Approve a skill, or send a fix." if candidates
                              else "No skill matches. Send a fix.")
-                await self.ask(inc.id, [c for c in candidates if not self.allowed(c.skill,
-                                                                                  inc.target)],
-                               evidence, question, escalate=bool(refused))
+                await self.ask(inc.id, runnable, evidence, question, escalate=bool(refused))
                 return
             self._note(inc.id, "decided", f"running trusted skill {chosen.skill.name}",
                        skill=chosen.skill.name, reasons=chosen.reasons)
