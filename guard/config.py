@@ -176,6 +176,12 @@ class TriageSettings(_Section):
     auto_resolve: bool = True
     flap_window: Duration = 600.0
     flap_threshold: int = Field(default=3, ge=1)
+    max_new_incidents: int = Field(
+        default=20, ge=1, description="new incidents one monitor may open per storm_window; "
+        "beyond that its signals fold into one storm incident")
+    storm_window: Duration = Field(
+        default=300.0, description="the storm breaker's window; a storm resolves after one "
+        "window without signals")
 
 
 class SkillsSettings(_Section):

@@ -50,3 +50,9 @@ def fingerprint(source: str, target: str, kind: str, message: str) -> str:
     """A stable 16-hex-digit id for "this problem on this target"."""
     key = "\x1f".join((source, target, kind, mask(message)))
     return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def keyed_fingerprint(source: str, target: str, kind: str, key: str) -> str:
+    """A fingerprint whose message part is a grouping key (``template:12``, ``rule:...``)."""
+    material = "\x1f".join((source, target, kind, "\x1e" + key))
+    return hashlib.sha256(material.encode("utf-8", "replace")).hexdigest()[:16]

@@ -33,6 +33,23 @@ class Severity(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Grouping:
+    """How triage tells which incident a log rule's signal belongs to (``group_by``).
+
+    - ``template``: ``content`` is the line's masked tokens (header off); triage mines the
+      event template from them, and the template's id is the incident's identity.
+    - ``rule``: one incident per rule and target, whatever the message.
+    - ``fields``: one incident per value of the rule's named groups (``fields``).
+    Signals without a ``Grouping`` (container exits, HTTP checks) are told apart by their
+    masked message.
+    """
+
+    by: Literal["template", "rule", "fields"]
+    content: str = ""
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Signal:
     """One observation made by a monitor."""
 
@@ -46,6 +63,7 @@ class Signal:
     count: int = 1
     observed_at: datetime = field(default_factory=utcnow)
     details: dict[str, Any] = field(default_factory=dict)
+    grouping: Grouping | None = None
 
     @property
     def check_key(self) -> str:

@@ -8,7 +8,8 @@ the renamed file beside it (``api.log.1``, ``api.log-20261202``); truncation sta
 Lines longer than ``max_line_bytes`` are cut for matching; undecodable bytes are replaced.
 Lines are matched a block (up to 1 MiB of whole lines) at a time by ``LineMatcher``, which asks
 RE2 which lines can match before asking Python's ``re`` which rule does.
-Identical lines (after masking timestamps, ids, numbers) are folded into one signal with a count.
+Lines that group alike (by default: the same masked tokens once the header is off; see
+``guard.grouping.rules``) fold into one signal with a count.
 
 "Start at the end" means the end when ``guard run`` starts (``baseline``), not when the first
 scheduled check happens to run: a line written once Guard says it is running is never skipped.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
-from guard.fingerprint import mask
+from guard.grouping.rules import RuleGrouper, rule_groupers
 from guard.monitors.matcher import LineMatcher
 from guard.playbooks.models import LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
@@ -53,18 +54,18 @@ class _Tally:
 
     monitor_id: str
     target: str
-    signals: dict[tuple[str, str], Signal] = field(default_factory=dict)
-    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    signals: dict[tuple[str, ...], Signal] = field(default_factory=dict)
+    counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
-    def add(self, rule: LogRule, line: str) -> None:
-        key = (rule.kind, mask(line))
+    def add(self, rule: LogRule, grouper: RuleGrouper, line: str) -> None:
+        key, grouping = grouper.group(rule.kind, line)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
         if key not in self.signals:
             self.signals[key] = Signal(
                 monitor_id=self.monitor_id, source="logfile", target=self.target,
                 kind=rule.kind, severity=rule.severity, message=line[:MESSAGE_CHARS],
-                details={"rule": rule.pattern},
+                details={"rule": rule.pattern}, grouping=grouping,
             )
         self.counts[key] = self.counts.get(key, 0) + 1
 
@@ -91,6 +92,9 @@ class LogfileMonitor:
         self.path = Path(spec.path).absolute()  # the target, whatever the working directory
         self._rules = list(spec.rules)
         self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
+        self._groupers = rule_groupers(
+            [(r.group_by, self._matcher.pattern(i)) for i, r in enumerate(spec.rules)],
+            default=spec.group_by, log_format=spec.format)
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
 
@@ -223,7 +227,7 @@ class LogfileMonitor:
 
     def _tally(self, found: tuple[int, str] | None, tally: _Tally) -> None:
         if found is not None:
-            tally.add(self._rules[found[0]], found[1])
+            tally.add(self._rules[found[0]], self._groupers[found[0]], found[1])
 
 
 def _blocks(handle: BinaryIO, limit: int, *, final: bool,

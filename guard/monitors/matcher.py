@@ -139,6 +139,10 @@ class LineMatcher:
             if self._hyperscan is not None:
                 self._scratch = hyperscan.Scratch(self._hyperscan)
 
+    def pattern(self, index: int) -> re.Pattern[str]:
+        """Rule ``index`` as compiled for Python's ``re``."""
+        return self._rules[index]
+
     @property
     def prefiltered(self) -> bool:
         """Whether blocks are prefiltered (False: every line goes to Python)."""

@@ -24,13 +24,13 @@ from typing import Any
 
 from guard.config import Settings
 from guard.exceptions import MonitorError, RailwayError
-from guard.fingerprint import mask
+from guard.grouping.rules import rule_groupers
 from guard.playbooks.models import LogRule, RailwayMonitorSpec
 from guard.railway.client import RailwayClient
 from guard.railway.cursor import LogCursor, normalise
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Target
 from guard.railway.targets import resolve_target
-from guard.records import Observation, Severity, Signal
+from guard.records import Grouping, Observation, Severity, Signal
 
 FIRING = {DeploymentStatus.CRASHED: "railway_deployment_crashed",
           DeploymentStatus.FAILED: "railway_deployment_failed"}
@@ -56,6 +56,10 @@ class RailwayMonitor:
                        for r in spec.rules]
         self._build_rules = [(r, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
                              for r in spec.build_rules]
+        self._groupers = {
+            key: rule_groupers([(r.group_by, regex) for r, regex in rules],
+                               default=spec.group_by, log_format=spec.format)
+            for key, rules in (("logs", self._rules), ("build", self._build_rules))}
 
     def _railway(self) -> RailwayClient:
         if self._client is None:
@@ -149,16 +153,17 @@ class RailwayMonitor:
     def _match(self, target: Target, deployment: Deployment, key: str,
                rules: list[tuple[LogRule, re.Pattern[str]]],
                lines: list[LogLine]) -> list[Signal]:
-        """Fold matching lines into one signal per (rule, masked message), with counts."""
-        found: dict[tuple[str, str], tuple[LogRule, LogLine]] = {}
-        counts: dict[tuple[str, str], int] = {}
+        """Fold matching lines into one signal per (rule, group), with counts."""
+        found: dict[tuple[str, ...], tuple[LogRule, LogLine, Grouping]] = {}
+        counts: dict[tuple[str, ...], int] = {}
+        groupers = self._groupers[key]
         for line in lines:
-            for rule, regex in rules:
+            for (rule, regex), grouper in zip(rules, groupers, strict=True):
                 if regex.search(line.message):
-                    fold = (rule.kind, mask(line.message))
+                    fold, grouping = grouper.group(rule.kind, line.message)
                     if fold not in found and len(found) >= MAX_DISTINCT:
                         fold = (rule.kind, "<more distinct messages>")
-                    found.setdefault(fold, (rule, line))
+                    found.setdefault(fold, (rule, line, grouping))
                     counts[fold] = counts.get(fold, 0) + 1
                     break
         where = f"{target.label}:{key}"
@@ -168,6 +173,6 @@ class RailwayMonitor:
                    message=line.message[:MESSAGE_CHARS], count=counts[fold],
                    details={**self._details(target, deployment), "rule": rule.pattern,
                             "log": key, "timestamp": line.timestamp,
-                            "log_severity": line.severity})
-            for fold, (rule, line) in found.items()
+                            "log_severity": line.severity}, grouping=grouping)
+            for fold, (rule, line, grouping) in found.items()
         ]

@@ -8,14 +8,27 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from guard.durations import Duration
+from guard.grouping.headers import format_problem
+from guard.grouping.rules import group_by_problem
 from guard.records import Severity
 from guard.sandbox.base import SandboxGrants
 from guard.validation import valid_regex
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+GroupBy = Literal["template", "rule"] | list[str]
+_GROUP_BY_HELP = ("which lines are one incident: template (the event template, default), rule "
+                  "(every line of the rule), or a list of the pattern's named groups")
 
 
 class _Spec(BaseModel):
@@ -31,11 +44,46 @@ class LogRule(_Spec):
     pattern: str = Field(description="a regular expression searched in each line")
     severity: Severity = Severity.error
     ignore_case: bool = False
+    group_by: GroupBy | None = Field(
+        default=None, description=_GROUP_BY_HELP + " (default: the monitor's group_by)")
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
         return valid_regex(value) or value
+
+    @field_validator("group_by")
+    @classmethod
+    def _names_groups(cls, value: GroupBy | None, info: ValidationInfo) -> GroupBy | None:
+        problem = group_by_problem(value, info.data.get("pattern", ""))
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class _LogRules(_Spec):
+    """What a monitor with log rules says about grouping them."""
+
+    group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
+    format: str = Field(
+        default="auto", description="the lines' header: auto (detect), a preset (syslog, iso, "
+        "log4j, oslo, postgres, nginx-error, apache-error, glog, logcat, windows-cbs) or a "
+        "pattern with a (?P<message>...) group")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        problem = format_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    def _rules_have_groups(self, rules: list[LogRule]) -> None:
+        for rule in rules:
+            problem = None if rule.group_by is not None else group_by_problem(self.group_by,
+                                                                                 rule.pattern)
+            if problem:
+                raise ValueError(f"group_by: rule {rule.kind!r}: {problem}")
 
 
 class _MonitorBase(_Spec):
@@ -52,7 +100,7 @@ class _MonitorBase(_Spec):
     jitter: Duration = Field(default=0.0, description="random delay added to each scheduled run")
 
 
-class LogfileMonitorSpec(_MonitorBase):
+class LogfileMonitorSpec(_MonitorBase, _LogRules):
     type: Literal["logfile"]
     path: str
     every: Duration = 10.0
@@ -63,6 +111,11 @@ class LogfileMonitorSpec(_MonitorBase):
     max_line_bytes: int = Field(
         default=65536, ge=256, description="longer lines are cut for matching"
     )
+
+    @model_validator(mode="after")
+    def _group_names(self) -> LogfileMonitorSpec:
+        self._rules_have_groups(self.rules)
+        return self
 
 
 class HttpMonitorSpec(_MonitorBase):
@@ -114,7 +167,7 @@ class DockerMonitorSpec(_MonitorBase):
         return self
 
 
-class RailwayMonitorSpec(_MonitorBase):
+class RailwayMonitorSpec(_MonitorBase, _LogRules):
     """A Railway service: its latest deployment's status, and rules over its logs."""
 
     type: Literal["railway"]
@@ -136,6 +189,11 @@ class RailwayMonitorSpec(_MonitorBase):
         default="end", description="where to begin in a deployment's logs never seen before"
     )
     severity: Severity = Severity.critical
+
+    @model_validator(mode="after")
+    def _group_names(self) -> RailwayMonitorSpec:
+        self._rules_have_groups([*self.rules, *self.build_rules])
+        return self
 
 
 class KubernetesMonitorSpec(_MonitorBase):

@@ -72,6 +72,18 @@ class Incident(SQLModel, table=True):
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
 
 
+class LogTemplate(SQLModel, table=True):
+    """An event template mined from log lines; its id is part of incident fingerprints, so it
+    never changes, while ``template`` may generalise (a token becomes ``<*>``)."""
+
+    __tablename__ = "log_template"
+
+    id: int | None = Field(default=None, primary_key=True)
+    template: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = _ts(nullable=False)
+    updated_at: datetime = _ts(nullable=False)
+
+
 class IncidentTimeline(SQLModel, table=True):
     """One entry in an incident's history: a state change, a count update, an action..."""
 

@@ -8,11 +8,16 @@
   whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
   check's incidents that the agent is not working on.
+- Which incident a signal belongs to is its fingerprint: source, target, kind and either the
+  masked message or, for log rules, their ``group_by`` key (the event template's durable id by
+  default; see ``guard.grouping``).
+- The storm breaker (``triage.storm``) caps the new incidents one monitor opens per window.
 - Monitor state in each ``Observation`` (log offsets) is saved in the same transaction.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,11 +25,13 @@ from datetime import datetime, timedelta
 from sqlmodel import Session, col, select
 
 from guard.config import TriageSettings
-from guard.fingerprint import fingerprint
+from guard.fingerprint import fingerprint, keyed_fingerprint
+from guard.grouping.templates import TemplateBook
 from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, put_state
+from guard.triage import storm
 from guard.triage.states import AUTO_RESOLVABLE, record, transition
 
 ACTOR = "triage"
@@ -57,6 +64,7 @@ class Triage:
         self.db = db
         self.settings = settings
         self.policies = policies or {}
+        self.templates = TemplateBook()
 
     def policy(self, monitor_id: str) -> TriagePolicy:
         default = TriagePolicy(auto_resolve=self.settings.auto_resolve)
@@ -65,16 +73,36 @@ class Triage:
     def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
         """Apply a batch of observations; return what happened to incidents."""
         events: list[IncidentEvent] = []
-        with self.db.session() as session:
-            for obs in observations:
-                for sig in obs.signals:
-                    if sig.status == "ok":
-                        self._passed(session, sig, events)
-                    else:
-                        self._failed(session, sig, events)
-                if obs.monitor_id and obs.state:
-                    put_state(session, f"monitor:{obs.monitor_id}", obs.state)
+        try:
+            with self.db.session() as session:
+                for obs in observations:
+                    for sig in obs.signals:
+                        if sig.status == "ok":
+                            self._passed(session, sig, events)
+                        else:
+                            self._failed(session, sig, events)
+                    if obs.monitor_id and obs.state:
+                        put_state(session, f"monitor:{obs.monitor_id}", obs.state)
+                self._calm_storms(session, events)
+        except BaseException:
+            self.templates.reset()  # it may hold templates the rollback just took back
+            raise
         return events
+
+    def identify(self, session: Session, sig: Signal) -> tuple[str, int | None]:
+        """The fingerprint of ``sig`` and, when grouped by template, the template's id."""
+        grouping = sig.grouping
+        if grouping is None:
+            return fingerprint(sig.source, sig.target, sig.kind, sig.message), None
+        if grouping.by == "rule":
+            key = f"rule:{sig.details.get('rule', '')}"
+        elif grouping.by == "fields":
+            key = "fields:" + json.dumps(grouping.fields)
+        else:
+            template_id = self.templates.assign(session, grouping.content)
+            return keyed_fingerprint(sig.source, sig.target, sig.kind,
+                                     f"template:{template_id}"), template_id
+        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None
 
     # -- failing checks -------------------------------------------------------------------------
 
@@ -86,7 +114,7 @@ class Triage:
                   {"failures": failures, "ok_since": None, "last": "firing"})
         if failures < policy.for_count:
             return
-        fp = fingerprint(sig.source, sig.target, sig.kind, sig.message)
+        fp, template_id = self.identify(session, sig)
         incident = session.exec(
             select(Incident).where(Incident.fingerprint == fp,
                                    col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
@@ -99,7 +127,48 @@ class Triage:
         if recent is not None:
             self._reopen(session, recent, sig, events)
             return
-        self._open(session, sig, fp, failures, policy, events)
+        if storm.opened_recently(session, sig.monitor_id, self.settings.storm_window,
+                                 utcnow()) >= self.settings.max_new_incidents:
+            self._fold_into_storm(session, sig, events)
+            return
+        self._open(session, sig, fp, failures, policy, events, template_id)
+
+    def _fold_into_storm(self, session: Session, sig: Signal,
+                         events: list[IncidentEvent]) -> None:
+        incident = storm.active_storm(session, sig.monitor_id)
+        if incident is None:
+            incident = Incident(
+                fingerprint=storm.storm_fingerprint(sig.monitor_id),
+                check_key=storm.storm_check_key(sig.monitor_id), monitor_id=sig.monitor_id,
+                source="guard", target=sig.monitor_id, kind=storm.STORM_KIND,
+                severity=sig.severity.value, title="", message=sig.message, count=0,
+                opened_at=utcnow(), first_seen=sig.observed_at, last_seen=sig.observed_at,
+                details={"max_new_incidents": self.settings.max_new_incidents,
+                         "storm_window": self.settings.storm_window},
+            )
+            opened = True
+        else:
+            opened = False
+        incident.details = storm.fold(incident.details, sig)
+        incident.title = storm.storm_title(sig.monitor_id, incident.details["signals"],
+                                           incident.details["templates"])
+        self._count(session, incident, sig)
+        if opened:
+            session.flush()
+            record(session, incident, "opened",
+                   f"more than {self.settings.max_new_incidents} new incidents on "
+                   f"{sig.monitor_id} within {self.settings.storm_window:g}s; what follows "
+                   f"folds into this storm. First: {sig.message}", actor=ACTOR,
+                   to_state="open", fingerprint=incident.fingerprint, kind=incident.kind,
+                   target=incident.target, severity=incident.severity)
+            events.append(self._event(incident, "opened"))
+
+    def _calm_storms(self, session: Session, events: list[IncidentEvent]) -> None:
+        for incident in storm.quiet_storms(session, self.settings.storm_window):
+            transition(session, incident, IncidentState.resolved, actor=ACTOR,
+                       reason=f"storm over: nothing new for {self.settings.storm_window:g}s "
+                       f"({incident.count:,} signals in all)")
+            events.append(self._event(incident, "resolved"))
 
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
         incident.count += sig.count
@@ -117,7 +186,8 @@ class Triage:
         ).first()
 
     def _open(self, session: Session, sig: Signal, fp: str, failures: int,
-              policy: TriagePolicy, events: list[IncidentEvent]) -> None:
+              policy: TriagePolicy, events: list[IncidentEvent],
+              template_id: int | None = None) -> None:
         # A check needing N failures opens with count N; a log rule with its line count.
         count = max(sig.count, failures) if policy.for_count > 1 else sig.count
         incident = Incident(
@@ -125,7 +195,8 @@ class Triage:
             source=sig.source, target=sig.target, kind=sig.kind, severity=sig.severity.value,
             title=incident_title(sig), message=sig.message, count=count,
             opened_at=utcnow(), first_seen=sig.observed_at, last_seen=sig.observed_at,
-            details=dict(sig.details),
+            details=dict(sig.details) if template_id is None
+            else {**sig.details, "template_id": template_id},
         )
         session.add(incident)
         session.flush()

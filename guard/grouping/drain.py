@@ -1,0 +1,147 @@
+"""A streaming log-template miner in the style of Drain (He et al., ICWS 2017).
+
+A message is a list of tokens, its variable parts already masked (``tokens.py``). Clusters are
+found through a fixed-depth prefix tree: first by token count, then by the first
+``depth - 2`` tokens (a token holding a digit, or one past ``max_children`` distinct values,
+goes down the wildcard branch). In the leaf, the cluster whose template shares the largest
+share of positions with the message wins if that share reaches ``similarity``; the message then
+generalises the template (positions that differ become ``<*>``). Otherwise the message founds a
+new cluster.
+
+Unlike drain3, a cluster's id is given from outside: the store assigns it, and ``seed`` puts
+persisted templates back into a fresh tree, so an id (and the incident fingerprint made from it)
+survives restarts, a template's later generalisation and changes to this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+WILDCARD = "<*>"
+
+
+@dataclass
+class Cluster:
+    """One event template: ``tokens`` with ``<*>`` where values varied."""
+
+    id: int
+    tokens: list[str]
+
+    @property
+    def template(self) -> str:
+        return " ".join(self.tokens)
+
+
+@dataclass
+class _Node:
+    children: dict[str, _Node] = field(default_factory=dict)
+    clusters: list[Cluster] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Mined:
+    """What ``TemplateMiner.add`` did with one message."""
+
+    cluster: Cluster | None  # None: no cluster matched; the caller founds one with ``found``
+    changed: bool = False  # the template generalised (the caller persists the new text)
+
+
+def _has_digit(token: str) -> bool:
+    return any(c.isdigit() or c in ".:/@=<" for c in token)
+
+
+class TemplateMiner:
+    """Clusters token lists into templates; see the module docstring."""
+
+    def __init__(self, *, depth: int = 4, similarity: float = 0.5,
+                 max_children: int = 100) -> None:
+        if depth < 3:
+            raise ValueError("depth must be at least 3")
+        self.prefix_depth = depth - 2
+        self.similarity = similarity
+        self.max_children = max_children
+        self._root = _Node()
+        self._clusters: dict[int, Cluster] = {}
+
+    def __len__(self) -> int:
+        return len(self._clusters)
+
+    def clusters(self) -> list[Cluster]:
+        return list(self._clusters.values())
+
+    def seed(self, cluster_id: int, template: str) -> Cluster:
+        """Put back a persisted template under its id."""
+        cluster = Cluster(cluster_id, template.split())
+        leaf = self._leaf(cluster.tokens, create=True)
+        assert leaf is not None
+        leaf.clusters.append(cluster)
+        self._clusters[cluster_id] = cluster
+        return cluster
+
+    def match(self, tokens: Sequence[str]) -> Cluster | None:
+        """The cluster ``tokens`` belong to, without changing anything."""
+        leaf = self._leaf(tokens, create=False)
+        return None if leaf is None else self._best(leaf.clusters, tokens)
+
+    def add(self, tokens: Sequence[str]) -> Mined:
+        """Match ``tokens``, generalising the matched template if needed."""
+        cluster = self.match(tokens)
+        if cluster is None:
+            return Mined(None)
+        changed = False
+        for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
+            if have != got and have != WILDCARD:
+                cluster.tokens[i] = WILDCARD
+                changed = True
+        return Mined(cluster, changed)
+
+    def found(self, cluster_id: int, tokens: Sequence[str]) -> Cluster:
+        """Start a new cluster from ``tokens`` (after ``add`` found none)."""
+        return self.seed(cluster_id, " ".join(tokens))
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    def _leaf(self, tokens: Sequence[str], *, create: bool) -> _Node | None:
+        """The leaf for ``tokens``: found (``create=False``) or made on the way down."""
+        node = self._root.children.get(str(len(tokens)))
+        if node is None:
+            if not create:
+                return None
+            node = self._root.children[str(len(tokens))] = _Node()
+        for token in tokens[: self.prefix_depth]:
+            if token in node.children:
+                node = node.children[token]
+            elif not create:
+                if WILDCARD not in node.children:
+                    return None
+                node = node.children[WILDCARD]
+            else:
+                node = node.children.setdefault(self._branch(node, token), _Node())
+        return node
+
+    def _branch(self, node: _Node, token: str) -> str:
+        """The branch a new ``token`` takes below ``node``: its own, or the wildcard."""
+        if _has_digit(token):
+            return WILDCARD
+        room = self.max_children - len(node.children) - (0 if WILDCARD in node.children else 1)
+        return token if room > 0 else WILDCARD
+
+    def _best(self, clusters: Sequence[Cluster], tokens: Sequence[str]) -> Cluster | None:
+        """The most similar cluster (the share of positions that agree), if similar enough;
+        ties go to the more general template."""
+        best: Cluster | None = None
+        best_key = (-1.0, -1)
+        for cluster in clusters:
+            same = wild = 0
+            for have, got in zip(cluster.tokens, tokens, strict=True):
+                if have == WILDCARD:
+                    wild += 1
+                elif have == got:
+                    same += 1
+            share = same / len(tokens) if tokens else 1.0
+            if (share, wild) > best_key:
+                best, best_key = cluster, (share, wild)
+        if best is None or best_key[0] < self.similarity:
+            return None
+        return best

@@ -1,0 +1,98 @@
+"""Log line headers: the timestamp, host, pid, level... in front of what a line says.
+
+A header differs between two lines of one event (the time, the pid, the thread) and can be the
+same for two different events, so templates are mined from the *content* only: the line with
+its header taken off. ``LogFormat`` knows how: a named preset, a pattern of the user's with a
+``message`` group (``format:`` on a monitor), or ``auto``, which tries the presets in order on
+each line and, when none fits, skips leading tokens that only a header has (timestamps, numbers,
+levels, bracketed ids: ``tokens.skip_header``). A line no format fits is its own content.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TS = (r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+       r"|\d{2,4}/\d{2}/\d{2}[ -]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+_LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|SEVERE|FATAL|CRITICAL|CRIT)"
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+
+# Named presets, most specific first (the order ``auto`` tries them in). Each has ``message``.
+PRESETS: dict[str, str] = {
+    # 2016-09-28 04:30:30, Info                  CBS    Loaded Servicing Stack ...
+    "windows-cbs": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}, (?P<level>\w+)\s+(?P<component>\w+)\s+"
+                   r"(?P<message>.*)$",
+    # 03-17 16:13:38.811  1702  2395 D WindowManager: message
+    "logcat": r"^\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\s+\d+\s+\d+ (?P<level>[VDIWEFA]) "
+              r"(?P<component>[^:]*?)\s*: (?P<message>.*)$",
+    # I1203 18:06:48.123456    1234 server.go:42] message
+    "glog": r"^(?P<level>[IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ (?P<component>[^\]\s]+)\] "
+            r"(?P<message>.*)$",
+    # [Sun Dec 04 04:47:44 2005] [error] [pid 12] [client 1.2.3.4] message   (Apache httpd)
+    "apache-error": r"^\[\w{3} \w{3} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \d{4}\] "
+                    r"\[(?P<level>[\w:]+)\](?: \[pid [\d:a-z ]+\])?(?: \[client [^\]]+\])? "
+                    r"(?P<message>.*)$",
+    # 2026/12/02 18:06:48 [error] 123#123: *45 message   (nginx)
+    "nginx-error": r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} \[(?P<level>\w+)\] \d+#\d+: "
+                   r"(?:\*\d+ )?(?P<message>.*)$",
+    # 2026-12-02 18:06:48.123 UTC [1234] LOG:  message   (PostgreSQL)
+    "postgres": r"^" + _TS + r"(?: [A-Z]{2,5})? \[\d+\](?: \S+@\S+)? (?P<level>[A-Z]+\d?):\s+"
+                r"(?P<message>.*)$",
+    # 2017-05-16 00:07:25.394 2931 INFO nova.compute.manager [req-1 - - - - -] message
+    # (Python oslo.log: OpenStack services; a leading file name is allowed)
+    "oslo": r"^(?:\S+ )?" + _TS + r" \d+ (?P<level>" + _LEVEL + r") (?P<component>[\w.]+) "
+            r"\[[^\]]*\] (?P<message>.*)$",
+    # 2026-12-02 18:06:48,123 [main] ERROR com.example.Api - message   (log4j/logback)
+    "log4j": r"^\[?" + _TS + r"\]?\s+(?:\[(?P<thread>[^\]]*)\]\s+)?-?\s*(?P<level>" + _LEVEL
+             + r")\s+(?:\[[^\]]*\]\s+)?(?P<component>[\w.$/-]+(?:@\d+)?)(?::\d+)?\]?\s*[:-]?\s+"
+             r"(?P<message>.*)$",
+    # Dec  2 18:06:48 host program[123]: message   (RFC 3164; also RFC 5424-ish ISO stamps)
+    "syslog": r"^(?:<\d+>\d? ?)?(?:" + _MON + r"\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}|" + _TS
+              + r")\s+(?P<host>\S+)\s+(?P<component>[^\s:\[]+)(?:\[\d+\])?(?: \([^)]*\))?:\s*"
+              r"(?P<message>.*)$",
+    # 2026-12-02T18:06:48Z ERROR message   (a timestamp, maybe a level, then the message)
+    "iso": r"^\[?" + _TS + r"\]?\s+(?:\[?(?P<level>" + _LEVEL + r")\]?:?\s+)?(?P<message>.*)$",
+}
+
+@dataclass(frozen=True)
+class LogFormat:
+    """Takes a line's header off: ``auto``, a preset name, or a pattern with ``(?P<message>)``."""
+
+    spec: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_patterns", _compile(self.spec))
+
+    def content(self, line: str) -> tuple[str, bool]:
+        """What ``line`` says without its header, and whether a format recognised one."""
+        for pattern in self._patterns:  # type: ignore[attr-defined]
+            found = pattern.match(line)
+            if found is not None:
+                return str(found.group("message")), True
+        return line, False
+
+
+def _compile(spec: str) -> list[re.Pattern[str]]:
+    if spec == "auto":
+        return [re.compile(p) for p in PRESETS.values()]
+    if spec in PRESETS:
+        return [re.compile(PRESETS[spec])]
+    pattern = re.compile(spec)
+    if "message" not in pattern.groupindex:
+        raise ValueError("a format pattern needs a (?P<message>...) group")
+    return [pattern]
+
+
+def format_problem(spec: str) -> str | None:
+    """Why ``spec`` is not a usable ``format:`` (None when it is)."""
+    if spec == "auto" or spec in PRESETS:
+        return None
+    try:
+        _compile(spec)
+    except re.error as exc:
+        return (f"not a preset ({', '.join(['auto', *PRESETS])}) and not a valid pattern: "
+                f"{exc}")
+    except ValueError as exc:
+        return f"{exc} (or use a preset: {', '.join(['auto', *PRESETS])})"
+    return None

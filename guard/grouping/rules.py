@@ -1,0 +1,72 @@
+"""What a log rule's matched line means for grouping: its fold key and its ``Grouping``.
+
+Log monitors (files, Railway logs) fold the lines one check matched into one signal per
+``fold`` key, with a count, and hand triage the ``Grouping`` that decides the incident:
+
+- ``group_by: template`` (the default): the line's header is taken off (``format``) and the
+  rest masked into tokens (``tokens.template_tokens``); lines with the same tokens fold, and
+  triage mines the event template from them;
+- ``group_by: rule``: every line of the rule folds into one signal and one incident;
+- ``group_by: [name, ...]``: one per value of those named groups of the rule's pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from guard.grouping.headers import LogFormat
+from guard.grouping.tokens import template_tokens
+from guard.records import Grouping
+
+GroupBy = str | list[str]
+CONTENT_CHARS = 1000  # what of a line a template is mined from
+
+
+@dataclass(frozen=True)
+class RuleGrouper:
+    """Groups the lines one rule matched."""
+
+    group_by: GroupBy
+    pattern: re.Pattern[str]
+    format: LogFormat
+
+    def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
+        """``(fold key, grouping)`` of a line this rule matched."""
+        if self.group_by == "rule":
+            return (kind, "rule"), Grouping("rule")
+        if isinstance(self.group_by, list):
+            found = self.pattern.search(line)
+            fields = tuple((name, (found.group(name) or "") if found else "")
+                           for name in self.group_by)
+            return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
+        content, recognised = self.format.content(line[:CONTENT_CHARS])
+        masked = " ".join(template_tokens(content, header=not recognised))
+        return (kind, "template", masked), Grouping("template", content=masked)
+
+
+def rule_groupers(rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *,
+                  default: GroupBy, log_format: str) -> list[RuleGrouper]:
+    """One ``RuleGrouper`` per rule; a rule without ``group_by`` takes the monitor's."""
+    fmt = LogFormat(log_format)
+    return [RuleGrouper(default if group_by is None else group_by, pattern, fmt)
+            for group_by, pattern in rules]
+
+
+def group_by_problem(group_by: GroupBy | None, pattern: str) -> str | None:
+    """Why ``group_by`` cannot be used with ``pattern`` (None when it can)."""
+    if group_by is None or isinstance(group_by, str):
+        return None
+    if not group_by:
+        return "group_by needs at least one group name (or use template or rule)"
+    try:
+        names = set(re.compile(pattern).groupindex)
+    except re.error:
+        return None  # the pattern's own check reports it
+    unknown = [name for name in group_by if name not in names]
+    if unknown:
+        known = ", ".join(sorted(names)) or "none: add (?P<name>...) to the pattern"
+        return (f"group_by names {', '.join(repr(n) for n in unknown)}, not a named group of "
+                f"the pattern (its groups: {known})")
+    return None

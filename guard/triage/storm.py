@@ -1,0 +1,90 @@
+"""The storm breaker: one monitor may open at most ``max_new_incidents`` per ``storm_window``.
+
+Past that, what would have opened a new incident folds into one *storm* incident on that
+monitor ("storm on api-log: 4,180 signals in 937 templates"), announced once like any incident.
+Its details keep the most frequent templates with their counts. Signals that belong to an
+incident already open still count there. The storm resolves once a whole window passes with
+nothing folded into it (``quiet_storms``), so the next storm is a new announcement.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from guard.fingerprint import keyed_fingerprint
+from guard.records import Signal, utcnow
+from guard.store.models import ACTIVE_STATES, Incident
+from guard.triage.states import AUTO_RESOLVABLE
+
+STORM_KIND = "storm"
+TOP = 10  # templates shown in a storm's details
+KEPT = 500  # distinct templates counted one by one; more are counted as "other"
+
+
+def storm_fingerprint(monitor_id: str) -> str:
+    return keyed_fingerprint("guard", monitor_id, STORM_KIND, "storm")
+
+
+def storm_check_key(monitor_id: str) -> str:
+    """Its own check key: no check's "ok" resolves a storm, only a quiet window."""
+    return f"{monitor_id}|{STORM_KIND}"
+
+
+def storm_title(monitor_id: str, signals: int, templates: int) -> str:
+    return (f"storm on {monitor_id}: {signals:,} signals in {templates:,} "
+            f"template{'s' if templates != 1 else ''}")
+
+
+def opened_recently(session: Session, monitor_id: str, window: float, now: datetime) -> int:
+    """How many incidents (storms aside) ``monitor_id`` opened within ``window`` seconds."""
+    since = now - timedelta(seconds=window)
+    return int(session.exec(
+        select(func.count()).select_from(Incident).where(
+            Incident.monitor_id == monitor_id, Incident.kind != STORM_KIND,
+            col(Incident.opened_at) >= since)
+    ).one())
+
+
+def active_storm(session: Session, monitor_id: str) -> Incident | None:
+    return session.exec(
+        select(Incident).where(Incident.fingerprint == storm_fingerprint(monitor_id),
+                               col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
+        .order_by(col(Incident.id).desc()).limit(1)
+    ).first()
+
+
+def template_label(sig: Signal) -> str:
+    """How a folded signal is named among a storm's top templates."""
+    if sig.grouping is not None and sig.grouping.by == "template":
+        return f"{sig.kind}: {sig.grouping.content}"
+    return f"{sig.kind}: {sig.message[:200]}"
+
+
+def fold(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
+    """A storm's details with ``sig`` counted in (a new dict: JSON columns need one)."""
+    counts: dict[str, int] = dict(details.get("counts", {}))
+    label = template_label(sig)
+    if label in counts or len(counts) < KEPT:
+        counts[label] = counts.get(label, 0) + sig.count
+    else:
+        details = {**details, "other": int(details.get("other", 0)) + sig.count}
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    distinct = len(counts) + (1 if details.get("other") else 0)
+    return {**details, "storm": True, "counts": counts, "templates": distinct,
+            "signals": int(details.get("signals", 0)) + sig.count,
+            "top_templates": [{"template": t, "count": c} for t, c in top]}
+
+
+def quiet_storms(session: Session, window: float, now: datetime | None = None) -> list[Incident]:
+    """Storms that nothing was folded into for a whole ``window`` (and that the agent is not
+    working on)."""
+    cutoff = (now or utcnow()) - timedelta(seconds=window)
+    return list(session.exec(
+        select(Incident).where(Incident.kind == STORM_KIND, Incident.source == "guard",
+                               col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]),
+                               col(Incident.last_seen) < cutoff)
+    ).all())
