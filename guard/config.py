@@ -51,6 +51,9 @@ class TelegramSettings(_Section):
     port: int = Field(default=8443, ge=1, le=65535, description="webhook listen port")
     poll_timeout: Duration = Field(default=10.0, description="getUpdates long-polling timeout")
     mute_for: Duration = Field(default=3600.0, description="how long the mute button mutes")
+    group_wait: Duration = Field(
+        default=10.0, description="incidents announced within this long of the last "
+        "announcement go out together, as one message with a line per incident (0: never)")
 
     @property
     def configured(self) -> bool:

@@ -172,6 +172,7 @@ class Agent:
 
     async def shutdown(self) -> None:
         await self.workers.close()
+        await self.notifier.flush()
         await self.sandboxes.close()
         await asyncio.to_thread(self.memory.close)
 

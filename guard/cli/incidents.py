@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import typer
 from rich.table import Table
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
-from guard.store.models import Incident, IncidentState, IncidentTimeline
+from guard.store.models import Incident, IncidentState, IncidentTimeline, LogTemplate
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
 
 
-def incident_dict(inc: Incident) -> dict[str, Any]:
-    """The JSON shape of an incident (a contract: fields may be added, never renamed)."""
+def incident_dict(inc: Incident, templates: dict[int, str] | None = None) -> dict[str, Any]:
+    """The JSON shape of an incident (a contract: fields may be added, never renamed).
+
+    ``template`` is the event template its log lines were grouped by (its current text; None
+    for incidents not grouped by template), from ``templates`` (``templates_of``).
+    """
+    template_id = inc.details.get("template_id") if isinstance(inc.details, dict) else None
     return {
         "id": inc.id, "state": inc.state, "source": inc.source, "target": inc.target,
         "kind": inc.kind, "severity": inc.severity, "count": inc.count,
@@ -25,7 +31,18 @@ def incident_dict(inc: Incident) -> dict[str, Any]:
         "first_seen": inc.first_seen.isoformat(), "last_seen": inc.last_seen.isoformat(),
         "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
         "flapping": inc.flapping, "reopen_count": inc.reopen_count, "details": inc.details,
+        "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
     }
+
+
+def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
+    """The current text of the templates ``incidents`` were grouped by, by template id."""
+    ids = {i.details.get("template_id") for i in incidents if isinstance(i.details, dict)}
+    wanted = [i for i in ids if isinstance(i, int)]
+    if not wanted:
+        return {}
+    rows = session.exec(select(LogTemplate).where(col(LogTemplate.id).in_(wanted))).all()
+    return {r.id: r.template for r in rows if r.id is not None}
 
 
 def timeline_dict(t: IncidentTimeline) -> dict[str, Any]:
@@ -50,8 +67,9 @@ def list_incidents(
         if state:
             query = query.where(col(Incident.state).in_([s.value for s in state]))
         rows = session.exec(query).all()
+        templates = templates_of(session, rows)
     if as_json:
-        typer.echo(json.dumps([incident_dict(r) for r in rows], indent=2))
+        typer.echo(json.dumps([incident_dict(r, templates) for r in rows], indent=2))
         return
     if not rows:
         out.print("no incidents")
@@ -80,8 +98,9 @@ def show(
             select(IncidentTimeline).where(IncidentTimeline.incident_id == incident_id)
             .order_by(col(IncidentTimeline.id))
         ).all()
+        templates = templates_of(session, [inc])
     if as_json:
-        typer.echo(json.dumps({**incident_dict(inc),
+        typer.echo(json.dumps({**incident_dict(inc, templates),
                                "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
         return
     out.print(f"[bold]#{inc.id} {inc.title}[/bold]  ({inc.state}, {inc.severity})", markup=True)
@@ -90,6 +109,7 @@ def show(
         ("count", str(inc.count)), ("opened", inc.opened_at.isoformat()),
         ("last seen", inc.last_seen.isoformat()), ("fingerprint", inc.fingerprint),
         ("message", inc.message),
+        *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
     ]:
         out.print(f"  {label:<12} {value}", markup=False, soft_wrap=True)
     out.print("  timeline:")

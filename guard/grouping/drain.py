@@ -63,12 +63,16 @@ class TemplateMiner:
         self.max_children = max_children
         self._root = _Node()
         self._clusters: dict[int, Cluster] = {}
+        self._by_length: dict[int, list[Cluster]] = {}
 
     def __len__(self) -> int:
         return len(self._clusters)
 
     def clusters(self) -> list[Cluster]:
         return list(self._clusters.values())
+
+    def cluster(self, cluster_id: int) -> Cluster | None:
+        return self._clusters.get(cluster_id)
 
     def seed(self, cluster_id: int, template: str) -> Cluster:
         """Put back a persisted template under its id."""
@@ -77,18 +81,33 @@ class TemplateMiner:
         assert leaf is not None
         leaf.clusters.append(cluster)
         self._clusters[cluster_id] = cluster
+        self._by_length.setdefault(len(cluster.tokens), []).append(cluster)
         return cluster
 
     def match(self, tokens: Sequence[str]) -> Cluster | None:
-        """The cluster ``tokens`` belong to, without changing anything."""
+        """The cluster ``tokens`` belong to, without changing anything.
+
+        First among the clusters of its leaf (Drain); failing that, among the clusters of its
+        length that start with the same token, so a value early in the message ("user alice
+        ...", "user bob ...") does not found a cluster per value.
+        """
         leaf = self._leaf(tokens, create=False)
-        return None if leaf is None else self._best(leaf.clusters, tokens)
+        found = None if leaf is None else self._best(leaf.clusters, tokens)
+        if found is not None or not tokens:
+            return found
+        same_start = [c for c in self._by_length.get(len(tokens), [])
+                      if c.tokens[0] in (tokens[0], WILDCARD)]
+        return self._best(same_start, tokens)
 
     def add(self, tokens: Sequence[str]) -> Mined:
         """Match ``tokens``, generalising the matched template if needed."""
         cluster = self.match(tokens)
         if cluster is None:
             return Mined(None)
+        leaf = self._leaf(tokens, create=True)
+        assert leaf is not None
+        if cluster not in leaf.clusters:  # found by length: next time, found on the way down
+            leaf.clusters.append(cluster)
         changed = False
         for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
             if have != got and have != WILDCARD:

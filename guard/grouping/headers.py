@@ -44,8 +44,8 @@ PRESETS: dict[str, str] = {
     "oslo": r"^(?:\S+ )?" + _TS + r" \d+ (?P<level>" + _LEVEL + r") (?P<component>[\w.]+) "
             r"\[[^\]]*\] (?P<message>.*)$",
     # 2026-12-02 18:06:48,123 [main] ERROR com.example.Api - message   (log4j/logback)
-    "log4j": r"^\[?" + _TS + r"\]?\s+(?:\[(?P<thread>[^\]]*)\]\s+)?-?\s*(?P<level>" + _LEVEL
-             + r")\s+(?:\[[^\]]*\]\s+)?(?P<component>[\w.$/-]+(?:@\d+)?)(?::\d+)?\]?\s*[:-]?\s+"
+    "log4j": r"^\[?" + _TS + r"\]?\s+(?:-\s+)?(?:\[(?P<thread>[^\]]*)\]\s+)?(?P<level>" + _LEVEL
+             + r")\s+(?:\[.*?\]\s+)?(?:(?P<component>[\w.$-]+)(?::\d+)?\s*(?::|\s-)\s+)?"
              r"(?P<message>.*)$",
     # Dec  2 18:06:48 host program[123]: message   (RFC 3164; also RFC 5424-ish ISO stamps)
     "syslog": r"^(?:<\d+>\d? ?)?(?:" + _MON + r"\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}|" + _TS
@@ -69,7 +69,7 @@ class LogFormat:
         for pattern in self._patterns:  # type: ignore[attr-defined]
             found = pattern.match(line)
             if found is not None:
-                return str(found.group("message")), True
+                return found.group("message") or "", True
         return line, False
 
 

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from guard.fingerprint import mask
 from guard.grouping.headers import LogFormat
 from guard.grouping.tokens import template_tokens
 from guard.records import Grouping
 
 GroupBy = str | list[str]
 CONTENT_CHARS = 1000  # what of a line a template is mined from
+CACHED = 4096  # masked lines whose template tokens are remembered (a storm repeats a few)
 
 
 @dataclass(frozen=True)
@@ -31,9 +33,15 @@ class RuleGrouper:
     group_by: GroupBy
     pattern: re.Pattern[str]
     format: LogFormat
+    _cache: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
-        """``(fold key, grouping)`` of a line this rule matched."""
+        """``(fold key, grouping)`` of a line this rule matched.
+
+        Lines equal once masked (they differ in times, ids, numbers) get the same template
+        tokens, so those are worked out once per masked line: the repeats of one fault in a
+        storm cost one ``mask`` each.
+        """
         if self.group_by == "rule":
             return (kind, "rule"), Grouping("rule")
         if isinstance(self.group_by, list):
@@ -41,9 +49,16 @@ class RuleGrouper:
             fields = tuple((name, (found.group(name) or "") if found else "")
                            for name in self.group_by)
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
-        content, recognised = self.format.content(line[:CONTENT_CHARS])
-        masked = " ".join(template_tokens(content, header=not recognised))
-        return (kind, "template", masked), Grouping("template", content=masked)
+        line = line[:CONTENT_CHARS]
+        seen = mask(line)
+        key = self._cache.get(seen)
+        if key is None:
+            if len(self._cache) >= CACHED:
+                self._cache.clear()
+            content, recognised = self.format.content(line)
+            key = (kind, "template", " ".join(template_tokens(content, header=not recognised)))
+            self._cache[seen] = key
+        return key, Grouping("template", content=key[2])
 
 
 def rule_groupers(rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *,

@@ -47,6 +47,11 @@ class TemplateBook:
                 session.add(stored)
         return mined.cluster.id
 
+    def text(self, template_id: int) -> str | None:
+        """The current text of a template this book has assigned (None if unknown)."""
+        cluster = self._miner.cluster(template_id) if self._miner is not None else None
+        return None if cluster is None else cluster.template
+
     def reset(self) -> None:
         """Forget the in-memory miner (after a rolled-back transaction)."""
         self._miner = None

@@ -7,8 +7,8 @@ the content is split on white space. The miner learns the rest (user names, host
 that vary) by comparing lines.
 
 A line whose header no format recognised loses its leading header-only tokens instead: after
-masking, a header is a run of placeholders (times, pids, hosts with numbers), levels and
-separators in front of the first plain word.
+masking, a header is a run of placeholders (times, pids, hosts with numbers) and separators
+in front of the first plain word.
 """
 
 from __future__ import annotations
@@ -26,11 +26,10 @@ _EXTRA: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r" \(<num>(?:\.<num>)?(?: ?[A-Za-z]{1,3})?\)"), ""),  # "123 bytes (0.1 KB)"
     (re.compile(r"(?<=[A-Za-z_])-?\d+(?:\.\d+)*"), "<num>"),  # blk_-695..., x1, t761, v2.3
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}\b"), "<id>"),
+    (re.compile(r"(?<=[A-Za-z_])-?<(?:id|num|hex)>"), "<num>"),  # blk_-<id> is blk_<num>
     (re.compile(r"(?<!<)\b\d+(?!>)"), "<num>"),  # what is left of numbers (-123, 12abc)
 ]
 
-_LEVELS = {"TRACE", "DEBUG", "INFO", "NOTICE", "WARN", "WARNING", "ERROR", "SEVERE", "FATAL",
-           "CRITICAL", "CRIT", "V", "D", "I", "W", "E", "F"}
 _HEADER_TOKEN = re.compile(r"\S*<\w+>\S*|[\[(]?[-|*:]+[\])]?:?")
 _MAX_HEADER_TOKENS = 10
 
@@ -45,12 +44,12 @@ def template_tokens(content: str, *, header: bool = False) -> list[str]:
 
 
 def skip_header(tokens: list[str]) -> list[str]:
-    """``tokens`` without a leading run of header-only tokens (placeholders, levels,
-    separators), keeping at least one token."""
+    """``tokens`` without a leading run of header-only tokens (placeholders and separators:
+    times, pids, hosts with numbers), keeping at least one token."""
     skip = 0
     while skip < min(_MAX_HEADER_TOKENS, len(tokens) - 1):
         token = tokens[skip]
-        if token.strip("[]():") not in _LEVELS and not _HEADER_TOKEN.fullmatch(token):
+        if not _HEADER_TOKEN.fullmatch(token):
             break
         skip += 1
     return tokens[skip:]

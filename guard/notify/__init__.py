@@ -24,7 +24,7 @@ def build_notifier(settings: Settings, db: Database) -> Notifier:
         return TelegramNotifier(settings, db)
     from guard.notify.console import ConsoleNotifier
 
-    return ConsoleNotifier(db)
+    return ConsoleNotifier(db, group_wait=settings.telegram.group_wait)
 
 
 def build_gateway(settings: Settings, db: Database, runtime: Any = None) -> TelegramGateway | None:

@@ -58,3 +58,7 @@ class Notifier(Protocol):
     async def send_text(self, text: str) -> None:
         """Send plain text (a report, a reply)."""
         ...
+
+    async def flush(self) -> None:
+        """Deliver at once whatever waits to be grouped (before Guard stops)."""
+        ...

@@ -1,9 +1,15 @@
 """The embedded notifier: writes to the log (and so the console) and to conversation memory.
 
 Humans answer with ``guard approve|deny|reply``; the message says exactly which commands.
+Like Telegram's, questions are grouped: the first after a quiet spell is written at once, the
+ones asked within ``group_wait`` of it are written together when that window ends, one line
+per incident.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
 
 from loguru import logger
 
@@ -15,8 +21,12 @@ CHAT = "console"
 
 
 class ConsoleNotifier:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, group_wait: float = 0.0) -> None:
         self.db = db
+        self.group_wait = group_wait
+        self._announced_at = -float("inf")
+        self._held: list[HumanRequest] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     def _out(self, text: str, incident_id: int | None = None) -> None:
         logger.warning("\n{}", text) if incident_id else logger.info("{}", text)
@@ -24,6 +34,44 @@ class ConsoleNotifier:
                        incident_id=incident_id)
 
     async def ask(self, request: HumanRequest) -> None:
+        now = time.monotonic()
+        window_end = self._announced_at + self.group_wait
+        if self.group_wait <= 0 or (now >= window_end and not self._held):
+            self._announced_at = now
+            self._ask_one(request)
+            return
+        self._held.append(request)
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush_after(max(0.0, window_end - now)))
+
+    async def flush(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await self._flush_after(0.0)
+
+    async def _flush_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        held, self._held, self._flusher = self._held, [], None
+        if not held:
+            return
+        self._announced_at = time.monotonic()
+        if len(held) == 1:
+            self._ask_one(held[0])
+            return
+        lines = [f"{len(held)} incidents need a human (opened together):"]
+        for r in held:
+            lines.append(f"  #{r.incident_id} {r.title} [{r.severity}] x{r.count}")
+            lines += [f"      approve:  guard approve {r.incident_id} --skill {o.name}"
+                      for o in r.options]
+            lines.append(f"      fix:      guard reply {r.incident_id} -- COMMAND   |   deny: "
+                         f"guard deny {r.incident_id}")
+        text = "\n".join(lines)
+        logger.warning("\n{}", text)
+        for r in held:
+            record_message(self.db, chat=CHAT, direction="out", author="guard", text=text,
+                           incident_id=r.incident_id)
+
+    def _ask_one(self, request: HumanRequest) -> None:
         lines = [
             f"Incident #{request.incident_id} needs a human: {request.title} "
             f"[{request.severity}] x{request.count}",

@@ -242,6 +242,21 @@ class TelegramMessage(SQLModel, table=True):
     created_at: datetime = _ts(nullable=False)
 
 
+class TelegramGroupMember(SQLModel, table=True):
+    """One incident of a grouped Telegram message (several incidents, one message): its line
+    and its buttons, so an answer or an update to one incident re-renders the whole message."""
+
+    __tablename__ = "telegram_group_member"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: str = Field(index=True)
+    message_id: int = Field(index=True)
+    incident_id: int = Field(index=True)
+    text: str = Field(default="", sa_column=Column(Text, nullable=False))
+    buttons: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
+    live: bool = True
+
+
 class OutboxMessage(SQLModel, table=True):
     """One outgoing Telegram call, written before it is tried and marked when it is done."""
 

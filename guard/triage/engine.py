@@ -129,12 +129,12 @@ class Triage:
             return
         if storm.opened_recently(session, sig.monitor_id, self.settings.storm_window,
                                  utcnow()) >= self.settings.max_new_incidents:
-            self._fold_into_storm(session, sig, events)
+            self._fold_into_storm(session, sig, events, template_id)
             return
         self._open(session, sig, fp, failures, policy, events, template_id)
 
-    def _fold_into_storm(self, session: Session, sig: Signal,
-                         events: list[IncidentEvent]) -> None:
+    def _fold_into_storm(self, session: Session, sig: Signal, events: list[IncidentEvent],
+                         template_id: int | None) -> None:
         incident = storm.active_storm(session, sig.monitor_id)
         if incident is None:
             incident = Incident(
@@ -149,7 +149,9 @@ class Triage:
             opened = True
         else:
             opened = False
-        incident.details = storm.fold(incident.details, sig)
+        text = self.templates.text(template_id) if template_id is not None else None
+        key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
+        incident.details = storm.fold(incident.details, sig, key, text or sig.message)
         incident.title = storm.storm_title(sig.monitor_id, incident.details["signals"],
                                            incident.details["templates"])
         self._count(session, incident, sig)

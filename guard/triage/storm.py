@@ -57,26 +57,22 @@ def active_storm(session: Session, monitor_id: str) -> Incident | None:
     ).first()
 
 
-def template_label(sig: Signal) -> str:
-    """How a folded signal is named among a storm's top templates."""
-    if sig.grouping is not None and sig.grouping.by == "template":
-        return f"{sig.kind}: {sig.grouping.content}"
-    return f"{sig.kind}: {sig.message[:200]}"
-
-
-def fold(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
-    """A storm's details with ``sig`` counted in (a new dict: JSON columns need one)."""
+def fold(details: dict[str, Any], sig: Signal, key: str, label: str) -> dict[str, Any]:
+    """A storm's details with ``sig`` counted in under its template ``key`` (named ``label``,
+    its latest text). A new dict: JSON columns need one to notice the change."""
     counts: dict[str, int] = dict(details.get("counts", {}))
-    label = template_label(sig)
-    if label in counts or len(counts) < KEPT:
-        counts[label] = counts.get(label, 0) + sig.count
+    labels: dict[str, str] = dict(details.get("labels", {}))
+    other = int(details.get("other", 0))
+    if key in counts or len(counts) < KEPT:
+        counts[key] = counts.get(key, 0) + sig.count
+        labels[key] = f"{sig.kind}: {label[:300]}"
     else:
-        details = {**details, "other": int(details.get("other", 0)) + sig.count}
+        other += sig.count
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-    distinct = len(counts) + (1 if details.get("other") else 0)
-    return {**details, "storm": True, "counts": counts, "templates": distinct,
+    return {**details, "storm": True, "counts": counts, "labels": labels, "other": other,
+            "templates": len(counts) + (1 if other else 0),
             "signals": int(details.get("signals", 0)) + sig.count,
-            "top_templates": [{"template": t, "count": c} for t, c in top]}
+            "top_templates": [{"template": labels[k], "count": c} for k, c in top]}
 
 
 def quiet_storms(session: Session, window: float, now: datetime | None = None) -> list[Incident]:

@@ -95,7 +95,12 @@ class Authoriser:
                 col(Approval.incident_id) == approval.incident_id,
                 col(Approval.used_at).is_(None)).values(used_at=now,
                                                          used_by=f"superseded:{data}"))
-            msg.live = False  # answered: the sync must not close it as "expired" meanwhile
+            if msg.role == "group":  # the other incidents' buttons of the message still work
+                spent = set(session.exec(select(Approval.id).where(
+                    Approval.incident_id == approval.incident_id)).all())
+                msg.approvals = [a for a in msg.approvals if a not in spent]
+            else:
+                msg.live = False  # answered: the sync must not close it as "expired" meanwhile
             session.add(msg)
             audit.append(session, actor=actor(user_id), action="telegram.pressed",
                          subject=f"incident:{approval.incident_id}",

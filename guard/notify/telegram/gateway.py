@@ -133,7 +133,8 @@ class TelegramGateway:
             await self.app.updater.start_polling(
                 timeout=int(tg.poll_timeout), allowed_updates=ALLOWED_UPDATES,
                 error_callback=self._polling_error)
-        worker = outbox.OutboxWorker(self.app.bot, self.db)
+        worker = outbox.OutboxWorker(self.app.bot, self.db,
+                                     group_wait=self.settings.telegram.group_wait)
         self._tasks.append(asyncio.create_task(worker.run(self.stopping), name="telegram:outbox"))
         self._tasks.append(asyncio.create_task(self.sync.run(self.stopping), name="telegram:sync"))
         self.ready.set()

@@ -23,6 +23,7 @@ from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox
 from guard.notify.telegram.auth import Refusal, actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
+from guard.notify.telegram.grouping import group_reply
 from guard.notify.telegram.messages import esc
 from guard.store import mutes
 
@@ -144,6 +145,14 @@ class Handlers:
             return
         target = await asyncio.to_thread(self.auth.message_for, msg.chat.id,
                                          msg.reply_to_message.message_id)
+        if target is not None and target.role == "group":  # "#ID FIX" names the incident
+            named = await asyncio.to_thread(group_reply, self.db, target, msg.text)
+            if named is None:
+                await self.say(msg.chat.id, "This message holds several incidents: reply "
+                               "<code>#ID FIX</code> to send a fix for one of them.")
+                return
+            await self._fix(update, *named)
+            return
         if target is None or target.incident_id is None:
             return  # a reply to something that is not Guard's
         await self._fix(update, target.incident_id, msg.text.strip())

@@ -56,6 +56,9 @@ class TelegramNotifier:
                                 text=render_update(update), incident_id=update.incident_id,
                                 role="reply", reply_to_incident=True)
 
+    async def flush(self) -> None:
+        """Nothing waits here: grouping happens in the outbox, which survives a stop."""
+
     async def send_text(self, text: str) -> None:
         await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
                                 text=text)

@@ -10,12 +10,15 @@ until it goes through: ``RetryAfter`` waits exactly as long as Telegram asks, ne
 off up to 10 s. A request Telegram rejects (400/403) is marked failed and the queue moves on.
 Edits and replies name their incident, not a message id, because the incident's message may not
 have been sent yet when they are queued; the worker resolves it when it sends.
+Announcements that follow one another within ``group_wait`` go out as one grouped message
+(``grouping``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 from loguru import logger
@@ -26,10 +29,11 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from guard.memory.conversation import record_message
+from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
 from guard.records import utcnow
 from guard.store.db import Database
-from guard.store.models import OutboxMessage, TelegramMessage
+from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, TelegramMessage
 
 IDLE = 0.3
 
@@ -91,11 +95,22 @@ def _remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
 
 
 def incident_message(db: Database, chat_id: str, incident_id: int) -> TelegramMessage | None:
-    """The newest message with buttons Guard sent about an incident in this chat."""
+    """The newest message with buttons Guard sent about an incident in this chat: its own, or
+    the grouped message it was announced in."""
     with db.session() as session:
-        return session.exec(select(TelegramMessage).where(
+        own = session.exec(select(TelegramMessage).where(
             TelegramMessage.chat_id == chat_id, TelegramMessage.incident_id == incident_id,
             TelegramMessage.role == "incident").order_by(col(TelegramMessage.id).desc())).first()
+        member = grouping.member(session, chat_id, incident_id)
+        if member is None:
+            return own
+        group = session.exec(select(TelegramMessage).where(
+            TelegramMessage.chat_id == chat_id,
+            TelegramMessage.message_id == member.message_id)).first()
+        if group is None or (own is not None and own.id is not None and group.id is not None
+                             and own.id > group.id):
+            return own
+        return group
 
 
 def pending(db: Database) -> list[OutboxMessage]:
@@ -114,10 +129,12 @@ def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
 class OutboxWorker:
     """Sends queued rows in order through ``bot`` until ``stop`` is set."""
 
-    def __init__(self, bot: Bot, db: Database) -> None:
+    def __init__(self, bot: Bot, db: Database, *, group_wait: float = 0.0) -> None:
         self.bot = bot
         self.db = db
         self.wake = asyncio.Event()
+        self.group_wait = group_wait
+        self._announced_at = -float("inf")  # monotonic time of the last announcement
 
     async def run(self, stop: asyncio.Event) -> None:
         delay = 1.0
@@ -130,6 +147,10 @@ class OutboxWorker:
                 if stop.is_set():
                     return
                 try:
+                    if grouping.is_ask(row) and self.group_wait > 0:
+                        if await self._announce(row, stop):
+                            break  # a group went out: rows of this snapshot were in it
+                        continue
                     await self._deliver(row)
                     delay = 1.0
                 except RetryAfter as exc:
@@ -151,6 +172,80 @@ class OutboxWorker:
                 except TelegramError as exc:  # Forbidden, a chat that went away...
                     await asyncio.to_thread(self._rejected, row, exc)
 
+    async def _announce(self, row: OutboxMessage, stop: asyncio.Event) -> bool:
+        """Announce an incident: at once after a quiet spell, else with every announcement
+        queued by the end of the ``group_wait`` window. True if it went out as a group."""
+        window_end = self._announced_at + self.group_wait
+        if time.monotonic() < window_end:
+            await self._sleep(stop, window_end - time.monotonic())
+            if stop.is_set():
+                return False
+            rows = await asyncio.to_thread(pending, self.db)
+            group = grouping.batch(rows, row)
+        else:
+            group = [row]
+        if len(group) == 1:
+            await self._deliver(row)
+        else:
+            await self._deliver_group(group)
+        self._announced_at = time.monotonic()
+        return len(group) > 1
+
+    async def _deliver_group(self, rows: list[OutboxMessage]) -> None:
+        chat = rows[0].chat_id
+        with self.db.session() as session:
+            members = [TelegramGroupMember(
+                chat_id=chat, message_id=0, incident_id=r.incident_id,
+                text=grouping.member_line(session.get(Incident, r.incident_id), r.incident_id),
+                buttons=grouping.labelled(r.incident_id, r.buttons))
+                for r in rows if r.incident_id is not None]
+        text, buttons = grouping.render(members)
+        msg = await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML,
+                                          reply_markup=_markup(buttons))
+        ids = [m.incident_id for m in members]
+        with self.db.session() as session:
+            for old in session.exec(select(TelegramMessage).where(
+                    col(TelegramMessage.incident_id).in_(ids), TelegramMessage.chat_id == chat,
+                    col(TelegramMessage.live))).all():
+                old.live = False
+                session.add(old)
+            session.add(TelegramMessage(
+                chat_id=chat, message_id=msg.message_id, incident_id=None, role="group",
+                live=True, approvals=[d for r in rows for row in r.buttons for _, d in row
+                                      if not d.startswith("fix:")]))
+            for m in members:
+                m.message_id = msg.message_id
+                session.add(m)
+            for r in rows:
+                fresh = session.get(OutboxMessage, r.id)
+                assert fresh is not None
+                fresh.status, fresh.attempts, fresh.sent_at = "sent", fresh.attempts + 1, utcnow()
+                session.add(fresh)
+
+    async def _edit_group(self, row: OutboxMessage, target: TelegramMessage) -> None:
+        """One incident of a group is closed: its line says how, its buttons go."""
+        assert row.incident_id is not None
+        with self.db.session() as session:
+            members = grouping.members_of(session, row.chat_id, target.message_id)
+            for m in members:
+                if m.incident_id == row.incident_id:
+                    m.text = grouping.closed_line(session.get(Incident, m.incident_id),
+                                                  m.incident_id, row.text)
+                    m.live = False
+                    session.add(m)
+        text, buttons = grouping.render(members)
+        try:
+            await self.bot.edit_message_text(text, chat_id=row.chat_id,
+                                             message_id=target.message_id,
+                                             parse_mode=ParseMode.HTML,
+                                             reply_markup=_markup(buttons))
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():
+                raise
+        self._mark(row, "sent")
+        if not buttons:
+            self._set_live(target, False)
+
     async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
@@ -163,6 +258,9 @@ class OutboxWorker:
         if row.method == "edit":
             if target is None:
                 self._mark(row, "skipped", "no message to edit")
+                return
+            if target.role == "group":
+                await self._edit_group(row, target)
                 return
             try:
                 await self.bot.edit_message_text(row.text, chat_id=chat,

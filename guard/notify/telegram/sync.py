@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from loguru import logger
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
-from guard.notify.telegram import outbox
+from guard.notify.telegram import grouping, outbox
 from guard.notify.telegram.messages import cut, esc, pointer
 from guard.records import utcnow
 from guard.store.db import Database
@@ -53,28 +54,31 @@ class Sync:
 
     def close_finished_questions(self) -> None:
         now = utcnow()
+        work: list[tuple[TelegramMessage | None, str, int, str, str]] = []
         with self.db.session() as session:
             live = session.exec(select(TelegramMessage).where(
                 col(TelegramMessage.live), TelegramMessage.role == "incident")).all()
-            work = []
             for msg in live:
-                inc = session.get(Incident, msg.incident_id) if msg.incident_id else None
-                valid = session.exec(select(Approval).where(
-                    col(Approval.id).in_(msg.approvals or [""]), col(Approval.used_at).is_(None),
-                    col(Approval.expires_at) > now)).first()
-                if inc is None or inc.state not in ASKING:
-                    state = inc.state if inc else "gone"
-                    work.append((msg, state, "Handled outside this chat." if inc else ""))
-                elif valid is None:
-                    work.append((msg, "expired", "Nobody answered in time; the buttons are "
-                                 f"gone. Use /fix {inc.id} COMMAND or "
-                                 f"guard approve|deny|reply {inc.id}."))
-        for msg, state, text in work:
-            assert msg.incident_id is not None and msg.id is not None
-            closed = self.gw.notifier.closed_text(msg.incident_id, state, text)
+                over = _over(session, msg.incident_id, msg.approvals, now)
+                if over is not None and msg.incident_id is not None:
+                    work.append((msg, msg.chat_id, msg.incident_id, *over))
+            groups = session.exec(select(TelegramMessage).where(
+                col(TelegramMessage.live), TelegramMessage.role == "group")).all()
+            for group in groups:
+                for member in grouping.members_of(session, group.chat_id, group.message_id):
+                    approvals = [d for row in member.buttons for _, d in row
+                                 if not str(d).startswith("fix:")]
+                    over = _over(session, member.incident_id, approvals, now) \
+                        if member.live else None
+                    if over is not None:
+                        member.live = False  # queued once: the edit below closes its line
+                        session.add(member)
+                        work.append((None, group.chat_id, member.incident_id, *over))
+        for own, chat_id, incident_id, state, text in work:
+            closed = self.gw.notifier.closed_text(incident_id, state, text)
             # queued only if nobody closed it meanwhile (a press, the agent's own report)
-            outbox.close_question(self.db, chat_id=msg.chat_id, incident_id=msg.incident_id,
-                                  text=closed, only_message=msg.id)
+            outbox.close_question(self.db, chat_id=chat_id, incident_id=incident_id,
+                                  text=closed, only_message=own.id if own else None)
 
     def report_commands(self) -> None:
         with self.db.session() as session:
@@ -104,3 +108,18 @@ class Sync:
                                     f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
                                     more=pointer(cmd.incident_id)),
                            incident_id=cmd.incident_id, role="reply", reply_to_incident=True)
+
+
+def _over(session: Session, incident_id: int | None, approvals: list[str],
+          now: datetime) -> tuple[str, str] | None:
+    """``(state, text)`` if the question about an incident is over, else None."""
+    inc = session.get(Incident, incident_id) if incident_id else None
+    if inc is None or inc.state not in ASKING:
+        return (inc.state if inc else "gone"), ("Handled outside this chat." if inc else "")
+    valid = session.exec(select(Approval).where(
+        col(Approval.id).in_(approvals or [""]), col(Approval.used_at).is_(None),
+        col(Approval.expires_at) > now)).first()
+    if valid is None:
+        return "expired", (f"Nobody answered in time; the buttons are gone. Use /fix {inc.id} "
+                           f"COMMAND or guard approve|deny|reply {inc.id}.")
+    return None
