@@ -111,7 +111,7 @@ def replay(system: System) -> tuple[list[object], float]:
     with db.session() as session:
         for line in system.lines:
             _, grouping = grouper.group("log", line)
-            groups.append(book.assign(session, grouping.content))
+            groups.append(book.assign(session, grouping.content)[0])
     cost = (time.perf_counter() - started) / len(system.lines) * 1e6
     db.dispose()
     return groups, cost

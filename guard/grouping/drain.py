@@ -15,10 +15,13 @@ survives restarts, a template's later generalisation and changes to this module.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 WILDCARD = "<*>"
+SCAN = 256  # clusters of one leaf compared with a message, most recently matched first
+NEIGHBOURS = 64  # clusters per (length, first token) that the fallback compares
 
 
 @dataclass
@@ -63,7 +66,7 @@ class TemplateMiner:
         self.max_children = max_children
         self._root = _Node()
         self._clusters: dict[int, Cluster] = {}
-        self._by_length: dict[int, list[Cluster]] = {}
+        self._neighbours: dict[tuple[int, str], OrderedDict[int, Cluster]] = {}
 
     def __len__(self) -> int:
         return len(self._clusters)
@@ -81,7 +84,7 @@ class TemplateMiner:
         assert leaf is not None
         leaf.clusters.append(cluster)
         self._clusters[cluster_id] = cluster
-        self._by_length.setdefault(len(cluster.tokens), []).append(cluster)
+        self._touch(cluster)
         return cluster
 
     def match(self, tokens: Sequence[str]) -> Cluster | None:
@@ -92,12 +95,12 @@ class TemplateMiner:
         ...", "user bob ...") does not found a cluster per value.
         """
         leaf = self._leaf(tokens, create=False)
-        found = None if leaf is None else self._best(leaf.clusters, tokens)
+        found = None if leaf is None else self._best(leaf.clusters[-SCAN:], tokens)
         if found is not None or not tokens:
             return found
-        same_start = [c for c in self._by_length.get(len(tokens), [])
-                      if c.tokens[0] in (tokens[0], WILDCARD)]
-        return self._best(same_start, tokens)
+        near = [*self._neighbours.get((len(tokens), tokens[0]), {}).values(),
+                *self._neighbours.get((len(tokens), WILDCARD), {}).values()]
+        return self._best(near, tokens)
 
     def add(self, tokens: Sequence[str]) -> Mined:
         """Match ``tokens``, generalising the matched template if needed."""
@@ -106,8 +109,13 @@ class TemplateMiner:
             return Mined(None)
         leaf = self._leaf(tokens, create=True)
         assert leaf is not None
-        if cluster not in leaf.clusters:  # found by length: next time, found on the way down
+        if leaf.clusters and leaf.clusters[-1] is not cluster:  # most recently matched last
+            if cluster in leaf.clusters:
+                leaf.clusters.remove(cluster)
+            leaf.clusters.append(cluster)  # (found by its neighbours: next time, on the way)
+        elif not leaf.clusters:
             leaf.clusters.append(cluster)
+        self._touch(cluster)
         changed = False
         for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
             if have != got and have != WILDCARD:
@@ -145,6 +153,17 @@ class TemplateMiner:
             return WILDCARD
         room = self.max_children - len(node.children) - (0 if WILDCARD in node.children else 1)
         return token if room > 0 else WILDCARD
+
+    def _touch(self, cluster: Cluster) -> None:
+        """Keep ``cluster`` among the recent neighbours of its length and first token."""
+        if not cluster.tokens:
+            return
+        recent = self._neighbours.setdefault((len(cluster.tokens), cluster.tokens[0]),
+                                             OrderedDict())
+        recent[cluster.id] = cluster
+        recent.move_to_end(cluster.id)
+        if len(recent) > NEIGHBOURS:
+            recent.popitem(last=False)
 
     def _best(self, clusters: Sequence[Cluster], tokens: Sequence[str]) -> Cluster | None:
         """The most similar cluster (the share of positions that agree), if similar enough;

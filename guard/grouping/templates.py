@@ -9,6 +9,7 @@ transaction fails, ``reset`` throws the in-memory state away; the next use reloa
 
 from __future__ import annotations
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from guard.grouping.drain import TemplateMiner
@@ -26,26 +27,33 @@ class TemplateBook:
         self.similarity = similarity
         self.depth = depth
         self._miner: TemplateMiner | None = None
+        self._next_id = 1
 
-    def assign(self, session: Session, content: str) -> int:
-        """The template id of ``content`` (masked tokens separated by spaces)."""
+    def begin(self, session: Session) -> None:
+        """Start a batch: new templates are numbered after every stored one (ids are given
+        here, so a new template costs no round trip to the database)."""
+        self._loaded(session)
+        highest = session.exec(select(func.max(LogTemplate.id))).one()
+        self._next_id = max(self._next_id, int(highest or 0) + 1)
+
+    def assign(self, session: Session, content: str) -> tuple[int, bool]:
+        """The template id of ``content`` (masked tokens separated by spaces), and whether the
+        template is new (then nothing can belong to it yet)."""
         miner = self._loaded(session)
         tokens = content.split()
         mined = miner.add(tokens)
         if mined.cluster is None:
-            row = LogTemplate(template=" ".join(tokens))
-            session.add(row)
-            session.flush()
-            assert row.id is not None
-            miner.found(row.id, tokens)
-            return row.id
+            template_id, self._next_id = self._next_id, self._next_id + 1
+            session.add(LogTemplate(id=template_id, template=" ".join(tokens)))
+            miner.found(template_id, tokens)
+            return template_id, True
         if mined.changed:
             stored = session.get(LogTemplate, mined.cluster.id)
             if stored is not None:
                 stored.template = mined.cluster.template
                 stored.updated_at = utcnow()
                 session.add(stored)
-        return mined.cluster.id
+        return mined.cluster.id, False
 
     def text(self, template_id: int) -> str | None:
         """The current text of a template this book has assigned (None if unknown)."""
@@ -62,6 +70,7 @@ class TemplateBook:
             for row in session.exec(select(LogTemplate).order_by(col(LogTemplate.id))):
                 assert row.id is not None
                 miner.seed(row.id, row.template)
+                self._next_id = max(self._next_id, row.id + 1)
             self._miner = miner
         return self._miner
 

@@ -21,6 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -65,6 +66,8 @@ class Triage:
         self.settings = settings
         self.policies = policies or {}
         self.templates = TemplateBook()
+        self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
+        self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
 
     def policy(self, monitor_id: str) -> TriagePolicy:
         default = TriagePolicy(auto_resolve=self.settings.auto_resolve)
@@ -73,8 +76,12 @@ class Triage:
     def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
         """Apply a batch of observations; return what happened to incidents."""
         events: list[IncidentEvent] = []
+        self._storms = storm.StormBatch(self.settings.max_new_incidents,
+                                        self.settings.storm_window)
+        self._checks = {}
         try:
             with self.db.session() as session:
+                self.templates.begin(session)
                 for obs in observations:
                     for sig in obs.signals:
                         if sig.status == "ok":
@@ -83,59 +90,69 @@ class Triage:
                             self._failed(session, sig, events)
                     if obs.monitor_id and obs.state:
                         put_state(session, f"monitor:{obs.monitor_id}", obs.state)
+                for key, value in self._checks.items():
+                    put_state(session, key, value)
+                self._storms.write()
                 self._calm_storms(session, events)
         except BaseException:
             self.templates.reset()  # it may hold templates the rollback just took back
             raise
         return events
 
-    def identify(self, session: Session, sig: Signal) -> tuple[str, int | None]:
-        """The fingerprint of ``sig`` and, when grouped by template, the template's id."""
+    def _check(self, session: Session, key: str) -> dict[str, Any]:
+        if key not in self._checks:
+            self._checks[key] = get_state(session, key)
+        return self._checks[key]
+
+    def identify(self, session: Session, sig: Signal) -> tuple[str, int | None, bool]:
+        """The fingerprint of ``sig``; when grouped by template, the template's id and whether
+        that template is new (no incident can have it yet)."""
         grouping = sig.grouping
         if grouping is None:
-            return fingerprint(sig.source, sig.target, sig.kind, sig.message), None
+            return fingerprint(sig.source, sig.target, sig.kind, sig.message), None, False
         if grouping.by == "rule":
             key = f"rule:{sig.details.get('rule', '')}"
         elif grouping.by == "fields":
             key = "fields:" + json.dumps(grouping.fields)
         else:
-            template_id = self.templates.assign(session, grouping.content)
+            template_id, new = self.templates.assign(session, grouping.content)
             return keyed_fingerprint(sig.source, sig.target, sig.kind,
-                                     f"template:{template_id}"), template_id
-        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None
+                                     f"template:{template_id}"), template_id, new
+        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None, False
 
     # -- failing checks -------------------------------------------------------------------------
 
     def _failed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
         policy = self.policy(sig.monitor_id)
-        check = get_state(session, f"check:{sig.check_key}")
+        check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
-        put_state(session, f"check:{sig.check_key}",
-                  {"failures": failures, "ok_since": None, "last": "firing"})
+        self._checks[f"check:{sig.check_key}"] = {"failures": failures, "ok_since": None,
+                                                  "last": "firing"}
         if failures < policy.for_count:
             return
-        fp, template_id = self.identify(session, sig)
-        incident = session.exec(
-            select(Incident).where(Incident.fingerprint == fp,
-                                   col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
-            .order_by(col(Incident.id).desc()).limit(1)
-        ).first()
-        if incident is not None:
-            self._count(session, incident, sig)
-            return
-        recent = self._recently_resolved(session, fp, sig.observed_at)
-        if recent is not None:
-            self._reopen(session, recent, sig, events)
-            return
-        if storm.opened_recently(session, sig.monitor_id, self.settings.storm_window,
-                                 utcnow()) >= self.settings.max_new_incidents:
+        fp, template_id, new = self.identify(session, sig)
+        if not new:
+            incident = session.exec(
+                select(Incident).where(Incident.fingerprint == fp,
+                                       col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
+                .order_by(col(Incident.id).desc()).limit(1)
+            ).first()
+            if incident is not None:
+                self._count(session, incident, sig)
+                return
+            recent = self._recently_resolved(session, fp, sig.observed_at)
+            if recent is not None:
+                self._reopen(session, recent, sig, events)
+                return
+        if self._storms.over_cap(session, sig.monitor_id):
             self._fold_into_storm(session, sig, events, template_id)
             return
+        self._storms.opened(sig.monitor_id)
         self._open(session, sig, fp, failures, policy, events, template_id)
 
     def _fold_into_storm(self, session: Session, sig: Signal, events: list[IncidentEvent],
                          template_id: int | None) -> None:
-        incident = storm.active_storm(session, sig.monitor_id)
+        incident = self._storms.storm(session, sig.monitor_id)
         if incident is None:
             incident = Incident(
                 fingerprint=storm.storm_fingerprint(sig.monitor_id),
@@ -151,11 +168,10 @@ class Triage:
             opened = False
         text = self.templates.text(template_id) if template_id is not None else None
         key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
-        incident.details = storm.fold(incident.details, sig, key, text or sig.message)
-        incident.title = storm.storm_title(sig.monitor_id, incident.details["signals"],
-                                           incident.details["templates"])
+        self._storms.fold(incident, sig, key, text or sig.message)
         self._count(session, incident, sig)
         if opened:
+            incident.title = storm.storm_title(sig.monitor_id, sig.count, 1)
             session.flush()
             record(session, incident, "opened",
                    f"more than {self.settings.max_new_incidents} new incidents on "
@@ -227,9 +243,9 @@ class Triage:
 
     def _passed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
         key = f"check:{sig.check_key}"
-        check = get_state(session, key)
+        check = self._check(session, key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()
-        put_state(session, key, {"failures": 0, "ok_since": ok_since, "last": "ok"})
+        self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
         if not self.policy(sig.monitor_id).auto_resolve:
             return
         open_ones = session.exec(

@@ -57,22 +57,60 @@ def active_storm(session: Session, monitor_id: str) -> Incident | None:
     ).first()
 
 
-def fold(details: dict[str, Any], sig: Signal, key: str, label: str) -> dict[str, Any]:
-    """A storm's details with ``sig`` counted in under its template ``key`` (named ``label``,
-    its latest text). A new dict: JSON columns need one to notice the change."""
-    counts: dict[str, int] = dict(details.get("counts", {}))
-    labels: dict[str, str] = dict(details.get("labels", {}))
-    other = int(details.get("other", 0))
-    if key in counts or len(counts) < KEPT:
-        counts[key] = counts.get(key, 0) + sig.count
-        labels[key] = f"{sig.kind}: {label[:300]}"
-    else:
-        other += sig.count
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-    return {**details, "storm": True, "counts": counts, "labels": labels, "other": other,
-            "templates": len(counts) + (1 if other else 0),
-            "signals": int(details.get("signals", 0)) + sig.count,
-            "top_templates": [{"template": labels[k], "count": c} for k, c in top]}
+class StormBatch:
+    """The storm breaker during one triage batch: each monitor's recent opens are read once
+    and then counted in memory, and each storm's details are folded in memory and written
+    once at the end (a storm of distinct lines would otherwise rewrite them per line)."""
+
+    def __init__(self, max_new_incidents: int, window: float) -> None:
+        self.max_new_incidents = max_new_incidents
+        self.window = window
+        self._opens: dict[str, int] = {}
+        self._storms: dict[str, tuple[Incident, dict[str, Any]]] = {}
+
+    def over_cap(self, session: Session, monitor_id: str) -> bool:
+        if monitor_id not in self._opens:
+            self._opens[monitor_id] = opened_recently(session, monitor_id, self.window, utcnow())
+        return self._opens[monitor_id] >= self.max_new_incidents
+
+    def opened(self, monitor_id: str) -> None:
+        self._opens[monitor_id] = self._opens.get(monitor_id, 0) + 1
+
+    def storm(self, session: Session, monitor_id: str) -> Incident | None:
+        if monitor_id in self._storms:
+            return self._storms[monitor_id][0]
+        return active_storm(session, monitor_id)
+
+    def fold(self, incident: Incident, sig: Signal, key: str, label: str) -> None:
+        """Count ``sig`` in under its template ``key`` (named ``label``, its latest text)."""
+        if sig.monitor_id not in self._storms:
+            self._storms[sig.monitor_id] = (incident, _working(incident.details))
+        details = self._storms[sig.monitor_id][1]
+        counts, labels = details["counts"], details["labels"]
+        if key in counts or len(counts) < KEPT:
+            counts[key] = counts.get(key, 0) + sig.count
+            labels[key] = f"{sig.kind}: {label[:300]}"
+        else:
+            details["other"] += sig.count
+        details["signals"] += sig.count
+
+    def write(self) -> None:
+        """Put each storm's folded details and title on its incident."""
+        for monitor_id, (incident, details) in self._storms.items():
+            counts, labels = details["counts"], details["labels"]
+            top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+            templates = len(counts) + (1 if details["other"] else 0)
+            incident.details = {**details, "counts": dict(counts), "labels": dict(labels),
+                                "templates": templates, "top_templates": [
+                                    {"template": labels[k], "count": c} for k, c in top]}
+            incident.title = storm_title(monitor_id, details["signals"], templates)
+        self._storms.clear()
+
+
+def _working(details: dict[str, Any]) -> dict[str, Any]:
+    return {**details, "storm": True, "counts": dict(details.get("counts", {})),
+            "labels": dict(details.get("labels", {})), "other": int(details.get("other", 0)),
+            "signals": int(details.get("signals", 0))}
 
 
 def quiet_storms(session: Session, window: float, now: datetime | None = None) -> list[Incident]:
