@@ -167,9 +167,9 @@ class TemplateMiner:
 
     def _best(self, clusters: Sequence[Cluster], tokens: Sequence[str]) -> Cluster | None:
         """The most similar cluster (the share of positions that agree), if similar enough;
-        ties go to the more general template."""
+        ties go to the more general template, then to the older one (as in Drain)."""
         best: Cluster | None = None
-        best_key = (-1.0, -1)
+        best_key = (-1.0, -1, 0)
         for cluster in clusters:
             same = wild = 0
             for have, got in zip(cluster.tokens, tokens, strict=True):
@@ -177,9 +177,9 @@ class TemplateMiner:
                     wild += 1
                 elif have == got:
                     same += 1
-            share = same / len(tokens) if tokens else 1.0
-            if (share, wild) > best_key:
-                best, best_key = cluster, (share, wild)
+            key = (same / len(tokens) if tokens else 1.0, wild, -cluster.id)
+            if key > best_key:
+                best, best_key = cluster, key
         if best is None or best_key[0] < self.similarity:
             return None
         return best

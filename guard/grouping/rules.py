@@ -33,7 +33,8 @@ class RuleGrouper:
     group_by: GroupBy
     pattern: re.Pattern[str]
     format: LogFormat
-    _cache: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[str, tuple[tuple[str, ...], Grouping]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
         """``(fold key, grouping)`` of a line this rule matched.
@@ -49,16 +50,18 @@ class RuleGrouper:
             fields = tuple((name, (found.group(name) or "") if found else "")
                            for name in self.group_by)
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
-        line = line[:CONTENT_CHARS]
+        if len(line) > CONTENT_CHARS:
+            line = line[:CONTENT_CHARS]
         seen = mask(line)
-        key = self._cache.get(seen)
-        if key is None:
+        known = self._cache.get(seen)
+        if known is None:
             if len(self._cache) >= CACHED:
                 self._cache.clear()
             content, recognised = self.format.content(line)
-            key = (kind, "template", " ".join(template_tokens(content, header=not recognised)))
-            self._cache[seen] = key
-        return key, Grouping("template", content=key[2])
+            masked = " ".join(template_tokens(content, header=not recognised))
+            known = self._cache[seen] = ((kind, "template", masked),
+                                         Grouping("template", content=masked))
+        return known
 
 
 def rule_groupers(rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *,

@@ -34,9 +34,10 @@ def storm_check_key(monitor_id: str) -> str:
     return f"{monitor_id}|{STORM_KIND}"
 
 
-def storm_title(monitor_id: str, signals: int, templates: int) -> str:
-    return (f"storm on {monitor_id}: {signals:,} signals in {templates:,} "
-            f"template{'s' if templates != 1 else ''}")
+def storm_title(monitor_id: str, signals: int, templates: int, more: bool = False) -> str:
+    """"storm on api-log: 4,180 signals in 937 templates" (``more``: past those counted)."""
+    return (f"storm on {monitor_id}: {signals:,} signals in {templates:,}{'+' if more else ''} "
+            f"template{'s' if templates != 1 or more else ''}")
 
 
 def opened_recently(session: Session, monitor_id: str, window: float, now: datetime) -> int:
@@ -99,11 +100,11 @@ class StormBatch:
         for monitor_id, (incident, details) in self._storms.items():
             counts, labels = details["counts"], details["labels"]
             top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-            templates = len(counts) + (1 if details["other"] else 0)
             incident.details = {**details, "counts": dict(counts), "labels": dict(labels),
-                                "templates": templates, "top_templates": [
+                                "templates": len(counts), "top_templates": [
                                     {"template": labels[k], "count": c} for k, c in top]}
-            incident.title = storm_title(monitor_id, details["signals"], templates)
+            incident.title = storm_title(monitor_id, details["signals"], len(counts),
+                                         more=bool(details["other"]))
         self._storms.clear()
 
 
