@@ -125,6 +125,14 @@ def test_a_grouped_message_acts_on_one_incident_at_a_time(home, tg, service):
         tg.say(ADMIN, f"#{ids[1]} http.request {service.base}/fix", chat_id=CHAT,
                reply_to=group["message_id"])
         wait_for(lambda: service.fixes == 1, 30, "the fix for the named incident")
+
+        def line_closed() -> bool:
+            msg = next(m for m in tg.bot_messages() if m["message_id"] == group["message_id"])
+            return f"<s>#{ids[1]}</s>" in msg["text"]
+
+        wait_for(line_closed, 60, "the fixed incident's line closed in the group message")
+        # its outcome edits the group message; no separate post per incident
+        assert not tg.bot_messages(f"· incident #{ids[1]}")
         # a reply naming no incident of the message runs nothing and says how to reply
         tg.say(ADMIN, f"http.request {service.base}/fix", chat_id=CHAT,
                reply_to=group["message_id"])

@@ -2,9 +2,9 @@
 
 It never talks to Telegram itself: ``ask`` queues the incident message with its buttons,
 ``update`` queues an edit of that message (its buttons go away) and the outcome as a reply in
-its thread, ``send_text`` queues plain text. The gateway's worker delivers them. Because it only
-writes rows, it works the same in ``guard run`` and in a CLI process, and it cannot fail
-because Telegram is down.
+its thread (for an incident of a grouped message, only the edit of its line), ``send_text``
+queues plain text. The gateway's worker delivers them. Because it only writes rows, it works
+the same in ``guard run`` and in a CLI process, and it cannot fail because Telegram is down.
 """
 
 from __future__ import annotations
@@ -52,6 +52,10 @@ class TelegramNotifier:
         closed = self.closed_text(update.incident_id, update.state, update.text)
         await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.chat_id,
                                 text=closed, incident_id=update.incident_id)
+        target = await asyncio.to_thread(outbox.incident_message, self.db, self.chat_id,
+                                         update.incident_id)
+        if target is not None and target.role == "group":
+            return  # its line in the grouped message says it; no post per incident
         await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
                                 text=render_update(update), incident_id=update.incident_id,
                                 role="reply", reply_to_incident=True)
