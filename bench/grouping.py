@@ -18,7 +18,10 @@ Printed per system and on average:
 - the same two for masking alone (the fingerprint before templates);
 - the cost of grouping per matched line.
 
-Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--json]``.
+``--compare-drain3`` also runs drain3 (``pip install drain3``) on the same masked tokens with the
+same similarity and depth: the evaluation behind docs/GROUPING.md's choice of miner.
+
+Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--compare-drain3] [--json]``.
 """
 
 from __future__ import annotations
@@ -117,6 +120,28 @@ def replay(system: System) -> tuple[list[object], float]:
     return groups, cost
 
 
+def drain3_replay(system: System) -> tuple[list[object], float]:
+    """The same lines, headers and masks, clustered by drain3 instead of Guard's miner."""
+    import logging
+
+    from drain3 import TemplateMiner  # type: ignore[import-not-found]
+    from drain3.template_miner_config import (  # type: ignore[import-not-found]
+        TemplateMinerConfig,
+    )
+
+    logging.getLogger("drain3").setLevel(logging.ERROR)
+    grouper = rule_groupers([(None, re.compile(CATCH_ALL))], default="template",
+                            log_format=system.log_format)[0]
+    config = TemplateMinerConfig()
+    config.drain_sim_th, config.drain_depth = TemplateBook().similarity, TemplateBook().depth
+    config.profiling_enabled = False
+    miner = TemplateMiner(config=config)
+    contents = [grouper.group("log", line)[1].content for line in system.lines]
+    started = time.perf_counter()
+    groups: list[object] = [miner.add_log_message(c)["cluster_id"] for c in contents]
+    return groups, (time.perf_counter() - started) / len(contents) * 1e6
+
+
 def guard_run_once(system: System) -> list[int]:
     """``guard run --once`` over the system's log; the incidents' counts."""
     with tempfile.TemporaryDirectory(prefix="guard-bench-grouping-") as tmp:
@@ -145,8 +170,9 @@ def guard_run_once(system: System) -> list[int]:
         return sorted(int(i["count"]) for i in json.loads(listed.stdout))
 
 
-def measure(system: System, *, guard_run: bool) -> dict[str, Any]:
+def measure(system: System, *, guard_run: bool, drain3: bool = False) -> dict[str, Any]:
     groups, cost = replay(system)
+    others = drain3_replay(system) if drain3 else None
     masked = [mask(line) for line in system.lines]
     result: dict[str, Any] = {"system": system.name, "lines": len(system.lines),
                               "format": "declared" if system.name in DECLARED_FORMATS else "auto",
@@ -159,6 +185,10 @@ def measure(system: System, *, guard_run: bool) -> dict[str, Any]:
             "incidents_per_event": round(len(set(groups)) / events, 2),
             "masking_alone_accuracy": round(grouping_accuracy(masked, truth), 3),
             "masking_alone_incidents_per_event": round(len(set(masked)) / events, 2)}
+        if others is not None:
+            result[label_set]["drain3_accuracy"] = round(grouping_accuracy(others[0], truth), 3)
+    if others is not None:
+        result["drain3_cost_us_per_line"] = round(others[1], 1)
     result["incidents"] = len(set(groups))
     if guard_run:
         counts = guard_run_once(system)
@@ -182,7 +212,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if chosen:
             out[name] = {k: _mean(chosen, label_set, k) for k in (
                 "accuracy", "incidents_per_event", "masking_alone_accuracy",
-                "masking_alone_incidents_per_event")}
+                "masking_alone_incidents_per_event", "drain3_accuracy")
+                if any(k in r.get(label_set, {}) for r in chosen)}
     out["cost_us_per_line"] = round(sum(r["cost_us_per_line"] for r in rows) / len(rows), 1)
     return out
 
@@ -190,10 +221,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 _PUBLIC: set[str] = set()
 
 
-def run(only: Sequence[str] = (), *, guard_run: bool = True) -> dict[str, Any]:
+def run(only: Sequence[str] = (), *, guard_run: bool = True,
+        drain3: bool = False) -> dict[str, Any]:
     systems = [s for s in load_systems() if not only or s.name in only]
     _PUBLIC.update(s.name for s in systems if s.public)
-    rows = [measure(s, guard_run=guard_run) for s in systems]
+    rows = [measure(s, guard_run=guard_run, drain3=drain3) for s in systems]
     return {"systems": rows, "mean": summary(rows)}
 
 
@@ -214,9 +246,10 @@ def table(report: dict[str, Any]) -> str:
     for name, m in report["mean"].items():
         if isinstance(m, dict):
             alone = m["masking_alone_accuracy"]
+            drain3 = (f"; drain3 {m['drain3_accuracy']:.3f}" if "drain3_accuracy" in m else "")
             lines.append(f"mean {name:<17} accuracy {m['accuracy']:.3f}, incidents/event "
                          f"{m['incidents_per_event']}; masking alone {alone:.3f}, "
-                         f"{m['masking_alone_incidents_per_event']}")
+                         f"{m['masking_alone_incidents_per_event']}{drain3}")
     lines.append(f"grouping cost: {report['mean']['cost_us_per_line']} us per matched line")
     return "\n".join(lines)
 
@@ -227,10 +260,13 @@ def main() -> None:
     parser.add_argument("--systems", default="", help="comma-separated names (default: all)")
     parser.add_argument("--no-guard-run", action="store_true",
                         help="replay only (skip the guard run --once cross-check)")
+    parser.add_argument("--compare-drain3", action="store_true",
+                        help="also cluster with drain3 (pip install drain3)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     only = [s for s in args.systems.split(",") if s]
-    report = {"machine": machine(), **run(only, guard_run=not args.no_guard_run)}
+    report = {"machine": machine(),
+              **run(only, guard_run=not args.no_guard_run, drain3=args.compare_drain3)}
     print(json.dumps(report, indent=2) if args.json else table(report))
 
 

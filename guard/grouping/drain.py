@@ -96,8 +96,8 @@ class TemplateMiner:
         """
         leaf = self._leaf(tokens, create=False)
         found = None if leaf is None else self._best(leaf.clusters[-SCAN:], tokens)
-        if found is not None or not tokens:
-            return found
+        if found is not None or not tokens or "<" in tokens[0]:
+            return found  # a first token that is a value says nothing about neighbours
         near = [*self._neighbours.get((len(tokens), tokens[0]), {}).values(),
                 *self._neighbours.get((len(tokens), WILDCARD), {}).values()]
         return self._best(near, tokens)
