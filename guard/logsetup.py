@@ -1,5 +1,5 @@
 """Logging with loguru: readable text by default, one JSON object per line with
-``GUARD_LOG_FORMAT=json``. Every configured secret is masked before a line is written."""
+``GUARD_LOG_FORMAT=json``. Every line goes through the redaction policy before it is written."""
 
 from __future__ import annotations
 
@@ -11,16 +11,21 @@ from typing import Any
 
 from loguru import logger
 
+from guard.redact import Redactor, redact_value
+
 
 def _redactor(secrets: Iterable[str]) -> Any:
-    values = sorted({s for s in secrets if s}, key=len, reverse=True)
+    """A patcher that runs every line (message and bound fields) through the redaction policy,
+    plus ``secrets`` (Guard's own, in case the policy is not configured yet)."""
+    named = Redactor()
+    named.register_all(secrets, "guard-secret")
 
     def patch(record: Any) -> None:
-        if values:
-            msg = record["message"]
-            for value in values:
-                msg = msg.replace(value, "[REDACTED]")
-            record["message"] = msg
+        record["message"] = named.redact(record["message"])
+        extra = record["extra"]
+        for key, value in extra.items():
+            if isinstance(value, str | dict | list):
+                extra[key] = redact_value(value)
 
     return patch
 

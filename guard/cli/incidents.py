@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 from sqlmodel import col, select
 
-from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
+from guard.redact import redact
 from guard.store.models import Incident, IncidentState, IncidentTimeline
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
@@ -51,14 +52,14 @@ def list_incidents(
             query = query.where(col(Incident.state).in_([s.value for s in state]))
         rows = session.exec(query).all()
     if as_json:
-        typer.echo(json.dumps([incident_dict(r) for r in rows], indent=2))
+        echo(json.dumps([incident_dict(r) for r in rows], indent=2))
         return
     if not rows:
         out.print("no incidents")
         return
     table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
     for r in rows:
-        table.add_row(str(r.id), r.state, r.severity, str(r.count), r.title,
+        table.add_row(str(r.id), r.state, r.severity, str(r.count), redact(r.title),
                       r.last_seen.strftime("%Y-%m-%d %H:%M:%S"))
     out.print(table)
 
@@ -81,7 +82,7 @@ def show(
             .order_by(col(IncidentTimeline.id))
         ).all()
     if as_json:
-        typer.echo(json.dumps({**incident_dict(inc),
+        echo(json.dumps({**incident_dict(inc),
                                "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
         return
     out.print(f"[bold]#{inc.id} {inc.title}[/bold]  ({inc.state}, {inc.severity})", markup=True)
