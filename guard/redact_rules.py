@@ -72,6 +72,10 @@ RULES: list[Rule] = [
     # the body of a PEM block logged line by line: the first line of every DER key starts MII
     Rule("private-key", _rx(r"(?<![A-Za-z0-9+/])MII[A-Za-z0-9+/]{61}(?![A-Za-z0-9+/=])"),
          needs=("MII",), min_length=64),
+    # any other line of such a body: 64 base64 characters alone on a line, mixed case and digits
+    Rule("private-key", _rx(r"(?m)^[ \t]*([A-Za-z0-9+/]{64})[ \t]*$"), group=1, min_length=64,
+         check=lambda v: not (v.isalnum() and (v.islower() or v.isupper()))
+         and any(c.isdigit() for c in v) and entropy(v) >= 4.5),
     Rule("jwt", _rx(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
          needs=("eyJ",)),
     Rule("aws-access-key", _rx(r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b"),

@@ -36,12 +36,13 @@ def verify(
             anchors = chain.read_anchors(path) + [_head_option(h) for h in heads]
             n = chain.verify(session, anchors)
         except AuditChainBroken as exc:
-            err.print(f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}", markup=False)
+            err.print(f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}", markup=False,
+                      soft_wrap=True)
             raise typer.Exit(1) from None
         seq, head = chain.head(session)
     keyed = "keyed" if head.startswith(chain.KEYED) else "unkeyed"
     out.print(f"audit chain ok: {n} entries, head #{seq} {head[:21]} ({keyed}), "
-              f"{len(anchors)} anchor(s) hold", markup=False)
+              f"{len(anchors)} anchor(s) hold", markup=False, soft_wrap=True)
 
 
 @app.command("anchor")
@@ -51,4 +52,4 @@ def anchor(config: str | None = ConfigOption) -> None:
     db = database(settings)
     path = settings.data_dir / chain.ANCHORS
     a = chain.anchor(db, path, actor="cli")
-    out.print(f"anchored head #{a.seq} {a.hash} in {path}", markup=False)
+    out.print(f"anchored head #{a.seq} {a.hash} in {path}", markup=False, soft_wrap=True)
