@@ -41,6 +41,12 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values()) if n else 0.0
 
 
+def credential_like(value: str) -> bool:
+    """Not a plain word (``Authorization: required``): 8+ characters with a digit or mixed case."""
+    return len(value) >= 8 and (any(c.isdigit() for c in value) or not value.isalpha()
+                                or not value.islower())
+
+
 def random_looking(value: str) -> bool:
     """Long enough, mixed letters and digits, and high entropy: a token rather than a word."""
     return (len(value) >= 16 and any(c.isdigit() for c in value)
@@ -48,6 +54,8 @@ def random_looking(value: str) -> bool:
 
 
 _NOT_PLACEHOLDER = r"(?!\[REDACTED)"
+# ``=``, or ``:`` then a space or a quote (``secret:prod/db`` in an ARN is not an assignment)
+_ASSIGN = r"(?:=|:(?=[\s\"']))\s*[\"']?"
 # a value in an assignment or header: up to a quote, separator or markup
 _VALUE = r"[^\s\"'`,;&<>()\[\]{}]+"
 _SECRET_NAMES = r"password|passwd|passphrase|secret|client[_-]?secret"
@@ -57,7 +65,7 @@ _TOKEN_NAMES = (r"token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|accoun
 _EMPTY_WORDS = frozenset({"null", "none", "nil", "true", "false", "empty", "required", "invalid",
                           "missing", "incorrect", "wrong", "expired", "changed", "reset", "****",
                           "*****", "******", "********", "xxx", "redacted", "hidden", "unset",
-                          "authentication", "auth", "for", "the"})
+                          "authentication", "auth", "for", "the", "policy"})
 
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -109,22 +117,22 @@ RULES: list[Rule] = [
          needs=("accountkey=",), fold=True),
     # context: credentials in a URL, an Authorization header, name=value assignments
     Rule("url-password", _rx(
-        r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\[\]\"'<>]{1,128}:" + _NOT_PLACEHOLDER
+        r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\[\]\"'<>]{0,128}:" + _NOT_PLACEHOLDER
         + r"([^\s/?#@\"'<>]{1,256})@(?=[^\s@]*(?:[/\s?#\"'<>]|$))"), group=1, needs=("://",)),
     Rule("authorization", _rx(
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest"
         r"|bot|apikey|aws4-hmac-sha256)\s+)?+" + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
-        group=1, needs=("authorization",), fold=True),
+        group=1, needs=("authorization",), fold=True, check=credential_like),
     Rule("bearer-token", _rx(r"(?i)\bbearer\s+" + _NOT_PLACEHOLDER
                              + r"([A-Za-z0-9._~+/-]{12,}=*)"),
          group=1, needs=("bearer",), fold=True),
     Rule("password", _rx(
-        r"(?i)(?:\b|_)(?:" + _SECRET_NAMES + r")[\w.-]{0,32}[\"']?\s*(?:=|:|\s+is\s+)\s*[\"']?"
-        + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
+        r"(?i)(?:\b|_)(?:" + _SECRET_NAMES + r")s?[\"']?\s*" + _ASSIGN + _NOT_PLACEHOLDER
+        + r"(" + _VALUE + r")"),
         group=1, needs=("pass", "secret"), fold=True,
-        check=lambda v: len(v) >= 3 and v.lower() not in _EMPTY_WORDS),
+        check=lambda v: len(v) >= 3 and v.lower() not in _EMPTY_WORDS and v.strip("*x") != ""),
     Rule("token", _rx(
-        r"(?i)(?:\b|_)(?:" + _TOKEN_NAMES + r")[\w.-]{0,32}[\"']?\s*[=:]\s*[\"']?"
-        + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
+        r"(?i)(?:\b|_)(?:" + _TOKEN_NAMES + r")s?[\"']?\s*" + _ASSIGN + _NOT_PLACEHOLDER
+        + r"(" + _VALUE + r")"),
         group=1, needs=("token", "key"), fold=True, check=random_looking),
 ]

@@ -107,6 +107,7 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
         ms = rnd.randint(1, 3000)
         svc = rnd.choice(words)
         path = rnd.choice(paths)
+        fp = base64.b64encode(hashlib.sha256(sha.encode()).digest()).decode().rstrip("=")
         templates = [
             f"2026-12-02T18:{i % 60:02d}:07Z INFO {svc} request_id={rid} GET {path} 200 {ms}ms",
             f"deployed {svc} at commit {sha} (build #{i}) by ci",
@@ -124,6 +125,22 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
             f"jwt verification failed: signature expired ({ms}s ago)",
             f"kube: pod {svc}-{sha[:10]}-{sha[10:15]} Back-off restarting failed container",
             f"etag W/\"{sha[:24]}\" for {path}",
+            # near misses: the words of secrets, without one
+            f"operator rotated secret_name=db-credentials-{i} in namespace prod",
+            f"password_expires_in={i % 90}d for user {i}; password policy ok",
+            f"GetSecretValue ok arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/db-"
+            f"{sha[:6]}",
+            f"llm usage: max_tokens=4096 prompt_tokens={ms} total_tokens={ms + 12}",
+            f"csrf token mismatch on {path} (request {rid})",
+            f"Authorization: required for {path}",
+            f"redis://cache.internal:6379/{i % 16} reconnecting; amqp://rabbit:5672/ ok",
+            f"k8s: Secret \"db-password\" not found in namespace prod (pod {svc}-{i})",
+            f"api_key_rotation=enabled next=2026-12-{i % 28 + 1:02d}",
+            f"JWT header eyJhbGciOiJIUzI1NiJ9 decoded for {svc}",
+            f"ssh: host key SHA256:{fp} accepted",
+            f"mail from noreply@example.com to ops+{i}@example.com queued id={rid.hex[:12]}",
+            f"password: ******** (hidden) for user {i}",
+            f"downloaded https://registry.npmjs.org/left-pad/-/left-pad-1.{i}.0.tgz sha1={sha}",
         ]
         out.append(templates[i % len(templates)])
     return out
