@@ -25,9 +25,9 @@ class RedactingConsole(Console):
         super().print(*(redact(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
-def echo(text: str) -> None:
+def echo(text: str, *, nl: bool = True) -> None:
     """``typer.echo`` for text that may hold stored data: redacted on the way out."""
-    typer.echo(redact(text))
+    typer.echo(redact(text), nl=nl)
 
 
 err = RedactingConsole(stderr=True, highlight=False)
