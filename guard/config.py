@@ -212,7 +212,7 @@ class ExtraPatternSettings(_Section):
     @field_validator("pattern")
     @classmethod
     def _regex(cls, value: str) -> str:
-        return _valid_regex("redact.extra_patterns", value, secret=True)
+        return _valid_regex("", value, secret=True)
 
     @field_validator("kind")
     @classmethod
@@ -220,8 +220,8 @@ class ExtraPatternSettings(_Section):
         import re
 
         if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", value):
-            raise ValueError(f"redact.extra_patterns kind {value!r}: lower-case letters and "
-                             "dashes only, e.g. 'acme-api-key'")
+            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. "
+                             "'acme-api-key'")
         return value
 
 
@@ -231,9 +231,9 @@ def _valid_regex(where: str, value: str, *, secret: bool = False) -> str:
     try:
         compiled = re.compile(value)
     except re.error as exc:
-        raise ValueError(f"{where} {value!r}: not a valid regex ({exc})") from None
+        raise ValueError(f"{where}{value!r}: not a valid regex ({exc})") from None
     if secret and compiled.match(""):
-        raise ValueError(f"{where} {value!r}: matches the empty string, so it would redact "
+        raise ValueError(f"{where}{value!r}: matches the empty string, so it would redact "
                          "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'")
     return value
 
@@ -254,7 +254,7 @@ class RedactSettings(_Section):
     @field_validator("allow")
     @classmethod
     def _allow(cls, value: list[str]) -> list[str]:
-        return [_valid_regex("redact.allow", v) for v in value]
+        return [_valid_regex(f"[{i}] ", v) for i, v in enumerate(value)]
 
 
 class AuditSettings(_Section):
@@ -267,7 +267,7 @@ class AuditSettings(_Section):
     @classmethod
     def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and len(value.get_secret_value()) < 16:
-            raise ValueError("audit.key: at least 16 characters (e.g. `openssl rand -hex 32`)")
+            raise ValueError("at least 16 characters (e.g. `openssl rand -hex 32`)")
         return value
 
 
