@@ -53,7 +53,9 @@ def random_looking(value: str) -> bool:
             and any(c.isalpha() for c in value) and entropy(value) >= 3.0)
 
 
-_NOT_PLACEHOLDER = r"(?!\[REDACTED)"
+# not a placeholder already, nor a reference to one (``$DB_PASSWORD``, ``%(password)s``): a
+# skill's command that names a secret must keep working
+_NOT_PLACEHOLDER = r"(?!\[REDACTED|\$|%\()"
 # ``=``, or ``:`` then a space or a quote (``secret:prod/db`` in an ARN is not an assignment)
 _ASSIGN = r"(?:=|:(?=[\s\"']))\s*[\"']?"
 # a value in an assignment or header: up to a quote, separator or markup
