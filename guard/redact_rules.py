@@ -70,6 +70,10 @@ _EMPTY_WORDS = frozenset({"null", "none", "nil", "true", "false", "empty", "requ
                           "authentication", "auth", "for", "the", "policy"})
 
 
+def _assigned(value: str) -> bool:
+    return len(value) >= 3 and value.lower() not in _EMPTY_WORDS and value.strip("*x") != ""
+
+
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
@@ -125,16 +129,27 @@ RULES: list[Rule] = [
         r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest"
         r"|bot|apikey|aws4-hmac-sha256)\s+)?+" + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
         group=1, needs=("authorization",), fold=True, check=credential_like),
+    Rule("cookie", _rx(r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*[\w.-]+=" + _NOT_PLACEHOLDER
+                       + r"([^\s;,\"'<>]+)"), group=1, needs=("cookie",), fold=True,
+         check=lambda v: len(v) >= 16 and (entropy(v) >= 4 or (entropy(v) >= 3.5
+                                                              and not v.isalpha()))),
     Rule("bearer-token", _rx(r"(?i)\bbearer\s+" + _NOT_PLACEHOLDER
                              + r"([A-Za-z0-9._~+/-]{12,}=*)"),
          group=1, needs=("bearer",), fold=True),
+    # ``password=value`` and ``"password": "value"``: any value but an empty word
     Rule("password", _rx(
-        r"(?i)(?:\b|_)(?:" + _SECRET_NAMES + r")s?[\"']?\s*" + _ASSIGN + _NOT_PLACEHOLDER
-        + r"(" + _VALUE + r")"),
+        r"(?i)(?<![/\\])(?:\b|_)(?:" + _SECRET_NAMES + r")s?"
+        r"(?:[\"']?\s*=\s*[\"']?|[\"']?\s*:\s*[\"'])" + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
+        group=1, needs=("pass", "secret"), fold=True, check=_assigned),
+    # ``password: value`` (YAML, JSON, headers) is also how prose reads ("passwd: updated"), so
+    # a plain word is not taken for a password there; a name in a path (/etc/passwd) is no name
+    Rule("password", _rx(
+        r"(?i)(?<![/\\])(?:\b|_)(?:" + _SECRET_NAMES + r")s?\s*:\s+"
+        + _NOT_PLACEHOLDER + r"(" + _VALUE + r")"),
         group=1, needs=("pass", "secret"), fold=True,
-        check=lambda v: len(v) >= 3 and v.lower() not in _EMPTY_WORDS and v.strip("*x") != ""),
+        check=lambda v: _assigned(v) and not (v.isalpha() and v.islower())),
     Rule("token", _rx(
-        r"(?i)(?:\b|_)(?:" + _TOKEN_NAMES + r")s?[\"']?\s*" + _ASSIGN + _NOT_PLACEHOLDER
+        r"(?i)(?<![/\\])(?:\b|_)(?:" + _TOKEN_NAMES + r")s?[\"']?\s*" + _ASSIGN + _NOT_PLACEHOLDER
         + r"(" + _VALUE + r")"),
         group=1, needs=("token", "key"), fold=True, check=random_looking),
 ]

@@ -63,6 +63,7 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
                                                                            _URLSAFE)
     api_key = _fill(seed + "api", 32, _AN)
     app_pass = "Hunter" + _fill(seed + "pw", 6, _AN) + "!"
+    session = _fill(seed + "sid", 32, _AN)
     basic = base64.b64encode(f"deploy:{app_pass}".encode()).decode()
     webhook = ("https://hooks." + "slack.com/services/T" + _fill(seed + "w1", 8, _AZ) + "/B"
                + _fill(seed + "w2", 8, _AZ) + "/" + _fill(seed + "w3", 24, _AN))
@@ -90,6 +91,7 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
         ("password", app_pass, f"retrying login with password={app_pass} (attempt 3)"),
         ("authorization", basic, f"proxy: Authorization: Basic {basic} -> 407"),
         ("slack-webhook", webhook, f"alert delivery to {webhook} timed out"),
+        ("cookie", session, f"upstream 500; request headers: Cookie: sid={session}; theme=dark"),
     ]
 
 
@@ -140,6 +142,18 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
             f"ssh: host key SHA256:{fp} accepted",
             f"mail from noreply@example.com to ops+{i}@example.com queued id={rid.hex[:12]}",
             f"password: ******** (hidden) for user {i}",
+            f"/bin/sh: can't create /etc/passwd: Read-only file system (job {i})",
+            f"passwd: password updated successfully for svc-{i % 9}",
+            f"reading /run/secrets/api_key: permission denied (pid {i + 100})",
+            f'FATAL: password authentication failed for user "app{i % 7}"',
+            'MountVolume.SetUp failed for volume "secret-volume" : secret "db-creds" not found',
+            f"Invalid token: expected ',' at line {i % 40} column {i % 9}",
+            "mysql: [Warning] Using a password on the command line interface can be insecure.",
+            f"redis: WRONGPASS invalid username-password pair (client {i % 30})",
+            f"TokenExpiredError: jwt expired at {rid}",
+            f"api_key: missing in request {rid}",
+            f"x509: certificate signed by unknown authority (cert {sha[:12]})",
+            f"Set-Cookie: theme=dark; Path=/; Max-Age={ms}",
             f"downloaded https://registry.npmjs.org/left-pad/-/left-pad-1.{i}.0.tgz sha1={sha}",
         ]
         out.append(templates[i % len(templates)])
