@@ -1,10 +1,10 @@
 """``python -m bench``: every benchmark in one run, printed as one JSON document.
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
-``bench.storm``, ``bench.mttr``, ``bench.grouping``). Needs a Docker engine (detection,
-memory), GNU grep (logscan) and busybox-static (the offline test image). Durations of the
-memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass shorter ones for
-a quick run, the JSON says which.
+``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``). Needs a Docker
+engine (detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
+Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
+shorter ones for a quick run, the JSON says which.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import time
 from typing import Any
 
-from bench import detection, grouping, logscan, memory, mttr, storm
+from bench import detection, grouping, logscan, memory, mttr, redaction, storm
 from bench.common import machine, quiet
 
 
@@ -35,6 +35,7 @@ def main() -> None:
     report["logscan"] = logscan.run(args.lines)
     report["storm"] = storm.run()
     report["grouping"] = grouping.run()
+    report["redaction"] = redaction.run()
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
     report["bench_seconds"] = round(time.monotonic() - started)
     print(json.dumps(report, indent=2))

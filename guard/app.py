@@ -27,6 +27,8 @@ from guard.exceptions import MonitorError
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, Observation, Severity, Signal
+from guard.redact import configure as configure_redaction
+from guard.redact import redact_signal
 from guard.store import audit
 from guard.store.db import Database, open_database
 from guard.store.state import get_state, put_state
@@ -52,6 +54,10 @@ def monitor_ok_signal(monitor: Monitor) -> Signal:
                   message=f"monitor {monitor.id} is working", status="ok")
 
 
+def redact_observation(obs: Observation) -> Observation:
+    return Observation([redact_signal(s) for s in obs.signals], obs.state, obs.monitor_id)
+
+
 class Guard:
     """One appliance: its monitors, its store, its triage."""
 
@@ -59,6 +65,8 @@ class Guard:
                  db: Database | None = None, agent: Agent | None = None,
                  heal: bool = True) -> None:
         self.settings = settings
+        configure_redaction(settings)
+        audit.configure(settings)
         self.db = db or open_database(settings.database_url)
         self.playbooks = list(playbooks)
         specs = [m for book in self.playbooks for m in book.monitors if m.enabled]
@@ -144,7 +152,12 @@ class Guard:
         return Observation([monitor_error_signal(monitor, exc)], {}, monitor.id)
 
     def apply(self, observations: list[Observation]) -> list[IncidentEvent]:
-        """Triage a batch and tell the hooks what happened to incidents."""
+        """Triage a batch and tell the hooks what happened to incidents.
+
+        Every signal is redacted here, the one place all monitors' signals pass through, so no
+        secret in a log line, a response body or an event reaches triage, fingerprints or the
+        store (the same fault leaking two different tokens is one incident)."""
+        observations = [redact_observation(o) for o in observations]
         events = self.triage.process(observations)
         metrics.count_signals(observations)
         self.last_batch_at = datetime.now(UTC)
@@ -204,6 +217,9 @@ class Guard:
                 args=[m], id=f"monitor:{m.id}", coalesce=True, max_instances=1,
                 misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
             )
+        if every := self.settings.audit.anchor_every:
+            scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
+                              coalesce=True, max_instances=1)
         scheduler.start()
         from guard.notify import build_gateway
 
@@ -291,6 +307,16 @@ class Guard:
                 await asyncio.sleep(attempt)
         for obs in batch:  # the store is down: make the next check re-read from the DB
             self._state.pop(obs.monitor_id, None)
+
+    async def _anchor(self) -> None:
+        """Record the audit chain's head outside the database (``audit-anchors.jsonl``)."""
+        path = self.settings.data_dir / audit.ANCHORS
+        try:
+            a = await asyncio.to_thread(audit.anchor, self.db, path)
+        except Exception:
+            logger.exception("could not anchor the audit chain in {}", path)
+        else:
+            logger.info("audit chain anchored at #{} in {}", a.seq, path)
 
     def _audit(self, action: str, data: dict[str, Any]) -> None:
         with self.db.session() as session:

@@ -214,6 +214,72 @@ class AgentSettings(_Section):
     poll_interval: Duration = 1.0
 
 
+class ExtraPatternSettings(_Section):
+    pattern: str = Field(description="a regex; its first group, if any, is the secret")
+    kind: str = Field(default="custom", description="the placeholder's name: [REDACTED:<kind>]")
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        return _valid_regex("", value, secret=True)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        import re
+
+        if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", value):
+            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. "
+                             "'acme-api-key'")
+        return value
+
+
+def _valid_regex(where: str, value: str, *, secret: bool = False) -> str:
+    import re
+
+    try:
+        compiled = re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{where}{value!r}: not a valid regex ({exc})") from None
+    if secret and compiled.match(""):
+        raise ValueError(f"{where}{value!r}: matches the empty string, so it would redact "
+                         "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'")
+    return value
+
+
+class RedactSettings(_Section):
+    extra_patterns: list[ExtraPatternSettings] = Field(
+        default_factory=list, description="more secret shapes: a regex, or {pattern, kind}")
+    allow: list[str] = Field(default_factory=list, description="regexes: a match found in one "
+                             "of these is not a secret (false positives)")
+
+    @field_validator("extra_patterns", mode="before")
+    @classmethod
+    def _plain_strings(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"pattern": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("allow")
+    @classmethod
+    def _allow(cls, value: list[str]) -> list[str]:
+        return [_valid_regex(f"[{i}] ", v) for i, v in enumerate(value)]
+
+
+class AuditSettings(_Section):
+    anchor_every: Duration = Field(default=3600.0, description="how often `guard run` appends "
+                                   "the chain's head to data_dir/audit-anchors.jsonl (0: never)")
+    key: SecretStr | None = Field(default=None, description="HMAC key: entries written with it "
+                                  "cannot be recomputed without it")
+
+    @field_validator("key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("at least 16 characters (e.g. `openssl rand -hex 32`)")
+        return value
+
+
 def _default_http_port() -> int:
     return int(os.environ.get("PORT") or 8080)
 
@@ -250,6 +316,8 @@ class Settings(BaseSettings):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:
@@ -281,6 +349,7 @@ class Settings(BaseSettings):
                 self.railway.token,
                 self.railway.project_token,
                 self.llm.api_key,
+                self.audit.key,
             )
             if s is not None
         ]

@@ -1,5 +1,5 @@
 """Logging with loguru: readable text by default, one JSON object per line with
-``GUARD_LOG_FORMAT=json``. Every configured secret is masked before a line is written."""
+``GUARD_LOG_FORMAT=json``. Every line goes through the redaction policy before it is written."""
 
 from __future__ import annotations
 
@@ -11,18 +11,37 @@ from typing import Any
 
 from loguru import logger
 
+from guard.redact import Redactor, redact, redact_value
 
-def _redactor(secrets: Iterable[str]) -> Any:
-    values = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+def _redactor(named: Redactor) -> Any:
+    """A patcher that runs every line (message and bound fields) through the redaction policy,
+    plus ``named`` (Guard's own secrets, in case the policy is not configured yet)."""
 
     def patch(record: Any) -> None:
-        if values:
-            msg = record["message"]
-            for value in values:
-                msg = msg.replace(value, "[REDACTED]")
-            record["message"] = msg
+        record["message"] = named.redact(record["message"])
+        extra = record["extra"]
+        for key, value in extra.items():
+            if isinstance(value, str | dict | list):
+                extra[key] = redact_value(value)
 
     return patch
+
+
+class _RedactedStderr:
+    """stderr for loguru, each formatted line (tracebacks included) redacted on the way out."""
+
+    def __init__(self, named: Redactor) -> None:
+        self.named = named
+
+    def write(self, text: str) -> None:
+        sys.stderr.write(self.named.redact(text))
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
 
 
 def _json_sink(message: Any) -> None:
@@ -37,7 +56,7 @@ def _json_sink(message: Any) -> None:
     if r["exception"] is not None:
         line["exception"] = "".join(__import__("traceback").format_exception(
             r["exception"].type, r["exception"].value, r["exception"].traceback))
-    sys.stderr.write(json.dumps(line, default=str) + "\n")
+    sys.stderr.write(redact(json.dumps(line, default=str)) + "\n")
 
 
 def setup_logging(level: str = "INFO", fmt: str | None = None,
@@ -45,10 +64,12 @@ def setup_logging(level: str = "INFO", fmt: str | None = None,
     """(Re)configure the global loguru logger."""
     fmt = (fmt or os.environ.get("GUARD_LOG_FORMAT") or "text").lower()
     logger.remove()
-    logger.configure(patcher=_redactor(secrets))
+    named = Redactor()
+    named.register_all(secrets, "guard-secret")
+    logger.configure(patcher=_redactor(named))
     if fmt == "json":
         logger.add(_json_sink, level=level.upper(), backtrace=False, diagnose=False)
     else:
-        logger.add(sys.stderr, level=level.upper(), backtrace=False, diagnose=False,
+        logger.add(_RedactedStderr(named), level=level.upper(), backtrace=False, diagnose=False,
                    format="<green>{time:YYYY-MM-DD HH:mm:ss}</green> <level>{level: <7}</level> "
                    "{message}")

@@ -1,42 +1,191 @@
-"""Secret redaction for every text Guard stores or sends (command output, messages, logs).
+"""Secret redaction: one policy for every text Guard takes in or lets out.
 
-A ``Redactor`` holds named secret values and replaces each occurrence with ``[REDACTED:NAME]``.
-Longer values are matched first, so a secret that contains another is hidden whole. It works on
-``str`` and on ``bytes`` (the sandbox redacts raw output before cutting it to size, so a secret
-straddling the cut is still caught). Redaction is a safety net for exact values, not a guarantee:
-a command that prints a secret base64-encoded or reversed defeats it.
+The policy (``Policy``) replaces each secret it finds with ``[REDACTED:<kind>]``:
+
+- known credential shapes and secrets by context (``guard.redact_rules``: cloud keys, git-host and
+  chat tokens, JWTs, payment keys, private key blocks, ``user:password@`` in URLs, ``password=``
+  and ``token=`` assignments, Authorization headers);
+- Guard's own configured secrets, raw, URL-encoded and base64-encoded (at any alignment, so one
+  inside a longer base64 string such as ``Basic`` credentials is found too);
+- ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret.
+
+The same placeholder for every value of a kind keeps fingerprints stable: one fault leaking two
+different tokens is one incident. The process-wide policy is set once from the settings
+(``configure``) and applied with ``redact``/``redact_value`` at ingestion (signals, in
+``guard.app``) and at every exit (the store, Telegram, the CLI, logs, skills, memory, reports).
+
+A ``Redactor`` adds named values (a sandbox's granted secrets, shown as ``[REDACTED:NAME]``) in
+front of the policy and works on bytes too: the sandbox redacts raw output before cutting it to
+size, so a secret straddling the cut is still caught. Redaction is a safety net, not a proof: a
+secret printed reversed, split or in an unknown shape gets through.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import re
 import threading
-from collections.abc import Iterable, Mapping
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from guard.redact_rules import RULES, Rule
+
+PLACEHOLDER = re.compile(r"\[REDACTED:[a-z-]+\]")
 
 
 def marker(name: str) -> str:
-    """The text that replaces the secret called ``name``."""
+    """The text that replaces the secret called (or of kind) ``name``."""
     return f"[REDACTED:{name}]"
 
 
+@dataclass(frozen=True)
+class ExtraPattern:
+    """A site-specific secret shape from ``redact.extra_patterns``."""
+
+    pattern: str
+    kind: str = "custom"
+
+
+def encoded_forms(value: str) -> set[str]:
+    """``value`` raw, URL-encoded, and as it appears inside base64 at each of the 3 alignments."""
+    forms = {value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value, safe="")}
+    raw = value.encode()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + raw).decode()
+        start, end = -(-8 * shift // 6), 8 * (shift + len(raw)) // 6
+        core = encoded[start:end]
+        if len(core) >= 8:
+            forms |= {core, core.replace("+", "-").replace("/", "_")}
+    return {f for f in forms if len(f) >= 4}
+
+
+class Policy:
+    """Built-in rules, optional extra patterns and allow-list, and Guard's own secret values."""
+
+    def __init__(self, *, extra: Sequence[ExtraPattern] = (), allow: Sequence[str] = (),
+                 secrets: Iterable[str] = ()) -> None:
+        self.rules: list[Rule] = [
+            Rule(p.kind, re.compile(p.pattern), 1 if re.compile(p.pattern).groups else 0)
+            for p in extra
+        ] + RULES
+        self.allow = [re.compile(a) for a in allow]
+        values = sorted({f for s in secrets if len(s) >= 4 for f in encoded_forms(s)},
+                        key=len, reverse=True)
+        self._own = re.compile("|".join(map(re.escape, values))) if values else None
+
+    def _allowed(self, secret: str) -> bool:
+        return any(a.search(secret) for a in self.allow)
+
+    def _apply(self, rule: Rule, text: str) -> str:
+        def replace(m: re.Match[str]) -> str:
+            secret = m.group(rule.group)
+            if not secret or (rule.check is not None and not rule.check(secret)):
+                return m.group(0)
+            if self.allow and self._allowed(secret):
+                return m.group(0)
+            if rule.group == 0:
+                return marker(rule.kind)
+            start, end = m.start(rule.group) - m.start(0), m.end(rule.group) - m.start(0)
+            whole = m.group(0)
+            return whole[:start] + marker(rule.kind) + whole[end:]
+
+        return rule.pattern.sub(replace, text)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret the policy knows replaced by its placeholder."""
+        if not text:
+            return text
+        if self._own is not None:
+            text = self._own.sub(marker("guard-secret"), text)
+        lower: str | None = None
+        for rule in self.rules:
+            if len(text) < rule.min_length:
+                continue
+            if rule.needs:
+                if rule.fold:
+                    if lower is None:
+                        lower = text.lower()
+                    haystack = lower
+                else:
+                    haystack = text
+                if not any(n in haystack for n in rule.needs):
+                    continue
+            new = self._apply(rule, text)
+            if new is not text and new != text:
+                text, lower = new, None
+        return text
+
+    def findings(self, text: str) -> list[str]:
+        """The kinds of secret found in ``text`` (for tests and the benchmark)."""
+        return [m.group(0)[10:-1] for m in PLACEHOLDER.finditer(self.redact(text))]
+
+
+_policy = Policy()
+_policy_lock = threading.Lock()
+
+
+def configure(settings: Any) -> Policy:
+    """Make the process-wide policy the one ``settings`` describe (its ``redact`` section and
+    secrets); returns it."""
+    global _policy
+    section = settings.redact
+    policy = Policy(extra=[ExtraPattern(p.pattern, p.kind) for p in section.extra_patterns],
+                    allow=section.allow, secrets=settings.secret_values())
+    with _policy_lock:
+        _policy = policy
+    return policy
+
+
+def policy() -> Policy:
+    return _policy
+
+
+def redact(text: str) -> str:
+    """``text`` through the process-wide policy."""
+    return _policy.redact(text)
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` with every string inside it (dicts, lists, tuples) redacted; keys are kept."""
+    if isinstance(value, str):
+        return _policy.redact(value)
+    if isinstance(value, dict):
+        return {k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_value(v) for v in value)
+    return value
+
+
+def redact_signal(signal: Any) -> Any:
+    """A ``Signal`` with its target, message and details redacted (the same one if clean)."""
+    target, message = _policy.redact(signal.target), _policy.redact(signal.message)
+    details = redact_value(signal.details)
+    if (target, message, details) == (signal.target, signal.message, signal.details):
+        return signal
+    return dataclasses.replace(signal, target=target, message=message, details=details)
+
+
 class Redactor:
-    """A set of ``name -> value`` secrets to scrub from text. Thread-safe; cheap to call."""
+    """Named ``name -> value`` secrets to scrub, then the process-wide policy. Thread-safe."""
 
     def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
         self._values: dict[str, str] = {}
         self._lock = threading.Lock()
         self._text: re.Pattern[str] | None = None
-        self._bytes: re.Pattern[bytes] | None = None
         for name, value in (secrets or {}).items():
             self.register(name, value)
 
     def register(self, name: str, value: str) -> None:
-        """Hide ``value`` from now on, shown as ``[REDACTED:name]``. Empty values are ignored."""
+        """Hide ``value`` (and its URL/base64 forms) from now on, as ``[REDACTED:name]``."""
         if not value:
             return
         with self._lock:
-            self._values[value] = name
-            self._text = self._bytes = None
+            for form in encoded_forms(value) | {value}:
+                self._values.setdefault(form, name)
+            self._text = None
 
     def register_all(self, values: Iterable[str], name: str = "secret") -> None:
         """Hide each of ``values`` under one generic name (e.g. Guard's own settings secrets)."""
@@ -45,34 +194,30 @@ class Redactor:
 
     @property
     def max_length(self) -> int:
-        """Length in UTF-8 bytes of the longest registered value (0 if none)."""
-        return max((len(v.encode()) for v in self._values), default=0)
+        """Length in UTF-8 bytes of the longest registered value, at least that of a PEM key
+        block's first line (so output cut to size keeps what a shape needs to be recognised)."""
+        return max((len(v.encode()) for v in self._values), default=64)
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return True
 
-    def _patterns(self) -> tuple[re.Pattern[str], re.Pattern[bytes]] | None:
+    def _pattern(self) -> re.Pattern[str] | None:
         with self._lock:
             if not self._values:
                 return None
-            if self._text is None or self._bytes is None:
+            if self._text is None:
                 ordered = sorted(self._values, key=len, reverse=True)
                 self._text = re.compile("|".join(re.escape(v) for v in ordered))
-                self._bytes = re.compile(b"|".join(re.escape(v.encode()) for v in ordered))
-            return self._text, self._bytes
+            return self._text
 
     def redact(self, text: str) -> str:
-        """``text`` with every registered value replaced by its marker."""
-        patterns = self._patterns()
-        if patterns is None:
-            return text
-        return patterns[0].sub(lambda m: marker(self._values[m.group(0)]), text)
+        """``text`` with every registered value replaced by its marker, then the policy."""
+        pattern = self._pattern()
+        if pattern is not None:
+            text = pattern.sub(lambda m: marker(self._values[m.group(0)]), text)
+        return _policy.redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
-        """``data`` with every registered value (UTF-8 encoded) replaced by its marker."""
-        patterns = self._patterns()
-        if patterns is None:
-            return data
-        return patterns[1].sub(
-            lambda m: marker(self._values[m.group(0).decode()]).encode(), data
-        )
+        """``data`` redacted as UTF-8 text (undecodable bytes pass through unchanged)."""
+        text = data.decode("utf-8", "surrogateescape")
+        return self.redact(text).encode("utf-8", "surrogateescape")

@@ -1,26 +1,55 @@
-"""``guard audit verify``: check the audit log's hash chain."""
+"""``guard audit verify|anchor``: check the audit log's hash chain; record its head outside the
+database."""
 
 from __future__ import annotations
 
 import typer
 
-from guard.cli.common import ConfigOption, database, err, out, settings_from
+from guard.cli.common import ConfigOption, database, err, fail, out, settings_from
 from guard.exceptions import AuditChainBroken
 from guard.store import audit as chain
 
 app = typer.Typer(help="The tamper-evident audit log.", no_args_is_help=True)
 
 
+def _head_option(value: str) -> chain.Anchor:
+    seq, _, digest = value.partition(":")
+    if not seq.isdigit() or not digest:
+        fail(f"--head {value!r}: use SEQ:HASH, as the daily report shows it")
+    return chain.Anchor(int(seq), digest, "", f"the head given with --head (#{seq})")
+
+
 @app.command("verify")
-def verify(config: str | None = ConfigOption) -> None:
-    """Exit 0 if the hash chain holds; otherwise exit 1 naming the first broken entry."""
+def verify(
+    heads: list[str] = typer.Option(
+        [], "--head", metavar="SEQ:HASH",
+        help="Also check a head kept elsewhere (e.g. from a daily report in the chat)."),
+    config: str | None = ConfigOption,
+) -> None:
+    """Exit 0 if the hash chain holds and matches every anchor; otherwise exit 1 naming the first
+    broken entry or the anchor it contradicts."""
     settings = settings_from(config, logging=False)
     db = database(settings)
+    path = settings.data_dir / chain.ANCHORS
     with db.session() as session:
         try:
-            n = chain.verify(session)
+            anchors = chain.read_anchors(path) + [_head_option(h) for h in heads]
+            n = chain.verify(session, anchors)
         except AuditChainBroken as exc:
-            err.print(f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}", markup=False)
+            err.print(f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}", markup=False,
+                      soft_wrap=True)
             raise typer.Exit(1) from None
         seq, head = chain.head(session)
-    out.print(f"audit chain ok: {n} entries, head #{seq} {head[:16]}")
+    keyed = "keyed" if head.startswith(chain.KEYED) else "unkeyed"
+    out.print(f"audit chain ok: {n} entries, head #{seq} {head[:21]} ({keyed}), "
+              f"{len(anchors)} anchor(s) hold", markup=False, soft_wrap=True)
+
+
+@app.command("anchor")
+def anchor(config: str | None = ConfigOption) -> None:
+    """Append the chain's head {seq, hash, at} to audit-anchors.jsonl on the data volume."""
+    settings = settings_from(config, logging=False)
+    db = database(settings)
+    path = settings.data_dir / chain.ANCHORS
+    a = chain.anchor(db, path, actor="cli")
+    out.print(f"anchored head #{a.seq} {a.hash} in {path}", markup=False, soft_wrap=True)

@@ -12,10 +12,26 @@ from rich.console import Console
 from guard.config import Settings, load_settings
 from guard.exceptions import ConfigError, GuardError
 from guard.logsetup import setup_logging
+from guard.redact import configure as configure_redaction
+from guard.redact import redact
+from guard.store import audit
 from guard.store.db import Database, open_database
 
-err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+
+class RedactingConsole(Console):
+    """A console whose printed strings go through the redaction policy (an exit, like logs)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().print(*(redact(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+def echo(text: str, *, nl: bool = True) -> None:
+    """``typer.echo`` for text that may hold stored data: redacted on the way out."""
+    typer.echo(redact(text), nl=nl)
+
+
+err = RedactingConsole(stderr=True, highlight=False)
+out = RedactingConsole(highlight=False)
 
 ConfigOption: Any = typer.Option(
     None, "--config", "-c", envvar="GUARD_CONFIG", metavar="FILE",
@@ -43,6 +59,8 @@ def settings_from(config: str | None, *, logging: bool = True) -> Settings:
         settings = load_settings(config)
     except ConfigError as exc:
         config_failed(exc)
+    configure_redaction(settings)
+    audit.configure(settings)
     if logging:
         setup_logging(settings.log_level, settings.log_format, settings.secret_values())
     return settings

@@ -10,7 +10,8 @@ import typer
 from rich.table import Table
 from sqlmodel import Session, col, select
 
-from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
+from guard.redact import redact
 from guard.store.models import Incident, IncidentState, IncidentTimeline, LogTemplate
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
@@ -69,14 +70,14 @@ def list_incidents(
         rows = session.exec(query).all()
         templates = templates_of(session, rows)
     if as_json:
-        typer.echo(json.dumps([incident_dict(r, templates) for r in rows], indent=2))
+        echo(json.dumps([incident_dict(r, templates) for r in rows], indent=2))
         return
     if not rows:
         out.print("no incidents")
         return
     table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
     for r in rows:
-        table.add_row(str(r.id), r.state, r.severity, str(r.count), r.title,
+        table.add_row(str(r.id), r.state, r.severity, str(r.count), redact(r.title),
                       r.last_seen.strftime("%Y-%m-%d %H:%M:%S"))
     out.print(table)
 
@@ -100,7 +101,7 @@ def show(
         ).all()
         templates = templates_of(session, [inc])
     if as_json:
-        typer.echo(json.dumps({**incident_dict(inc, templates),
+        echo(json.dumps({**incident_dict(inc, templates),
                                "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
         return
     out.print(f"[bold]#{inc.id} {inc.title}[/bold]  ({inc.state}, {inc.severity})", markup=True)

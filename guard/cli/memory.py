@@ -7,7 +7,7 @@ import json
 import typer
 from rich.table import Table
 
-from guard.cli.common import ConfigOption, database, out, settings_from
+from guard.cli.common import ConfigOption, database, echo, out, settings_from
 from guard.memory.semantic import SemanticMemory
 from guard.store.models import Incident
 
@@ -36,7 +36,7 @@ def search(
                 "resolved_at": inc.resolved_at.isoformat() if inc and inc.resolved_at else None,
             })
     if as_json:
-        typer.echo(json.dumps(rows, indent=2))
+        echo(json.dumps(rows, indent=2))
         return
     if not rows:
         out.print("no similar incidents remembered yet")

@@ -11,7 +11,7 @@ from datetime import date
 
 import typer
 
-from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
 from guard.reports import daily
 from guard.reports.chart import incidents_per_hour
 
@@ -42,7 +42,7 @@ def daily_report(
         with open(chart, "wb") as f:
             f.write(png)
     if print_:
-        typer.echo(daily.to_plain(text), nl=False)
+        echo(daily.to_plain(text), nl=False)
         return
     if not settings.telegram.configured:
         fail("Telegram is not configured (telegram.bot_token and telegram.chat_id); "

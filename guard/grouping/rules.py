@@ -20,6 +20,7 @@ from guard.fingerprint import mask
 from guard.grouping.headers import LogFormat
 from guard.grouping.tokens import template_tokens
 from guard.records import Grouping
+from guard.redact import redact
 
 GroupBy = str | list[str]
 CONTENT_CHARS = 1000  # what of a line a template is mined from
@@ -47,7 +48,7 @@ class RuleGrouper:
             return (kind, "rule"), Grouping("rule")
         if isinstance(self.group_by, list):
             found = self.pattern.search(line)
-            fields = tuple((name, (found.group(name) or "") if found else "")
+            fields = tuple((name, redact(found.group(name) or "") if found else "")
                            for name in self.group_by)
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
         if len(line) > CONTENT_CHARS:
@@ -58,7 +59,8 @@ class RuleGrouper:
             if len(self._cache) >= CACHED:
                 self._cache.clear()
             content, recognised = self.format.content(line)
-            masked = " ".join(template_tokens(content, header=not recognised))
+            # a leaked credential is one placeholder before it can become template text
+            masked = " ".join(template_tokens(redact(content), header=not recognised))
             known = self._cache[seen] = ((kind, "template", masked),
                                          Grouping("template", content=masked))
         return known

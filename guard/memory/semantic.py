@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from guard.fingerprint import mask
 from guard.memory.embedders import Embedder, HashingEmbedder
+from guard.redact import redact
 
 TABLE = "incidents"
 
@@ -51,7 +52,8 @@ class IncidentMemory(Protocol):
 
 
 def summary(incident: Any) -> str:
-    return f"{incident.title}. {mask(incident.message)} ({incident.source} {incident.kind})"
+    return redact(f"{incident.title}. {mask(incident.message)} ({incident.source} "
+                  f"{incident.kind})")
 
 
 class SemanticMemory:
@@ -98,9 +100,9 @@ class SemanticMemory:
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
         text = summary(incident)
-        row = {"incident_id": int(incident.id), "title": incident.title, "text": text,
-               "resolution": resolution, "skill": skill, "kind": incident.kind,
-               "target": incident.target, "embedder": self.embedder.name,
+        row = {"incident_id": int(incident.id), "title": redact(incident.title), "text": text,
+               "resolution": redact(resolution), "skill": skill, "kind": incident.kind,
+               "target": redact(incident.target), "embedder": self.embedder.name,
                "vector": self.embedder.embed(text)}
         with self._lock:
             table = self._open(create=True)

@@ -11,7 +11,9 @@ the 24 hours before now (the scheduled report). Definitions, so the numbers can 
 - MTTR: the mean of ``resolved_at - opened_at`` over incidents resolved in the window;
 - noisiest targets: by signals counted on incidents opened in the window;
 - skills learned: incidents resolved in the window that taught Guard a skill, with the commit;
-- approvals pending: unexpired, unused skill approvals (now).
+- approvals pending: unexpired, unused skill approvals (now);
+- audit head: the audit chain's length and newest hash (now); posted to the chat daily, it is an
+  anchor no one with only the database can rewrite (``guard audit verify --head SEQ:HASH``).
 
 The template is ``daily.html.j2`` (Telegram HTML), shipped with the package; a file of that name
 in ``data_dir/templates/`` replaces it.
@@ -33,6 +35,8 @@ from sqlmodel import col, select
 
 from guard.config import Settings
 from guard.records import utcnow
+from guard.redact import redact
+from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline
 
@@ -56,6 +60,8 @@ class DailyReport:
     learned: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     per_hour: list[int] = field(default_factory=lambda: [0] * 24)
+    audit_entries: int = 0  # the audit chain's head: in the chat, it anchors the chain
+    audit_head: str = ""
 
     @property
     def mttr(self) -> str:
@@ -102,6 +108,7 @@ def gather(db: Database, settings: Settings, day: date | None = None,
         approvals = session.exec(select(Approval).where(
             col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow(),
             Approval.kind == "skill").order_by(col(Approval.incident_id))).all()
+        report.audit_entries, report.audit_head = audit.head(session)
     report.opened = len(opened)
     for inc in opened:
         report.per_hour[inc.opened_at.astimezone(tz).hour] += 1
@@ -143,8 +150,8 @@ def environment(settings: Settings) -> Environment:
 
 
 def render(report: DailyReport, settings: Settings) -> str:
-    """The report as Telegram HTML (values escaped by the template's autoescape)."""
-    text = environment(settings).get_template(TEMPLATE).render(r=report)
+    """The report as Telegram HTML (values escaped by the template's autoescape), redacted."""
+    text = redact(environment(settings).get_template(TEMPLATE).render(r=report))
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 

@@ -274,11 +274,11 @@ class OutputBuffer:
         return max(0, self.total - self.limit)
 
     def text(self, redactor: Redactor | None) -> str:
-        data = bytes(self._data)
-        if redactor:
-            data = redactor.redact_bytes(data)
-        if self.dropped:
-            data = data[: self.limit]
+        raw = bytes(self._data)
+        data = redactor.redact_bytes(raw) if redactor else raw
+        if self.dropped:  # where redaction shrank the text, cut earlier: the bytes past the
+            # limit (the slack) may hold the start of a secret too cut off to be recognised
+            data = data[: self.limit - max(0, len(raw) - len(data))]
         text = data.decode("utf-8", errors="replace")
         if self.dropped:
             text += f"\n[... truncated {self.dropped} bytes ...]"

@@ -18,6 +18,7 @@ import yaml
 
 from guard.fingerprint import mask
 from guard.records import utcnow
+from guard.redact import redact, redact_value
 from guard.skills.library import SkillLibrary
 from guard.skills.model import SkillSpec
 
@@ -48,6 +49,16 @@ def generalise(value: Any, target: str) -> Any:
     if isinstance(value, str) and target:
         return value.replace(target, "{{ incident.target }}")
     return value
+
+
+class _Redacted:
+    """An incident whose text fields read redacted."""
+
+    def __init__(self, incident: Any) -> None:
+        self._incident = incident
+
+    def __getattr__(self, name: str) -> Any:
+        return redact_value(getattr(self._incident, name))
 
 
 class SkillWriter:
@@ -81,6 +92,9 @@ class SkillWriter:
 
     def write(self, incident: Any, fix: str, *, action: str | None, args: dict[str, Any],
               approver: str, verdict: str) -> LearnedSkill:
+        """Write and commit the skill; every text in it is redacted first (skills go to git)."""
+        incident = _Redacted(incident)
+        fix, args = redact(fix), redact_value(args)
         spec = self.spec_for(incident, fix, action=action, args=args, approver=approver,
                              verdict=verdict)
         parsed = SkillSpec.model_validate(spec)

@@ -14,6 +14,7 @@ from sqlmodel import Session, SQLModel, create_engine
 
 from guard.exceptions import StoreError
 from guard.store import models as _models  # noqa: F401  (registers the tables)
+from guard.store import scrub
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -23,6 +24,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: a redacted row leaves no copy
     cur.close()
 
 
@@ -48,14 +50,17 @@ class Database:
             self.engine: Engine = create_engine(url, **kwargs)
         except Exception as exc:
             raise StoreError(f"cannot use database_url {parsed!r}: {exc}") from None
+        scrub.install()
         if parsed.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _begin_immediate)
 
     def create_all(self) -> None:
-        """Create missing tables (Guard's schema is additive)."""
+        """Create missing tables (Guard's schema is additive), and redact rows stored in clear
+        by an older Guard (once; see ``guard.store.scrub``)."""
         try:
             SQLModel.metadata.create_all(self.engine)
+            scrub.migrate(self.engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None
 

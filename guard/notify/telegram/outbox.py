@@ -32,6 +32,7 @@ from guard.memory.conversation import record_message
 from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
 from guard.records import utcnow
+from guard.redact import redact
 from guard.store.db import Database
 from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, TelegramMessage
 
@@ -252,6 +253,7 @@ class OutboxWorker:
 
     async def _deliver(self, row: OutboxMessage) -> None:
         chat = row.chat_id
+        row.text = redact(row.text)  # the store keeps it redacted already; an exit checks again
         target = (incident_message(self.db, chat, row.incident_id)
                   if row.incident_id is not None else None)
         markup = _markup(row.buttons)
