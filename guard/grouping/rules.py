@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import re2
 
 from guard.fingerprint import mask
 from guard.grouping.headers import LogFormat
@@ -34,6 +37,16 @@ class RuleGrouper:
     group_by: GroupBy
     pattern: re.Pattern[str]
     format: LogFormat
+    _linear: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.group_by, list):  # named groups are read with RE2 where it can
+            try:
+                folded = "(?i)" if self.pattern.flags & re.IGNORECASE else ""
+                linear = re2.compile(folded + self.pattern.pattern)
+            except re2.error:
+                linear = None
+            object.__setattr__(self, "_linear", linear)
     _cache: dict[str, tuple[tuple[str, ...], Grouping]] = field(
         default_factory=dict, compare=False, repr=False)
 
@@ -47,7 +60,7 @@ class RuleGrouper:
         if self.group_by == "rule":
             return (kind, "rule"), Grouping("rule")
         if isinstance(self.group_by, list):
-            found = self.pattern.search(line)
+            found = (self._linear or self.pattern).search(line[:CONTENT_CHARS])
             fields = tuple((name, redact(found.group(name) or "") if found else "")
                            for name in self.group_by)
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
