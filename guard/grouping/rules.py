@@ -27,6 +27,8 @@ from guard.redact import redact
 
 GroupBy = str | list[str]
 CONTENT_CHARS = 1000  # what of a line a template is mined from
+_RE2 = re2.Options()
+_RE2.log_errors = False
 CACHED = 4096  # masked lines whose template tokens are remembered (a storm repeats a few)
 
 
@@ -43,7 +45,7 @@ class RuleGrouper:
         if isinstance(self.group_by, list):  # named groups are read with RE2 where it can
             try:
                 folded = "(?i)" if self.pattern.flags & re.IGNORECASE else ""
-                linear = re2.compile(folded + self.pattern.pattern)
+                linear = re2.compile(folded + self.pattern.pattern, _RE2)
             except re2.error:
                 linear = None
             object.__setattr__(self, "_linear", linear)
