@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
+from sqlmodel import col, select
 
 from guard.actions import ActionError
 from guard.memory.conversation import record_message
@@ -16,6 +17,7 @@ from guard.skills.model import Step
 from guard.store import audit, mutes
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun
+from guard.triage.states import record
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
@@ -42,6 +44,35 @@ def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
     record_message(db, chat=channel if channel != "cli" else "console", direction="in",
                    author=actor, text=text, incident_id=incident_id)
     return cmd
+
+
+def reset_interrupted(db: Database) -> int:
+    """On start: settle the commands a crash left ``running`` (each later report waits on them).
+
+    One that had already started a remedy is finished as interrupted (the remedy's run resumes on
+    its own, without repeating a step); one that had not is queued again (nothing of it ran).
+    Either way the incident's timeline says so. Returns how many were reset.
+    """
+    with db.session() as session:
+        stuck = session.exec(select(HumanCommand).where(HumanCommand.status == "running")).all()
+        for cmd in stuck:
+            started = session.exec(select(RemediationRun).where(
+                RemediationRun.incident_id == cmd.incident_id,
+                col(RemediationRun.started_at) >= cmd.created_at)).first()
+            if started is not None and cmd.verb in ("approve", "reply"):
+                cmd.status, cmd.finished_at = "failed", utcnow()
+                cmd.outcome = (f"interrupted: Guard stopped while it ran; remediation "
+                               f"{started.id} resumes without repeating a step")
+            else:
+                cmd.status = "queued"
+            session.add(cmd)
+            inc = session.get(Incident, cmd.incident_id)
+            if inc is not None:
+                note = (f"{cmd.verb} by {cmd.actor} was interrupted by a restart; "
+                        + ("finished as interrupted" if cmd.status == "failed"
+                           else "queued again (nothing of it had run)"))
+                record(session, inc, "command_reset", note, actor="agent", command=cmd.id)
+        return len(stuck)
 
 
 def _finish(agent: Agent, cmd: HumanCommand, status: str, outcome: str) -> None:

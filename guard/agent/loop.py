@@ -181,7 +181,11 @@ class Agent:
 
     async def resume(self) -> None:
         """After a restart: finish interrupted runs; pick up incidents nobody handled."""
+        from guard.agent.human import reset_interrupted
+
         self._loop = asyncio.get_running_loop()
+        if n := await asyncio.to_thread(reset_interrupted, self.db):
+            logger.info("reset {} human command(s) a restart interrupted", n)
         with self.db.session() as session:
             runs = session.exec(select(RemediationRun).where(
                 RemediationRun.status == "running")).all()
