@@ -24,6 +24,7 @@ from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
 from guard.store.models import HumanCommand
+from guard.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
 
@@ -76,7 +77,7 @@ def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None
         out.print(f"answer #{row.id} is {row.status}; `guard incidents show {incident_id}` "
                   "shows its progress")
         return
-    out.print(row.outcome, markup=False, soft_wrap=True)
+    out.print(printable(row.outcome), markup=False, soft_wrap=True)
     if row.status == "failed":
         raise typer.Exit(1)
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from guard.cli.common import ConfigOption, fail, guarded, out, settings_from
 from guard.skills.library import Skill, load_skills
+from guard.textsafe import printable
 
 app = typer.Typer(help="List and inspect skills (built-in and learned).", no_args_is_help=True)
 
@@ -46,7 +48,7 @@ def list_skills(
         triggers = "; ".join(
             ", ".join(f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items()
                       if k != "message") for t in s.spec.triggers)
-        table.add_row(s.name, s.spec.trust, s.spec.origin, triggers)
+        table.add_row(s.name, s.spec.trust, s.spec.origin, Text(printable(triggers)))
     out.print(table)
 
 
