@@ -14,6 +14,7 @@ from guard.metrics import record_remediation
 from guard.notify.base import IncidentUpdate
 from guard.records import utcnow
 from guard.skills.model import Step
+from guard.skills.writer import fix_script, literal_template
 from guard.store import audit, mutes
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun
@@ -141,11 +142,16 @@ async def apply_fix(agent: Agent, cmd: HumanCommand, inc: Incident) -> None:
     if not fix:
         _finish(agent, cmd, "failed", "empty fix")
         return
+    # The fix runs as written (no templating: its ``{{ }}`` stay literal), in the very form it
+    # is saved in if it cures the incident, so the skill replays exactly what was verified.
     if agent.actions.looks_like_action(fix):
         action, args = agent.actions.parse(fix)  # raises ActionError naming the problem
-        step = Step(action=action.name, args=args)
+        step = Step(action=action.name, args={k: literal_template(v) if isinstance(v, str)
+                                              else v for k, v in args.items()})
     else:
-        step = Step(run=fix, timeout=agent.settings.agent.fix_timeout)
+        script = fix_script(fix, inc.target, incident_id=cmd.incident_id, approver=cmd.actor)
+        step = Step(name=f"run {fix}", run="sh -s", stdin=script,
+                    timeout=agent.settings.agent.fix_timeout)
     async with agent._remediations:
         inc = agent._move(cmd.incident_id, S.remediating, f"running {cmd.actor}'s fix: {fix}")
         with agent.db.session() as session:
@@ -177,9 +183,13 @@ async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, ver
     if agent.actions.looks_like_action(run.fix):
         parsed, args = agent.actions.parse(run.fix)
         action = parsed.name
+    assert run.id is not None
+    ran = next((r.result["step"].get("stdin") for r in agent.runner.steps(run.id)
+                if r.kind == "run"), None)
     try:
         learned = agent.writer.write(inc, run.fix, action=action, args=args,
-                                     approver=run.approved_by or "human", verdict=reason)
+                                     approver=run.approved_by or "human", verdict=reason,
+                                     script=ran if action is None else None)
         saved = (f"saved as skill {learned.name}"
                  + (f" (commit {learned.commit[:10]})" if learned.commit else "")
                  if not learned.existed else f"already known as skill {learned.name}")

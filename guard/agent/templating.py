@@ -19,6 +19,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from guard.actions.base import ActionError
+from guard.shellquote import quote_states
 
 _EXPR = re.compile(r"\{\{(-?)(.*?)(-?)\}\}", re.DOTALL)
 _RAW = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
@@ -55,28 +56,20 @@ _shell.filters.update(guard_dq=_in_double, guard_sq=_in_single)
 def _quote_contexts(text: str) -> str:
     """``text`` with each ``{{ expr }}`` inside ``"..."`` or ``'...'`` piped through the escaper
     for that context (a bare one is quoted by ``finalize``)."""
-    raw = [(m.start(), m.end()) for m in _RAW.finditer(text)]
-    out, pos, quote, i = [], 0, "", 0
-    while i < len(text):
-        if any(a <= i < b for a, b in raw):
-            i = next(b for a, b in raw if a <= i < b)
-            continue
-        m = _EXPR.match(text, i) if text.startswith("{{", i) else None
-        if m is not None:
-            if quote:
-                pipe = "guard_dq" if quote == '"' else "guard_sq"
-                out.append(text[pos:i])
-                out.append(f"{{{{{m.group(1)} ({m.group(2)}) | {pipe} {m.group(3)}}}}}")
-                pos = m.end()
-            i = m.end()
-            continue
-        c = text[i]
-        if c == "\\" and quote != "'":
-            i += 2
-            continue
-        if c in "'\"" and quote in ("", c):
-            quote = "" if quote else c
-        i += 1
+    exprs = [m for m in _EXPR.finditer(text)
+             if not any(r.start() <= m.start() < r.end() for r in _RAW.finditer(text))]
+    blank = list(text)  # the shell's view: template parts are neither quotes nor escapes
+    for span in [*(m.span() for m in exprs), *(r.span() for r in _RAW.finditer(text))]:
+        blank[span[0]:span[1]] = " " * (span[1] - span[0])
+    states = quote_states("".join(blank))
+    out, pos = [], 0
+    for m in exprs:
+        quote = states[m.start()]
+        if quote:
+            pipe = "guard_dq" if quote == '"' else "guard_sq"
+            out += [text[pos:m.start()],
+                    f"{{{{{m.group(1)} ({m.group(2)}) | {pipe} {m.group(3)}}}}}"]
+            pos = m.end()
     out.append(text[pos:])
     return "".join(out)
 

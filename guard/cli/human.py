@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import shlex
 import time
 
 import typer
@@ -112,7 +113,9 @@ def reply(
     config: str | None = ConfigOption,
 ) -> None:
     """Send a fix: Guard runs it, verifies recovery, and learns it as a skill if it worked."""
-    answer(config, incident_id, "reply", fix=" ".join(fix), wait=wait)
+    # One word is a command line as typed in quotes; several are argv, kept word for word.
+    answer(config, incident_id, "reply", fix=fix[0] if len(fix) == 1 else shlex.join(fix),
+           wait=wait)
 
 
 def register(app: typer.Typer) -> None:

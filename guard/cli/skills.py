@@ -10,8 +10,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from guard.cli.common import ConfigOption, fail, guarded, out, settings_from
-from guard.skills.library import Skill, load_skills
+from guard.cli.common import ConfigOption, err, fail, guarded, out, settings_from
+from guard.skills.library import Skill, load_skills, load_skills_quarantining
 from guard.textsafe import printable
 
 app = typer.Typer(help="List and inspect skills (built-in and learned).", no_args_is_help=True)
@@ -35,8 +35,10 @@ def list_skills(
 ) -> None:
     """List skills with their trust and triggers."""
     settings = settings_from(config, logging=False)
-    with guarded():
-        skills = load_skills(settings.skills_dir)
+    skills, quarantined = load_skills_quarantining(settings.skills_dir)
+    for name in quarantined:
+        err.print(f"skill {name} is quarantined (does not load; `guard check-config` says why)",
+                  markup=False)
     if as_json:
         typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
         return
