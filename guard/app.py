@@ -221,7 +221,8 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        tasks = [asyncio.create_task(self._consume(), name="triage")]
+        tasks = [asyncio.create_task(self._consume(), name="triage"),
+                 asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
         if self.heal:
             self._attach_agent()
             tasks.append(asyncio.create_task(self.agent.run(self._stop), name="agent"))
