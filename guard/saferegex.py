@@ -44,12 +44,17 @@ PER_BATCH = 2.0  # seconds a whole batch may cost; the rest of it gets the fallb
 RE2_OPTIONS = re2.Options()
 RE2_OPTIONS.max_mem = 64 << 20
 RE2_OPTIONS.log_errors = False
+_DECIDE = re2.Options()  # for yes/no answers: no submatches, so RE2 can use its DFA
+_DECIDE.max_mem = 8 << 20
+_DECIDE.log_errors = False
+_DECIDE.never_capture = True
 # Textual marks of constructs RE2 reads differently from Python (checked before compiling).
 DIVERGENT = re.compile(r"\\[AZz]|\{,|\[:")
 # Constructs whose meaning depends on Unicode tables that RE2 and Python do not share.
 _UNICODE_SENSITIVE = re.compile(r"\\[dDwWsSbB]|\(\?[a-zA-Z]*i")
 _UNSAFE_TEXT = re.compile(r"[^\t\x20-\x7e]")
 
+_UNANCHORED = re2._Anchor.UNANCHORED
 Rule = tuple[str, bool]  # (pattern, ignore_case)
 _TIMEOUT = -2  # a worker answer: the line ran out of time
 
@@ -64,6 +69,12 @@ def re2_source(pattern: str, ignore_case: bool) -> str | None:
     except re2.error:
         return None
     return source
+
+
+def _hit(rx: Any, data: bytes) -> bool:
+    """Whether compiled RE2 ``rx`` matches somewhere in UTF-8 ``data`` (the binding's low-level
+    call: its ``search`` maps every offset back to characters, several times slower)."""
+    return bool(rx._regexp.Match(_UNANCHORED, data, 0, len(data))[0] != (-1, -1))
 
 
 def plain_text(text: str) -> bool:
@@ -81,7 +92,7 @@ class RuleSet:
             re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         self.rules = list(rules)
         sources = [re2_source(p, ic) for p, ic in rules]
-        self._re2: list[Any] = [None if s is None else re2.compile(s, RE2_OPTIONS)
+        self._re2: list[Any] = [None if s is None else re2.compile(s, _DECIDE)
                                 for s in sources]
         self._neutral = [s is not None and not ic and not _UNICODE_SENSITIVE.search(p)
                          for s, (p, ic) in zip(sources, rules, strict=True)]
@@ -101,12 +112,16 @@ class RuleSet:
         answers: list[int | None] = []
         asks: list[tuple[int, str, list[int]]] = []  # (item, text, rules Python must try)
         for n, (text, among) in enumerate(items):
-            plain = plain_text(text)
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: only Python reads it as Python does
+                data = None
+            plain = data is not None and plain_text(text)
             answer, python = None, []
             for i in range(len(self.rules)) if among is None else among:
                 rx = self._re2[i]
-                if rx is not None and (plain or self._neutral[i]):
-                    if rx.search(text) is not None:
+                if rx is not None and data is not None and (plain or self._neutral[i]):
+                    if _hit(rx, data):
                         answer = i
                         break
                 else:
@@ -127,9 +142,10 @@ class RuleSet:
 
     def _fallback(self, text: str, rules: list[int]) -> int | None:
         """RE2's answer for a line Python ran out of time on (no match where RE2 cannot)."""
+        data = text.encode("utf-8", "surrogatepass")
         for i in rules:
             rx = self._re2[i]
-            if rx is not None and rx.search(text) is not None:
+            if rx is not None and _hit(rx, data):
                 return i
         return None
 
