@@ -243,7 +243,8 @@ class Agent:
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """Matching skills, boosted by what resolved similar incidents before."""
-        candidates = self.library.candidates(inc)
+        # In a thread: a trigger's regex may need the (budgeted) Python worker.
+        candidates = await asyncio.to_thread(self.library.candidates, inc)
         similar = []
         try:  # in a thread: the memory helper may be starting (a second) or stuck
             found = await asyncio.to_thread(self.memory.search, summary(inc), 5)

@@ -63,9 +63,10 @@ def show(name: str = typer.Argument(..., metavar="NAME"),
         skill = next((s for s in load_skills(settings.skills_dir) if s.name == name), None)
     if skill is None:
         fail(f"no skill named {name!r} (see `guard skills list`)")
-    out.print((skill.path / "SKILL.md").read_text(), markup=False, highlight=False)
+    out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)
     out.print("--- skill.yaml", markup=False)
-    out.print((skill.path / "skill.yaml").read_text(), markup=False, highlight=False)
+    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False,
+              highlight=False)
     log = subprocess.run(["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
                          cwd=skill.path, capture_output=True, text=True, check=False)
     if log.returncode == 0 and log.stdout.strip():
