@@ -96,3 +96,41 @@ async def test_the_monitor_reports_the_field_and_keeps_running(home: Any,
     assert "serviceInstance.latestDeployment.createdAt" in err.message, err.message
     events = await Guard(home.settings(), home.playbooks_loaded()).run_once()
     assert [e.type for e in events] == ["resolved"]
+
+
+HOSTILE_PLAYBOOK = """\
+name: railway
+monitors:
+  - id: api-railway
+    type: railway
+    service: api
+    environment: production
+    start: beginning
+    every: 30s
+    rules:
+      - kind: slow_timeout
+        pattern: ".*ERROR.*timeout"
+      - kind: nested
+        pattern: "(a+)+$"
+"""
+
+
+async def test_hostile_railway_log_lines_do_not_stall_the_loop(home: Any,
+                                                               railway: RailwayServer) -> None:
+    from tests.test_hostile_matching import max_stall
+
+    dep = railway.state.deploy(status="SUCCESS")
+    for message in ["é " + "ERROR " * 1400, "a" * 40 + "!", "ERROR timeout " + "x" * 100_000,
+                    "ERROR upstream timeout"]:
+        railway.state.log(dep["id"], message)
+    home.write_config({"railway": railway_config(railway)})
+    (home.playbooks / "railway.yaml").write_text(HOSTILE_PLAYBOOK)
+    _, stall = await max_stall(Guard(home.settings(), home.playbooks_loaded()).run_once())
+    assert stall < 0.5, f"the event loop stalled {stall:.2f}s"
+    with home.database().session() as s:
+        found = s.exec(select(Incident).where(Incident.kind == "slow_timeout")).all()
+    assert sorted(i.count for i in found) == [1, 1]  # the plain line; the long one, cut
+    cut = next(i for i in found if "x" * 100 in i.message)
+    assert cut.details["line_cut_at_chars"] == 65536
+    with home.database().session() as s:
+        assert not s.exec(select(Incident).where(Incident.kind == "nested")).all()
