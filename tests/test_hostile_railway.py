@@ -98,21 +98,14 @@ async def test_the_monitor_reports_the_field_and_keeps_running(home: Any,
     assert [e.type for e in events] == ["resolved"]
 
 
-HOSTILE_PLAYBOOK = """\
-name: railway
-monitors:
-  - id: api-railway
-    type: railway
-    service: api
-    environment: production
-    start: beginning
-    every: 30s
-    rules:
-      - kind: slow_timeout
+HOSTILE_PLAYBOOK = PLAYBOOK.replace("    every: 30s", "    start: beginning\n    every: 30s"
+                                    ).replace('''      - kind: boom
+        pattern: "boom"
+''', '''      - kind: slow_timeout
         pattern: ".*ERROR.*timeout"
       - kind: nested
         pattern: "(a+)+$"
-"""
+''')
 
 
 async def test_hostile_railway_log_lines_do_not_stall_the_loop(home: Any,
