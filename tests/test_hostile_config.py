@@ -35,12 +35,13 @@ def test_runtime_and_kubelet_state_and_tokens_are_refused(source: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["GUARD_TELEGRAM__BOT_TOKEN", "GUARD_RAILWAY__TOKEN",
-                                  "guard_llm__api_key"])
+                                  "guard_llm__api_key", "GUARD_DATABASE_URL", "GUARD_CONFIG"])
 def test_guards_own_secrets_are_not_grantable(name: str) -> None:
     with pytest.raises(ValidationError) as exc:
         SandboxGrants(secrets=[name])
     assert "Guard's own configuration" in str(exc.value)
 
 
-def test_other_secrets_are_grantable() -> None:
-    assert SandboxGrants(secrets=["DATABASE_URL"]).secrets == ["DATABASE_URL"]
+@pytest.mark.parametrize("name", ["DATABASE_URL", "GUARD_TEST_DB_PASSWORD"])
+def test_other_secrets_are_grantable(name: str) -> None:
+    assert SandboxGrants(secrets=[name]).secrets == [name]

@@ -123,6 +123,18 @@ _FORBIDDEN_SOURCES: dict[str, tuple[str, str]] = {
 GUARD_ENV_PREFIX = "GUARD_"  # Guard's own settings and secrets (``GUARD_TELEGRAM__BOT_TOKEN``)
 
 
+def _guard_setting(name: str) -> bool:
+    """Whether environment variable ``name`` is one Guard reads as its own setting
+    (``GUARD_<FIELD>`` or ``GUARD_<FIELD>__...``, any case, as pydantic-settings reads them)."""
+    from guard.config import Settings  # config imports this module
+
+    upper = name.upper()
+    if not upper.startswith(GUARD_ENV_PREFIX):
+        return False
+    field = upper[len(GUARD_ENV_PREFIX):].split("__", 1)[0].lower()
+    return field in Settings.model_fields or field == "config"
+
+
 def _forbidden_sources() -> dict[str, tuple[str, str]]:
     """The fixed list plus the socket ``DOCKER_HOST`` names, if it is a unix one."""
     found = dict(_FORBIDDEN_SOURCES)
@@ -254,7 +266,7 @@ class SandboxGrants(BaseModel):
         for name in value:
             if not name.replace("_", "a").isalnum() or name[0].isdigit():
                 raise ValueError(f"secret {name!r} must be an environment variable name")
-            if name.upper().startswith(GUARD_ENV_PREFIX):
+            if _guard_setting(name):
                 raise ValueError(f"secret {name!r} is Guard's own configuration (its bot token, "
                                  "API keys): grant the service's own variable instead")
         return value
