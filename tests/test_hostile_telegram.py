@@ -87,3 +87,10 @@ async def test_fix_with_a_strange_number_is_a_usage_error(world: World, text: st
     with world.db.session() as s:
         said = s.exec(select(OutboxMessage)).all()
     assert any("Usage" in m.text for m in said)
+
+
+async def test_a_long_chatty_reply_is_asked_about_within_telegrams_limit(world: World) -> None:
+    await world.text(ADMIN, "hmm " * 2000)
+    with world.db.session() as s:
+        question = s.exec(select(OutboxMessage).where(OutboxMessage.role == "confirm")).one()
+    assert len(question.text) <= 4096 and question.buttons

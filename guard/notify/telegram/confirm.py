@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
-from guard.notify.telegram.messages import Buttons, esc
+from guard.notify.telegram.messages import Buttons, cut, esc
 from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Approval
@@ -66,8 +66,8 @@ def ask(db: Database, *, incident_id: int, fix: str, user_id: int,
         session.add(Approval(id=cancel, incident_id=incident_id, kind="fix_cancel",
                              expires_at=expires))
         put_state(session, _KEY + run, {"fix": fix, "user": user_id})
-    text = (f"Run <code>{esc(fix)}</code> as a fix for incident #{incident_id}? It is not an "
-            "action or a command Guard recognises.")
+    text = cut(f"Run <code>{esc(fix)}</code> as a fix for incident #{incident_id}? It is not "
+               "an action or a command Guard recognises.")
     return text, [[("Run", run), ("Cancel", cancel)]]
 
 
