@@ -94,3 +94,9 @@ async def test_a_long_chatty_reply_is_asked_about_within_telegrams_limit(world: 
     with world.db.session() as s:
         question = s.exec(select(OutboxMessage).where(OutboxMessage.role == "confirm")).one()
     assert len(question.text) <= 4096 and question.buttons
+
+
+@pytest.mark.parametrize("data", ["fix:\u00b2", "fix:\u0663", "fix:", "fix:#1", "fix:1e3"])
+async def test_a_forged_fix_button_is_refused_not_parsed(world: World, data: str) -> None:
+    await world.handlers.on_callback(world.press(ADMIN, data, 77), None)  # type: ignore[arg-type]
+    assert world.count(OutboxMessage, OutboxMessage.role == "prompt") == 0

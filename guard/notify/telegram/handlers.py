@@ -136,11 +136,11 @@ class Handlers:
             await asyncio.to_thread(self.auth.refuse, q.from_user.id, f"callback:{data}", reason)
             await q.answer(f"Refused: {reason}", show_alert=True)
             return
-        try:
-            incident_id = int(data.split(":", 1)[1])
-        except ValueError:
+        number = data.split(":", 1)[1]
+        if not INCIDENT_ID.fullmatch(number) or number.startswith("#"):
             await q.answer("Refused: unknown button", show_alert=True)
             return
+        incident_id = int(number, 10)
         await self.say(self.gw.chat_id, FIX_PROMPT.format(id=incident_id),
                        incident_id=incident_id, thread=True, role="prompt")
         await q.answer("Reply to the prompt with your fix")
