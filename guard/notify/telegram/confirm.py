@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
-from guard.notify.telegram.messages import Buttons, cut, esc
+from guard.notify.telegram.messages import LIMIT, Buttons, cut, esc
 from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Approval
@@ -39,7 +39,12 @@ _KEY = "telegram:confirm:"
 
 
 def unambiguous(text: str, actions: ActionRegistry) -> bool:
-    """Whether ``text`` is plainly a fix: an action that parses, or a known command that does."""
+    """Whether ``text`` is plainly a fix: an action that parses, or a known command that does.
+
+    Longer than a Telegram message can be: never (and not parsed: ``shlex`` is pure Python,
+    and this runs on the event loop)."""
+    if len(text) > LIMIT:
+        return False
     if actions.looks_like_action(text):
         try:
             actions.parse(text)
