@@ -27,7 +27,7 @@ That is sound only where the prefilter can never miss a line that Python would m
   RE2's does not) are asked of the rule set in one batch per stretch, and so is a block holding
   a line longer than the match limit (cutting a line can create a match at its new end).
 
-False positives (a match that crosses a newline, say) cost only a Python check of one line.
+False positives (a match that crosses a newline, say) cost only one more check of one line.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ HS_STORM = 4096  # matches reported for one block before it is handed to RE2 ins
 # Bytes that make a line ineligible for the RE2 prefilter (everything but \t, \n, 0x20-0x7e).
 _UNSAFE_BYTE = re.compile(rb"[^\t\n\x20-\x7e]")
 _UNSAFE_ASCII = (b"\x00", b"\r", b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x7f")
+
 
 class Match(tuple[int, str]):
     """``(index of the first matching rule, the line's text)``; ``cut``: the line was longer
