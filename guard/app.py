@@ -49,6 +49,17 @@ def monitor_error_signal(monitor: Monitor, exc: BaseException) -> Signal:
                   details={"monitor_type": monitor.type})
 
 
+def skill_invalid_signals(library: Any) -> list[Signal]:
+    """One ``skill_invalid`` signal on Guard itself per quarantined skill (it never stops
+    Guard: it is skipped, and a human is told what to fix)."""
+    return [Signal(monitor_id="skills", source="guard", target=f"skill:{name}",
+                   kind="skill_invalid", severity=Severity.error,
+                   message=f"skill {name} does not load and is quarantined: "
+                           + "; ".join(problems)[:800],
+                   details={"skill": name, "problems": problems[:20]})
+            for name, problems in library.quarantined.items()]
+
+
 def monitor_ok_signal(monitor: Monitor) -> Signal:
     return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_ok",
                   message=f"monitor {monitor.id} is working", status="ok")
@@ -226,10 +237,12 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        tasks = [asyncio.create_task(self._consume(), name="triage")]
+        tasks = [asyncio.create_task(self._consume(), name="triage"),
+                 asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
         if self.heal:
             self._attach_agent()
             tasks.append(asyncio.create_task(self.agent.run(self._stop), name="agent"))
+            self._queue.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
         for m in self.monitors:
             follows = getattr(getattr(m, "spec", None), "events", True)
             if isinstance(m, StreamingMonitor) and follows:

@@ -9,6 +9,7 @@ working directory.
 from __future__ import annotations
 
 import os
+import re
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
@@ -120,15 +121,20 @@ class SandboxSettings(_Section):
     @field_validator("user")
     @classmethod
     def _not_root(cls, value: str) -> str:
-        if value.split(":")[0] in ("", "0", "root"):
-            raise ValueError(f"sandbox.user {value!r}: commands must not run as root")
+        """``uid[:gid]``, each a number or a name; numbers are read as numbers (``00`` is 0)."""
+        parts = value.split(":")
+        if len(parts) > 2 or not all(re.fullmatch(r"[0-9]+|[a-z_][a-z0-9_-]*", p)
+                                     for p in parts):
+            raise ValueError(f"sandbox.user {value!r}: use uid[:gid], e.g. 65534:65534")
+        if any(p == "root" or (p.isdigit() and int(p) == 0) for p in parts):
+            raise ValueError(f"sandbox.user {value!r}: commands must not run as root "
+                             "(uid or gid 0)")
         return value
 
     @field_validator("memory", mode="before")
     @classmethod
     def _memory_size(cls, value: object) -> object:
         """What docker-py's ``parse_bytes`` takes (bytes, or b/k/m/g), at least the engine's 6m."""
-        import re
 
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)  # plain bytes

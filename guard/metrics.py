@@ -17,6 +17,7 @@ not know label names:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -67,6 +68,9 @@ OUTCOMES = ("succeeded", "verify_failed", "failed", "timed_out", "rolled_back", 
 _DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
 
+LOOP_STALL = Gauge("guard_event_loop_max_stall_seconds",
+                   "The event loop's longest stall since Guard started (a tick late by this much).",
+                   registry=REGISTRY)
 SIGNALS = Counter("guard_signals", "Observations made by monitors (folded lines count each).",
                   ["source", "kind", "status"], registry=REGISTRY)
 INCIDENT_EVENTS = Counter("guard_incident_events", "Incident events emitted by triage.",
@@ -171,3 +175,17 @@ def track_incidents(db: Database) -> None:
 def render() -> bytes:
     """The registry in Prometheus' text format (queries the database: call off the loop)."""
     return generate_latest(REGISTRY)
+
+
+async def watch_event_loop(stop: asyncio.Event, every: float = 0.05) -> None:
+    """Keep ``guard_event_loop_max_stall_seconds``: how much later than asked a tick woke up,
+    at worst (what a hostile log line or a blocking call would show)."""
+    worst = 0.0
+    while not stop.is_set():
+        before = time.monotonic()
+        await asyncio.sleep(every)
+        late = time.monotonic() - before - every
+        if late > worst:
+            worst = late
+            LOOP_STALL.set(round(worst, 4))
+

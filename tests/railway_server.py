@@ -72,6 +72,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # sleep before answering (longer than the client's timeout: a timeout)
     error: str | None = None  # answer HTTP 200 with {"errors": [{"message": error}]}
+    body: Any = None  # answer HTTP 200 with exactly this JSON (a shape the schema cannot make)
 
 
 @dataclass
@@ -269,6 +270,8 @@ class RailwayServer:
                 time.sleep(fault.delay)
             if fault.status is not None:
                 return fault.status, fault.headers, {"message": "simulated failure"}
+            if fault.body is not None:
+                return 200, {}, fault.body
             if fault.error is not None:
                 return 200, {}, {"errors": [{"message": fault.error, "path": None}]}
         if problems:

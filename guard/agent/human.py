@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
+from sqlmodel import col, select
 
 from guard.actions import ActionError
 from guard.memory.conversation import record_message
@@ -13,9 +14,11 @@ from guard.metrics import record_remediation
 from guard.notify.base import IncidentUpdate
 from guard.records import utcnow
 from guard.skills.model import Step
+from guard.skills.writer import fix_script, literal_template
 from guard.store import audit, mutes
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun
+from guard.triage.states import record
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
@@ -42,6 +45,35 @@ def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
     record_message(db, chat=channel if channel != "cli" else "console", direction="in",
                    author=actor, text=text, incident_id=incident_id)
     return cmd
+
+
+def reset_interrupted(db: Database) -> int:
+    """On start: settle the commands a crash left ``running`` (each later report waits on them).
+
+    One that had already started a remedy is finished as interrupted (the remedy's run resumes on
+    its own, without repeating a step); one that had not is queued again (nothing of it ran).
+    Either way the incident's timeline says so. Returns how many were reset.
+    """
+    with db.session() as session:
+        stuck = session.exec(select(HumanCommand).where(HumanCommand.status == "running")).all()
+        for cmd in stuck:
+            started = session.exec(select(RemediationRun).where(
+                RemediationRun.incident_id == cmd.incident_id,
+                col(RemediationRun.started_at) >= cmd.created_at)).first()
+            if started is not None and cmd.verb in ("approve", "reply"):
+                cmd.status, cmd.finished_at = "failed", utcnow()
+                cmd.outcome = (f"interrupted: Guard stopped while it ran; remediation "
+                               f"{started.id} resumes without repeating a step")
+            else:
+                cmd.status = "queued"
+            session.add(cmd)
+            inc = session.get(Incident, cmd.incident_id)
+            if inc is not None:
+                note = (f"{cmd.verb} by {cmd.actor} was interrupted by a restart; "
+                        + ("finished as interrupted" if cmd.status == "failed"
+                           else "queued again (nothing of it had run)"))
+                record(session, inc, "command_reset", note, actor="agent", command=cmd.id)
+        return len(stuck)
 
 
 def _finish(agent: Agent, cmd: HumanCommand, status: str, outcome: str) -> None:
@@ -110,11 +142,16 @@ async def apply_fix(agent: Agent, cmd: HumanCommand, inc: Incident) -> None:
     if not fix:
         _finish(agent, cmd, "failed", "empty fix")
         return
+    # The fix runs as written (no templating: its ``{{ }}`` stay literal), in the very form it
+    # is saved in if it cures the incident, so the skill replays exactly what was verified.
     if agent.actions.looks_like_action(fix):
         action, args = agent.actions.parse(fix)  # raises ActionError naming the problem
-        step = Step(action=action.name, args=args)
+        step = Step(action=action.name, args={k: literal_template(v) if isinstance(v, str)
+                                              else v for k, v in args.items()})
     else:
-        step = Step(run=fix, timeout=agent.settings.agent.fix_timeout)
+        script = fix_script(fix, inc.target, incident_id=cmd.incident_id, approver=cmd.actor)
+        step = Step(name=f"run {fix}", run="sh -s", stdin=script,
+                    timeout=agent.settings.agent.fix_timeout)
     async with agent._remediations:
         inc = agent._move(cmd.incident_id, S.remediating, f"running {cmd.actor}'s fix: {fix}")
         with agent.db.session() as session:
@@ -146,9 +183,13 @@ async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, ver
     if agent.actions.looks_like_action(run.fix):
         parsed, args = agent.actions.parse(run.fix)
         action = parsed.name
+    assert run.id is not None
+    ran = next((r.result["step"].get("stdin") for r in agent.runner.steps(run.id)
+                if r.kind == "run"), None)
     try:
         learned = agent.writer.write(inc, run.fix, action=action, args=args,
-                                     approver=run.approved_by or "human", verdict=reason)
+                                     approver=run.approved_by or "human", verdict=reason,
+                                     script=ran if action is None else None)
         saved = (f"saved as skill {learned.name}"
                  + (f" (commit {learned.commit[:10]})" if learned.commit else "")
                  if not learned.existed else f"already known as skill {learned.name}")

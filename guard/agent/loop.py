@@ -182,7 +182,11 @@ class Agent:
 
     async def resume(self) -> None:
         """After a restart: finish interrupted runs; pick up incidents nobody handled."""
+        from guard.agent.human import reset_interrupted
+
         self._loop = asyncio.get_running_loop()
+        if n := await asyncio.to_thread(reset_interrupted, self.db):
+            logger.info("reset {} human command(s) a restart interrupted", n)
         with self.db.session() as session:
             runs = session.exec(select(RemediationRun).where(
                 RemediationRun.status == "running")).all()
@@ -240,7 +244,8 @@ class Agent:
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """Matching skills, boosted by what resolved similar incidents before."""
-        candidates = self.library.candidates(inc)
+        # In a thread: a trigger's regex may need the (budgeted) Python worker.
+        candidates = await asyncio.to_thread(self.library.candidates, inc)
         similar = []
         try:  # in a thread: the memory helper may be starting (a second) or stuck
             found = await asyncio.to_thread(self.memory.search, summary(inc), 5)

@@ -193,7 +193,8 @@ class StepRunner:
         result = {"exit_code": res.exit_code, "stdout": res.stdout[-KEEP:],
                   "stderr": res.stderr[-KEEP:], "timed_out": res.timed_out,
                   "oom_killed": res.oom_killed, "duration": round(res.duration, 3)}
-        self._audit(incident, "sandbox.run", {"command": step.run, "exit_code": res.exit_code,
+        self._audit(incident, "sandbox.run", {"command": step.run, "step": step.describe(),
+                                              "exit_code": res.exit_code,
                                               "timed_out": res.timed_out,
                                               "oom_killed": res.oom_killed})
         why = ("timed out" if res.timed_out else "OOM-killed" if res.oom_killed

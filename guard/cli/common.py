@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from guard.config import Settings, load_settings
 from guard.exceptions import ConfigError, GuardError
@@ -16,6 +17,7 @@ from guard.redact import configure as configure_redaction
 from guard.redact import redact
 from guard.store import audit
 from guard.store.db import Database, open_database
+from guard.textsafe import printable
 
 
 class RedactingConsole(Console):
@@ -42,13 +44,13 @@ EXIT_CONFIG = 2
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+    err.print(Text("error:", style="red") + Text(f" {printable(message)}"), soft_wrap=True)
     raise typer.Exit(code)
 
 
 def config_failed(exc: ConfigError) -> NoReturn:
     for problem in exc.problems:
-        err.print(problem, markup=False, soft_wrap=True)
+        err.print(printable(problem), markup=False, soft_wrap=True)
     err.print(f"[red]{len(exc.problems)} problem(s) found[/red]", markup=True)
     raise typer.Exit(EXIT_CONFIG)
 

@@ -9,7 +9,7 @@ import typer
 from guard.cli.common import ConfigOption, config_failed, out, settings_from
 from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks, playbook_json_schema
-from guard.skills.library import load_skills
+from guard.skills.library import load_skills_quarantining
 
 playbooks_app = typer.Typer(help="Inspect playbooks.", no_args_is_help=True)
 
@@ -18,15 +18,15 @@ def check_config(config: str | None = ConfigOption) -> None:
     """Validate the config, every playbook and every skill; exit 2 naming each problem."""
     settings = settings_from(config, logging=False)
     problems: list[str] = []
-    books, skills = [], []
+    books = []
     try:
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
         problems += exc.problems
-    try:
-        skills = load_skills(settings.skills_dir)
-    except ConfigError as exc:
-        problems += exc.problems
+    skills, quarantined = load_skills_quarantining(settings.skills_dir)
+    for name, found in quarantined.items():
+        problems += [f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)"
+                     for p in found]
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings

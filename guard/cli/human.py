@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import shlex
 import time
 
 import typer
@@ -24,6 +25,7 @@ from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
 from guard.store.models import HumanCommand
+from guard.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
 
@@ -76,7 +78,7 @@ def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None
         out.print(f"answer #{row.id} is {row.status}; `guard incidents show {incident_id}` "
                   "shows its progress")
         return
-    out.print(row.outcome, markup=False, soft_wrap=True)
+    out.print(printable(row.outcome), markup=False, soft_wrap=True)
     if row.status == "failed":
         raise typer.Exit(1)
 
@@ -111,7 +113,9 @@ def reply(
     config: str | None = ConfigOption,
 ) -> None:
     """Send a fix: Guard runs it, verifies recovery, and learns it as a skill if it worked."""
-    answer(config, incident_id, "reply", fix=" ".join(fix), wait=wait)
+    # One word is a command line as typed in quotes; several are argv, kept word for word.
+    answer(config, incident_id, "reply", fix=fix[0] if len(fix) == 1 else shlex.join(fix),
+           wait=wait)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,11 +8,13 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from sqlmodel import Session, col, select
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
 from guard.redact import redact
 from guard.store.models import Incident, IncidentState, IncidentTimeline, LogTemplate
+from guard.textsafe import printable
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
 
@@ -77,7 +79,8 @@ def list_incidents(
         return
     table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
     for r in rows:
-        table.add_row(str(r.id), r.state, r.severity, str(r.count), redact(r.title),
+        table.add_row(str(r.id), r.state, r.severity, str(r.count),
+                      Text(printable(redact(r.title), newlines=False)),  # data, never markup
                       r.last_seen.strftime("%Y-%m-%d %H:%M:%S"))
     out.print(table)
 
@@ -104,7 +107,8 @@ def show(
         echo(json.dumps({**incident_dict(inc, templates),
                                "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
         return
-    out.print(f"[bold]#{inc.id} {inc.title}[/bold]  ({inc.state}, {inc.severity})", markup=True)
+    head = Text(f"#{inc.id} {printable(inc.title, newlines=False)}", style="bold")
+    out.print(head + Text(f"  ({inc.state}, {inc.severity})"))
     for label, value in [
         ("target", inc.target), ("source", f"{inc.source} (monitor {inc.monitor_id})"),
         ("count", str(inc.count)), ("opened", inc.opened_at.isoformat()),
@@ -112,9 +116,9 @@ def show(
         ("message", inc.message),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
     ]:
-        out.print(f"  {label:<12} {value}", markup=False, soft_wrap=True)
+        out.print(f"  {label:<12} {printable(value)}", markup=False, soft_wrap=True)
     out.print("  timeline:")
     for t in timeline:
         move = f" ({t.from_state} -> {t.to_state})" if t.from_state else ""
-        out.print(f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {t.message}", markup=False,
-                  soft_wrap=True)
+        out.print(f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {printable(t.message)}",
+                  markup=False, soft_wrap=True)

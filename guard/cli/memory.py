@@ -6,10 +6,12 @@ import json
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from guard.cli.common import ConfigOption, database, echo, out, settings_from
 from guard.memory.semantic import SemanticMemory
 from guard.store.models import Incident
+from guard.textsafe import printable
 
 app = typer.Typer(help="Guard's memory of past incidents.", no_args_is_help=True)
 
@@ -43,6 +45,7 @@ def search(
         return
     table = Table("incident", "score", "title", "resolved by", box=None)
     for r in rows:
-        table.add_row(f"#{r['incident_id']}", f"{r['score']:.2f}", str(r["title"]),
-                      str(r["resolution"]))
+        table.add_row(f"#{r['incident_id']}", f"{r['score']:.2f}",
+                      Text(printable(r["title"], newlines=False)),
+                      Text(printable(r["resolution"], newlines=False)))
     out.print(table)

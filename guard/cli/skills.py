@@ -8,9 +8,11 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from guard.cli.common import ConfigOption, fail, guarded, out, settings_from
-from guard.skills.library import Skill, load_skills
+from guard.cli.common import ConfigOption, err, fail, guarded, out, settings_from
+from guard.skills.library import Skill, load_skills, load_skills_quarantining
+from guard.textsafe import printable
 
 app = typer.Typer(help="List and inspect skills (built-in and learned).", no_args_is_help=True)
 
@@ -33,8 +35,10 @@ def list_skills(
 ) -> None:
     """List skills with their trust and triggers."""
     settings = settings_from(config, logging=False)
-    with guarded():
-        skills = load_skills(settings.skills_dir)
+    skills, quarantined = load_skills_quarantining(settings.skills_dir)
+    for name in quarantined:
+        err.print(f"skill {name} is quarantined (does not load; `guard check-config` says why)",
+                  markup=False)
     if as_json:
         typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
         return
@@ -46,7 +50,7 @@ def list_skills(
         triggers = "; ".join(
             ", ".join(f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items()
                       if k != "message") for t in s.spec.triggers)
-        table.add_row(s.name, s.spec.trust, s.spec.origin, triggers)
+        table.add_row(s.name, s.spec.trust, s.spec.origin, Text(printable(triggers)))
     out.print(table)
 
 
@@ -59,9 +63,10 @@ def show(name: str = typer.Argument(..., metavar="NAME"),
         skill = next((s for s in load_skills(settings.skills_dir) if s.name == name), None)
     if skill is None:
         fail(f"no skill named {name!r} (see `guard skills list`)")
-    out.print((skill.path / "SKILL.md").read_text(), markup=False, highlight=False)
+    out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)
     out.print("--- skill.yaml", markup=False)
-    out.print((skill.path / "skill.yaml").read_text(), markup=False, highlight=False)
+    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False,
+              highlight=False)
     log = subprocess.run(["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
                          cwd=skill.path, capture_output=True, text=True, check=False)
     if log.returncode == 0 and log.stdout.strip():

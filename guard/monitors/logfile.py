@@ -5,7 +5,8 @@ restart neither re-reads nor skips a line. The file is read in binary and split 
 trailing line without its newline waits for the next check. Rotation (the path now names another
 inode) finishes the old file first, through the handle still held or, after a restart, by finding
 the renamed file beside it (``api.log.1``, ``api.log-20261202``); truncation starts over at 0.
-Lines longer than ``max_line_bytes`` are cut for matching; undecodable bytes are replaced.
+Lines longer than ``max_line_bytes`` are cut for matching (the signal's ``line_cut_at_bytes``
+says so); undecodable bytes are replaced.
 Lines are matched a block (up to 1 MiB of whole lines) at a time by ``LineMatcher``, which asks
 RE2 which lines can match before asking Python's ``re`` which rule does.
 Lines that group alike (by default: the same masked tokens once the header is off; see
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, rule_groupers
-from guard.monitors.matcher import LineMatcher
+from guard.monitors.matcher import LineMatcher, Match
 from guard.playbooks.models import LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
 
@@ -57,7 +59,8 @@ class _Tally:
     signals: dict[tuple[str, ...], Signal] = field(default_factory=dict)
     counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
-    def add(self, rule: LogRule, grouper: RuleGrouper, line: str) -> None:
+    def add(self, rule: LogRule, grouper: RuleGrouper, line: str,
+            cut_at: int | None = None) -> None:
         key, grouping = grouper.group(rule.kind, line)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
@@ -67,6 +70,8 @@ class _Tally:
                 kind=rule.kind, severity=rule.severity, message=line[:MESSAGE_CHARS],
                 details={"rule": rule.pattern}, grouping=grouping,
             )
+        if cut_at is not None:  # over the line budget: only its first bytes were matched
+            self.signals[key].details["line_cut_at_bytes"] = cut_at
         self.counts[key] = self.counts.get(key, 0) + 1
 
     def result(self) -> list[Signal]:
@@ -93,7 +98,8 @@ class LogfileMonitor:
         self._rules = list(spec.rules)
         self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
         self._groupers = rule_groupers(
-            [(r.group_by, self._matcher.pattern(i)) for i, r in enumerate(spec.rules)],
+            [(r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+             for r in spec.rules],
             default=spec.group_by, log_format=spec.format)
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
@@ -214,7 +220,7 @@ class LogfileMonitor:
             offset += consumed
             if not complete:  # the start of an over-long line
                 if not skipping:
-                    self._tally(self._matcher.line(data), tally)
+                    self._tally(self._matcher.line(data, cut=True), tally)
                 skipping = True
                 continue
             if skipping:  # the block opens with the rest of an over-long line: already matched
@@ -225,9 +231,10 @@ class LogfileMonitor:
                 self._tally(found, tally)
         return _Position(pos.dev, pos.ino, offset, skipping)
 
-    def _tally(self, found: tuple[int, str] | None, tally: _Tally) -> None:
+    def _tally(self, found: Match | None, tally: _Tally) -> None:
         if found is not None:
-            tally.add(self._rules[found[0]], self._groupers[found[0]], found[1])
+            tally.add(self._rules[found[0]], self._groupers[found[0]], found[1],
+                      cut_at=self.spec.max_line_bytes if found.cut else None)
 
 
 def _blocks(handle: BinaryIO, limit: int, *, final: bool,

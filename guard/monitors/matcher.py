@@ -1,11 +1,14 @@
 """Find the lines of a log block that match an ordered list of rules, fast, with Python semantics.
 
-A log monitor scans megabytes of mostly boring lines. Running every rule's Python regex on every
-line costs ``lines x rules`` regex calls; this module instead runs **one** multi-pattern scan
-over a whole block, and only on the few lines where it finds something does it run the rules,
-in order, with Python's ``re``. The answer therefore always has Python's semantics ("the first
-rule that matches wins", a rule's ``ignore_case``); the prefilter only decides which lines are
-worth asking. Two prefilter engines, best first:
+A log monitor scans megabytes of mostly boring lines. Running every rule's regex on every line
+costs ``lines x rules`` regex calls; this module instead runs **one** multi-pattern scan over a
+whole block, and only on the few lines where it finds something does it ask the rules, in order,
+through ``guard.saferegex.RuleSet``: RE2 wherever its answer is exactly Python's, Python's
+``re`` only for what RE2 lacks, in a worker process under a time budget. The answer therefore
+always has Python's semantics ("the first rule that matches wins", a rule's ``ignore_case``) and a
+bounded cost per line; no hostile line can hold the GIL (and so the event loop) for long. Lines
+longer than the limit are matched on their first ``limit`` bytes, and the match says so
+(``Match.cut``). Two prefilter engines, best first:
 
 - **Hyperscan** (SIMD, all rules at once; x86-64 only) reports the end of every match of every
   rule. A rule that can match the empty string is left to RE2 (Hyperscan does not report
@@ -17,14 +20,14 @@ That is sound only where the prefilter can never miss a line that Python would m
 
 - a rule RE2 cannot compile (backreferences, lookarounds, atomic groups, ``(?x)``...) or whose
   meaning differs in RE2 or Hyperscan (``\\A``, ``\\Z``, ``\\z``, ``{,n}``, POSIX
-  ``[:classes:]``) turns the prefilter off: every line is then matched in Python (correct,
-  and as fast as before);
+  ``[:classes:]``) turns the prefilter off: every line is then asked of the rule set (the other
+  rules still in RE2; that one in the budgeted Python worker);
 - the prefilter runs only over lines of printable ASCII and tabs. Lines with other bytes (UTF-8
   text, NUL, a trailing ``\\r``, ``\\v`` and the ``\\x1c-\\x1f`` that Python's ``\\s`` matches but
-  RE2's does not) are matched in Python one by one, and so is a block holding a line longer
-  than the match limit (cutting a line can create a match at its new end).
+  RE2's does not) are asked of the rule set in one batch per stretch, and so is a block holding
+  a line longer than the match limit (cutting a line can create a match at its new end).
 
-False positives (a match that crosses a newline, say) cost only a Python check of one line.
+False positives (a match that crosses a newline, say) cost only one more check of one line.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from typing import Any, Literal
 
 import re2
 from loguru import logger
+
+from guard.saferegex import RE2_OPTIONS as _RE2_OPTIONS
+from guard.saferegex import RuleSet
+from guard.saferegex import re2_source as _re2_source
 
 
 def _import_hyperscan() -> Any:
@@ -50,28 +57,22 @@ hyperscan = _import_hyperscan()
 Engine = Literal["hyperscan", "re2", "python"]
 HS_STORM = 4096  # matches reported for one block before it is handed to RE2 instead
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.max_mem = 64 << 20  # room for the DFA of ~100 alternated rules
-_RE2_OPTIONS.log_errors = False
-# Textual marks of constructs RE2 reads differently from Python (checked before compiling).
-_DIVERGENT = re.compile(r"\\[AZz]|\{,|\[:")
 # Bytes that make a line ineligible for the RE2 prefilter (everything but \t, \n, 0x20-0x7e).
 _UNSAFE_BYTE = re.compile(rb"[^\t\n\x20-\x7e]")
 _UNSAFE_ASCII = (b"\x00", b"\r", b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x7f")
 
-Match = tuple[int, str]  # (index of the first matching rule, the line's text)
+
+class Match(tuple[int, str]):
+    """``(index of the first matching rule, the line's text)``; ``cut``: the line was longer
+    than the limit and only its start was matched."""
+
+    cut: bool = False
 
 
-def _re2_source(pattern: str, ignore_case: bool) -> str | None:
-    """The rule as an RE2 group, or None if RE2 must not be trusted with it."""
-    if _DIVERGENT.search(pattern):
-        return None
-    source = f"(?i:{pattern})" if ignore_case else f"(?:{pattern})"
-    try:
-        re2.compile(source, _RE2_OPTIONS)
-    except re2.error:
-        return None
-    return source
+def _match(index: int, text: str, cut: bool) -> Match:
+    found = Match((index, text))
+    found.cut = cut
+    return found
 
 
 def _can_be_empty(pattern: str, ignore_case: bool) -> bool:
@@ -121,7 +122,7 @@ class LineMatcher:
 
     def __init__(self, rules: Sequence[tuple[str, bool]], *,
                  engines: Sequence[Engine] = ("hyperscan", "re2")) -> None:
-        self._rules = [re.compile(p, re.IGNORECASE if ic else 0) for p, ic in rules]
+        self._rules = RuleSet(rules)
         sources = [_re2_source(p, ic) for p, ic in rules]
         self._prefilter: Any = None
         self._hyperscan: Any = None
@@ -139,10 +140,6 @@ class LineMatcher:
             if self._hyperscan is not None:
                 self._scratch = hyperscan.Scratch(self._hyperscan)
 
-    def pattern(self, index: int) -> re.Pattern[str]:
-        """Rule ``index`` as compiled for Python's ``re``."""
-        return self._rules[index]
-
     @property
     def prefiltered(self) -> bool:
         """Whether blocks are prefiltered (False: every line goes to Python)."""
@@ -155,20 +152,22 @@ class LineMatcher:
             return "hyperscan"
         return "re2" if self._prefilter is not None else "python"
 
-    def first(self, text: str, among: Iterable[int] | None = None) -> int | None:
-        """The index of the first rule that matches ``text``, with Python's ``re``; ``among``
-        (ascending) limits the rules asked to those a prefilter saw match."""
-        rules = self._rules
-        for index in range(len(rules)) if among is None else among:
-            if rules[index].search(text):
-                return index
-        return None
+    @property
+    def timeouts(self) -> int:
+        """Lines whose Python-only check ran out of time (see ``guard.saferegex``)."""
+        return self._rules.timeouts
 
-    def line(self, raw: bytes, among: Iterable[int] | None = None) -> Match | None:
+    def first(self, text: str, among: Iterable[int] | None = None) -> int | None:
+        """The index of the first rule that matches ``text``, with Python's semantics; ``among``
+        (ascending) limits the rules asked to those a prefilter saw match."""
+        return self._rules.first(text, among)
+
+    def line(self, raw: bytes, among: Iterable[int] | None = None, *,
+             cut: bool = False) -> Match | None:
         """Match one line (its newline, if any, is not part of it)."""
-        text = raw.rstrip(b"\r\n").decode("utf-8", "replace").replace("\x00", "\ufffd")
+        text = _text(raw)
         index = self.first(text, among)
-        return None if index is None else (index, text)
+        return None if index is None else _match(index, text, cut)
 
     def scan(self, block: bytes, limit: int) -> Iterator[Match]:
         """Every matching line of ``block`` (whole lines; each matched on its first ``limit``
@@ -237,7 +236,8 @@ class LineMatcher:
             while k < len(ends) and ends[k][0] - 1 < stop:
                 rules.add(ends[k][1])
                 k += 1
-            found = self.line(block[start:min(stop, start + limit)], sorted(rules))
+            found = self.line(block[start:min(stop, start + limit)], sorted(rules),
+                              cut=stop - start > limit + 1)
             if found is not None:
                 yield found
 
@@ -251,13 +251,24 @@ class LineMatcher:
             start = pos if i < 0 else i + 1
             j = block.find(b"\n", hit.start(), end)
             pos = end if j < 0 else j + 1
-            if (found := self.line(block[start:min(pos, start + limit)])) is not None:
+            if (found := self.line(block[start:min(pos, start + limit)],
+                                   cut=pos - start > limit + 1)) is not None:
                 yield found
 
     def _each_line(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
+        """Ask the rule set about every line of ``block[pos:end]``, in one batch."""
+        texts, cuts = [], []
         while pos < end:
             j = block.find(b"\n", pos, end)
             stop = end if j < 0 else j + 1
-            if (found := self.line(block[pos:min(stop, pos + limit)])) is not None:
-                yield found
+            texts.append(_text(block[pos:min(stop, pos + limit)]))
+            cuts.append(stop - pos > limit + 1)
             pos = stop
+        answers = self._rules.first_many([(t, None) for t in texts])
+        for text, cut, index in zip(texts, cuts, answers, strict=True):
+            if index is not None:
+                yield _match(index, text, cut)
+
+
+def _text(raw: bytes) -> str:
+    return raw.rstrip(b"\r\n").decode("utf-8", "replace").replace("\x00", "\ufffd")

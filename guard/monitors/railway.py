@@ -18,6 +18,7 @@ request on it again.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,12 +32,14 @@ from guard.railway.cursor import LogCursor, normalise
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Target
 from guard.railway.targets import resolve_target
 from guard.records import Grouping, Observation, Severity, Signal
+from guard.saferegex import RuleSet
 
 FIRING = {DeploymentStatus.CRASHED: "railway_deployment_crashed",
           DeploymentStatus.FAILED: "railway_deployment_failed"}
 HEALTHY = {DeploymentStatus.SUCCESS, DeploymentStatus.SLEEPING}
 MESSAGE_CHARS = 1000
 MAX_DISTINCT = 200
+MAX_LINE_CHARS = 65536  # a longer message is matched on its start (like max_line_bytes)
 
 
 class RailwayMonitor:
@@ -52,13 +55,14 @@ class RailwayMonitor:
         # Spread polls of many monitors over the interval unless the playbook chose a jitter.
         self.jitter = spec.jitter or min(spec.every * 0.1, 30.0)
         self._client: RailwayClient | None = None
-        self._rules = [(r, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-                       for r in spec.rules]
-        self._build_rules = [(r, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-                             for r in spec.build_rules]
+        self._rules = (list(spec.rules), RuleSet([(r.pattern, r.ignore_case)
+                                                  for r in spec.rules]))
+        self._build_rules = (list(spec.build_rules),
+                             RuleSet([(r.pattern, r.ignore_case) for r in spec.build_rules]))
         self._groupers = {
-            key: rule_groupers([(r.group_by, regex) for r, regex in rules],
-                               default=spec.group_by, log_format=spec.format)
+            key: rule_groupers(
+                [(r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+                 for r in rules[0]], default=spec.group_by, log_format=spec.format)
             for key, rules in (("logs", self._rules), ("build", self._build_rules))}
 
     def _railway(self) -> RailwayClient:
@@ -110,7 +114,7 @@ class RailwayMonitor:
             ("logs", self._rules, client.deployment_logs),
             ("build", self._build_rules, client.build_logs),
         ):
-            if not rules:
+            if not rules[0]:
                 continue
             cursor = LogCursor.from_state(state.get(key), deployment.id)
             skip = cursor is None and first_ever and self.spec.start == "end"
@@ -121,8 +125,9 @@ class RailwayMonitor:
             lines = await fetch(deployment.id, since=cursor.timestamp,
                                 filter=self.spec.log_filter)
             fresh = cursor.advance(lines)
-            if not skip:
-                signals.extend(self._match(target, deployment, key, rules, fresh))
+            if not skip:  # off the event loop: matching costs up to a budget per line
+                signals.extend(await asyncio.to_thread(self._match, target, deployment, key,
+                                                       rules, fresh))
             new_state[key] = cursor.as_state()
         return Observation(signals, new_state)
 
@@ -151,21 +156,29 @@ class RailwayMonitor:
         return None
 
     def _match(self, target: Target, deployment: Deployment, key: str,
-               rules: list[tuple[LogRule, re.Pattern[str]]],
-               lines: list[LogLine]) -> list[Signal]:
-        """Fold matching lines into one signal per (rule, group), with counts."""
+               rules: tuple[list[LogRule], RuleSet], lines: list[LogLine]) -> list[Signal]:
+        """Fold matching lines into one signal per (rule, group), with counts.
+
+        Each message is matched on its first ``MAX_LINE_CHARS`` characters (the signal says
+        when it was cut), by the same bounded engines as log files (``guard.saferegex``)."""
+        specs, ruleset = rules
+        groupers = self._groupers[key]
+        texts = [line.message[:MAX_LINE_CHARS] for line in lines]
         found: dict[tuple[str, ...], tuple[LogRule, LogLine, Grouping]] = {}
         counts: dict[tuple[str, ...], int] = {}
-        groupers = self._groupers[key]
-        for line in lines:
-            for (rule, regex), grouper in zip(rules, groupers, strict=True):
-                if regex.search(line.message):
-                    fold, grouping = grouper.group(rule.kind, line.message)
-                    if fold not in found and len(found) >= MAX_DISTINCT:
-                        fold = (rule.kind, "<more distinct messages>")
-                    found.setdefault(fold, (rule, line, grouping))
-                    counts[fold] = counts.get(fold, 0) + 1
-                    break
+        cut: set[tuple[str, ...]] = set()
+        for line, text, index in zip(lines, texts, ruleset.first_many(
+                [(t, None) for t in texts]), strict=True):
+            if index is None:
+                continue
+            rule = specs[index]
+            fold, grouping = groupers[index].group(rule.kind, text)
+            if fold not in found and len(found) >= MAX_DISTINCT:
+                fold = (rule.kind, "<more distinct messages>")
+            found.setdefault(fold, (rule, line, grouping))
+            counts[fold] = counts.get(fold, 0) + 1
+            if len(line.message) > MAX_LINE_CHARS:
+                cut.add(fold)
         where = f"{target.label}:{key}"
         return [
             Signal(monitor_id=self.id, source="railway", target=where, kind=rule.kind,
@@ -173,6 +186,8 @@ class RailwayMonitor:
                    message=line.message[:MESSAGE_CHARS], count=counts[fold],
                    details={**self._details(target, deployment), "rule": rule.pattern,
                             "log": key, "timestamp": line.timestamp,
-                            "log_severity": line.severity}, grouping=grouping)
+                            "log_severity": line.severity,
+                            **({"line_cut_at_chars": MAX_LINE_CHARS} if fold in cut else {})},
+                   grouping=grouping)
             for fold, (rule, line, grouping) in found.items()
         ]

@@ -4,7 +4,9 @@ One ``execute`` does the transport work for every operation: it waits for the sh
 limiter, POSTs ``{query, variables}``, retries 5xx, 429 and timeouts with exponential backoff
 (a ``Retry-After`` header wins over the backoff and pauses the shared limiter), and turns
 GraphQL ``errors`` (which Railway may send with HTTP 200) into ``RailwayError`` carrying
-Railway's message. httpx errors never leave this module untranslated.
+Railway's message. httpx errors never leave this module untranslated, and neither does an answer
+of an unexpected shape: a missing or mistyped field is a ``RailwayError`` naming that field
+(``_get``, ``_model``), which the monitor reports as a ``monitor_error`` signal.
 
 Credentials: an account or workspace token goes in ``Authorization: Bearer``; a project token
 in ``Project-Access-Token``, and then ``project_token_scope`` tells its project and environment.
@@ -19,10 +21,11 @@ import random
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from loguru import logger
+from pydantic import BaseModel, ValidationError
 
 from guard.config import RailwaySettings
 from guard.exceptions import RailwayError
@@ -30,6 +33,7 @@ from guard.railway import queries
 from guard.railway.budget import Limiter, shared_limiter
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Project, ProjectTokenScope
 
+M = TypeVar("M", bound=BaseModel)
 MAX_RETRY_AFTER = 60.0  # longer waits fail the call (the next scheduled check tries again)
 LOG_LIMIT = 500
 
@@ -49,8 +53,57 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _edges(conn: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    return [edge["node"] for edge in (conn or {}).get("edges") or []]
+def _get(value: Any, path: str, *, operation: str, optional: bool = False) -> Any:
+    """``value[a][b]...`` for ``path`` ``"a.b"``, or a ``RailwayError`` naming the field that
+    is missing or of the wrong shape (a changed API must not surface as a raw KeyError)."""
+    seen: list[str] = []
+    for key in path.split("."):
+        if value is None and optional:
+            return None
+        if not isinstance(value, Mapping):
+            where = ".".join(seen) or "data"
+            raise RailwayError(f"railway {operation}: unexpected answer: {where} is "
+                               f"{type(value).__name__}, not an object")
+        seen.append(key)
+        if key not in value and not optional:
+            raise RailwayError(f"railway {operation}: unexpected answer: field "
+                               f"{'.'.join(seen)} is missing")
+        value = value.get(key)
+    return value
+
+
+def _list(value: Any, where: str, operation: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RailwayError(f"railway {operation}: unexpected answer: {where} is "
+                           f"{type(value).__name__}, not a list")
+    return value
+
+
+def _edges(conn: Any, where: str, operation: str) -> list[Any]:
+    edges = _list(_get(conn, "edges", operation=operation, optional=True), f"{where}.edges",
+                  operation)
+    return [_get(edge, "node", operation=f"{operation}: {where}.edges[{i}]")
+            for i, edge in enumerate(edges)]
+
+
+def _model(model: type[M], value: Any, where: str, operation: str) -> M:
+    """``value`` validated as ``model``, or a ``RailwayError`` naming the field."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join([where, *(str(p) for p in first["loc"])])
+        raise RailwayError(f"railway {operation}: unexpected answer: field {field}: "
+                           f"{first['msg']}") from None
+
+
+def _error_messages(errors: Any) -> str:
+    """GraphQL ``errors`` as text, whatever their shape (a list of objects, a string...)."""
+    items = errors if isinstance(errors, list) else [errors]
+    return "; ".join(str(e.get("message", e)) if isinstance(e, Mapping) else str(e)
+                     for e in items)[:1000]
 
 
 class RailwayClient:
@@ -138,7 +191,7 @@ class RailwayClient:
                                f"({resp.text[:200]!r})", status_code=status) from None
         errors = body.get("errors") if isinstance(body, dict) else None
         if errors:
-            messages = "; ".join(str(e.get("message", e)) for e in errors)
+            messages = _error_messages(errors)
             hint = " (check railway.token)" if status in (401, 403) or "auth" in messages.lower() \
                 else ""
             raise RailwayError(f"railway {operation}: {messages}{hint}", status_code=status)
@@ -152,33 +205,43 @@ class RailwayClient:
     # -- queries --------------------------------------------------------------------------------
 
     async def project_token_scope(self) -> ProjectTokenScope:
+        op = "projectToken"
         data = await self.execute(queries.PROJECT_TOKEN)
-        return ProjectTokenScope.model_validate(data["projectToken"])
+        return _model(ProjectTokenScope, _get(data, "projectToken", operation=op),
+                      "projectToken", op)
 
     async def project(self, project_id: str) -> Project:
-        node = (await self.execute(queries.PROJECT, {"id": project_id}))["project"]
-        return Project.model_validate({
-            "id": node["id"], "name": node["name"],
-            "services": _edges(node.get("services")),
-            "environments": _edges(node.get("environments")),
-        })
+        op = "project"
+        data = await self.execute(queries.PROJECT, {"id": project_id})
+        return _model(Project, {
+            "id": _get(data, "project.id", operation=op),
+            "name": _get(data, "project.name", operation=op),
+            "services": _edges(_get(data, "project.services", operation=op, optional=True),
+                               "project.services", op),
+            "environments": _edges(_get(data, "project.environments", operation=op,
+                                        optional=True), "project.environments", op),
+        }, "project", op)
 
     async def latest_deployment(self, environment_id: str, service_id: str) -> Deployment | None:
+        op = "latestDeployment"
         data = await self.execute(queries.LATEST_DEPLOYMENT,
                                   {"environmentId": environment_id, "serviceId": service_id})
-        node = (data.get("serviceInstance") or {}).get("latestDeployment")
-        return Deployment.model_validate(node) if node else None
+        node = _get(data, "serviceInstance.latestDeployment", operation=op, optional=True)
+        return _model(Deployment, node, "serviceInstance.latestDeployment", op) if node else None
 
     async def deployments(self, project_id: str, service_id: str, environment_id: str, *,
                           statuses: list[DeploymentStatus] | None = None,
                           first: int = 20) -> list[Deployment]:
         """Deployments of one service, newest first (optionally only those in ``statuses``)."""
+        op = "deployments"
         inp: dict[str, Any] = {"projectId": project_id, "serviceId": service_id,
                                "environmentId": environment_id}
         if statuses:
             inp["status"] = {"in": [s.value for s in statuses]}
         data = await self.execute(queries.DEPLOYMENTS, {"input": inp, "first": first})
-        found = [Deployment.model_validate(n) for n in _edges(data["deployments"])]
+        found = [_model(Deployment, n, f"deployments.edges[{i}].node", op)
+                 for i, n in enumerate(_edges(_get(data, "deployments", operation=op),
+                                              "deployments", op))]
         return sorted(found, key=lambda d: d.created_at, reverse=True)
 
     async def _logs(self, query: str, field: str, deployment_id: str, since: str | None,
@@ -189,7 +252,8 @@ class RailwayClient:
         if filter:
             variables["filter"] = filter
         data = await self.execute(query, variables)
-        return [LogLine.model_validate(line) for line in data[field] or []]
+        lines = _list(_get(data, field, operation=field), field, field)
+        return [_model(LogLine, line, f"{field}[{i}]", field) for i, line in enumerate(lines)]
 
     async def deployment_logs(self, deployment_id: str, *, since: str | None = None,
                               limit: int = LOG_LIMIT, filter: str | None = None) -> list[LogLine]:
@@ -205,17 +269,18 @@ class RailwayClient:
 
     async def restart(self, deployment_id: str) -> bool:
         data = await self.execute(queries.DEPLOYMENT_RESTART, {"id": deployment_id})
-        return bool(data["deploymentRestart"])
+        return bool(_get(data, "deploymentRestart", operation="deploymentRestart"))
 
     async def redeploy(self, deployment_id: str) -> Deployment:
         data = await self.execute(queries.DEPLOYMENT_REDEPLOY, {"id": deployment_id})
-        return Deployment.model_validate(data["deploymentRedeploy"])
+        return _model(Deployment, _get(data, "deploymentRedeploy", operation="deploymentRedeploy"),
+                      "deploymentRedeploy", "deploymentRedeploy")
 
     async def rollback(self, deployment_id: str) -> bool:
         data = await self.execute(queries.DEPLOYMENT_ROLLBACK, {"id": deployment_id})
-        return bool(data["deploymentRollback"])
+        return bool(_get(data, "deploymentRollback", operation="deploymentRollback"))
 
     async def redeploy_service_instance(self, environment_id: str, service_id: str) -> bool:
         data = await self.execute(queries.SERVICE_INSTANCE_REDEPLOY,
                                   {"environmentId": environment_id, "serviceId": service_id})
-        return bool(data["serviceInstanceRedeploy"])
+        return bool(_get(data, "serviceInstanceRedeploy", operation="serviceInstanceRedeploy"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Model(BaseModel):
@@ -31,6 +31,11 @@ class DeploymentStatus(StrEnum):
     SLEEPING = "SLEEPING"
     SUCCESS = "SUCCESS"
     WAITING = "WAITING"
+    UNKNOWN = "UNKNOWN"  # a status this Guard does not know yet: says nothing either way
+
+    @classmethod
+    def _missing_(cls, value: object) -> DeploymentStatus:
+        return cls.UNKNOWN
 
 
 class Named(_Model):
@@ -67,9 +72,14 @@ class LogAttribute(_Model):
 
 class LogLine(_Model):
     timestamp: str
-    message: str
+    message: str = ""
     severity: str | None = None
     attributes: list[LogAttribute] = Field(default_factory=list)
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _null_message(cls, value: object) -> object:
+        return "" if value is None else value  # Railway sends null for an empty line
 
 
 class Target(_Model):

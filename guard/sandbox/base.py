@@ -101,7 +101,38 @@ _FORBIDDEN_SOURCES: dict[str, tuple[str, str]] = {
     "/var/run/docker": ("the Docker engine's runtime sockets", _NO_SOCKETS),
     "/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
     "/var/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
+    "/var/lib/kubelet": ("the kubelet's state (every pod's volumes, secrets and tokens)",
+                         _NARROWER),
+    "/var/lib/containers": ("podman's and cri-o's state (every container's files)", _NARROWER),
+    "/var/lib/cri-o": ("cri-o's state (every container's files)", _NARROWER),
+    "/var/lib/rancher": ("k3s's state (its containerd, its cluster's secrets)", _NARROWER),
+    "/var/lib/podman": ("podman's state (every container's files)", _NARROWER),
+    "/etc/kubernetes": ("the cluster's credentials and certificates", _NARROWER),
+    "/run/secrets/kubernetes.io": ("the pod's service-account token", _NARROWER),
+    "/var/run/secrets/kubernetes.io": ("the pod's service-account token", _NARROWER),
+    "/run/containers": ("podman's runtime state and sockets", _NO_SOCKETS),
+    "/var/run/containers": ("podman's runtime state and sockets", _NO_SOCKETS),
+    "/run/crio": ("cri-o's sockets (root on the host)", _NO_SOCKETS),
+    "/var/run/crio": ("cri-o's sockets (root on the host)", _NO_SOCKETS),
+    "/run/podman": ("podman's socket (root on the host)", _NO_SOCKETS),
+    "/var/run/podman": ("podman's socket (root on the host)", _NO_SOCKETS),
+    "/run/k3s": ("k3s's containerd sockets (root on the host)", _NO_SOCKETS),
 }
+
+
+GUARD_ENV_PREFIX = "GUARD_"  # Guard's own settings and secrets (``GUARD_TELEGRAM__BOT_TOKEN``)
+
+
+def _guard_setting(name: str) -> bool:
+    """Whether environment variable ``name`` is one Guard reads as its own setting
+    (``GUARD_<FIELD>`` or ``GUARD_<FIELD>__...``, any case, as pydantic-settings reads them)."""
+    from guard.config import Settings  # config imports this module
+
+    upper = name.upper()
+    if not upper.startswith(GUARD_ENV_PREFIX):
+        return False
+    field = upper[len(GUARD_ENV_PREFIX):].split("__", 1)[0].lower()
+    return field in Settings.model_fields or field == "config"
 
 
 def _forbidden_sources() -> dict[str, tuple[str, str]]:
@@ -132,6 +163,8 @@ def _source_problem(path: str, *, real: bool) -> tuple[str, str] | None:
             return f"is inside {bad}, {why}", fix
         if bad.startswith(path + "/"):
             return f"contains {bad}, {why}", _NARROWER
+    if "serviceaccount" in path.split("/"):
+        return "holds a Kubernetes service-account token", _NARROWER
     if path.endswith(".sock"):
         return "is named like a container-engine socket (*.sock)", _NO_SOCKETS
     if real:
@@ -233,6 +266,9 @@ class SandboxGrants(BaseModel):
         for name in value:
             if not name.replace("_", "a").isalnum() or name[0].isdigit():
                 raise ValueError(f"secret {name!r} must be an environment variable name")
+            if _guard_setting(name):
+                raise ValueError(f"secret {name!r} is Guard's own configuration (its bot token, "
+                                 "API keys): grant the service's own variable instead")
         return value
 
 

@@ -57,27 +57,38 @@ class SandboxPool:
         self._redactor = redactor
         self._client = client
         self._sessions: dict[str, Sandbox] = {}
+        self._grants: dict[str, SandboxGrants] = {}
         self._lock = asyncio.Lock()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     async def get(self, incident_id: str, grants: SandboxGrants | None = None) -> Sandbox:
-        """The incident's sandbox (grants apply when it is first created)."""
+        """The incident's sandbox with exactly ``grants``: the warm one if it was made with the
+        same grants, else a new one (the old one is closed first, so a step never sees what an
+        earlier step's skill was granted, nor lacks what its own skill was)."""
+        grants = grants or SandboxGrants()
+        stale = None
         async with self._lock:
             found = self._sessions.get(incident_id)
+            if found is not None and self._grants.get(incident_id) != grants:
+                stale, found = found, None
             if found is None:
                 found = create_sandbox(
                     self.settings, incident_id=incident_id, grants=grants,
                     environ=self._environ, redactor=self._redactor, client=self._client,
                 )
                 self._sessions[incident_id] = found
-            return found
+                self._grants[incident_id] = grants
+        if stale is not None:
+            await stale.close()
+        return found
 
     async def release(self, incident_id: str) -> None:
         """The incident ended: remove its sandbox."""
         async with self._lock:
             found = self._sessions.pop(incident_id, None)
+            self._grants.pop(incident_id, None)
         if found is not None:
             await found.close()
 
@@ -85,4 +96,5 @@ class SandboxPool:
         """Remove every sandbox (Guard is shutting down)."""
         async with self._lock:
             sessions, self._sessions = list(self._sessions.values()), {}
+            self._grants.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from loguru import logger
 from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
@@ -131,18 +132,25 @@ def load_skill(folder: Path) -> Skill:
     return Skill(folder, meta, body, spec)
 
 
-def load_skills(folder: Path) -> list[Skill]:
-    """Every skill under ``folder`` (missing folder: none); raise with all problems found."""
+def load_skills_quarantining(folder: Path) -> tuple[list[Skill], dict[str, list[str]]]:
+    """Every skill under ``folder`` that loads, and the problems of each one that does not
+    (by folder name): a bad skill is quarantined, never a reason for Guard not to start."""
     if not folder.is_dir():
-        return []
-    skills, problems = [], []
+        return [], {}
+    skills, quarantined = [], {}
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         try:
             skills.append(load_skill(sub))
         except ConfigError as exc:
-            problems += exc.problems
-    if problems:
-        raise ConfigError(problems)
+            quarantined[sub.name] = exc.problems
+    return skills, quarantined
+
+
+def load_skills(folder: Path) -> list[Skill]:
+    """Every skill under ``folder`` (missing folder: none); raise with all problems found."""
+    skills, quarantined = load_skills_quarantining(folder)
+    if quarantined:
+        raise ConfigError([p for problems in quarantined.values() for p in problems])
     return skills
 
 
@@ -155,14 +163,20 @@ def text_overlap(description: str, message: str) -> float:
 
 
 class SkillLibrary:
-    """The skills Guard knows, reloadable when a new one is learned."""
+    """The skills Guard knows, reloadable when a new one is learned. A skill that does not load
+    is left out and listed in ``quarantined`` (folder name -> problems)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.skills: list[Skill] = load_skills(folder)
+        self.skills: list[Skill] = []
+        self.quarantined: dict[str, list[str]] = {}
+        self.reload()
 
     def reload(self) -> None:
-        self.skills = load_skills(self.folder)
+        self.skills, self.quarantined = load_skills_quarantining(self.folder)
+        for name, problems in self.quarantined.items():
+            logger.error("skill {} is quarantined (not used until fixed): {}", name,
+                         "; ".join(problems))
 
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.skills if s.name == name), None)

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from guard.durations import Duration
+from guard.saferegex import RuleSet
 from guard.sandbox.base import SandboxGrants
 from guard.validation import valid_regex
 
@@ -49,6 +51,15 @@ class SkillFrontmatter(BaseModel):
                 "not starting or ending with a hyphen"
             )
         return value
+
+
+TRIGGER_TEXT = 65536  # a trigger's regex sees at most this much of a message
+
+
+@lru_cache(maxsize=1024)
+def _message_rules(pattern: str) -> RuleSet:
+    """A trigger's message regex, matched by the bounded engines (never a stalled loop)."""
+    return RuleSet([(pattern, False)], per_line=0.05, per_batch=0.05)
 
 
 class Trigger(BaseModel):
@@ -83,7 +94,7 @@ class Trigger(BaseModel):
             score += 3 if exact else 1
             reasons.append(f"target {'=' if exact else '~'} {self.target}")
         if self.message is not None:
-            if not re.search(self.message, incident.message):
+            if _message_rules(self.message).first(incident.message[:TRIGGER_TEXT]) is None:
                 return None
             score += 2
             reasons.append(f"message ~ /{self.message}/")

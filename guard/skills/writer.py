@@ -1,7 +1,10 @@
 """Write a learned skill (SKILL.md, skill.yaml, scripts/) and commit it to the skills git repo.
 
-The trigger is generalised from the incident: its source, kind and target, and its message with
-the varying parts masked and turned into a regex. A skill identical to one already known is not
+The trigger is generalised from the incident: its source, kind and target, and its message as
+written, with each token holding a number or an id made ``\\S+`` (``message_regex``). A shell fix
+is saved as the script that ran (``fix_script``: the fix as typed, the target made
+``$GUARD_TARGET`` only where it stands as a whole word outside single quotes); an action's
+arguments keep their literal ``{{ }}``. A skill identical to one already known is not
 written twice. The commit names the incident and the approver, so ``git log -p skills/`` is the
 review trail and ``git revert`` undoes a bad lesson.
 """
@@ -9,6 +12,7 @@ review trail and ``git revert`` undoes a bad lesson.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +23,13 @@ import yaml
 from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
-from guard.skills.library import SkillLibrary
-from guard.skills.model import SkillSpec
+from guard.shellquote import quote_states
+from guard.skills.library import SkillLibrary, load_skill
+from guard.skills.model import NAME_RE, SkillSpec
 
-_PLACEHOLDER = re.compile(r"<(?:ts|uuid|ip|hex|id|num)>")
+_VARIES = re.compile(r"\d|[0-9a-fA-F]{8,}")  # a token holding a number or an id varies
+_WORD = r"[A-Za-z0-9_.-]"  # what may not touch a target for it to count as a whole word
+TRIGGER_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -38,17 +45,88 @@ def slug(text: str, limit: int = 40) -> str:
     return re.sub(r"-{2,}", "-", out)[:limit].strip("-") or "x"
 
 
+def valid_name(base: str, suffix: str = "") -> str:
+    """``base`` (then ``suffix``) as a skill name: lowercase, digits, single hyphens, at most 64
+    characters, no hyphen at either end; valid by construction."""
+    tail = slug(suffix, 16) if suffix else ""
+    head = slug(base, 64 - len(tail) - 1 if tail else 64)
+    name = f"{head}-{tail}" if tail else head
+    assert NAME_RE.match(name) and len(name) <= 64, name
+    return name
+
+
 def message_regex(message: str) -> str:
-    """A regex matching ``message`` and its repeats with other timestamps, ids and numbers."""
-    masked = mask(message)[:300]
-    parts = _PLACEHOLDER.split(masked)
-    return ".+?".join(re.escape(p) for p in parts)
+    """A regex matching ``message`` and its repeats with other timestamps, ids and numbers.
+
+    Built from the message as written (whitespace kept exactly), anchored at its start: each
+    token holding a number or an id becomes ``\\S+``, everything else is an escaped literal. No
+    ``.+?`` chains: ``\\S+`` cannot cross the literal whitespace around it, so a hostile message
+    costs linear time even in Python's ``re``.
+    """
+    head = message[:TRIGGER_CHARS]
+    if len(message) > TRIGGER_CHARS and not message[TRIGGER_CHARS].isspace():
+        head = re.sub(r"\S+\Z", "", head)  # whole tokens only
+    parts = []
+    for piece in re.split(r"(\s+)", head):
+        if not piece:
+            continue
+        parts.append(r"\S+" if not piece.isspace() and _VARIES.search(piece) else re.escape(piece))
+    return "^" + "".join(parts)
+
+
+def _target_spans(text: str, target: str) -> list[tuple[int, int]]:
+    if not target:
+        return []
+    rx = re.compile(f"(?<!{_WORD}){re.escape(target)}(?!{_WORD})")
+    return [(m.start(), m.end()) for m in rx.finditer(text)]
+
+
+def literal_template(text: str) -> str:
+    """``text`` as a Jinja template that renders to itself (``{{ }}`` stays literal)."""
+    if any(mark in text for mark in ("{{", "{%", "{#")):
+        return "{% raw %}" + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}"
+                                          "{% raw %}") + "{% endraw %}"
+    return text
 
 
 def generalise(value: Any, target: str) -> Any:
-    if isinstance(value, str) and target:
-        return value.replace(target, "{{ incident.target }}")
-    return value
+    """An action argument with the incident's target, where it names it as a whole word, made
+    ``{{ incident.target }}``; every other part kept literal."""
+    if not isinstance(value, str):
+        return value
+    out, pos = [], 0
+    for start, end in _target_spans(value, target):
+        out += [literal_template(value[pos:start]), "{{ incident.target }}"]
+        pos = end
+    out.append(literal_template(value[pos:]))
+    return "".join(out)
+
+
+def shell_generalise(command: str, target: str) -> str:
+    """``command`` with the target, where it stands as a whole word outside single quotes,
+    replaced by ``$GUARD_TARGET`` quoted for where it is (``"$GUARD_TARGET"`` bare,
+    ``${GUARD_TARGET}`` inside double quotes). Inside single quotes it stays literal."""
+    spans = _target_spans(command, target)
+    if not spans:
+        return command
+    states = quote_states(command)
+    out, pos = [], 0
+    for start, end in spans:
+        where = states[start]
+        if where == "'":
+            continue
+        out += [command[pos:start], '"$GUARD_TARGET"' if where == "" else "${GUARD_TARGET}"]
+        pos = end
+    out.append(command[pos:])
+    return "".join(out)
+
+
+def fix_script(fix: str, target: str, *, incident_id: Any, approver: str) -> str:
+    """The script a human's shell fix runs as, and is saved as when it cures the incident:
+    the fix as written (no templating, no ``set -eu``), the target made ``$GUARD_TARGET``."""
+    who = " ".join(str(approver).split())
+    return (f"#!/bin/sh\n# Learned from incident #{incident_id}, approved by {who}.\n"
+            f"{shell_generalise(fix, target)}\n")
 
 
 class _Redacted:
@@ -91,47 +169,66 @@ class SkillWriter:
         }
 
     def write(self, incident: Any, fix: str, *, action: str | None, args: dict[str, Any],
-              approver: str, verdict: str) -> LearnedSkill:
-        """Write and commit the skill; every text in it is redacted first (skills go to git)."""
+              approver: str, verdict: str, script: str | None = None) -> LearnedSkill:
+        """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
+        ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
+        anything is written; the folder appears whole (renamed from a staging folder that
+        ``load_skills`` does not look at) or not at all. Every text in it is redacted first
+        (skills go to git)."""
         incident = _Redacted(incident)
         fix, args = redact(fix), redact_value(args)
+        script = redact(script) if script is not None else None
         spec = self.spec_for(incident, fix, action=action, args=args, approver=approver,
                              verdict=verdict)
         parsed = SkillSpec.model_validate(spec)
+        if action is None and script is None:
+            script = fix_script(fix, incident.target, incident_id=incident.id, approver=approver)
         for skill in self.library.skills:  # the same lesson again: keep the one we have
             if (skill.spec.triggers == parsed.triggers and skill.spec.steps == parsed.steps
-                    and self._same_script(skill.path, fix, action)):
+                    and self._same_script(skill.path, script)):
                 return LearnedSkill(skill.name, skill.path, None, existed=True)
-        name = self._free_name(f"learned-{slug(incident.kind, 24)}-{slug(incident.target, 30)}")
-        folder = self.library.folder / name
-        (folder / "scripts").mkdir(parents=True)
-        if action is None:
-            script = folder / "scripts" / "fix.sh"
-            body = generalise(fix, incident.target).replace("{{ incident.target }}",
-                                                            '"$GUARD_TARGET"')
-            script.write_text(f"#!/bin/sh\n# Learned from incident #{incident.id}, approved by "
-                              f"{approver}.\nset -eu\n{body}\n")
-            script.chmod(0o755)
-        else:
-            (folder / "scripts" / ".keep").write_text("")
-        (folder / "skill.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-        (folder / "SKILL.md").write_text(self._skill_md(name, incident, fix, approver, verdict))
+        name = self._free_name(incident.kind, incident.target)
+        md = self._skill_md(name, incident, fix, approver, verdict)
+        staging = self.library.folder / ".incoming" / name
+        if staging.exists():
+            shutil.rmtree(staging)
+        (staging / "scripts").mkdir(parents=True)
+        try:
+            if script is not None:
+                path = staging / "scripts" / "fix.sh"
+                path.write_text(script)
+                path.chmod(0o755)
+            else:
+                (staging / "scripts" / ".keep").write_text("")
+            (staging / "skill.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+            (staging / "SKILL.md").write_text(md)
+            load_skill(staging)  # raises ConfigError naming the problem; nothing is published
+            folder = self.library.folder / name
+            staging.rename(folder)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
         self.library.reload()
         commit = self._commit(folder, name, incident, fix, approver, verdict)
         return LearnedSkill(name, folder, commit)
 
     @staticmethod
-    def _same_script(path: Path, fix: str, action: str | None) -> bool:
-        if action is not None:
+    def _same_script(path: Path, script: str | None) -> bool:
+        if script is None:
             return True
-        script = path / "scripts" / "fix.sh"
-        return script.is_file() and fix.split("{{")[0] in script.read_text()
+        saved = path / "scripts" / "fix.sh"
+        return saved.is_file() and saved.read_text().split("\n", 2)[2:] == \
+            script.split("\n", 2)[2:]  # the same commands (the header names the incident)
 
-    def _free_name(self, base: str) -> str:
-        base = base[:60].strip("-")
+    def _free_name(self, kind: str, target: str) -> str:
+        """A valid name no skill folder (loaded, quarantined or on disk) has yet."""
+        base = valid_name(f"learned-{slug(kind, 24)}-{slug(target, 30)}")
+        taken = ({s.name for s in self.library.skills} | set(self.library.quarantined)
+                 | ({p.name for p in self.library.folder.iterdir()}
+                    if self.library.folder.is_dir() else set()))
         name, n = base, 2
-        while (self.library.folder / name).exists():
-            name, n = f"{base[:57]}-{n}", n + 1
+        while name in taken:
+            name, n = valid_name(base, str(n)), n + 1
         return name
 
     @staticmethod

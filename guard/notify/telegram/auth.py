@@ -8,13 +8,16 @@ Callback data comes from the client and can be forged or replayed, so it carries
 opaque approval id that is looked up here. A press is honoured only if that approval exists,
 has not been used, has not expired, and is one of the buttons of the *live* message it was
 pressed on (the message id and chat are Guard's own record, not the client's claim). Claiming
-is one conditional UPDATE, so two presses cannot both win; the incident's other approvals are
-spent with it (one decision per question) and the message stops being live. Every refusal is
-written to the audit chain.
+is one conditional UPDATE, so two presses cannot both win; the other approvals of the same
+question are spent with it (one decision per question) and the message stops being live. Every
+refusal is written to the audit chain, but a user who is not on the allowlist at most once per
+``REFUSAL_WINDOW``: a stranger's flood cannot fill the audit log, the conversation or the outbox.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -26,28 +29,58 @@ from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Approval, TelegramMessage
 
+CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own question
+
 
 def actor(user_id: int) -> str:
     return f"telegram:{user_id}"
 
 
+REFUSAL_WINDOW = 60.0  # seconds: one audit row and one answer per stranger per window
+_MAX_TRACKED = 10_000  # strangers remembered at once (the oldest windows are dropped first)
+
+
 @dataclass(frozen=True)
 class Refusal:
     reason: str  # what the user is told, and what the audit entry says
+    logged: bool = True  # False: inside the user's quiet window (not audited, not answered)
 
 
 class Authoriser:
     def __init__(self, settings: TelegramSettings, db: Database) -> None:
         self.allowed = frozenset(settings.allowed_user_ids)
         self.db = db
+        self._windows: dict[int, tuple[float, int]] = {}  # user -> (window start, dropped)
+        self._lock = threading.Lock()
 
     def user_allowed(self, user_id: int | None) -> bool:
         return user_id is not None and user_id in self.allowed
 
+    def quiet(self, user_id: int | None) -> bool:
+        """Whether a refused user is inside a window already audited and answered (their
+        messages then leave no row anywhere: not audit, not conversation, not outbox)."""
+        with self._lock:
+            window = self._windows.get(user_id or 0)
+        return window is not None and time.monotonic() - window[0] < REFUSAL_WINDOW
+
     def refuse(self, user_id: int | None, what: str, reason: str, **data: object) -> Refusal:
+        """Audit a refusal: the first of each ``REFUSAL_WINDOW`` per user, with how many were
+        dropped in the window before; the rest are only counted (a stranger's flood writes
+        one row a minute, not one per message)."""
+        key, now = user_id or 0, time.monotonic()
+        with self._lock:
+            start, dropped = self._windows.get(key, (-REFUSAL_WINDOW, 0))
+            if now - start < REFUSAL_WINDOW:
+                self._windows[key] = (start, dropped + 1)
+                return Refusal(reason, logged=False)
+            self._windows.pop(key, None)
+            self._windows[key] = (now, 0)
+            while len(self._windows) > _MAX_TRACKED:
+                self._windows.pop(next(iter(self._windows)))
+        extra = {"dropped_before": dropped} if dropped else {}
         with self.db.session() as session:
-            audit.append(session, actor=actor(user_id or 0), action="telegram.refused",
-                         subject=what, data={"reason": reason, **data})
+            audit.append(session, actor=actor(key), action="telegram.refused",
+                         subject=what, data={"reason": reason, **data, **extra})
         return Refusal(reason)
 
     def message_for(self, chat_id: int | str, message_id: int) -> TelegramMessage | None:
@@ -91,8 +124,11 @@ class Authoriser:
                 used_at=now, used_by=actor(user_id)))
             if getattr(won, "rowcount", 0) != 1:
                 return self._refuse_in(session, user_id, what, "already answered")
+            family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
             session.execute(update(Approval).where(
                 col(Approval.incident_id) == approval.incident_id,
+                col(Approval.kind).in_(family) if family else col(Approval.kind).not_in(
+                    CONFIRM_KINDS),
                 col(Approval.used_at).is_(None)).values(used_at=now,
                                                          used_by=f"superseded:{data}"))
             if msg.role == "group":  # the other incidents' buttons of the message still work

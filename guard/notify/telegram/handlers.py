@@ -9,6 +9,7 @@ immediate and is not a chat message).
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -16,12 +17,12 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from guard.actions import ActionError
+from guard.actions import ActionError, ActionRegistry
 from guard.agent.human import queue_command
 from guard.durations import format_duration, parse_duration
 from guard.memory.conversation import record_message
-from guard.notify.telegram import outbox
-from guard.notify.telegram.auth import Refusal, actor
+from guard.notify.telegram import confirm, outbox
+from guard.notify.telegram.auth import CONFIRM_KINDS, Refusal, actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
 from guard.notify.telegram.grouping import group_reply
 from guard.notify.telegram.messages import esc
@@ -35,6 +36,7 @@ FIX_PROMPT = ("Reply to this message with the command that fixes incident #{id}:
               "command for the sandbox, or an action such as <code>docker.restart NAME</code>. "
               "Guard runs it, checks that the incident is cured, and learns it as a skill.")
 VERBS = {"skill": "approve", "deny": "deny", "mute": "mute"}
+INCIDENT_ID = re.compile(r"#?[0-9]{1,12}", re.ASCII)
 
 
 class Handlers:
@@ -42,6 +44,7 @@ class Handlers:
         self.gw = gateway
         self.db = gateway.db
         self.auth = gateway.auth
+        self.actions = ActionRegistry()  # only to tell an action from chat, never to run one
 
     async def say(self, chat_id: int | str, text: str, *, incident_id: int | None = None,
                   thread: bool = False, role: str = "text") -> None:
@@ -61,15 +64,18 @@ class Handlers:
             text = update.effective_message.text or ""
         else:
             return
+        if user is not None and not self.auth.user_allowed(user.id) and self.auth.quiet(user.id):
+            return  # a refused user's flood: one message a window is kept, with its refusal
         await asyncio.to_thread(record_message, self.db, chat=str(chat.id), direction="in",
                                 author=actor(user.id) if user else "telegram:unknown", text=text,
                                 update_id=update.update_id)
 
     async def _refuse(self, update: Update, what: str, reason: str) -> None:
         user = update.effective_user
-        await asyncio.to_thread(self.auth.refuse, user.id if user else None, what, reason)
-        if update.effective_chat is not None:
-            await self.say(update.effective_chat.id, f"⛔ Refused: {reason}.")
+        refusal = await asyncio.to_thread(self.auth.refuse, user.id if user else None, what,
+                                          reason)
+        if refusal.logged and update.effective_chat is not None:  # once a window per user
+            await self.say(update.effective_chat.id, f"⛔ Refused: {reason}.", role="refused")
 
     def _denied_reason(self) -> str:
         return ("no one is allowed yet (telegram.allowed_user_ids is empty)"
@@ -93,6 +99,9 @@ class Handlers:
             await q.answer(f"Refused: {claimed.reason}", show_alert=True)
             return
         who = actor(uid)
+        if claimed.kind in CONFIRM_KINDS:
+            await self._confirmed(update, claimed.incident_id, claimed.id, claimed.kind)
+            return
         verb = VERBS.get(claimed.kind, claimed.kind)
         mute_for = self.gw.settings.telegram.mute_for
         said = {"approve": f"Approved by {who}: running skill {claimed.skill}…",
@@ -128,11 +137,11 @@ class Handlers:
             await asyncio.to_thread(self.auth.refuse, q.from_user.id, f"callback:{data}", reason)
             await q.answer(f"Refused: {reason}", show_alert=True)
             return
-        try:
-            incident_id = int(data.split(":", 1)[1])
-        except ValueError:
+        number = data.split(":", 1)[1]
+        if not INCIDENT_ID.fullmatch(number) or number.startswith("#"):
             await q.answer("Refused: unknown button", show_alert=True)
             return
+        incident_id = int(number, 10)
         await self.say(self.gw.chat_id, FIX_PROMPT.format(id=incident_id),
                        incident_id=incident_id, thread=True, role="prompt")
         await q.answer("Reply to the prompt with your fix")
@@ -151,11 +160,34 @@ class Handlers:
                 await self.say(msg.chat.id, "This message holds several incidents: reply "
                                "<code>#ID FIX</code> to send a fix for one of them.")
                 return
-            await self._fix(update, *named)
-            return
-        if target is None or target.incident_id is None:
+            incident_id, fix = named
+        elif target is None or target.incident_id is None:
             return  # a reply to something that is not Guard's
-        await self._fix(update, target.incident_id, msg.text.strip())
+        else:
+            incident_id, fix = target.incident_id, msg.text.strip()
+        user = update.effective_user
+        if (user is not None and self.auth.user_allowed(user.id)
+                and not confirm.unambiguous(fix, self.actions)):
+            text, buttons = await asyncio.to_thread(
+                confirm.ask, self.db, incident_id=incident_id, fix=fix, user_id=user.id,
+                ttl=self.gw.settings.agent.approval_ttl)
+            await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=msg.chat.id,
+                                    text=text, buttons=buttons, incident_id=incident_id,
+                                    role="confirm", reply_to_incident=True)
+            return
+        await self._fix(update, incident_id, fix)
+
+    async def _confirmed(self, update: Update, incident_id: int, approval_id: str,
+                         kind: str) -> None:
+        """[Run] or [Cancel] on a "Run `...` as a fix?" question."""
+        q = update.callback_query
+        assert q is not None
+        pending = await asyncio.to_thread(confirm.pending_fix, self.db, approval_id)
+        if kind == "fix_cancel" or not pending.get("fix"):
+            await q.answer("Cancelled: nothing ran.")
+            return
+        await q.answer("Running it as a fix…")
+        await self._fix(update, incident_id, str(pending["fix"]))
 
     async def _fix(self, update: Update, incident_id: int, fix: str) -> None:
         user = update.effective_user
@@ -200,11 +232,11 @@ class Handlers:
         elif name == "report":
             await gw.send_report(str(chat))
         elif name == "fix":
-            if len(args) < 2 or not args[0].lstrip("#").isdigit():
+            if len(args) < 2 or not INCIDENT_ID.fullmatch(args[0]):  # not isdigit: "²" is one
                 await self.say(chat, "Usage: <code>/fix ID COMMAND</code>")
                 return
             fix = msg.text.split(None, 2)[2]
-            await self._fix(update, int(args[0].lstrip("#")), fix.strip())
+            await self._fix(update, int(args[0].lstrip("#"), 10), fix.strip())
         elif name == "mute":
             await self._mute(chat, user.id, args)
         elif name == "unmute":

@@ -14,6 +14,7 @@ import re
 from html import escape
 
 from guard.notify.base import HumanRequest, IncidentUpdate
+from guard.textsafe import printable
 
 LIMIT = 4096
 CAPTION_LIMIT = 1024
@@ -30,7 +31,8 @@ STATE_LABEL = {
 
 
 def esc(text: object) -> str:
-    return escape(str(text), quote=False)
+    """``text`` for HTML parse mode: control characters gone, ``<``, ``>``, ``&`` escaped."""
+    return escape(printable(text), quote=False)
 
 
 def cut(html_text: str, limit: int = LIMIT, more: str = "") -> str:

@@ -6,12 +6,13 @@ order and marks them sent. So a Telegram outage, a 429 or a crash loses nothing:
 sent when Telegram answers again, also after a restart.
 
 Order matters (an edit must follow the message it edits), so the worker retries the oldest row
-until it goes through: ``RetryAfter`` waits exactly as long as Telegram asks, network errors back
-off up to 10 s. A request Telegram rejects (400/403) is marked failed and the queue moves on.
-Edits and replies name their incident, not a message id, because the incident's message may not
-have been sent yet when they are queued; the worker resolves it when it sends.
-Announcements that follow one another within ``group_wait`` go out as one grouped message
-(``grouping``).
+until it goes through (answers to refused users wait behind every other row, and the worker looks
+again after each of them, so a stranger's flood never delays an incident alert): ``RetryAfter``
+waits exactly as long as Telegram asks, network errors back off up to 10 s. A request Telegram
+rejects (400/403) is marked failed and the queue moves on. Edits and replies name their incident,
+not a message id, because the incident's message may not have been sent yet when they are queued;
+the worker resolves it when it sends. Announcements that follow one another within
+``group_wait`` go out as one grouped message (``grouping``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from typing import Any
 
 from loguru import logger
-from sqlalchemy import update
+from sqlalchemy import case, update
 from sqlmodel import Session, col, select
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ParseMode
@@ -114,10 +115,16 @@ def incident_message(db: Database, chat_id: str, incident_id: int) -> TelegramMe
         return group
 
 
-def pending(db: Database) -> list[OutboxMessage]:
+LOW_PRIORITY = ("refused",)  # answers to users who are not allowed: after everything else
+
+
+def pending(db: Database, limit: int | None = None) -> list[OutboxMessage]:
+    """Unsent rows, incident alerts and everything else before answers to refused users, each
+    group oldest first."""
+    low = case((col(OutboxMessage.role).in_(LOW_PRIORITY), 1), else_=0)
     with db.session() as session:
         return list(session.exec(select(OutboxMessage).where(OutboxMessage.status == "pending")
-                                 .order_by(col(OutboxMessage.id))).all())
+                                 .order_by(low, col(OutboxMessage.id)).limit(limit)).all())
 
 
 def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
@@ -154,6 +161,8 @@ class OutboxWorker:
                         continue
                     await self._deliver(row)
                     delay = 1.0
+                    if row.role in LOW_PRIORITY:
+                        break  # look again: an alert queued meanwhile goes first
                 except RetryAfter as exc:
                     wait = _seconds(exc.retry_after)
                     logger.warning("telegram asks Guard to wait {:g}s (429); outbox keeps {} "

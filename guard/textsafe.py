@@ -1,0 +1,21 @@
+"""Text from logs, made safe to show: no terminal control sequences, no bidi tricks.
+
+A log line is written by whoever can write to a watched file. Printed raw, an ``ESC`` sequence
+in it can set the terminal's title, clear the screen or hide the lines before it; bidi overrides
+make a command read differently from what it is. Everything Guard shows a person (the CLI,
+Telegram) passes through ``printable`` first. Markup is a separate concern: the CLI prints data
+with markup off, and Telegram escapes it for HTML (``messages.esc``).
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings and overrides.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object, *, newlines: bool = True) -> str:
+    """``text`` without control characters (each becomes ``�`` where it hid something)."""
+    out = _UNSAFE.sub("\ufffd", str(text))
+    return out if newlines else out.replace("\n", " ")
