@@ -70,7 +70,7 @@ def test_5000_distinct_messages_are_at_most_21_incidents_and_3_messages(home, tg
                          90, "the storm incident")
         wait_for(lambda: sum(i["count"] for i in incidents(home)) >= 5000, 90,
                  "all 5,000 lines counted")
-        wait_for(lambda: len(_announcements(tg)) >= 2, 60, "the grouped announcement")
+        wait_for(lambda: len(_announcements(tg)) >= 2, 120, "the grouped announcement")
         time.sleep(12)  # past another group_wait: nothing else goes out
         found = incidents(home)
         assert len(found) <= 21, len(found)
