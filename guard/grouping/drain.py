@@ -2,11 +2,15 @@
 
 A message is a list of tokens, its variable parts already masked (``tokens.py``). Clusters are
 found through a fixed-depth prefix tree: first by token count, then by the first
-``depth - 2`` tokens (a token holding a digit, or one past ``max_children`` distinct values,
-goes down the wildcard branch). In the leaf, the cluster whose template shares the largest
-share of positions with the message wins if that share reaches ``similarity``; the message then
-generalises the template (positions that differ become ``<*>``). Otherwise the message founds a
-new cluster.
+``depth - 2`` tokens (a token holding a digit or punctuation such as ``.:/@=<``, or one past
+``max_children`` distinct values, goes down the wildcard branch). In the leaf, the cluster whose
+template shares the largest share of positions with the message wins if that share reaches
+``similarity`` (ties: the more general, then the older template); the message then generalises
+the template (positions that differ become ``<*>``). A message that finds nothing in its leaf is
+compared with the recent clusters of its length that start with the same word, so a value early
+in a message ("user alice ...") does not found a cluster per value. Otherwise it founds a new
+cluster. Each comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a
+storm of distinct messages costs the same per message as a quiet day.
 
 Unlike drain3, a cluster's id is given from outside: the store assigns it, and ``seed`` puts
 persisted templates back into a fresh tree, so an id (and the incident fingerprint made from it)
