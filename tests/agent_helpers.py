@@ -28,6 +28,22 @@ from tests.images import BUSYBOX_IMAGE
 REPO = Path(__file__).resolve().parent.parent
 
 
+def stored_incident(session: Any, state: str = "open") -> Any:
+    """An HTTP incident written straight into the store (flushed: it has its id)."""
+    from guard.records import utcnow
+    from guard.store.models import Incident
+
+    now = utcnow()
+    inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
+                   target="http://svc", kind="http_status", severity="critical",
+                   title="down", message="down", state=state, opened_at=now,
+                   first_seen=now, last_seen=now)
+    session.add(inc)
+    session.flush()
+    assert inc.id is not None
+    return inc
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,7 +12,8 @@ from guard.agent.loop import Agent
 from guard.config import Settings
 from guard.records import utcnow
 from guard.store.db import open_database
-from guard.store.models import HumanCommand, Incident, IncidentTimeline, RemediationRun
+from guard.store.models import HumanCommand, IncidentTimeline, RemediationRun
+from tests.agent_helpers import stored_incident
 
 
 def agent(tmp_path: Path, **kw: Any) -> Agent:
@@ -22,16 +23,8 @@ def agent(tmp_path: Path, **kw: Any) -> Agent:
 
 
 def _incident(a: Agent, state: str = "escalated") -> int:
-    now = utcnow()
     with a.db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
-                       target="http://svc", kind="http_status", severity="critical",
-                       title="down", message="down", state=state, opened_at=now,
-                       first_seen=now, last_seen=now)
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
-        return inc.id
+        return int(stored_incident(s, state).id)
 
 
 async def test_commands_a_crash_left_running_are_reset_on_start(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from guard.notify.telegram.sync import Sync
 from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, Incident, OutboxMessage, TelegramMessage
+from tests.agent_helpers import stored_incident
 
 CHAT = "-100"
 ADMIN = 42
@@ -36,13 +37,7 @@ def asked(db: Database, state: str = "awaiting_human") -> tuple[int, int, list[s
     """An incident with a live message carrying three buttons; returns ids."""
     now = utcnow()
     with db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
-                       target="http://svc", kind="http_status", severity="critical",
-                       title="down", message="down", state=state, opened_at=now,
-                       first_seen=now, last_seen=now)
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
+        inc = stored_incident(s, state)
         ids = [f"a{inc.id}{k}" for k in ("skill", "deny", "mute")]
         for approval_id, kind in zip(ids, ("skill", "deny", "mute"), strict=True):
             s.add(Approval(id=approval_id, incident_id=inc.id, kind=kind, created_at=now,
