@@ -24,9 +24,9 @@ import yaml
 from rich.console import Console
 from sqlmodel import select
 
-from guard.agent.human import queue_command
 from guard.app import Guard
 from guard.config import Settings, load_settings
+from guard.incidents.commands import queue_command
 from guard.playbooks import load_playbooks
 from guard.store.models import Incident
 
@@ -73,11 +73,10 @@ class Demo:
         self.console.print(text)
 
     async def run(self) -> dict[str, float]:
-        import docker
-
+        from guard.docker_client import Timeouts, docker_client
         from guard.sandbox import images
 
-        client = docker.from_env(timeout=60)
+        client = docker_client(Timeouts.call, ping=False)
         made_image = not images.image_exists(client, IMAGE)
         if made_image:
             self.say("[dim]building a tiny victim image offline (static busybox)...[/dim]")

@@ -83,7 +83,7 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
             return []
 
     a = agent(tmp_path)
-    a.memory = SlowMemory()
+    a.recaller.memory = SlowMemory()
     now = utcnow()
     with a.db.session() as s:
         inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",

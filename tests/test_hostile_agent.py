@@ -54,9 +54,9 @@ async def test_commands_a_crash_left_running_are_reset_on_start(tmp_path: Path) 
 async def test_each_step_gets_exactly_its_skills_grants(tmp_path: Path) -> None:
     from guard.config import SandboxSettings
     from guard.sandbox import SandboxGrants
-    from guard.sandbox.pool import SandboxPool
+    from guard.sandbox.pool import WarmSandboxPool
 
-    pool = SandboxPool(SandboxSettings(backend="local", timeout=10),
+    pool = WarmSandboxPool(SandboxSettings(backend="local", timeout=10),
                        environ={"FIRST_TOKEN": "first-secret", "SECOND_TOKEN": "second-secret"})
     show = 'echo "first=${FIRST_TOKEN:+set} second=${SECOND_TOKEN:+set}"'
     try:

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from guard.agent.human import process_command, queue_command
+from guard.incidents.commands import queue_command
 from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
 from guard.config import load_settings
@@ -126,7 +126,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
            "printf '%s\\n' '{{.State.Status}}' 'two words'")
     cmd = queue_command(db, incident_id=inc_id, verb="reply", actor="cli:ann", fix=fix)
     try:
-        await process_command(agent, cmd)
+        await agent.process_command(cmd)
         with db.session() as s:
             done = s.get(Incident, inc_id)
             assert done is not None and done.state == "resolved", done.details

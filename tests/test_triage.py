@@ -14,7 +14,8 @@ from guard.records import Observation, Signal, utcnow
 from guard.store import audit
 from guard.store.db import open_database
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline
-from guard.triage import Triage, TriagePolicy, transition
+from guard.incidents import transition
+from guard.triage import Triage, TriagePolicy
 
 
 def fail(msg: str = "http://svc/ answered 503 (expected 200)", **kw) -> Observation:

@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-import docker
 from docker.errors import DockerException, NotFound
 
 from guard.actions.base import ActionContext, ActionError, ActionResult
+from guard.docker_client import Timeouts, docker_client
 
 
 def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
@@ -22,7 +22,7 @@ def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _client() -> Any:
     try:
-        return docker.from_env(timeout=60)
+        return docker_client(Timeouts.call, ping=False)
     except DockerException as exc:
         raise ActionError(f"cannot reach the Docker engine: {exc}") from None
 

@@ -1,4 +1,5 @@
-"""Runaway guards, kept in the database so a restart forgets nothing.
+"""Runaway guards' facts, kept in the database so a restart forgets nothing (the decisions
+they feed are pure: see ``guard.agent.policy``).
 
 - Rate limit: a skill runs at most ``limits.max_runs`` times per target within ``limits.window``.
 - Circuit breaker: ``agent.breaker_failures`` failed runs in a row disable the skill for that
@@ -12,9 +13,11 @@ from datetime import timedelta
 
 from sqlmodel import Session, col, select
 
+from guard.agent.policy import SkillHistory
 from guard.records import utcnow
+from guard.skills.library import Candidate
 from guard.skills.model import Limits
-from guard.store.models import RemediationRun, SkillBlock
+from guard.store.models import RemediationRun, RunStatus, SkillBlock
 
 
 def runs_in_window(session: Session, skill: str, target: str, limits: Limits) -> int:
@@ -25,12 +28,16 @@ def runs_in_window(session: Session, skill: str, target: str, limits: Limits) ->
     return len(rows)
 
 
-def rate_limited(session: Session, skill: str, target: str, limits: Limits) -> str | None:
-    n = runs_in_window(session, skill, target, limits)
-    if n >= limits.max_runs:
-        return (f"skill {skill} already ran {n} times on {target} within "
-                f"{limits.window:g}s (limit {limits.max_runs})")
-    return None
+def history(session: Session, candidates: list[Candidate], target: str) -> dict[str,
+                                                                              SkillHistory]:
+    """Each candidate skill's history on ``target``, for ``policy.decide``."""
+    out: dict[str, SkillHistory] = {}
+    for c in candidates:
+        block = blocked(session, c.skill.name, target)
+        out[c.skill.name] = SkillHistory(
+            runs_in_window=runs_in_window(session, c.skill.name, target, c.skill.spec.limits),
+            blocked=block.reason if block is not None else None)
+    return out
 
 
 def blocked(session: Session, skill: str, target: str) -> SkillBlock | None:
@@ -42,11 +49,11 @@ def blocked(session: Session, skill: str, target: str) -> SkillBlock | None:
 def consecutive_failures(session: Session, skill: str, target: str) -> int:
     rows = session.exec(select(RemediationRun).where(
         RemediationRun.skill == skill, RemediationRun.target == target,
-        col(RemediationRun.status).in_(["verified", "failed"]))
+        col(RemediationRun.status).in_([RunStatus.verified, RunStatus.failed]))
         .order_by(col(RemediationRun.id).desc()).limit(20)).all()
     n = 0
     for run in rows:
-        if run.status != "failed":
+        if run.status != RunStatus.failed:
             break
         n += 1
     return n

@@ -20,16 +20,16 @@ from guard.agent.templating import incident_context, render, render_args
 from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.exceptions import GuardError
+from guard.incidents.lifecycle import record
 from guard.metrics import observe_sandbox_exec
 from guard.records import utcnow
 from guard.redact import Redactor
-from guard.sandbox.base import SandboxGrants
+from guard.sandbox.base import SandboxGrants, SandboxPool
 from guard.skills.library import Skill
 from guard.skills.model import Step, VerifySpec
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import AgentStep, Incident, RemediationRun
-from guard.triage.states import record
+from guard.store.models import AgentStep, Incident, RemediationRun, StepStatus
 
 REPEATABLE = frozenset({"wait", "verify"})
 KEEP = 4000  # characters of output kept per stream in the step record
@@ -46,7 +46,7 @@ class StepRunner:
     """Runs steps for the agent; knows the sandbox pool, the actions and the verifier."""
 
     def __init__(self, settings: Settings, db: Database, actions: ActionRegistry,
-                 verifier: Verifier, sandboxes: Any, redactor: Redactor) -> None:
+                 verifier: Verifier, sandboxes: SandboxPool, redactor: Redactor) -> None:
         self.settings = settings
         self.db = db
         self.actions = actions
@@ -73,19 +73,19 @@ class StepRunner:
             return list(session.exec(select(AgentStep).where(AgentStep.run_id == run_id)
                                      .order_by(col(AgentStep.index))).all())
 
-    def _mark(self, row: AgentStep, status: str, **result: Any) -> None:
+    def _mark(self, row: AgentStep, status: StepStatus, **result: Any) -> None:
         with self.db.session() as session:
             fresh = session.get(AgentStep, row.id)
             assert fresh is not None
             fresh.status = status
-            if status == "running":
+            if status == StepStatus.running:
                 fresh.started_at = utcnow()
             else:
                 fresh.finished_at = utcnow()
             fresh.result = {**fresh.result, **result}
             session.add(fresh)
             inc = session.get(Incident, fresh.incident_id)
-            if status != "running" and inc is not None:
+            if status != StepStatus.running and inc is not None:
                 record(session, inc, "step", f"{fresh.description}: {status}"
                        + (f" ({result.get('summary')})" if result.get("summary") else ""),
                        actor="agent", step=fresh.index, kind=fresh.kind, status=status,
@@ -101,19 +101,19 @@ class StepRunner:
         assert run.id is not None
         reason = "no verification ran"
         for row in self.steps(run.id):
-            if row.status in ("done", "skipped", "interrupted"):
-                if row.kind == "verify" and row.status == "done":
+            if row.status in (StepStatus.done, StepStatus.skipped, StepStatus.interrupted):
+                if row.kind == "verify" and row.status == StepStatus.done:
                     reason = str(row.result.get("summary", reason))
                 continue
-            if row.status == "failed":
+            if row.status == StepStatus.failed:
                 return False, str(row.result.get("summary", "a step failed"))
-            if row.status == "running" and row.kind not in REPEATABLE:
+            if row.status == StepStatus.running and row.kind not in REPEATABLE:
                 note = "Guard stopped during this step; not repeated (at most once)"
-                self._mark(row, "interrupted", summary=note)
+                self._mark(row, StepStatus.interrupted, summary=note)
                 logger.warning("incident #{}: step {} was interrupted; not repeating it",
                                incident.id, row.description)
                 continue
-            self._mark(row, "running")
+            self._mark(row, StepStatus.running)
             step = Step.model_validate(row.result["step"])
             try:
                 outcome = await self._one(step, incident, skill, grants)
@@ -123,7 +123,7 @@ class StepRunner:
                 logger.opt(exception=exc).error("step {} raised", row.description)
                 outcome = StepOutcome(False, f"{type(exc).__name__}: {exc}", {})
             summary = self.redactor.redact(outcome.summary)[:1000]
-            self._mark(row, "done" if outcome.ok else "failed", summary=summary,
+            self._mark(row, StepStatus.done if outcome.ok else StepStatus.failed, summary=summary,
                        output=outcome.result)
             if not outcome.ok:
                 return False, summary
@@ -135,7 +135,7 @@ class StepRunner:
         """How a finished run ended, as a ``guard_remediations`` outcome label."""
         if verified:
             return "succeeded"
-        failed = next((r for r in self.steps(run_id) if r.status == "failed"), None)
+        failed = next((r for r in self.steps(run_id) if r.status == StepStatus.failed), None)
         if failed is None:  # no step failed, yet nothing verified: count it as a failure
             return "failed"
         if failed.kind == "verify":
@@ -162,7 +162,8 @@ class StepRunner:
     async def action(self, name: str, args: dict[str, Any], incident: Incident) -> StepOutcome:
         action = self.actions.get(name)
         try:
-            result = await action.run(args, ActionContext(self.settings, ctx_incident(incident)))
+            ctx = ActionContext(self.settings, incident_context(incident)["incident"])
+            result = await action.run(args, ctx)
         except ActionError as exc:
             self._audit(incident, f"action.{name}", {"args": args, "ok": False,
                                                       "error": str(exc)})
@@ -207,8 +208,3 @@ class StepRunner:
             audit.append(session, actor="agent", action=action,
                          subject=f"incident:{incident.id}", data=data)
 
-
-def ctx_incident(incident: Incident) -> dict[str, Any]:
-    return {"id": incident.id, "target": incident.target, "kind": incident.kind,
-            "source": incident.source, "monitor_id": incident.monitor_id,
-            "details": dict(incident.details or {})}

@@ -15,16 +15,14 @@ import time
 
 import typer
 
-from guard.actions import ActionError
-from guard.agent.human import queue_command
-from guard.agent.loop import agent_alive
 from guard.app import Guard
 from guard.cli.common import ConfigOption, config_failed, database, err, fail, out, settings_from
 from guard.config import Settings
 from guard.exceptions import ConfigError
+from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
-from guard.store.models import HumanCommand
+from guard.store.models import CommandStatus, HumanCommand
 from guard.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
@@ -58,7 +56,7 @@ def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None
     try:
         cmd = queue_command(db, incident_id=incident_id, verb=verb, actor=_actor(),
                             skill=skill, fix=fix)
-    except ActionError as exc:
+    except UnknownIncident as exc:
         fail(str(exc))
     if agent_alive(db):
         err.print(f"queued for the running guard (answer #{cmd.id}); waiting for the outcome")
@@ -66,7 +64,7 @@ def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None
         while time.monotonic() < deadline:
             with db.session() as session:
                 row = session.get(HumanCommand, cmd.id)
-            if row is not None and row.status in ("done", "failed"):
+            if row is not None and row.status in (CommandStatus.done, CommandStatus.failed):
                 break
             time.sleep(0.5)
     else:

@@ -68,7 +68,7 @@ def list_incidents(
     with db.session() as session:
         query = select(Incident).order_by(col(Incident.id).desc()).limit(limit)
         if state:
-            query = query.where(col(Incident.state).in_([s.value for s in state]))
+            query = query.where(col(Incident.state).in_(state))
         rows = session.exec(query).all()
         templates = templates_of(session, rows)
     if as_json:

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from guard.config import Settings, load_settings
+from guard.docker_client import Timeouts
 from guard.exceptions import ConfigError, GuardError
 from guard.redact import Redactor
 from guard.validation import format_validation_error
@@ -101,7 +102,7 @@ def build(
         settings = _settings(config)
         _quiet_logs(settings.log_level)
         name = image or settings.sandbox.image
-        client = connect(timeout=900)
+        client = connect(timeout=Timeouts.build)
         t0 = time.monotonic()
         columns = (
             SpinnerColumn(finished_text="[green]✓"),

@@ -16,9 +16,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import docker
 from docker.errors import DockerException, NotFound
 
+from guard.docker_client import Timeouts, docker_client
 from guard.exceptions import MonitorError
 from guard.monitors.base import Emit
 from guard.playbooks.models import DockerMonitorSpec
@@ -53,8 +53,7 @@ class DockerMonitor:
     def _docker(self) -> Any:
         if self._client is None:
             try:
-                self._client = docker.from_env(timeout=10)
-                self._client.ping()
+                self._client = docker_client(Timeouts.monitor)
             except DockerException as exc:
                 self._client = None
                 raise _engine_error(exc) from None

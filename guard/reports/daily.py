@@ -100,10 +100,10 @@ def gather(db: Database, settings: Settings, day: date | None = None,
                                                        col(Incident.resolved_at) < end)).all()
         escalations = session.exec(select(IncidentTimeline.incident_id).where(
             IncidentTimeline.type == "state_changed",
-            IncidentTimeline.to_state == IncidentState.escalated.value,
+            IncidentTimeline.to_state == IncidentState.escalated,
             col(IncidentTimeline.at) >= start, col(IncidentTimeline.at) < end)).all()
         open_now = session.exec(select(Incident).where(
-            col(Incident.state) != IncidentState.resolved.value,
+            col(Incident.state) != IncidentState.resolved,
             col(Incident.opened_at) < end)).all()
         approvals = session.exec(select(Approval).where(
             col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow(),

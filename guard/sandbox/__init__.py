@@ -1,7 +1,8 @@
 """Hardened command sandboxes for incident diagnosis and repair (see docs/SANDBOX.md).
 
-``create_sandbox``/``SandboxPool`` give an incident its ``Sandbox``; ``reap_orphans`` (in
-``guard.sandbox.docker``) cleans up after a crash; ``guard.sandbox.images`` builds the images.
+``create_sandbox``/``WarmSandboxPool`` (the ``SandboxPool`` port) give an incident its
+``Sandbox``; ``reap_orphans`` (in ``guard.sandbox.docker``) cleans up after a crash;
+``guard.sandbox.images`` builds the images.
 """
 
 from guard.sandbox.base import (
@@ -10,9 +11,10 @@ from guard.sandbox.base import (
     ReadOnlyMount,
     Sandbox,
     SandboxGrants,
+    SandboxPool,
     resolve_secrets,
 )
-from guard.sandbox.pool import SandboxPool, create_sandbox
+from guard.sandbox.pool import WarmSandboxPool, create_sandbox
 
 __all__ = [
     "ExecResult",
@@ -21,6 +23,7 @@ __all__ = [
     "Sandbox",
     "SandboxGrants",
     "SandboxPool",
+    "WarmSandboxPool",
     "create_sandbox",
     "resolve_secrets",
 ]

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from guard.exceptions import SandboxError
 from guard.redact import Redactor
 
-DEFAULT_OUTPUT_LIMIT = 64 * 1024
 TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` reports; ``timed_out`` is the real signal
 Command = str | Sequence[str]
 """A shell string (run with ``/bin/sh -c``) or an argv list (run as is)."""
@@ -319,3 +318,24 @@ class OutputBuffer:
         if self.dropped:
             text += f"\n[... truncated {self.dropped} bytes ...]"
         return text
+
+
+@runtime_checkable
+class SandboxPool(Protocol):
+    """Incidents' sandboxes: one warm sandbox per open incident, whatever the backend."""
+
+    async def get(self, incident_id: str, grants: SandboxGrants | None = None) -> Sandbox:
+        """The incident's sandbox with exactly ``grants`` (made on first use)."""
+        ...
+
+    async def release(self, incident_id: str) -> None:
+        """The incident ended: remove its sandbox. Idempotent."""
+        ...
+
+    async def close(self) -> None:
+        """Remove every sandbox (Guard is shutting down)."""
+        ...
+
+    async def reap(self) -> int:
+        """Remove the sandboxes an earlier, dead Guard left behind; how many were removed."""
+        ...

@@ -23,6 +23,7 @@ import requests
 from docker.errors import DockerException, ImageNotFound, NotFound
 from loguru import logger
 
+from guard.docker_client import EngineUnreachable, Timeouts, docker_client
 from guard.exceptions import SandboxError
 from guard.sandbox.base import OutputBuffer
 
@@ -39,12 +40,11 @@ OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.M)
 _SLICE = 0.25  # how often a blocked read wakes to check for cancellation
 
 
-def connect(timeout: float = 120) -> docker.DockerClient:
+def connect(timeout: float = Timeouts.sandbox) -> docker.DockerClient:
     """A client for the engine named by ``DOCKER_HOST`` (default: the local socket)."""
     try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
-    except (DockerException, requests.RequestException) as exc:
+        client: docker.DockerClient = docker_client(timeout)
+    except EngineUnreachable as exc:
         raise SandboxError(
             f"cannot reach the Docker engine ({exc}): start it, or point DOCKER_HOST at it and "
             "make sure Guard may use its socket"

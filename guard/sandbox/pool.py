@@ -1,5 +1,6 @@
-"""Per-incident sandbox sessions: ``create_sandbox`` picks the backend, ``SandboxPool`` keeps one
-warm sandbox per open incident so its commands reuse one container, and closes it on release.
+"""Per-incident sandbox sessions: ``create_sandbox`` picks the backend, ``WarmSandboxPool``
+(the ``SandboxPool`` port) keeps one warm sandbox per open incident so its commands reuse one
+container, closes it on release, and reaps what a dead Guard left behind.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def create_sandbox(
     )
 
 
-class SandboxPool:
+class WarmSandboxPool:
     """One sandbox per incident id, created on first ``get`` and closed by ``release``."""
 
     def __init__(
@@ -98,3 +99,22 @@ class SandboxPool:
             sessions, self._sessions = list(self._sessions.values()), {}
             self._grants.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+    async def reap(self) -> int:
+        """Remove sandbox containers left by a Guard that died (the local backend's sandboxes
+        are child processes, which die with their Guard: nothing to reap)."""
+        if self.settings.backend != "docker":
+            return 0
+        return await asyncio.to_thread(_reap_docker_orphans, self._client)
+
+
+def _reap_docker_orphans(client: Any) -> int:
+    from guard.sandbox.docker import connect, reap_orphans
+
+    own = client is None
+    engine = connect() if own else client
+    try:
+        return reap_orphans(engine, only_dead_owners=True)
+    finally:
+        if own:
+            engine.close()

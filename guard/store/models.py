@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, Text, TypeDecorator
+from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, String, Text, TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from guard.records import utcnow
@@ -29,6 +29,32 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value
 
 
+E = TypeVar("E", bound=StrEnum)
+
+
+class EnumText(TypeDecorator[E]):
+    """A ``StrEnum`` stored as its plain string value (the column stays VARCHAR, so existing
+    databases need no migration), read back as the enum; an unknown value fails loudly."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E]) -> None:
+        super().__init__()
+        self.enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Any) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: str | None, dialect: Any) -> E | None:
+        return None if value is None else self.enum(value)
+
+
+def _enum(default: E, *, index: bool = False) -> Any:
+    return Field(default=default, sa_column=Column(EnumText(type(default)), nullable=False,
+                                                   index=index))
+
+
 def _ts(**kw: Any) -> Any:
     return Field(default_factory=utcnow, sa_column=Column(UTCDateTime(), **kw))
 
@@ -46,6 +72,45 @@ class IncidentState(StrEnum):
 ACTIVE_STATES = frozenset(IncidentState) - {IncidentState.resolved}
 
 
+class StepStatus(StrEnum):
+    pending = "pending"
+    running = "running"
+    done = "done"
+    failed = "failed"
+    skipped = "skipped"
+    interrupted = "interrupted"
+
+
+class RunStatus(StrEnum):
+    running = "running"
+    verified = "verified"
+    failed = "failed"
+    interrupted = "interrupted"
+
+
+class RunOrigin(StrEnum):
+    skill = "skill"
+    human = "human"
+
+
+class CommandStatus(StrEnum):
+    queued = "queued"
+    running = "running"
+    done = "done"
+    failed = "failed"
+
+
+class OutboxStatus(StrEnum):
+    pending = "pending"
+    sent = "sent"
+    failed = "failed"
+    skipped = "skipped"
+
+
+HUMAN_FIX = "human-fix"
+"""The ``skill`` name of a remediation run that carried out a human's fix."""
+
+
 class Incident(SQLModel, table=True):
     """One problem, however many signals it took; deduplicated by ``fingerprint``."""
 
@@ -61,7 +126,7 @@ class Incident(SQLModel, table=True):
     severity: str
     title: str
     message: str = Field(sa_column=Column(Text, nullable=False))
-    state: str = Field(default=IncidentState.open, index=True)
+    state: IncidentState = _enum(IncidentState.open, index=True)
     count: int = 0
     reopen_count: int = 0
     flapping: bool = False
@@ -139,7 +204,7 @@ class AgentStep(SQLModel, table=True):
     index: int
     kind: str  # run, action, wait, verify
     description: str = ""
-    status: str = "pending"  # pending, running, done, failed, skipped
+    status: StepStatus = _enum(StepStatus.pending)
     started_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
@@ -152,12 +217,12 @@ class RemediationRun(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     incident_id: int = Field(foreign_key="incident.id", index=True)
-    skill: str = Field(index=True)  # skill name, or "human-fix"
+    skill: str = Field(index=True)  # skill name, or HUMAN_FIX
     target: str = Field(index=True)
-    origin: str = "skill"  # skill, human
+    origin: RunOrigin = _enum(RunOrigin.skill)
     approved_by: str | None = None
     fix: str | None = Field(default=None, sa_column=Column(Text))  # a human's fix, as given
-    status: str = "running"  # running, verified, failed, interrupted
+    status: RunStatus = _enum(RunStatus.running)
     started_at: datetime = _ts(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
@@ -202,7 +267,7 @@ class HumanCommand(SQLModel, table=True):
     fix: str | None = Field(default=None, sa_column=Column(Text))
     actor: str
     channel: str = "cli"  # cli, telegram
-    status: str = Field(default="queued", index=True)  # queued, running, done, failed
+    status: CommandStatus = _enum(CommandStatus.queued, index=True)
     outcome: str = Field(default="", sa_column=Column(Text, nullable=False))
     created_at: datetime = _ts(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
@@ -271,7 +336,7 @@ class OutboxMessage(SQLModel, table=True):
     text: str = Field(default="", sa_column=Column(Text, nullable=False))
     buttons: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
     photo: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
-    status: str = Field(default="pending", index=True)  # pending, sent, failed, skipped
+    status: OutboxStatus = _enum(OutboxStatus.pending, index=True)
     attempts: int = 0
     error: str = Field(default="", sa_column=Column(Text, nullable=False))
     created_at: datetime = _ts(nullable=False)

@@ -1,6 +1,6 @@
-"""Triage: fingerprints, deduplication, flap control and the incident state machine."""
+"""Triage: fingerprints, deduplication, flap control and storms; incidents' moves go through
+``guard.incidents.lifecycle``."""
 
 from guard.triage.engine import Triage, TriagePolicy
-from guard.triage.states import TRANSITIONS, transition
 
-__all__ = ["TRANSITIONS", "Triage", "TriagePolicy", "transition"]
+__all__ = ["Triage", "TriagePolicy"]

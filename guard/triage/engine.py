@@ -28,12 +28,12 @@ from sqlmodel import Session, col, select
 from guard.config import TriageSettings
 from guard.fingerprint import fingerprint, keyed_fingerprint
 from guard.grouping.templates import TemplateBook
+from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
 from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, put_state
 from guard.triage import storm
-from guard.triage.states import AUTO_RESOLVABLE, record, transition
 
 ACTOR = "triage"
 
@@ -134,7 +134,7 @@ class Triage:
         if not new:
             incident = session.exec(
                 select(Incident).where(Incident.fingerprint == fp,
-                                       col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
+                                       col(Incident.state).in_(ACTIVE_STATES))
                 .order_by(col(Incident.id).desc()).limit(1)
             ).first()
             if incident is not None:
@@ -163,21 +163,21 @@ class Triage:
                 details={"max_new_incidents": self.settings.max_new_incidents,
                          "storm_window": self.settings.storm_window},
             )
-            opened = True
+            new_storm = True
         else:
-            opened = False
+            new_storm = False
         text = self.templates.text(template_id) if template_id is not None else None
         key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
         self._storms.fold(incident, sig, key, text or sig.message)
         self._count(session, incident, sig)
-        if opened:
+        if new_storm:
             incident.title = storm.storm_title(sig.monitor_id, sig.count, 1)
             session.flush()
-            record(session, incident, "opened",
+            opened(session, incident,
                    f"more than {self.settings.max_new_incidents} new incidents on "
                    f"{sig.monitor_id} within {self.settings.storm_window:g}s; what follows "
                    f"folds into this storm. First: {sig.message}", actor=ACTOR,
-                   to_state="open", fingerprint=incident.fingerprint, kind=incident.kind,
+                   fingerprint=incident.fingerprint, kind=incident.kind,
                    target=incident.target, severity=incident.severity)
             events.append(self._event(incident, "opened"))
 
@@ -218,8 +218,8 @@ class Triage:
         )
         session.add(incident)
         session.flush()
-        record(session, incident, "opened", sig.message, actor=ACTOR, to_state="open",
-               fingerprint=fp, kind=sig.kind, target=sig.target, severity=sig.severity.value,
+        opened(session, incident, sig.message, actor=ACTOR, fingerprint=fp, kind=sig.kind,
+               target=sig.target, severity=sig.severity.value,
                details=sig.details)
         events.append(self._event(incident, "opened"))
 
@@ -250,7 +250,7 @@ class Triage:
             return
         open_ones = session.exec(
             select(Incident).where(Incident.check_key == sig.check_key,
-                                   col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]))
+                                   col(Incident.state).in_(AUTO_RESOLVABLE))
         ).all()
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:

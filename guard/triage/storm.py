@@ -16,9 +16,9 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from guard.fingerprint import keyed_fingerprint
+from guard.incidents.lifecycle import AUTO_RESOLVABLE
 from guard.records import Signal, utcnow
 from guard.store.models import ACTIVE_STATES, Incident
-from guard.triage.states import AUTO_RESOLVABLE
 
 STORM_KIND = "storm"
 TOP = 10  # templates shown in a storm's details
@@ -53,7 +53,7 @@ def opened_recently(session: Session, monitor_id: str, window: float, now: datet
 def active_storm(session: Session, monitor_id: str) -> Incident | None:
     return session.exec(
         select(Incident).where(Incident.fingerprint == storm_fingerprint(monitor_id),
-                               col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
+                               col(Incident.state).in_(ACTIVE_STATES))
         .order_by(col(Incident.id).desc()).limit(1)
     ).first()
 
@@ -120,6 +120,6 @@ def quiet_storms(session: Session, window: float, now: datetime | None = None) -
     cutoff = (now or utcnow()) - timedelta(seconds=window)
     return list(session.exec(
         select(Incident).where(Incident.kind == STORM_KIND, Incident.source == "guard",
-                               col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]),
+                               col(Incident.state).in_(AUTO_RESOLVABLE),
                                col(Incident.last_seen) < cutoff)
     ).all())

@@ -40,7 +40,7 @@ class HealthSource(Protocol):
 def _open(db: Database, limit: int = 15) -> list[Incident]:
     with db.session() as session:
         return list(session.exec(select(Incident).where(
-            col(Incident.state) != IncidentState.resolved.value)
+            col(Incident.state) != IncidentState.resolved)
             .order_by(col(Incident.id).desc()).limit(limit)).all())
 
 

@@ -17,9 +17,10 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import ContextTypes
 
-from guard.actions import ActionError, ActionRegistry
-from guard.agent.human import queue_command
+from guard.actions import ActionRegistry
 from guard.durations import format_duration, parse_duration
+from guard.exceptions import GuardError
+from guard.incidents.commands import queue_command
 from guard.memory.conversation import record_message
 from guard.notify.telegram import confirm, outbox
 from guard.notify.telegram.auth import CONFIRM_KINDS, Refusal, actor
@@ -119,7 +120,7 @@ class Handlers:
                                     verb=verb, actor=who, channel="telegram",
                                     skill=claimed.skill,
                                     fix=str(mute_for) if verb == "mute" else None)
-        except ActionError as exc:  # the incident went away between the claim and now
+        except GuardError as exc:  # the incident went away between the claim and now
             failed = await asyncio.to_thread(self.gw.notifier.closed_text,
                                              claimed.incident_id, "failed",
                                              f"{who} answered, but nothing ran: {exc}")
@@ -200,7 +201,7 @@ class Handlers:
             await asyncio.to_thread(queue_command, self.db, incident_id=incident_id,
                                     verb="reply", actor=actor(user.id), channel="telegram",
                                     fix=fix)
-        except ActionError as exc:
+        except GuardError as exc:
             await self.say(chat.id, f"Could not take that fix: {esc(exc)}")
             return
         await self.say(chat.id, f"Running your fix for incident #{incident_id}; I will say "

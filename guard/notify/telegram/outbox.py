@@ -35,7 +35,13 @@ from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
 from guard.records import utcnow
 from guard.redact import redact
 from guard.store.db import Database
-from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, TelegramMessage
+from guard.store.models import (
+    Incident,
+    OutboxMessage,
+    OutboxStatus,
+    TelegramGroupMember,
+    TelegramMessage,
+)
 
 IDLE = 0.3
 
@@ -123,8 +129,8 @@ def pending(db: Database, limit: int | None = None) -> list[OutboxMessage]:
     group oldest first."""
     low = case((col(OutboxMessage.role).in_(LOW_PRIORITY), 1), else_=0)
     with db.session() as session:
-        return list(session.exec(select(OutboxMessage).where(OutboxMessage.status == "pending")
-                                 .order_by(low, col(OutboxMessage.id)).limit(limit)).all())
+        pending = select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.pending)
+        return list(session.exec(pending.order_by(low, col(OutboxMessage.id)).limit(limit)).all())
 
 
 def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
@@ -229,7 +235,8 @@ class OutboxWorker:
             for r in rows:
                 fresh = session.get(OutboxMessage, r.id)
                 assert fresh is not None
-                fresh.status, fresh.attempts, fresh.sent_at = "sent", fresh.attempts + 1, utcnow()
+                fresh.status, fresh.sent_at = OutboxStatus.sent, utcnow()
+                fresh.attempts += 1
                 session.add(fresh)
 
     async def _edit_group(self, row: OutboxMessage, target: TelegramMessage) -> None:
@@ -252,7 +259,7 @@ class OutboxWorker:
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():
                 raise
-        self._mark(row, "sent")
+        self._mark(row, OutboxStatus.sent)
         if not buttons:
             self._set_live(target, False)
 
@@ -268,7 +275,7 @@ class OutboxWorker:
         markup = _markup(row.buttons)
         if row.method == "edit":
             if target is None:
-                self._mark(row, "skipped", "no message to edit")
+                self._mark(row, OutboxStatus.skipped, "no message to edit")
                 return
             if target.role == "group":
                 await self._edit_group(row, target)
@@ -280,7 +287,7 @@ class OutboxWorker:
             except BadRequest as exc:
                 if "not modified" not in str(exc).lower():
                     raise
-            self._mark(row, "sent")
+            self._mark(row, OutboxStatus.sent)
             if markup is None:
                 self._set_live(target, False)
             return
@@ -304,23 +311,23 @@ class OutboxWorker:
                 chat_id=chat, message_id=msg.message_id, incident_id=row.incident_id,
                 role=row.role, live=markup is not None,
                 approvals=[d for r in row.buttons for _, d in r if not d.startswith("fix:")]))
-        self._mark(row, "sent")
+        self._mark(row, OutboxStatus.sent)
 
-    def _mark(self, row: OutboxMessage, status: str, error: str = "") -> None:
+    def _mark(self, row: OutboxMessage, status: OutboxStatus, error: str = "") -> None:
         with self.db.session() as session:
             fresh = session.get(OutboxMessage, row.id)
             assert fresh is not None
             fresh.status, fresh.error, fresh.attempts = status, error, fresh.attempts + 1
-            if status == "sent":
+            if status == OutboxStatus.sent:
                 fresh.sent_at = utcnow()
             session.add(fresh)
 
     def _attempted(self, row: OutboxMessage, error: str) -> None:
-        self._mark(row, "pending", error)
+        self._mark(row, OutboxStatus.pending, error)
 
     def _rejected(self, row: OutboxMessage, exc: TelegramError) -> None:
         logger.error("telegram refused outbox message {} ({}): {}", row.id, row.method, exc)
-        self._mark(row, "failed", str(exc))
+        self._mark(row, OutboxStatus.failed, str(exc))
 
     def _set_live(self, msg: TelegramMessage, live: bool) -> None:
         with self.db.session() as session:

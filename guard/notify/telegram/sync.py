@@ -23,14 +23,21 @@ from guard.notify.telegram import grouping, outbox
 from guard.notify.telegram.messages import cut, esc, pointer
 from guard.records import utcnow
 from guard.store.db import Database
-from guard.store.models import Approval, HumanCommand, Incident, IncidentState, TelegramMessage
+from guard.store.models import (
+    Approval,
+    CommandStatus,
+    HumanCommand,
+    Incident,
+    IncidentState,
+    TelegramMessage,
+)
 from guard.store.state import get_state, put_state
 
 if TYPE_CHECKING:
     from guard.notify.telegram.gateway import TelegramGateway
 
 EVERY = 1.0
-ASKING = frozenset({IncidentState.awaiting_human.value, IncidentState.escalated.value})
+ASKING = frozenset({IncidentState.awaiting_human, IncidentState.escalated})
 REPORTED = "telegram:reported_command"
 
 
@@ -88,7 +95,7 @@ class Sync:
                 .order_by(col(HumanCommand.id))).all()
             done = []
             for cmd in rows:
-                if cmd.status not in ("done", "failed"):
+                if cmd.status not in (CommandStatus.done, CommandStatus.failed):
                     break
                 done.append(cmd)
             if done:

@@ -1,0 +1,69 @@
+"""Asking a human: the question, its options (single-use, expiring approvals), and the message.
+
+The options shown are kept on the incident (``details.options``), so a bare approval
+(``guard approve N``, the Telegram button) runs the first option the human saw.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from loguru import logger
+from sqlmodel import col, select
+
+from guard.config import Settings
+from guard.incidents.lifecycle import Lifecycle
+from guard.notify.base import HumanRequest, Notifier, SkillOption
+from guard.records import utcnow
+from guard.skills.library import Candidate
+from guard.store.db import Database
+from guard.store.models import Approval, IncidentState
+
+
+class Asker:
+    def __init__(self, settings: Settings, db: Database, lifecycle: Lifecycle,
+                 notifier: Notifier) -> None:
+        self.settings = settings
+        self.db = db
+        self.lifecycle = lifecycle
+        self.notifier = notifier
+
+    def new_approval(self, incident_id: int, kind: str, skill: str | None = None) -> str:
+        approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
+        with self.db.session() as session:
+            session.add(Approval(id=approval_id, incident_id=incident_id, kind=kind, skill=skill,
+                                 expires_at=utcnow() + timedelta(
+                                     seconds=self.settings.agent.approval_ttl)))
+        return approval_id
+
+    async def ask(self, incident_id: int, options: list[Candidate], evidence: str,
+                  question: str, *, escalate: bool = False) -> None:
+        """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering
+        ``options`` best first."""
+        to = IncidentState.escalated if escalate else IncidentState.awaiting_human
+        names = [c.skill.name for c in options]
+        inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names)
+        shown = [SkillOption(c.skill.name, c.skill.description[:200],
+                             self.new_approval(incident_id, "skill", c.skill.name))
+                 for c in options]
+        request = HumanRequest(
+            incident_id=incident_id, title=inc.title, severity=inc.severity, target=inc.target,
+            count=inc.count, evidence=evidence, options=shown,
+            deny_id=self.new_approval(incident_id, "deny"),
+            mute_id=self.new_approval(incident_id, "mute"), question=question)
+        self.lifecycle.note(incident_id, "asked_human", question, options=names,
+                            escalated=escalate)
+        try:
+            await self.notifier.ask(request)
+        except Exception as exc:
+            logger.error("could not reach a human about incident #{}: {}", incident_id, exc)
+
+    def expire_approvals(self) -> None:
+        now = utcnow()
+        with self.db.session() as session:
+            stale = session.exec(select(Approval).where(col(Approval.used_at).is_(None),
+                                                        col(Approval.expires_at) < now)).all()
+            for a in stale:
+                a.used_at, a.used_by = now, "expired"
+                session.add(a)

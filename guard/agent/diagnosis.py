@@ -1,0 +1,66 @@
+"""Diagnosis: read-only evidence for an incident, kept on it and shown to the human.
+
+The playbook's diagnostics for the incident's kind, then the best candidate skill's, run in the
+incident's sandbox (with the grants the remedy would get); a Docker incident with none gets the
+container's last log lines. Evidence is redacted and capped.
+"""
+
+from __future__ import annotations
+
+from guard.agent.remediation import Remediator
+from guard.agent.steps import StepRunner
+from guard.agent.templating import incident_context
+from guard.incidents.lifecycle import Lifecycle
+from guard.playbooks.models import Playbook
+from guard.redact import Redactor
+from guard.skills.library import Candidate, Skill
+from guard.skills.model import Step
+from guard.store.models import Incident, IncidentState
+
+EVIDENCE_LIMIT = 8000
+
+
+class Diagnoser:
+    def __init__(self, lifecycle: Lifecycle, runner: StepRunner, remediator: Remediator,
+                 books: dict[str, Playbook], redactor: Redactor) -> None:
+        self.lifecycle = lifecycle
+        self.runner = runner
+        self.remediator = remediator
+        self.books = books
+        self.redactor = redactor
+
+    def steps_for(self, inc: Incident, candidates: list[Candidate]) -> list[tuple[Step,
+                                                                                    Skill | None]]:
+        steps: list[tuple[Step, Skill | None]] = []
+        book = self.books.get(inc.monitor_id)
+        for diag in book.diagnostics if book is not None else []:
+            if not diag.kinds or inc.kind in diag.kinds:
+                steps.append((Step(run=diag.run, timeout=diag.timeout), None))
+        if candidates:
+            steps += [(s, candidates[0].skill) for s in candidates[0].skill.spec.diagnostics]
+        if inc.source == "docker" and not steps:
+            steps.append((Step(action="docker.logs", args={"tail": 30}), None))
+        return steps
+
+    async def diagnose(self, inc: Incident, candidates: list[Candidate]) -> str:
+        """Collect read-only evidence; keep it on the incident."""
+        assert inc.id is not None
+        parts: list[str] = []
+        for step, skill in self.steps_for(inc, candidates):
+            try:
+                if step.kind == "action":
+                    assert step.action is not None
+                    out = await self.runner.action(step.action, dict(step.args), inc)
+                else:
+                    out = await self.runner.sandbox_run(
+                        step, inc, skill, self.remediator.grants_for(inc, skill),
+                        incident_context(inc))
+                parts.append(f"$ {step.describe()}\n{out.summary}")
+            except Exception as exc:
+                parts.append(f"$ {step.describe()}\n(could not run: {exc})")
+        evidence = self.redactor.redact("\n".join(parts))[:EVIDENCE_LIMIT]
+        if evidence:
+            self.lifecycle.move(inc.id, IncidentState.diagnosing, "evidence collected",
+                                evidence=evidence)
+            self.lifecycle.note(inc.id, "diagnosed", evidence[:1000])
+        return evidence

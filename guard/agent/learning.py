@@ -1,0 +1,69 @@
+"""After a human's fix ran: learn it as a skill if it cured the incident; otherwise say why not
+and give the incident back to the human."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loguru import logger
+
+from guard.actions import ActionRegistry
+from guard.agent.closing import Closer
+from guard.agent.steps import StepRunner
+from guard.incidents.lifecycle import Lifecycle
+from guard.skills.writer import SkillWriter
+from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun
+
+
+class Learner:
+    def __init__(self, lifecycle: Lifecycle, closer: Closer, writer: SkillWriter,
+                 actions: ActionRegistry, runner: StepRunner) -> None:
+        self.lifecycle = lifecycle
+        self.closer = closer
+        self.writer = writer
+        self.actions = actions
+        self.runner = runner
+
+    async def settle(self, run: RemediationRun, inc: Incident, verified: bool,
+                     reason: str) -> None:
+        """Learn ``run``'s fix if ``verified``; either way, tell the human how it went."""
+        assert inc.id is not None and run.fix is not None
+        if not verified:
+            text = (f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
+                    "Nothing was saved; the incident is waiting for you again.")
+            self.lifecycle.move(inc.id, IncidentState.awaiting_human,
+                                f"{run.approved_by}'s fix did not cure it: {reason}",
+                                learned_message=text)
+            await self.closer.tell(inc, IncidentState.awaiting_human, text)
+            return
+        saved, detail = self._save(run, inc, reason)
+        text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
+        self.lifecycle.note(inc.id, "learned", text, **detail)
+        learned = str(detail.get("learned_skill", ""))
+        await self.closer.resolve(
+            inc.id, f"healed by {run.approved_by}'s fix, verified; {saved}",
+            resolved_by=learned or HUMAN_FIX, resolution=f"fix `{run.fix}` by {run.approved_by}",
+            skill=learned, tell=text, learned_message=text, **detail)
+
+    def _save(self, run: RemediationRun, inc: Incident, verdict: str) -> tuple[str, dict[str,
+                                                                                         Any]]:
+        """Write the skill (the script exactly as it ran); what to say, and what to record."""
+        assert run.id is not None and run.fix is not None
+        action: str | None = None
+        args: dict[str, Any] = {}
+        if self.actions.looks_like_action(run.fix):
+            parsed, args = self.actions.parse(run.fix)
+            action = parsed.name
+        ran = next((r.result["step"].get("stdin") for r in self.runner.steps(run.id)
+                    if r.kind == "run"), None)
+        try:
+            learned = self.writer.write(inc, run.fix, action=action, args=args,
+                                        approver=run.approved_by or "human", verdict=verdict,
+                                        script=ran if action is None else None)
+        except Exception as exc:
+            logger.opt(exception=exc).error("could not save the learned skill")
+            return f"but saving the skill failed: {exc}", {}
+        saved = (f"saved as skill {learned.name}"
+                 + (f" (commit {learned.commit[:10]})" if learned.commit else "")
+                 if not learned.existed else f"already known as skill {learned.name}")
+        return saved, {"learned_skill": learned.name, "skill_commit": learned.commit}

@@ -1,0 +1,144 @@
+"""Remediation: run a skill or a human's fix on an incident, step by step, and settle it.
+
+A run is persisted before it starts (``RemediationRun`` and its ``AgentStep``s), so a restart
+resumes it without repeating a step. It always ends by re-running the check that fired. A
+skill's run that cured the incident resolves it; one that did not counts toward the circuit
+breaker. A human's run goes to the ``Learner``. At most ``agent.max_concurrent_remediations``
+runs at once (``slot``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from guard.agent import limits, policy
+from guard.agent.closing import Closer
+from guard.agent.learning import Learner
+from guard.agent.steps import StepRunner
+from guard.config import Settings
+from guard.incidents.lifecycle import Lifecycle
+from guard.metrics import record_remediation
+from guard.playbooks.models import Playbook
+from guard.records import utcnow
+from guard.sandbox.base import SandboxGrants
+from guard.skills.library import Skill, SkillLibrary
+from guard.skills.model import Step
+from guard.store.db import Database
+from guard.store.models import (
+    HUMAN_FIX,
+    Incident,
+    IncidentState,
+    RemediationRun,
+    RunOrigin,
+    RunStatus,
+)
+
+S = IncidentState
+
+
+class Remediator:
+    def __init__(self, settings: Settings, db: Database, lifecycle: Lifecycle,
+                 runner: StepRunner, library: SkillLibrary, closer: Closer, learner: Learner,
+                 books: dict[str, Playbook]) -> None:
+        self.settings = settings
+        self.db = db
+        self.lifecycle = lifecycle
+        self.runner = runner
+        self.library = library
+        self.closer = closer
+        self.learner = learner
+        self.books = books
+        self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
+        self.slot = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
+
+    def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
+        """The playbook's grants plus the skill's (skills are reviewed in git)."""
+        book = self.books.get(inc.monitor_id)
+        base = book.sandbox if book is not None else SandboxGrants()
+        if skill is None:
+            return base
+        extra = skill.spec.grants
+        return SandboxGrants(
+            network=extra.network or base.network,
+            secrets=list(dict.fromkeys([*base.secrets, *extra.secrets])),
+            mounts=list(dict.fromkeys([*base.mounts, *extra.mounts])),
+        )
+
+    async def run_skill(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
+        """Run ``skill`` on the incident; True when verified and resolved."""
+        async with self.slot:
+            inc = self.lifecycle.move(incident_id, S.remediating, f"running skill {skill.name} "
+                                      f"(approved by {approved_by})")
+            run = self._start(RemediationRun(incident_id=incident_id, skill=skill.name,
+                                             target=inc.target, approved_by=approved_by),
+                              list(skill.spec.steps))
+            return await self.execute(run, inc, skill)
+
+    async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> bool:
+        """Run a human's fix (one step, as written); True when verified (and learned)."""
+        async with self.slot:
+            inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
+            run = self._start(RemediationRun(incident_id=incident_id, skill=HUMAN_FIX,
+                                             target=inc.target, origin=RunOrigin.human,
+                                             approved_by=actor, fix=fix), [step])
+            return await self.execute(run, inc, None)
+
+    def _start(self, run: RemediationRun, steps: list[Step]) -> RemediationRun:
+        with self.db.session() as session:
+            session.add(run)
+        self.runner.plan(run, steps)
+        return run
+
+    async def resume(self, run: RemediationRun) -> None:
+        """Finish a run a restart interrupted (its completed steps are not repeated)."""
+        async with self.slot:
+            inc = self.lifecycle.load(run.incident_id)
+            if inc is None:
+                return
+            if inc.state != S.remediating:
+                inc = self.lifecycle.move(run.incident_id, S.remediating,
+                                          "resuming after a restart")
+            skill = self.library.get(run.skill) if run.origin == RunOrigin.skill else None
+            await self.execute(run, inc, skill)
+
+    async def execute(self, run: RemediationRun, inc: Incident, skill: Skill | None) -> bool:
+        """Run ``run``'s pending steps, record how it ended, and settle the incident."""
+        assert run.id is not None and inc.id is not None
+        run_id = run.id
+        verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
+        run = self._finish(run_id, verified, reason)
+        record_remediation(self.runner.outcome(run_id, verified))
+        if run.origin == RunOrigin.human:
+            await self.learner.settle(run, inc, verified, reason)
+        elif verified:
+            await self.closer.resolve(inc.id, f"healed by skill {run.skill}: {reason}",
+                                      resolved_by=run.skill, resolution=reason, skill=run.skill)
+        else:
+            self._failed(inc, run, reason)
+        return verified
+
+    def _finish(self, run_id: int, verified: bool, reason: str) -> RemediationRun:
+        with self.db.session() as session:
+            run = session.get(RemediationRun, run_id)
+            assert run is not None
+            run.status = RunStatus.verified if verified else RunStatus.failed
+            run.finished_at = utcnow()
+            run.message = reason
+            session.add(run)
+            return run
+
+    def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
+        """A skill did not cure the incident: note it; trip the breaker after N in a row."""
+        assert inc.id is not None
+        self.lifecycle.note(inc.id, "remediation_failed",
+                            f"skill {run.skill} did not cure it: {reason}",
+                            skill=run.skill, run=run.id)
+        with self.db.session() as session:
+            fails = limits.consecutive_failures(session, run.skill, inc.target)
+            trips = policy.breaker_trips(fails, self.limits)
+            if trips:
+                limits.trip(session, run.skill, inc.target, policy.breaker_reason(fails, reason))
+        if trips:
+            self.lifecycle.note(inc.id, "skill_disabled",
+                                f"skill {run.skill} disabled for {inc.target} after {fails} "
+                                f"failed runs in a row", skill=run.skill)

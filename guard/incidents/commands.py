@@ -1,0 +1,119 @@
+"""Human answers to incidents (approve, deny, reply, mute), queued as ``HumanCommand`` rows.
+
+The CLI and the Telegram gateway queue them, in Guard's process or not; the agent takes them
+one incident at a time and settles each with an outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from loguru import logger
+from sqlmodel import col, select
+
+from guard.exceptions import GuardError
+from guard.incidents.lifecycle import record
+from guard.memory.conversation import record_message
+from guard.records import utcnow
+from guard.store import audit
+from guard.store.db import Database
+from guard.store.models import CommandStatus, HumanCommand, Incident, RemediationRun
+from guard.store.state import get_state, put_state
+
+VERBS = ("approve", "deny", "reply", "mute")
+
+
+class UnknownIncident(GuardError):
+    """A command names an incident that does not exist."""
+
+
+def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
+                  channel: str = "cli", skill: str | None = None,
+                  fix: str | None = None) -> HumanCommand:
+    """Record a human's answer for the agent (and in conversation memory and the audit log)."""
+    with db.session() as session:
+        if session.get(Incident, incident_id) is None:
+            raise UnknownIncident(f"no incident {incident_id} (see `guard incidents list`)")
+        cmd = HumanCommand(incident_id=incident_id, verb=verb, actor=actor, channel=channel,
+                           skill=skill, fix=fix)
+        session.add(cmd)
+        audit.append(session, actor=actor, action=f"human.{verb}",
+                     subject=f"incident:{incident_id}",
+                     data={"skill": skill, "fix": fix, "channel": channel})
+    text = f"{verb} {skill or ''} {fix or ''}".strip()
+    record_message(db, chat=channel if channel != "cli" else "console", direction="in",
+                   author=actor, text=text, incident_id=incident_id)
+    return cmd
+
+
+def take_queued(db: Database, busy: Callable[[int], bool]) -> list[HumanCommand]:
+    """Mark the oldest queued command of each incident that is not ``busy`` as running, and
+    return them (the others wait their turn)."""
+    taken: list[HumanCommand] = []
+    with db.session() as session:
+        queued = session.exec(select(HumanCommand).where(
+            HumanCommand.status == CommandStatus.queued).order_by(col(HumanCommand.id))).all()
+        for cmd in queued:
+            if busy(cmd.incident_id) or any(c.incident_id == cmd.incident_id for c in taken):
+                continue
+            cmd.status = CommandStatus.running
+            session.add(cmd)
+            taken.append(cmd)
+    return taken
+
+
+def finish_command(db: Database, cmd: HumanCommand, status: CommandStatus, outcome: str) -> None:
+    """Settle a command with its outcome (what ``guard approve|reply`` report back)."""
+    with db.session() as session:
+        fresh = session.get(HumanCommand, cmd.id)
+        assert fresh is not None
+        fresh.status, fresh.outcome, fresh.finished_at = status, outcome, utcnow()
+        session.add(fresh)
+    logger.info("incident #{}: {} by {}: {}", cmd.incident_id, cmd.verb, cmd.actor, outcome)
+
+
+def reset_interrupted(db: Database) -> int:
+    """On start: settle the commands a crash left ``running`` (each later report waits on them).
+
+    One that had already started a remedy is finished as interrupted (the remedy's run resumes on
+    its own, without repeating a step); one that had not is queued again (nothing of it ran).
+    Either way the incident's timeline says so. Returns how many were reset.
+    """
+    with db.session() as session:
+        stuck = session.exec(select(HumanCommand).where(
+            HumanCommand.status == CommandStatus.running)).all()
+        for cmd in stuck:
+            started = session.exec(select(RemediationRun).where(
+                RemediationRun.incident_id == cmd.incident_id,
+                col(RemediationRun.started_at) >= cmd.created_at)).first()
+            if started is not None and cmd.verb in ("approve", "reply"):
+                cmd.status, cmd.finished_at = CommandStatus.failed, utcnow()
+                cmd.outcome = (f"interrupted: Guard stopped while it ran; remediation "
+                               f"{started.id} resumes without repeating a step")
+            else:
+                cmd.status = CommandStatus.queued
+            session.add(cmd)
+            inc = session.get(Incident, cmd.incident_id)
+            if inc is not None:
+                note = (f"{cmd.verb} by {cmd.actor} was interrupted by a restart; "
+                        + ("finished as interrupted" if cmd.status == CommandStatus.failed
+                           else "queued again (nothing of it had run)"))
+                record(session, inc, "command_reset", note, actor="agent", command=cmd.id)
+        return len(stuck)
+
+
+HEARTBEAT = "agent:heartbeat"
+
+
+def beat(db: Database, pid: int) -> None:
+    """Tell CLI processes that a running agent will pick up their commands."""
+    with db.session() as session:
+        put_state(session, HEARTBEAT, {"at": utcnow().isoformat(), "pid": pid})
+
+
+def agent_alive(db: Database, within: float = 15.0) -> bool:
+    """Whether a ``guard run`` agent has beaten its heart recently."""
+    with db.session() as session:
+        at = get_state(session, HEARTBEAT).get("at")
+    return bool(at) and (utcnow() - datetime.fromisoformat(str(at))).total_seconds() < within
