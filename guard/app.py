@@ -237,19 +237,20 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        tasks = [asyncio.create_task(self._consume(), name="triage"),
-                 asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
+        triage = asyncio.create_task(self._consume(), name="triage")
+        # Cancelled at shutdown: they only feed triage or watch.
+        feeders = [asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
+        agent: asyncio.Task[None] | None = None  # ends by itself once ``_stop`` is set
         if self.heal:
             self._attach_agent()
-            tasks.append(asyncio.create_task(self.agent.run(self._stop), name="agent"))
+            agent = asyncio.create_task(self.agent.run(self._stop), name="agent")
             self._queue.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
-        for m in self.monitors:
-            follows = getattr(getattr(m, "spec", None), "events", True)
-            if isinstance(m, StreamingMonitor) and follows:
-                tasks.append(asyncio.create_task(self._follow(m), name=f"follow:{m.id}"))
+        streams = [asyncio.create_task(self._follow(m), name=f"follow:{m.id}")
+                   for m in self.monitors if isinstance(m, StreamingMonitor)
+                   and getattr(getattr(m, "spec", None), "events", True)]
+        feeders += streams
         logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
-                    sum(t.get_name().startswith("follow:") for t in tasks),
-                    "on" if self.heal else "off")
+                    len(streams), "on" if self.heal else "off")
         web = WebServer(self, scheduler)
         try:
             await web.start()
@@ -257,15 +258,14 @@ class Guard:
         finally:
             await web.close()
             scheduler.shutdown(wait=False)
-            followers = [t for t in tasks[1:] if t.get_name() != "agent"]
-            for t in followers:
+            for t in feeders:
                 t.cancel()
-            await asyncio.gather(*tasks[1:], return_exceptions=True)
-            await self._drain()
+            await asyncio.gather(*feeders, *([agent] if agent else []), return_exceptions=True)
+            await self._drain()  # what the feeders queued last reaches the store
             if gateway is not None:
                 await gateway.stop()
-            tasks[0].cancel()
-            await asyncio.gather(tasks[0], return_exceptions=True)
+            triage.cancel()
+            await asyncio.gather(triage, return_exceptions=True)
             self._audit("guard.stopped", {})
             await self.close()
             logger.info("guard stopped")

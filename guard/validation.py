@@ -1,11 +1,14 @@
-"""Turn pydantic validation errors into one line per problem: ``file: field.path: reason``."""
+"""Turn pydantic validation errors into one line per problem: ``file: field.path: reason``,
+with the YAML line of the field where it is known (``line_finder``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 # Parts pydantic inserts into error locations for union members and validators; they name no
@@ -17,6 +20,7 @@ _MEMBER_PREFIXES = (
 )
 
 Skip = Callable[[int, str], bool]
+Loc = tuple[int | str, ...]
 
 
 def valid_regex(value: str | None) -> str | None:
@@ -90,3 +94,53 @@ def format_validation_error(
         line = line_of(errs[0][0]["loc"]) if line_of else None
         lines.append(f"{where} (line {line})" if line else where)
     return lines
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def yaml_line_map(text: str) -> dict[Loc, int]:
+    """Map each key path in a YAML document to its 1-based line number."""
+    lines: dict[Loc, int] = {}
+
+    def walk(node: yaml.Node, path: Loc) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = (*path, str(key.value))
+                lines[sub] = key.start_mark.line + 1
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*path, i))
+
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def line_finder(text: str, *, drop: Callable[[Sequence[int | str], int], bool] | None = None,
+                ) -> Callable[[Sequence[int | str]], int | None]:
+    """``line_of(loc)``: the YAML line of the field at ``loc`` in ``text``, or of its nearest
+    parent that has one. ``drop(loc, i)`` leaves out location parts that name no field (a
+    union's tag)."""
+    lines = yaml_line_map(text)
+
+    def line_of(loc: Sequence[int | str]) -> int | None:
+        clean = tuple(p for i, p in enumerate(loc) if drop is None or not drop(loc, i))
+        while clean:
+            if clean in lines:
+                return lines[clean]
+            clean = clean[:-1]
+        return None
+
+    return line_of

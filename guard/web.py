@@ -30,12 +30,12 @@ from loguru import logger
 
 from guard import metrics
 from guard.records import utcnow
+from guard.runtime import Runtime
 from guard.store.state import put_state
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from guard.app import Guard
 
 HEARTBEAT = 5.0  # seconds between scheduler heartbeats
 STALE_AFTER = 3 * HEARTBEAT
@@ -53,9 +53,10 @@ def _json(status: int, body: dict[str, Any]) -> Response:
 
 
 class WebServer:
-    """The HTTP endpoint of one running ``Guard``; ``close()`` is safe before ``start()``."""
+    """The HTTP endpoint of one running Guard (a ``Runtime``); ``close()`` is safe before
+    ``start()``."""
 
-    def __init__(self, guard: Guard, scheduler: AsyncIOScheduler) -> None:
+    def __init__(self, guard: Runtime, scheduler: AsyncIOScheduler) -> None:
         self.guard = guard
         self.scheduler = scheduler
         self.host = guard.settings.http_host

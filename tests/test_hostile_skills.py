@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from guard.incidents.commands import queue_command
 from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
 from guard.config import load_settings
+from guard.incidents.commands import queue_command
 from guard.records import utcnow
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE

@@ -10,11 +10,11 @@ from sqlmodel import select
 
 from guard.config import TriageSettings
 from guard.exceptions import InvalidTransition
+from guard.incidents import transition
 from guard.records import Observation, Signal, utcnow
 from guard.store import audit
 from guard.store.db import open_database
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline
-from guard.incidents import transition
 from guard.triage import Triage, TriagePolicy
 
 

@@ -7,13 +7,14 @@ configured, else the console. ``build_gateway`` returns the Telegram gateway for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption
 
 if TYPE_CHECKING:
     from guard.config import Settings
     from guard.notify.telegram.gateway import TelegramGateway
+    from guard.runtime import HealthSource
     from guard.store.db import Database
 
 
@@ -27,7 +28,8 @@ def build_notifier(settings: Settings, db: Database) -> Notifier:
     return ConsoleNotifier(db, group_wait=settings.telegram.group_wait)
 
 
-def build_gateway(settings: Settings, db: Database, runtime: Any = None) -> TelegramGateway | None:
+def build_gateway(settings: Settings, db: Database,
+                  runtime: HealthSource | None = None) -> TelegramGateway | None:
     if not settings.telegram.configured:
         return None
     from guard.notify.telegram.gateway import TelegramGateway

@@ -12,41 +12,7 @@ from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
 from guard.playbooks.models import MONITOR_TYPES, Playbook
-from guard.validation import format_loc, format_validation_error
-
-Loc = tuple[int | str, ...]
-
-
-def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it lies below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def yaml_line_map(text: str) -> dict[Loc, int]:
-    """Map each key path in a YAML document to its 1-based line number."""
-    lines: dict[Loc, int] = {}
-
-    def walk(node: yaml.Node, path: Loc) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, str(key.value))
-                lines[sub] = key.start_mark.line + 1
-                walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, (*path, i))
-
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return lines
-    if root is not None:
-        walk(root, ())
-    return lines
+from guard.validation import display_path, format_loc, format_validation_error, line_finder
 
 
 def _is_union_tag(loc: Sequence[int | str], i: int) -> bool:
@@ -54,15 +20,7 @@ def _is_union_tag(loc: Sequence[int | str], i: int) -> bool:
 
 
 def _problems(label: str, text: str, exc: ValidationError) -> list[str]:
-    lines = yaml_line_map(text)
-
-    def line_of(loc: Sequence[int | str]) -> int | None:
-        clean = tuple(p for i, p in enumerate(loc) if not _is_union_tag(loc, i))
-        while clean:
-            if clean in lines:
-                return lines[clean]
-            clean = clean[:-1]
-        return None
+    line_of = line_finder(text, drop=_is_union_tag)
 
     out: list[str] = []
     rest: list[Any] = []

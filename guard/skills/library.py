@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
 from guard.memory.embedders import terms
-from guard.playbooks.loader import display_path, yaml_line_map
 from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
-from guard.validation import format_validation_error
+from guard.validation import display_path, format_validation_error, line_finder
 
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
 
@@ -111,17 +110,7 @@ def load_skill(folder: Path) -> Skill:
         except yaml.YAMLError as exc:
             problems.append(f"{spec_label}: invalid YAML: {exc}")
         except ValidationError as exc:
-            lines = yaml_line_map(text)
-
-            def line_of(loc: Any) -> int | None:
-                loc = tuple(loc)
-                while loc:
-                    if loc in lines:
-                        return lines[loc]
-                    loc = loc[:-1]
-                return None
-
-            problems += format_validation_error(spec_label, exc, line_of=line_of)
+            problems += format_validation_error(spec_label, exc, line_of=line_finder(text))
     if spec is not None:
         for i, step in enumerate([*spec.diagnostics, *spec.steps]):
             if step.run and step.run.startswith("scripts/") and not (folder / step.run).is_file():

@@ -5,14 +5,13 @@ Kept apart from the PTB handlers in ``gateway`` so they are plain, testable func
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from sqlmodel import col, select
 
 from guard.config import Settings
 from guard.durations import format_duration
 from guard.notify.telegram.messages import cut, esc
 from guard.records import utcnow
+from guard.runtime import HealthSource
 from guard.skills.library import load_skills_quarantining
 from guard.store import mutes
 from guard.store.db import Database
@@ -29,12 +28,6 @@ HELP = """<b>Guard</b> commands
 /help: this list
 
 Buttons under an incident: run a skill, deny, mute for 1 h, or send a fix."""
-
-
-class HealthSource(Protocol):
-    def health(self) -> list[dict[str, Any]]:
-        """One entry per monitor: id, type, healthy (bool or None), last_check (datetime)."""
-        ...
 
 
 def _open(db: Database, limit: int = 15) -> list[Incident]:

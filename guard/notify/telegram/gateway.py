@@ -41,10 +41,10 @@ from telegram.ext import (
 from guard.config import Settings
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
-from guard.notify.telegram.commands import HealthSource
 from guard.notify.telegram.messages import REPORT_POINTER, cut
 from guard.notify.telegram.notifier import TelegramNotifier
 from guard.notify.telegram.sync import Sync
+from guard.runtime import HealthSource
 from guard.store.db import Database
 
 ALLOWED_UPDATES = ["message", "callback_query"]

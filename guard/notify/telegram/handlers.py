@@ -30,7 +30,7 @@ from guard.notify.telegram.messages import esc
 from guard.store import mutes
 
 if TYPE_CHECKING:
-    from guard.notify.telegram.gateway import TelegramGateway
+    from guard.notify.telegram.ports import GatewayPort
 
 Ctx = ContextTypes.DEFAULT_TYPE
 FIX_PROMPT = ("Reply to this message with the command that fixes incident #{id}: a shell "
@@ -41,7 +41,7 @@ INCIDENT_ID = re.compile(r"#?[0-9]{1,12}", re.ASCII)
 
 
 class Handlers:
-    def __init__(self, gateway: TelegramGateway) -> None:
+    def __init__(self, gateway: GatewayPort) -> None:
         self.gw = gateway
         self.db = gateway.db
         self.auth = gateway.auth

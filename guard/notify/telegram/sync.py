@@ -34,7 +34,7 @@ from guard.store.models import (
 from guard.store.state import get_state, put_state
 
 if TYPE_CHECKING:
-    from guard.notify.telegram.gateway import TelegramGateway
+    from guard.notify.telegram.ports import GatewayPort
 
 EVERY = 1.0
 ASKING = frozenset({IncidentState.awaiting_human, IncidentState.escalated})
@@ -42,7 +42,7 @@ REPORTED = "telegram:reported_command"
 
 
 class Sync:
-    def __init__(self, gateway: TelegramGateway) -> None:
+    def __init__(self, gateway: GatewayPort) -> None:
         self.gw = gateway
         self.db: Database = gateway.db
 

@@ -1,0 +1,165 @@
+"""The agent's orchestration in process (local sandbox backend, no Docker, no subprocess):
+the options a human is shown are what a bare approval runs, and a human's answer goes through
+the same remediation as a trusted skill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from sqlmodel import select
+
+from guard.agent.loop import Agent
+from guard.config import Settings
+from guard.incidents.commands import queue_command
+from guard.notify.base import HumanRequest, IncidentUpdate
+from guard.records import utcnow
+from guard.store.db import Database, open_database
+from guard.store.models import (
+    CommandStatus,
+    HumanCommand,
+    Incident,
+    IncidentTimeline,
+    RemediationRun,
+)
+
+
+@dataclass
+class Recollection:
+    incident_id: int
+    score: float
+    skill: str
+    resolution: str = "restarted"
+
+
+class Memory:
+    """Semantic memory that remembers one similar incident, resolved by skill ``b``."""
+
+    def __init__(self) -> None:
+        self.remembered: list[int | None] = []
+
+    def warm(self) -> None: ...
+    def close(self) -> None: ...
+
+    def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
+        self.remembered.append(incident.id)
+
+    def search(self, text: str, limit: int = 5) -> list[Recollection]:
+        return [Recollection(incident_id=99, score=0.9, skill="b")]
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self.asked: list[HumanRequest] = []
+        self.updates: list[IncidentUpdate] = []
+
+    async def ask(self, request: HumanRequest) -> None:
+        self.asked.append(request)
+
+    async def update(self, update: IncidentUpdate) -> None:
+        self.updates.append(update)
+
+    async def flush(self) -> None: ...
+
+
+def write_skill(folder: Path, name: str, description: str, trust: str = "approval") -> None:
+    d = folder / name
+    d.mkdir(parents=True)
+    sections = "".join(f"\n## {h}\n{h}.\n" for h in ("When to use", "Procedure", "Pitfalls",
+                                                       "Verification"))
+    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n"
+                                f"# {name}\n{sections}")
+    (d / "skill.yaml").write_text(yaml.safe_dump({
+        "triggers": [{"source": "http", "kind": "http_status"}],
+        "steps": [{"run": "echo ran " + name}], "trust": trust}))
+
+
+def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
+    skills = tmp_path / "skills"
+    # ``a`` shares more of the message's words, so the library alone ranks it first...
+    write_skill(skills, "a", "HTTP 503 down service unavailable")
+    write_skill(skills, "b", "restart the service")  # ...memory boosts ``b`` above it.
+    settings = Settings(data_dir=tmp_path, skills_dir=skills, playbooks_dir=tmp_path / "pb",
+                        sandbox={"backend": "local", "timeout": 10},
+                        agent={"verify_timeout": "1s"})
+    db = open_database(settings.database_url)
+    notifier = Notifier()
+    agent = Agent(settings, db, [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
+    now = utcnow()
+    with db.session() as s:
+        inc = Incident(fingerprint="fp", check_key="web", monitor_id="web", source="http",
+                       target="http://svc/healthz", kind="http_status", severity="critical",
+                       title="down", message="HTTP 503 service unavailable",
+                       opened_at=now, first_seen=now, last_seen=now)
+        s.add(inc)
+        s.flush()
+        assert inc.id is not None
+        return agent, db, notifier, inc.id
+
+
+async def test_a_bare_approval_runs_the_first_option_the_human_was_shown(tmp_path: Path) -> None:
+    agent, db, notifier, inc_id = setup(tmp_path)
+    assert [c.skill.name for c in agent.library.candidates(agent.lifecycle.load(inc_id))] == [
+        "a", "b"]  # what `guard approve` used to run
+    try:
+        await agent.handle(inc_id)
+        (request,) = notifier.asked
+        assert [o.name for o in request.options] == ["b", "a"]
+        with db.session() as s:
+            inc = s.get(Incident, inc_id)
+            assert inc is not None and inc.state == "awaiting_human"
+            assert inc.details["options"] == ["b", "a"]
+        cmd = queue_command(db, incident_id=inc_id, verb="approve", actor="cli:ann")
+        await agent.process_command(cmd)
+        with db.session() as s:
+            runs = s.exec(select(RemediationRun)).all()
+            assert [r.skill for r in runs] == ["b"]
+            assert [r.approved_by for r in runs] == ["cli:ann"]
+            # Nothing verifies it (no monitor "web"): the incident goes back to the human.
+            assert s.get(Incident, inc_id).state == "awaiting_human"  # type: ignore[union-attr]
+            done = s.get(HumanCommand, cmd.id)
+            assert done is not None and done.status == CommandStatus.failed
+            assert done.outcome == "skill b ran but did not cure the incident"
+    finally:
+        await agent.shutdown()
+
+
+async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
+    agent, db, _, inc_id = setup(tmp_path)
+    try:
+        await agent.handle(inc_id)
+        await agent.process_command(queue_command(db, incident_id=inc_id, verb="deny",
+                                                  actor="cli:bob"))
+        assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
+        released: list[int] = []
+        agent.lifecycle.on_release(released.append)
+        await agent.process_command(queue_command(db, incident_id=inc_id, verb="mute",
+                                                  actor="cli:bob", fix="600"))
+        assert agent.lifecycle.load(inc_id).state == "muted"  # type: ignore[union-attr]
+        assert released == [inc_id]
+    finally:
+        await agent.shutdown()
+
+
+async def test_a_trusted_skill_runs_unasked_and_failing_twice_trips_the_breaker(
+        tmp_path: Path) -> None:
+    agent, db, notifier, inc_id = setup(tmp_path)
+    write_skill(tmp_path / "skills", "c", "restart the service", trust="trusted")
+    agent.library.reload()
+    try:
+        await agent.handle(inc_id)
+        with db.session() as s:
+            runs = [r.skill for r in s.exec(select(RemediationRun)).all()]
+            kinds = [t.type for t in s.exec(select(IncidentTimeline)).all()]
+        # Unverifiable (no monitor): c runs, fails, runs again, fails, and is disabled;
+        # then the human is asked, escalated, with c no longer offered.
+        assert runs == ["c", "c"]
+        assert kinds.count("remediation_failed") == 2 and "skill_disabled" in kinds
+        (request,) = notifier.asked
+        assert [o.name for o in request.options] == ["b", "a"]
+        assert request.question.startswith("skill c is disabled for http://svc/healthz")
+        assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
+    finally:
+        await agent.shutdown()
