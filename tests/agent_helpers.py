@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,12 +31,12 @@ REPO = Path(__file__).resolve().parent.parent
 def stored_incident(session: Any, state: str = "open") -> Any:
     """An HTTP incident written straight into the store (flushed: it has its id)."""
     from guard.records import utcnow
-    from guard.store.models import Incident
+    from guard.store.models import Incident, IncidentState
 
     now = utcnow()
     inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
                    target="http://svc", kind="http_status", severity="critical",
-                   title="down", message="down", state=state, opened_at=now,
+                   title="down", message="down", state=IncidentState(state), opened_at=now,
                    first_seen=now, last_seen=now)
     session.add(inc)
     session.flush()
@@ -50,8 +50,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def setup_docker_home(home: GuardHome, *, skills: list[str] = (),
-                      diagnostics: list[dict[str, Any]] = (), **config: Any) -> dict[str, str]:
+def setup_docker_home(home: GuardHome, *, skills: Sequence[str] = (),
+                      diagnostics: Sequence[dict[str, Any]] = (),
+                      **config: Any) -> dict[str, str]:
     """A Guard home watching containers with a unique label; returns the label to put on them.
 
     ``guard run`` serves /metrics on a free local port (see ``scrape``); ``diagnostics`` are

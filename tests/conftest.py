@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated Guard home per test, a CLI runner, and a real Docker engine."""
+"""Shared fixtures: an isolated Guard home per test, a CLI runner, a real Docker engine, the
+local Telegram Bot API server (``tg``) and a service to heal (``service``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -17,6 +18,10 @@ from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
 from tests.images import ensure_busybox_image
+
+if TYPE_CHECKING:
+    from tests.telegram_helpers import Service
+    from tests.telegram_server import TelegramServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -116,3 +121,27 @@ def containers(docker_client: Any, busybox_image: str, request: pytest.FixtureRe
     for c in started:
         with contextlib.suppress(Exception):
             c.remove(force=True)
+
+
+@pytest.fixture
+def tg() -> Iterator[TelegramServer]:
+    """The Bot API server; a test fails if Guard sent anything Telegram would have refused
+    (a test that provokes refusals on purpose empties ``tg.refused`` after checking them)."""
+    from tests.telegram_helpers import TOKEN
+    from tests.telegram_server import TelegramServer
+
+    server = TelegramServer(TOKEN).start()
+    yield server
+    server.stop()
+    assert not server.refused, f"Telegram would have refused: {server.refused}"
+
+
+@pytest.fixture
+def service() -> Iterator[Service]:
+    """A local web service whose health endpoint fails until its fix endpoint is called."""
+    from tests.local_http import stop
+    from tests.telegram_helpers import Service
+
+    svc = Service()
+    yield svc
+    stop(svc.server)

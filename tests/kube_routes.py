@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any
 
-from kube_server import REVISION, merge, selects
+from tests.kube_server import REVISION, merge, selects
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"

@@ -271,7 +271,7 @@ class KubeServer:
         return [r for r in self.requests if r.method == method and path_part in r.path]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        from kube_routes import route  # the REST surface, beside this module
+        from tests.kube_routes import route  # the REST surface, beside this module
 
         server = self
 
@@ -346,7 +346,7 @@ def granted_by_rbac() -> set[tuple[str, str, str]]:
 def serve_kube() -> Iterator[KubeServer]:
     """Body of a ``kube`` fixture. Afterwards, every request Guard made must be one that
     deploy/kubernetes/rbac.yaml allows, so the documented RBAC cannot fall behind the code."""
-    from kube_routes import rbac_need
+    from tests.kube_routes import rbac_need
 
     server = KubeServer().start()
     yield server

@@ -1,4 +1,4 @@
-"""Plain helpers for the sandbox tests (the fixtures are in ``tests.sandbox_fixtures``)."""
+"""Plain helpers for the sandbox tests (the fixtures are in ``tests.sandbox.conftest``)."""
 
 from __future__ import annotations
 

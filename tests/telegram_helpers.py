@@ -1,5 +1,6 @@
-"""Helpers for the Telegram tests: the Bot API server fixture, a Guard home wired to it, a
-local service with a fix endpoint, and a `guard run` process whose log the test can read."""
+"""Helpers for the Telegram tests: a Guard home wired to the Bot API server (the ``tg`` fixture
+is in tests/conftest.py), a local service with a fix endpoint, and a `guard run` process whose
+log the test can read."""
 
 from __future__ import annotations
 
@@ -9,27 +10,15 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import serve, stop
+from tests.local_http import serve
 from tests.telegram_server import TelegramServer
 
 TOKEN = "123456789:AAtest-SECRET-token_0123456789abcdef"
 CHAT = 1001
 ADMIN = 42
 STRANGER = 666
-
-
-@pytest.fixture
-def tg() -> Iterator[TelegramServer]:
-    """The Bot API server; a test fails if Guard sent anything Telegram would have refused
-    (a test that provokes refusals on purpose empties ``tg.refused`` after checking them)."""
-    server = TelegramServer(TOKEN).start()
-    yield server
-    server.stop()
-    assert not server.refused, f"Telegram would have refused: {server.refused}"
 
 
 class Service:
@@ -60,13 +49,6 @@ class Service:
                 pass
 
         self.server, self.base = serve(Handler)
-
-
-@pytest.fixture
-def service() -> Iterator[Service]:
-    svc = Service()
-    yield svc
-    stop(svc.server)
 
 
 def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:

@@ -217,7 +217,7 @@ def parse_body(ctype: str, body: bytes) -> dict[str, Any]:
             if part.get_filename():
                 out[str(name)] = payload
             else:
-                out[str(name)] = _maybe_json(payload.decode())
+                out[str(name)] = _maybe_json(bytes(payload).decode())
         return out
     return {k: _maybe_json(v) for k, v in parse_qsl(body.decode(), keep_blank_values=True)}
 
