@@ -6,9 +6,13 @@ import asyncio
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from guard.agent.loop import Agent
 from guard.config import Settings
 from guard.store.db import open_database
+
+pytestmark = pytest.mark.unit
 
 
 def agent(tmp_path: Path) -> Agent:

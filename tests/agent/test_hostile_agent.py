@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from sqlmodel import select
 
 from guard.agent.loop import Agent
@@ -21,6 +22,8 @@ from guard.store.models import (
     RunStatus,
 )
 from tests.agent_helpers import stored_incident
+
+pytestmark = pytest.mark.unit
 
 
 def agent(tmp_path: Path, **kw: Any) -> Agent:

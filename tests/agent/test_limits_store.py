@@ -5,12 +5,16 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from guard.agent import limits, policy
 from guard.records import utcnow
 from guard.skills.library import Candidate, Skill
 from guard.skills.model import SkillFrontmatter, SkillSpec
 from guard.store.db import Database, open_database
 from guard.store.models import Incident, RemediationRun, RunStatus
+
+pytestmark = pytest.mark.unit
 
 
 def db_with_incident() -> Database:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from sqlmodel import select
 
@@ -24,6 +25,8 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
+
+pytestmark = pytest.mark.unit
 
 
 @dataclass

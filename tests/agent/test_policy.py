@@ -13,6 +13,8 @@ from guard.agent.policy import AskHuman, Limits, RunSkill, Similar, SkillHistory
 from guard.skills.library import Candidate, Skill
 from guard.skills.model import SkillFrontmatter, SkillSpec
 
+pytestmark = pytest.mark.unit
+
 
 @dataclass
 class Inc:

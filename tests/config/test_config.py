@@ -9,6 +9,8 @@ import pytest
 from guard.config import load_settings
 from guard.exceptions import ConfigError
 
+pytestmark = pytest.mark.unit
+
 
 def test_yaml_then_env_override_with_nesting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     cfg = tmp_path / "guard.yaml"

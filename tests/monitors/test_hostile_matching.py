@@ -15,10 +15,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
 from guard.skills.model import Trigger
 from guard.skills.writer import message_regex
+
+pytestmark = pytest.mark.unit
 
 RULES = [
     {"kind": "slow_timeout", "pattern": ".*ERROR.*timeout"},  # cubic in Python's re

@@ -14,6 +14,8 @@ from guard.monitors.http import HttpMonitor
 from guard.playbooks.models import HttpMonitorSpec
 from tests.local_http import serve, stop
 
+pytestmark = pytest.mark.unit
+
 
 class Service:
     """A health endpoint whose status, body and delay the test controls."""

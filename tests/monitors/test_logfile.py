@@ -6,8 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
+
+pytestmark = pytest.mark.unit
 
 
 def monitor(path: Path, **kw: Any) -> LogfileMonitor:

@@ -10,6 +10,8 @@ import pytest
 from guard.monitors import matcher as matcher_module
 from guard.monitors.matcher import LineMatcher
 
+pytestmark = pytest.mark.unit
+
 LIMIT = 256
 
 

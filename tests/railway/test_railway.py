@@ -28,6 +28,8 @@ from tests.railway_server import (
     validate,
 )
 
+pytestmark = pytest.mark.unit
+
 PLAYBOOK = """\
 name: railway
 monitors:

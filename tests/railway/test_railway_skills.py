@@ -11,6 +11,8 @@ import yaml
 from guard.actions.registry import ActionRegistry
 from guard.monitors.railway import FIRING
 
+pytestmark = pytest.mark.unit
+
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
 NAMES = ["railway-restart-crashed", "railway-rollback-failed-deploy"]
 SECTIONS = ["## When to use", "## Procedure", "## Pitfalls", "## Verification"]

@@ -14,6 +14,8 @@ from guard.config import SandboxSettings
 from guard.sandbox import Sandbox, SandboxGrants, create_sandbox
 from guard.sandbox.local import LocalSandbox
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 async def local() -> AsyncIterator[LocalSandbox]:

@@ -20,6 +20,8 @@ from guard.store.db import open_database
 from guard.store.models import Incident, IncidentTimeline
 from tests.secret_corpus import ordinary_lines, secrets
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def default_policy() -> Iterator[None]:

@@ -21,6 +21,8 @@ from guard.store.models import (
 )
 from tests.telegram_helpers import ADMIN, CHAT, STRANGER
 
+pytestmark = pytest.mark.unit
+
 if TYPE_CHECKING:
     from tests.telegram.conftest import World
 

@@ -31,6 +31,8 @@ from guard.store.models import (
 )
 from tests.agent_helpers import stored_incident
 
+pytestmark = pytest.mark.unit
+
 CHAT = "-100"
 ADMIN = 42
 

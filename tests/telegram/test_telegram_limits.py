@@ -16,6 +16,8 @@ import pytest
 from tests.telegram_helpers import CHAT, TOKEN
 from tests.telegram_server import TelegramServer
 
+pytestmark = pytest.mark.unit
+
 
 def call(tg: TelegramServer, method: str, **params: Any) -> tuple[int, dict[str, Any]]:
     req = urllib.request.Request(f"{tg.url}/bot{TOKEN}/{method}",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from guard.fingerprint import fingerprint, mask
+
+pytestmark = pytest.mark.unit
 
 
 def test_variable_parts_are_masked():

@@ -17,6 +17,8 @@ from guard.store.db import open_database
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline
 from guard.triage import Triage, TriagePolicy
 
+pytestmark = pytest.mark.unit
+
 
 def fail(msg: str = "http://svc/ answered 503 (expected 200)", **kw) -> Observation:
     return Observation([Signal(monitor_id="web", source="http", target="http://svc/",
