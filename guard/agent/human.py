@@ -3,6 +3,7 @@ it cured the incident, learns as a new skill."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -193,6 +194,11 @@ async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, ver
         saved = (f"saved as skill {learned.name}"
                  + (f" (commit {learned.commit[:10]})" if learned.commit else "")
                  if not learned.existed else f"already known as skill {learned.name}")
+        if agent.skills_remote is not None and not learned.existed:  # skills.git_remote
+            from guard.skills.remote import publish_learned
+
+            saved += await asyncio.to_thread(publish_learned, agent.skills_remote, learned,
+                                             agent.library)
         detail: dict[str, Any] = {"learned_skill": learned.name, "skill_commit": learned.commit}
     except Exception as exc:
         logger.opt(exception=exc).error("could not save the learned skill")

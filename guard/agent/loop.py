@@ -44,7 +44,7 @@ from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, utcnow
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants
-from guard.skills.library import Candidate, Skill, SkillLibrary
+from guard.skills.library import Candidate, Skill, SkillLibrary, rank
 from guard.skills.model import Step
 from guard.skills.writer import SkillWriter
 from guard.store import mutes
@@ -97,9 +97,14 @@ class Agent:
         self.runner = StepRunner(settings, db, self.actions, Verifier(db, self.specs, settings),
                                  sandboxes, self.redactor)
         s = settings.skills
+        from guard.skills.remote import remote_for
+
+        self.skills_remote = remote_for(settings)  # None without skills.git_remote
         self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,
                                   git_author=s.git_author,
-                                  verify_timeout=settings.agent.verify_timeout)
+                                  verify_timeout=settings.agent.verify_timeout,
+                                  review=s.review != "direct",
+                                  taken=self.skills_remote.taken if self.skills_remote else None)
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self._remediations = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
         self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
@@ -260,7 +265,7 @@ class Agent:
                               [*c.reasons, f"resolved similar incident #{hits[0].incident_id} "
                                            f"(similarity {hits[0].score:.2f})"])
             boosted.append(c)
-        boosted.sort(key=lambda c: (-c.score, c.skill.name))
+        boosted.sort(key=rank)  # a skill under review first: it is offered, never run unasked
         assert inc.id is not None
         self._note(inc.id, "recalled",
                    f"{len(boosted)} matching skill(s); {len(similar)} similar past incident(s)",
@@ -328,7 +333,7 @@ class Agent:
                     refused.append(refusal[1])
                     continue
                 runnable.append(c)
-                if c.skill.spec.trust == "trusted" and chosen is None:
+                if c.skill.runs_unasked and chosen is None:
                     chosen = c
             if chosen is None:
                 if guards:  # a runaway guard stopped it: the incident escalates
@@ -465,7 +470,7 @@ class Agent:
                   question: str, *, escalate: bool = False) -> None:
         to = S.escalated if escalate else S.awaiting_human
         inc = self._move(incident_id, to, question, asked=True)
-        options = [SkillOption(c.skill.name, c.skill.description[:200],
+        options = [SkillOption(c.skill.name, c.skill.offer_text()[:300],
                                self.new_approval(incident_id, "skill", c.skill.name))
                    for c in candidates]
         request = HumanRequest(
