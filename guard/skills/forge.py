@@ -25,11 +25,12 @@ class PullRequest:
     state: str  # open, merged, closed
 
 
-def repo_path(remote: str) -> str:
+def repo_path(remote: str, forge: str = "github") -> str:
     """``owner/name`` (GitLab: ``group/sub/name``) from an https, ssh or scp-like remote."""
     # https://host/owner/name.git, ssh://git@host/owner/name.git or git@host:owner/name.git
     path = (urlsplit(remote).path if "://" in remote else remote.split(":", 1)[-1]).strip("/")
-    return path[:-4] if path.endswith(".git") else path
+    path = path[:-4] if path.endswith(".git") else path
+    return path if forge == "gitlab" else "/".join(path.split("/")[-2:])
 
 
 def guess_forge(remote: str) -> str:
@@ -153,7 +154,8 @@ def build_forge(kind: str | None, api: str | None, remote: str, token: str | Non
     """The forge for ``remote`` (``kind`` and ``api`` default from its host)."""
     kind = kind or guess_forge(remote)
     cls = {"github": Forge, "gitlab": GitLab, "gitea": Gitea}[kind]
-    return cls(api or default_api(kind, remote), repo_path(remote), token, transport=transport)
+    return cls(api or default_api(kind, remote), repo_path(remote, kind), token,
+               transport=transport)
 
 
 def branch_url(remote: str, branch: str, forge: str | None) -> str | None:

@@ -70,9 +70,14 @@ class Git:
         proc = subprocess.CompletedProcess(proc.args, proc.returncode, self.clean(proc.stdout),
                                            self.clean(proc.stderr))
         if check and proc.returncode != 0:
-            detail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            text = proc.stderr.strip() or proc.stdout.strip()
+            hint = ""
+            if any(s in text for s in ("could not read Username", "Authentication failed",
+                                       "401", "403")):
+                hint = (" (the remote refused the credentials: set skills.git_token, e.g. "
+                        "GUARD_SKILLS__GIT_TOKEN, to a token that may read and push)")
             raise SkillsRemoteError(f"git {' '.join(args[:2])} failed: "
-                                    + " / ".join(detail[-4:]))
+                                    + " / ".join(text.splitlines()[-4:]) + hint)
         return proc
 
     def out(self, *args: str) -> str:
