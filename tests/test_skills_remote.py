@@ -19,6 +19,7 @@ import pytest
 
 from guard.config import Settings
 from guard.exceptions import SkillsRemoteError
+from guard.notify.telegram.commands import skills_text
 from guard.skills.gitrepo import basic_credentials
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
@@ -127,6 +128,8 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
     assert listed[learned.name]["path"].endswith(f".review/{learned.name}")
     assert "learned-http-status-http-svc (incident #7): " + branch in \
         home.cli("report", "daily", "--print").stdout
+    assert f"<b>{learned.name}</b> (trusted, learned) 🔍 under review: {branch}" in \
+        skills_text(s)  # Telegram's /skills
 
     rita = reviewer_clone(bare, tmp_path / "rita")
     git("merge", "--no-ff", "-q", "-m", "Merge the learned skill", f"origin/{branch}", cwd=rita)
@@ -140,6 +143,7 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
     assert skill.path == s.skills_dir / learned.name
     listed = {x["name"]: x for x in json.loads(home.cli("skills", "list", "--json").stdout)}
     assert listed[learned.name]["review"] == "merged"
+    assert f"<b>{learned.name}</b> (trusted, learned) (reviewed and merged)" in skills_text(s)
 
     git("revert", "-m", "1", "--no-edit", "HEAD", cwd=rita)
     git("push", "-q", "origin", "main", cwd=rita)

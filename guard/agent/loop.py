@@ -249,6 +249,7 @@ class Agent:
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """Matching skills, boosted by what resolved similar incidents before."""
+        await asyncio.to_thread(self.library.refresh)  # e.g. after `guard skills sync`
         # In a thread: a trigger's regex may need the (budgeted) Python worker.
         candidates = await asyncio.to_thread(self.library.candidates, inc)
         similar = []

@@ -98,9 +98,9 @@ def sync(config: str | None = ConfigOption) -> None:
 
     result, _ = sync_now(settings, log=False)
     for note in result.notes:
-        out.print(note, markup=False, highlight=False)
+        out.print(note, markup=False, highlight=False, soft_wrap=True)
     for error in result.errors:
-        err.print(f"error: {error}", markup=False, highlight=False)
+        err.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
     if result.errors:
         raise typer.Exit(1)
     if not result.notes:

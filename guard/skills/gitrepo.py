@@ -30,7 +30,7 @@ class Git:
 
     def __init__(self, root: Path, token: str | None = None,
                  author: str = "Guard <guard@localhost>") -> None:
-        self.root = root
+        self.root = root.resolve()
         self.token = token
         name = author.split("<")[0].strip() or "Guard"
         email = author.split("<")[-1].rstrip(">").strip() if "<" in author else "guard@localhost"
@@ -76,8 +76,9 @@ class Git:
                                        "401", "403")):
                 hint = (" (the remote refused the credentials: set skills.git_token, e.g. "
                         "GUARD_SKILLS__GIT_TOKEN, to a token that may read and push)")
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
             raise SkillsRemoteError(f"git {' '.join(args[:2])} failed: "
-                                    + " / ".join(text.splitlines()[-4:]) + hint)
+                                    + " / ".join(lines[:5]) + hint)
         return proc
 
     def out(self, *args: str) -> str:
@@ -100,8 +101,8 @@ class Git:
         try:
             head = self.rev("HEAD")
             self.run("read-tree", *([head] if head else ["--empty"]), env=env)
-            self.run("--work-tree", str(source.parent), "add", "-f", "--", source.name,
-                     env=env)
+            self.run("--work-tree", str(source.parent.resolve()), "add", "-f", "--",
+                     source.name, env=env)
             tree = self.out_env(env, "write-tree")
             commit = self.out_env(None, "commit-tree", tree, *(["-p", head] if head else []),
                                   "-m", message)

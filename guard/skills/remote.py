@@ -59,7 +59,7 @@ class SkillsRemote:
         self.url = s.git_remote
         self.branch = s.git_branch
         self.mode = s.review or "branch"
-        self.root = settings.skills_dir
+        self.root = settings.skills_dir.resolve()
         token = s.git_token.get_secret_value() if s.git_token else None
         self.git = Git(self.root, token, s.git_author)
         self.book = ReviewBook(self.root)

@@ -221,7 +221,11 @@ class SkillWriter:
             if staging.exists():
                 shutil.rmtree(staging)
         if self.review:
-            sha = self._commit_for_review(folder, name, incident, fix, approver, verdict)
+            try:
+                sha = self._commit_for_review(folder, name, incident, fix, approver, verdict)
+            except Exception:
+                shutil.rmtree(folder, ignore_errors=True)  # not committed: not learned
+                raise
             self.library.reload()
             return LearnedSkill(name, folder, sha, branch=BRANCH_PREFIX + name)
         self.library.reload()
@@ -259,8 +263,8 @@ class SkillWriter:
         """A valid name no skill folder (loaded, quarantined or on disk) has yet."""
         base = valid_name(f"learned-{slug(kind, 24)}-{slug(target, 30)}")
         taken = ({s.name for s in self.library.skills} | set(self.library.quarantined)
-                 | ({p.name for p in self.library.folder.iterdir()}
-                    if self.library.folder.is_dir() else set())
+                 | {p.name for d in (self.library.folder, review_dir(self.library.folder))
+                    if d.is_dir() for p in d.iterdir()}
                  | (self.taken() if self.taken is not None else set()))
         name, n = base, 2
         while name in taken:
