@@ -153,9 +153,12 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
     assert learned.name not in home.cli("skills", "list", "--json").stdout
 
 
-def test_a_branch_deleted_unmerged_is_rejected_and_its_name_is_not_reused(tmp_path: Path) -> None:
+def test_a_branch_deleted_unmerged_is_rejected_and_its_name_is_not_reused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bare = bare_repo(tmp_path / "srv")
-    s = settings(tmp_path, f"file://{bare}")
+    monkeypatch.chdir(tmp_path)
+    s = settings(Path("."), f"file://{bare}")  # relative paths, as in the README's guard.yaml
+    assert not s.skills_dir.is_absolute()
     remote = SkillsRemote(s)
     remote.sync()
     library, learned, _ = learn(s, remote)
