@@ -81,8 +81,8 @@ class Git:
                                     + " / ".join(lines[:5]) + hint)
         return proc
 
-    def out(self, *args: str) -> str:
-        return self.run(*args).stdout.strip()
+    def out(self, *args: str, env: dict[str, str] | None = None) -> str:
+        return self.run(*args, env=env).stdout.strip()
 
     def ok(self, *args: str) -> bool:
         return self.run(*args, check=False).returncode == 0
@@ -103,13 +103,10 @@ class Git:
             self.run("read-tree", *([head] if head else ["--empty"]), env=env)
             self.run("--work-tree", str(source.parent.resolve()), "add", "-f", "--",
                      source.name, env=env)
-            tree = self.out_env(env, "write-tree")
-            commit = self.out_env(None, "commit-tree", tree, *(["-p", head] if head else []),
-                                  "-m", message)
+            tree = self.out("write-tree", env=env)
+            commit = self.out("commit-tree", tree, *(["-p", head] if head else []),
+                              "-m", message)
             self.run("update-ref", ref, commit, "")
             return commit
         finally:
             index.unlink(missing_ok=True)
-
-    def out_env(self, env: dict[str, str] | None, *args: str) -> str:
-        return self.run(*args, env=env).stdout.strip()

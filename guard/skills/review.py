@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 Status = Literal["pending", "merged", "rejected"]
 REVIEW_DIR = ".review"
@@ -41,8 +41,6 @@ class Review:
     commit: str | None = None
     pushed: bool = False
     pr: int | None = None
-    note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def link(self) -> str:
@@ -96,13 +94,3 @@ class ReviewBook:
             return self.path.stat().st_mtime_ns
         except OSError:
             return 0
-
-
-def review_state(name: str, entries: dict[str, Review], *, pending_folder: bool) -> str:
-    """``pending``, ``merged`` or ``direct`` for a loaded skill."""
-    entry = entries.get(name)
-    if pending_folder:
-        return "pending"
-    if entry is not None and entry.status == "merged":
-        return "merged"
-    return "direct"
