@@ -1,9 +1,12 @@
 """Run git on the skills repository, with the remote's token given per command, never stored.
 
-The token reaches git as an ``http.extraHeader`` through ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``
-environment variables (git >= 2.31): it is not written to ``.git/config`` and not in argv
-(``ps`` shows argv). Whatever git prints is redacted of the token (and of the header's base64
-form) before Guard shows or logs it. Prompts are off: a missing credential fails, never hangs.
+The token reaches git as an ``http.<origin>.extraHeader`` (sent to the remote's host only, not
+to one a redirect points at) through ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n`` environment
+variables (git >= 2.31): it is not written to ``.git/config`` and not in argv (``ps`` shows
+argv). ``LOCK`` serialises the commands that move the working tree or its index within one
+Guard (a learned commit and a sync's fast-forward); git's own lock files guard across processes.
+Whatever git prints is redacted of the token (and of the header's base64 form) before Guard
+shows or logs it. Prompts are off: a missing credential fails, never hangs.
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
+import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from guard.exceptions import SkillsRemoteError
 from guard.redact import redact
 
+LOCK = threading.Lock()
 USER = "x-access-token"  # GitHub's name for a token used as a password; GitLab and Gitea
 # accept any user name with a token
 
@@ -26,12 +32,15 @@ def basic_credentials(token: str) -> str:
 
 
 class Git:
-    """``git`` in ``root``, authenticated by ``token`` for http(s) remotes."""
+    """``git`` in ``root``, authenticated by ``token`` for the http(s) remote ``remote``."""
 
     def __init__(self, root: Path, token: str | None = None,
-                 author: str = "Guard <guard@localhost>") -> None:
+                 author: str = "Guard <guard@localhost>", remote: str = "") -> None:
         self.root = root.resolve()
         self.token = token
+        parts = urlsplit(remote)
+        self.origin = f"{parts.scheme}://{parts.netloc}/" if parts.scheme.startswith("http") \
+            else ""
         name = author.split("<")[0].strip() or "Guard"
         email = author.split("<")[-1].rstrip(">").strip() if "<" in author else "guard@localhost"
         self.ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
@@ -44,9 +53,9 @@ class Git:
                     or k.startswith("GIT_CONFIG_VALUE_")]:
             del env[key]
         env["GIT_CONFIG_COUNT"] = "0"
-        if self.token:
+        if self.token and self.origin:
             env["GIT_CONFIG_COUNT"] = "1"
-            env["GIT_CONFIG_KEY_0"] = "http.extraHeader"
+            env["GIT_CONFIG_KEY_0"] = f"http.{self.origin}.extraHeader"
             env["GIT_CONFIG_VALUE_0"] = f"Authorization: Basic {basic_credentials(self.token)}"
         return {**env, **(extra or {})}
 

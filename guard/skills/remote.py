@@ -27,7 +27,7 @@ from guard.config import Settings
 from guard.exceptions import SkillsRemoteError
 from guard.records import Severity, Signal
 from guard.skills.forge import Forge, branch_url, build_forge
-from guard.skills.gitrepo import Git
+from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
 from guard.skills.writer import LearnedSkill
@@ -61,7 +61,7 @@ class SkillsRemote:
         self.mode = s.review or "branch"
         self.root = settings.skills_dir.resolve()
         token = s.git_token.get_secret_value() if s.git_token else None
-        self.git = Git(self.root, token, s.git_author)
+        self.git = Git(self.root, token, s.git_author, remote=self.url)
         self.book = ReviewBook(self.root)
         self._forge = forge
         self._forge_args = (s.forge, s.forge_api_url, token)
@@ -235,11 +235,12 @@ class SkillsRemote:
                 f"...), so {self.branch} cannot be fast-forwarded; commit and push them, or "
                 f"`git -C {self.root} stash`")
         before = self._folders("HEAD") if local is not None else set()
-        if local is None:
-            self.git.run("checkout", "-q", "-B", self.branch, "--track",
-                         f"origin/{self.branch}")
-        else:
-            self.git.run("merge", "-q", "--ff-only", f"origin/{self.branch}")
+        with LOCK:  # not while a learned skill is being committed
+            if local is None:
+                self.git.run("checkout", "-q", "-B", self.branch, "--track",
+                             f"origin/{self.branch}")
+            else:
+                self.git.run("merge", "-q", "--ff-only", f"origin/{self.branch}")
         result.changed = True
         result.notes.append(f"fast-forwarded {self.branch} to {remote[:10]}")
         for gone in sorted(before - self._folders("HEAD")):

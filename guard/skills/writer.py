@@ -25,7 +25,7 @@ from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
 from guard.shellquote import quote_states
-from guard.skills.gitrepo import Git
+from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE, SkillSpec
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
@@ -307,9 +307,10 @@ class SkillWriter:
         msg = self._message(name, incident, fix, approver, verdict)
         env_ident = ["-c", f"user.name={author.split('<')[0].strip() or 'Guard'}",
                      "-c", f"user.email={author.split('<')[-1].rstrip('>') or 'guard@localhost'}"]
-        self._git(root, "add", "--", str(folder))
-        self._git(root, *env_ident, "commit", "-q", "-m", msg, "--", str(folder))
-        return self._git(root, "rev-parse", "HEAD").strip()
+        with LOCK:  # not while a sync fast-forwards the working tree
+            self._git(root, "add", "--", str(folder))
+            self._git(root, *env_ident, "commit", "-q", "-m", msg, "--", str(folder))
+            return self._git(root, "rev-parse", "HEAD").strip()
 
     def _repo(self, folder: Path) -> Path:
         try:
