@@ -20,6 +20,7 @@ import pytest
 from guard.config import Settings
 from guard.exceptions import SkillsRemoteError
 from guard.notify.telegram.commands import skills_text
+from guard.skills.forge import build_forge, repo_path
 from guard.skills.gitrepo import basic_credentials
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
@@ -27,7 +28,7 @@ from guard.skills.review import ReviewBook
 from guard.skills.writer import LearnedSkill, SkillWriter
 from tests.agent_helpers import find, running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.forge_server import GitHubServer
+from tests.forge_server import GitHubServer, GitLabServer
 from tests.git_server import GitServer, bare_repo, git, reviewer_clone
 
 TOKEN = "ghp_" + "Zq7" * 12  # the shape of a GitHub token, so redaction rules know it too
@@ -284,3 +285,32 @@ def test_a_rejected_push_keeps_the_local_commit_and_raises_an_incident(
     assert "conflict: main has 1 local commit(s) the remote lacks" in found["message"]
     assert git("rev-parse", "main", cwd=bare) == theirs
     assert git("rev-parse", "HEAD", cwd=s.skills_dir) == learned.commit
+
+
+@pytest.mark.parametrize("kind", ["github", "gitea", "gitlab"])
+def test_each_forge_opens_finds_and_reads_a_request(kind: str) -> None:
+    server: GitHubServer | GitLabServer = (GitLabServer(TOKEN) if kind == "gitlab"
+                                           else GitHubServer(TOKEN, style=kind))
+    remote = f"https://{kind}.example/acme/ops/skills.git"
+    try:
+        forge = build_forge(kind, server.url, remote, TOKEN)
+        if kind != "gitlab":  # someone else's request comes first in Gitea's unfiltered list
+            forge.open("feature/other", "main", "other", "not Guard's")
+        first = forge.open("guard/learned/x", "main", "learn x", "incident #7, fix `true`")
+        again = forge.open("guard/learned/x", "main", "learn x", "incident #7, fix `true`")
+        assert again == first and first.state == "open"
+        assert first.url.endswith(("/pull/2", "/merge_requests/1"))
+        assert forge.state(first.number).state == "open"
+        pr = server.pulls[-1]
+        pr["state"] = "merged" if kind == "gitlab" else "closed"
+        pr["merged"] = kind != "gitlab"
+        assert forge.state(first.number).state == "merged"
+        pr["merged"], pr["state"] = False, "closed"
+        assert forge.state(first.number).state == "closed"
+        bad = build_forge(kind, server.url, remote, "wrong-token")
+        with pytest.raises(SkillsRemoteError, match="answered 401"):
+            bad.open("guard/learned/y", "main", "t", "b")
+    finally:
+        server.close()
+    assert repo_path(remote, "gitlab") == "acme/ops/skills"
+    assert repo_path("git@github.com:acme/skills.git") == "acme/skills"

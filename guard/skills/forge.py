@@ -89,10 +89,12 @@ class Forge:
         if resp.status_code == 201:
             return self._pr(resp.json())
         if resp.status_code in (409, 422) and "already exist" in resp.text.lower():
-            owner = self.repo.split("/")[0]
+            owner = self.repo.split("/")[0]  # GitHub filters by head; Gitea lists them all
             found = self._call("GET", r, params={"head": f"{owner}:{branch}", "state": "all"})
-            if found.status_code == 200 and found.json():
-                return self._pr(found.json()[0])
+            ours = [p for p in (found.json() if found.status_code == 200 else [])
+                    if isinstance(p, dict) and (p.get("head") or {}).get("ref") == branch]
+            if ours:
+                return self._pr(ours[0])
         raise self._fail(resp)
 
     def state(self, number: int) -> PullRequest:
@@ -132,9 +134,11 @@ class GitLab(Forge):
         if resp.status_code == 201:
             return self._mr(resp.json())
         if resp.status_code == 409:
-            found = self._call("GET", path, params={"source_branch": branch, "state": "all"})
-            if found.status_code == 200 and found.json():
-                return self._mr(found.json()[0])
+            found = self._call("GET", path, params={"source_branch": branch})
+            ours = [m for m in (found.json() if found.status_code == 200 else [])
+                    if isinstance(m, dict) and m.get("source_branch") == branch]
+            if ours:
+                return self._mr(ours[0])
         raise self._fail(resp)
 
     def state(self, number: int) -> PullRequest:
