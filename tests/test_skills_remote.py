@@ -8,6 +8,7 @@ local HTTP server that demands the token.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
@@ -314,3 +315,29 @@ def test_each_forge_opens_finds_and_reads_a_request(kind: str) -> None:
         server.close()
     assert repo_path(remote, "gitlab") == "acme/ops/skills"
     assert repo_path("git@github.com:acme/skills.git") == "acme/skills"
+
+
+def test_a_skill_committed_but_not_noted_before_a_crash_is_recovered(tmp_path: Path) -> None:
+    bare = bare_repo(tmp_path / "srv")
+    s = settings(tmp_path, f"file://{bare}")
+    remote = SkillsRemote(s)
+    remote.sync()
+    library, learned, _ = learn(s, remote)
+    book = ReviewBook(s.skills_dir)
+    saved = book.get(learned.name)
+    book.save({})  # as if Guard died right after the commit: no note, no folder, not pushed
+    shutil.rmtree(learned.path)
+    git("push", "-q", "origin", "--delete", f"guard/learned/{learned.name}", cwd=s.skills_dir)
+    result = remote.sync()
+    assert result.errors == []
+    assert f"skill {learned.name} recovered from its branch" in " ".join(result.notes)
+    entry = book.get(learned.name)
+    assert saved is not None and entry is not None
+    assert (entry.incident, entry.title, entry.fix, entry.approver, entry.verified) == \
+        (7, saved.title, saved.fix, "cli:ann", saved.verified)
+    assert entry.pushed and learned.name in git("ls-tree", "--name-only",
+                                                f"guard/learned/{learned.name}", cwd=bare)
+    assert library.refresh()
+    skill = library.get(learned.name)
+    assert skill is not None and skill.pending
+    assert (learned.path / "skill.yaml").is_file()

@@ -17,7 +17,11 @@ Every failure is a ``SkillsRemoteError`` (``publish``) or a line in ``SyncResult
 
 from __future__ import annotations
 
+import io
+import re
 import shutil
+import subprocess
+import tarfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -193,6 +197,7 @@ class SkillsRemote:
             if done := self.ensure():
                 result.notes.append(done)
                 result.changed = True
+            self._recover(result)
             self.git.run("fetch", "-q", "--prune", "origin")
         except SkillsRemoteError as exc:
             result.errors.append(str(exc))
@@ -207,6 +212,35 @@ class SkillsRemote:
             except SkillsRemoteError as exc:
                 result.errors.append(f"skill {name}: {exc}")
         return result
+
+    def _recover(self, result: SyncResult) -> None:
+        """A review branch with no note (Guard died between the commit and the note): note
+        it again from its commit message, and bring its folder back to ``.review/``."""
+        entries = self.book.load()
+        refs = self.git.run("for-each-ref", "--format=%(refname:strip=2) %(objectname)",
+                            f"refs/heads/{BRANCH_PREFIX}", check=False).stdout
+        for line in refs.splitlines():
+            branch, sha = line.rsplit(" ", 1)
+            name = branch.removeprefix(BRANCH_PREFIX)
+            if name in entries:
+                continue
+            message = self.git.out("log", "-1", "--format=%B", sha)
+            said = dict(re.findall(r"^(Incident|Approved-by|Fix|Verified): (.*)$", message,
+                                   re.M))
+            number, _, title = said.get("Incident", "").partition(" ")
+            tar = subprocess.run(["git", "archive", sha, f"{name}/"], cwd=self.root,
+                                 capture_output=True, check=False)
+            if tar.returncode != 0:
+                continue  # not a learned skill's branch
+            with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+                archive.extractall(review_dir(self.root), filter="data")
+            self.book.put(name, Review(
+                status="pending", branch=branch, incident=int(number.strip("#") or 0) or None,
+                title=title, fix=said.get("Fix", ""), approver=said.get("Approved-by", ""),
+                verified=said.get("Verified", ""), commit=sha))
+            result.changed = True
+            result.notes.append(f"skill {name} recovered from its branch {branch} (Guard "
+                                "stopped before noting it)")
 
     def _fast_forward(self, result: SyncResult) -> None:
         local, remote = self.git.rev("HEAD"), self.git.rev(f"origin/{self.branch}")
