@@ -327,15 +327,14 @@ class Guard:
 
     async def _sync_skills(self) -> None:
         """Fetch the skills remote and fast-forward (``guard.skills.remote``); a failure is an
-        incident on Guard itself, a success resolves it; the agent reloads what changed."""
+        incident on Guard itself, a success resolves it. The agent reloads what changed when
+        it next recalls skills."""
         if not self.settings.skills.git_remote:
             return
         from guard.skills.remote import sync_now
 
         _, signals = await asyncio.to_thread(sync_now, self.settings)
         await self._queue.put(Observation(signals, {}))
-        if self._agent is not None:
-            await asyncio.to_thread(self._agent.library.refresh)
 
     async def _anchor(self) -> None:
         """Record the audit chain's head outside the database (``audit-anchors.jsonl``)."""
