@@ -221,6 +221,7 @@ class Guard:
                 loop.add_signal_handler(sig, self.stop)
         self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
         await asyncio.to_thread(self._baseline)
+        await self._sync_skills()  # first: clone the skills remote before they are loaded
         scheduler = AsyncIOScheduler(timezone=UTC)
         for m in self.monitors:
             scheduler.add_job(
@@ -228,6 +229,9 @@ class Guard:
                 args=[m], id=f"monitor:{m.id}", coalesce=True, max_instances=1,
                 misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
             )
+        if self.settings.skills.git_remote and (every := self.settings.skills.sync_every):
+            scheduler.add_job(self._sync_skills, IntervalTrigger(seconds=every),
+                              id="skills:sync", coalesce=True, max_instances=1)
         if every := self.settings.audit.anchor_every:
             scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
                               coalesce=True, max_instances=1)
@@ -320,6 +324,17 @@ class Guard:
                 await asyncio.sleep(attempt)
         for obs in batch:  # the store is down: make the next check re-read from the DB
             self._state.pop(obs.monitor_id, None)
+
+    async def _sync_skills(self) -> None:
+        """Fetch the skills remote and fast-forward (``guard.skills.remote``); a failure is an
+        incident on Guard itself, a success resolves it. The agent reloads what changed when
+        it next recalls skills."""
+        if not self.settings.skills.git_remote:
+            return
+        from guard.skills.remote import sync_now
+
+        _, signals = await asyncio.to_thread(sync_now, self.settings)
+        await self._queue.put(Observation(signals, {}))
 
     async def _anchor(self) -> None:
         """Record the audit chain's head outside the database (``audit-anchors.jsonl``)."""

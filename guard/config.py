@@ -8,6 +8,7 @@ working directory.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from contextvars import ContextVar
@@ -199,6 +200,60 @@ class SkillsSettings(_Section):
     )
     git_commit: bool = Field(default=True, description="commit learned skills to git")
     git_author: str = "Guard <guard@localhost>"
+    git_remote: str | None = Field(default=None, description="https, ssh or file URL the "
+                                   "skills repository is cloned from and pushed to")
+    git_branch: str = Field(default="main", description="the reviewed branch Guard runs from")
+    git_token: SecretStr | None = Field(default=None, description="for https remotes and the "
+                                        "forge API; never written to .git/config or shown")
+    review: Literal["direct", "branch", "pr"] | None = Field(
+        default=None, description="direct: push to git_branch, trusted at once; branch "
+        "(default with a remote): push to guard/learned/<name>, under review until it is on "
+        "git_branch; pr: branch plus a pull/merge request")
+    sync_every: Duration = Field(default=60.0, description="how often `guard run` fetches "
+                                 "git_branch and fast-forwards (0: never)")
+    forge: Literal["github", "gitlab", "gitea"] | None = Field(
+        default=None, description="the forge's API for review: pr (default: from the host)")
+    forge_api_url: str | None = Field(default=None, description="the forge's REST API base URL "
+                                      "(default: https://api.github.com, <host>/api/v4 or "
+                                      "<host>/api/v1)")
+
+    @field_validator("git_remote")
+    @classmethod
+    def _remote(cls, value: str | None) -> str | None:
+        from urllib.parse import urlsplit
+
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        scp_like = re.fullmatch(r"[\w.-]+@[\w.-]+:[^/].*", value)
+        scheme = urlsplit(value).scheme
+        if not scp_like and scheme not in ("https", "http", "ssh", "file"):
+            raise ValueError(f"skills.git_remote {value!r}: use an https, ssh or file URL, e.g. "
+                             "https://github.com/acme/guard-skills.git")
+        if scheme in ("https", "http") and urlsplit(value).password is not None:
+            raise ValueError("skills.git_remote: the URL holds a password or token; put it in "
+                             "skills.git_token (GUARD_SKILLS__GIT_TOKEN) so it never lands in "
+                             ".git/config")
+        return value
+
+    @field_validator("git_branch")
+    @classmethod
+    def _branch(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9._/-]+", value) or value.startswith(("-", "/")) \
+                or ".." in value or value.endswith((".lock", "/")):
+            raise ValueError(f"skills.git_branch {value!r}: not a valid branch name, e.g. main")
+        return value
+
+    @model_validator(mode="after")
+    def _review_default(self) -> SkillsSettings:
+        if self.review is None:
+            self.review = "branch" if self.git_remote else "direct"
+        elif self.review != "direct" and not self.git_remote:
+            raise ValueError(f"skills.review {self.review!r} needs skills.git_remote (a "
+                             "reviewer works on a remote); set it, or use review: direct")
+        if self.review != "direct" and not self.git_commit:
+            raise ValueError(f"skills.review {self.review!r} needs skills.git_commit: true")
+        return self
 
 
 class MemorySettings(_Section):
@@ -356,10 +411,22 @@ class Settings(BaseSettings):
                 self.railway.project_token,
                 self.llm.api_key,
                 self.audit.key,
+                self.skills.git_token,
             )
             if s is not None
         ]
+        if self.skills.git_token is not None:  # as git sends it, too
+            found.append(basic_credentials(self.skills.git_token.get_secret_value()))
         return [v for v in found if len(v) >= 4]
+
+
+GIT_USER = "x-access-token"  # GitHub's name for a token used as a password; GitLab and Gitea
+# accept any user name with a token
+
+
+def basic_credentials(token: str) -> str:
+    """The ``Authorization: Basic`` value git sends for ``skills.git_token``."""
+    return base64.b64encode(f"{GIT_USER}:{token}".encode()).decode()
 
 
 def config_path(explicit: str | Path | None) -> Path | None:

@@ -8,6 +8,7 @@
     ├── SandboxError           the command sandbox cannot start or run (engine, image, grants)
     ├── RailwayError           Railway's API refused, failed or answered with GraphQL errors
     ├── KubernetesError        the Kubernetes API refused or could not be reached
+    ├── SkillsRemoteError      the skills repository's remote or forge refused or failed
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -77,3 +78,8 @@ class KubernetesError(GuardError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+
+class SkillsRemoteError(GuardError):
+    """A git or forge operation on the skills remote failed (unreachable, rejected push,
+    conflict); the message says what happened to local work (never lost) and what to do."""

@@ -44,7 +44,7 @@ class Asker:
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
         names = [c.skill.name for c in options]
         inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names)
-        shown = [SkillOption(c.skill.name, c.skill.description[:200],
+        shown = [SkillOption(c.skill.name, c.skill.offer_text()[:300],
                              self.new_approval(incident_id, "skill", c.skill.name))
                  for c in options]
         request = HumanRequest(

@@ -3,6 +3,7 @@ and give the incident back to the human."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from loguru import logger
@@ -11,18 +12,23 @@ from guard.actions import ActionRegistry
 from guard.agent.closing import Closer
 from guard.agent.steps import StepRunner
 from guard.incidents.lifecycle import Lifecycle
-from guard.skills.writer import SkillWriter
+from guard.skills.library import SkillLibrary
+from guard.skills.remote import SkillsRemote, publish_learned
+from guard.skills.writer import LearnedSkill, SkillWriter
 from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun
 
 
 class Learner:
     def __init__(self, lifecycle: Lifecycle, closer: Closer, writer: SkillWriter,
-                 actions: ActionRegistry, runner: StepRunner) -> None:
+                 actions: ActionRegistry, runner: StepRunner, library: SkillLibrary,
+                 remote: SkillsRemote | None = None) -> None:
         self.lifecycle = lifecycle
         self.closer = closer
         self.writer = writer
         self.actions = actions
         self.runner = runner
+        self.library = library
+        self.remote = remote  # skills.git_remote: a learned skill is pushed for review
 
     async def settle(self, run: RemediationRun, inc: Incident, verified: bool,
                      reason: str) -> None:
@@ -36,18 +42,25 @@ class Learner:
                                 learned_message=text)
             await self.closer.tell(inc, IncidentState.awaiting_human, text)
             return
-        saved, detail = self._save(run, inc, reason)
+        saved, learned = self._save(run, inc, reason)
+        detail: dict[str, Any] = {}
+        if learned is not None:
+            detail = {"learned_skill": learned.name, "skill_commit": learned.commit}
+            if self.remote is not None and not learned.existed:  # pushed for review
+                saved += await asyncio.to_thread(publish_learned, self.remote, learned,
+                                                 self.library)
         text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
         self.lifecycle.note(inc.id, "learned", text, **detail)
-        learned = str(detail.get("learned_skill", ""))
+        name = learned.name if learned is not None else ""
         await self.closer.resolve(
             inc.id, f"healed by {run.approved_by}'s fix, verified; {saved}",
-            resolved_by=learned or HUMAN_FIX, resolution=f"fix `{run.fix}` by {run.approved_by}",
-            skill=learned, tell=text, learned_message=text, **detail)
+            resolved_by=name or HUMAN_FIX, resolution=f"fix `{run.fix}` by {run.approved_by}",
+            skill=name, tell=text, learned_message=text, **detail)
 
-    def _save(self, run: RemediationRun, inc: Incident, verdict: str) -> tuple[str, dict[str,
-                                                                                         Any]]:
-        """Write the skill (the script exactly as it ran); what to say, and what to record."""
+    def _save(self, run: RemediationRun, inc: Incident,
+              verdict: str) -> tuple[str, LearnedSkill | None]:
+        """Write the skill (the script exactly as it ran); what to say, and the skill (None:
+        saving failed)."""
         assert run.id is not None and run.fix is not None
         action: str | None = None
         args: dict[str, Any] = {}
@@ -62,8 +75,8 @@ class Learner:
                                         script=ran if action is None else None)
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")
-            return f"but saving the skill failed: {exc}", {}
+            return f"but saving the skill failed: {exc}", None
         saved = (f"saved as skill {learned.name}"
                  + (f" (commit {learned.commit[:10]})" if learned.commit else "")
                  if not learned.existed else f"already known as skill {learned.name}")
-        return saved, {"learned_skill": learned.name, "skill_commit": learned.commit}
+        return saved, learned

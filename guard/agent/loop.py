@@ -52,6 +52,7 @@ from guard.redact import Redactor
 from guard.sandbox.base import SandboxPool
 from guard.sandbox.pool import WarmSandboxPool
 from guard.skills.library import Candidate, SkillLibrary
+from guard.skills.remote import remote_for
 from guard.skills.writer import SkillWriter
 from guard.store import mutes
 from guard.store.db import Database
@@ -83,12 +84,16 @@ class Agent:
         self.runner = StepRunner(settings, db, self.actions, Verifier(db, specs, settings),
                                  self.sandboxes, self.redactor)
         s = settings.skills
+        self.skills_remote = remote_for(settings)  # None without skills.git_remote
         self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,
                                   git_author=s.git_author,
-                                  verify_timeout=settings.agent.verify_timeout)
+                                  verify_timeout=settings.agent.verify_timeout,
+                                  review=s.review != "direct",
+                                  taken=self.skills_remote.taken if self.skills_remote else None)
         self.recaller = Recaller(self.library, self.memory)
         closer = Closer(self.lifecycle, self.memory, self.notifier)
-        learner = Learner(self.lifecycle, closer, self.writer, self.actions, self.runner)
+        learner = Learner(self.lifecycle, closer, self.writer, self.actions, self.runner,
+                          self.library, self.skills_remote)
         self.remediator = Remediator(settings, db, self.lifecycle, self.runner, self.library,
                                      closer, learner, books)
         self.diagnoser = Diagnoser(self.lifecycle, self.runner, self.remediator, books,

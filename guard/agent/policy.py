@@ -86,7 +86,7 @@ def similar_only(found: Sequence[Similar], incident_id: int | None) -> list[Simi
 
 def rank(candidates: Sequence[Candidate], similar: Sequence[Similar]) -> list[Candidate]:
     """Best first: a skill that resolved a similar incident gains that similarity, with the
-    reason recorded; ties go by name, so the order is stable."""
+    reason recorded; a skill under review leads; ties go by name, so the order is stable."""
     boosted = []
     for c in candidates:
         hit = next((s for s in similar if s.skill == c.skill.name), None)
@@ -95,7 +95,13 @@ def rank(candidates: Sequence[Candidate], similar: Sequence[Similar]) -> list[Ca
                           [*c.reasons, f"resolved similar incident #{hit.incident_id} "
                                        f"(similarity {hit.score:.2f})"])
         boosted.append(c)
-    return sorted(boosted, key=lambda c: (-c.score, c.skill.name))
+    return sorted(boosted, key=rank_key)
+
+
+def rank_key(c: Candidate) -> tuple[bool, float, str]:
+    """A skill under review first (a human is asked about it: it is never run unasked), then
+    by score, then by name."""
+    return (not c.skill.pending, -c.score, c.skill.name)
 
 
 def refusal(skill: Skill, target: str, history: SkillHistory) -> tuple[Guarded, str] | None:
@@ -122,7 +128,7 @@ def decide(incident: Any, candidates: Sequence[Candidate],
             guards.add(why[0])
             refused.append(why[1])
             continue
-        if c.skill.spec.trust == "trusted":
+        if c.skill.runs_unasked:  # trusted, and not under review
             return RunSkill(c)
         runnable.append(c)
     question = ("; ".join(refused) + ". ") if refused else ""

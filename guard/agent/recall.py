@@ -32,6 +32,7 @@ class Recaller:
 
     async def recall(self, inc: Incident) -> tuple[list[Candidate], list[policy.Similar]]:
         """The ranked candidates, and the similar incidents that ranked them."""
+        await asyncio.to_thread(self.library.refresh)  # e.g. after `guard skills sync`
         # In a thread: a trigger's regex may need the (budgeted) Python worker.
         candidates = await asyncio.to_thread(self.library.candidates, inc)
         similar = await self.similar(inc)

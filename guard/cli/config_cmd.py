@@ -9,7 +9,7 @@ import typer
 from guard.cli.common import ConfigOption, config_failed, out, settings_from
 from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks, playbook_json_schema
-from guard.skills.library import load_skills_quarantining
+from guard.skills.library import load_library
 
 playbooks_app = typer.Typer(help="Inspect playbooks.", no_args_is_help=True)
 
@@ -23,10 +23,18 @@ def check_config(config: str | None = ConfigOption) -> None:
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
         problems += exc.problems
-    skills, quarantined = load_skills_quarantining(settings.skills_dir)
+    skills, quarantined = load_library(settings.skills_dir)
     for name, found in quarantined.items():
         problems += [f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)"
                      for p in found]
+    if settings.skills.git_remote:
+        from guard.exceptions import SkillsRemoteError
+        from guard.skills.remote import SkillsRemote
+
+        try:
+            SkillsRemote(settings).check_local()
+        except SkillsRemoteError as exc:
+            problems.append(f"skills.git_remote: {exc}")
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings

@@ -12,6 +12,8 @@ the 24 hours before now (the scheduled report). Definitions, so the numbers can 
 - noisiest targets: by signals counted on incidents opened in the window;
 - skills learned: incidents resolved in the window that taught Guard a skill, with the commit;
 - approvals pending: unexpired, unused skill approvals (now);
+- skills pending review: learned skills on their own branch, not yet on ``skills.git_branch``
+  (now), each with its branch or pull request;
 - audit head: the audit chain's length and newest hash (now); posted to the chat daily, it is an
   anchor no one with only the database can rewrite (``guard audit verify --head SEQ:HASH``).
 
@@ -59,6 +61,7 @@ class DailyReport:
     noisiest: list[tuple[str, int]] = field(default_factory=list)
     learned: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
+    review: list[dict[str, Any]] = field(default_factory=list)  # skills pending review
     per_hour: list[int] = field(default_factory=lambda: [0] * 24)
     audit_entries: int = 0  # the audit chain's head: in the chat, it anchors the chain
     audit_head: str = ""
@@ -136,6 +139,10 @@ def gather(db: Database, settings: Settings, day: date | None = None,
     report.pending = [{"incident": a.incident_id, "skill": a.skill,
                        "expires": a.expires_at.astimezone(tz).strftime("%H:%M")}
                       for a in approvals]
+    from guard.skills.review import ReviewBook
+
+    report.review = [{"skill": name, "incident": r.incident, "link": r.link}
+                     for name, r in ReviewBook(settings.skills_dir).pending().items()]
     return report
 
 

@@ -8,7 +8,7 @@ triggers match an incident, best first, each with the reasons it matched.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from guard.exceptions import ConfigError
 from guard.memory.embedders import terms
 from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
+from guard.skills.review import Review, ReviewBook, review_dir
 from guard.validation import display_path, format_validation_error, line_finder
 
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
@@ -26,12 +27,26 @@ _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
 
 @dataclass(frozen=True)
 class Skill:
-    """A loaded skill: its folder, frontmatter, body and spec."""
+    """A loaded skill: its folder, frontmatter, body and spec; ``review`` when it was learned
+    under review (``pending``: not on ``git_branch`` yet, so never run unasked)."""
 
     path: Path
     meta: SkillFrontmatter
     body: str
     spec: SkillSpec
+    review: Review | None = None
+    pending: bool = False
+
+    @property
+    def runs_unasked(self) -> bool:
+        """Trusted, and not under review."""
+        return self.spec.trust == "trusted" and not self.pending
+
+    def offer_text(self) -> str:
+        """What a human is shown when this skill is offered (under review: that first)."""
+        if self.pending and self.review is not None:
+            return f"{self.review.offer()}. {self.description}"
+        return self.description
 
     @property
     def name(self) -> str:
@@ -135,6 +150,21 @@ def load_skills_quarantining(folder: Path) -> tuple[list[Skill], dict[str, list[
     return skills, quarantined
 
 
+def load_library(folder: Path) -> tuple[list[Skill], dict[str, list[str]]]:
+    """The skills on ``git_branch`` (``folder``) plus those under review (``folder/.review``),
+    each with its review entry; and the quarantined ones."""
+    skills, quarantined = load_skills_quarantining(folder)
+    book = ReviewBook(folder).load()
+    skills = [replace(s, review=book[s.name]) if s.name in book else s for s in skills]
+    names = {s.name for s in skills}
+    waiting, _ = load_skills_quarantining(review_dir(folder))
+    for skill in waiting:
+        entry = book.get(skill.name)
+        if skill.name not in names and entry is not None and entry.status == "pending":
+            skills.append(replace(skill, review=entry, pending=True))
+    return skills, quarantined
+
+
 def load_skills(folder: Path) -> list[Skill]:
     """Every skill under ``folder`` (missing folder: none); raise with all problems found."""
     skills, quarantined = load_skills_quarantining(folder)
@@ -159,10 +189,31 @@ class SkillLibrary:
         self.folder = folder
         self.skills: list[Skill] = []
         self.quarantined: dict[str, list[str]] = {}
+        self._signature: tuple[Any, ...] = ()
         self.reload()
 
+    def signature(self) -> tuple[Any, ...]:
+        """Changes when a skill folder, one of its files, or the review book changes."""
+        seen: list[Any] = [ReviewBook(self.folder).signature()]
+        for base in (self.folder, review_dir(self.folder)):
+            if not base.is_dir():
+                continue
+            for sub in sorted(base.iterdir()):
+                if sub.is_dir() and not sub.name.startswith("."):
+                    seen += [(str(f), f.stat().st_mtime_ns) for f in sorted(sub.rglob("*"))
+                             if f.is_file()]
+        return tuple(seen)
+
+    def refresh(self) -> bool:
+        """Reload when anything changed on disk (a sync, or a learned skill); True if so."""
+        if self.signature() == self._signature:
+            return False
+        self.reload()
+        return True
+
     def reload(self) -> None:
-        self.skills, self.quarantined = load_skills_quarantining(self.folder)
+        self._signature = self.signature()
+        self.skills, self.quarantined = load_library(self.folder)
         for name, problems in self.quarantined.items():
             logger.error("skill {} is quarantined (not used until fixed): {}", name,
                          "; ".join(problems))
@@ -187,9 +238,11 @@ class SkillLibrary:
                 if skill.spec.origin == "learned":  # proven on this system
                     score += 0.5
                     reasons.append("learned here from a verified fix")
+                if skill.pending and skill.review is not None:
+                    reasons.append(skill.review.offer())
                 overlap = text_overlap(skill.description, incident.message)
                 if overlap:
                     score += overlap
                     reasons.append(f"description shares {overlap:.2f} of its terms")
                 found.append(Candidate(skill, round(score, 3), reasons))
-        return sorted(found, key=lambda c: (-c.score, c.skill.name))
+        return sorted(found, key=rank)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,10 @@ from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
 from guard.shellquote import quote_states
+from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE, SkillSpec
+from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
 
 _VARIES = re.compile(r"\d|[0-9a-fA-F]{8,}")  # a token holding a number or an id varies
 _WORD = r"[A-Za-z0-9_.-]"  # what may not touch a target for it to count as a whole word
@@ -38,6 +41,7 @@ class LearnedSkill:
     path: Path
     commit: str | None  # None when git is off or the skill already existed
     existed: bool = False
+    branch: str | None = None  # under review: the branch it was committed to
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -141,12 +145,18 @@ class _Redacted:
 
 class SkillWriter:
     def __init__(self, library: SkillLibrary, *, trust: str, git_commit: bool,
-                 git_author: str, verify_timeout: float) -> None:
+                 git_author: str, verify_timeout: float, review: bool = False,
+                 taken: Callable[[], set[str]] | None = None) -> None:
+        """``review``: commit each skill to its own branch ``guard/learned/<name>`` and keep it
+        in ``.review/`` until it appears on the branch Guard runs from. ``taken``: more names
+        not to use (branches that exist locally or on the remote)."""
         self.library = library
         self.trust = trust
         self.git_commit = git_commit
         self.git_author = git_author
         self.verify_timeout = verify_timeout
+        self.review = review
+        self.taken = taken
 
     def spec_for(self, incident: Any, fix: str, *, action: str | None,
                  args: dict[str, Any], approver: str, verdict: str) -> dict[str, Any]:
@@ -203,14 +213,43 @@ class SkillWriter:
             (staging / "skill.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
             (staging / "SKILL.md").write_text(md)
             load_skill(staging)  # raises ConfigError naming the problem; nothing is published
-            folder = self.library.folder / name
+            parent = review_dir(self.library.folder) if self.review else self.library.folder
+            parent.mkdir(parents=True, exist_ok=True)
+            folder = parent / name
             staging.rename(folder)
         finally:
             if staging.exists():
                 shutil.rmtree(staging)
+        if self.review:
+            try:
+                sha = self._commit_for_review(folder, name, incident, fix, approver, verdict)
+            except Exception:
+                shutil.rmtree(folder, ignore_errors=True)  # not committed: not learned
+                raise
+            self.library.reload()
+            return LearnedSkill(name, folder, sha, branch=BRANCH_PREFIX + name)
         self.library.reload()
         commit = self._commit(folder, name, incident, fix, approver, verdict)
         return LearnedSkill(name, folder, commit)
+
+    def _commit_for_review(self, folder: Path, name: str, incident: Any, fix: str,
+                           approver: str, verdict: str) -> str:
+        """Commit the skill, on top of the branch Guard runs from, to ``guard/learned/NAME``
+        (the working tree stays as it is) and note it as pending review."""
+        git = Git(self.library.folder, author=self.git_author)
+        branch = BRANCH_PREFIX + name
+        commit = git.commit_beside(folder, f"refs/heads/{branch}",
+                                   self._message(name, incident, fix, approver, verdict))
+        ReviewBook(self.library.folder).put(name, Review(
+            status="pending", branch=branch, incident=int(incident.id), title=incident.title,
+            fix=fix, approver=approver, verified=verdict, commit=commit))
+        return commit
+
+    @staticmethod
+    def _message(name: str, incident: Any, fix: str, approver: str, verdict: str) -> str:
+        return (f"guard: learn skill {name} from incident #{incident.id}\n\n"
+                f"Incident: #{incident.id} {incident.title}\nApproved-by: {approver}\n"
+                f"Fix: {fix}\nVerified: {verdict}\n")
 
     @staticmethod
     def _same_script(path: Path, script: str | None) -> bool:
@@ -224,8 +263,9 @@ class SkillWriter:
         """A valid name no skill folder (loaded, quarantined or on disk) has yet."""
         base = valid_name(f"learned-{slug(kind, 24)}-{slug(target, 30)}")
         taken = ({s.name for s in self.library.skills} | set(self.library.quarantined)
-                 | ({p.name for p in self.library.folder.iterdir()}
-                    if self.library.folder.is_dir() else set()))
+                 | {p.name for d in (self.library.folder, review_dir(self.library.folder))
+                    if d.is_dir() for p in d.iterdir()}
+                 | (self.taken() if self.taken is not None else set()))
         name, n = base, 2
         while name in taken:
             name, n = valid_name(base, str(n)), n + 1
@@ -264,14 +304,13 @@ class SkillWriter:
             return None
         root = self._repo(folder.parent)
         author = self.git_author
-        msg = (f"guard: learn skill {name} from incident #{incident.id}\n\n"
-               f"Incident: #{incident.id} {incident.title}\nApproved-by: {approver}\n"
-               f"Fix: {fix}\nVerified: {verdict}\n")
+        msg = self._message(name, incident, fix, approver, verdict)
         env_ident = ["-c", f"user.name={author.split('<')[0].strip() or 'Guard'}",
                      "-c", f"user.email={author.split('<')[-1].rstrip('>') or 'guard@localhost'}"]
-        self._git(root, "add", "--", str(folder))
-        self._git(root, *env_ident, "commit", "-q", "-m", msg, "--", str(folder))
-        return self._git(root, "rev-parse", "HEAD").strip()
+        with LOCK:  # not while a sync fast-forwards the working tree
+            self._git(root, "add", "--", str(folder))
+            self._git(root, *env_ident, "commit", "-q", "-m", msg, "--", str(folder))
+            return self._git(root, "rev-parse", "HEAD").strip()
 
     def _repo(self, folder: Path) -> Path:
         try:

@@ -12,7 +12,7 @@ from guard.durations import format_duration
 from guard.notify.telegram.messages import cut, esc
 from guard.records import utcnow
 from guard.runtime import HealthSource
-from guard.skills.library import load_skills_quarantining
+from guard.skills.library import load_library
 from guard.store import mutes
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState
@@ -64,12 +64,18 @@ def status_text(db: Database, runtime: HealthSource | None) -> str:
 
 
 def skills_text(settings: Settings) -> str:
-    skills, quarantined = load_skills_quarantining(settings.skills_dir)
+    skills, quarantined = load_library(settings.skills_dir)
     if not skills and not quarantined:
         return "No skills yet: Guard learns one from every fix that cures an incident."
     lines = [f"<b>{len(skills)} skill(s)</b>"]
-    lines += [f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)}): "
-              f"{esc(s.description[:120])}" for s in skills]
+    for s in skills:
+        review = ""
+        if s.pending and s.review is not None:
+            review = f" 🔍 under review: {esc(s.review.link)}"
+        elif s.review is not None and s.review.status == "merged":
+            review = " (reviewed and merged)"
+        lines.append(f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)})"
+                     f"{review}: {esc(s.description[:120])}")
     lines += [f"⚠️ <b>{esc(name)}</b> is quarantined (does not load; see "
               "<code>guard check-config</code>)" for name in quarantined]
     return cut("\n".join(lines))
