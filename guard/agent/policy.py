@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from guard.skills.library import Candidate, Skill
+from guard.skills.library import Candidate, Skill, rank_key
 
 SIMILAR_MIN = 0.5
 """Similarity at or above which a past incident counts as "similar" (cosine, 0..1)."""
@@ -96,12 +96,6 @@ def rank(candidates: Sequence[Candidate], similar: Sequence[Similar]) -> list[Ca
                                        f"(similarity {hit.score:.2f})"])
         boosted.append(c)
     return sorted(boosted, key=rank_key)
-
-
-def rank_key(c: Candidate) -> tuple[bool, float, str]:
-    """A skill under review first (a human is asked about it: it is never run unasked), then
-    by score, then by name."""
-    return (not c.skill.pending, -c.score, c.skill.name)
 
 
 def refusal(skill: Skill, target: str, history: SkillHistory) -> tuple[Guarded, str] | None:

@@ -165,6 +165,12 @@ def load_library(folder: Path) -> tuple[list[Skill], dict[str, list[str]]]:
     return skills, quarantined
 
 
+def rank_key(c: Candidate) -> tuple[bool, float, str]:
+    """The one order of candidate skills: a skill under review first (a human is asked about
+    it; it never runs unasked), then by score, then by name (stable)."""
+    return (not c.skill.pending, -c.score, c.skill.name)
+
+
 def load_skills(folder: Path) -> list[Skill]:
     """Every skill under ``folder`` (missing folder: none); raise with all problems found."""
     skills, quarantined = load_skills_quarantining(folder)
@@ -245,4 +251,4 @@ class SkillLibrary:
                     score += overlap
                     reasons.append(f"description shares {overlap:.2f} of its terms")
                 found.append(Candidate(skill, round(score, 3), reasons))
-        return sorted(found, key=rank)
+        return sorted(found, key=rank_key)
