@@ -9,10 +9,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from sqlmodel import select
 
 from guard.actions.base import ActionContext
@@ -23,14 +21,9 @@ from guard.monitors.kubernetes import KubernetesMonitor
 from guard.playbooks.models import KubernetesMonitorSpec
 from guard.records import Observation
 from guard.store.models import Incident
-from tests.kube_server import KubeServer, container_status, deployment, pod, serve_kube
+from tests.kube_server import KubeServer, container_status, deployment, pod
 
 CRASHLOOP = [container_status(waiting="CrashLoopBackOff", last_terminated="Error", restarts=4)]
-
-
-@pytest.fixture
-def kube() -> Iterator[KubeServer]:
-    yield from serve_kube()
 
 
 def kube_home(home: Any, kube: KubeServer, every: str = "1h", **spec: Any) -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,13 +22,7 @@ from tests.kube_server import (
     deployment,
     granted_by_rbac,
     pod,
-    serve_kube,
 )
-
-
-@pytest.fixture
-def kube() -> Iterator[KubeServer]:
-    yield from serve_kube()
 
 
 def settings_for(home: Any, kube: KubeServer) -> Settings:
