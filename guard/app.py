@@ -21,9 +21,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
-from guard import metrics
+from guard import cluster, metrics
 from guard.config import Settings
-from guard.exceptions import MonitorError
+from guard.exceptions import MonitorError, NotLeader
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, Observation, Severity, Signal
@@ -101,6 +101,7 @@ class Guard:
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
         self._agent = agent
+        self.leadership = cluster.for_settings(settings, self.db)
 
     @property
     def agent(self) -> Agent:
@@ -214,14 +215,37 @@ class Guard:
         self.event_hooks.append(agent.on_events)
 
     async def run(self) -> None:
-        """Run until SIGINT/SIGTERM or ``stop()``."""
+        """Run until SIGINT/SIGTERM or ``stop()``; with replicas, act only while the leader."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
-        self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
-        await asyncio.to_thread(self._baseline)
+        previous = cluster.current()
+        cluster.install(self.leadership)
+        try:
+            await self._run()
+        finally:
+            cluster.install(previous)
+
+    async def _run(self) -> None:
+        self._audit("guard.started", {"monitors": [m.id for m in self.monitors],
+                                      "replica": self.leadership.replica.id})
         scheduler = AsyncIOScheduler(timezone=UTC)
+        scheduler.start()
+        web = WebServer(self, scheduler)
+        lease = asyncio.create_task(self.leadership.run(self._stop, self._deposed), name="lease")
+        if self.leadership.ha:
+            await web.start()
+            logger.info("replica {} is a standby until it holds the leader lease",
+                        self.leadership.replica.id)
+        if not await self.leadership.elected(self._stop):
+            await web.close()
+            scheduler.shutdown(wait=False)
+            await asyncio.gather(lease, return_exceptions=True)
+            await self.close()
+            logger.info("guard stopped (standby)")
+            return
+        await asyncio.to_thread(self._baseline)
         for m in self.monitors:
             scheduler.add_job(
                 self._scheduled, IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
@@ -231,7 +255,6 @@ class Guard:
         if every := self.settings.audit.anchor_every:
             scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
                               coalesce=True, max_instances=1)
-        scheduler.start()
         from guard.notify import build_gateway
 
         gateway = build_gateway(self.settings, self.db, self)
@@ -250,9 +273,9 @@ class Guard:
         logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
                     sum(t.get_name().startswith("follow:") for t in tasks),
                     "on" if self.heal else "off")
-        web = WebServer(self, scheduler)
         try:
-            await web.start()
+            if not self.leadership.ha:
+                await web.start()
             await self._stop.wait()
         finally:
             await web.close()
@@ -261,14 +284,21 @@ class Guard:
             for t in followers:
                 t.cancel()
             await asyncio.gather(*tasks[1:], return_exceptions=True)
-            await self._drain()
+            if not self.leadership.deposed:
+                await self._drain()
             if gateway is not None:
                 await gateway.stop()
             tasks[0].cancel()
             await asyncio.gather(tasks[0], return_exceptions=True)
-            self._audit("guard.stopped", {})
+            await asyncio.gather(lease, return_exceptions=True)
+            self._audit("guard.stopped", {"deposed": self.leadership.deposed})
             await self.close()
             logger.info("guard stopped")
+
+    def _deposed(self) -> None:
+        """The lease was lost: stop at once (``guard run`` exits 3; the supervisor restarts
+        this replica as a standby). Claims still in flight are refused by their fence."""
+        self.stop()
 
     def stop(self) -> None:
         self._stop.set()
@@ -313,6 +343,9 @@ class Guard:
         for attempt in (1, 2, 3):
             try:
                 await asyncio.to_thread(self.apply, batch)
+                return
+            except NotLeader as exc:  # deposed: this replica's observations do not count
+                logger.warning("{} observation(s) not stored: {}", len(batch), exc)
                 return
             except Exception:
                 logger.opt(exception=attempt == 3).error(

@@ -8,6 +8,7 @@
     ├── SandboxError           the command sandbox cannot start or run (engine, image, grants)
     ├── RailwayError           Railway's API refused, failed or answered with GraphQL errors
     ├── KubernetesError        the Kubernetes API refused or could not be reached
+    ├── NotLeader              this replica does not hold the leader lease: it must not act
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -77,3 +78,8 @@ class KubernetesError(GuardError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+
+class NotLeader(GuardError):
+    """This replica does not hold the leader lease (a standby, or a leader whose lease ran out
+    or was taken over): the action it was about to claim must not happen."""

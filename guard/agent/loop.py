@@ -30,12 +30,14 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
+from guard import cluster
 from guard.actions import ActionRegistry
 from guard.agent import limits
 from guard.agent.steps import StepRunner, ctx_incident
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
+from guard.exceptions import NotLeader
 from guard.memory import IncidentMemory, open_memory
 from guard.memory.semantic import summary
 from guard.metrics import record_remediation
@@ -236,6 +238,8 @@ class Agent:
                 return
             try:
                 await self.decide(inc)
+            except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
+                logger.warning("incident #{}: not handled here: {}", incident_id, exc)
             except Exception as exc:
                 logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
                 record_remediation("escalated")
@@ -496,6 +500,8 @@ class Agent:
 
         taken: list[HumanCommand] = []
         with self.db.session() as session:
+            if not cluster.current().is_leader():
+                return  # a deposed leader takes no command; the new leader will
             queued = session.exec(select(HumanCommand).where(HumanCommand.status == "queued")
                                   .order_by(col(HumanCommand.id))).all()
             for cmd in queued:
@@ -505,5 +511,7 @@ class Agent:
                 cmd.status = "running"
                 session.add(cmd)
                 taken.append(cmd)
+            if taken:
+                cluster.current().fence(session)
         for cmd in taken:
             self.submit(cmd.incident_id, process_command(self, cmd))
