@@ -233,7 +233,8 @@ class Guard:
         scheduler = AsyncIOScheduler(timezone=UTC)
         scheduler.start()
         web = WebServer(self, scheduler)
-        lease = asyncio.create_task(self.leadership.run(self._stop, self._deposed), name="lease")
+        release = asyncio.Event()  # set last: the lease is held until the work is put away
+        lease = asyncio.create_task(self.leadership.run(release, self._deposed), name="lease")
         if self.leadership.ha:
             await web.start()
             logger.info("replica {} is a standby until it holds the leader lease",
@@ -241,6 +242,7 @@ class Guard:
         if not await self.leadership.elected(self._stop):
             await web.close()
             scheduler.shutdown(wait=False)
+            release.set()
             await asyncio.gather(lease, return_exceptions=True)
             await self.close()
             logger.info("guard stopped (standby)")
@@ -290,6 +292,7 @@ class Guard:
                 await gateway.stop()
             tasks[0].cancel()
             await asyncio.gather(tasks[0], return_exceptions=True)
+            release.set()
             await asyncio.gather(lease, return_exceptions=True)
             self._audit("guard.stopped", {"deposed": self.leadership.deposed})
             await self.close()

@@ -1,11 +1,11 @@
 """Leadership of one ``guard run``: elect, renew, fence, and step down for good when deposed.
 
-A replica's loop ticks every third of the lease TTL: it beats its heartbeat row (for ``guard
-cluster status``) and acquires or renews the lease. Only while it holds a term it has not lost
-is it the leader; ``is_leader`` also turns false on its own once the local deadline (when the
-renewal started + TTL, on the monotonic clock, which runs on while the process is stopped)
-passes without a renewal, so a leader cut off from Postgres stops acting before a standby can
-take over.
+A replica's loop ticks every third of the lease TTL (a standby every sixth): it beats its
+heartbeat row (for ``guard cluster status``) and acquires or renews the lease. Only while it
+holds a term it has not lost is it the leader; ``is_leader`` also turns false on its own once
+the local deadline (when the renewal started + TTL, on the monotonic clock, which runs on while
+the process is stopped) passes without a renewal, so a leader cut off from Postgres stops acting
+before a standby can take over.
 
 A leader whose term ends (the lease lapsed, or another replica took it) is *deposed*: it calls
 ``on_deposed`` (``guard run`` stops and exits 3, and its supervisor starts it again as a fresh
@@ -175,8 +175,9 @@ class Leadership:
         return self._elected.is_set() and not stop.is_set()
 
     async def run(self, stop: asyncio.Event, on_deposed: Callable[[], None]) -> None:
-        """Tick every third of the TTL until ``stop``; call ``on_deposed`` when deposed."""
-        every = self.ttl / 3
+        """Tick until ``stop`` (a leader renews every third of the TTL, a standby looks twice
+        as often, so it takes over soon after a lease runs out); call ``on_deposed`` when
+        deposed."""
         try:
             while not stop.is_set():
                 try:
@@ -194,6 +195,7 @@ class Leadership:
                     logger.info("replica {} is the leader (term {})", self.replica.id,
                                 self.term.token)
                     self._elected.set()
+                every = self.ttl / 3 if self.is_leader() else self.ttl / 6
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), every)
         finally:
