@@ -15,6 +15,7 @@ from sqlmodel import col, select
 from guard.cluster import Leadership, Replica, Solo, SqlLease
 from guard.cluster.status import replicas
 from guard.exceptions import NotLeader
+from guard.metrics import REGISTRY
 from guard.records import utcnow
 from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database
@@ -135,9 +136,12 @@ def test_leadership_elects_one_and_deposes_the_old_leader(db):
     assert not status["two"]["leader"] and status["two"]["lease_until"] is None
     assert set(status["two"]) == {"id", "pid", "host", "leader", "last_seen", "lease_until"}
 
+    assert REGISTRY.get_sample_value("guard_leader") == 0  # the last tick was the standby's
+
     lapse(db)
     assert two.tick() and two.is_leader()
     assert two.token == 2
+    assert REGISTRY.get_sample_value("guard_leader") == 1
     assert not one.tick()  # its term is over: deposed, for good
     assert one.deposed and not one.is_leader() and one.role == "deposed"
     lapse(db)

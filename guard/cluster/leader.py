@@ -28,16 +28,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from loguru import logger
+from prometheus_client import Gauge
 from sqlalchemy import delete
 from sqlmodel import Session, col
 
 from guard.cluster.lease import SqlLease, Term
 from guard.exceptions import NotLeader
+from guard.metrics import REGISTRY
 from guard.records import utcnow
 from guard.store.cluster import ClusterAction, ClusterReplica
 from guard.store.db import Database
 
 SOLO_BEAT = 5.0
+LEADER = Gauge("guard_leader", "1 while this replica leads (holds an unexpired lease term).",
+               registry=REGISTRY)
+TOKEN = Gauge("guard_fencing_token", "The fencing token of this replica's term (0: none).",
+              registry=REGISTRY)
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,7 @@ class Solo:
 
     async def run(self, stop: asyncio.Event, on_deposed: Callable[[], None]) -> None:
         """Keep this process's heartbeat row (``guard cluster status``) until ``stop``."""
+        LEADER.set(1)
         if self.db is None:
             return
         try:
@@ -156,10 +163,14 @@ class Leadership:
         elif term is not None:
             self.term = term
             self._valid_until = started + self.ttl
+        LEADER.set(1 if self.is_leader() else 0)
+        TOKEN.set(self.term.token if self.term is not None and self.is_leader() else 0)
         _beat(self.db, self.replica, "leader" if self.is_leader() else "standby")
         return not self.deposed
 
     def _depose(self, why: str) -> None:
+        LEADER.set(0)
+        TOKEN.set(0)
         if not self.deposed:
             logger.error("replica {} lost the leader lease ({}); it stops acting", self.replica.id,
                          why)
