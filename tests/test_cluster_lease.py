@@ -212,3 +212,27 @@ def test_a_takeover_waits_for_a_claim_in_flight(postgres_url):
     with db.session() as session:
         assert session.get(MonitorState, "claimed-by-a") is not None
     db.dispose()
+
+
+async def test_a_leader_cut_off_from_the_database_deposes_itself(db, monkeypatch):
+    """Postgres down: no renewal goes through, so once its lease is overdue (by its own clock)
+    the leader stops acting and asks to be stopped."""
+    import asyncio
+
+    from sqlalchemy.exc import OperationalError
+
+    one = Leadership(db, 1.5, Replica("one", 1, "h1"))
+    stop, deposed = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(one.run(stop, deposed.set))
+    assert await asyncio.wait_for(one.elected(stop), 30)
+
+    def down(*_args: Any) -> None:
+        raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+    monkeypatch.setattr(one.lease, "acquire", down)
+    await asyncio.wait_for(deposed.wait(), 30)
+    assert one.deposed and not one.is_leader()
+    with pytest.raises(NotLeader), db.session() as session:
+        one.fence(session)
+    stop.set()
+    await asyncio.wait_for(task, 30)
