@@ -21,9 +21,9 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
-from guard import metrics
+from guard import cluster, metrics
 from guard.config import Settings
-from guard.exceptions import MonitorError
+from guard.exceptions import MonitorError, NotLeader
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
 from guard.playbooks.models import Playbook
 from guard.records import IncidentEvent, Observation, Severity, Signal
@@ -101,6 +101,7 @@ class Guard:
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
         self._agent = agent
+        self.leadership = cluster.for_settings(settings, self.db)
 
     @property
     def agent(self) -> Agent:
@@ -214,15 +215,40 @@ class Guard:
         self.event_hooks.append(agent.on_events)
 
     async def run(self) -> None:
-        """Run until SIGINT/SIGTERM or ``stop()``."""
+        """Run until SIGINT/SIGTERM or ``stop()``; with replicas, act only while the leader."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
-        self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
-        await asyncio.to_thread(self._baseline)
-        await self._sync_skills()  # first: clone the skills remote before they are loaded
+        previous = cluster.current()
+        cluster.install(self.leadership)
+        try:
+            await self._run()
+        finally:
+            cluster.install(previous)
+
+    async def _run(self) -> None:
+        self._audit("guard.started", {"monitors": [m.id for m in self.monitors],
+                                      "replica": self.leadership.replica.id})
         scheduler = AsyncIOScheduler(timezone=UTC)
+        scheduler.start()
+        web = WebServer(self, scheduler)
+        release = asyncio.Event()  # set last: the lease is held until the work is put away
+        lease = asyncio.create_task(self.leadership.run(release, self._deposed), name="lease")
+        if self.leadership.ha:
+            await web.start()
+            logger.info("replica {} is a standby until it holds the leader lease",
+                        self.leadership.replica.id)
+        if not await self.leadership.elected(self._stop):
+            await web.close()
+            scheduler.shutdown(wait=False)
+            release.set()
+            await asyncio.gather(lease, return_exceptions=True)
+            await self.close()
+            logger.info("guard stopped (standby)")
+            return
+        await asyncio.to_thread(self._baseline)
+        await self._sync_skills()  # first: clone the skills remote before skills are loaded
         for m in self.monitors:
             scheduler.add_job(
                 self._scheduled, IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
@@ -235,7 +261,6 @@ class Guard:
         if every := self.settings.audit.anchor_every:
             scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
                               coalesce=True, max_instances=1)
-        scheduler.start()
         from guard.notify import build_gateway
 
         gateway = build_gateway(self.settings, self.db, self)
@@ -255,9 +280,9 @@ class Guard:
         feeders += streams
         logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
                     len(streams), "on" if self.heal else "off")
-        web = WebServer(self, scheduler)
         try:
-            await web.start()
+            if not self.leadership.ha:
+                await web.start()
             await self._stop.wait()
         finally:
             await web.close()
@@ -265,14 +290,22 @@ class Guard:
             for t in feeders:
                 t.cancel()
             await asyncio.gather(*feeders, *([agent] if agent else []), return_exceptions=True)
-            await self._drain()  # what the feeders queued last reaches the store
+            if not self.leadership.deposed:
+                await self._drain()  # what the feeders queued last reaches the store
             if gateway is not None:
                 await gateway.stop()
             triage.cancel()
             await asyncio.gather(triage, return_exceptions=True)
-            self._audit("guard.stopped", {})
+            release.set()
+            await asyncio.gather(lease, return_exceptions=True)
+            self._audit("guard.stopped", {"deposed": self.leadership.deposed})
             await self.close()
             logger.info("guard stopped")
+
+    def _deposed(self) -> None:
+        """The lease was lost: stop at once (``guard run`` exits 3; the supervisor restarts
+        this replica as a standby). Claims still in flight are refused by their fence."""
+        self.stop()
 
     def stop(self) -> None:
         self._stop.set()
@@ -317,6 +350,9 @@ class Guard:
         for attempt in (1, 2, 3):
             try:
                 await asyncio.to_thread(self.apply, batch)
+                return
+            except NotLeader as exc:  # deposed: this replica's observations do not count
+                logger.warning("{} observation(s) not stored: {}", len(batch), exc)
                 return
             except Exception:
                 logger.opt(exception=attempt == 3).error(

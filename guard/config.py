@@ -341,6 +341,17 @@ class AuditSettings(_Section):
         return value
 
 
+class HASettings(_Section):
+    """Replicas on one Postgres ``database_url`` elect a leader (see ``guard.cluster``)."""
+
+    enabled: bool = Field(default=True, description="elect a leader when the database is "
+                          "Postgres (SQLite: the one process is always the leader)")
+    lease_ttl: Duration = Field(default=15.0, gt=1.0, description="how long a leader's lease "
+                                "lasts unrenewed; a standby takes over after it runs out")
+    replica_id: str = Field(default="", description="this replica's name (default: "
+                            "HOSTNAME:pid)")
+
+
 def _default_http_port() -> int:
     return int(os.environ.get("PORT") or 8080)
 
@@ -379,6 +390,7 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     redact: RedactSettings = Field(default_factory=RedactSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    ha: HASettings = Field(default_factory=HASettings)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

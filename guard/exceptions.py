@@ -9,6 +9,7 @@
     ├── RailwayError           Railway's API refused, failed or answered with GraphQL errors
     ├── KubernetesError        the Kubernetes API refused or could not be reached
     ├── SkillsRemoteError      the skills repository's remote or forge refused or failed
+    ├── NotLeader              this replica does not hold the leader lease: it must not act
     └── InvalidTransition      an incident state change the state machine forbids
 
 Adapters translate errors from the libraries underneath (docker, httpx, SQL) into these at their
@@ -83,3 +84,8 @@ class KubernetesError(GuardError):
 class SkillsRemoteError(GuardError):
     """A git or forge operation on the skills remote failed (unreachable, rejected push,
     conflict); the message says what happened to local work (never lost) and what to do."""
+
+
+class NotLeader(GuardError):
+    """This replica does not hold the leader lease (a standby, or a leader whose lease ran out
+    or was taken over): the action it was about to claim must not happen."""

@@ -21,8 +21,35 @@ class MonitorRef(Protocol):
     def id(self) -> str: ...
 
 
+class ReplicaRef(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class Role(Protocol):
+    """This replica's part in a cluster (``guard.cluster``): a lone Guard always leads."""
+
+    ha: bool
+
+    @property
+    def role(self) -> str:
+        """``leader``, ``standby`` or ``deposed``."""
+        ...
+
+    @property
+    def token(self) -> int | None:
+        """The fencing token of the term it leads (None: it does not lead)."""
+        ...
+
+    @property
+    def replica(self) -> ReplicaRef: ...
+
+
 class Runtime(HealthSource, Protocol):
-    """A running Guard: its settings, its store and its monitors."""
+    """A running Guard: its settings, its store, its monitors and its role."""
+
+    @property
+    def leadership(self) -> Role: ...
 
     @property
     def settings(self) -> Settings: ...

@@ -4,7 +4,8 @@
   ``STALE_AFTER`` seconds, and the database takes a real write (a ``guard:healthz`` state row,
   committed). 200 or 503, with a JSON body saying which part failed.
 - ``/readyz`` (readiness): the runtime has started and every enabled monitor has a job on the
-  scheduler. 503 before that and after shutdown begins.
+  scheduler (a standby: it has started and waits to lead). 503 before that, after shutdown
+  begins, and once a leader is deposed. It says the ``role``: leader or standby.
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 
 The server is the standard library's ``asyncio.start_server`` with a deliberately tiny HTTP/1.1
@@ -120,16 +121,24 @@ class WebServer:
         return {"writable": True, "write_ms": round((time.monotonic() - started) * 1000, 1)}
 
     def _write(self) -> None:
+        leadership = self.guard.leadership  # replicas each write their own row
+        key = f"guard:healthz:{leadership.replica.id}" if leadership.ha else "guard:healthz"
         with self.guard.db.session() as session:
-            put_state(session, "guard:healthz", {"at": utcnow().isoformat()})
+            put_state(session, key, {"at": utcnow().isoformat()})
 
     def readyz(self) -> Response:
+        leadership = self.guard.leadership
+        role = leadership.role
         missing = [m.id for m in self.guard.monitors
                    if self.scheduler.get_job(f"monitor:{m.id}") is None]
-        ready = self._ready and bool(self.scheduler.running) and not missing
+        if role != "leader":  # a standby is ready to take over; its monitors wait until then
+            missing = []
+        ready = (self._ready and bool(self.scheduler.running) and not missing
+                 and role != "deposed")
         return _json(200 if ready else 503, {
-            "status": "ready" if ready else "not ready", "monitors": len(self.guard.monitors),
-            "unscheduled": missing})
+            "status": "ready" if ready else "not ready", "role": role,
+            "replica": leadership.replica.id, "fencing_token": leadership.token,
+            "monitors": len(self.guard.monitors), "unscheduled": missing})
 
     async def route(self, method: str, path: str) -> Response:
         if path == "/healthz":

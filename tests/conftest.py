@@ -145,3 +145,11 @@ def service() -> Iterator[Service]:
     svc = Service()
     yield svc
     stop(svc.server)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A real local PostgreSQL server (one per test module), as a database URL."""
+    from tests.pg_server import serve_postgres
+
+    yield from serve_postgres()

@@ -27,6 +27,7 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
+from guard import cluster
 from guard.actions import ActionRegistry
 from guard.agent import limits, policy
 from guard.agent.asking import Asker
@@ -40,6 +41,7 @@ from guard.agent.steps import StepRunner
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
+from guard.exceptions import NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
 from guard.memory import IncidentMemory, open_memory
@@ -189,8 +191,12 @@ class Agent:
             await self.remediator.resume(run)
 
     async def poll_commands(self) -> None:
-        """Take the queued human answers, one per incident whose worker is free."""
-        for cmd in await asyncio.to_thread(take_queued, self.db, self.workers.busy):
+        """Take the queued human answers, one per incident whose worker is free (only the
+        leader takes them: a deposed one leaves them to the new leader)."""
+        if not cluster.current().is_leader():
+            return
+        for cmd in await asyncio.to_thread(take_queued, self.db, self.workers.busy,
+                                           cluster.current().fence):
             self.submit(cmd.incident_id, self.process_command(cmd))
 
     async def process_command(self, cmd: HumanCommand) -> None:
@@ -212,6 +218,8 @@ class Agent:
                 return
             try:
                 await self.decide(inc)
+            except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
+                logger.warning("incident #{}: not handled here: {}", incident_id, exc)
             except Exception as exc:
                 logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
                 record_remediation("escalated")

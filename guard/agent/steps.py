@@ -15,6 +15,7 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
+from guard import cluster
 from guard.actions import ActionContext, ActionError, ActionRegistry
 from guard.agent.templating import incident_context, render, render_args
 from guard.agent.verify import Verifier
@@ -78,7 +79,9 @@ class StepRunner:
             fresh = session.get(AgentStep, row.id)
             assert fresh is not None
             fresh.status = status
-            if status == StepStatus.running:
+            if status == StepStatus.running:  # the claim: only the leader's current term acts
+                fresh.result = {**fresh.result, "fence_token": cluster.current().claim(
+                    session, "step", fresh.id)}
                 fresh.started_at = utcnow()
             else:
                 fresh.finished_at = utcnow()

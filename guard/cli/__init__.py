@@ -7,6 +7,7 @@ import typer
 from guard import __version__
 from guard.cli import (
     audit,
+    cluster,
     config_cmd,
     demo,
     human,
@@ -53,6 +54,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(report.app, name="report")
+app.add_typer(cluster.app, name="cluster")
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ from guard.cli.common import ConfigOption, config_failed, database, out, setting
 from guard.exceptions import ConfigError
 from guard.playbooks import load_playbooks
 
+DEPOSED = 3  # exit status of a leader that lost its lease
+
 
 def run(
     config: str | None = ConfigOption,
@@ -40,6 +42,8 @@ def run(
         return
     logger.info("data in {}, database {}", settings.data_dir, guard.db.engine.url)
     asyncio.run(guard.run())
+    if guard.leadership.deposed:  # the supervisor starts it again, as a standby
+        raise typer.Exit(DEPOSED)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from loguru import logger
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from guard.exceptions import GuardError
 from guard.incidents.lifecycle import record
@@ -47,9 +47,11 @@ def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
     return cmd
 
 
-def take_queued(db: Database, busy: Callable[[int], bool]) -> list[HumanCommand]:
+def take_queued(db: Database, busy: Callable[[int], bool],
+                fence: Callable[[Session], object] | None = None) -> list[HumanCommand]:
     """Mark the oldest queued command of each incident that is not ``busy`` as running, and
-    return them (the others wait their turn)."""
+    return them (the others wait their turn). ``fence`` (the leader lease's check) runs in the
+    same transaction: a deposed leader's claim is rolled back."""
     taken: list[HumanCommand] = []
     with db.session() as session:
         queued = session.exec(select(HumanCommand).where(
@@ -60,6 +62,8 @@ def take_queued(db: Database, busy: Callable[[int], bool]) -> list[HumanCommand]
             cmd.status = CommandStatus.running
             session.add(cmd)
             taken.append(cmd)
+        if taken and fence is not None:
+            fence(session)
     return taken
 
 

@@ -7,13 +7,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
 
 from guard.exceptions import StoreError
-from guard.store import models as _models  # noqa: F401  (registers the tables)
+from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
+from guard.store import models as _models  # noqa: F401
 from guard.store import scrub
 
 
@@ -59,10 +60,30 @@ class Database:
         """Create missing tables (Guard's schema is additive), and redact rows stored in clear
         by an older Guard (once; see ``guard.store.scrub``)."""
         try:
-            SQLModel.metadata.create_all(self.engine)
-            scrub.migrate(self.engine)
+            with self._schema_lock():
+                SQLModel.metadata.create_all(self.engine)
+                scrub.migrate(self.engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None
+
+    @contextmanager
+    def _schema_lock(self) -> Iterator[None]:
+        """On Postgres, replicas starting together create the schema one at a time."""
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(7423912)"))
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(7423912)"))
+                conn.commit()
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
 
     @contextmanager
     def session(self) -> Iterator[Session]:

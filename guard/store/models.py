@@ -55,7 +55,7 @@ def _enum(default: E, *, index: bool = False) -> Any:
                                                    index=index))
 
 
-def _ts(**kw: Any) -> Any:
+def now_column(**kw: Any) -> Any:
     return Field(default_factory=utcnow, sa_column=Column(UTCDateTime(), **kw))
 
 
@@ -130,9 +130,9 @@ class Incident(SQLModel, table=True):
     count: int = 0
     reopen_count: int = 0
     flapping: bool = False
-    opened_at: datetime = _ts(nullable=False)
-    first_seen: datetime = _ts(nullable=False)
-    last_seen: datetime = _ts(nullable=False)
+    opened_at: datetime = now_column(nullable=False)
+    first_seen: datetime = now_column(nullable=False)
+    last_seen: datetime = now_column(nullable=False)
     resolved_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
 
@@ -145,8 +145,8 @@ class LogTemplate(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     template: str = Field(sa_column=Column(Text, nullable=False))
-    created_at: datetime = _ts(nullable=False)
-    updated_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
+    updated_at: datetime = now_column(nullable=False)
 
 
 class IncidentTimeline(SQLModel, table=True):
@@ -156,7 +156,7 @@ class IncidentTimeline(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     incident_id: int = Field(foreign_key="incident.id", index=True)
-    at: datetime = _ts(nullable=False)
+    at: datetime = now_column(nullable=False)
     type: str
     from_state: str | None = None
     to_state: str | None = None
@@ -171,7 +171,7 @@ class MonitorState(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
-    updated_at: datetime = _ts(nullable=False)
+    updated_at: datetime = now_column(nullable=False)
 
 
 class AuditEntry(SQLModel, table=True):
@@ -180,7 +180,7 @@ class AuditEntry(SQLModel, table=True):
     __tablename__ = "audit_log"
 
     seq: int = Field(primary_key=True)
-    at: datetime = _ts(nullable=False)
+    at: datetime = now_column(nullable=False)
     actor: str
     action: str
     subject: str
@@ -223,7 +223,7 @@ class RemediationRun(SQLModel, table=True):
     approved_by: str | None = None
     fix: str | None = Field(default=None, sa_column=Column(Text))  # a human's fix, as given
     status: RunStatus = _enum(RunStatus.running)
-    started_at: datetime = _ts(nullable=False)
+    started_at: datetime = now_column(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
 
@@ -237,7 +237,7 @@ class SkillBlock(SQLModel, table=True):
     skill: str = Field(index=True)
     target: str = Field(index=True)
     reason: str = ""
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
     cleared_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
@@ -249,7 +249,7 @@ class Approval(SQLModel, table=True):
     incident_id: int = Field(foreign_key="incident.id", index=True)
     kind: str  # skill, deny, mute, fix
     skill: str | None = None
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
     expires_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     used_by: str | None = None
@@ -269,7 +269,7 @@ class HumanCommand(SQLModel, table=True):
     channel: str = "cli"  # cli, telegram
     status: CommandStatus = _enum(CommandStatus.queued, index=True)
     outcome: str = Field(default="", sa_column=Column(Text, nullable=False))
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
@@ -284,7 +284,7 @@ class ConversationMessage(SQLModel, table=True):
     author: str
     text: str = Field(sa_column=Column(Text, nullable=False))
     incident_id: int | None = Field(default=None, index=True)
-    at: datetime = _ts(nullable=False)
+    at: datetime = now_column(nullable=False)
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
 
 
@@ -304,7 +304,7 @@ class TelegramMessage(SQLModel, table=True):
     role: str = "text"  # incident (the one with buttons), prompt, reply, text, report
     live: bool = False  # its buttons still work
     approvals: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # its buttons' ids
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
 
 
 class TelegramGroupMember(SQLModel, table=True):
@@ -339,7 +339,7 @@ class OutboxMessage(SQLModel, table=True):
     status: OutboxStatus = _enum(OutboxStatus.pending, index=True)
     attempts: int = 0
     error: str = Field(default="", sa_column=Column(Text, nullable=False))
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
     sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
@@ -350,5 +350,5 @@ class Mute(SQLModel, table=True):
     target: str = Field(index=True)
     until: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
     by: str
-    created_at: datetime = _ts(nullable=False)
+    created_at: datetime = now_column(nullable=False)
     cleared_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from guard import cluster
 from guard.config import TriageSettings
 from guard.fingerprint import fingerprint, keyed_fingerprint
 from guard.grouping.templates import TemplateBook
@@ -94,6 +95,7 @@ class Triage:
                     put_state(session, key, value)
                 self._storms.write()
                 self._calm_storms(session, events)
+                cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
             self.templates.reset()  # it may hold templates the rollback just took back
             raise

@@ -96,7 +96,9 @@ def test_healthz_readyz_and_metrics(guard_run: Running, home: GuardHome) -> None
     assert datetime.fromisoformat(json.loads(value)["at"]) >= before
 
     ready = guard_run.get("/readyz").json()
-    assert ready == {"status": "ready", "monitors": 1, "unscheduled": []}
+    assert {k: ready[k] for k in ("status", "role", "monitors", "unscheduled")} == {
+        "status": "ready", "role": "leader", "monitors": 1, "unscheduled": []}
+    assert ready["fencing_token"] is None  # one box (SQLite): no lease, always the leader
 
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # the failing monitor opens an incident within seconds

@@ -71,3 +71,27 @@ def test_the_shipped_playbook_is_valid(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
         book = load_playbook(tmp_path / name)
         assert book.monitors[0].type == "kubernetes"
+
+
+def test_the_ha_variant_runs_two_replicas_on_postgres_that_fit_the_single_one() -> None:
+    docs = objects()
+    single = model(docs[("Deployment", "guard")])
+    ha = model(docs[("Deployment", "guard-ha")])
+    assert ha.spec.replicas == 2 and ha.spec.strategy.type == "RollingUpdate"
+    assert ha.spec.strategy.rolling_update.max_unavailable == 0
+    pod, one = ha.spec.template.spec, single.spec.template.spec
+    [container], [base] = pod.containers, one.containers
+    assert pod.service_account_name == one.service_account_name
+    assert container.readiness_probe.http_get.path == "/readyz"
+    assert container.liveness_probe.http_get.path == "/healthz"
+    env = {e.name: e for e in container.env}
+    assert env["GUARD_HA__REPLICA_ID"].value_from.field_ref.field_path == "metadata.name"
+    assert [s.secret_ref.name for s in container.env_from] == ["guard-secrets"]
+    assert not any(s.secret_ref.optional for s in container.env_from)  # the database URL
+    volumes = {v.name: v for v in pod.volumes}
+    assert all(v.persistent_volume_claim is None for v in volumes.values())  # no RWO claim
+    assert ha.spec.selector.match_labels == single.spec.selector.match_labels
+    assert {e.name for e in base.env} <= set(env)
+    budget = model(docs[("PodDisruptionBudget", "guard-ha")])
+    assert budget.spec.min_available == 1
+    assert budget.spec.selector.match_labels == ha.spec.selector.match_labels

@@ -29,6 +29,8 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParam
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
+from guard import cluster
+from guard.exceptions import NotLeader
 from guard.memory.conversation import record_message
 from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
@@ -93,7 +95,16 @@ def _add(session: Session, row: OutboxMessage) -> int:
     session.add(row)
     session.flush()
     assert row.id is not None
+    cluster.current().claim(session, "telegram.queue", row.id)
     return row.id
+
+
+def claim_send(db: Database, rows: list[OutboxMessage]) -> None:
+    """Before a call to Telegram: raise ``NotLeader`` unless this replica's term still runs,
+    and record the call with its fencing token."""
+    with db.session() as session:
+        for row in rows:
+            cluster.current().claim(session, "telegram.send", row.id)
 
 
 def _remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
@@ -187,6 +198,9 @@ class OutboxWorker:
                     break
                 except TelegramError as exc:  # Forbidden, a chat that went away...
                     await asyncio.to_thread(self._rejected, row, exc)
+                except NotLeader as exc:  # deposed: the new leader sends what is left
+                    logger.warning("outbox stops: {}", exc)
+                    return
 
     async def _announce(self, row: OutboxMessage, stop: asyncio.Event) -> bool:
         """Announce an incident: at once after a quiet spell, else with every announcement
@@ -216,6 +230,7 @@ class OutboxWorker:
                 buttons=grouping.labelled(r.incident_id, r.buttons))
                 for r in rows if r.incident_id is not None]
         text, buttons = grouping.render(members)
+        await asyncio.to_thread(claim_send, self.db, rows)
         msg = await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML,
                                           reply_markup=_markup(buttons))
         ids = [m.incident_id for m in members]
@@ -251,6 +266,7 @@ class OutboxWorker:
                     m.live = False
                     session.add(m)
         text, buttons = grouping.render(members)
+        await asyncio.to_thread(claim_send, self.db, [row])
         try:
             await self.bot.edit_message_text(text, chat_id=row.chat_id,
                                              message_id=target.message_id,
@@ -280,6 +296,7 @@ class OutboxWorker:
             if target.role == "group":
                 await self._edit_group(row, target)
                 return
+            await asyncio.to_thread(claim_send, self.db, [row])
             try:
                 await self.bot.edit_message_text(row.text, chat_id=chat,
                                                  message_id=target.message_id,
@@ -293,6 +310,7 @@ class OutboxWorker:
             return
         reply = (ReplyParameters(target.message_id, allow_sending_without_reply=True)
                  if row.reply_to_incident and target is not None else None)
+        await asyncio.to_thread(claim_send, self.db, [row])
         if row.method == "photo":
             msg = await self.bot.send_photo(chat, photo=row.photo or b"",
                                             caption=cut(row.text, CAPTION_LIMIT) or None,
