@@ -44,25 +44,43 @@ EventHook = Callable[[list[IncidentEvent]], Any]
 
 def monitor_error_signal(monitor: Monitor, exc: BaseException) -> Signal:
     message = str(exc) if isinstance(exc, MonitorError) else f"{type(exc).__name__}: {exc}"
-    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_error",
-                  message=f"monitor {monitor.id} failed: {message}", severity=Severity.warning,
-                  details={"monitor_type": monitor.type})
+    return Signal(
+        monitor_id=monitor.id,
+        source="guard",
+        target=monitor.id,
+        kind="monitor_error",
+        message=f"monitor {monitor.id} failed: {message}",
+        severity=Severity.warning,
+        details={"monitor_type": monitor.type},
+    )
 
 
 def skill_invalid_signals(library: Any) -> list[Signal]:
     """One ``skill_invalid`` signal on Guard itself per quarantined skill (it never stops
     Guard: it is skipped, and a human is told what to fix)."""
-    return [Signal(monitor_id="skills", source="guard", target=f"skill:{name}",
-                   kind="skill_invalid", severity=Severity.error,
-                   message=f"skill {name} does not load and is quarantined: "
-                           + "; ".join(problems)[:800],
-                   details={"skill": name, "problems": problems[:20]})
-            for name, problems in library.quarantined.items()]
+    return [
+        Signal(
+            monitor_id="skills",
+            source="guard",
+            target=f"skill:{name}",
+            kind="skill_invalid",
+            severity=Severity.error,
+            message=f"skill {name} does not load and is quarantined: " + "; ".join(problems)[:800],
+            details={"skill": name, "problems": problems[:20]},
+        )
+        for name, problems in library.quarantined.items()
+    ]
 
 
 def monitor_ok_signal(monitor: Monitor) -> Signal:
-    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_ok",
-                  message=f"monitor {monitor.id} is working", status="ok")
+    return Signal(
+        monitor_id=monitor.id,
+        source="guard",
+        target=monitor.id,
+        kind="monitor_ok",
+        message=f"monitor {monitor.id} is working",
+        status="ok",
+    )
 
 
 def redact_observation(obs: Observation) -> Observation:
@@ -72,9 +90,15 @@ def redact_observation(obs: Observation) -> Observation:
 class Guard:
     """One appliance: its monitors, its store, its triage."""
 
-    def __init__(self, settings: Settings, playbooks: Iterable[Playbook], *,
-                 db: Database | None = None, agent: Agent | None = None,
-                 heal: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        playbooks: Iterable[Playbook],
+        *,
+        db: Database | None = None,
+        agent: Agent | None = None,
+        heal: bool = True,
+    ) -> None:
         self.settings = settings
         configure_redaction(settings)
         audit.configure(settings)
@@ -85,7 +109,8 @@ class Guard:
         policies = {
             spec.id: TriagePolicy(
                 for_count=spec.for_count,
-                auto_resolve=settings.triage.auto_resolve if spec.auto_resolve is None
+                auto_resolve=settings.triage.auto_resolve
+                if spec.auto_resolve is None
                 else spec.auto_resolve,
             )
             for spec in specs
@@ -110,8 +135,12 @@ class Guard:
             from guard.agent.loop import Agent
             from guard.notify import build_notifier
 
-            self._agent = Agent(self.settings, self.db, self.playbooks,
-                                notifier=build_notifier(self.settings, self.db))
+            self._agent = Agent(
+                self.settings,
+                self.db,
+                self.playbooks,
+                notifier=build_notifier(self.settings, self.db),
+            )
         return self._agent
 
     # -- one check ------------------------------------------------------------------------------
@@ -152,8 +181,15 @@ class Guard:
 
     def health(self) -> list[dict[str, Any]]:
         """Each monitor's health (None: not checked yet) and the end of its last check."""
-        return [{"id": m.id, "type": m.type, "healthy": self._healthy.get(m.id),
-                 "last_check": self.last_check.get(m.id)} for m in self.monitors]
+        return [
+            {
+                "id": m.id,
+                "type": m.type,
+                "healthy": self._healthy.get(m.id),
+                "last_check": self.last_check.get(m.id),
+            }
+            for m in self.monitors
+        ]
 
     def _failed(self, monitor: Monitor, exc: BaseException) -> Observation:
         if isinstance(exc, MonitorError):
@@ -184,7 +220,8 @@ class Guard:
     def _log_events(events: list[IncidentEvent]) -> None:
         for ev in events:
             logger.bind(incident=ev.incident_id, event=ev.type).info(
-                "incident #{} {}: {} [{}]", ev.incident_id, ev.type, ev.title, ev.severity)
+                "incident #{} {}: {} [{}]", ev.incident_id, ev.type, ev.title, ev.severity
+            )
 
     # -- run modes ------------------------------------------------------------------------------
 
@@ -228,8 +265,10 @@ class Guard:
             cluster.install(previous)
 
     async def _run(self) -> None:
-        self._audit("guard.started", {"monitors": [m.id for m in self.monitors],
-                                      "replica": self.leadership.replica.id})
+        self._audit(
+            "guard.started",
+            {"monitors": [m.id for m in self.monitors], "replica": self.leadership.replica.id},
+        )
         scheduler = AsyncIOScheduler(timezone=UTC)
         scheduler.start()
         web = WebServer(self, scheduler)
@@ -237,8 +276,10 @@ class Guard:
         lease = asyncio.create_task(self.leadership.run(release, self._deposed), name="lease")
         if self.leadership.ha:
             await web.start()
-            logger.info("replica {} is a standby until it holds the leader lease",
-                        self.leadership.replica.id)
+            logger.info(
+                "replica {} is a standby until it holds the leader lease",
+                self.leadership.replica.id,
+            )
         if not await self.leadership.elected(self._stop):
             await web.close()
             scheduler.shutdown(wait=False)
@@ -251,16 +292,31 @@ class Guard:
         await self._sync_skills()  # first: clone the skills remote before skills are loaded
         for m in self.monitors:
             scheduler.add_job(
-                self._scheduled, IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
-                args=[m], id=f"monitor:{m.id}", coalesce=True, max_instances=1,
-                misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
+                self._scheduled,
+                IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
+                args=[m],
+                id=f"monitor:{m.id}",
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=max(int(m.interval), 30),
+                next_run_time=datetime.now(UTC),
             )
         if self.settings.skills.git_remote and (every := self.settings.skills.sync_every):
-            scheduler.add_job(self._sync_skills, IntervalTrigger(seconds=every),
-                              id="skills:sync", coalesce=True, max_instances=1)
+            scheduler.add_job(
+                self._sync_skills,
+                IntervalTrigger(seconds=every),
+                id="skills:sync",
+                coalesce=True,
+                max_instances=1,
+            )
         if every := self.settings.audit.anchor_every:
-            scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
-                              coalesce=True, max_instances=1)
+            scheduler.add_job(
+                self._anchor,
+                IntervalTrigger(seconds=every),
+                id="audit:anchor",
+                coalesce=True,
+                max_instances=1,
+            )
         from guard.notify import build_gateway
 
         gateway = build_gateway(self.settings, self.db, self)
@@ -274,12 +330,18 @@ class Guard:
             self._attach_agent()
             agent = asyncio.create_task(self.agent.run(self._stop), name="agent")
             self._queue.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
-        streams = [asyncio.create_task(self._follow(m), name=f"follow:{m.id}")
-                   for m in self.monitors if isinstance(m, StreamingMonitor)
-                   and getattr(getattr(m, "spec", None), "events", True)]
+        streams = [
+            asyncio.create_task(self._follow(m), name=f"follow:{m.id}")
+            for m in self.monitors
+            if isinstance(m, StreamingMonitor) and getattr(getattr(m, "spec", None), "events", True)
+        ]
         feeders += streams
-        logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
-                    len(streams), "on" if self.heal else "off")
+        logger.info(
+            "guard running: {} monitors ({} streaming), agent {}",
+            len(self.monitors),
+            len(streams),
+            "on" if self.heal else "off",
+        )
         try:
             if not self.leadership.ha:
                 await web.start()
@@ -356,7 +418,8 @@ class Guard:
                 return
             except Exception:
                 logger.opt(exception=attempt == 3).error(
-                    "could not store {} observations (attempt {}/3)", len(batch), attempt)
+                    "could not store {} observations (attempt {}/3)", len(batch), attempt
+                )
                 await asyncio.sleep(attempt)
         for obs in batch:  # the store is down: make the next check re-read from the DB
             self._state.pop(obs.monitor_id, None)

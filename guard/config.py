@@ -54,8 +54,10 @@ class TelegramSettings(_Section):
     poll_timeout: Duration = Field(default=10.0, description="getUpdates long-polling timeout")
     mute_for: Duration = Field(default=3600.0, description="how long the mute button mutes")
     group_wait: Duration = Field(
-        default=10.0, description="incidents announced within this long of the last "
-        "announcement go out together, as one message with a line per incident (0: never)")
+        default=10.0,
+        description="incidents announced within this long of the last "
+        "announcement go out together, as one message with a line per incident (0: never)",
+    )
 
     @property
     def configured(self) -> bool:
@@ -124,12 +126,12 @@ class SandboxSettings(_Section):
     def _not_root(cls, value: str) -> str:
         """``uid[:gid]``, each a number or a name; numbers are read as numbers (``00`` is 0)."""
         parts = value.split(":")
-        if len(parts) > 2 or not all(re.fullmatch(r"[0-9]+|[a-z_][a-z0-9_-]*", p)
-                                     for p in parts):
+        if len(parts) > 2 or not all(re.fullmatch(r"[0-9]+|[a-z_][a-z0-9_-]*", p) for p in parts):
             raise ValueError(f"sandbox.user {value!r}: use uid[:gid], e.g. 65534:65534")
         if any(p == "root" or (p.isdigit() and int(p) == 0) for p in parts):
-            raise ValueError(f"sandbox.user {value!r}: commands must not run as root "
-                             "(uid or gid 0)")
+            raise ValueError(
+                f"sandbox.user {value!r}: commands must not run as root (uid or gid 0)"
+            )
         return value
 
     @field_validator("memory", mode="before")
@@ -187,11 +189,15 @@ class TriageSettings(_Section):
     flap_window: Duration = 600.0
     flap_threshold: int = Field(default=3, ge=1)
     max_new_incidents: int = Field(
-        default=20, ge=1, description="new incidents one monitor may open per storm_window; "
-        "beyond that its signals fold into one storm incident")
+        default=20,
+        ge=1,
+        description="new incidents one monitor may open per storm_window; "
+        "beyond that its signals fold into one storm incident",
+    )
     storm_window: Duration = Field(
-        default=300.0, description="the storm breaker's window; a storm resolves after one "
-        "window without signals")
+        default=300.0,
+        description="the storm breaker's window; a storm resolves after one window without signals",
+    )
 
 
 class SkillsSettings(_Section):
@@ -200,22 +206,34 @@ class SkillsSettings(_Section):
     )
     git_commit: bool = Field(default=True, description="commit learned skills to git")
     git_author: str = "Guard <guard@localhost>"
-    git_remote: str | None = Field(default=None, description="https, ssh or file URL the "
-                                   "skills repository is cloned from and pushed to")
+    git_remote: str | None = Field(
+        default=None,
+        description="https, ssh or file URL the skills repository is cloned from and pushed to",
+    )
     git_branch: str = Field(default="main", description="the reviewed branch Guard runs from")
-    git_token: SecretStr | None = Field(default=None, description="for https remotes and the "
-                                        "forge API; never written to .git/config or shown")
+    git_token: SecretStr | None = Field(
+        default=None,
+        description="for https remotes and the forge API; never written to .git/config or shown",
+    )
     review: Literal["direct", "branch", "pr"] | None = Field(
-        default=None, description="direct: push to git_branch, trusted at once; branch "
+        default=None,
+        description="direct: push to git_branch, trusted at once; branch "
         "(default with a remote): push to guard/learned/<name>, under review until it is on "
-        "git_branch; pr: branch plus a pull/merge request")
-    sync_every: Duration = Field(default=60.0, description="how often `guard run` fetches "
-                                 "git_branch and fast-forwards (0: never)")
+        "git_branch; pr: branch plus a pull/merge request",
+    )
+    sync_every: Duration = Field(
+        default=60.0,
+        description="how often `guard run` fetches git_branch and fast-forwards (0: never)",
+    )
     forge: Literal["github", "gitlab", "gitea"] | None = Field(
-        default=None, description="the forge's API for review: pr (default: from the host)")
-    forge_api_url: str | None = Field(default=None, description="the forge's REST API base URL "
-                                      "(default: https://api.github.com, <host>/api/v4 or "
-                                      "<host>/api/v1)")
+        default=None, description="the forge's API for review: pr (default: from the host)"
+    )
+    forge_api_url: str | None = Field(
+        default=None,
+        description="the forge's REST API base URL "
+        "(default: https://api.github.com, <host>/api/v4 or "
+        "<host>/api/v1)",
+    )
 
     @field_validator("git_remote")
     @classmethod
@@ -228,19 +246,27 @@ class SkillsSettings(_Section):
         scp_like = re.fullmatch(r"[\w.-]+@[\w.-]+:[^/].*", value)
         scheme = urlsplit(value).scheme
         if not scp_like and scheme not in ("https", "http", "ssh", "file"):
-            raise ValueError(f"skills.git_remote {value!r}: use an https, ssh or file URL, e.g. "
-                             "https://github.com/acme/guard-skills.git")
+            raise ValueError(
+                f"skills.git_remote {value!r}: use an https, ssh or file URL, e.g. "
+                "https://github.com/acme/guard-skills.git"
+            )
         if scheme in ("https", "http") and urlsplit(value).password is not None:
-            raise ValueError("skills.git_remote: the URL holds a password or token; put it in "
-                             "skills.git_token (GUARD_SKILLS__GIT_TOKEN) so it never lands in "
-                             ".git/config")
+            raise ValueError(
+                "skills.git_remote: the URL holds a password or token; put it in "
+                "skills.git_token (GUARD_SKILLS__GIT_TOKEN) so it never lands in "
+                ".git/config"
+            )
         return value
 
     @field_validator("git_branch")
     @classmethod
     def _branch(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9._/-]+", value) or value.startswith(("-", "/")) \
-                or ".." in value or value.endswith((".lock", "/")):
+        if (
+            not re.fullmatch(r"[A-Za-z0-9._/-]+", value)
+            or value.startswith(("-", "/"))
+            or ".." in value
+            or value.endswith((".lock", "/"))
+        ):
             raise ValueError(f"skills.git_branch {value!r}: not a valid branch name, e.g. main")
         return value
 
@@ -249,26 +275,33 @@ class SkillsSettings(_Section):
         if self.review is None:
             self.review = "branch" if self.git_remote else "direct"
         elif self.review != "direct" and not self.git_remote:
-            raise ValueError(f"skills.review {self.review!r} needs skills.git_remote (a "
-                             "reviewer works on a remote); set it, or use review: direct")
+            raise ValueError(
+                f"skills.review {self.review!r} needs skills.git_remote (a "
+                "reviewer works on a remote); set it, or use review: direct"
+            )
         if self.review != "direct" and not self.git_commit:
             raise ValueError(f"skills.review {self.review!r} needs skills.git_commit: true")
         return self
 
 
 class MemorySettings(_Section):
-    isolate: bool = Field(default=True, description="keep LanceDB (~150 MB) in a helper process "
-                          "that runs only while recalls happen")
-    idle_timeout: Duration = Field(default=600.0, description="the helper process leaves after "
-                                   "this long without a recall")
+    isolate: bool = Field(
+        default=True,
+        description="keep LanceDB (~150 MB) in a helper process "
+        "that runs only while recalls happen",
+    )
+    idle_timeout: Duration = Field(
+        default=600.0, description="the helper process leaves after this long without a recall"
+    )
 
 
 class AgentSettings(_Section):
     enabled: bool = True
     max_concurrent_incidents: int = Field(default=4, ge=1)
     max_concurrent_remediations: int = Field(default=2, ge=1)
-    breaker_failures: int = Field(default=2, ge=1, description="failed runs in a row that "
-                                  "disable a skill for a target")
+    breaker_failures: int = Field(
+        default=2, ge=1, description="failed runs in a row that disable a skill for a target"
+    )
     approval_ttl: Duration = 1800.0
     verify_timeout: Duration = 60.0
     fix_timeout: Duration = 120.0
@@ -290,8 +323,7 @@ class ExtraPatternSettings(_Section):
         import re
 
         if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", value):
-            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. "
-                             "'acme-api-key'")
+            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. 'acme-api-key'")
         return value
 
 
@@ -303,16 +335,21 @@ def _valid_regex(where: str, value: str, *, secret: bool = False) -> str:
     except re.error as exc:
         raise ValueError(f"{where}{value!r}: not a valid regex ({exc})") from None
     if secret and compiled.match(""):
-        raise ValueError(f"{where}{value!r}: matches the empty string, so it would redact "
-                         "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'")
+        raise ValueError(
+            f"{where}{value!r}: matches the empty string, so it would redact "
+            "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'"
+        )
     return value
 
 
 class RedactSettings(_Section):
     extra_patterns: list[ExtraPatternSettings] = Field(
-        default_factory=list, description="more secret shapes: a regex, or {pattern, kind}")
-    allow: list[str] = Field(default_factory=list, description="regexes: a match found in one "
-                             "of these is not a secret (false positives)")
+        default_factory=list, description="more secret shapes: a regex, or {pattern, kind}"
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="regexes: a match found in one of these is not a secret (false positives)",
+    )
 
     @field_validator("extra_patterns", mode="before")
     @classmethod
@@ -328,10 +365,15 @@ class RedactSettings(_Section):
 
 
 class AuditSettings(_Section):
-    anchor_every: Duration = Field(default=3600.0, description="how often `guard run` appends "
-                                   "the chain's head to data_dir/audit-anchors.jsonl (0: never)")
-    key: SecretStr | None = Field(default=None, description="HMAC key: entries written with it "
-                                  "cannot be recomputed without it")
+    anchor_every: Duration = Field(
+        default=3600.0,
+        description="how often `guard run` appends "
+        "the chain's head to data_dir/audit-anchors.jsonl (0: never)",
+    )
+    key: SecretStr | None = Field(
+        default=None,
+        description="HMAC key: entries written with it cannot be recomputed without it",
+    )
 
     @field_validator("key")
     @classmethod
@@ -344,12 +386,18 @@ class AuditSettings(_Section):
 class HASettings(_Section):
     """Replicas on one Postgres ``database_url`` elect a leader (see ``guard.cluster``)."""
 
-    enabled: bool = Field(default=True, description="elect a leader when the database is "
-                          "Postgres (SQLite: the one process is always the leader)")
-    lease_ttl: Duration = Field(default=15.0, gt=1.0, description="how long a leader's lease "
-                                "lasts unrenewed; a standby takes over after it runs out")
-    replica_id: str = Field(default="", description="this replica's name (default: "
-                            "HOSTNAME:pid)")
+    enabled: bool = Field(
+        default=True,
+        description="elect a leader when the database is "
+        "Postgres (SQLite: the one process is always the leader)",
+    )
+    lease_ttl: Duration = Field(
+        default=15.0,
+        gt=1.0,
+        description="how long a leader's lease "
+        "lasts unrenewed; a standby takes over after it runs out",
+    )
+    replica_id: str = Field(default="", description="this replica's name (default: HOSTNAME:pid)")
 
 
 def _default_http_port() -> int:

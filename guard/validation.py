@@ -14,9 +14,26 @@ from pydantic import ValidationError
 # Parts pydantic inserts into error locations for union members and validators; they name no
 # field a user wrote ("monitors[1].expect_status.list[int]" -> "monitors[1].expect_status").
 _MEMBER_PREFIXES = (
-    "int", "str", "float", "bool", "list[", "dict[", "tuple[", "set[", "literal[", "is-instance[",
-    "lax-or-strict", "constrained-", "function-", "tagged-union", "nullable", "union[",
-    "json-or-python", "decimal", "date", "timedelta",
+    "int",
+    "str",
+    "float",
+    "bool",
+    "list[",
+    "dict[",
+    "tuple[",
+    "set[",
+    "literal[",
+    "is-instance[",
+    "lax-or-strict",
+    "constrained-",
+    "function-",
+    "tagged-union",
+    "nullable",
+    "union[",
+    "json-or-python",
+    "decimal",
+    "date",
+    "timedelta",
 )
 
 Skip = Callable[[int, str], bool]
@@ -128,8 +145,11 @@ def yaml_line_map(text: str) -> dict[Loc, int]:
     return lines
 
 
-def line_finder(text: str, *, drop: Callable[[Sequence[int | str], int], bool] | None = None,
-                ) -> Callable[[Sequence[int | str]], int | None]:
+def line_finder(
+    text: str,
+    *,
+    drop: Callable[[Sequence[int | str], int], bool] | None = None,
+) -> Callable[[Sequence[int | str]], int | None]:
     """``line_of(loc)``: the YAML line of the field at ``loc`` in ``text``, or of its nearest
     parent that has one. ``drop(loc, i)`` leaves out location parts that name no field (a
     union's tag)."""

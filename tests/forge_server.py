@@ -38,8 +38,7 @@ class GitHubServer:
                 self.wfile.write(body)
 
             def _auth(self) -> bool:
-                if outer.token and self.headers.get("Authorization") != \
-                        f"{scheme} {outer.token}":
+                if outer.token and self.headers.get("Authorization") != f"{scheme} {outer.token}":
                     self._reply(401, {"message": "Bad credentials"})
                     return False
                 return True
@@ -47,8 +46,14 @@ class GitHubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 data = json.loads(self.rfile.read(length) or b"{}")
-                outer.calls.append({"method": "POST", "path": self.path, "json": data,
-                                    "headers": dict(self.headers)})
+                outer.calls.append(
+                    {
+                        "method": "POST",
+                        "path": self.path,
+                        "json": data,
+                        "headers": dict(self.headers),
+                    }
+                )
                 if not self._auth():
                     return
                 m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/pulls", self.path)
@@ -56,30 +61,58 @@ class GitHubServer:
                     self._reply(404, {"message": "Not Found"})
                     return
                 owner, repo = m.groups()
-                if any(p["head"]["ref"] == data["head"] and p["state"] == "open"
-                       for p in outer.pulls) and outer.style == "gitea":
-                    self._reply(409, {"message": "pull request already exists for these "
-                                      f"targets [head_branch: {data['head']}]"})
+                if (
+                    any(
+                        p["head"]["ref"] == data["head"] and p["state"] == "open"
+                        for p in outer.pulls
+                    )
+                    and outer.style == "gitea"
+                ):
+                    self._reply(
+                        409,
+                        {
+                            "message": "pull request already exists for these "
+                            f"targets [head_branch: {data['head']}]"
+                        },
+                    )
                     return
-                if any(p["head"]["ref"] == data["head"] and p["state"] == "open"
-                       for p in outer.pulls):
-                    self._reply(422, {"message": "Validation Failed", "errors": [
-                        {"resource": "PullRequest", "code": "custom",
-                         "message": f"A pull request already exists for {owner}:{data['head']}."}
-                    ], "documentation_url": "https://docs.github.com/rest/pulls/pulls"})
+                if any(
+                    p["head"]["ref"] == data["head"] and p["state"] == "open" for p in outer.pulls
+                ):
+                    self._reply(
+                        422,
+                        {
+                            "message": "Validation Failed",
+                            "errors": [
+                                {
+                                    "resource": "PullRequest",
+                                    "code": "custom",
+                                    "message": f"A pull request already exists for {owner}:{data['head']}.",
+                                }
+                            ],
+                            "documentation_url": "https://docs.github.com/rest/pulls/pulls",
+                        },
+                    )
                     return
                 number = len(outer.pulls) + 1
-                pr = {"number": number, "state": "open", "merged": False, "merged_at": None,
-                      "title": data["title"], "body": data["body"],
-                      "html_url": f"https://github.test/{owner}/{repo}/pull/{number}",
-                      "head": {"ref": data["head"], "label": f"{owner}:{data['head']}"},
-                      "base": {"ref": data["base"]}}
+                pr = {
+                    "number": number,
+                    "state": "open",
+                    "merged": False,
+                    "merged_at": None,
+                    "title": data["title"],
+                    "body": data["body"],
+                    "html_url": f"https://github.test/{owner}/{repo}/pull/{number}",
+                    "head": {"ref": data["head"], "label": f"{owner}:{data['head']}"},
+                    "base": {"ref": data["base"]},
+                }
                 outer.pulls.append(pr)
                 self._reply(201, pr)
 
             def do_GET(self) -> None:
-                outer.calls.append({"method": "GET", "path": self.path,
-                                    "headers": dict(self.headers)})
+                outer.calls.append(
+                    {"method": "GET", "path": self.path, "headers": dict(self.headers)}
+                )
                 if not self._auth():
                     return
                 url = urlsplit(self.path)
@@ -89,8 +122,14 @@ class GitHubServer:
                     return
                 if re.fullmatch(r"/repos/[^/]+/[^/]+/pulls", url.path):
                     head = parse_qs(url.query).get("head", [""])[0]
-                    self._reply(200, [p for p in outer.pulls if outer.style == "gitea"
-                                      or p["head"]["label"] == head])
+                    self._reply(
+                        200,
+                        [
+                            p
+                            for p in outer.pulls
+                            if outer.style == "gitea" or p["head"]["label"] == head
+                        ],
+                    )
                     return
                 self._reply(404, {"message": "Not Found"})
 
@@ -136,18 +175,33 @@ class GitLabServer:
                 if found is None:
                     return
                 data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                dup = [p for p in outer.pulls if p["source_branch"] == data["source_branch"]
-                       and p["state"] == "opened"]
+                dup = [
+                    p
+                    for p in outer.pulls
+                    if p["source_branch"] == data["source_branch"] and p["state"] == "opened"
+                ]
                 if dup:
-                    self._reply(409, {"message": ["Another open merge request already exists "
-                                                  f"for this source branch: !{dup[0]['iid']}"]})
+                    self._reply(
+                        409,
+                        {
+                            "message": [
+                                "Another open merge request already exists "
+                                f"for this source branch: !{dup[0]['iid']}"
+                            ]
+                        },
+                    )
                     return
                 iid = len(outer.pulls) + 1
                 project = found[0].replace("%2F", "/")
-                mr = {"iid": iid, "state": "opened", "source_branch": data["source_branch"],
-                      "target_branch": data["target_branch"], "title": data["title"],
-                      "description": data["description"],
-                      "web_url": f"https://gitlab.test/{project}/-/merge_requests/{iid}"}
+                mr = {
+                    "iid": iid,
+                    "state": "opened",
+                    "source_branch": data["source_branch"],
+                    "target_branch": data["target_branch"],
+                    "title": data["title"],
+                    "description": data["description"],
+                    "web_url": f"https://gitlab.test/{project}/-/merge_requests/{iid}",
+                }
                 outer.pulls.append(mr)
                 self._reply(201, mr)
 

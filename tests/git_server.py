@@ -19,11 +19,17 @@ from tests.local_http import serve, stop
 
 def git(*args: str, cwd: Path) -> str:
     """Run git as a person would (their own identity), failing loudly."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Rita Reviewer", "GIT_AUTHOR_EMAIL": "rita@acme",
-           "GIT_COMMITTER_NAME": "Rita Reviewer", "GIT_COMMITTER_EMAIL": "rita@acme",
-           "GIT_TERMINAL_PROMPT": "0"}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=False)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Rita Reviewer",
+        "GIT_AUTHOR_EMAIL": "rita@acme",
+        "GIT_COMMITTER_NAME": "Rita Reviewer",
+        "GIT_COMMITTER_EMAIL": "rita@acme",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
     if proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)}: {proc.stderr}")
     return proc.stdout.strip()
@@ -94,14 +100,23 @@ class GitServer:
         path, _, query = req.path.partition("?")
         length = int(req.headers.get("Content-Length") or 0)
         body = req.rfile.read(length) if length else b""
-        env = {**os.environ, "GIT_PROJECT_ROOT": str(self.root), "GIT_HTTP_EXPORT_ALL": "1",
-               "PATH_INFO": path, "QUERY_STRING": query, "REQUEST_METHOD": req.command,
-               "CONTENT_TYPE": req.headers.get("Content-Type", ""),
-               "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": "guard",
-               "REMOTE_ADDR": "127.0.0.1", "GIT_PROTOCOL": req.headers.get("Git-Protocol", ""),
-               "HTTP_CONTENT_ENCODING": req.headers.get("Content-Encoding", "")}
-        proc = subprocess.run(["git", "http-backend"], input=body, env=env,
-                              capture_output=True, check=False)
+        env = {
+            **os.environ,
+            "GIT_PROJECT_ROOT": str(self.root),
+            "GIT_HTTP_EXPORT_ALL": "1",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "REQUEST_METHOD": req.command,
+            "CONTENT_TYPE": req.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": str(len(body)),
+            "REMOTE_USER": "guard",
+            "REMOTE_ADDR": "127.0.0.1",
+            "GIT_PROTOCOL": req.headers.get("Git-Protocol", ""),
+            "HTTP_CONTENT_ENCODING": req.headers.get("Content-Encoding", ""),
+        }
+        proc = subprocess.run(
+            ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
+        )
         head, _, payload = proc.stdout.partition(b"\r\n\r\n")
         status = 200
         headers = []

@@ -40,17 +40,35 @@ def serve_postgres() -> Iterator[str]:
         as_user = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
     data = root / "data"
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
-                    "guard"], check=True, capture_output=True)
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(root / "log"), "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "guard"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_user,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(root / "log"),
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql+psycopg://guard@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast",
-                        "stop"], check=False, capture_output=True)
+        subprocess.run(
+            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -22,8 +22,9 @@ from guard.store.models import Approval, IncidentState
 
 
 class Asker:
-    def __init__(self, settings: Settings, db: Database, lifecycle: Lifecycle,
-                 notifier: Notifier) -> None:
+    def __init__(
+        self, settings: Settings, db: Database, lifecycle: Lifecycle, notifier: Notifier
+    ) -> None:
         self.settings = settings
         self.db = db
         self.lifecycle = lifecycle
@@ -32,28 +33,52 @@ class Asker:
     def new_approval(self, incident_id: int, kind: str, skill: str | None = None) -> str:
         approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
         with self.db.session() as session:
-            session.add(Approval(id=approval_id, incident_id=incident_id, kind=kind, skill=skill,
-                                 expires_at=utcnow() + timedelta(
-                                     seconds=self.settings.agent.approval_ttl)))
+            session.add(
+                Approval(
+                    id=approval_id,
+                    incident_id=incident_id,
+                    kind=kind,
+                    skill=skill,
+                    expires_at=utcnow() + timedelta(seconds=self.settings.agent.approval_ttl),
+                )
+            )
         return approval_id
 
-    async def ask(self, incident_id: int, options: list[Candidate], evidence: str,
-                  question: str, *, escalate: bool = False) -> None:
+    async def ask(
+        self,
+        incident_id: int,
+        options: list[Candidate],
+        evidence: str,
+        question: str,
+        *,
+        escalate: bool = False,
+    ) -> None:
         """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering
         ``options`` best first."""
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
         names = [c.skill.name for c in options]
         inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names)
-        shown = [SkillOption(c.skill.name, c.skill.offer_text()[:300],
-                             self.new_approval(incident_id, "skill", c.skill.name))
-                 for c in options]
+        shown = [
+            SkillOption(
+                c.skill.name,
+                c.skill.offer_text()[:300],
+                self.new_approval(incident_id, "skill", c.skill.name),
+            )
+            for c in options
+        ]
         request = HumanRequest(
-            incident_id=incident_id, title=inc.title, severity=inc.severity, target=inc.target,
-            count=inc.count, evidence=evidence, options=shown,
+            incident_id=incident_id,
+            title=inc.title,
+            severity=inc.severity,
+            target=inc.target,
+            count=inc.count,
+            evidence=evidence,
+            options=shown,
             deny_id=self.new_approval(incident_id, "deny"),
-            mute_id=self.new_approval(incident_id, "mute"), question=question)
-        self.lifecycle.note(incident_id, "asked_human", question, options=names,
-                            escalated=escalate)
+            mute_id=self.new_approval(incident_id, "mute"),
+            question=question,
+        )
+        self.lifecycle.note(incident_id, "asked_human", question, options=names, escalated=escalate)
         try:
             await self.notifier.ask(request)
         except Exception as exc:
@@ -62,8 +87,11 @@ class Asker:
     def expire_approvals(self) -> None:
         now = utcnow()
         with self.db.session() as session:
-            stale = session.exec(select(Approval).where(col(Approval.used_at).is_(None),
-                                                        col(Approval.expires_at) < now)).all()
+            stale = session.exec(
+                select(Approval).where(
+                    col(Approval.used_at).is_(None), col(Approval.expires_at) < now
+                )
+            ).all()
             for a in stale:
                 a.used_at, a.used_by = now, "expired"
                 session.add(a)

@@ -29,13 +29,22 @@ class Closer:
         self.memory = memory
         self.notifier = notifier
 
-    async def resolve(self, incident_id: int, reason: str, *, resolved_by: str,
-                      resolution: str, skill: str = "", tell: str | None = None,
-                      **details: Any) -> Incident:
+    async def resolve(
+        self,
+        incident_id: int,
+        reason: str,
+        *,
+        resolved_by: str,
+        resolution: str,
+        skill: str = "",
+        tell: str | None = None,
+        **details: Any,
+    ) -> Incident:
         """Resolve the incident and remember what did it. ``tell``: the text for the human
         (default: they are told ``reason`` only if they were asked about this incident)."""
-        done = self.lifecycle.move(incident_id, IncidentState.resolved, reason,
-                                   resolved_by=resolved_by, **details)
+        done = self.lifecycle.move(
+            incident_id, IncidentState.resolved, reason, resolved_by=resolved_by, **details
+        )
         logger.info("incident #{} resolved: {}", incident_id, reason)
         await self.remember(done, resolution, skill)
         self.lifecycle.release(incident_id)
@@ -48,8 +57,7 @@ class Closer:
     async def remember(self, done: Incident, resolution: str, skill: str = "") -> None:
         """Store what resolved ``done`` in semantic memory (off the event loop; never raises)."""
         try:
-            await asyncio.to_thread(self.memory.remember, done, resolution=resolution,
-                                    skill=skill)
+            await asyncio.to_thread(self.memory.remember, done, resolution=resolution, skill=skill)
         except Exception as exc:
             logger.warning("could not store incident #{} in semantic memory: {}", done.id, exc)
 

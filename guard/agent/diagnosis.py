@@ -21,16 +21,23 @@ EVIDENCE_LIMIT = 8000
 
 
 class Diagnoser:
-    def __init__(self, lifecycle: Lifecycle, runner: StepRunner, remediator: Remediator,
-                 books: dict[str, Playbook], redactor: Redactor) -> None:
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        runner: StepRunner,
+        remediator: Remediator,
+        books: dict[str, Playbook],
+        redactor: Redactor,
+    ) -> None:
         self.lifecycle = lifecycle
         self.runner = runner
         self.remediator = remediator
         self.books = books
         self.redactor = redactor
 
-    def steps_for(self, inc: Incident, candidates: list[Candidate]) -> list[tuple[Step,
-                                                                                    Skill | None]]:
+    def steps_for(
+        self, inc: Incident, candidates: list[Candidate]
+    ) -> list[tuple[Step, Skill | None]]:
         steps: list[tuple[Step, Skill | None]] = []
         book = self.books.get(inc.monitor_id)
         for diag in book.diagnostics if book is not None else []:
@@ -53,14 +60,19 @@ class Diagnoser:
                     out = await self.runner.action(step.action, dict(step.args), inc)
                 else:
                     out = await self.runner.sandbox_run(
-                        step, inc, skill, self.remediator.grants_for(inc, skill),
-                        incident_context(inc))
+                        step,
+                        inc,
+                        skill,
+                        self.remediator.grants_for(inc, skill),
+                        incident_context(inc),
+                    )
                 parts.append(f"$ {step.describe()}\n{out.summary}")
             except Exception as exc:
                 parts.append(f"$ {step.describe()}\n(could not run: {exc})")
         evidence = self.redactor.redact("\n".join(parts))[:EVIDENCE_LIMIT]
         if evidence:
-            self.lifecycle.move(inc.id, IncidentState.diagnosing, "evidence collected",
-                                evidence=evidence)
+            self.lifecycle.move(
+                inc.id, IncidentState.diagnosing, "evidence collected", evidence=evidence
+            )
             self.lifecycle.note(inc.id, "diagnosed", evidence[:1000])
         return evidence

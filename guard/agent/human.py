@@ -29,24 +29,34 @@ S = IncidentState
 Done, Failed = CommandStatus.done, CommandStatus.failed
 
 
-def fix_step(actions: ActionRegistry, fix: str, inc: Incident, *, actor: str,
-             timeout: float) -> Step:
+def fix_step(
+    actions: ActionRegistry, fix: str, inc: Incident, *, actor: str, timeout: float
+) -> Step:
     """A human's fix as the one step that runs it, as written (no templating: its ``{{ }}``
     stay literal), in the very form it is saved in if it cures the incident, so the skill
     replays exactly what was verified. Raises ``ActionError`` naming a malformed action."""
     assert inc.id is not None
     if actions.looks_like_action(fix):
         action, args = actions.parse(fix)
-        return Step(action=action.name, args={k: literal_template(v) if isinstance(v, str)
-                                              else v for k, v in args.items()})
+        return Step(
+            action=action.name,
+            args={k: literal_template(v) if isinstance(v, str) else v for k, v in args.items()},
+        )
     script = fix_script(fix, inc.target, incident_id=inc.id, approver=actor)
     return Step(name=f"run {fix}", run="sh -s", stdin=script, timeout=timeout)
 
 
 class HumanAnswers:
-    def __init__(self, settings: Settings, db: Database, lifecycle: Lifecycle,
-                 remediator: Remediator, recaller: Recaller, library: SkillLibrary,
-                 actions: ActionRegistry) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        lifecycle: Lifecycle,
+        remediator: Remediator,
+        recaller: Recaller,
+        library: SkillLibrary,
+        actions: ActionRegistry,
+    ) -> None:
         self.settings = settings
         self.db = db
         self.lifecycle = lifecycle
@@ -80,10 +90,10 @@ class HumanAnswers:
             self.finish(cmd, Failed, f"{cmd.verb} failed: {exc}")
 
     def _deny(self, cmd: HumanCommand) -> None:
-        self.lifecycle.note(cmd.incident_id, "denied", f"denied by {cmd.actor}",
-                            actor_name=cmd.actor)
-        self.lifecycle.move(cmd.incident_id, S.escalated, f"{cmd.actor} denied the proposed "
-                            "remedy")
+        self.lifecycle.note(
+            cmd.incident_id, "denied", f"denied by {cmd.actor}", actor_name=cmd.actor
+        )
+        self.lifecycle.move(cmd.incident_id, S.escalated, f"{cmd.actor} denied the proposed remedy")
         record_remediation("denied")
         self.finish(cmd, Done, "denied; no remedy will run")
 
@@ -91,8 +101,9 @@ class HumanAnswers:
         seconds = float(cmd.fix or self.settings.telegram.mute_for)
         mutes.mute(self.db, inc.target, seconds, cmd.actor)
         if inc.state != S.muted:
-            self.lifecycle.move(cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for "
-                                f"{seconds / 60:g} min")
+            self.lifecycle.move(
+                cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for {seconds / 60:g} min"
+            )
         self.lifecycle.release(cmd.incident_id)  # muted: nothing runs until it reopens
         self.finish(cmd, Done, f"muted {inc.target} for {seconds / 60:g} min")
 
@@ -114,8 +125,9 @@ class HumanAnswers:
         if await self.remediator.run_skill(cmd.incident_id, skill, approved_by=cmd.actor):
             self.finish(cmd, Done, f"skill {name} ran and the incident is resolved")
         else:
-            self.lifecycle.move(cmd.incident_id, S.awaiting_human,
-                                f"approved skill {name} did not cure it")
+            self.lifecycle.move(
+                cmd.incident_id, S.awaiting_human, f"approved skill {name} did not cure it"
+            )
             self.finish(cmd, Failed, f"skill {name} ran but did not cure the incident")
 
     async def _reply(self, cmd: HumanCommand, inc: Incident) -> None:
@@ -124,10 +136,12 @@ class HumanAnswers:
         if not fix:
             self.finish(cmd, Failed, "empty fix")
             return
-        step = fix_step(self.actions, fix, inc, actor=cmd.actor,
-                        timeout=self.settings.agent.fix_timeout)
+        step = fix_step(
+            self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
+        )
         verified = await self.remediator.run_fix(cmd.incident_id, step, fix=fix, actor=cmd.actor)
         outcome = self.lifecycle.load(cmd.incident_id)
         text = (outcome.details.get("learned_message") if outcome else None) or (
-            "verified" if verified else "did not cure it")
+            "verified" if verified else "did not cure it"
+        )
         self.finish(cmd, Done if verified else Failed, text)

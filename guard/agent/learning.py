@@ -19,9 +19,16 @@ from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRu
 
 
 class Learner:
-    def __init__(self, lifecycle: Lifecycle, closer: Closer, writer: SkillWriter,
-                 actions: ActionRegistry, runner: StepRunner, library: SkillLibrary,
-                 remote: SkillsRemote | None = None) -> None:
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        closer: Closer,
+        writer: SkillWriter,
+        actions: ActionRegistry,
+        runner: StepRunner,
+        library: SkillLibrary,
+        remote: SkillsRemote | None = None,
+    ) -> None:
         self.lifecycle = lifecycle
         self.closer = closer
         self.writer = writer
@@ -30,16 +37,20 @@ class Learner:
         self.library = library
         self.remote = remote  # skills.git_remote: a learned skill is pushed for review
 
-    async def settle(self, run: RemediationRun, inc: Incident, verified: bool,
-                     reason: str) -> None:
+    async def settle(self, run: RemediationRun, inc: Incident, verified: bool, reason: str) -> None:
         """Learn ``run``'s fix if ``verified``; either way, tell the human how it went."""
         assert inc.id is not None and run.fix is not None
         if not verified:
-            text = (f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
-                    "Nothing was saved; the incident is waiting for you again.")
-            self.lifecycle.move(inc.id, IncidentState.awaiting_human,
-                                f"{run.approved_by}'s fix did not cure it: {reason}",
-                                learned_message=text)
+            text = (
+                f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
+                "Nothing was saved; the incident is waiting for you again."
+            )
+            self.lifecycle.move(
+                inc.id,
+                IncidentState.awaiting_human,
+                f"{run.approved_by}'s fix did not cure it: {reason}",
+                learned_message=text,
+            )
             await self.closer.tell(inc, IncidentState.awaiting_human, text)
             return
         saved, learned = self._save(run, inc, reason)
@@ -47,18 +58,26 @@ class Learner:
         if learned is not None:
             detail = {"learned_skill": learned.name, "skill_commit": learned.commit}
             if self.remote is not None and not learned.existed:  # pushed for review
-                saved += await asyncio.to_thread(publish_learned, self.remote, learned,
-                                                 self.library)
+                saved += await asyncio.to_thread(
+                    publish_learned, self.remote, learned, self.library
+                )
         text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
         self.lifecycle.note(inc.id, "learned", text, **detail)
         name = learned.name if learned is not None else ""
         await self.closer.resolve(
-            inc.id, f"healed by {run.approved_by}'s fix, verified; {saved}",
-            resolved_by=name or HUMAN_FIX, resolution=f"fix `{run.fix}` by {run.approved_by}",
-            skill=name, tell=text, learned_message=text, **detail)
+            inc.id,
+            f"healed by {run.approved_by}'s fix, verified; {saved}",
+            resolved_by=name or HUMAN_FIX,
+            resolution=f"fix `{run.fix}` by {run.approved_by}",
+            skill=name,
+            tell=text,
+            learned_message=text,
+            **detail,
+        )
 
-    def _save(self, run: RemediationRun, inc: Incident,
-              verdict: str) -> tuple[str, LearnedSkill | None]:
+    def _save(
+        self, run: RemediationRun, inc: Incident, verdict: str
+    ) -> tuple[str, LearnedSkill | None]:
         """Write the skill (the script exactly as it ran); what to say, and the skill (None:
         saving failed)."""
         assert run.id is not None and run.fix is not None
@@ -67,16 +86,27 @@ class Learner:
         if self.actions.looks_like_action(run.fix):
             parsed, args = self.actions.parse(run.fix)
             action = parsed.name
-        ran = next((r.result["step"].get("stdin") for r in self.runner.steps(run.id)
-                    if r.kind == "run"), None)
+        ran = next(
+            (r.result["step"].get("stdin") for r in self.runner.steps(run.id) if r.kind == "run"),
+            None,
+        )
         try:
-            learned = self.writer.write(inc, run.fix, action=action, args=args,
-                                        approver=run.approved_by or "human", verdict=verdict,
-                                        script=ran if action is None else None)
+            learned = self.writer.write(
+                inc,
+                run.fix,
+                action=action,
+                args=args,
+                approver=run.approved_by or "human",
+                verdict=verdict,
+                script=ran if action is None else None,
+            )
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")
             return f"but saving the skill failed: {exc}", None
-        saved = (f"saved as skill {learned.name}"
-                 + (f" (commit {learned.commit[:10]})" if learned.commit else "")
-                 if not learned.existed else f"already known as skill {learned.name}")
+        saved = (
+            f"saved as skill {learned.name}"
+            + (f" (commit {learned.commit[:10]})" if learned.commit else "")
+            if not learned.existed
+            else f"already known as skill {learned.name}"
+        )
         return saved, learned

@@ -22,35 +22,49 @@ from guard.store.models import RemediationRun, RunStatus, SkillBlock
 
 def runs_in_window(session: Session, skill: str, target: str, limits: Limits) -> int:
     since = utcnow() - timedelta(seconds=limits.window)
-    rows = session.exec(select(RemediationRun).where(
-        RemediationRun.skill == skill, RemediationRun.target == target,
-        col(RemediationRun.started_at) >= since)).all()
+    rows = session.exec(
+        select(RemediationRun).where(
+            RemediationRun.skill == skill,
+            RemediationRun.target == target,
+            col(RemediationRun.started_at) >= since,
+        )
+    ).all()
     return len(rows)
 
 
-def history(session: Session, candidates: list[Candidate], target: str) -> dict[str,
-                                                                              SkillHistory]:
+def history(session: Session, candidates: list[Candidate], target: str) -> dict[str, SkillHistory]:
     """Each candidate skill's history on ``target``, for ``policy.decide``."""
     out: dict[str, SkillHistory] = {}
     for c in candidates:
         block = blocked(session, c.skill.name, target)
         out[c.skill.name] = SkillHistory(
             runs_in_window=runs_in_window(session, c.skill.name, target, c.skill.spec.limits),
-            blocked=block.reason if block is not None else None)
+            blocked=block.reason if block is not None else None,
+        )
     return out
 
 
 def blocked(session: Session, skill: str, target: str) -> SkillBlock | None:
-    return session.exec(select(SkillBlock).where(
-        SkillBlock.skill == skill, SkillBlock.target == target,
-        col(SkillBlock.cleared_at).is_(None))).first()
+    return session.exec(
+        select(SkillBlock).where(
+            SkillBlock.skill == skill,
+            SkillBlock.target == target,
+            col(SkillBlock.cleared_at).is_(None),
+        )
+    ).first()
 
 
 def consecutive_failures(session: Session, skill: str, target: str) -> int:
-    rows = session.exec(select(RemediationRun).where(
-        RemediationRun.skill == skill, RemediationRun.target == target,
-        col(RemediationRun.status).in_([RunStatus.verified, RunStatus.failed]))
-        .order_by(col(RemediationRun.id).desc()).limit(20)).all()
+    rows = session.exec(
+        select(RemediationRun)
+        .where(
+            RemediationRun.skill == skill,
+            RemediationRun.target == target,
+            col(RemediationRun.status).in_([RunStatus.verified, RunStatus.failed]),
+        )
+        .order_by(col(RemediationRun.id).desc())
+        .limit(20)
+    ).all()
     n = 0
     for run in rows:
         if run.status != RunStatus.failed:

@@ -65,10 +65,18 @@ STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
 
 
 class Agent:
-    def __init__(self, settings: Settings, db: Database, playbooks: list[Playbook], *,
-                 notifier: Notifier | None = None, sandboxes: SandboxPool | None = None,
-                 actions: ActionRegistry | None = None, library: SkillLibrary | None = None,
-                 memory: IncidentMemory | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        playbooks: list[Playbook],
+        *,
+        notifier: Notifier | None = None,
+        sandboxes: SandboxPool | None = None,
+        actions: ActionRegistry | None = None,
+        library: SkillLibrary | None = None,
+        memory: IncidentMemory | None = None,
+    ) -> None:
         self.settings = settings
         self.db = db
         specs = {m.id: m for book in playbooks for m in book.monitors}
@@ -79,30 +87,46 @@ class Agent:
         self.memory = memory or open_memory(settings)
         self.redactor = Redactor()
         self.redactor.register_all(settings.secret_values(), name="config")
-        self.sandboxes: SandboxPool = sandboxes or WarmSandboxPool(settings.sandbox,
-                                                                   redactor=self.redactor)
+        self.sandboxes: SandboxPool = sandboxes or WarmSandboxPool(
+            settings.sandbox, redactor=self.redactor
+        )
         self.lifecycle = Lifecycle(db)
         self.lifecycle.on_release(self._release_sandbox)
-        self.runner = StepRunner(settings, db, self.actions, Verifier(db, specs, settings),
-                                 self.sandboxes, self.redactor)
+        self.runner = StepRunner(
+            settings, db, self.actions, Verifier(db, specs, settings), self.sandboxes, self.redactor
+        )
         s = settings.skills
         self.skills_remote = remote_for(settings)  # None without skills.git_remote
-        self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,
-                                  git_author=s.git_author,
-                                  verify_timeout=settings.agent.verify_timeout,
-                                  review=s.review != "direct",
-                                  taken=self.skills_remote.taken if self.skills_remote else None)
+        self.writer = SkillWriter(
+            self.library,
+            trust=s.learned_trust,
+            git_commit=s.git_commit,
+            git_author=s.git_author,
+            verify_timeout=settings.agent.verify_timeout,
+            review=s.review != "direct",
+            taken=self.skills_remote.taken if self.skills_remote else None,
+        )
         self.recaller = Recaller(self.library, self.memory)
         closer = Closer(self.lifecycle, self.memory, self.notifier)
-        learner = Learner(self.lifecycle, closer, self.writer, self.actions, self.runner,
-                          self.library, self.skills_remote)
-        self.remediator = Remediator(settings, db, self.lifecycle, self.runner, self.library,
-                                     closer, learner, books)
-        self.diagnoser = Diagnoser(self.lifecycle, self.runner, self.remediator, books,
-                                   self.redactor)
+        learner = Learner(
+            self.lifecycle,
+            closer,
+            self.writer,
+            self.actions,
+            self.runner,
+            self.library,
+            self.skills_remote,
+        )
+        self.remediator = Remediator(
+            settings, db, self.lifecycle, self.runner, self.library, closer, learner, books
+        )
+        self.diagnoser = Diagnoser(
+            self.lifecycle, self.runner, self.remediator, books, self.redactor
+        )
         self.asker = Asker(settings, db, self.lifecycle, self.notifier)
-        self.answers = HumanAnswers(settings, db, self.lifecycle, self.remediator,
-                                    self.recaller, self.library, self.actions)
+        self.answers = HumanAnswers(
+            settings, db, self.lifecycle, self.remediator, self.recaller, self.library, self.actions
+        )
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
@@ -175,12 +199,17 @@ class Agent:
         if n := await asyncio.to_thread(reset_interrupted, self.db):
             logger.info("reset {} human command(s) a restart interrupted", n)
         with self.db.session() as session:
-            runs = session.exec(select(RemediationRun).where(
-                RemediationRun.status == RunStatus.running)).all()
+            runs = session.exec(
+                select(RemediationRun).where(RemediationRun.status == RunStatus.running)
+            ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
         for run in runs:
-            logger.info("incident #{}: resuming interrupted remediation {} ({})",
-                        run.incident_id, run.id, run.skill)
+            logger.info(
+                "incident #{}: resuming interrupted remediation {} ({})",
+                run.incident_id,
+                run.id,
+                run.skill,
+            )
             self.submit(run.incident_id, self._resume_run(run))
         for inc in fresh:
             assert inc.id is not None
@@ -195,8 +224,9 @@ class Agent:
         leader takes them: a deposed one leaves them to the new leader)."""
         if not cluster.current().is_leader():
             return
-        for cmd in await asyncio.to_thread(take_queued, self.db, self.workers.busy,
-                                           cluster.current().fence):
+        for cmd in await asyncio.to_thread(
+            take_queued, self.db, self.workers.busy, cluster.current().fence
+        ):
             self.submit(cmd.incident_id, self.process_command(cmd))
 
     async def process_command(self, cmd: HumanCommand) -> None:
@@ -212,8 +242,11 @@ class Agent:
                 return
             muted = await asyncio.to_thread(mutes.active, self.db, inc.target)
             if muted is not None and inc.state == S.open:
-                self.lifecycle.move(incident_id, S.muted, f"{inc.target} is muted by {muted.by} "
-                                    f"until {muted.until:%Y-%m-%d %H:%M} UTC")
+                self.lifecycle.move(
+                    incident_id,
+                    S.muted,
+                    f"{inc.target} is muted by {muted.by} until {muted.until:%Y-%m-%d %H:%M} UTC",
+                )
                 self.lifecycle.release(incident_id)  # a reopened incident may still hold one
                 return
             try:
@@ -223,8 +256,9 @@ class Agent:
             except Exception as exc:
                 logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
                 record_remediation("escalated")
-                await self.asker.ask(incident_id, [], "", policy.agent_failed_question(exc),
-                                     escalate=True)
+                await self.asker.ask(
+                    incident_id, [], "", policy.agent_failed_question(exc), escalate=True
+                )
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """The skills that match ``inc``, best first (ranked with semantic memory)."""
@@ -237,12 +271,18 @@ class Agent:
         while True:
             candidates, similar = await self.recaller.recall(inc)
             self.lifecycle.note(
-                inc.id, "recalled",
+                inc.id,
+                "recalled",
                 f"{len(candidates)} matching skill(s); {len(similar)} similar past incident(s)",
-                candidates=[{"skill": c.skill.name, "score": c.score, "reasons": c.reasons}
-                            for c in candidates],
-                similar=[{"incident": s.incident_id, "score": s.score,
-                          "resolution": s.resolution} for s in similar])
+                candidates=[
+                    {"skill": c.skill.name, "score": c.score, "reasons": c.reasons}
+                    for c in candidates
+                ],
+                similar=[
+                    {"incident": s.incident_id, "score": s.score, "resolution": s.resolution}
+                    for s in similar
+                ],
+            )
             self.lifecycle.assign(inc.id, "recall and diagnosis")
             evidence = await self.diagnoser.diagnose(inc, candidates)
             with self.db.session() as session:
@@ -251,13 +291,22 @@ class Agent:
             if isinstance(decision, policy.AskHuman):
                 if decision.guarded_by is not None:  # a runaway guard stopped it: escalate
                     record_remediation(decision.guarded_by)
-                await self.asker.ask(inc.id, list(decision.options), evidence,
-                                     decision.question, escalate=decision.escalate)
+                await self.asker.ask(
+                    inc.id,
+                    list(decision.options),
+                    evidence,
+                    decision.question,
+                    escalate=decision.escalate,
+                )
                 return
-            self.lifecycle.note(inc.id, "decided", f"running trusted skill {decision.skill.name}",
-                                skill=decision.skill.name, reasons=decision.candidate.reasons)
-            if await self.remediator.run_skill(inc.id, decision.skill,
-                                               approved_by="trusted skill"):
+            self.lifecycle.note(
+                inc.id,
+                "decided",
+                f"running trusted skill {decision.skill.name}",
+                skill=decision.skill.name,
+                reasons=decision.candidate.reasons,
+            )
+            if await self.remediator.run_skill(inc.id, decision.skill, approved_by="trusted skill"):
                 return
             reloaded = self.lifecycle.load(inc.id)
             if reloaded is None or reloaded.state != S.remediating:

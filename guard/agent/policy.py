@@ -91,9 +91,14 @@ def rank(candidates: Sequence[Candidate], similar: Sequence[Similar]) -> list[Ca
     for c in candidates:
         hit = next((s for s in similar if s.skill == c.skill.name), None)
         if hit is not None:
-            c = Candidate(c.skill, c.score + hit.score,
-                          [*c.reasons, f"resolved similar incident #{hit.incident_id} "
-                                       f"(similarity {hit.score:.2f})"])
+            c = Candidate(
+                c.skill,
+                c.score + hit.score,
+                [
+                    *c.reasons,
+                    f"resolved similar incident #{hit.incident_id} (similarity {hit.score:.2f})",
+                ],
+            )
         boosted.append(c)
     return sorted(boosted, key=rank_key)
 
@@ -104,13 +109,19 @@ def refusal(skill: Skill, target: str, history: SkillHistory) -> tuple[Guarded, 
         return "blocked", f"skill {skill.name} is disabled for {target}: {history.blocked}"
     limit = skill.spec.limits
     if history.runs_in_window >= limit.max_runs:
-        return "rate_limited", (f"skill {skill.name} already ran {history.runs_in_window} times "
-                                f"on {target} within {limit.window:g}s (limit {limit.max_runs})")
+        return "rate_limited", (
+            f"skill {skill.name} already ran {history.runs_in_window} times "
+            f"on {target} within {limit.window:g}s (limit {limit.max_runs})"
+        )
     return None
 
 
-def decide(incident: Any, candidates: Sequence[Candidate],
-           history: Mapping[str, SkillHistory], limits: Limits | None = None) -> Decision:
+def decide(
+    incident: Any,
+    candidates: Sequence[Candidate],
+    history: Mapping[str, SkillHistory],
+    limits: Limits | None = None,
+) -> Decision:
     """What to do about ``incident`` (anything with a ``target``), given its ranked
     ``candidates`` and each one's ``history`` on the target (missing: never ran)."""
     refused: list[str] = []

@@ -27,8 +27,8 @@ class Recaller:
             logger.warning("semantic memory unavailable: {}", exc)
             return []
         return policy.similar_only(
-            [policy.Similar(r.incident_id, r.score, r.skill, r.resolution) for r in found],
-            inc.id)
+            [policy.Similar(r.incident_id, r.score, r.skill, r.resolution) for r in found], inc.id
+        )
 
     async def recall(self, inc: Incident) -> tuple[list[Candidate], list[policy.Similar]]:
         """The ranked candidates, and the similar incidents that ranked them."""

@@ -37,9 +37,17 @@ S = IncidentState
 
 
 class Remediator:
-    def __init__(self, settings: Settings, db: Database, lifecycle: Lifecycle,
-                 runner: StepRunner, library: SkillLibrary, closer: Closer, learner: Learner,
-                 books: dict[str, Playbook]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        lifecycle: Lifecycle,
+        runner: StepRunner,
+        library: SkillLibrary,
+        closer: Closer,
+        learner: Learner,
+        books: dict[str, Playbook],
+    ) -> None:
         self.settings = settings
         self.db = db
         self.lifecycle = lifecycle
@@ -67,20 +75,37 @@ class Remediator:
     async def run_skill(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
         """Run ``skill`` on the incident; True when verified and resolved."""
         async with self.slot:
-            inc = self.lifecycle.move(incident_id, S.remediating, f"running skill {skill.name} "
-                                      f"(approved by {approved_by})")
-            run = self._start(RemediationRun(incident_id=incident_id, skill=skill.name,
-                                             target=inc.target, approved_by=approved_by),
-                              list(skill.spec.steps))
+            inc = self.lifecycle.move(
+                incident_id,
+                S.remediating,
+                f"running skill {skill.name} (approved by {approved_by})",
+            )
+            run = self._start(
+                RemediationRun(
+                    incident_id=incident_id,
+                    skill=skill.name,
+                    target=inc.target,
+                    approved_by=approved_by,
+                ),
+                list(skill.spec.steps),
+            )
             return await self.execute(run, inc, skill)
 
     async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> bool:
         """Run a human's fix (one step, as written); True when verified (and learned)."""
         async with self.slot:
             inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
-            run = self._start(RemediationRun(incident_id=incident_id, skill=HUMAN_FIX,
-                                             target=inc.target, origin=RunOrigin.human,
-                                             approved_by=actor, fix=fix), [step])
+            run = self._start(
+                RemediationRun(
+                    incident_id=incident_id,
+                    skill=HUMAN_FIX,
+                    target=inc.target,
+                    origin=RunOrigin.human,
+                    approved_by=actor,
+                    fix=fix,
+                ),
+                [step],
+            )
             return await self.execute(run, inc, None)
 
     def _start(self, run: RemediationRun, steps: list[Step]) -> RemediationRun:
@@ -96,8 +121,9 @@ class Remediator:
             if inc is None:
                 return
             if inc.state != S.remediating:
-                inc = self.lifecycle.move(run.incident_id, S.remediating,
-                                          "resuming after a restart")
+                inc = self.lifecycle.move(
+                    run.incident_id, S.remediating, "resuming after a restart"
+                )
             skill = self.library.get(run.skill) if run.origin == RunOrigin.skill else None
             await self.execute(run, inc, skill)
 
@@ -111,8 +137,13 @@ class Remediator:
         if run.origin == RunOrigin.human:
             await self.learner.settle(run, inc, verified, reason)
         elif verified:
-            await self.closer.resolve(inc.id, f"healed by skill {run.skill}: {reason}",
-                                      resolved_by=run.skill, resolution=reason, skill=run.skill)
+            await self.closer.resolve(
+                inc.id,
+                f"healed by skill {run.skill}: {reason}",
+                resolved_by=run.skill,
+                resolution=reason,
+                skill=run.skill,
+            )
         else:
             self._failed(inc, run, reason)
         return verified
@@ -130,15 +161,22 @@ class Remediator:
     def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
         """A skill did not cure the incident: note it; trip the breaker after N in a row."""
         assert inc.id is not None
-        self.lifecycle.note(inc.id, "remediation_failed",
-                            f"skill {run.skill} did not cure it: {reason}",
-                            skill=run.skill, run=run.id)
+        self.lifecycle.note(
+            inc.id,
+            "remediation_failed",
+            f"skill {run.skill} did not cure it: {reason}",
+            skill=run.skill,
+            run=run.id,
+        )
         with self.db.session() as session:
             fails = limits.consecutive_failures(session, run.skill, inc.target)
             trips = policy.breaker_trips(fails, self.limits)
             if trips:
                 limits.trip(session, run.skill, inc.target, policy.breaker_reason(fails, reason))
         if trips:
-            self.lifecycle.note(inc.id, "skill_disabled",
-                                f"skill {run.skill} disabled for {inc.target} after {fails} "
-                                f"failed runs in a row", skill=run.skill)
+            self.lifecycle.note(
+                inc.id,
+                "skill_disabled",
+                f"skill {run.skill} disabled for {inc.target} after {fails} failed runs in a row",
+                skill=run.skill,
+            )

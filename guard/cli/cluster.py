@@ -29,5 +29,8 @@ def status(
         return
     for r in rows:
         role = f"leader until {r['lease_until'] or '-'}" if r["leader"] else "standby"
-        out.print(f"{r['id']}  pid {r['pid']} on {r['host']}  {role}  last seen {r['last_seen']}",
-                  markup=False, soft_wrap=True)
+        out.print(
+            f"{r['id']}  pid {r['pid']} on {r['host']}  {role}  last seen {r['last_seen']}",
+            markup=False,
+            soft_wrap=True,
+        )

@@ -25,8 +25,9 @@ def check_config(config: str | None = ConfigOption) -> None:
         problems += exc.problems
     skills, quarantined = load_library(settings.skills_dir)
     for name, found in quarantined.items():
-        problems += [f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)"
-                     for p in found]
+        problems += [
+            f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)" for p in found
+        ]
     if settings.skills.git_remote:
         from guard.exceptions import SkillsRemoteError
         from guard.skills.remote import SkillsRemote
@@ -42,8 +43,10 @@ def check_config(config: str | None = ConfigOption) -> None:
     for warning in railway_budget_warnings(settings, books):
         typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
-    out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
-              f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}")
+    out.print(
+        f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
+        f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}"
+    )
 
 
 @playbooks_app.command("schema")

@@ -21,20 +21,24 @@ def review_of(skill: Skill) -> str:
     """``pending`` (under review: never run unasked), ``merged`` or ``direct``."""
     if skill.pending:
         return "pending"
-    return "merged" if skill.review is not None and skill.review.status == "merged" \
-        else "direct"
+    return "merged" if skill.review is not None and skill.review.status == "merged" else "direct"
 
 
 def skill_dict(skill: Skill) -> dict[str, Any]:
     spec = skill.spec
     review = skill.review
     return {
-        "name": skill.name, "description": skill.description, "trust": spec.trust,
-        "origin": spec.origin, "path": str(skill.path),
+        "name": skill.name,
+        "description": skill.description,
+        "trust": spec.trust,
+        "origin": spec.origin,
+        "path": str(skill.path),
         "triggers": [t.model_dump(exclude_none=True) for t in spec.triggers],
         "steps": [s.describe() for s in spec.steps],
-        "limits": spec.limits.model_dump(mode="json"), "learned_from": spec.learned_from,
-        "review": review_of(skill), "branch": review.branch if review else None,
+        "limits": spec.limits.model_dump(mode="json"),
+        "learned_from": spec.learned_from,
+        "review": review_of(skill),
+        "branch": review.branch if review else None,
         "url": review.url if review else None,
     }
 
@@ -48,8 +52,10 @@ def list_skills(
     settings = settings_from(config, logging=False)
     skills, quarantined = load_library(settings.skills_dir)
     for name in quarantined:
-        err.print(f"skill {name} is quarantined (does not load; `guard check-config` says why)",
-                  markup=False)
+        err.print(
+            f"skill {name} is quarantined (does not load; `guard check-config` says why)",
+            markup=False,
+        )
     if as_json:
         typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
         return
@@ -59,17 +65,22 @@ def list_skills(
     table = Table("name", "trust", "origin", "review", "triggers", box=None)
     for s in skills:
         triggers = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items()
-                      if k != "message") for t in s.spec.triggers)
+            ", ".join(
+                f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items() if k != "message"
+            )
+            for t in s.spec.triggers
+        )
         review = review_of(s) + (f" {s.review.link}" if s.pending and s.review else "")
-        table.add_row(s.name, s.spec.trust, s.spec.origin, Text(printable(review)),
-                      Text(printable(triggers)))
+        table.add_row(
+            s.name, s.spec.trust, s.spec.origin, Text(printable(review)), Text(printable(triggers))
+        )
     out.print(table)
 
 
 @app.command("show")
-def show(name: str = typer.Argument(..., metavar="NAME"),
-         config: str | None = ConfigOption) -> None:
+def show(
+    name: str = typer.Argument(..., metavar="NAME"), config: str | None = ConfigOption
+) -> None:
     """Show a skill: its SKILL.md, skill.yaml and git history."""
     settings = settings_from(config, logging=False)
     with guarded():
@@ -78,10 +89,14 @@ def show(name: str = typer.Argument(..., metavar="NAME"),
         fail(f"no skill named {name!r} (see `guard skills list`)")
     out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)
     out.print("--- skill.yaml", markup=False)
-    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False,
-              highlight=False)
-    log = subprocess.run(["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
-                         cwd=skill.path, capture_output=True, text=True, check=False)
+    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False, highlight=False)
+    log = subprocess.run(
+        ["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
+        cwd=skill.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if log.returncode == 0 and log.stdout.strip():
         out.print("--- git log", markup=False)
         out.print(log.stdout.strip(), markup=False)
@@ -104,5 +119,8 @@ def sync(config: str | None = ConfigOption) -> None:
     if result.errors:
         raise typer.Exit(1)
     if not result.notes:
-        out.print(f"up to date with {settings.skills.git_remote} ({settings.skills.git_branch})",
-                  markup=False, highlight=False)
+        out.print(
+            f"up to date with {settings.skills.git_remote} ({settings.skills.git_branch})",
+            markup=False,
+            highlight=False,
+        )

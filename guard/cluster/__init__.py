@@ -35,5 +35,13 @@ def for_settings(settings: Settings, db: Database) -> Leadership | Solo:
     return Solo(db, replica)
 
 
-__all__ = ["Leadership", "Replica", "Solo", "SqlLease", "Term", "current", "for_settings",
-           "install"]
+__all__ = [
+    "Leadership",
+    "Replica",
+    "Solo",
+    "SqlLease",
+    "Term",
+    "current",
+    "for_settings",
+    "install",
+]

@@ -40,10 +40,12 @@ from guard.store.cluster import ClusterAction, ClusterReplica
 from guard.store.db import Database
 
 SOLO_BEAT = 5.0
-LEADER = Gauge("guard_leader", "1 while this replica leads (holds an unexpired lease term).",
-               registry=REGISTRY)
-TOKEN = Gauge("guard_fencing_token", "The fencing token of this replica's term (0: none).",
-              registry=REGISTRY)
+LEADER = Gauge(
+    "guard_leader", "1 while this replica leads (holds an unexpired lease term).", registry=REGISTRY
+)
+TOKEN = Gauge(
+    "guard_fencing_token", "The fencing token of this replica's term (0: none).", registry=REGISTRY
+)
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,13 @@ class Leadership:
 
     ha = True
 
-    def __init__(self, db: Database, ttl: float, replica: Replica | None = None,
-                 lease: SqlLease | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        ttl: float,
+        replica: Replica | None = None,
+        lease: SqlLease | None = None,
+    ) -> None:
         self.db = db
         self.ttl = ttl
         self.replica = replica or Replica.this()
@@ -133,8 +140,7 @@ class Leadership:
 
     def is_leader(self) -> bool:
         """Whether this replica holds a term that has not run out (by its own clock)."""
-        return (self.term is not None and not self.deposed
-                and time.monotonic() < self._valid_until)
+        return self.term is not None and not self.deposed and time.monotonic() < self._valid_until
 
     def fence(self, session: Session) -> int:
         """The fencing token, checked against the lease in ``session``'s transaction; raises
@@ -158,8 +164,10 @@ class Leadership:
         previous = self.term
         term = self.lease.acquire(self.replica.id, previous.token if previous else None)
         if previous is not None and (term is None or term.token != previous.token):
-            self._depose(f"term {previous.token} ended"
-                         + (f"; {term.holder} holds term {term.token}" if term else ""))
+            self._depose(
+                f"term {previous.token} ended"
+                + (f"; {term.holder} holds term {term.token}" if term else "")
+            )
         elif term is not None:
             self.term = term
             self._valid_until = started + self.ttl
@@ -172,8 +180,9 @@ class Leadership:
         LEADER.set(0)
         TOKEN.set(0)
         if not self.deposed:
-            logger.error("replica {} lost the leader lease ({}); it stops acting", self.replica.id,
-                         why)
+            logger.error(
+                "replica {} lost the leader lease ({}); it stops acting", self.replica.id, why
+            )
         self.deposed = True
 
     async def elected(self, stop: asyncio.Event) -> bool:
@@ -203,8 +212,9 @@ class Leadership:
                         return
                 if self.is_leader() and not self._elected.is_set():
                     assert self.term is not None
-                    logger.info("replica {} is the leader (term {})", self.replica.id,
-                                self.term.token)
+                    logger.info(
+                        "replica {} is the leader (term {})", self.replica.id, self.term.token
+                    )
                     self._elected.set()
                 every = self.ttl / 3 if self.is_leader() else self.ttl / 6
                 with contextlib.suppress(TimeoutError):

@@ -82,15 +82,29 @@ class SqlLease:
             until = now + timedelta(seconds=self.ttl)
             lease = col(ClusterLease.name) == self.name
             if token is not None:
-                renewed = session.execute(update(ClusterLease).where(
-                    lease, col(ClusterLease.holder) == holder, col(ClusterLease.token) == token,
-                    col(ClusterLease.expires_at) > now).values(expires_at=until, renewed_at=now))
+                renewed = session.execute(
+                    update(ClusterLease)
+                    .where(
+                        lease,
+                        col(ClusterLease.holder) == holder,
+                        col(ClusterLease.token) == token,
+                        col(ClusterLease.expires_at) > now,
+                    )
+                    .values(expires_at=until, renewed_at=now)
+                )
                 if getattr(renewed, "rowcount", 0) == 1:
                     return Term(holder, token, until)
-            taken = session.execute(update(ClusterLease).where(
-                lease, col(ClusterLease.expires_at) <= now).values(
-                holder=holder, token=col(ClusterLease.token) + 1, expires_at=until,
-                acquired_at=now, renewed_at=now))
+            taken = session.execute(
+                update(ClusterLease)
+                .where(lease, col(ClusterLease.expires_at) <= now)
+                .values(
+                    holder=holder,
+                    token=col(ClusterLease.token) + 1,
+                    expires_at=until,
+                    acquired_at=now,
+                    renewed_at=now,
+                )
+            )
             if getattr(taken, "rowcount", 0) != 1:
                 return None
             new = session.execute(select(col(ClusterLease.token)).where(lease)).scalar_one()
@@ -100,23 +114,34 @@ class SqlLease:
         """End ``holder``'s term now (a clean shutdown), so a standby need not wait the TTL."""
         with self.db.session() as session:
             now = self.now(session)
-            done = session.execute(update(ClusterLease).where(
-                col(ClusterLease.name) == self.name, col(ClusterLease.holder) == holder,
-                col(ClusterLease.token) == token, col(ClusterLease.expires_at) > now).values(
-                expires_at=now))
+            done = session.execute(
+                update(ClusterLease)
+                .where(
+                    col(ClusterLease.name) == self.name,
+                    col(ClusterLease.holder) == holder,
+                    col(ClusterLease.token) == token,
+                    col(ClusterLease.expires_at) > now,
+                )
+                .values(expires_at=now)
+            )
             return getattr(done, "rowcount", 0) == 1
 
     def fence(self, session: Session, holder: str, token: int) -> None:
         """Raise ``NotLeader`` unless ``holder``'s term ``token`` still runs, as part of the
         caller's transaction (on Postgres a takeover then waits for it to commit)."""
         query = select(col(ClusterLease.token)).where(
-            col(ClusterLease.name) == self.name, col(ClusterLease.holder) == holder,
-            col(ClusterLease.token) == token)
+            col(ClusterLease.name) == self.name,
+            col(ClusterLease.holder) == holder,
+            col(ClusterLease.token) == token,
+        )
         if self.db.is_postgres:
-            query = query.where(col(ClusterLease.expires_at) > func.clock_timestamp()
-                                ).with_for_update(read=True)
+            query = query.where(
+                col(ClusterLease.expires_at) > func.clock_timestamp()
+            ).with_for_update(read=True)
         else:
             query = query.where(col(ClusterLease.expires_at) > utcnow())
         if session.execute(query).first() is None:
-            raise NotLeader(f"the leader lease's term {token} of {holder} is over; "
-                            "another replica leads (or none can reach the database)")
+            raise NotLeader(
+                f"the leader lease's term {token} of {holder} is over; "
+                "another replica leads (or none can reach the database)"
+            )

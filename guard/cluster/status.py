@@ -18,8 +18,9 @@ def replicas(db: Database, lease: str = "leader") -> list[dict[str, Any]]:
     With a lease row, the leader is its holder while the lease runs; without one (SQLite, one
     process) it is the replica that says so and beat within the last 15 s."""
     with db.session() as session:
-        rows = session.exec(select(ClusterReplica).order_by(
-            col(ClusterReplica.last_seen).desc())).all()
+        rows = session.exec(
+            select(ClusterReplica).order_by(col(ClusterReplica.last_seen).desc())
+        ).all()
         held = session.get(ClusterLease, lease)
     now = utcnow()
     out = []
@@ -29,7 +30,14 @@ def replicas(db: Database, lease: str = "leader") -> list[dict[str, Any]]:
         else:
             leader = r.role == "leader" and (now - r.last_seen).total_seconds() < 15
         until = held.expires_at if leader and held is not None and held.holder else None
-        out.append({"id": r.id, "pid": r.pid, "host": r.host, "leader": leader,
-                    "last_seen": r.last_seen.isoformat(),
-                    "lease_until": until.isoformat() if until else None})
+        out.append(
+            {
+                "id": r.id,
+                "pid": r.pid,
+                "host": r.host,
+                "leader": leader,
+                "last_seen": r.last_seen.isoformat(),
+                "lease_until": until.isoformat() if until else None,
+            }
+        )
     return out

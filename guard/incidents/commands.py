@@ -28,34 +28,56 @@ class UnknownIncident(GuardError):
     """A command names an incident that does not exist."""
 
 
-def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
-                  channel: str = "cli", skill: str | None = None,
-                  fix: str | None = None) -> HumanCommand:
+def queue_command(
+    db: Database,
+    *,
+    incident_id: int,
+    verb: str,
+    actor: str,
+    channel: str = "cli",
+    skill: str | None = None,
+    fix: str | None = None,
+) -> HumanCommand:
     """Record a human's answer for the agent (and in conversation memory and the audit log)."""
     with db.session() as session:
         if session.get(Incident, incident_id) is None:
             raise UnknownIncident(f"no incident {incident_id} (see `guard incidents list`)")
-        cmd = HumanCommand(incident_id=incident_id, verb=verb, actor=actor, channel=channel,
-                           skill=skill, fix=fix)
+        cmd = HumanCommand(
+            incident_id=incident_id, verb=verb, actor=actor, channel=channel, skill=skill, fix=fix
+        )
         session.add(cmd)
-        audit.append(session, actor=actor, action=f"human.{verb}",
-                     subject=f"incident:{incident_id}",
-                     data={"skill": skill, "fix": fix, "channel": channel})
+        audit.append(
+            session,
+            actor=actor,
+            action=f"human.{verb}",
+            subject=f"incident:{incident_id}",
+            data={"skill": skill, "fix": fix, "channel": channel},
+        )
     text = f"{verb} {skill or ''} {fix or ''}".strip()
-    record_message(db, chat=channel if channel != "cli" else "console", direction="in",
-                   author=actor, text=text, incident_id=incident_id)
+    record_message(
+        db,
+        chat=channel if channel != "cli" else "console",
+        direction="in",
+        author=actor,
+        text=text,
+        incident_id=incident_id,
+    )
     return cmd
 
 
-def take_queued(db: Database, busy: Callable[[int], bool],
-                fence: Callable[[Session], object] | None = None) -> list[HumanCommand]:
+def take_queued(
+    db: Database, busy: Callable[[int], bool], fence: Callable[[Session], object] | None = None
+) -> list[HumanCommand]:
     """Mark the oldest queued command of each incident that is not ``busy`` as running, and
     return them (the others wait their turn). ``fence`` (the leader lease's check) runs in the
     same transaction: a deposed leader's claim is rolled back."""
     taken: list[HumanCommand] = []
     with db.session() as session:
-        queued = session.exec(select(HumanCommand).where(
-            HumanCommand.status == CommandStatus.queued).order_by(col(HumanCommand.id))).all()
+        queued = session.exec(
+            select(HumanCommand)
+            .where(HumanCommand.status == CommandStatus.queued)
+            .order_by(col(HumanCommand.id))
+        ).all()
         for cmd in queued:
             if busy(cmd.incident_id) or any(c.incident_id == cmd.incident_id for c in taken):
                 continue
@@ -85,24 +107,32 @@ def reset_interrupted(db: Database) -> int:
     Either way the incident's timeline says so. Returns how many were reset.
     """
     with db.session() as session:
-        stuck = session.exec(select(HumanCommand).where(
-            HumanCommand.status == CommandStatus.running)).all()
+        stuck = session.exec(
+            select(HumanCommand).where(HumanCommand.status == CommandStatus.running)
+        ).all()
         for cmd in stuck:
-            started = session.exec(select(RemediationRun).where(
-                RemediationRun.incident_id == cmd.incident_id,
-                col(RemediationRun.started_at) >= cmd.created_at)).first()
+            started = session.exec(
+                select(RemediationRun).where(
+                    RemediationRun.incident_id == cmd.incident_id,
+                    col(RemediationRun.started_at) >= cmd.created_at,
+                )
+            ).first()
             if started is not None and cmd.verb in ("approve", "reply"):
                 cmd.status, cmd.finished_at = CommandStatus.failed, utcnow()
-                cmd.outcome = (f"interrupted: Guard stopped while it ran; remediation "
-                               f"{started.id} resumes without repeating a step")
+                cmd.outcome = (
+                    f"interrupted: Guard stopped while it ran; remediation "
+                    f"{started.id} resumes without repeating a step"
+                )
             else:
                 cmd.status = CommandStatus.queued
             session.add(cmd)
             inc = session.get(Incident, cmd.incident_id)
             if inc is not None:
-                note = (f"{cmd.verb} by {cmd.actor} was interrupted by a restart; "
-                        + ("finished as interrupted" if cmd.status == CommandStatus.failed
-                           else "queued again (nothing of it had run)"))
+                note = f"{cmd.verb} by {cmd.actor} was interrupted by a restart; " + (
+                    "finished as interrupted"
+                    if cmd.status == CommandStatus.failed
+                    else "queued again (nothing of it had run)"
+                )
                 record(session, inc, "command_reset", note, actor="agent", command=cmd.id)
         return len(stuck)
 

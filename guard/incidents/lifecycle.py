@@ -24,8 +24,9 @@ from guard.store.models import Incident, IncidentState, IncidentTimeline
 
 S = IncidentState
 TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
-    S.open: frozenset({S.diagnosing, S.awaiting_human, S.remediating, S.resolved, S.escalated,
-                       S.muted}),
+    S.open: frozenset(
+        {S.diagnosing, S.awaiting_human, S.remediating, S.resolved, S.escalated, S.muted}
+    ),
     S.diagnosing: frozenset({S.remediating, S.awaiting_human, S.resolved, S.escalated, S.open}),
     S.awaiting_human: frozenset({S.remediating, S.resolved, S.escalated, S.muted, S.open}),
     S.remediating: frozenset({S.resolved, S.escalated, S.awaiting_human, S.diagnosing, S.open}),
@@ -45,29 +46,48 @@ ANSWERABLE = frozenset({S.open, S.awaiting_human, S.escalated, S.diagnosing, S.m
 ENDED = frozenset({S.resolved, S.muted})
 
 
-def record(session: Session, incident: Incident, type_: str, message: str, *, actor: str,
-           audit_it: bool = True, **data: Any) -> None:
+def record(
+    session: Session,
+    incident: Incident,
+    type_: str,
+    message: str,
+    *,
+    actor: str,
+    audit_it: bool = True,
+    **data: Any,
+) -> None:
     """Add a timeline entry (and an audit entry) for something that happened to ``incident``."""
     assert incident.id is not None
-    session.add(IncidentTimeline(incident_id=incident.id, type=type_, message=message,
-                                 from_state=data.pop("from_state", None),
-                                 to_state=data.pop("to_state", None), data=data))
+    session.add(
+        IncidentTimeline(
+            incident_id=incident.id,
+            type=type_,
+            message=message,
+            from_state=data.pop("from_state", None),
+            to_state=data.pop("to_state", None),
+            data=data,
+        )
+    )
     if audit_it:
-        audit.append(session, actor=actor, action=f"incident.{type_}",
-                     subject=f"incident:{incident.id}", data={"message": message, **data})
+        audit.append(
+            session,
+            actor=actor,
+            action=f"incident.{type_}",
+            subject=f"incident:{incident.id}",
+            data={"message": message, **data},
+        )
 
 
-def opened(session: Session, incident: Incident, message: str, *, actor: str,
-           **data: Any) -> None:
+def opened(session: Session, incident: Incident, message: str, *, actor: str, **data: Any) -> None:
     """Record a new incident (already added and flushed, so it has an id) as opened."""
     if incident.state != S.open:
-        raise InvalidTransition(f"incident {incident.id} opens in state open, not "
-                                f"{incident.state}")
+        raise InvalidTransition(f"incident {incident.id} opens in state open, not {incident.state}")
     record(session, incident, "opened", message, actor=actor, to_state=S.open, **data)
 
 
-def transition(session: Session, incident: Incident, to: IncidentState, *, actor: str,
-               reason: str) -> None:
+def transition(
+    session: Session, incident: Incident, to: IncidentState, *, actor: str, reason: str
+) -> None:
     """Move ``incident`` to ``to``; raise ``InvalidTransition`` if the machine forbids it."""
     current = IncidentState(incident.state)
     if to not in TRANSITIONS[current]:
@@ -79,8 +99,7 @@ def transition(session: Session, incident: Incident, to: IncidentState, *, actor
         incident.resolved_at = None
     session.add(incident)
     session.flush()
-    record(session, incident, "state_changed", reason, actor=actor,
-           from_state=current, to_state=to)
+    record(session, incident, "state_changed", reason, actor=actor, from_state=current, to_state=to)
 
 
 ReleaseHook = Callable[[int], None]
@@ -99,8 +118,15 @@ class Lifecycle:
         with self.db.session() as session:
             return session.get(Incident, incident_id)
 
-    def move(self, incident_id: int, to: IncidentState, reason: str, *,
-             actor: str | None = None, **details: Any) -> Incident:
+    def move(
+        self,
+        incident_id: int,
+        to: IncidentState,
+        reason: str,
+        *,
+        actor: str | None = None,
+        **details: Any,
+    ) -> Incident:
         """Move the incident to ``to`` (no-op if it is there) and merge ``details`` into it."""
         with self.db.session() as session:
             inc = session.get(Incident, incident_id)
@@ -113,8 +139,9 @@ class Lifecycle:
                 session.add(inc)
             return inc
 
-    def note(self, incident_id: int, type_: str, message: str, *, actor: str | None = None,
-             **data: Any) -> None:
+    def note(
+        self, incident_id: int, type_: str, message: str, *, actor: str | None = None, **data: Any
+    ) -> None:
         """Add a timeline (and audit) entry without moving the incident."""
         with self.db.session() as session:
             inc = session.get(Incident, incident_id)

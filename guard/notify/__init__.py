@@ -28,8 +28,9 @@ def build_notifier(settings: Settings, db: Database) -> Notifier:
     return ConsoleNotifier(db, group_wait=settings.telegram.group_wait)
 
 
-def build_gateway(settings: Settings, db: Database,
-                  runtime: HealthSource | None = None) -> TelegramGateway | None:
+def build_gateway(
+    settings: Settings, db: Database, runtime: HealthSource | None = None
+) -> TelegramGateway | None:
     if not settings.telegram.configured:
         return None
     from guard.notify.telegram.gateway import TelegramGateway
@@ -37,5 +38,11 @@ def build_gateway(settings: Settings, db: Database,
     return TelegramGateway(settings, db, runtime)
 
 
-__all__ = ["HumanRequest", "IncidentUpdate", "Notifier", "SkillOption", "build_gateway",
-           "build_notifier"]
+__all__ = [
+    "HumanRequest",
+    "IncidentUpdate",
+    "Notifier",
+    "SkillOption",
+    "build_gateway",
+    "build_notifier",
+]

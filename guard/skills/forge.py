@@ -55,13 +55,21 @@ class Forge:
 
     kind = "github"
 
-    def __init__(self, api: str, repo: str, token: str | None, *,
-                 transport: httpx.BaseTransport | None = None, timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        api: str,
+        repo: str,
+        token: str | None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 15.0,
+    ) -> None:
         self.api = api.rstrip("/")
         self.repo = repo
         self.token = token
-        self.client = httpx.Client(base_url=self.api, headers=self.headers(), timeout=timeout,
-                                   transport=transport)
+        self.client = httpx.Client(
+            base_url=self.api, headers=self.headers(), timeout=timeout, transport=transport
+        )
 
     def headers(self) -> dict[str, str]:
         auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -74,25 +82,33 @@ class Forge:
         try:
             return self.client.request(method, path, **kw)
         except httpx.HTTPError as exc:
-            raise SkillsRemoteError(f"{self.kind} API {method} {self.api}{path} failed: "
-                                    f"{redact(str(exc)) or type(exc).__name__}") from None
+            raise SkillsRemoteError(
+                f"{self.kind} API {method} {self.api}{path} failed: "
+                f"{redact(str(exc)) or type(exc).__name__}"
+            ) from None
 
     def _fail(self, resp: httpx.Response) -> SkillsRemoteError:
         body = redact(resp.text[:300].replace("\n", " "))
-        return SkillsRemoteError(f"{self.kind} API {resp.request.method} {resp.request.url} "
-                                 f"answered {resp.status_code}: {body}")
+        return SkillsRemoteError(
+            f"{self.kind} API {resp.request.method} {resp.request.url} "
+            f"answered {resp.status_code}: {body}"
+        )
 
     def open(self, branch: str, base: str, title: str, body: str) -> PullRequest:
         r = f"/repos/{self.repo}/pulls"
-        resp = self._call("POST", r, json={"title": title, "head": branch, "base": base,
-                                           "body": body})
+        resp = self._call(
+            "POST", r, json={"title": title, "head": branch, "base": base, "body": body}
+        )
         if resp.status_code == 201:
             return self._pr(resp.json())
         if resp.status_code in (409, 422) and "already exist" in resp.text.lower():
             owner = self.repo.split("/")[0]  # GitHub filters by head; Gitea lists them all
             found = self._call("GET", r, params={"head": f"{owner}:{branch}", "state": "all"})
-            ours = [p for p in (found.json() if found.status_code == 200 else [])
-                    if isinstance(p, dict) and (p.get("head") or {}).get("ref") == branch]
+            ours = [
+                p
+                for p in (found.json() if found.status_code == 200 else [])
+                if isinstance(p, dict) and (p.get("head") or {}).get("ref") == branch
+            ]
             if ours:
                 return self._pr(ours[0])
         raise self._fail(resp)
@@ -129,14 +145,25 @@ class GitLab(Forge):
 
     def open(self, branch: str, base: str, title: str, body: str) -> PullRequest:
         path = f"/projects/{quote(self.repo, safe='')}/merge_requests"
-        resp = self._call("POST", path, json={"source_branch": branch, "target_branch": base,
-                                              "title": title, "description": body})
+        resp = self._call(
+            "POST",
+            path,
+            json={
+                "source_branch": branch,
+                "target_branch": base,
+                "title": title,
+                "description": body,
+            },
+        )
         if resp.status_code == 201:
             return self._mr(resp.json())
         if resp.status_code == 409:
             found = self._call("GET", path, params={"source_branch": branch})
-            ours = [m for m in (found.json() if found.status_code == 200 else [])
-                    if isinstance(m, dict) and m.get("source_branch") == branch]
+            ours = [
+                m
+                for m in (found.json() if found.status_code == 200 else [])
+                if isinstance(m, dict) and m.get("source_branch") == branch
+            ]
             if ours:
                 return self._mr(ours[0])
         raise self._fail(resp)
@@ -153,13 +180,20 @@ class GitLab(Forge):
         return PullRequest(int(data["iid"]), str(data["web_url"]), state)
 
 
-def build_forge(kind: str | None, api: str | None, remote: str, token: str | None, *,
-                transport: httpx.BaseTransport | None = None) -> Forge:
+def build_forge(
+    kind: str | None,
+    api: str | None,
+    remote: str,
+    token: str | None,
+    *,
+    transport: httpx.BaseTransport | None = None,
+) -> Forge:
     """The forge for ``remote`` (``kind`` and ``api`` default from its host)."""
     kind = kind or guess_forge(remote)
     cls = {"github": Forge, "gitlab": GitLab, "gitea": Gitea}[kind]
-    return cls(api or default_api(kind, remote), repo_path(remote, kind), token,
-               transport=transport)
+    return cls(
+        api or default_api(kind, remote), repo_path(remote, kind), token, transport=transport
+    )
 
 
 def branch_url(remote: str, branch: str, forge: str | None) -> str | None:

@@ -23,26 +23,36 @@ from guard.redact import redact
 
 LOCK = threading.Lock()
 
+
 class Git:
     """``git`` in ``root``, authenticated by ``token`` for the http(s) remote ``remote``."""
 
-    def __init__(self, root: Path, token: str | None = None,
-                 author: str = "Guard <guard@localhost>", remote: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        token: str | None = None,
+        author: str = "Guard <guard@localhost>",
+        remote: str = "",
+    ) -> None:
         self.root = root.resolve()
         self.token = token
         parts = urlsplit(remote)
-        self.origin = f"{parts.scheme}://{parts.netloc}/" if parts.scheme.startswith("http") \
-            else ""
+        self.origin = f"{parts.scheme}://{parts.netloc}/" if parts.scheme.startswith("http") else ""
         name = author.split("<")[0].strip() or "Guard"
         email = author.split("<")[-1].rstrip(">").strip() if "<" in author else "guard@localhost"
-        self.ident = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-                      "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+        self.ident = {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+        }
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **self.ident}
         env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-        for key in [k for k in env if k.startswith("GIT_CONFIG_KEY_")
-                    or k.startswith("GIT_CONFIG_VALUE_")]:
+        for key in [
+            k for k in env if k.startswith("GIT_CONFIG_KEY_") or k.startswith("GIT_CONFIG_VALUE_")
+        ]:
             del env[key]
         env["GIT_CONFIG_COUNT"] = "0"
         if self.token and self.origin:
@@ -58,28 +68,47 @@ class Git:
                 text = text.replace(secret, "[REDACTED:git-token]")
         return redact(text)
 
-    def run(self, *args: str, cwd: Path | None = None, check: bool = True,
-            env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``git ARGS``; raise ``SkillsRemoteError`` (redacted) when it fails and ``check``."""
         try:
-            proc = subprocess.run(["git", *args], cwd=cwd or self.root, env=self.env(env),
-                                  capture_output=True, text=True, timeout=timeout, check=False)
+            proc = subprocess.run(
+                ["git", *args],
+                cwd=cwd or self.root,
+                env=self.env(env),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            raise SkillsRemoteError(f"git {' '.join(args[:2])} took over {timeout:g}s "
-                                    "(is the remote reachable?)") from None
-        proc = subprocess.CompletedProcess(proc.args, proc.returncode, self.clean(proc.stdout),
-                                           self.clean(proc.stderr))
+            raise SkillsRemoteError(
+                f"git {' '.join(args[:2])} took over {timeout:g}s (is the remote reachable?)"
+            ) from None
+        proc = subprocess.CompletedProcess(
+            proc.args, proc.returncode, self.clean(proc.stdout), self.clean(proc.stderr)
+        )
         if check and proc.returncode != 0:
             text = proc.stderr.strip() or proc.stdout.strip()
             hint = ""
-            if any(s in text for s in ("could not read Username", "Authentication failed",
-                                       "401", "403")):
-                hint = (" (the remote refused the credentials: set skills.git_token, e.g. "
-                        "GUARD_SKILLS__GIT_TOKEN, to a token that may read and push)")
+            if any(
+                s in text
+                for s in ("could not read Username", "Authentication failed", "401", "403")
+            ):
+                hint = (
+                    " (the remote refused the credentials: set skills.git_token, e.g. "
+                    "GUARD_SKILLS__GIT_TOKEN, to a token that may read and push)"
+                )
             lines = [line.strip() for line in text.splitlines() if line.strip()]
-            raise SkillsRemoteError(f"git {' '.join(args[:2])} failed: "
-                                    + " / ".join(lines[:5]) + hint)
+            raise SkillsRemoteError(
+                f"git {' '.join(args[:2])} failed: " + " / ".join(lines[:5]) + hint
+            )
         return proc
 
     def out(self, *args: str, env: dict[str, str] | None = None) -> str:
@@ -102,11 +131,11 @@ class Git:
         try:
             head = self.rev("HEAD")
             self.run("read-tree", *([head] if head else ["--empty"]), env=env)
-            self.run("--work-tree", str(source.parent.resolve()), "add", "-f", "--",
-                     source.name, env=env)
+            self.run(
+                "--work-tree", str(source.parent.resolve()), "add", "-f", "--", source.name, env=env
+            )
             tree = self.out("write-tree", env=env)
-            commit = self.out("commit-tree", tree, *(["-p", head] if head else []),
-                              "-m", message)
+            commit = self.out("commit-tree", tree, *(["-p", head] if head else []), "-m", message)
             self.run("update-ref", ref, commit, "")
             return commit
         finally:

@@ -50,6 +50,7 @@ def _same_remote(a: str, b: str) -> bool:
     def norm(u: str) -> str:
         u = u.strip().rstrip("/")
         return u[:-4] if u.endswith(".git") else u
+
     return norm(a) == norm(b)
 
 
@@ -87,8 +88,9 @@ class SkillsRemote:
             root.mkdir(parents=True, exist_ok=True)
             self.git.run("clone", "-q", "--no-checkout", self.url, str(root), cwd=root.parent)
             if self.git.rev(f"origin/{self.branch}"):
-                self.git.run("checkout", "-q", "-B", self.branch, "--track",
-                             f"origin/{self.branch}")
+                self.git.run(
+                    "checkout", "-q", "-B", self.branch, "--track", f"origin/{self.branch}"
+                )
             else:  # an empty remote, or the branch does not exist yet
                 self.git.run("symbolic-ref", "HEAD", f"refs/heads/{self.branch}")
             self._exclude()
@@ -108,17 +110,20 @@ class SkillsRemote:
                 f"skills_dir {root} is not empty and not a git clone of skills.git_remote "
                 f"{self.url}: move its contents away and Guard clones it at start, or run "
                 f"`git -C {root} init && git -C {root} remote add origin {self.url}` and push "
-                "them there")
+                "them there"
+            )
         proc = self.git.run("remote", "get-url", "origin", check=False)
         have = proc.stdout.strip()
         if proc.returncode != 0:
             raise SkillsRemoteError(
                 f"skills_dir {root} has no remote 'origin', but skills.git_remote is {self.url}: "
-                f"run `git -C {root} remote add origin {self.url}`")
+                f"run `git -C {root} remote add origin {self.url}`"
+            )
         if not _same_remote(have, self.url):
             raise SkillsRemoteError(
                 f"skills_dir {root} tracks origin {have}, not skills.git_remote {self.url}: "
-                f"fix skills.git_remote, or run `git -C {root} remote set-url origin {self.url}`")
+                f"fix skills.git_remote, or run `git -C {root} remote set-url origin {self.url}`"
+            )
 
     def _exclude(self) -> None:
         path = Path(self.git.out("rev-parse", "--absolute-git-dir")) / "info" / "exclude"
@@ -126,14 +131,19 @@ class SkillsRemote:
         text = path.read_text() if path.exists() else ""
         missing = [e for e in EXCLUDES if e not in text.splitlines()]
         if missing:
-            path.write_text(text + ("" if text.endswith("\n") or not text else "\n")
-                            + "\n".join(missing) + "\n")
+            path.write_text(
+                text + ("" if text.endswith("\n") or not text else "\n") + "\n".join(missing) + "\n"
+            )
 
     def taken(self) -> set[str]:
         """Skill names whose review branch exists here or on the remote (never reused)."""
-        refs = self.git.run("for-each-ref", "--format=%(refname)",
-                            f"refs/heads/{BRANCH_PREFIX}",
-                            f"refs/remotes/origin/{BRANCH_PREFIX}", check=False).stdout
+        refs = self.git.run(
+            "for-each-ref",
+            "--format=%(refname)",
+            f"refs/heads/{BRANCH_PREFIX}",
+            f"refs/remotes/origin/{BRANCH_PREFIX}",
+            check=False,
+        ).stdout
         return {line.rsplit("/", 1)[-1] for line in refs.split()}
 
     # -- publishing -----------------------------------------------------------------------------
@@ -153,12 +163,14 @@ class SkillsRemote:
     def _publish_branch(self, name: str, entry: Review) -> Review:
         if not entry.pushed:
             self._push(f"refs/heads/{entry.branch}:refs/heads/{entry.branch}")
-            entry = replace(entry, pushed=True,
-                            url=entry.url or branch_url(self.url, entry.branch, None))
+            entry = replace(
+                entry, pushed=True, url=entry.url or branch_url(self.url, entry.branch, None)
+            )
             self.book.put(name, entry)
         if self.mode == "pr" and entry.pr is None:
-            pr = self.forge.open(entry.branch, self.branch, self._title(name, entry),
-                                 self.body(name, entry))
+            pr = self.forge.open(
+                entry.branch, self.branch, self._title(name, entry), self.body(name, entry)
+            )
             entry = replace(entry, pr=pr.number, url=pr.url)
             self.book.put(name, entry)
         return entry
@@ -167,12 +179,15 @@ class SkillsRemote:
         proc = self.git.run("push", "--porcelain", "origin", refspec, check=False)
         if proc.returncode != 0:
             text = proc.stderr + proc.stdout
-            why = ("rejected: the remote has commits this clone does not (non-fast-forward)"
-                   if "non-fast-forward" in text or "fetch first" in text or "[rejected]" in text
-                   else " / ".join(text.strip().splitlines()[-3:]))
+            why = (
+                "rejected: the remote has commits this clone does not (non-fast-forward)"
+                if "non-fast-forward" in text or "fetch first" in text or "[rejected]" in text
+                else " / ".join(text.strip().splitlines()[-3:])
+            )
             raise SkillsRemoteError(
                 f"push of {refspec.split(':')[-1].removeprefix('refs/heads/')} to {self.url} "
-                f"failed: {why}. The local commit is kept; nothing was force-pushed")
+                f"failed: {why}. The local commit is kept; nothing was force-pushed"
+            )
 
     @staticmethod
     def _title(name: str, entry: Review) -> str:
@@ -180,13 +195,15 @@ class SkillsRemote:
 
     def body(self, name: str, entry: Review) -> str:
         """The pull request's description: the incident, the fix and the evidence."""
-        return (f"Guard learned the skill `{name}` from a human's fix.\n\n"
-                f"- **Incident**: #{entry.incident} {entry.title}\n"
-                f"- **Fix**: `{entry.fix}`\n"
-                f"- **Approved by**: {entry.approver}\n"
-                f"- **Evidence**: the original check passed again: {entry.verified}\n\n"
-                f"Until this is merged into `{self.branch}` Guard never runs it unasked; it offers "
-                "it to a human first. Merge to trust it; close this to drop it.\n")
+        return (
+            f"Guard learned the skill `{name}` from a human's fix.\n\n"
+            f"- **Incident**: #{entry.incident} {entry.title}\n"
+            f"- **Fix**: `{entry.fix}`\n"
+            f"- **Approved by**: {entry.approver}\n"
+            f"- **Evidence**: the original check passed again: {entry.verified}\n\n"
+            f"Until this is merged into `{self.branch}` Guard never runs it unasked; it offers "
+            "it to a human first. Merge to trust it; close this to drop it.\n"
+        )
 
     # -- sync -----------------------------------------------------------------------------------
 
@@ -217,30 +234,44 @@ class SkillsRemote:
         """A review branch with no note (Guard died between the commit and the note): note
         it again from its commit message, and bring its folder back to ``.review/``."""
         entries = self.book.load()
-        refs = self.git.run("for-each-ref", "--format=%(refname:strip=2) %(objectname)",
-                            f"refs/heads/{BRANCH_PREFIX}", check=False).stdout
+        refs = self.git.run(
+            "for-each-ref",
+            "--format=%(refname:strip=2) %(objectname)",
+            f"refs/heads/{BRANCH_PREFIX}",
+            check=False,
+        ).stdout
         for line in refs.splitlines():
             branch, sha = line.rsplit(" ", 1)
             name = branch.removeprefix(BRANCH_PREFIX)
             if name in entries:
                 continue
             message = self.git.out("log", "-1", "--format=%B", sha)
-            said = dict(re.findall(r"^(Incident|Approved-by|Fix|Verified): (.*)$", message,
-                                   re.M))
+            said = dict(re.findall(r"^(Incident|Approved-by|Fix|Verified): (.*)$", message, re.M))
             number, _, title = said.get("Incident", "").partition(" ")
-            tar = subprocess.run(["git", "archive", sha, f"{name}/"], cwd=self.root,
-                                 capture_output=True, check=False)
+            tar = subprocess.run(
+                ["git", "archive", sha, f"{name}/"], cwd=self.root, capture_output=True, check=False
+            )
             if tar.returncode != 0:
                 continue  # not a learned skill's branch
             with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
                 archive.extractall(review_dir(self.root), filter="data")
-            self.book.put(name, Review(
-                status="pending", branch=branch, incident=int(number.strip("#") or 0) or None,
-                title=title, fix=said.get("Fix", ""), approver=said.get("Approved-by", ""),
-                verified=said.get("Verified", ""), commit=sha))
+            self.book.put(
+                name,
+                Review(
+                    status="pending",
+                    branch=branch,
+                    incident=int(number.strip("#") or 0) or None,
+                    title=title,
+                    fix=said.get("Fix", ""),
+                    approver=said.get("Approved-by", ""),
+                    verified=said.get("Verified", ""),
+                    commit=sha,
+                ),
+            )
             result.changed = True
-            result.notes.append(f"skill {name} recovered from its branch {branch} (Guard "
-                                "stopped before noting it)")
+            result.notes.append(
+                f"skill {name} recovered from its branch {branch} (Guard stopped before noting it)"
+            )
 
     def _fast_forward(self, result: SyncResult) -> None:
         local, remote = self.git.rev("HEAD"), self.git.rev(f"origin/{self.branch}")
@@ -261,36 +292,48 @@ class SkillsRemote:
                 f"conflict: {self.branch} has {ahead} local commit(s) the remote lacks, and the "
                 f"remote moved on too. Nothing was force-pushed and nothing local is lost; "
                 f"rebase them by hand: `git -C {self.root} pull --rebase origin {self.branch} "
-                f"&& git -C {self.root} push origin {self.branch}`")
+                f"&& git -C {self.root} push origin {self.branch}`"
+            )
         edits = self.git.out("status", "--porcelain", "--untracked-files=no")
         if edits:
             raise SkillsRemoteError(
                 f"conflict: {self.root} has uncommitted local edits ({edits.splitlines()[0]}"
                 f"...), so {self.branch} cannot be fast-forwarded; commit and push them, or "
-                f"`git -C {self.root} stash`")
+                f"`git -C {self.root} stash`"
+            )
         before = self._folders("HEAD") if local is not None else set()
         with LOCK:  # not while a learned skill is being committed
             if local is None:
-                self.git.run("checkout", "-q", "-B", self.branch, "--track",
-                             f"origin/{self.branch}")
+                self.git.run(
+                    "checkout", "-q", "-B", self.branch, "--track", f"origin/{self.branch}"
+                )
             else:
                 self.git.run("merge", "-q", "--ff-only", f"origin/{self.branch}")
         result.changed = True
         result.notes.append(f"fast-forwarded {self.branch} to {remote[:10]}")
         for gone in sorted(before - self._folders("HEAD")):
-            result.notes.append(f"skill {gone} was removed from {self.branch} (reverted or "
-                                "deleted there); Guard no longer has it")
+            result.notes.append(
+                f"skill {gone} was removed from {self.branch} (reverted or "
+                "deleted there); Guard no longer has it"
+            )
 
     def _folders(self, ref: str) -> set[str]:
         """The skill folders (holding a skill.yaml) in ``ref``'s tree."""
         listing = self.git.run("ls-tree", "-r", "--name-only", ref, check=False).stdout
-        return {p.split("/")[0] for p in listing.split("\n") if p.count("/") == 1
-                and p.endswith("/skill.yaml")}
+        return {
+            p.split("/")[0]
+            for p in listing.split("\n")
+            if p.count("/") == 1 and p.endswith("/skill.yaml")
+        }
 
     def _settle(self, name: str, entry: Review, result: SyncResult) -> None:
         if self.git.ok("cat-file", "-e", f"HEAD:{name}/skill.yaml"):
-            self._close(name, replace(entry, status="merged"), result,
-                        f"was merged into {self.branch}: it runs as written there from now on")
+            self._close(
+                name,
+                replace(entry, status="merged"),
+                result,
+                f"was merged into {self.branch}: it runs as written there from now on",
+            )
             return
         if not entry.pushed or (self.mode == "pr" and entry.pr is None):
             entry = self._publish_branch(name, entry)
@@ -298,12 +341,20 @@ class SkillsRemote:
         if self.mode == "pr" and entry.pr is not None:
             pr = self.forge.state(entry.pr)
             if pr.state == "closed":
-                self._close(name, replace(entry, status="rejected"), result,
-                            f"its pull request {pr.url} was closed unmerged")
+                self._close(
+                    name,
+                    replace(entry, status="rejected"),
+                    result,
+                    f"its pull request {pr.url} was closed unmerged",
+                )
             return
         if not self.git.rev(f"refs/remotes/origin/{entry.branch}"):
-            self._close(name, replace(entry, status="rejected"), result,
-                        f"its branch {entry.branch} was deleted on the remote unmerged")
+            self._close(
+                name,
+                replace(entry, status="rejected"),
+                result,
+                f"its branch {entry.branch} was deleted on the remote unmerged",
+            )
 
     def _close(self, name: str, entry: Review, result: SyncResult, why: str) -> None:
         self.book.put(name, entry)
@@ -320,13 +371,28 @@ def sync_signals(remote: str, result: SyncResult) -> list[Signal]:
     one ``ok`` signal that resolves them once a sync works."""
     target = f"skills:{remote}"
     if not result.errors:
-        return [Signal(monitor_id=MONITOR_ID, source="guard", target=target,
-                       kind="skills_sync_error", message="skills sync works", status="ok")]
-    return [Signal(monitor_id=MONITOR_ID, source="guard", target=target,
-                   kind="skills_sync_error", severity=Severity.warning,
-                   message=f"skills sync with {remote} failed: {error}"[:1000],
-                   details={"remote": remote})
-            for error in result.errors]
+        return [
+            Signal(
+                monitor_id=MONITOR_ID,
+                source="guard",
+                target=target,
+                kind="skills_sync_error",
+                message="skills sync works",
+                status="ok",
+            )
+        ]
+    return [
+        Signal(
+            monitor_id=MONITOR_ID,
+            source="guard",
+            target=target,
+            kind="skills_sync_error",
+            severity=Severity.warning,
+            message=f"skills sync with {remote} failed: {error}"[:1000],
+            details={"remote": remote},
+        )
+        for error in result.errors
+    ]
 
 
 def sync_now(settings: Settings, *, log: bool = True) -> tuple[SyncResult, list[Signal]]:
@@ -349,8 +415,9 @@ def remote_for(settings: Settings) -> SkillsRemote | None:
     return SkillsRemote(settings) if settings.skills.git_remote else None
 
 
-def publish_learned(remote: SkillsRemote, learned: LearnedSkill,
-                    library: SkillLibrary | None = None) -> str:
+def publish_learned(
+    remote: SkillsRemote, learned: LearnedSkill, library: SkillLibrary | None = None
+) -> str:
     """Send a just-learned skill to the remote; the text to add to the learned message
     (never raises: a failed push is kept and retried at the next sync). ``library`` is
     refreshed: the skill's review entry now has its link."""
@@ -359,8 +426,9 @@ def publish_learned(remote: SkillsRemote, learned: LearnedSkill,
     except Exception as exc:
         logger.warning("could not publish skill {}: {}", learned.name, exc)
         where = learned.branch or remote.branch
-        return (f"; not on the remote yet ({exc}); kept on {where} here, Guard retries at the "
-                "next sync")
+        return (
+            f"; not on the remote yet ({exc}); kept on {where} here, Guard retries at the next sync"
+        )
     finally:
         if library is not None:
             library.refresh()

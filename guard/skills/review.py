@@ -68,8 +68,11 @@ class ReviewBook:
         except (OSError, ValueError):
             return {}
         known = set(Review.__dataclass_fields__)
-        return {name: Review(**{k: v for k, v in entry.items() if k in known})
-                for name, entry in data.items() if isinstance(entry, dict)}
+        return {
+            name: Review(**{k: v for k, v in entry.items() if k in known})
+            for name, entry in data.items()
+            if isinstance(entry, dict)
+        }
 
     def save(self, entries: dict[str, Review]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -51,8 +51,9 @@ class EnumText(TypeDecorator[E]):
 
 
 def _enum(default: E, *, index: bool = False) -> Any:
-    return Field(default=default, sa_column=Column(EnumText(type(default)), nullable=False,
-                                                   index=index))
+    return Field(
+        default=default, sa_column=Column(EnumText(type(default)), nullable=False, index=index)
+    )
 
 
 def now_column(**kw: Any) -> Any:

@@ -21,25 +21,54 @@ def db_with_incident() -> Database:
     db = open_database("sqlite://")
     now = utcnow()
     with db.session() as s:
-        s.add(Incident(fingerprint="fp", check_key="k", monitor_id="m", source="docker",
-                       target="api-1", kind="container_exit", severity="error", title="t",
-                       message="m", opened_at=now, first_seen=now, last_seen=now))
+        s.add(
+            Incident(
+                fingerprint="fp",
+                check_key="k",
+                monitor_id="m",
+                source="docker",
+                target="api-1",
+                kind="container_exit",
+                severity="error",
+                title="t",
+                message="m",
+                opened_at=now,
+                first_seen=now,
+                last_seen=now,
+            )
+        )
     return db
 
 
-def run(db: Database, status: RunStatus, *, skill: str = "restart", target: str = "api-1",
-        ago: float = 0) -> None:
+def run(
+    db: Database,
+    status: RunStatus,
+    *,
+    skill: str = "restart",
+    target: str = "api-1",
+    ago: float = 0,
+) -> None:
     with db.session() as s:
-        s.add(RemediationRun(incident_id=1, skill=skill, target=target, status=status,
-                             started_at=utcnow() - timedelta(seconds=ago)))
+        s.add(
+            RemediationRun(
+                incident_id=1,
+                skill=skill,
+                target=target,
+                status=status,
+                started_at=utcnow() - timedelta(seconds=ago),
+            )
+        )
 
 
 def candidate(name: str = "restart", window: float = 600) -> Candidate:
-    spec = SkillSpec.model_validate({"triggers": [{"kind": "container_exit"}],
-                                     "steps": [{"run": "true"}],
-                                     "limits": {"max_runs": 2, "window": window}})
-    return Candidate(Skill(Path("/x"), SkillFrontmatter(name=name, description="d"), "", spec),
-                     1.0)
+    spec = SkillSpec.model_validate(
+        {
+            "triggers": [{"kind": "container_exit"}],
+            "steps": [{"run": "true"}],
+            "limits": {"max_runs": 2, "window": window},
+        }
+    )
+    return Candidate(Skill(Path("/x"), SkillFrontmatter(name=name, description="d"), "", spec), 1.0)
 
 
 def test_history_counts_runs_in_the_skills_window_on_that_target_only() -> None:
@@ -55,8 +84,13 @@ def test_history_counts_runs_in_the_skills_window_on_that_target_only() -> None:
 
 def test_consecutive_failures_stop_at_the_last_success() -> None:
     db = db_with_incident()
-    for status in (RunStatus.failed, RunStatus.verified, RunStatus.failed, RunStatus.failed,
-                   RunStatus.running):
+    for status in (
+        RunStatus.failed,
+        RunStatus.verified,
+        RunStatus.failed,
+        RunStatus.failed,
+        RunStatus.running,
+    ):
         run(db, status)
     with db.session() as s:
         assert limits.consecutive_failures(s, "restart", "api-1") == 2  # running ones are skipped
@@ -87,6 +121,7 @@ def test_the_facts_feed_the_policy_end_to_end() -> None:
     run(db, RunStatus.verified, ago=20)
     c = candidate()
     with db.session() as s:
-        decision = policy.decide(type("I", (), {"target": "api-1"})(), [c],
-                                 limits.history(s, [c], "api-1"))
+        decision = policy.decide(
+            type("I", (), {"target": "api-1"})(), [c], limits.history(s, [c], "api-1")
+        )
     assert isinstance(decision, policy.AskHuman) and decision.guarded_by == "rate_limited"

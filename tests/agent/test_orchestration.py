@@ -70,13 +70,21 @@ class Notifier:
 def write_skill(folder: Path, name: str, description: str, trust: str = "approval") -> None:
     d = folder / name
     d.mkdir(parents=True)
-    sections = "".join(f"\n## {h}\n{h}.\n" for h in ("When to use", "Procedure", "Pitfalls",
-                                                       "Verification"))
-    (d / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n"
-                                f"# {name}\n{sections}")
-    (d / "skill.yaml").write_text(yaml.safe_dump({
-        "triggers": [{"source": "http", "kind": "http_status"}],
-        "steps": [{"run": "echo ran " + name}], "trust": trust}))
+    sections = "".join(
+        f"\n## {h}\n{h}.\n" for h in ("When to use", "Procedure", "Pitfalls", "Verification")
+    )
+    (d / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n{sections}"
+    )
+    (d / "skill.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "triggers": [{"source": "http", "kind": "http_status"}],
+                "steps": [{"run": "echo ran " + name}],
+                "trust": trust,
+            }
+        )
+    )
 
 
 def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
@@ -84,18 +92,32 @@ def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
     # ``a`` shares more of the message's words, so the library alone ranks it first...
     write_skill(skills, "a", "HTTP 503 down service unavailable")
     write_skill(skills, "b", "restart the service")  # ...memory boosts ``b`` above it.
-    settings = Settings(data_dir=tmp_path, skills_dir=skills, playbooks_dir=tmp_path / "pb",
-                        sandbox={"backend": "local", "timeout": 10},
-                        agent={"verify_timeout": "1s"})
+    settings = Settings(
+        data_dir=tmp_path,
+        skills_dir=skills,
+        playbooks_dir=tmp_path / "pb",
+        sandbox={"backend": "local", "timeout": 10},
+        agent={"verify_timeout": "1s"},
+    )
     db = open_database(settings.database_url)
     notifier = Notifier()
     agent = Agent(settings, db, [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
     now = utcnow()
     with db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="web", monitor_id="web", source="http",
-                       target="http://svc/healthz", kind="http_status", severity="critical",
-                       title="down", message="HTTP 503 service unavailable",
-                       opened_at=now, first_seen=now, last_seen=now)
+        inc = Incident(
+            fingerprint="fp",
+            check_key="web",
+            monitor_id="web",
+            source="http",
+            target="http://svc/healthz",
+            kind="http_status",
+            severity="critical",
+            title="down",
+            message="HTTP 503 service unavailable",
+            opened_at=now,
+            first_seen=now,
+            last_seen=now,
+        )
         s.add(inc)
         s.flush()
         assert inc.id is not None
@@ -105,7 +127,9 @@ def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
 async def test_a_bare_approval_runs_the_first_option_the_human_was_shown(tmp_path: Path) -> None:
     agent, db, notifier, inc_id = setup(tmp_path)
     assert [c.skill.name for c in agent.library.candidates(agent.lifecycle.load(inc_id))] == [
-        "a", "b"]  # what `guard approve` used to run
+        "a",
+        "b",
+    ]  # what `guard approve` used to run
     try:
         await agent.handle(inc_id)
         (request,) = notifier.asked
@@ -133,13 +157,15 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
     agent, db, _, inc_id = setup(tmp_path)
     try:
         await agent.handle(inc_id)
-        await agent.process_command(queue_command(db, incident_id=inc_id, verb="deny",
-                                                  actor="cli:bob"))
+        await agent.process_command(
+            queue_command(db, incident_id=inc_id, verb="deny", actor="cli:bob")
+        )
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
         released: list[int] = []
         agent.lifecycle.on_release(released.append)
-        await agent.process_command(queue_command(db, incident_id=inc_id, verb="mute",
-                                                  actor="cli:bob", fix="600"))
+        await agent.process_command(
+            queue_command(db, incident_id=inc_id, verb="mute", actor="cli:bob", fix="600")
+        )
         assert agent.lifecycle.load(inc_id).state == "muted"  # type: ignore[union-attr]
         assert released == [inc_id]
     finally:
@@ -147,7 +173,8 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
 
 
 async def test_a_trusted_skill_runs_unasked_and_failing_twice_trips_the_breaker(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     agent, db, notifier, inc_id = setup(tmp_path)
     write_skill(tmp_path / "skills", "c", "restart the service", trust="trusted")
     agent.library.reload()

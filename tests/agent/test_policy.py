@@ -22,13 +22,25 @@ class Inc:
     id: int = 9
 
 
-def skill(name: str, trust: str = "approval", *, max_runs: int = 3, window: float = 3600,
-          description: str = "restarts it") -> Skill:
-    spec = SkillSpec.model_validate({
-        "triggers": [{"kind": "container_exit"}], "steps": [{"run": "true"}], "trust": trust,
-        "limits": {"max_runs": max_runs, "window": window}})
-    return Skill(Path("/nowhere") / name, SkillFrontmatter(name=name, description=description),
-                 "", spec)
+def skill(
+    name: str,
+    trust: str = "approval",
+    *,
+    max_runs: int = 3,
+    window: float = 3600,
+    description: str = "restarts it",
+) -> Skill:
+    spec = SkillSpec.model_validate(
+        {
+            "triggers": [{"kind": "container_exit"}],
+            "steps": [{"run": "true"}],
+            "trust": trust,
+            "limits": {"max_runs": max_runs, "window": window},
+        }
+    )
+    return Skill(
+        Path("/nowhere") / name, SkillFrontmatter(name=name, description=description), "", spec
+    )
 
 
 def cand(name: str, score: float = 2.0, **kw: Any) -> Candidate:
@@ -78,31 +90,44 @@ def test_approval_options_keep_the_ranking_order() -> None:
 
 
 def test_a_skill_under_its_rate_limit_runs() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted", max_runs=3)],
-                      {"restart": SkillHistory(runs_in_window=2)})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted", max_runs=3)],
+        {"restart": SkillHistory(runs_in_window=2)},
+    )
     assert isinstance(d, RunSkill)
 
 
 def test_a_skill_at_its_rate_limit_escalates_with_the_reason() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted", max_runs=3, window=600)],
-                      {"restart": SkillHistory(runs_in_window=3)})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted", max_runs=3, window=600)],
+        {"restart": SkillHistory(runs_in_window=3)},
+    )
     assert isinstance(d, AskHuman)
     assert d.escalate and d.guarded_by == "rate_limited"
     assert d.options == ()  # a refused skill is not offered for approval either
-    assert d.question == ("skill restart already ran 3 times on api-1 within 600s (limit 3). "
-                          "Approve a skill, or send a fix.")
+    assert d.question == (
+        "skill restart already ran 3 times on api-1 within 600s (limit 3). "
+        "Approve a skill, or send a fix."
+    )
 
 
 def test_a_rate_limited_skill_falls_back_to_the_next_trusted_one() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted", max_runs=1),
-                              cand("recreate", trust="trusted")],
-                      {"restart": SkillHistory(runs_in_window=1)})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted", max_runs=1), cand("recreate", trust="trusted")],
+        {"restart": SkillHistory(runs_in_window=1)},
+    )
     assert isinstance(d, RunSkill) and d.skill.name == "recreate"
 
 
 def test_the_rate_limit_is_per_skill() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted", max_runs=1)],
-                      {"other": SkillHistory(runs_in_window=10)})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted", max_runs=1)],
+        {"other": SkillHistory(runs_in_window=10)},
+    )
     assert isinstance(d, RunSkill)
 
 
@@ -110,22 +135,31 @@ def test_the_rate_limit_is_per_skill() -> None:
 
 
 def test_a_blocked_skill_escalates_and_names_the_breaker() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted")],
-                      {"restart": SkillHistory(blocked="2 failed runs in a row (last: exit 1)")})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted")],
+        {"restart": SkillHistory(blocked="2 failed runs in a row (last: exit 1)")},
+    )
     assert isinstance(d, AskHuman) and d.escalate and d.guarded_by == "blocked"
     assert d.question.startswith("skill restart is disabled for api-1: 2 failed runs in a row")
 
 
 def test_blocked_wins_over_rate_limited_in_the_metric_label() -> None:
-    d = policy.decide(Inc(), [cand("a", trust="trusted", max_runs=1), cand("b", trust="trusted")],
-                      {"a": SkillHistory(runs_in_window=1), "b": SkillHistory(blocked="x")})
+    d = policy.decide(
+        Inc(),
+        [cand("a", trust="trusted", max_runs=1), cand("b", trust="trusted")],
+        {"a": SkillHistory(runs_in_window=1), "b": SkillHistory(blocked="x")},
+    )
     assert isinstance(d, AskHuman) and d.guarded_by == "blocked"
     assert "skill a already ran 1 times" in d.question and "skill b is disabled" in d.question
 
 
 def test_a_refused_skill_still_leaves_the_others_as_options() -> None:
-    d = policy.decide(Inc(), [cand("restart", trust="trusted"), cand("inspect")],
-                      {"restart": SkillHistory(blocked="tripped")})
+    d = policy.decide(
+        Inc(),
+        [cand("restart", trust="trusted"), cand("inspect")],
+        {"restart": SkillHistory(blocked="tripped")},
+    )
     assert isinstance(d, AskHuman) and d.escalate
     assert [c.skill.name for c in d.options] == ["inspect"]
 
@@ -136,8 +170,10 @@ def test_the_breaker_trips_at_the_configured_failures(fails: int, trips: bool) -
 
 
 def test_the_breaker_reason_names_the_count_and_the_last_failure() -> None:
-    assert (policy.breaker_reason(2, "verify failed: HTTP 503")
-            == "2 failed runs in a row (last: verify failed: HTTP 503)")
+    assert (
+        policy.breaker_reason(2, "verify failed: HTTP 503")
+        == "2 failed runs in a row (last: verify failed: HTTP 503)"
+    )
 
 
 # -- ranking with memory ------------------------------------------------------------------------
@@ -167,8 +203,10 @@ def test_weak_or_self_recollections_do_not_count() -> None:
 
 
 def test_a_boost_can_make_a_trusted_skill_the_choice() -> None:
-    ranked = policy.rank([cand("a", 3.0, trust="trusted"), cand("b", 2.5, trust="trusted")],
-                         [Similar(2, 0.6, skill="b")])
+    ranked = policy.rank(
+        [cand("a", 3.0, trust="trusted"), cand("b", 2.5, trust="trusted")],
+        [Similar(2, 0.6, skill="b")],
+    )
     d = policy.decide(Inc(), ranked, {})
     assert isinstance(d, RunSkill) and d.skill.name == "b"
 
@@ -177,8 +215,9 @@ def test_a_boost_can_make_a_trusted_skill_the_choice() -> None:
 
 
 def test_a_bare_approval_runs_the_first_option_shown() -> None:
-    d = policy.decide(Inc(), policy.rank([cand("a", 2.0), cand("b", 1.5)],
-                                         [Similar(3, 0.9, "b")]), {})
+    d = policy.decide(
+        Inc(), policy.rank([cand("a", 2.0), cand("b", 1.5)], [Similar(3, 0.9, "b")]), {}
+    )
     assert isinstance(d, AskHuman)
     shown = [c.skill.name for c in d.options]
     # Later, without memory the library alone would rank "a" first: the shown order wins.
@@ -198,8 +237,10 @@ def test_with_nothing_shown_and_nothing_matching_there_is_no_option() -> None:
 
 
 def test_the_agent_failing_is_said_plainly() -> None:
-    assert (policy.agent_failed_question(RuntimeError("sandbox image missing"))
-            == "Guard's agent failed: sandbox image missing")
+    assert (
+        policy.agent_failed_question(RuntimeError("sandbox image missing"))
+        == "Guard's agent failed: sandbox image missing"
+    )
 
 
 def test_refusal_is_none_for_a_free_skill() -> None:

@@ -27,13 +27,19 @@ def private_reads(path: Path) -> list[tuple[int, str]]:
     ``from guard... import _name``."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                and not node.attr.startswith("__")
-                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
             found.append((node.lineno, node.attr))
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("guard"):
-            found += [(node.lineno, a.name) for a in node.names
-                      if a.name.startswith("_") and not a.name.startswith("__")]
+            found += [
+                (node.lineno, a.name)
+                for a in node.names
+                if a.name.startswith("_") and not a.name.startswith("__")
+            ]
     return found
 
 
@@ -41,20 +47,26 @@ def test_no_module_reads_another_objects_private_members() -> None:
     offences = []
     for path in sorted((REPO / "guard").rglob("*.py")):
         rel = path.relative_to(REPO).as_posix()
-        offences += [f"{rel}:{line}: .{name}" for line, name in private_reads(path)
-                     if (rel, name) not in THIRD_PARTY_INTERNALS]
+        offences += [
+            f"{rel}:{line}: .{name}"
+            for line, name in private_reads(path)
+            if (rel, name) not in THIRD_PARTY_INTERNALS
+        ]
     assert offences == []
 
 
 def test_the_checker_finds_a_private_read(tmp_path: Path) -> None:
     sample = tmp_path / "m.py"
-    sample.write_text("def f(agent):\n    agent._move(1)\n    self._ok = 1\n"
-                      "from guard.x import _hidden\n")
+    sample.write_text(
+        "def f(agent):\n    agent._move(1)\n    self._ok = 1\nfrom guard.x import _hidden\n"
+    )
     assert sorted(private_reads(sample)) == [(2, "_move"), (4, "_hidden")]
 
 
-@pytest.mark.skipif(shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
-                    reason="import-linter is not installed (pip install -e '.[dev]')")
+@pytest.mark.skipif(
+    shutil.which("lint-imports", path=str(Path(sys.executable).parent)) is None,
+    reason="import-linter is not installed (pip install -e '.[dev]')",
+)
 def test_the_layer_contract_holds_and_nothing_imports_in_a_cycle() -> None:
     exe = Path(sys.executable).parent / "lint-imports"
     done = subprocess.run([str(exe), "--no-cache"], cwd=REPO, capture_output=True, text=True)

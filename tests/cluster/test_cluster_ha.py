@@ -43,12 +43,21 @@ class Replicas:
     def start(self, name: str) -> subprocess.Popen[str]:
         port = free_port()
         path = self.home.root / f"guard-{name}.log"
-        env = {**os.environ, "GUARD_CONFIG": str(self.home.config),
-               "GUARD_HA__REPLICA_ID": name, "GUARD_HTTP_PORT": str(port)}
+        env = {
+            **os.environ,
+            "GUARD_CONFIG": str(self.home.config),
+            "GUARD_HA__REPLICA_ID": name,
+            "GUARD_HTTP_PORT": str(port),
+        }
         with open(path, "w") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"],
-                                    cwd=self.home.root, env=env, stdout=log,
-                                    stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "guard.cli", "run"],
+                cwd=self.home.root,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         self.procs[name], self.ports[name], self.logs[name] = proc, port, path
         return proc
 
@@ -93,13 +102,26 @@ def cluster(home: GuardHome, tg: TelegramServer, postgres_url: str) -> Iterator[
     """A Guard home on a fresh Postgres database, watching containers with a unique label; the
     built-in docker-start-exited skill asks for approval (so every fault is announced)."""
     labels = setup_docker_home(
-        home, skills=["docker-start-exited"],
+        home,
+        skills=["docker-start-exited"],
         database_url=pg_server.fresh_database(postgres_url),
-        telegram={"bot_token": TOKEN, "chat_id": CHAT, "allowed_user_ids": [ADMIN],
-                  "api_base_url": tg.url, "poll_timeout": "1s"})
-    tune_skill(home, "docker-start-exited", trust="approval", steps=[
-        {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
-        {"verify": {"timeout": "15s", "interval": "500ms"}}])
+        telegram={
+            "bot_token": TOKEN,
+            "chat_id": CHAT,
+            "allowed_user_ids": [ADMIN],
+            "api_base_url": tg.url,
+            "poll_timeout": "1s",
+        },
+    )
+    tune_skill(
+        home,
+        "docker-start-exited",
+        trust="approval",
+        steps=[
+            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
+            {"verify": {"timeout": "15s", "interval": "500ms"}},
+        ],
+    )
     replicas = Replicas(home)
     try:
         yield labels, replicas
@@ -114,22 +136,28 @@ def stored(home: GuardHome, target: str) -> list[Incident]:
 
 def runs(home: GuardHome, incident_id: int) -> list[RemediationRun]:
     with home.database().session() as s:
-        return list(s.exec(select(RemediationRun).where(
-            RemediationRun.incident_id == incident_id)).all())
+        return list(
+            s.exec(select(RemediationRun).where(RemediationRun.incident_id == incident_id)).all()
+        )
 
 
 def announcements(tg: TelegramServer, incident_id: int) -> list[dict[str, Any]]:
     """The incident messages (with buttons) Telegram received about an incident."""
-    return [c["params"] for c in tg.sent("sendMessage")
-            if f"Incident #{incident_id}" in str(c["params"].get("text", ""))
-            and c["params"].get("reply_markup")]
+    return [
+        c["params"]
+        for c in tg.sent("sendMessage")
+        if f"Incident #{incident_id}" in str(c["params"].get("text", ""))
+        and c["params"].get("reply_markup")
+    ]
 
 
 def asked(home: GuardHome, tg: TelegramServer, target: str, within: float = 60) -> int:
     """Wait until Guard asked about ``target``'s incident on Telegram; its id."""
-    inc = wait_for(lambda: next((i for i in stored(home, target)
-                                 if i.state == "awaiting_human"), None), within,
-                   f"an incident about {target} awaiting a human")
+    inc = wait_for(
+        lambda: next((i for i in stored(home, target) if i.state == "awaiting_human"), None),
+        within,
+        f"an incident about {target} awaiting a human",
+    )
     wait_for(lambda: announcements(tg, inc.id), 30, "the announcement")
     return int(inc.id)
 
@@ -150,15 +178,17 @@ def handled_once(home: GuardHome, tg: TelegramServer, target: str, incident_id: 
     [run] = runs(home, incident_id)
     assert run.status == "verified"
     with home.database().session() as s:
-        starts = s.exec(select(AuditEntry).where(
-            AuditEntry.action == "action.docker.start",
-            AuditEntry.subject == f"incident:{incident_id}")).all()
+        starts = s.exec(
+            select(AuditEntry).where(
+                AuditEntry.action == "action.docker.start",
+                AuditEntry.subject == f"incident:{incident_id}",
+            )
+        ).all()
     assert len(starts) == 1
 
 
 @pytest.mark.timeout(420)
-def test_one_leader_acts_once_and_a_standby_takes_over_after_sigkill(home, tg, cluster,
-                                                                    containers):
+def test_one_leader_acts_once_and_a_standby_takes_over_after_sigkill(home, tg, cluster, containers):
     labels, replicas = cluster
     replicas.lead_and_follow()
     status = {r["id"]: r for r in replicas.status()}
@@ -195,8 +225,9 @@ def test_one_leader_acts_once_and_a_standby_takes_over_after_sigkill(home, tg, c
 
 
 @pytest.mark.timeout(420)
-def test_a_leader_stopped_past_its_lease_performs_no_action_when_it_wakes(home, tg, cluster,
-                                                                          containers):
+def test_a_leader_stopped_past_its_lease_performs_no_action_when_it_wakes(
+    home, tg, cluster, containers
+):
     labels, replicas = cluster
     replicas.lead_and_follow()
     v1 = containers.run("v1", "sleep 600", labels=labels)
@@ -216,8 +247,11 @@ def test_a_leader_stopped_past_its_lease_performs_no_action_when_it_wakes(home, 
     approve(home, tg, first)
     handled_once(home, tg, v1.name, first)
     with home.database().session() as s:
-        late = s.exec(select(ClusterAction).where(
-            ClusterAction.replica == "a", col(ClusterAction.at) >= stopped_at)).all()
+        late = s.exec(
+            select(ClusterAction).where(
+                ClusterAction.replica == "a", col(ClusterAction.at) >= stopped_at
+            )
+        ).all()
         assert late == []  # no step, no message queued or sent by the deposed leader
         by_b = s.exec(select(ClusterAction).where(ClusterAction.replica == "b")).all()
     assert by_b and all(x.token == 2 for x in by_b)

@@ -15,10 +15,15 @@ pytestmark = pytest.mark.unit
 
 
 def monitor(path: Path, **kw: Any) -> LogfileMonitor:
-    spec = LogfileMonitorSpec.model_validate({
-        "id": "log", "type": "logfile", "path": str(path),
-        "rules": [{"kind": "boom", "pattern": "BOOM"}, {"kind": "err", "pattern": "ERROR"}], **kw,
-    })
+    spec = LogfileMonitorSpec.model_validate(
+        {
+            "id": "log",
+            "type": "logfile",
+            "path": str(path),
+            "rules": [{"kind": "boom", "pattern": "BOOM"}, {"kind": "err", "pattern": "ERROR"}],
+            **kw,
+        }
+    )
     return LogfileMonitor(spec)
 
 

@@ -35,26 +35,46 @@ TOKEN = "ghp_" + "Zq7" * 12  # the shape of a GitHub token, so redaction rules k
 
 
 def incident(n: int = 7, target: str = "http://svc") -> Any:
-    return SimpleNamespace(id=n, source="http", kind="http_status", target=target,
-                           message="GET /healthz answered 503", title=f"http status on {target}",
-                           severity="critical")
+    return SimpleNamespace(
+        id=n,
+        source="http",
+        kind="http_status",
+        target=target,
+        message="GET /healthz answered 503",
+        title=f"http status on {target}",
+        severity="critical",
+    )
 
 
 def settings(root: Path, remote: str, **skills: Any) -> Settings:
-    return Settings(data_dir=root / "data", skills_dir=root / "skills",
-                    playbooks_dir=root / "playbooks",
-                    skills={"git_remote": remote, "git_author": "Guard <guard@test>", **skills})
+    return Settings(
+        data_dir=root / "data",
+        skills_dir=root / "skills",
+        playbooks_dir=root / "playbooks",
+        skills={"git_remote": remote, "git_author": "Guard <guard@test>", **skills},
+    )
 
 
 def learn(s: Settings, remote: SkillsRemote, n: int = 7) -> tuple[SkillLibrary, LearnedSkill, str]:
     """Learn a fix as the agent does (write, commit, publish); returns the message's tail."""
     library = SkillLibrary(s.skills_dir)
-    writer = SkillWriter(library, trust=s.skills.learned_trust, git_commit=True,
-                         git_author=s.skills.git_author, verify_timeout=5,
-                         review=s.skills.review != "direct", taken=remote.taken)
-    learned = writer.write(incident(n), "http.request url=http://svc/fix", action="http.request",
-                           args={"url": "http://svc/fix"}, approver="cli:ann",
-                           verdict="GET http://svc/healthz answered 200")
+    writer = SkillWriter(
+        library,
+        trust=s.skills.learned_trust,
+        git_commit=True,
+        git_author=s.skills.git_author,
+        verify_timeout=5,
+        review=s.skills.review != "direct",
+        taken=remote.taken,
+    )
+    learned = writer.write(
+        incident(n),
+        "http.request url=http://svc/fix",
+        action="http.request",
+        args={"url": "http://svc/fix"},
+        approver="cli:ann",
+        verdict="GET http://svc/healthz answered 200",
+    )
     return library, learned, publish_learned(remote, learned, library)
 
 
@@ -73,23 +93,25 @@ def git_http(tmp_path: Path) -> Iterator[GitServer]:
 
 
 def test_bad_settings_name_the_field(tmp_path: Path) -> None:
-    cases = [({"git_remote": "ftp://example.com/x.git"}, "skills.git_remote"),
-             ({"git_remote": f"https://x:{TOKEN}@github.com/acme/s.git"}, "skills.git_token"),
-             ({"review": "pr"}, "skills.review 'pr' needs skills.git_remote"),
-             ({"git_remote": "file:///x", "git_branch": "../main"}, "skills.git_branch")]
+    cases = [
+        ({"git_remote": "ftp://example.com/x.git"}, "skills.git_remote"),
+        ({"git_remote": f"https://x:{TOKEN}@github.com/acme/s.git"}, "skills.git_token"),
+        ({"review": "pr"}, "skills.review 'pr' needs skills.git_remote"),
+        ({"git_remote": "file:///x", "git_branch": "../main"}, "skills.git_branch"),
+    ]
     for skills, expected in cases:
         with pytest.raises(ValueError) as info:
             Settings(data_dir=tmp_path, skills=skills)
         assert expected in str(info.value)
         assert TOKEN not in str(info.value)
-    assert Settings(data_dir=tmp_path, skills={"git_remote": "file:///x"}).skills.review == \
-        "branch"
+    assert Settings(data_dir=tmp_path, skills={"git_remote": "file:///x"}).skills.review == "branch"
     assert Settings(data_dir=tmp_path).skills.review == "direct"
     assert Settings(data_dir=tmp_path, skills={"git_remote": "git@github.com:acme/s.git"})
 
 
-def test_clone_at_start_and_a_clone_of_another_remote_is_named(tmp_path: Path,
-                                                             home: GuardHome) -> None:
+def test_clone_at_start_and_a_clone_of_another_remote_is_named(
+    tmp_path: Path, home: GuardHome
+) -> None:
     bare = bare_repo(tmp_path / "srv")
     s = settings(tmp_path, f"file://{bare}")
     result = SkillsRemote(s).sync()
@@ -99,15 +121,17 @@ def test_clone_at_start_and_a_clone_of_another_remote_is_named(tmp_path: Path,
     wrong = settings(tmp_path, f"file://{other}")
     with pytest.raises(SkillsRemoteError, match=r"tracks origin .* not skills\.git_remote"):
         SkillsRemote(wrong).ensure()
-    home.write_config({"skills_dir": str(s.skills_dir),
-                       "skills": {"git_remote": f"file://{other}"}})
+    home.write_config(
+        {"skills_dir": str(s.skills_dir), "skills": {"git_remote": f"file://{other}"}}
+    )
     check = home.cli("check-config", check=False)
     assert check.returncode == 2
     assert "skills.git_remote: skills_dir" in check.stderr and "remote set-url" in check.stderr
 
 
 def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_guard(
-        tmp_path: Path, home: GuardHome) -> None:
+    tmp_path: Path, home: GuardHome
+) -> None:
     bare = bare_repo(tmp_path / "srv")
     s = settings(tmp_path, f"file://{bare}")
     remote = SkillsRemote(s)
@@ -121,16 +145,18 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
     assert skill is not None and skill.pending and not skill.runs_unasked
     assert skill.spec.trust == "trusted"  # what it becomes once merged
 
-    home.write_config({"skills_dir": str(s.skills_dir),
-                       "skills": {"git_remote": f"file://{bare}"}})
+    home.write_config({"skills_dir": str(s.skills_dir), "skills": {"git_remote": f"file://{bare}"}})
     listed = {x["name"]: x for x in json.loads(home.cli("skills", "list", "--json").stdout)}
     assert listed[learned.name]["review"] == "pending"
     assert listed[learned.name]["branch"] == branch and listed[learned.name]["url"] is None
     assert listed[learned.name]["path"].endswith(f".review/{learned.name}")
-    assert "learned-http-status-http-svc (incident #7): " + branch in \
-        home.cli("report", "daily", "--print").stdout
-    assert f"<b>{learned.name}</b> (trusted, learned) 🔍 under review: {branch}" in \
-        skills_text(s)  # Telegram's /skills
+    assert (
+        "learned-http-status-http-svc (incident #7): " + branch
+        in home.cli("report", "daily", "--print").stdout
+    )
+    assert f"<b>{learned.name}</b> (trusted, learned) 🔍 under review: {branch}" in skills_text(
+        s
+    )  # Telegram's /skills
 
     rita = reviewer_clone(bare, tmp_path / "rita")
     git("merge", "--no-ff", "-q", "-m", "Merge the learned skill", f"origin/{branch}", cwd=rita)
@@ -155,7 +181,8 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
 
 
 def test_a_branch_deleted_unmerged_is_rejected_and_its_name_is_not_reused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bare = bare_repo(tmp_path / "srv")
     monkeypatch.chdir(tmp_path)
     s = settings(Path("."), f"file://{bare}")  # relative paths, as in the README's guard.yaml
@@ -173,10 +200,17 @@ def test_a_branch_deleted_unmerged_is_rejected_and_its_name_is_not_reused(
 
 
 def test_pr_mode_opens_a_pull_request_naming_the_incident_and_the_fix(
-        tmp_path: Path, home: GuardHome, github: GitHubServer) -> None:
+    tmp_path: Path, home: GuardHome, github: GitHubServer
+) -> None:
     bare = bare_repo(tmp_path / "srv")
-    s = settings(tmp_path, f"file://{bare}", review="pr", forge="github",
-                 forge_api_url=github.url, git_token=TOKEN)
+    s = settings(
+        tmp_path,
+        f"file://{bare}",
+        review="pr",
+        forge="github",
+        forge_api_url=github.url,
+        git_token=TOKEN,
+    )
     remote = SkillsRemote(s)
     remote.sync()
     library, learned, said = learn(s, remote)
@@ -193,7 +227,8 @@ def test_pr_mode_opens_a_pull_request_naming_the_incident_and_the_fix(
     assert said == f"; under review: {url}"
     skill = library.get(learned.name)
     assert skill is not None and skill.offer_text().startswith(
-        f"learned from incident #7, under review: {url}. ")
+        f"learned from incident #7, under review: {url}. "
+    )
 
     # The pull request already exists (say Guard restarted before noting it): 422, then found.
     book = ReviewBook(s.skills_dir)
@@ -201,8 +236,9 @@ def test_pr_mode_opens_a_pull_request_naming_the_incident_and_the_fix(
     assert entry is not None
     book.put(learned.name, replace(entry, pr=None, url=None))
     assert remote.sync().errors == []
-    assert [c["path"] for c in github.calls if c["method"] == "POST"] == \
-        ["/repos/acme/skills/pulls"] * 2
+    assert [c["path"] for c in github.calls if c["method"] == "POST"] == [
+        "/repos/acme/skills/pulls"
+    ] * 2
     entry = book.get(learned.name)
     assert entry is not None and entry.pr == 1 and entry.url == url
     home.write_config({"skills_dir": str(s.skills_dir)})
@@ -216,8 +252,8 @@ def test_pr_mode_opens_a_pull_request_naming_the_incident_and_the_fix(
 
 
 def test_the_token_reaches_the_server_and_nowhere_else(
-        tmp_path: Path, home: GuardHome, git_http: GitServer,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, home: GuardHome, git_http: GitServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bare_repo(git_http.root)
     home.write_config({"skills": {"git_remote": git_http.url(), "git_author": "G <g@test>"}})
     env_home = home.root / "skills"
@@ -230,12 +266,20 @@ def test_the_token_reaches_the_server_and_nowhere_else(
     outputs = [refused.stdout, refused.stderr, home.cli("skills", "sync").stdout]
     remote = SkillsRemote(s)
     _, learned, said = learn(s, remote)
-    outputs += [said, home.cli("skills", "sync").stdout,
-                home.cli("skills", "list", "--json").stdout,
-                home.cli("check-config", check=False).stdout]
+    outputs += [
+        said,
+        home.cli("skills", "sync").stdout,
+        home.cli("skills", "list", "--json").stdout,
+        home.cli("check-config", check=False).stdout,
+    ]
     assert "cloned" in outputs[2] and said.startswith("; under review")
-    assert learned.name in git("ls-tree", "-r", "--name-only", f"guard/learned/{learned.name}",
-                               cwd=git_http.root / "acme/skills.git")
+    assert learned.name in git(
+        "ls-tree",
+        "-r",
+        "--name-only",
+        f"guard/learned/{learned.name}",
+        cwd=git_http.root / "acme/skills.git",
+    )
     sent = {r["headers"].get("Authorization") for r in git_http.requests}
     assert f"Basic {basic_credentials(TOKEN)}" in sent
     wrong = settings(home.root, git_http.url(), git_token="not-" + TOKEN)
@@ -249,12 +293,20 @@ def test_the_token_reaches_the_server_and_nowhere_else(
     for where, text in places.items():
         for secret in (TOKEN, basic_credentials(TOKEN)):
             assert secret not in text, where
-    assert TOKEN not in subprocess.run(["git", "config", "--list", "--show-origin"],
-                                       cwd=env_home, capture_output=True, text=True).stdout
+    assert (
+        TOKEN
+        not in subprocess.run(
+            ["git", "config", "--list", "--show-origin"],
+            cwd=env_home,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
 
 
 def test_a_rejected_push_keeps_the_local_commit_and_raises_an_incident(
-        tmp_path: Path, home: GuardHome) -> None:
+    tmp_path: Path, home: GuardHome
+) -> None:
     bare = bare_repo(tmp_path / "srv")
     s = settings(tmp_path, f"file://{bare}", review="direct")
     remote = SkillsRemote(s)
@@ -275,12 +327,17 @@ def test_a_rejected_push_keeps_the_local_commit_and_raises_an_incident(
     assert git("rev-parse", "HEAD", cwd=s.skills_dir) == learned.commit  # nothing local lost
     assert (s.skills_dir / learned.name / "skill.yaml").is_file()
 
-    home.write_config({"skills_dir": str(s.skills_dir), "http_host": "127.0.0.1",
-                       "http_port": 0, "agent": {"enabled": False},
-                       "skills": {"git_remote": f"file://{bare}", "review": "direct"}})
+    home.write_config(
+        {
+            "skills_dir": str(s.skills_dir),
+            "http_host": "127.0.0.1",
+            "http_port": 0,
+            "agent": {"enabled": False},
+            "skills": {"git_remote": f"file://{bare}", "review": "direct"},
+        }
+    )
     with running_guard(home):
-        found = wait_for(lambda: find(home, kind="skills_sync_error"), 30,
-                         "the sync's incident")
+        found = wait_for(lambda: find(home, kind="skills_sync_error"), 30, "the sync's incident")
     assert found["source"] == "guard" and found["state"] == "open"
     assert "conflict: main has 1 local commit(s) the remote lacks" in found["message"]
     assert git("rev-parse", "main", cwd=bare) == theirs
@@ -289,8 +346,9 @@ def test_a_rejected_push_keeps_the_local_commit_and_raises_an_incident(
 
 @pytest.mark.parametrize("kind", ["github", "gitea", "gitlab"])
 def test_each_forge_opens_finds_and_reads_a_request(kind: str) -> None:
-    server: GitHubServer | GitLabServer = (GitLabServer(TOKEN) if kind == "gitlab"
-                                           else GitHubServer(TOKEN, style=kind))
+    server: GitHubServer | GitLabServer = (
+        GitLabServer(TOKEN) if kind == "gitlab" else GitHubServer(TOKEN, style=kind)
+    )
     remote = f"https://{kind}.example/acme/ops/skills.git"
     try:
         forge = build_forge(kind, server.url, remote, TOKEN)
@@ -332,10 +390,16 @@ def test_a_skill_committed_but_not_noted_before_a_crash_is_recovered(tmp_path: P
     assert f"skill {learned.name} recovered from its branch" in " ".join(result.notes)
     entry = book.get(learned.name)
     assert saved is not None and entry is not None
-    assert (entry.incident, entry.title, entry.fix, entry.approver, entry.verified) == \
-        (7, saved.title, saved.fix, "cli:ann", saved.verified)
-    assert entry.pushed and learned.name in git("ls-tree", "--name-only",
-                                                f"guard/learned/{learned.name}", cwd=bare)
+    assert (entry.incident, entry.title, entry.fix, entry.approver, entry.verified) == (
+        7,
+        saved.title,
+        saved.fix,
+        "cli:ann",
+        saved.verified,
+    )
+    assert entry.pushed and learned.name in git(
+        "ls-tree", "--name-only", f"guard/learned/{learned.name}", cwd=bare
+    )
     assert library.refresh()
     skill = library.get(learned.name)
     assert skill is not None and skill.pending

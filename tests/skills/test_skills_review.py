@@ -75,16 +75,26 @@ def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Pat
 
 
 def configure(home: GuardHome, svc: Service, url: str, token: str) -> None:
-    home.playbook("web", [{"id": "web", "type": "http", "url": f"{svc.base}/healthz",
-                           "every": "1s"}])
-    skills: dict[str, Any] = {"git_remote": url, "sync_every": "1s",
-                              "git_author": "Guard Test <guard@test>"}
+    home.playbook(
+        "web", [{"id": "web", "type": "http", "url": f"{svc.base}/healthz", "every": "1s"}]
+    )
+    skills: dict[str, Any] = {
+        "git_remote": url,
+        "sync_every": "1s",
+        "git_author": "Guard Test <guard@test>",
+    }
     if token:
         skills["git_token"] = token
-    home.write_config({"http_host": "127.0.0.1", "http_port": 0,
-                       "sandbox": {"backend": "local"}, "triage": {"flap_window": "1s"},
-                       "agent": {"verify_timeout": "5s", "poll_interval": "200ms"},
-                       "skills": skills})
+    home.write_config(
+        {
+            "http_host": "127.0.0.1",
+            "http_port": 0,
+            "sandbox": {"backend": "local"},
+            "triage": {"flap_window": "1s"},
+            "agent": {"verify_timeout": "5s", "poll_interval": "200ms"},
+            "skills": skills,
+        }
+    )
 
 
 def skills_listed(home: GuardHome) -> dict[str, dict[str, Any]]:
@@ -95,19 +105,33 @@ def next_incident(home: GuardHome, svc: Service, after: int, **match: Any) -> di
     """Break the service once the last incident's flap window passed; the new incident."""
     wait_for(lambda: past_flap_window(home, after), 30, "the flap window to pass")
     svc.healthy = False
-    return wait_for(lambda: next((i for i in incidents(home) if i["id"] > after and all(
-        i.get(k) == v for k, v in match.items())), None), 60, f"a new incident {match}")
+    return wait_for(
+        lambda: next(
+            (
+                i
+                for i in incidents(home)
+                if i["id"] > after and all(i.get(k) == v for k, v in match.items())
+            ),
+            None,
+        ),
+        60,
+        f"a new incident {match}",
+    )
 
 
 def test_a_learned_skill_is_reviewed_on_the_remote_before_guard_trusts_it(
-        home: GuardHome, svc: Service, remote: tuple[Path, str, str], tmp_path: Path) -> None:
+    home: GuardHome, svc: Service, remote: tuple[Path, str, str], tmp_path: Path
+) -> None:
     bare, url, token = remote
     configure(home, svc, url, token)
     svc.healthy = False
     outputs: list[str] = []
     with running_guard(home) as (_, log):
-        first = wait_for(lambda: find(home, monitor_id="web", state="awaiting_human"), 40,
-                         "Guard to ask about the failing check")
+        first = wait_for(
+            lambda: find(home, monitor_id="web", state="awaiting_human"),
+            40,
+            "Guard to ask about the failing check",
+        )
         reply = home.cli("reply", str(first["id"]), "--", "http.request", f"url={svc.base}/fix")
         outputs.append(reply.stdout)
         name = show(home, first["id"])["details"]["learned_skill"]
@@ -127,8 +151,10 @@ def test_a_learned_skill_is_reviewed_on_the_remote_before_guard_trusts_it(
         asked = next(t for t in timeline if t["type"] == "asked_human")
         assert asked["data"]["options"][0] == name
         recalled = next(t for t in timeline if t["type"] == "recalled")
-        assert f"learned from incident #{first['id']}, under review: {branch}" in \
-            recalled["data"]["candidates"][0]["reasons"]
+        assert (
+            f"learned from incident #{first['id']}, under review: {branch}"
+            in recalled["data"]["candidates"][0]["reasons"]
+        )
         assert not any(t["type"] == "decided" for t in timeline)
         approve = home.cli("approve", str(second["id"]), "--skill", name)
         outputs.append(approve.stdout)
@@ -138,11 +164,17 @@ def test_a_learned_skill_is_reviewed_on_the_remote_before_guard_trusts_it(
         rita = reviewer_clone(bare, tmp_path / "rita")
         git("merge", "--no-ff", "-q", "-m", f"Merge {branch}", f"origin/{branch}", cwd=rita)
         git("push", "-q", "origin", "main", cwd=rita)
-        wait_for(lambda: skills_listed(home).get(name, {}).get("review") == "merged", 30,
-                 "the merge to reach Guard")
+        wait_for(
+            lambda: skills_listed(home).get(name, {}).get("review") == "merged",
+            30,
+            "the merge to reach Guard",
+        )
         third = next_incident(home, svc, second["id"])
-        done = wait_for(lambda: (lambda i: i if i["state"] == "resolved" else None)(
-            show(home, third["id"])), 30, "Guard to heal it by itself")
+        done = wait_for(
+            lambda: (lambda i: i if i["state"] == "resolved" else None)(show(home, third["id"])),
+            30,
+            "Guard to heal it by itself",
+        )
         assert done["details"].get("resolved_by") == name and not done["details"].get("asked")
 
         # The reviewer reverts the merge: after a sync the skill is gone.
@@ -150,8 +182,7 @@ def test_a_learned_skill_is_reviewed_on_the_remote_before_guard_trusts_it(
         git("push", "-q", "origin", "main", cwd=rita)
         wait_for(lambda: name not in skills_listed(home), 30, "the revert to reach Guard")
         fourth = next_incident(home, svc, third["id"], state="awaiting_human")
-        asked = next(t for t in show(home, fourth["id"])["timeline"]
-                     if t["type"] == "asked_human")
+        asked = next(t for t in show(home, fourth["id"])["timeline"] if t["type"] == "asked_human")
         assert "No skill matches" in asked["message"]
         outputs += [home.cli("skills", "list").stdout, home.cli("incidents", "list").stdout]
     if token:  # the token went to the server only

@@ -9,8 +9,17 @@ def test_incidents_and_audit_on_postgres(home, postgres_url, tmp_path):
     log = tmp_path / "app.log"
     log.write_text("")
     home.write_config({"database_url": postgres_url})
-    home.playbook("app", [{"id": "app-log", "type": "logfile", "path": str(log),
-                           "rules": [{"kind": "app_error", "pattern": "ERROR"}]}])
+    home.playbook(
+        "app",
+        [
+            {
+                "id": "app-log",
+                "type": "logfile",
+                "path": str(log),
+                "rules": [{"kind": "app_error", "pattern": "ERROR"}],
+            }
+        ],
+    )
     home.cli("run", "--once")
     log.write_text("".join(f"ERROR request {i} failed after {i}ms\n" for i in range(500)))
     home.cli("run", "--once")

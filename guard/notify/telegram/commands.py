@@ -32,9 +32,14 @@ Buttons under an incident: run a skill, deny, mute for 1 h, or send a fix."""
 
 def _open(db: Database, limit: int = 15) -> list[Incident]:
     with db.session() as session:
-        return list(session.exec(select(Incident).where(
-            col(Incident.state) != IncidentState.resolved)
-            .order_by(col(Incident.id).desc()).limit(limit)).all())
+        return list(
+            session.exec(
+                select(Incident)
+                .where(col(Incident.state) != IncidentState.resolved)
+                .order_by(col(Incident.id).desc())
+                .limit(limit)
+            ).all()
+        )
 
 
 def incidents_text(db: Database) -> str:
@@ -57,8 +62,7 @@ def status_text(db: Database, runtime: HealthSource | None) -> str:
     if runtime is None:
         lines.append("monitors: not known to this process")
     for mute in mutes.all_active(db):
-        lines.append(f"🔕 {esc(mute.target)} muted until {mute.until:%H:%M} UTC by "
-                     f"{esc(mute.by)}")
+        lines.append(f"🔕 {esc(mute.target)} muted until {mute.until:%H:%M} UTC by {esc(mute.by)}")
     lines += ["", incidents_text(db)]
     return cut("\n".join(lines))
 
@@ -74,8 +78,12 @@ def skills_text(settings: Settings) -> str:
             review = f" 🔍 under review: {esc(s.review.link)}"
         elif s.review is not None and s.review.status == "merged":
             review = " (reviewed and merged)"
-        lines.append(f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)})"
-                     f"{review}: {esc(s.description[:120])}")
-    lines += [f"⚠️ <b>{esc(name)}</b> is quarantined (does not load; see "
-              "<code>guard check-config</code>)" for name in quarantined]
+        lines.append(
+            f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)})"
+            f"{review}: {esc(s.description[:120])}"
+        )
+    lines += [
+        f"⚠️ <b>{esc(name)}</b> is quarantined (does not load; see <code>guard check-config</code>)"
+        for name in quarantined
+    ]
     return cut("\n".join(lines))
