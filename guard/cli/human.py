@@ -94,7 +94,7 @@ def answer(
 def approve(
     incident_id: int = typer.Argument(..., metavar="INCIDENT"),
     skill: str | None = typer.Option(
-        None, "--skill", help="Skill to run (default: the best match)."
+        None, "--skill", help="Skill to run (default: the first option you were shown)."
     ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,
