@@ -22,6 +22,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import metrics
+from guard.checks import CheckScheduler
 from guard.config import Settings
 from guard.exceptions import MonitorError
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
@@ -135,7 +136,9 @@ class Guard:
     async def check(self, monitor: Monitor) -> Observation:
         """Run one check; never raises (a failure comes back as a ``monitor_error`` signal)."""
         try:
-            state = await asyncio.to_thread(self._load_state, monitor)
+            state = self._state.get(monitor.id)
+            if state is None:  # the first check reads the store; later ones use memory
+                state = await asyncio.to_thread(self._load_state, monitor)
             obs = await monitor.check(state)
         except Exception as exc:
             return self._failed(monitor, exc)
@@ -197,7 +200,13 @@ class Guard:
         try:
             if heal:
                 self._attach_agent()
-            observations = await asyncio.gather(*(self.check(m) for m in self.monitors))
+            slots = asyncio.Semaphore(self.settings.scheduler.max_concurrent_checks)
+
+            async def bounded(m: Monitor) -> Observation:
+                async with slots:
+                    return await self.check(m)
+
+            observations = await asyncio.gather(*(bounded(m) for m in self.monitors))
             events = await asyncio.to_thread(self.apply, list(observations))
             if heal:
                 await self.agent.resume()
@@ -222,12 +231,9 @@ class Guard:
         self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
         await asyncio.to_thread(self._baseline)
         scheduler = AsyncIOScheduler(timezone=UTC)
-        for m in self.monitors:
-            scheduler.add_job(
-                self._scheduled, IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
-                args=[m], id=f"monitor:{m.id}", coalesce=True, max_instances=1,
-                misfire_grace_time=max(int(m.interval), 30), next_run_time=datetime.now(UTC),
-            )
+        checks = CheckScheduler(self.monitors, self._scheduled,
+                                max_concurrent=self.settings.scheduler.max_concurrent_checks)
+        checks.start()
         if every := self.settings.audit.anchor_every:
             scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
                               coalesce=True, max_instances=1)
@@ -250,12 +256,13 @@ class Guard:
         logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
                     sum(t.get_name().startswith("follow:") for t in tasks),
                     "on" if self.heal else "off")
-        web = WebServer(self, scheduler)
+        web = WebServer(self, scheduler, checks)
         try:
             await web.start()
             await self._stop.wait()
         finally:
             await web.close()
+            await checks.stop()
             scheduler.shutdown(wait=False)
             followers = [t for t in tasks[1:] if t.get_name() != "agent"]
             for t in followers:

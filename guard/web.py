@@ -3,8 +3,8 @@
 - ``/healthz`` (liveness): the scheduler is running and its heartbeat job ticked within
   ``STALE_AFTER`` seconds, and the database takes a real write (a ``guard:healthz`` state row,
   committed). 200 or 503, with a JSON body saying which part failed.
-- ``/readyz`` (readiness): the runtime has started and every enabled monitor has a job on the
-  scheduler. 503 before that and after shutdown begins.
+- ``/readyz`` (readiness): the runtime has started and every enabled monitor is on the check
+  schedule (``guard.checks``). 503 before that and after shutdown begins.
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 
 The server is the standard library's ``asyncio.start_server`` with a deliberately tiny HTTP/1.1
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     from guard.app import Guard
+    from guard.checks import CheckScheduler
 
 HEARTBEAT = 5.0  # seconds between scheduler heartbeats
 STALE_AFTER = 3 * HEARTBEAT
@@ -55,9 +56,11 @@ def _json(status: int, body: dict[str, Any]) -> Response:
 class WebServer:
     """The HTTP endpoint of one running ``Guard``; ``close()`` is safe before ``start()``."""
 
-    def __init__(self, guard: Guard, scheduler: AsyncIOScheduler) -> None:
+    def __init__(self, guard: Guard, scheduler: AsyncIOScheduler,
+                 checks: CheckScheduler | None = None) -> None:
         self.guard = guard
         self.scheduler = scheduler
+        self.checks = checks
         self.host = guard.settings.http_host
         self.port = guard.settings.http_port
         self._server: asyncio.Server | None = None
@@ -124,7 +127,7 @@ class WebServer:
 
     def readyz(self) -> Response:
         missing = [m.id for m in self.guard.monitors
-                   if self.scheduler.get_job(f"monitor:{m.id}") is None]
+                   if self.checks is None or not self.checks.scheduled(m.id)]
         ready = self._ready and bool(self.scheduler.running) and not missing
         return _json(200 if ready else 503, {
             "status": "ready" if ready else "not ready", "monitors": len(self.guard.monitors),
