@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import children, guard_process, machine, rss_mb
+from bench.common import children, guard_process, machine, rss_mb, tree_rss_mb
 
 TICKS = os.sysconf("SC_CLK_TCK")
 HTTP_EVERY, LOG_EVERY = 10, 5
@@ -105,14 +105,6 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def tree_rss(pid: int) -> float:
-    total = rss_mb(pid)
-    for child in children(pid):
-        with contextlib.suppress(OSError, RuntimeError):
-            total += rss_mb(child)
-    return total
-
-
 def lag_buckets(text: str) -> dict[float, float]:
     """Cumulative counts of ``guard_check_lag_seconds`` by upper bound, summed over labels."""
     found: dict[float, float] = {}
@@ -171,7 +163,7 @@ def measure(http: int, logs: int, endpoints: Endpoints, seconds: float,
                 cpu0, t0 = cpu_seconds(g.pid), time.monotonic()
                 rss: list[float] = []
                 while time.monotonic() - t0 < seconds:
-                    rss.append(tree_rss(g.pid))
+                    rss.append(tree_rss_mb(g.pid))
                     time.sleep(2)
                 cpu1, t1 = cpu_seconds(g.pid), time.monotonic()
                 counts1, text = endpoints.counts(), _metrics(g.url("/metrics"))

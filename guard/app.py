@@ -237,6 +237,9 @@ class Guard:
         if every := self.settings.audit.anchor_every:
             scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
                               coalesce=True, max_instances=1)
+        if self.settings.store.retention:
+            scheduler.add_job(self._prune, IntervalTrigger(hours=24), id="store:prune",
+                              coalesce=True, max_instances=1, next_run_time=datetime.now(UTC))
         scheduler.start()
         from guard.notify import build_gateway
 
@@ -337,6 +340,19 @@ class Guard:
             logger.exception("could not anchor the audit chain in {}", path)
         else:
             logger.info("audit chain anchored at #{} in {}", a.seq, path)
+
+    async def _prune(self) -> None:
+        """Apply ``store.retention`` (``guard.store.retention``)."""
+        from guard.store.retention import prune
+
+        try:
+            done = await asyncio.to_thread(prune, self.db, self.settings.store.retention,
+                                           self.settings.data_dir / audit.ANCHORS)
+        except Exception:
+            logger.exception("could not prune the store")
+        else:
+            if done.rows:
+                logger.info("pruned data older than {}: {}", done.cutoff, done.rows)
 
     def _audit(self, action: str, data: dict[str, Any]) -> None:
         with self.db.session() as session:

@@ -16,6 +16,7 @@ from guard.cli import (
     run,
     sandbox,
     skills,
+    store,
 )
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(report.app, name="report")
+app.add_typer(store.app, name="store")
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, select_autoescape
+from sqlalchemy import func
 from sqlmodel import col, select
 
 from guard.config import Settings
@@ -38,7 +39,13 @@ from guard.records import utcnow
 from guard.redact import redact
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline
+from guard.store.models import (
+    ACTIVE_STATES,
+    Approval,
+    Incident,
+    IncidentState,
+    IncidentTimeline,
+)
 
 TEMPLATE = "daily.html.j2"
 
@@ -102,9 +109,9 @@ def gather(db: Database, settings: Settings, day: date | None = None,
             IncidentTimeline.type == "state_changed",
             IncidentTimeline.to_state == IncidentState.escalated.value,
             col(IncidentTimeline.at) >= start, col(IncidentTimeline.at) < end)).all()
-        open_now = session.exec(select(Incident).where(
-            col(Incident.state) != IncidentState.resolved.value,
-            col(Incident.opened_at) < end)).all()
+        still_open = session.exec(select(func.count()).select_from(Incident).where(
+            col(Incident.state).in_([s.value for s in ACTIVE_STATES]),
+            col(Incident.opened_at) < end)).one()
         approvals = session.exec(select(Approval).where(
             col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow(),
             Approval.kind == "skill").order_by(col(Approval.incident_id))).all()
@@ -132,7 +139,7 @@ def gather(db: Database, settings: Settings, day: date | None = None,
                                    "commit": (details.get("skill_commit") or "")[:10]})
     report.mttr_seconds = sum(durations) / len(durations) if durations else None
     report.escalated = len(set(escalations))
-    report.still_open = len(open_now)
+    report.still_open = still_open
     report.pending = [{"incident": a.incident_id, "skill": a.skill,
                        "expires": a.expires_at.astimezone(tz).strftime("%H:%M")}
                       for a in approvals]
