@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from guard.agent.loop import Agent
 
 BATCH = 500
+BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 EventHook = Callable[[list[IncidentEvent]], Any]
 
 
@@ -306,10 +308,18 @@ class Guard:
             delay = min(delay * 2, 30.0)
 
     async def _consume(self) -> None:
+        """Apply observations in batches. After a quiet spell the first one goes at once; while
+        busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the next one, so
+        a thousand checks a minute cost tens of transactions, not a thousand."""
+        last = -BATCH_EVERY
         while True:
             batch = [await self._queue.get()]
+            wait = last + BATCH_EVERY - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
             while len(batch) < BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            last = time.monotonic()
             await self._apply_safely(batch)
 
     async def _drain(self) -> None:
