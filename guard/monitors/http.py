@@ -1,7 +1,7 @@
 """Probe an HTTP endpoint: status, body, latency and timeouts.
 
-Monitors share one client per TLS/proxy configuration (``http_clients``), so a monitor costs its
-spec and a compiled body regex, not a connection pool and a TLS context.
+Monitors share one ``httpx.AsyncClient`` per TLS/proxy configuration (``http_clients``), so a
+monitor costs its spec and a compiled body regex, not a connection pool and a TLS context.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import Any
 
 import httpx
 
-from guard.monitors.http_clients import CLIENTS, USER_AGENT, Client, ClientConfig, HttpClients
-from guard.monitors.http_probe import handles
+from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients
 from guard.playbooks.models import HttpMonitorSpec
 from guard.records import Observation, Signal
 
@@ -34,10 +33,9 @@ class HttpMonitor:
         self.jitter = spec.jitter
         self._body = re.compile(spec.expect_body) if spec.expect_body else None
         self._headers = {"User-Agent": USER_AGENT, **spec.headers}
-        self._config = ClientConfig(verify=spec.tls_verify, proxy=spec.proxy,
-                                    probe=spec.proxy is None and handles(spec.url))
+        self._config = ClientConfig(verify=spec.tls_verify, proxy=spec.proxy)
         self._clients = clients or CLIENTS
-        self._client: Client | None = None  # acquired on the first check
+        self._client: httpx.AsyncClient | None = None  # acquired on the first check
 
     def _signal(self, kind: str, message: str, *, ok: bool = False, **details: Any) -> Signal:
         return Signal(

@@ -1,11 +1,9 @@
-"""Shared HTTP clients for HTTP monitors: one client per TLS/proxy configuration.
+"""Shared HTTP clients for HTTP monitors: one ``httpx.AsyncClient`` per TLS/proxy configuration.
 
 A client owns a connection pool and, for TLS, an ``SSLContext`` with the CA bundle loaded, which
 costs hundreds of KB; a client per monitor made a thousand monitors cost most of a gigabyte.
 Monitors with the same ``ClientConfig`` therefore share one client (and its pooled, kept-alive
-connections); what differs per monitor (method, headers, timeout) goes on each request. The
-client is Guard's small probe client (``http_probe``) where it can serve, else an
-``httpx.AsyncClient`` (proxies, credentials in the URL).
+connections); what differs per monitor (method, headers, timeout) goes on each request.
 
 Clients belong to an event loop (their connections do), so the pool is kept per running loop.
 Monitors ``acquire`` a client on their first check and ``release`` it when closed; the last
@@ -20,10 +18,6 @@ from dataclasses import dataclass
 
 import httpx
 
-from guard.monitors.http_probe import ProbeClient
-
-Client = httpx.AsyncClient | ProbeClient
-
 USER_AGENT = "guard-monitor"
 KEEPALIVE = 64  # idle connections kept per client; checks are bounded by the scheduler
 
@@ -34,12 +28,11 @@ class ClientConfig:
 
     verify: bool = True  # verify the server's TLS certificate
     proxy: str | None = None  # None: the environment's HTTP(S)_PROXY, if any
-    probe: bool = False  # Guard's probe client can serve it (no proxy, plain URL)
 
 
 @dataclass(slots=True)
 class _Shared:
-    client: Client
+    client: httpx.AsyncClient
     users: int = 0
 
 
@@ -51,16 +44,14 @@ class HttpClients:
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[ClientConfig, _Shared]] = weakref.WeakKeyDictionary()
 
-    def _build(self, config: ClientConfig) -> Client:
-        if config.probe:
-            return ProbeClient(verify=config.verify)
+    def _build(self, config: ClientConfig) -> httpx.AsyncClient:
         # No cap on connections: a check waiting for a pooled connection would time out as if
         # its endpoint had; how many checks run at once is ``scheduler.max_concurrent_checks``.
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=self.keepalive)
         return httpx.AsyncClient(verify=config.verify, proxy=config.proxy, limits=limits,
                                  follow_redirects=False, headers={"User-Agent": USER_AGENT})
 
-    def acquire(self, config: ClientConfig) -> Client:
+    def acquire(self, config: ClientConfig) -> httpx.AsyncClient:
         """The shared client for ``config`` on the running loop; pair with ``release``."""
         clients = self._by_loop.setdefault(asyncio.get_running_loop(), {})
         shared = clients.get(config)
