@@ -33,9 +33,14 @@ def machine() -> dict[str, Any]:
     model = ""
     with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
         model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-            "cpu_model": model, "memory_gb": round(mem_kb / 1e6, 1),
-            "python": platform.python_version(), "kernel": platform.release()}
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gb": round(mem_kb / 1e6, 1),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
 
 
 def quiet() -> None:
@@ -75,8 +80,12 @@ def tree_rss_mb(pid: int) -> float:
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     q = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else ordered
-    return {"p50": round(statistics.median(ordered), 4), "p95": round(q[94] if len(q) > 1 else
-            ordered[0], 4), "max": round(ordered[-1], 4), "n": len(ordered)}
+    return {
+        "p50": round(statistics.median(ordered), 4),
+        "p95": round(q[94] if len(q) > 1 else ordered[0], 4),
+        "max": round(ordered[-1], 4),
+        "n": len(ordered),
+    }
 
 
 def free_port() -> int:
@@ -88,26 +97,44 @@ def free_port() -> int:
 class GuardProcess:
     """``guard run`` in a subprocess with its own home (config, playbooks, data)."""
 
-    def __init__(self, root: Path, monitors: list[dict[str, Any]],
-                 config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, root: Path, monitors: list[dict[str, Any]], config: dict[str, Any] | None = None
+    ) -> None:
         self.root = root
         (root / "playbooks").mkdir(parents=True, exist_ok=True)
         (root / "playbooks" / "bench.yaml").write_text(
-            yaml.safe_dump({"name": "bench", "monitors": monitors}))
+            yaml.safe_dump({"name": "bench", "monitors": monitors})
+        )
         self.config = root / "guard.yaml"
-        self.config.write_text(yaml.safe_dump({
-            "data_dir": str(root / "data"), "playbooks_dir": str(root / "playbooks"),
-            "skills_dir": str(root / "skills"), "log_level": "WARNING", **(config or {})}))
+        self.config.write_text(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(root / "data"),
+                    "playbooks_dir": str(root / "playbooks"),
+                    "skills_dir": str(root / "skills"),
+                    "log_level": "WARNING",
+                    **(config or {}),
+                }
+            )
+        )
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
-        env.update(GUARD_CONFIG=str(self.config), GUARD_HTTP_PORT=str(self.port),
-                   GUARD_HTTP_HOST="127.0.0.1", PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=self.root,
-                                     env=env, stdout=subprocess.DEVNULL,
-                                     stderr=open(self.root / "guard.log", "wb"))  # noqa: SIM115
+        env.update(
+            GUARD_CONFIG=str(self.config),
+            GUARD_HTTP_PORT=str(self.port),
+            GUARD_HTTP_HOST="127.0.0.1",
+            PYTHONPATH=str(REPO),
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "guard.cli", "run"],
+            cwd=self.root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "guard.log", "wb"),
+        )  # noqa: SIM115
         end = time.monotonic() + 60
         while time.monotonic() < end:
             with contextlib.suppress(httpx.TransportError):
@@ -140,8 +167,9 @@ class GuardProcess:
 
 
 @contextlib.contextmanager
-def guard_process(monitors: list[dict[str, Any]], prefix: str,
-                  config: dict[str, Any] | None = None) -> Iterator[GuardProcess]:
+def guard_process(
+    monitors: list[dict[str, Any]], prefix: str, config: dict[str, Any] | None = None
+) -> Iterator[GuardProcess]:
     with tempfile.TemporaryDirectory(prefix=f"guard-bench-{prefix}-") as tmp:
         g = GuardProcess(Path(tmp), monitors, config)
         try:

@@ -28,20 +28,37 @@ from guard.records import IncidentEvent
 from tests.images import ensure_busybox_image
 
 
-async def _measure(client: Any, image: str, kills: int, *, events: bool,
-                   every: str) -> dict[str, Any]:
+async def _measure(
+    client: Any, image: str, kills: int, *, events: bool, every: str
+) -> dict[str, Any]:
     value = uuid.uuid4().hex[:10]
     labels = {"guard.bench": value}
     names = [f"guard-bench-{value}-{i}" for i in range(kills)]
-    victims = [client.containers.run(image, ["sleep", "600"], name=n, detach=True,
-                                     labels=labels, network_mode="none") for n in names]
+    victims = [
+        client.containers.run(
+            image, ["sleep", "600"], name=n, detach=True, labels=labels, network_mode="none"
+        )
+        for n in names
+    ]
     opened: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="guard-bench-detect-") as tmp:
-        settings = Settings(data_dir=Path(tmp), playbooks_dir=Path(tmp), http_port=0,
-                            http_host="127.0.0.1")
-        book = Playbook.model_validate({"name": "bench", "monitors": [{
-            "id": "victims", "type": "docker", "selector": {"label": f"guard.bench={value}"},
-            "every": every, "events": events}]})
+        settings = Settings(
+            data_dir=Path(tmp), playbooks_dir=Path(tmp), http_port=0, http_host="127.0.0.1"
+        )
+        book = Playbook.model_validate(
+            {
+                "name": "bench",
+                "monitors": [
+                    {
+                        "id": "victims",
+                        "type": "docker",
+                        "selector": {"label": f"guard.bench={value}"},
+                        "every": every,
+                        "events": events,
+                    }
+                ],
+            }
+        )
         guard = Guard(settings, [book])
 
         loop = asyncio.get_running_loop()
@@ -87,8 +104,11 @@ async def run(kills: int = 20) -> dict[str, Any]:
         poll = await _measure(client, image, kills, events=False, every="2s")
     finally:
         client.close()
-    return {"what": f"container killed -> incident opened, {kills} kills, real Guard.run()",
-            "events_stream": stream, "polling_every_2s": poll}
+    return {
+        "what": f"container killed -> incident opened, {kills} kills, real Guard.run()",
+        "events_stream": stream,
+        "polling_every_2s": poll,
+    }
 
 
 def main() -> None:

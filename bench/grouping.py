@@ -63,8 +63,9 @@ DECLARED_FORMATS = {
 class System:
     """One system's lines with their labels."""
 
-    def __init__(self, name: str, lines: list[str], labels: dict[str, list[str]],
-                 public: bool) -> None:
+    def __init__(
+        self, name: str, lines: list[str], labels: dict[str, list[str]], public: bool
+    ) -> None:
         self.name, self.lines, self.labels, self.public = name, lines, labels, public
 
     @property
@@ -78,13 +79,24 @@ def load_systems() -> list[System]:
         for line in f:
             row = json.loads(line)
             rows[row["system"]].append(row)
-    systems = [System(name, [r["line"] for r in rs],
-                      {"original": [r["event"] for r in rs],
-                       "corrected": [r["corrected"] for r in rs]}, public=True)
-               for name, rs in rows.items()]
+    systems = [
+        System(
+            name,
+            [r["line"] for r in rs],
+            {"original": [r["event"] for r in rs], "corrected": [r["corrected"] for r in rs]},
+            public=True,
+        )
+        for name, rs in rows.items()
+    ]
     for name, labelled in samples().items():
-        systems.append(System(name, [line for line, _ in labelled],
-                              {"original": [label for _, label in labelled]}, public=False))
+        systems.append(
+            System(
+                name,
+                [line for line, _ in labelled],
+                {"original": [label for _, label in labelled]},
+                public=False,
+            )
+        )
     return systems
 
 
@@ -105,8 +117,9 @@ def grouping_accuracy(groups: Sequence[object], truth: Sequence[str]) -> float:
 def replay(system: System) -> tuple[list[object], float]:
     """The incident (fingerprint key) of each line, as Guard's triage assigns it, and the
     grouping cost per line in microseconds (header, masks, template mining)."""
-    grouper = rule_groupers([(None, re.compile(CATCH_ALL))], default="template",
-                            log_format=system.log_format)[0]
+    grouper = rule_groupers(
+        [(None, re.compile(CATCH_ALL))], default="template", log_format=system.log_format
+    )[0]
     db = open_database("sqlite://")
     book = TemplateBook()
     groups: list[object] = []
@@ -130,8 +143,9 @@ def drain3_replay(system: System) -> tuple[list[object], float]:
     )
 
     logging.getLogger("drain3").setLevel(logging.ERROR)
-    grouper = rule_groupers([(None, re.compile(CATCH_ALL))], default="template",
-                            log_format=system.log_format)[0]
+    grouper = rule_groupers(
+        [(None, re.compile(CATCH_ALL))], default="template", log_format=system.log_format
+    )[0]
     config = TemplateMinerConfig()
     config.drain_sim_th, config.drain_depth = TemplateBook().similarity, TemplateBook().depth
     config.profiling_enabled = False
@@ -149,24 +163,49 @@ def guard_run_once(system: System) -> list[int]:
         log = root / f"{system.name}.log"
         log.write_text("".join(f"{line}\n" for line in system.lines), encoding="utf-8")
         (root / "playbooks").mkdir()
-        monitor = {"id": "corpus", "type": "logfile", "path": str(log), "start": "beginning",
-                   "format": system.log_format,
-                   "rules": [{"kind": "log", "pattern": CATCH_ALL}]}
+        monitor = {
+            "id": "corpus",
+            "type": "logfile",
+            "path": str(log),
+            "start": "beginning",
+            "format": system.log_format,
+            "rules": [{"kind": "log", "pattern": CATCH_ALL}],
+        }
         (root / "playbooks" / "corpus.yaml").write_text(
-            yaml.safe_dump({"name": "corpus", "monitors": [monitor]}))
+            yaml.safe_dump({"name": "corpus", "monitors": [monitor]})
+        )
         config = root / "guard.yaml"
-        config.write_text(yaml.safe_dump({
-            "data_dir": str(root / "data"), "playbooks_dir": str(root / "playbooks"),
-            "skills_dir": str(root / "skills"), "log_level": "WARNING",
-            "triage": {"max_new_incidents": 10**9}}))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(root / "data"),
+                    "playbooks_dir": str(root / "playbooks"),
+                    "skills_dir": str(root / "skills"),
+                    "log_level": "WARNING",
+                    "triage": {"max_new_incidents": 10**9},
+                }
+            )
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
         env.update(GUARD_CONFIG=str(config), PYTHONPATH=str(REPO))
         guard = [sys.executable, "-m", "guard.cli"]
-        subprocess.run([*guard, "run", "--once"], cwd=root, env=env, check=True,
-                       capture_output=True, timeout=300)
-        listed = subprocess.run([*guard, "incidents", "list", "--json", "--limit", "1000000"],
-                                cwd=root, env=env, check=True, capture_output=True, text=True,
-                                timeout=120)
+        subprocess.run(
+            [*guard, "run", "--once"],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        listed = subprocess.run(
+            [*guard, "incidents", "list", "--json", "--limit", "1000000"],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return sorted(int(i["count"]) for i in json.loads(listed.stdout))
 
 
@@ -174,9 +213,12 @@ def measure(system: System, *, guard_run: bool, drain3: bool = False) -> dict[st
     groups, cost = replay(system)
     others = drain3_replay(system) if drain3 else None
     masked = [mask(line) for line in system.lines]
-    result: dict[str, Any] = {"system": system.name, "lines": len(system.lines),
-                              "format": "declared" if system.name in DECLARED_FORMATS else "auto",
-                              "cost_us_per_line": round(cost, 1)}
+    result: dict[str, Any] = {
+        "system": system.name,
+        "lines": len(system.lines),
+        "format": "declared" if system.name in DECLARED_FORMATS else "auto",
+        "cost_us_per_line": round(cost, 1),
+    }
     for label_set, truth in system.labels.items():
         events = len(set(truth))
         result[label_set] = {
@@ -184,7 +226,8 @@ def measure(system: System, *, guard_run: bool, drain3: bool = False) -> dict[st
             "accuracy": round(grouping_accuracy(groups, truth), 3),
             "incidents_per_event": round(len(set(groups)) / events, 2),
             "masking_alone_accuracy": round(grouping_accuracy(masked, truth), 3),
-            "masking_alone_incidents_per_event": round(len(set(masked)) / events, 2)}
+            "masking_alone_incidents_per_event": round(len(set(masked)) / events, 2),
+        }
         if others is not None:
             result[label_set]["drain3_accuracy"] = round(grouping_accuracy(others[0], truth), 3)
     if others is not None:
@@ -206,14 +249,23 @@ def _mean(rows: list[dict[str, Any]], label_set: str, key: str) -> float:
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     public = [r for r in rows if r["system"] in _PUBLIC]
     out: dict[str, Any] = {}
-    for name, chosen, label_set in (("loghub_original", public, "original"),
-                                    ("loghub_corrected", public, "corrected"),
-                                    ("all_systems", rows, "original")):
+    for name, chosen, label_set in (
+        ("loghub_original", public, "original"),
+        ("loghub_corrected", public, "corrected"),
+        ("all_systems", rows, "original"),
+    ):
         if chosen:
-            out[name] = {k: _mean(chosen, label_set, k) for k in (
-                "accuracy", "incidents_per_event", "masking_alone_accuracy",
-                "masking_alone_incidents_per_event", "drain3_accuracy")
-                if any(k in r.get(label_set, {}) for r in chosen)}
+            out[name] = {
+                k: _mean(chosen, label_set, k)
+                for k in (
+                    "accuracy",
+                    "incidents_per_event",
+                    "masking_alone_accuracy",
+                    "masking_alone_incidents_per_event",
+                    "drain3_accuracy",
+                )
+                if any(k in r.get(label_set, {}) for r in chosen)
+            }
     out["cost_us_per_line"] = round(sum(r["cost_us_per_line"] for r in rows) / len(rows), 1)
     return out
 
@@ -221,8 +273,9 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 _PUBLIC: set[str] = set()
 
 
-def run(only: Sequence[str] = (), *, guard_run: bool = True,
-        drain3: bool = False) -> dict[str, Any]:
+def run(
+    only: Sequence[str] = (), *, guard_run: bool = True, drain3: bool = False
+) -> dict[str, Any]:
     systems = [s for s in load_systems() if not only or s.name in only]
     _PUBLIC.update(s.name for s in systems if s.public)
     rows = [measure(s, guard_run=guard_run, drain3=drain3) for s in systems]
@@ -230,43 +283,61 @@ def run(only: Sequence[str] = (), *, guard_run: bool = True,
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = [f"{'system':<12} {'lines':>5} {'format':<8} {'events':>6} {'incid.':>6} "
-             f"{'accuracy':>8} {'inc/evt':>7}   {'masking alone: acc':>18} {'inc/evt':>7}"
-             f"  {'us/line':>7}  guard run"]
+    lines = [
+        f"{'system':<12} {'lines':>5} {'format':<8} {'events':>6} {'incid.':>6} "
+        f"{'accuracy':>8} {'inc/evt':>7}   {'masking alone: acc':>18} {'inc/evt':>7}"
+        f"  {'us/line':>7}  guard run"
+    ]
     for r in report["systems"]:
         o = r["original"]
-        agree = ("-" if "guard_run_agrees" not in r else
-                 f"{r['guard_run_incidents']} incidents, "
-                 f"{'agrees' if r['guard_run_agrees'] else 'DIFFERS'}")
-        lines.append(f"{r['system']:<12} {r['lines']:>5} {r['format']:<8} {o['events']:>6} "
-                     f"{r['incidents']:>6} {o['accuracy']:>8.3f} {o['incidents_per_event']:>7}"
-                     f"   {o['masking_alone_accuracy']:>18.3f} "
-                     f"{o['masking_alone_incidents_per_event']:>7}  "
-                     f"{r['cost_us_per_line']:>7}  {agree}")
+        agree = (
+            "-"
+            if "guard_run_agrees" not in r
+            else f"{r['guard_run_incidents']} incidents, "
+            f"{'agrees' if r['guard_run_agrees'] else 'DIFFERS'}"
+        )
+        lines.append(
+            f"{r['system']:<12} {r['lines']:>5} {r['format']:<8} {o['events']:>6} "
+            f"{r['incidents']:>6} {o['accuracy']:>8.3f} {o['incidents_per_event']:>7}"
+            f"   {o['masking_alone_accuracy']:>18.3f} "
+            f"{o['masking_alone_incidents_per_event']:>7}  "
+            f"{r['cost_us_per_line']:>7}  {agree}"
+        )
     for name, m in report["mean"].items():
         if isinstance(m, dict):
             alone = m["masking_alone_accuracy"]
-            drain3 = (f"; drain3 {m['drain3_accuracy']:.3f}" if "drain3_accuracy" in m else "")
-            lines.append(f"mean {name:<17} accuracy {m['accuracy']:.3f}, incidents/event "
-                         f"{m['incidents_per_event']}; masking alone {alone:.3f}, "
-                         f"{m['masking_alone_incidents_per_event']}{drain3}")
+            drain3 = f"; drain3 {m['drain3_accuracy']:.3f}" if "drain3_accuracy" in m else ""
+            lines.append(
+                f"mean {name:<17} accuracy {m['accuracy']:.3f}, incidents/event "
+                f"{m['incidents_per_event']}; masking alone {alone:.3f}, "
+                f"{m['masking_alone_incidents_per_event']}{drain3}"
+            )
     lines.append(f"grouping cost: {report['mean']['cost_us_per_line']} us per matched line")
     return "\n".join(lines)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.grouping",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.grouping", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--systems", default="", help="comma-separated names (default: all)")
-    parser.add_argument("--no-guard-run", action="store_true",
-                        help="replay only (skip the guard run --once cross-check)")
-    parser.add_argument("--compare-drain3", action="store_true",
-                        help="also cluster with drain3 (pip install drain3)")
+    parser.add_argument(
+        "--no-guard-run",
+        action="store_true",
+        help="replay only (skip the guard run --once cross-check)",
+    )
+    parser.add_argument(
+        "--compare-drain3",
+        action="store_true",
+        help="also cluster with drain3 (pip install drain3)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     only = [s for s in args.systems.split(",") if s]
-    report = {"machine": machine(),
-              **run(only, guard_run=not args.no_guard_run, drain3=args.compare_drain3)}
+    report = {
+        "machine": machine(),
+        **run(only, guard_run=not args.no_guard_run, drain3=args.compare_drain3),
+    }
     print(json.dumps(report, indent=2) if args.json else table(report))
 
 

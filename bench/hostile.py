@@ -61,8 +61,10 @@ def _ping(url: str, stop: threading.Event, out: list[float]) -> None:
 def _incident(db: Path, kind: str) -> bool:
     try:
         with sqlite3.connect(db) as conn:
-            return conn.execute("select 1 from incident where kind = ?", (kind,)).fetchone() \
+            return (
+                conn.execute("select 1 from incident where kind = ?", (kind,)).fetchone()
                 is not None
+            )
     except sqlite3.Error:
         return False
 
@@ -78,8 +80,16 @@ def run(repeat: int = 3) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="guard-bench-hostile-log-") as tmp:
         log = Path(tmp) / "app.log"
         log.write_text("")
-        monitors = [{"id": "app-log", "type": "logfile", "path": str(log), "every": "1s",
-                     "max_line_bytes": 65536, "rules": RULES}]
+        monitors = [
+            {
+                "id": "app-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "max_line_bytes": 65536,
+                "rules": RULES,
+            }
+        ]
         with guard_process(monitors, "hostile", {"agent": {"enabled": False}}) as g:
             latencies: list[float] = []
             stop = threading.Event()
@@ -100,8 +110,9 @@ def run(repeat: int = 3) -> dict[str, Any]:
                 time.sleep(2)  # the hostile lines are being scanned
                 fault_at = time.monotonic()
                 with open(log, "a") as f:
-                    f.write("2026-12-03T22:00:00Z ERROR write /var/lib/db: No space left on "
-                            "device\n")
+                    f.write(
+                        "2026-12-03T22:00:00Z ERROR write /var/lib/db: No space left on device\n"
+                    )
                 db = g.root / "data" / "guard.db"
                 while not _incident(db, "disk_full") and time.monotonic() - fault_at < 60:
                     time.sleep(0.05)
@@ -112,8 +123,10 @@ def run(repeat: int = 3) -> dict[str, Any]:
                 pinger.join()
             stall = g.metric("guard_event_loop_max_stall_seconds")
         return {
-            "hostile_bytes": written, "hostile_lines": repeat * len(SIZES) * 4,
-            "line_sizes": SIZES, "write_seconds": round(write_s, 2),
+            "hostile_bytes": written,
+            "hostile_lines": repeat * len(SIZES) * 4,
+            "line_sizes": SIZES,
+            "write_seconds": round(write_s, 2),
             "healthz_requests": len(latencies),
             "healthz_p50_ms": round(statistics.median(latencies) * 1000, 1),
             "healthz_p99_ms": round(_p99(latencies) * 1000, 1),
@@ -124,8 +137,9 @@ def run(repeat: int = 3) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.hostile",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.hostile", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds of every line size")
     args = parser.parse_args()
     quiet()

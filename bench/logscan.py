@@ -27,20 +27,63 @@ from guard.monitors.matcher import Engine, LineMatcher
 from guard.playbooks.models import LogfileMonitorSpec
 
 PATTERNS = [
-    r"\bFATAL\b", r"OutOfMemoryError", r"connection refused", r"timed? ?out after [0-9]+ ?ms",
-    r"status=5[0-9][0-9]", r"^panic: ", r"Traceback \(most recent call last\)",
-    r"segfault at [0-9a-f]+", r"disk \S+ is full", r"too many (open files|clients)",
-    r"deadlock detected", r"OOM[- ]?kill", r"certificate (has )?expired",
-    r"no space left on device", r"ECONNRESET", r"broken pipe", r"permission denied",
-    r"could not connect to server", r"replication lag [0-9]{3,}", r"\bCRITICAL\b",
+    r"\bFATAL\b",
+    r"OutOfMemoryError",
+    r"connection refused",
+    r"timed? ?out after [0-9]+ ?ms",
+    r"status=5[0-9][0-9]",
+    r"^panic: ",
+    r"Traceback \(most recent call last\)",
+    r"segfault at [0-9a-f]+",
+    r"disk \S+ is full",
+    r"too many (open files|clients)",
+    r"deadlock detected",
+    r"OOM[- ]?kill",
+    r"certificate (has )?expired",
+    r"no space left on device",
+    r"ECONNRESET",
+    r"broken pipe",
+    r"permission denied",
+    r"could not connect to server",
+    r"replication lag [0-9]{3,}",
+    r"\bCRITICAL\b",
 ] + [rf"\berr(or)?[-_ ]code[=:]E{i:03d}\b" for i in range(20, 50)]
-BAD = ["FATAL database is down", "java.lang.OutOfMemoryError: Java heap space",
-       "dial tcp 10.0.0.7:5432: connection refused", "request timed out after 3000ms",
-       "upstream answered status=503", "write: broken pipe", "error code=E031 in billing",
-       "could not connect to server: No route to host", "replication lag 4521 ms"]
-WORDS = ["user", "request", "served", "cache", "hit", "miss", "GET", "POST", "path",
-         "/api/v1/items", "id", "took", "ms", "ok", "info", "debug", "trace", "session",
-         "worker", "queue", "job", "done", "started"]
+BAD = [
+    "FATAL database is down",
+    "java.lang.OutOfMemoryError: Java heap space",
+    "dial tcp 10.0.0.7:5432: connection refused",
+    "request timed out after 3000ms",
+    "upstream answered status=503",
+    "write: broken pipe",
+    "error code=E031 in billing",
+    "could not connect to server: No route to host",
+    "replication lag 4521 ms",
+]
+WORDS = [
+    "user",
+    "request",
+    "served",
+    "cache",
+    "hit",
+    "miss",
+    "GET",
+    "POST",
+    "path",
+    "/api/v1/items",
+    "id",
+    "took",
+    "ms",
+    "ok",
+    "info",
+    "debug",
+    "trace",
+    "session",
+    "worker",
+    "queue",
+    "job",
+    "done",
+    "started",
+]
 
 
 def write_log(path: Path, lines: int, match_every: int, seed: int = 1) -> None:
@@ -51,15 +94,22 @@ def write_log(path: Path, lines: int, match_every: int, seed: int = 1) -> None:
             if i % match_every == 7:
                 f.write(f"{ts} ERROR req={i:08x} {rng.choice(BAD)}\n")
             else:
-                f.write(f"{ts} INFO req={i:08x} {' '.join(rng.choices(WORDS, k=10))} "
-                        f"{rng.randrange(5000)}ms\n")
+                f.write(
+                    f"{ts} INFO req={i:08x} {' '.join(rng.choices(WORDS, k=10))} "
+                    f"{rng.randrange(5000)}ms\n"
+                )
 
 
-def guard_scan(path: Path, engines: tuple[Engine, ...] = ("hyperscan", "re2")
-               ) -> tuple[float, int]:
-    spec = LogfileMonitorSpec.model_validate({
-        "id": "bench", "type": "logfile", "path": str(path), "start": "beginning",
-        "rules": [{"kind": f"rule{i}", "pattern": p} for i, p in enumerate(PATTERNS)]})
+def guard_scan(path: Path, engines: tuple[Engine, ...] = ("hyperscan", "re2")) -> tuple[float, int]:
+    spec = LogfileMonitorSpec.model_validate(
+        {
+            "id": "bench",
+            "type": "logfile",
+            "path": str(path),
+            "start": "beginning",
+            "rules": [{"kind": f"rule{i}", "pattern": p} for i, p in enumerate(PATTERNS)],
+        }
+    )
     monitor = LogfileMonitor(spec)
     monitor._matcher = LineMatcher([(p, False) for p in PATTERNS], engines=engines)
     t = time.perf_counter()
@@ -71,8 +121,12 @@ def guard_scan(path: Path, engines: tuple[Engine, ...] = ("hyperscan", "re2")
 
 def grep_count(path: Path, patterns: Path) -> tuple[float, int]:
     t = time.perf_counter()
-    out = subprocess.run(["grep", "-E", "-c", "-f", str(patterns), str(path)],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["grep", "-E", "-c", "-f", str(patterns), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return time.perf_counter() - t, int(out.stdout.strip() or 0)
 
 
@@ -86,8 +140,11 @@ def one(workdir: Path, lines: int, match_every: int, repeat: int) -> dict[str, A
     size = log.stat().st_size
     log.unlink()
     return {
-        "lines": lines, "bytes": size, "patterns": len(PATTERNS),
-        "matching_lines": g[1], "grep_matching_lines": e[1],
+        "lines": lines,
+        "bytes": size,
+        "patterns": len(PATTERNS),
+        "matching_lines": g[1],
+        "grep_matching_lines": e[1],
         "counts_agree": g[1] == e[1] == r[1],
         "engine": LineMatcher([(p, False) for p in PATTERNS]).engine,
         "guard": {"seconds": round(g[0], 3), "lines_per_s": round(lines / g[0])},
@@ -100,13 +157,16 @@ def one(workdir: Path, lines: int, match_every: int, repeat: int) -> dict[str, A
 def run(lines: int = 2_000_000, repeat: int = 2) -> dict[str, Any]:
     if shutil.which("grep") is None:
         return {"status": "skipped: grep not found"}
-    grep_version = subprocess.run(["grep", "--version"], capture_output=True,
-                                  text=True).stdout.splitlines()[0]
+    grep_version = subprocess.run(
+        ["grep", "--version"], capture_output=True, text=True
+    ).stdout.splitlines()[0]
     with tempfile.TemporaryDirectory(prefix="guard-bench-logscan-") as tmp:
-        return {"what": "logfile monitor scan vs grep -E -c -f, same file and patterns",
-                "grep_version": grep_version,
-                "one_percent_matching": one(Path(tmp), lines, 100, repeat),
-                "one_in_1000_matching": one(Path(tmp), lines, 1000, repeat)}
+        return {
+            "what": "logfile monitor scan vs grep -E -c -f, same file and patterns",
+            "grep_version": grep_version,
+            "one_percent_matching": one(Path(tmp), lines, 100, repeat),
+            "one_in_1000_matching": one(Path(tmp), lines, 1000, repeat),
+        }
 
 
 def main() -> None:

@@ -43,27 +43,53 @@ def _skills(folder: Path) -> None:
 async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
     value = uuid.uuid4().hex[:10]
     names = [f"guard-bench-mttr-{value}-{i}" for i in range(kills)]
-    victims = [client.containers.run(image, ["sleep", "600"], name=n, detach=True,
-                                     labels={"guard.bench": value}, network_mode="none")
-               for n in names]
+    victims = [
+        client.containers.run(
+            image,
+            ["sleep", "600"],
+            name=n,
+            detach=True,
+            labels={"guard.bench": value},
+            network_mode="none",
+        )
+        for n in names
+    ]
     times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="guard-bench-mttr-") as tmp:
         root = Path(tmp)
         (root / "skills").mkdir()
         _skills(root / "skills")
-        settings = Settings(data_dir=root, playbooks_dir=root, skills_dir=root / "skills",
-                            http_port=0, http_host="127.0.0.1",
-                            agent={"poll_interval": 0.2}, triage={"flap_window": 1.0})
-        book = Playbook.model_validate({"name": "bench", "monitors": [{
-            "id": "victims", "type": "docker", "selector": {"label": f"guard.bench={value}"},
-            "every": "1h"}]})
+        settings = Settings(
+            data_dir=root,
+            playbooks_dir=root,
+            skills_dir=root / "skills",
+            http_port=0,
+            http_host="127.0.0.1",
+            agent={"poll_interval": 0.2},
+            triage={"flap_window": 1.0},
+        )
+        book = Playbook.model_validate(
+            {
+                "name": "bench",
+                "monitors": [
+                    {
+                        "id": "victims",
+                        "type": "docker",
+                        "selector": {"label": f"guard.bench={value}"},
+                        "every": "1h",
+                    }
+                ],
+            }
+        )
         guard = Guard(settings, [book])
         task = asyncio.create_task(guard.run())
 
         def resolved(name: str) -> bool:
             with guard.db.session() as s:
-                return any(i.state == "resolved" for i in s.exec(
-                    select(Incident).where(Incident.target == name)).all())
+                return any(
+                    i.state == "resolved"
+                    for i in s.exec(select(Incident).where(Incident.target == name)).all()
+                )
 
         try:
             await asyncio.sleep(2.0)  # monitors scheduled, stream attached, memory warm
@@ -88,8 +114,13 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
 def _bare(client: Any, image: str, kills: int) -> dict[str, Any]:
     times = []
     for i in range(kills):
-        c = client.containers.run(image, ["sleep", "600"], name=f"guard-bench-bare-{i}-"
-                                  f"{uuid.uuid4().hex[:6]}", detach=True, network_mode="none")
+        c = client.containers.run(
+            image,
+            ["sleep", "600"],
+            name=f"guard-bench-bare-{i}-{uuid.uuid4().hex[:6]}",
+            detach=True,
+            network_mode="none",
+        )
         try:
             t0 = time.monotonic()
             c.kill()
@@ -111,9 +142,12 @@ async def run(kills: int = 10) -> dict[str, Any]:
         bare = await asyncio.to_thread(_bare, client, image, kills)
     finally:
         client.close()
-    return {"what": f"container killed -> verified healthy, {kills} kills",
-            "guard_trusted_skill": guard, "bare_docker_restart": bare,
-            "ratio_p50": round(guard["p50"] / bare["p50"], 2) if guard.get("p50") else None}
+    return {
+        "what": f"container killed -> verified healthy, {kills} kills",
+        "guard_trusted_skill": guard,
+        "bare_docker_restart": bare,
+        "ratio_p50": round(guard["p50"] / bare["p50"], 2) if guard.get("p50") else None,
+    }
 
 
 def main() -> None:

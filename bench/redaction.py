@@ -48,8 +48,10 @@ def _guard(corpus: list[tuple[str, str, str]], ordinary: list[str]) -> dict[str,
             missed[kind] += 1
     changed = [line for line in ordinary if policy.redact(line) != line]
     dirty = [line for _, _, line in corpus]
-    signals = [Signal("api-log", "logfile", "/var/log/api.log", "api_error", line,
-                      details={"line": line}) for line in ordinary]
+    signals = [
+        Signal("api-log", "logfile", "/var/log/api.log", "api_error", line, details={"line": line})
+        for line in ordinary
+    ]
     t0 = time.perf_counter()
     for sig in signals:
         redact_signal(sig)
@@ -74,8 +76,12 @@ def _detect_secrets(corpus: list[tuple[str, str, str]], ordinary: list[str]) -> 
     plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
 
     def scan(line: str) -> list[str]:
-        return [str(found.secret_value) for p in plugins for piece in line.splitlines()
-                for found in p.analyze_line(filename="app.log", line=piece, line_number=1)]
+        return [
+            str(found.secret_value)
+            for p in plugins
+            for piece in line.splitlines()
+            for found in p.analyze_line(filename="app.log", line=piece, line_number=1)
+        ]
 
     missed: Counter[str] = Counter()
     for kind, secret, line in corpus:
@@ -91,7 +97,7 @@ def _detect_secrets(corpus: list[tuple[str, str, str]], ordinary: list[str]) -> 
         "false_positive_examples": flagged[:3],
         "us_per_clean_line": _per_line_us(scan, ordinary, repeat=1),
         "note": "finds lines, not values to replace: no placeholder kinds, and its entropy "
-                "plugins flag whole name=value words",
+        "plugins flag whole name=value words",
     }
 
 
@@ -103,30 +109,43 @@ def _real_logs(paths: list[str]) -> dict[str, Any]:
         with open(path, errors="replace") as f:
             lines = f.read().splitlines()
         changed = [line for line in lines if policy.redact(line) != line]
-        found[path] = {"lines": len(lines), "changed": len(changed),
-                       "changed_examples": [policy.redact(c)[:160] for c in changed[:3]]}
+        found[path] = {
+            "lines": len(lines),
+            "changed": len(changed),
+            "changed_examples": [policy.redact(c)[:160] for c in changed[:3]],
+        }
     return found
 
 
 def run(seeds: int = 20, lines: int = 5000, real: list[str] | None = None) -> dict[str, Any]:
     corpus = [entry for i in range(seeds) for entry in secrets(f"bench-{i}")]
     ordinary = ordinary_lines(lines, seed=11)
-    return {"what": f"{len(corpus)} fake secrets ({len(secrets())} shapes x {seeds} seeds), "
-                    f"{len(ordinary)} ordinary log lines",
-            "guard": _guard(corpus, ordinary),
-            "detect_secrets": _detect_secrets(corpus, ordinary),
-            "real_logs": _real_logs(real or [])}
+    return {
+        "what": f"{len(corpus)} fake secrets ({len(secrets())} shapes x {seeds} seeds), "
+        f"{len(ordinary)} ordinary log lines",
+        "guard": _guard(corpus, ordinary),
+        "detect_secrets": _detect_secrets(corpus, ordinary),
+        "real_logs": _real_logs(real or []),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--lines", type=int, default=5000)
-    parser.add_argument("--real", nargs="*", default=[], metavar="LOG",
-                        help="also count lines of these real log files that redaction changes")
+    parser.add_argument(
+        "--real",
+        nargs="*",
+        default=[],
+        metavar="LOG",
+        help="also count lines of these real log files that redaction changes",
+    )
     args = parser.parse_args()
-    print(json.dumps({"machine": machine(), "redaction": run(args.seeds, args.lines, args.real)},
-                     indent=2))
+    print(
+        json.dumps(
+            {"machine": machine(), "redaction": run(args.seeds, args.lines, args.real)}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ HTTP_EVERY, LOG_EVERY = 10, 5
 
 # -- the endpoint server, in its own process ------------------------------------------------------
 
+
 def _serve(port_out: Any) -> None:
     """A keep-alive HTTP/1.1 server answering 200 to every path and counting requests per path;
     ``GET /_counts`` answers the counts as JSON."""
@@ -59,8 +60,10 @@ def _serve(port_out: Any) -> None:
                 body = json.dumps(counts).encode() if path == "/_counts" else b"ok"
                 if path != "/_counts":
                     counts[path] += 1
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                             b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
@@ -94,6 +97,7 @@ class Endpoints:
 
 
 # -- measuring the process tree -------------------------------------------------------------------
+
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` and its live descendants, plus what waited-for children used."""
@@ -129,6 +133,7 @@ def p99_bound(before: dict[float, float], after: dict[float, float]) -> float | 
 
 # -- one run --------------------------------------------------------------------------------------
 
+
 def _writer(paths: list[Path], stop: threading.Event, every: float = 2.0) -> None:
     n = 0
     while not stop.wait(every):
@@ -138,20 +143,35 @@ def _writer(paths: list[Path], stop: threading.Event, every: float = 2.0) -> Non
                 f.write(f"2026-12-03T10:00:{n % 60:02d}Z INFO request {n} served in 3ms\n")
 
 
-def measure(http: int, logs: int, endpoints: Endpoints, seconds: float,
-            warmup: float) -> dict[str, Any]:
+def measure(
+    http: int, logs: int, endpoints: Endpoints, seconds: float, warmup: float
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="guard-bench-scale-logs-") as tmp:
         paths = [Path(tmp) / f"app-{i}.log" for i in range(logs)]
         for p in paths:
             p.write_text("")
         monitors: list[dict[str, Any]] = [
-            {"id": f"web-{i}", "type": "http", "url": f"{endpoints.base}/m/{i}",
-             "every": f"{HTTP_EVERY}s"} for i in range(http)]
-        monitors += [{"id": f"log-{i}", "type": "logfile", "path": str(p),
-                      "every": f"{LOG_EVERY}s",
-                      "rules": [{"kind": "app_error", "pattern": r"\bERROR\b"},
-                                {"kind": "oom", "pattern": "out of memory",
-                                 "severity": "critical"}]} for i, p in enumerate(paths)]
+            {
+                "id": f"web-{i}",
+                "type": "http",
+                "url": f"{endpoints.base}/m/{i}",
+                "every": f"{HTTP_EVERY}s",
+            }
+            for i in range(http)
+        ]
+        monitors += [
+            {
+                "id": f"log-{i}",
+                "type": "logfile",
+                "path": str(p),
+                "every": f"{LOG_EVERY}s",
+                "rules": [
+                    {"kind": "app_error", "pattern": r"\bERROR\b"},
+                    {"kind": "oom", "pattern": "out of memory", "severity": "critical"},
+                ],
+            }
+            for i, p in enumerate(paths)
+        ]
         stop = threading.Event()
         writer = threading.Thread(target=_writer, args=(paths, stop), daemon=True)
         writer.start()
@@ -181,14 +201,20 @@ def measure(http: int, logs: int, endpoints: Endpoints, seconds: float,
         checks = diff_count  # Guard's own count of checks started, when it keeps one
     per_minute = 60 / elapsed
     return {
-        "monitors": http + logs, "http": http, "logfiles": logs, "window_s": round(elapsed, 1),
-        "rss_mb_max": round(max(rss), 1), "rss_mb_guard_end": own_rss, "helpers": helpers,
+        "monitors": http + logs,
+        "http": http,
+        "logfiles": logs,
+        "window_s": round(elapsed, 1),
+        "rss_mb_max": round(max(rss), 1),
+        "rss_mb_guard_end": own_rss,
+        "helpers": helpers,
         "cpu_percent_of_one_core": round(100 * (cpu1 - cpu0) / elapsed, 1),
         "checks": int(checks),
         "cpu_ms_per_check": round(1000 * (cpu1 - cpu0) / max(checks, 1), 3),
         "endpoint_checks_per_minute_min": round(per_path[0] * per_minute, 1) if per_path else None,
-        "endpoint_checks_per_minute_median": (round(per_path[len(per_path) // 2] * per_minute, 1)
-                                              if per_path else None),
+        "endpoint_checks_per_minute_median": (
+            round(per_path[len(per_path) // 2] * per_minute, 1) if per_path else None
+        ),
         "check_lag_p99_s_at_most": p99_bound(lag0, lag1),
     }
 
@@ -203,8 +229,9 @@ def split(total: int) -> tuple[int, int]:
     return total - logs, logs
 
 
-def run(seconds: float = 60, warmup: float = 20,
-        sizes: tuple[int, ...] = (100, 500, 1200)) -> dict[str, Any]:
+def run(
+    seconds: float = 60, warmup: float = 20, sizes: tuple[int, ...] = (100, 500, 1200)
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with Endpoints() as endpoints:
         empty = measure(0, 0, endpoints, min(seconds, 20), 10)
@@ -220,12 +247,17 @@ def run(seconds: float = 60, warmup: float = 20,
             "rss_le_150_mb": full["rss_mb_max"] <= 150,
             "cpu_le_25_percent": full["cpu_percent_of_one_core"] <= 25,
             "every_endpoint_ge_5_per_minute": (full["endpoint_checks_per_minute_min"] or 0) >= 5,
-            "p99_lag_le_1_s": (full["check_lag_p99_s_at_most"] is not None
-                               and full["check_lag_p99_s_at_most"] <= 1),
+            "p99_lag_le_1_s": (
+                full["check_lag_p99_s_at_most"] is not None and full["check_lag_p99_s_at_most"] <= 1
+            ),
         }
-    return {"what": f"HTTP monitors every {HTTP_EVERY}s and log files every {LOG_EVERY}s (5:1), "
-                    "one guard run, measured over a window after a warm-up",
-            "load_average": os.getloadavg(), "runs": results, "goals_at_1200": goals}
+    return {
+        "what": f"HTTP monitors every {HTTP_EVERY}s and log files every {LOG_EVERY}s (5:1), "
+        "one guard run, measured over a window after a warm-up",
+        "load_average": os.getloadavg(),
+        "runs": results,
+        "goals_at_1200": goals,
+    }
 
 
 def main() -> None:
@@ -235,8 +267,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,500,1200")
     args = parser.parse_args()
     sizes = tuple(int(s) for s in args.sizes.split(","))
-    print(json.dumps({"machine": machine(), "scale": run(args.seconds, args.warmup, sizes)},
-                     indent=2))
+    print(
+        json.dumps({"machine": machine(), "scale": run(args.seconds, args.warmup, sizes)}, indent=2)
+    )
 
 
 if __name__ == "__main__":

@@ -45,21 +45,42 @@ def build(db: Any, incidents: int, per_incident: int) -> None:
             opened = now - timedelta(seconds=rng.uniform(0, 180 * 86400))
             state = rng.choice(STATES)
             resolved = opened + timedelta(seconds=rng.uniform(10, 7200))
-            rows.append({"id": i, "fingerprint": f"{i:016x}", "check_key": f"mon-{i % 500}|t",
-                         "monitor_id": f"mon-{i % 500}", "source": "http",
-                         "target": f"http://svc-{i % 300}/healthz", "kind": "http_status",
-                         "severity": "critical", "title": f"http status on svc-{i % 300}",
-                         "message": "answered 503 (expected 200)", "state": state,
-                         "count": rng.randrange(1, 500), "reopen_count": 0, "flapping": False,
-                         "opened_at": opened, "first_seen": opened, "last_seen": opened,
-                         "resolved_at": resolved if state == "resolved" else None,
-                         "details": {}})
+            rows.append(
+                {
+                    "id": i,
+                    "fingerprint": f"{i:016x}",
+                    "check_key": f"mon-{i % 500}|t",
+                    "monitor_id": f"mon-{i % 500}",
+                    "source": "http",
+                    "target": f"http://svc-{i % 300}/healthz",
+                    "kind": "http_status",
+                    "severity": "critical",
+                    "title": f"http status on svc-{i % 300}",
+                    "message": "answered 503 (expected 200)",
+                    "state": state,
+                    "count": rng.randrange(1, 500),
+                    "reopen_count": 0,
+                    "flapping": False,
+                    "opened_at": opened,
+                    "first_seen": opened,
+                    "last_seen": opened,
+                    "resolved_at": resolved if state == "resolved" else None,
+                    "details": {},
+                }
+            )
             for k in range(per_incident):
                 to = "escalated" if state == "escalated" and k == 2 else None
-                timeline.append({"incident_id": i, "at": opened + timedelta(seconds=k * 30),
-                                 "type": "state_changed" if to else "count",
-                                 "from_state": "open" if to else None, "to_state": to,
-                                 "message": "seen again", "data": {}})
+                timeline.append(
+                    {
+                        "incident_id": i,
+                        "at": opened + timedelta(seconds=k * 30),
+                        "type": "state_changed" if to else "count",
+                        "from_state": "open" if to else None,
+                        "to_state": to,
+                        "message": "seen again",
+                        "data": {},
+                    }
+                )
         with db.engine.begin() as conn:
             conn.execute(insert(Incident), rows)
             conn.execute(insert(IncidentTimeline), timeline)
@@ -69,8 +90,12 @@ def _cli(env: dict[str, str], *args: str, runs: int = 5) -> dict[str, float]:
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "guard.cli", *args], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "guard.cli", *args],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         times.append(time.perf_counter() - t)
     return {"median_s": round(statistics.median(times), 3), "min_s": round(min(times), 3)}
 
@@ -96,9 +121,11 @@ def _in_process(db: Any, settings: Any) -> dict[str, float]:
                 q = q.where(col(Incident.state).in_(states))
             s.exec(q).all()
 
-    return {"incidents_list_query_ms": best(lambda: listing(None)),
-            "incidents_list_state_open_query_ms": best(lambda: listing(["open"])),
-            "report_daily_gather_ms": best(lambda: daily.gather(db, settings))}
+    return {
+        "incidents_list_query_ms": best(lambda: listing(None)),
+        "incidents_list_state_open_query_ms": best(lambda: listing(["open"])),
+        "report_daily_gather_ms": best(lambda: daily.gather(db, settings)),
+    }
 
 
 def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
@@ -110,9 +137,15 @@ def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
         root = Path(tmp)
         (root / "playbooks").mkdir()
         config = root / "guard.yaml"
-        config.write_text(yaml.safe_dump({"data_dir": str(root / "data"),
-                                          "playbooks_dir": str(root / "playbooks"),
-                                          "skills_dir": str(root / "skills")}))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "data_dir": str(root / "data"),
+                    "playbooks_dir": str(root / "playbooks"),
+                    "skills_dir": str(root / "skills"),
+                }
+            )
+        )
         settings = load_settings(config)
         db = open_database(settings.database_url)
         t = time.perf_counter()
@@ -120,12 +153,13 @@ def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
         built_s = time.perf_counter() - t
         env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
         env.update(GUARD_CONFIG=str(config), PYTHONPATH=str(REPO))
-        cli = {"guard --version (start-up alone)": _cli(env, "--version"),
-               "guard incidents list": _cli(env, "incidents", "list"),
-               "guard incidents list --state open": _cli(env, "incidents", "list", "--state",
-                                                         "open"),
-               "guard report daily --print": _cli(env, "report", "daily", "--print"),
-               "guard store stats": _cli(env, "store", "stats", runs=3)}
+        cli = {
+            "guard --version (start-up alone)": _cli(env, "--version"),
+            "guard incidents list": _cli(env, "incidents", "list"),
+            "guard incidents list --state open": _cli(env, "incidents", "list", "--state", "open"),
+            "guard report daily --print": _cli(env, "report", "daily", "--print"),
+            "guard store stats": _cli(env, "store", "stats", runs=3),
+        }
         with_indexes = _in_process(db, settings)
         with db.engine.begin() as conn:
             for name in LATER_INDEXES:
@@ -133,12 +167,16 @@ def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
         without = _in_process(db, settings)
         size = sum(f.stat().st_size for f in (root / "data").glob("guard.db*"))
         db.dispose()
-    return {"what": f"{incidents:,} incidents and {incidents * per_incident:,} timeline rows "
-                    "in SQLite; CLI wall time as a user runs it",
-            "build_s": round(built_s, 1), "db_mb": round(size / 1e6, 1),
-            "load_average": os.getloadavg(), "cli": cli,
-            "in_process_with_indexes": with_indexes,
-            "in_process_without_the_new_indexes": without}
+    return {
+        "what": f"{incidents:,} incidents and {incidents * per_incident:,} timeline rows "
+        "in SQLite; CLI wall time as a user runs it",
+        "build_s": round(built_s, 1),
+        "db_mb": round(size / 1e6, 1),
+        "load_average": os.getloadavg(),
+        "cli": cli,
+        "in_process_with_indexes": with_indexes,
+        "in_process_without_the_new_indexes": without,
+    }
 
 
 def main() -> None:
@@ -146,8 +184,11 @@ def main() -> None:
     parser.add_argument("--incidents", type=int, default=100_000)
     parser.add_argument("--per-incident", type=int, default=10)
     args = parser.parse_args()
-    print(json.dumps({"machine": machine(), "store": run(args.incidents, args.per_incident)},
-                     indent=2))
+    print(
+        json.dumps(
+            {"machine": machine(), "store": run(args.incidents, args.per_incident)}, indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -31,14 +31,33 @@ def run(lines: int = 100_000, seconds: float = 10.0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="guard-bench-storm-log-") as tmp:
         log = Path(tmp) / "api.log"
         log.write_text("")
-        monitors = [{"id": "api-log", "type": "logfile", "path": str(log), "every": "1s",
-                     "rules": [{"kind": "db_too_many_connections",
-                                "pattern": "too many clients", "severity": "critical"},
-                               {"kind": "api_error", "pattern": r"\bERROR\b"}]}]
+        monitors = [
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [
+                    {
+                        "kind": "db_too_many_connections",
+                        "pattern": "too many clients",
+                        "severity": "critical",
+                    },
+                    {"kind": "api_error", "pattern": r"\bERROR\b"},
+                ],
+            }
+        ]
         telegram = TelegramServer(TOKEN).start()
-        config = {"telegram": {"bot_token": TOKEN, "chat_id": CHAT, "allowed_user_ids": [1],
-                               "api_base_url": telegram.url, "poll_timeout": "1s"},
-                  "sandbox": {"backend": "local"}}  # no diagnostics image needed
+        config = {
+            "telegram": {
+                "bot_token": TOKEN,
+                "chat_id": CHAT,
+                "allowed_user_ids": [1],
+                "api_base_url": telegram.url,
+                "poll_timeout": "1s",
+            },
+            "sandbox": {"backend": "local"},
+        }  # no diagnostics image needed
         with guard_process(monitors, "storm", config) as g:
             time.sleep(3)
             before = rss_mb(g.pid)
@@ -51,7 +70,8 @@ def run(lines: int = 100_000, seconds: float = 10.0) -> dict[str, Any]:
                         f"2026-12-02T18:{i % 60:02d}:{i * 7 % 60:02d}.{i % 1000:03d}Z FATAL "
                         f"req={uuid.uuid4()} client 10.0.{i % 256}.{i % 200} took {i % 5000}ms:"
                         " sorry, too many clients already\n"
-                        for i in range(b * lines // batches, (b + 1) * lines // batches))
+                        for i in range(b * lines // batches, (b + 1) * lines // batches)
+                    )
                     f.flush()
                     peak = max(peak, rss_mb(g.pid))
                     time.sleep(max(0.0, t0 + (b + 1) * seconds / batches - time.monotonic()))
@@ -65,19 +85,31 @@ def run(lines: int = 100_000, seconds: float = 10.0) -> dict[str, Any]:
             after = rss_mb(g.pid)
             counted = g.metric(SIGNALS)
             opened = g.metric('guard_incident_events_total{type="opened"}')
-            other = sum(g.metric(f'guard_incident_events_total{{type="{t}"}}')
-                        for t in ("reopened", "flapping", "resolved"))
-        messages = [m["params"] for m in telegram.sent("sendMessage")
-                    if str(m["params"].get("chat_id")) == str(CHAT)]
+            other = sum(
+                g.metric(f'guard_incident_events_total{{type="{t}"}}')
+                for t in ("reopened", "flapping", "resolved")
+            )
+        messages = [
+            m["params"]
+            for m in telegram.sent("sendMessage")
+            if str(m["params"].get("chat_id")) == str(CHAT)
+        ]
         telegram.stop()
-    return {"what": f"{lines} error lines written over {seconds:g}s to a followed log",
-            "lines_written": lines, "write_seconds": round(wrote_in, 2),
-            "lines_counted": int(counted), "all_counted_after_s": round(caught_up, 2),
-            "incidents_opened_events": int(opened), "other_incident_events": int(other),
-            "telegram_messages": len(messages),
-            "telegram_first_message": (messages[0].get("text", "")[:120] if messages else None),
-            "rss_mb_before": before, "rss_mb_peak": peak, "rss_mb_after": after,
-            "rss_growth_mb": round(after - before, 1)}
+    return {
+        "what": f"{lines} error lines written over {seconds:g}s to a followed log",
+        "lines_written": lines,
+        "write_seconds": round(wrote_in, 2),
+        "lines_counted": int(counted),
+        "all_counted_after_s": round(caught_up, 2),
+        "incidents_opened_events": int(opened),
+        "other_incident_events": int(other),
+        "telegram_messages": len(messages),
+        "telegram_first_message": (messages[0].get("text", "")[:120] if messages else None),
+        "rss_mb_before": before,
+        "rss_mb_peak": peak,
+        "rss_mb_after": after,
+        "rss_growth_mb": round(after - before, 1),
+    }
 
 
 def main() -> None:

@@ -47,25 +47,43 @@ EventHook = Callable[[list[IncidentEvent]], Any]
 
 def monitor_error_signal(monitor: Monitor, exc: BaseException) -> Signal:
     message = str(exc) if isinstance(exc, MonitorError) else f"{type(exc).__name__}: {exc}"
-    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_error",
-                  message=f"monitor {monitor.id} failed: {message}", severity=Severity.warning,
-                  details={"monitor_type": monitor.type})
+    return Signal(
+        monitor_id=monitor.id,
+        source="guard",
+        target=monitor.id,
+        kind="monitor_error",
+        message=f"monitor {monitor.id} failed: {message}",
+        severity=Severity.warning,
+        details={"monitor_type": monitor.type},
+    )
 
 
 def skill_invalid_signals(library: Any) -> list[Signal]:
     """One ``skill_invalid`` signal on Guard itself per quarantined skill (it never stops
     Guard: it is skipped, and a human is told what to fix)."""
-    return [Signal(monitor_id="skills", source="guard", target=f"skill:{name}",
-                   kind="skill_invalid", severity=Severity.error,
-                   message=f"skill {name} does not load and is quarantined: "
-                           + "; ".join(problems)[:800],
-                   details={"skill": name, "problems": problems[:20]})
-            for name, problems in library.quarantined.items()]
+    return [
+        Signal(
+            monitor_id="skills",
+            source="guard",
+            target=f"skill:{name}",
+            kind="skill_invalid",
+            severity=Severity.error,
+            message=f"skill {name} does not load and is quarantined: " + "; ".join(problems)[:800],
+            details={"skill": name, "problems": problems[:20]},
+        )
+        for name, problems in library.quarantined.items()
+    ]
 
 
 def monitor_ok_signal(monitor: Monitor) -> Signal:
-    return Signal(monitor_id=monitor.id, source="guard", target=monitor.id, kind="monitor_ok",
-                  message=f"monitor {monitor.id} is working", status="ok")
+    return Signal(
+        monitor_id=monitor.id,
+        source="guard",
+        target=monitor.id,
+        kind="monitor_ok",
+        message=f"monitor {monitor.id} is working",
+        status="ok",
+    )
 
 
 def redact_observation(obs: Observation) -> Observation:
@@ -75,9 +93,15 @@ def redact_observation(obs: Observation) -> Observation:
 class Guard:
     """One appliance: its monitors, its store, its triage."""
 
-    def __init__(self, settings: Settings, playbooks: Iterable[Playbook], *,
-                 db: Database | None = None, agent: Agent | None = None,
-                 heal: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        playbooks: Iterable[Playbook],
+        *,
+        db: Database | None = None,
+        agent: Agent | None = None,
+        heal: bool = True,
+    ) -> None:
         self.settings = settings
         configure_redaction(settings)
         audit.configure(settings)
@@ -88,7 +112,8 @@ class Guard:
         policies = {
             spec.id: TriagePolicy(
                 for_count=spec.for_count,
-                auto_resolve=settings.triage.auto_resolve if spec.auto_resolve is None
+                auto_resolve=settings.triage.auto_resolve
+                if spec.auto_resolve is None
                 else spec.auto_resolve,
             )
             for spec in specs
@@ -112,8 +137,12 @@ class Guard:
             from guard.agent.loop import Agent
             from guard.notify import build_notifier
 
-            self._agent = Agent(self.settings, self.db, self.playbooks,
-                                notifier=build_notifier(self.settings, self.db))
+            self._agent = Agent(
+                self.settings,
+                self.db,
+                self.playbooks,
+                notifier=build_notifier(self.settings, self.db),
+            )
         return self._agent
 
     # -- one check ------------------------------------------------------------------------------
@@ -156,8 +185,15 @@ class Guard:
 
     def health(self) -> list[dict[str, Any]]:
         """Each monitor's health (None: not checked yet) and the end of its last check."""
-        return [{"id": m.id, "type": m.type, "healthy": self._healthy.get(m.id),
-                 "last_check": self.last_check.get(m.id)} for m in self.monitors]
+        return [
+            {
+                "id": m.id,
+                "type": m.type,
+                "healthy": self._healthy.get(m.id),
+                "last_check": self.last_check.get(m.id),
+            }
+            for m in self.monitors
+        ]
 
     def _failed(self, monitor: Monitor, exc: BaseException) -> Observation:
         if isinstance(exc, MonitorError):
@@ -188,7 +224,8 @@ class Guard:
     def _log_events(events: list[IncidentEvent]) -> None:
         for ev in events:
             logger.bind(incident=ev.incident_id, event=ev.type).info(
-                "incident #{} {}: {} [{}]", ev.incident_id, ev.type, ev.title, ev.severity)
+                "incident #{} {}: {} [{}]", ev.incident_id, ev.type, ev.title, ev.severity
+            )
 
     # -- run modes ------------------------------------------------------------------------------
 
@@ -233,23 +270,39 @@ class Guard:
         self._audit("guard.started", {"monitors": [m.id for m in self.monitors]})
         await asyncio.to_thread(self._baseline)
         scheduler = AsyncIOScheduler(timezone=UTC)
-        checks = CheckScheduler(self.monitors, self._scheduled,
-                                max_concurrent=self.settings.scheduler.max_concurrent_checks)
+        checks = CheckScheduler(
+            self.monitors,
+            self._scheduled,
+            max_concurrent=self.settings.scheduler.max_concurrent_checks,
+        )
         checks.start()
         if every := self.settings.audit.anchor_every:
-            scheduler.add_job(self._anchor, IntervalTrigger(seconds=every), id="audit:anchor",
-                              coalesce=True, max_instances=1)
+            scheduler.add_job(
+                self._anchor,
+                IntervalTrigger(seconds=every),
+                id="audit:anchor",
+                coalesce=True,
+                max_instances=1,
+            )
         if self.settings.store.retention:
-            scheduler.add_job(self._prune, IntervalTrigger(hours=24), id="store:prune",
-                              coalesce=True, max_instances=1, next_run_time=datetime.now(UTC))
+            scheduler.add_job(
+                self._prune,
+                IntervalTrigger(hours=24),
+                id="store:prune",
+                coalesce=True,
+                max_instances=1,
+                next_run_time=datetime.now(UTC),
+            )
         scheduler.start()
         from guard.notify import build_gateway
 
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        tasks = [asyncio.create_task(self._consume(), name="triage"),
-                 asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
+        tasks = [
+            asyncio.create_task(self._consume(), name="triage"),
+            asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch"),
+        ]
         if self.heal:
             self._attach_agent()
             tasks.append(asyncio.create_task(self.agent.run(self._stop), name="agent"))
@@ -258,9 +311,12 @@ class Guard:
             follows = getattr(getattr(m, "spec", None), "events", True)
             if isinstance(m, StreamingMonitor) and follows:
                 tasks.append(asyncio.create_task(self._follow(m), name=f"follow:{m.id}"))
-        logger.info("guard running: {} monitors ({} streaming), agent {}", len(self.monitors),
-                    sum(t.get_name().startswith("follow:") for t in tasks),
-                    "on" if self.heal else "off")
+        logger.info(
+            "guard running: {} monitors ({} streaming), agent {}",
+            len(self.monitors),
+            sum(t.get_name().startswith("follow:") for t in tasks),
+            "on" if self.heal else "off",
+        )
         web = WebServer(self, scheduler, checks)
         try:
             await web.start()
@@ -336,7 +392,8 @@ class Guard:
                 return
             except Exception:
                 logger.opt(exception=attempt == 3).error(
-                    "could not store {} observations (attempt {}/3)", len(batch), attempt)
+                    "could not store {} observations (attempt {}/3)", len(batch), attempt
+                )
                 await asyncio.sleep(attempt)
         for obs in batch:  # the store is down: make the next check re-read from the DB
             self._state.pop(obs.monitor_id, None)
@@ -356,8 +413,12 @@ class Guard:
         from guard.store.retention import prune
 
         try:
-            done = await asyncio.to_thread(prune, self.db, self.settings.store.retention,
-                                           self.settings.data_dir / audit.ANCHORS)
+            done = await asyncio.to_thread(
+                prune,
+                self.db,
+                self.settings.store.retention,
+                self.settings.data_dir / audit.ANCHORS,
+            )
         except Exception:
             logger.exception("could not prune the store")
         else:

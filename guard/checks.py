@@ -39,8 +39,14 @@ def phase(index: int) -> float:
 class CheckScheduler:
     """Runs ``check(monitor)`` for each monitor every ``monitor.interval`` seconds."""
 
-    def __init__(self, monitors: Sequence[Monitor], check: Check, *, max_concurrent: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        monitors: Sequence[Monitor],
+        check: Check,
+        *,
+        max_concurrent: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.monitors = list(monitors)
         self._ids = frozenset(m.id for m in self.monitors)
         self._check = check

@@ -53,8 +53,10 @@ class TelegramSettings(_Section):
     poll_timeout: Duration = Field(default=10.0, description="getUpdates long-polling timeout")
     mute_for: Duration = Field(default=3600.0, description="how long the mute button mutes")
     group_wait: Duration = Field(
-        default=10.0, description="incidents announced within this long of the last "
-        "announcement go out together, as one message with a line per incident (0: never)")
+        default=10.0,
+        description="incidents announced within this long of the last "
+        "announcement go out together, as one message with a line per incident (0: never)",
+    )
 
     @property
     def configured(self) -> bool:
@@ -123,12 +125,12 @@ class SandboxSettings(_Section):
     def _not_root(cls, value: str) -> str:
         """``uid[:gid]``, each a number or a name; numbers are read as numbers (``00`` is 0)."""
         parts = value.split(":")
-        if len(parts) > 2 or not all(re.fullmatch(r"[0-9]+|[a-z_][a-z0-9_-]*", p)
-                                     for p in parts):
+        if len(parts) > 2 or not all(re.fullmatch(r"[0-9]+|[a-z_][a-z0-9_-]*", p) for p in parts):
             raise ValueError(f"sandbox.user {value!r}: use uid[:gid], e.g. 65534:65534")
         if any(p == "root" or (p.isdigit() and int(p) == 0) for p in parts):
-            raise ValueError(f"sandbox.user {value!r}: commands must not run as root "
-                             "(uid or gid 0)")
+            raise ValueError(
+                f"sandbox.user {value!r}: commands must not run as root (uid or gid 0)"
+            )
         return value
 
     @field_validator("memory", mode="before")
@@ -186,11 +188,15 @@ class TriageSettings(_Section):
     flap_window: Duration = 600.0
     flap_threshold: int = Field(default=3, ge=1)
     max_new_incidents: int = Field(
-        default=20, ge=1, description="new incidents one monitor may open per storm_window; "
-        "beyond that its signals fold into one storm incident")
+        default=20,
+        ge=1,
+        description="new incidents one monitor may open per storm_window; "
+        "beyond that its signals fold into one storm incident",
+    )
     storm_window: Duration = Field(
-        default=300.0, description="the storm breaker's window; a storm resolves after one "
-        "window without signals")
+        default=300.0,
+        description="the storm breaker's window; a storm resolves after one window without signals",
+    )
 
 
 class SkillsSettings(_Section):
@@ -202,18 +208,23 @@ class SkillsSettings(_Section):
 
 
 class MemorySettings(_Section):
-    isolate: bool = Field(default=True, description="keep LanceDB (~150 MB) in a helper process "
-                          "that runs only while recalls happen")
-    idle_timeout: Duration = Field(default=600.0, description="the helper process leaves after "
-                                   "this long without a recall")
+    isolate: bool = Field(
+        default=True,
+        description="keep LanceDB (~150 MB) in a helper process "
+        "that runs only while recalls happen",
+    )
+    idle_timeout: Duration = Field(
+        default=600.0, description="the helper process leaves after this long without a recall"
+    )
 
 
 class AgentSettings(_Section):
     enabled: bool = True
     max_concurrent_incidents: int = Field(default=4, ge=1)
     max_concurrent_remediations: int = Field(default=2, ge=1)
-    breaker_failures: int = Field(default=2, ge=1, description="failed runs in a row that "
-                                  "disable a skill for a target")
+    breaker_failures: int = Field(
+        default=2, ge=1, description="failed runs in a row that disable a skill for a target"
+    )
     approval_ttl: Duration = 1800.0
     verify_timeout: Duration = 60.0
     fix_timeout: Duration = 120.0
@@ -235,8 +246,7 @@ class ExtraPatternSettings(_Section):
         import re
 
         if not re.fullmatch(r"[a-z]+(?:-[a-z]+)*", value):
-            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. "
-                             "'acme-api-key'")
+            raise ValueError(f"{value!r}: lower-case letters and dashes only, e.g. 'acme-api-key'")
         return value
 
 
@@ -248,16 +258,21 @@ def _valid_regex(where: str, value: str, *, secret: bool = False) -> str:
     except re.error as exc:
         raise ValueError(f"{where}{value!r}: not a valid regex ({exc})") from None
     if secret and compiled.match(""):
-        raise ValueError(f"{where}{value!r}: matches the empty string, so it would redact "
-                         "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'")
+        raise ValueError(
+            f"{where}{value!r}: matches the empty string, so it would redact "
+            "nothing useful; e.g. 'acme_[A-Za-z0-9]{32}'"
+        )
     return value
 
 
 class RedactSettings(_Section):
     extra_patterns: list[ExtraPatternSettings] = Field(
-        default_factory=list, description="more secret shapes: a regex, or {pattern, kind}")
-    allow: list[str] = Field(default_factory=list, description="regexes: a match found in one "
-                             "of these is not a secret (false positives)")
+        default_factory=list, description="more secret shapes: a regex, or {pattern, kind}"
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="regexes: a match found in one of these is not a secret (false positives)",
+    )
 
     @field_validator("extra_patterns", mode="before")
     @classmethod
@@ -274,21 +289,31 @@ class RedactSettings(_Section):
 
 class SchedulerSettings(_Section):
     max_concurrent_checks: int = Field(
-        default=64, ge=1, description="monitor checks running at once; a check due while all "
-        "run waits, and guard_check_lag_seconds shows how long")
+        default=64,
+        ge=1,
+        description="monitor checks running at once; a check due while all "
+        "run waits, and guard_check_lag_seconds shows how long",
+    )
 
 
 class StoreSettings(_Section):
     retention: Duration = Field(
-        default=90 * 86400.0, description="resolved incidents (with their timelines, signals "
-        "and conversation) older than this are pruned daily; 0: keep everything")
+        default=90 * 86400.0,
+        description="resolved incidents (with their timelines, signals "
+        "and conversation) older than this are pruned daily; 0: keep everything",
+    )
 
 
 class AuditSettings(_Section):
-    anchor_every: Duration = Field(default=3600.0, description="how often `guard run` appends "
-                                   "the chain's head to data_dir/audit-anchors.jsonl (0: never)")
-    key: SecretStr | None = Field(default=None, description="HMAC key: entries written with it "
-                                  "cannot be recomputed without it")
+    anchor_every: Duration = Field(
+        default=3600.0,
+        description="how often `guard run` appends "
+        "the chain's head to data_dir/audit-anchors.jsonl (0: never)",
+    )
+    key: SecretStr | None = Field(
+        default=None,
+        description="HMAC key: entries written with it cannot be recomputed without it",
+    )
 
     @field_validator("key")
     @classmethod

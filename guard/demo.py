@@ -46,8 +46,11 @@ class Timings:
 
 def _settings(root: Path) -> Settings:
     return load_settings(
-        None, data_dir=root / "data", playbooks_dir=root / "playbooks",
-        skills_dir=root / "skills", log_level="WARNING",
+        None,
+        data_dir=root / "data",
+        playbooks_dir=root / "playbooks",
+        skills_dir=root / "skills",
+        log_level="WARNING",
         agent={"poll_interval": 0.2, "verify_timeout": 20.0},
         triage={"flap_window": 1.0},
         skills={"git_author": "Guard demo <guard@localhost>"},
@@ -88,8 +91,13 @@ class Demo:
             root = Path(tmp)
             try:
                 victim = client.containers.run(
-                    IMAGE, ["sleep", "3600"], name=f"victim-{label[:6]}", detach=True,
-                    labels={"guard.demo": label}, network_mode="none")
+                    IMAGE,
+                    ["sleep", "3600"],
+                    name=f"victim-{label[:6]}",
+                    detach=True,
+                    labels={"guard.demo": label},
+                    network_mode="none",
+                )
                 return await self._scenario(root, client, victim, label)
             finally:
                 if victim is not None:
@@ -103,10 +111,21 @@ class Demo:
     async def _scenario(self, root: Path, client: Any, victim: Any, label: str) -> dict[str, float]:
         (root / "playbooks").mkdir()
         (root / "skills").mkdir()
-        (root / "playbooks" / "demo.yaml").write_text(yaml.safe_dump({
-            "name": "demo", "monitors": [{"id": "victims", "type": "docker",
-                                          "selector": {"label": f"guard.demo={label}"},
-                                          "every": "1h"}]}))
+        (root / "playbooks" / "demo.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": "demo",
+                    "monitors": [
+                        {
+                            "id": "victims",
+                            "type": "docker",
+                            "selector": {"label": f"guard.demo={label}"},
+                            "every": "1h",
+                        }
+                    ],
+                }
+            )
+        )
         settings = _settings(root)
         guard = Guard(settings, load_playbooks(settings.playbooks_dir))
         runner = asyncio.create_task(guard.run())
@@ -121,8 +140,10 @@ class Demo:
 
         try:
             await asyncio.sleep(1.0)  # monitors scheduled, events stream attached
-            self.say(f"[bold]1.[/bold] victim container [cyan]{victim.name}[/cyan] is running; "
-                     "killing it")
+            self.say(
+                f"[bold]1.[/bold] victim container [cyan]{victim.name}[/cyan] is running; "
+                "killing it"
+            )
             self.t.mark("kill1")
             killed_at = time.time()
             await asyncio.to_thread(victim.kill)
@@ -131,8 +152,10 @@ class Demo:
             self.say(f"   incident #{first.id} opened: {first.title}")
             await _until(lambda: incident(id=first.id, state="awaiting_human"), 60, "the ask")
             self.t.mark("asked")
-            self.say("[bold]2.[/bold] no skill matches, so Guard asked a human (above). "
-                     "The human answers:")
+            self.say(
+                "[bold]2.[/bold] no skill matches, so Guard asked a human (above). "
+                "The human answers:"
+            )
             fix = f"docker.restart {victim.name}"
             self.say(f"   [green]$ guard reply {first.id} -- {fix}[/green]")
             self.t.mark("replied")
@@ -140,11 +163,18 @@ class Demo:
             done = await _until(lambda: incident(id=first.id, state="resolved"), 60, "the fix")
             self.t.mark("learned")
             skill, commit = done.details.get("learned_skill"), done.details.get("skill_commit")
-            self.say(f"[bold]3.[/bold] the fix cured it (verified); learned skill "
-                     f"[cyan]{skill}[/cyan], commit {str(commit)[:10]}:")
+            self.say(
+                f"[bold]3.[/bold] the fix cured it (verified); learned skill "
+                f"[cyan]{skill}[/cyan], commit {str(commit)[:10]}:"
+            )
             log = await asyncio.to_thread(
-                subprocess.run, ["git", "log", "-1", "--stat", "--format=%h %s%n%n%b"],
-                cwd=root / "skills", capture_output=True, text=True, check=False)
+                subprocess.run,
+                ["git", "log", "-1", "--stat", "--format=%h %s%n%n%b"],
+                cwd=root / "skills",
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             for line in log.stdout.strip().splitlines():
                 self.say(f"   [dim]{line}[/dim]")
             await asyncio.sleep(1.5)  # past the flap window: the next fault is a new incident
@@ -152,13 +182,18 @@ class Demo:
             self.t.mark("kill2")
             await asyncio.to_thread(victim.kill)
             second = await _until(
-                lambda: (i := incident(target=victim.name)) and i.id != first.id and i, 30,
-                "the second incident")
-            healed = await _until(lambda: incident(id=second.id, state="resolved"), 60,
-                                  "the self-heal")
+                lambda: (i := incident(target=victim.name)) and i.id != first.id and i,
+                30,
+                "the second incident",
+            )
+            healed = await _until(
+                lambda: incident(id=second.id, state="resolved"), 60, "the self-heal"
+            )
             self.t.mark("healed2")
-            self.say(f"   incident #{second.id} healed by itself: "
-                     f"{healed.details.get('resolved_by')}, no question asked")
+            self.say(
+                f"   incident #{second.id} healed by itself: "
+                f"{healed.details.get('resolved_by')}, no question asked"
+            )
         finally:
             guard.stop()
             await runner

@@ -63,8 +63,14 @@ class RailwayError(GuardError):
     ``retry_after`` is how long Railway asked to wait, when it said.
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None,
-                 retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         self.status_code = status_code
         self.retryable = retryable
         self.retry_after = retry_after

@@ -15,25 +15,47 @@ import re
 # the output of the ones before it)
 _MASKS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
     # ISO 8601 / RFC 3339 and common "2026-12-02 18:06:48,123" timestamps
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
-     "<ts>", ("-", ":")),
+    (
+        re.compile(
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+        ),
+        "<ts>",
+        ("-", ":"),
+    ),
     # syslog "Dec  2 18:06:48"
-    (re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+"
-                r"\d{2}:\d{2}:\d{2}\b"), "<ts>", (":",)),
+    (
+        re.compile(
+            r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+"
+            r"\d{2}:\d{2}:\d{2}\b"
+        ),
+        "<ts>",
+        (":",),
+    ),
     # nginx/apache "02/Dec/2026:18:06:48 +0000"
-    (re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?:\s[+-]\d{4})?"), "<ts>",
-     ("/", ":")),
+    (
+        re.compile(r"\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?:\s[+-]\d{4})?"),
+        "<ts>",
+        ("/", ":"),
+    ),
     (re.compile(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<ts>", (":",)),
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-     "<uuid>", ("-",)),
+    (
+        re.compile(
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+        ),
+        "<uuid>",
+        ("-",),
+    ),
     (re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b"), "<ip>", (".",)),
     (re.compile(r"\b(?:[0-9a-fA-F]{1,4}:){3,7}[0-9a-fA-F]{1,4}\b"), "<ip>", (":",)),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>", ("0x",)),
     # ids: any run of 8+ hex digits, including all-digit and all-letter ones ("89bbae50",
     # "38082745", "abbfddfa" are the same kind of value; no common word is 8+ letters of a-f)
     (re.compile(r"\b[0-9a-fA-F]{8,}\b"), "<id>", ()),
-    (re.compile(r"\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h|d|kb|mb|gb|b)?\b", re.IGNORECASE), "<num>",
-     ()),
+    (
+        re.compile(r"\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h|d|kb|mb|gb|b)?\b", re.IGNORECASE),
+        "<num>",
+        (),
+    ),
 ]
 
 

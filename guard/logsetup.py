@@ -54,13 +54,15 @@ def _json_sink(message: Any) -> None:
     }
     line.update({k: v for k, v in r["extra"].items() if k != "secrets"})
     if r["exception"] is not None:
-        line["exception"] = "".join(__import__("traceback").format_exception(
-            r["exception"].type, r["exception"].value, r["exception"].traceback))
+        line["exception"] = "".join(
+            __import__("traceback").format_exception(
+                r["exception"].type, r["exception"].value, r["exception"].traceback
+            )
+        )
     sys.stderr.write(redact(json.dumps(line, default=str)) + "\n")
 
 
-def setup_logging(level: str = "INFO", fmt: str | None = None,
-                  secrets: Iterable[str] = ()) -> None:
+def setup_logging(level: str = "INFO", fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
     """(Re)configure the global loguru logger."""
     fmt = (fmt or os.environ.get("GUARD_LOG_FORMAT") or "text").lower()
     logger.remove()
@@ -70,6 +72,10 @@ def setup_logging(level: str = "INFO", fmt: str | None = None,
     if fmt == "json":
         logger.add(_json_sink, level=level.upper(), backtrace=False, diagnose=False)
     else:
-        logger.add(_RedactedStderr(named), level=level.upper(), backtrace=False, diagnose=False,
-                   format="<green>{time:YYYY-MM-DD HH:mm:ss}</green> <level>{level: <7}</level> "
-                   "{message}")
+        logger.add(
+            _RedactedStderr(named),
+            level=level.upper(),
+            backtrace=False,
+            diagnose=False,
+            format="<green>{time:YYYY-MM-DD HH:mm:ss}</green> <level>{level: <7}</level> {message}",
+        )

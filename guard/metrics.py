@@ -66,36 +66,73 @@ ProcessCollector(registry=REGISTRY)  # process_resident_memory_bytes and friends
 # No run: ``denied`` by a human, ``rate_limited`` or ``blocked`` (circuit breaker) by a runaway
 # guard, so it escalated, or ``escalated`` because the agent itself failed. Nothing reports
 # ``rolled_back`` yet (skills have no rollback steps); it is kept for dashboards.
-OUTCOMES = ("succeeded", "verify_failed", "failed", "timed_out", "rolled_back", "denied",
-            "rate_limited", "blocked", "escalated", "other")
+OUTCOMES = (
+    "succeeded",
+    "verify_failed",
+    "failed",
+    "timed_out",
+    "rolled_back",
+    "denied",
+    "rate_limited",
+    "blocked",
+    "escalated",
+    "other",
+)
 # Seconds: from sub-second event streams to minutes-long polls.
 _DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
 
-LOOP_STALL = Gauge("guard_event_loop_max_stall_seconds",
-                   "The event loop's longest stall since Guard started (a tick late by this much).",
-                   registry=REGISTRY)
-SIGNALS = Counter("guard_signals", "Observations made by monitors (folded lines count each).",
-                  ["source", "kind", "status"], registry=REGISTRY)
-INCIDENT_EVENTS = Counter("guard_incident_events", "Incident events emitted by triage.",
-                          ["type"], registry=REGISTRY)
-REMEDIATIONS = Counter("guard_remediations", "Remediations ended (run or refused), by outcome.",
-                       ["outcome"], registry=REGISTRY)
-SANDBOX_EXEC = Histogram("guard_sandbox_exec_seconds", "Wall time of one sandboxed command.",
-                         registry=REGISTRY)
-DETECTION = Histogram("guard_detection_latency_seconds",
-                      "From a fault's first signal to its incident being opened.",
-                      buckets=_DETECTION_BUCKETS, registry=REGISTRY)
-MTTR = Histogram("guard_time_to_resolve_seconds", "From an incident opened to it resolved.",
-                 buckets=_MTTR_BUCKETS, registry=REGISTRY)
-HEARTBEAT = Gauge("guard_scheduler_heartbeat_timestamp_seconds",
-                  "Unix time of the scheduler's last heartbeat.", registry=REGISTRY)
-CHECK_LAG = Histogram("guard_check_lag_seconds",
-                      "How late a scheduled check started (its due time to its start).",
-                      ["type"], buckets=_LAG_BUCKETS, registry=REGISTRY)
-MONITORS = Gauge("guard_monitors", "Monitors on the check schedule, by type.", ["type"],
-                 registry=REGISTRY)
+LOOP_STALL = Gauge(
+    "guard_event_loop_max_stall_seconds",
+    "The event loop's longest stall since Guard started (a tick late by this much).",
+    registry=REGISTRY,
+)
+SIGNALS = Counter(
+    "guard_signals",
+    "Observations made by monitors (folded lines count each).",
+    ["source", "kind", "status"],
+    registry=REGISTRY,
+)
+INCIDENT_EVENTS = Counter(
+    "guard_incident_events", "Incident events emitted by triage.", ["type"], registry=REGISTRY
+)
+REMEDIATIONS = Counter(
+    "guard_remediations",
+    "Remediations ended (run or refused), by outcome.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+SANDBOX_EXEC = Histogram(
+    "guard_sandbox_exec_seconds", "Wall time of one sandboxed command.", registry=REGISTRY
+)
+DETECTION = Histogram(
+    "guard_detection_latency_seconds",
+    "From a fault's first signal to its incident being opened.",
+    buckets=_DETECTION_BUCKETS,
+    registry=REGISTRY,
+)
+MTTR = Histogram(
+    "guard_time_to_resolve_seconds",
+    "From an incident opened to it resolved.",
+    buckets=_MTTR_BUCKETS,
+    registry=REGISTRY,
+)
+HEARTBEAT = Gauge(
+    "guard_scheduler_heartbeat_timestamp_seconds",
+    "Unix time of the scheduler's last heartbeat.",
+    registry=REGISTRY,
+)
+CHECK_LAG = Histogram(
+    "guard_check_lag_seconds",
+    "How late a scheduled check started (its due time to its start).",
+    ["type"],
+    buckets=_LAG_BUCKETS,
+    registry=REGISTRY,
+)
+MONITORS = Gauge(
+    "guard_monitors", "Monitors on the check schedule, by type.", ["type"], registry=REGISTRY
+)
 for _outcome in OUTCOMES:
     REMEDIATIONS.labels(_outcome)
 
@@ -143,8 +180,7 @@ class IncidentMetrics:
     def __call__(self, events: Sequence[IncidentEvent]) -> None:
         for ev in events:
             INCIDENT_EVENTS.labels(ev.type).inc()
-        timed = [ev for ev in events
-                 if ev.type == "opened" or ev.state == IncidentState.resolved]
+        timed = [ev for ev in events if ev.type == "opened" or ev.state == IncidentState.resolved]
         if not timed:
             return
         with self.db.session() as session:
@@ -156,8 +192,9 @@ class IncidentMetrics:
                     lag = (incident.opened_at - incident.first_seen).total_seconds()
                     DETECTION.observe(max(lag, 0.0))
                 elif incident.resolved_at is not None:
-                    MTTR.observe(max((incident.resolved_at - incident.opened_at)
-                                     .total_seconds(), 0.0))
+                    MTTR.observe(
+                        max((incident.resolved_at - incident.opened_at).total_seconds(), 0.0)
+                    )
 
 
 class _IncidentStates(Collector):
@@ -172,8 +209,9 @@ class _IncidentStates(Collector):
         if self.db is not None:
             try:
                 with self.db.session() as session:
-                    rows = session.exec(select(Incident.state, func.count())
-                                        .group_by(col(Incident.state))).all()
+                    rows = session.exec(
+                        select(Incident.state, func.count()).group_by(col(Incident.state))
+                    ).all()
                 counts.update({state: n for state, n in rows})
             except Exception as exc:  # a scrape must not fail because the store is down
                 logger.warning("metrics: cannot count incidents: {}", exc)
@@ -211,4 +249,3 @@ async def watch_event_loop(stop: asyncio.Event, every: float = 0.05) -> None:
         if late > worst:
             worst = late
             LOOP_STALL.set(round(worst, 4))
-

@@ -65,15 +65,21 @@ def encoded_forms(value: str) -> set[str]:
 class Policy:
     """Built-in rules, optional extra patterns and allow-list, and Guard's own secret values."""
 
-    def __init__(self, *, extra: Sequence[ExtraPattern] = (), allow: Sequence[str] = (),
-                 secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        extra: Sequence[ExtraPattern] = (),
+        allow: Sequence[str] = (),
+        secrets: Iterable[str] = (),
+    ) -> None:
         self.rules: list[Rule] = [
             Rule(p.kind, re.compile(p.pattern), 1 if re.compile(p.pattern).groups else 0)
             for p in extra
         ] + RULES
         self.allow = [re.compile(a) for a in allow]
-        values = sorted({f for s in secrets if len(s) >= 4 for f in encoded_forms(s)},
-                        key=len, reverse=True)
+        values = sorted(
+            {f for s in secrets if len(s) >= 4 for f in encoded_forms(s)}, key=len, reverse=True
+        )
         self._own = re.compile("|".join(map(re.escape, values))) if values else None
 
     def _allowed(self, secret: str) -> bool:
@@ -132,8 +138,11 @@ def configure(settings: Any) -> Policy:
     secrets); returns it."""
     global _policy
     section = settings.redact
-    policy = Policy(extra=[ExtraPattern(p.pattern, p.kind) for p in section.extra_patterns],
-                    allow=section.allow, secrets=settings.secret_values())
+    policy = Policy(
+        extra=[ExtraPattern(p.pattern, p.kind) for p in section.extra_patterns],
+        allow=section.allow,
+        secrets=settings.secret_values(),
+    )
     with _policy_lock:
         _policy = policy
     return policy

@@ -86,16 +86,18 @@ class RuleSet:
     """Ordered rules; ``first`` is the index of the first rule that matches a text, with
     Python's semantics, at a bounded cost."""
 
-    def __init__(self, rules: Sequence[Rule], *, per_line: float = PER_LINE,
-                 per_batch: float = PER_BATCH) -> None:
+    def __init__(
+        self, rules: Sequence[Rule], *, per_line: float = PER_LINE, per_batch: float = PER_BATCH
+    ) -> None:
         for pattern, ignore_case in rules:  # a bad pattern fails here, as ``re`` would
             re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         self.rules = list(rules)
         sources = [re2_source(p, ic) for p, ic in rules]
-        self._re2: list[Any] = [None if s is None else re2.compile(s, _DECIDE)
-                                for s in sources]
-        self._neutral = [s is not None and not ic and not _UNICODE_SENSITIVE.search(p)
-                         for s, (p, ic) in zip(sources, rules, strict=True)]
+        self._re2: list[Any] = [None if s is None else re2.compile(s, _DECIDE) for s in sources]
+        self._neutral = [
+            s is not None and not ic and not _UNICODE_SENSITIVE.search(p)
+            for s, (p, ic) in zip(sources, rules, strict=True)
+        ]
         self.per_line, self.per_batch = per_line, per_batch
         self.timeouts = 0  # lines whose Python check was abandoned
 
@@ -130,8 +132,9 @@ class RuleSet:
             if python:
                 asks.append((n, text, python))
         if asks:
-            found = _WORKER.first(self.rules, [(t, rules) for _, t, rules in asks],
-                                  self.per_line, self.per_batch)
+            found = _WORKER.first(
+                self.rules, [(t, rules) for _, t, rules in asks], self.per_line, self.per_batch
+            )
             for (n, text, rules), got in zip(asks, found, strict=True):
                 if got == _TIMEOUT:
                     self.timeouts += 1
@@ -189,8 +192,12 @@ class _Worker:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", _CHILD], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+                [sys.executable, "-I", "-S", "-c", _CHILD],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
             self._buffer = b""
         return self._proc
 
@@ -209,8 +216,13 @@ class _Worker:
         with self._lock:
             self._kill()
 
-    def first(self, rules: list[Rule], items: list[tuple[str, list[int]]], per_line: float,
-              per_batch: float) -> list[int | None]:
+    def first(
+        self,
+        rules: list[Rule],
+        items: list[tuple[str, list[int]]],
+        per_line: float,
+        per_batch: float,
+    ) -> list[int | None]:
         """Each item's first matching rule among its rules (``_TIMEOUT`` where abandoned)."""
         out: list[int | None] = []
         with self._lock:
@@ -219,11 +231,16 @@ class _Worker:
                 if time.monotonic() >= deadline:  # the batch's budget is spent
                     out += [_TIMEOUT] * (len(items) - len(out))
                     break
-                out += self._run(rules, items[len(out):], per_line, deadline)
+                out += self._run(rules, items[len(out) :], per_line, deadline)
         return out
 
-    def _run(self, rules: list[Rule], items: list[tuple[str, list[int]]], per_line: float,
-             deadline: float) -> list[int | None]:
+    def _run(
+        self,
+        rules: list[Rule],
+        items: list[tuple[str, list[int]]],
+        per_line: float,
+        deadline: float,
+    ) -> list[int | None]:
         """Answers for a prefix of ``items``: all of them, or up to the first that overran
         (answered ``_TIMEOUT``; the worker is killed and the caller sends the rest again)."""
         try:
@@ -233,8 +250,7 @@ class _Worker:
             proc.stdin.write(struct.pack(">I", len(payload)) + payload)
             proc.stdin.flush()
         except (OSError, ValueError) as exc:
-            logger.warning("regex worker unavailable ({}); Python-only rules get RE2's answer",
-                           exc)
+            logger.warning("regex worker unavailable ({}); Python-only rules get RE2's answer", exc)
             self._kill()
             return [_TIMEOUT] * len(items)
         answers: list[int | None] = []

@@ -11,9 +11,26 @@ from pydantic import ValidationError
 # Parts pydantic inserts into error locations for union members and validators; they name no
 # field a user wrote ("monitors[1].expect_status.list[int]" -> "monitors[1].expect_status").
 _MEMBER_PREFIXES = (
-    "int", "str", "float", "bool", "list[", "dict[", "tuple[", "set[", "literal[", "is-instance[",
-    "lax-or-strict", "constrained-", "function-", "tagged-union", "nullable", "union[",
-    "json-or-python", "decimal", "date", "timedelta",
+    "int",
+    "str",
+    "float",
+    "bool",
+    "list[",
+    "dict[",
+    "tuple[",
+    "set[",
+    "literal[",
+    "is-instance[",
+    "lax-or-strict",
+    "constrained-",
+    "function-",
+    "tagged-union",
+    "nullable",
+    "union[",
+    "json-or-python",
+    "decimal",
+    "date",
+    "timedelta",
 )
 
 Skip = Callable[[int, str], bool]

@@ -56,8 +56,9 @@ def _json(status: int, body: dict[str, Any]) -> Response:
 class WebServer:
     """The HTTP endpoint of one running ``Guard``; ``close()`` is safe before ``start()``."""
 
-    def __init__(self, guard: Guard, scheduler: AsyncIOScheduler,
-                 checks: CheckScheduler | None = None) -> None:
+    def __init__(
+        self, guard: Guard, scheduler: AsyncIOScheduler, checks: CheckScheduler | None = None
+    ) -> None:
         self.guard = guard
         self.scheduler = scheduler
         self.checks = checks
@@ -71,17 +72,28 @@ class WebServer:
     async def start(self) -> None:
         """Schedule the heartbeat, then listen; called once monitors are scheduled."""
         metrics.track_incidents(self.guard.db)
-        self.scheduler.add_job(self._beat, IntervalTrigger(seconds=HEARTBEAT),
-                               id="guard:heartbeat", coalesce=True, max_instances=1,
-                               misfire_grace_time=int(HEARTBEAT), next_run_time=utcnow())
+        self.scheduler.add_job(
+            self._beat,
+            IntervalTrigger(seconds=HEARTBEAT),
+            id="guard:heartbeat",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=int(HEARTBEAT),
+            next_run_time=utcnow(),
+        )
         self._ready = True
         try:
-            self._server = await asyncio.start_server(self._handle, self.host, self.port,
-                                                      limit=MAX_REQUEST_BYTES)
+            self._server = await asyncio.start_server(
+                self._handle, self.host, self.port, limit=MAX_REQUEST_BYTES
+            )
         except OSError as exc:
-            logger.error("cannot serve /healthz and /metrics on {}:{}: {} (set PORT or "
-                         "GUARD_HTTP_PORT to a free port); monitoring continues",
-                         self.host, self.port, exc.strerror or exc)
+            logger.error(
+                "cannot serve /healthz and /metrics on {}:{}: {} (set PORT or "
+                "GUARD_HTTP_PORT to a free port); monitoring continues",
+                self.host,
+                self.port,
+                exc.strerror or exc,
+            )
             return
         bound = self._server.sockets[0].getsockname()
         self.port = int(bound[1])
@@ -108,8 +120,10 @@ class WebServer:
         scheduler_ok = scheduler["running"] and age is not None and age <= STALE_AFTER
         database = await self._write_probe()
         ok = scheduler_ok and database["writable"]
-        return _json(200 if ok else 503, {"status": "ok" if ok else "failing",
-                                          "scheduler": scheduler, "database": database})
+        return _json(
+            200 if ok else 503,
+            {"status": "ok" if ok else "failing", "scheduler": scheduler, "database": database},
+        )
 
     async def _write_probe(self) -> dict[str, Any]:
         started = time.monotonic()
@@ -126,12 +140,20 @@ class WebServer:
             put_state(session, "guard:healthz", {"at": utcnow().isoformat()})
 
     def readyz(self) -> Response:
-        missing = [m.id for m in self.guard.monitors
-                   if self.checks is None or not self.checks.scheduled(m.id)]
+        missing = [
+            m.id
+            for m in self.guard.monitors
+            if self.checks is None or not self.checks.scheduled(m.id)
+        ]
         ready = self._ready and bool(self.scheduler.running) and not missing
-        return _json(200 if ready else 503, {
-            "status": "ready" if ready else "not ready", "monitors": len(self.guard.monitors),
-            "unscheduled": missing})
+        return _json(
+            200 if ready else 503,
+            {
+                "status": "ready" if ready else "not ready",
+                "monitors": len(self.guard.monitors),
+                "unscheduled": missing,
+            },
+        )
 
     async def route(self, method: str, path: str) -> Response:
         if path == "/healthz":
@@ -153,14 +175,21 @@ class WebServer:
                 status, ctype, body = _json(405, {"error": "only GET and HEAD"})
             else:  # bounded by DB_TIMEOUT
                 status, ctype, body = await self.route(method, path)
-            head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-                    f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                    "Cache-Control: no-store\r\nConnection: close\r\n\r\n")
+            head = (
+                f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+            )
             writer.write(head.encode() + (b"" if method == "HEAD" else body))
             async with asyncio.timeout(REQUEST_DEADLINE):
                 await writer.drain()
-        except (TimeoutError, ConnectionError, ValueError, asyncio.IncompleteReadError,
-                asyncio.LimitOverrunError):
+        except (
+            TimeoutError,
+            ConnectionError,
+            ValueError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):
             pass  # a slow, broken or oversized request just gets the connection closed
         except Exception:
             logger.exception("the health endpoint failed a request")

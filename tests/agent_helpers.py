@@ -34,10 +34,21 @@ def stored_incident(session: Any, state: str = "open") -> Any:
     from guard.store.models import Incident
 
     now = utcnow()
-    inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
-                   target="http://svc", kind="http_status", severity="critical",
-                   title="down", message="down", state=state, opened_at=now,
-                   first_seen=now, last_seen=now)
+    inc = Incident(
+        fingerprint="fp",
+        check_key="k",
+        monitor_id="web",
+        source="http",
+        target="http://svc",
+        kind="http_status",
+        severity="critical",
+        title="down",
+        message="down",
+        state=state,
+        opened_at=now,
+        first_seen=now,
+        last_seen=now,
+    )
     session.add(inc)
     session.flush()
     assert inc.id is not None
@@ -50,17 +61,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def setup_docker_home(home: GuardHome, *, skills: list[str] = (),
-                      diagnostics: list[dict[str, Any]] = (), **config: Any) -> dict[str, str]:
+def setup_docker_home(
+    home: GuardHome,
+    *,
+    skills: list[str] = (),
+    diagnostics: list[dict[str, Any]] = (),
+    **config: Any,
+) -> dict[str, str]:
     """A Guard home watching containers with a unique label; returns the label to put on them.
 
     ``guard run`` serves /metrics on a free local port (see ``scrape``); ``diagnostics`` are
     the playbook's sandboxed diagnostics.
     """
     value = uuid.uuid4().hex[:12]
-    path = home.playbook("containers", [{"id": "containers", "type": "docker",
-                                         "selector": {"label": f"guard.test.watch={value}"},
-                                         "every": "1h"}])
+    path = home.playbook(
+        "containers",
+        [
+            {
+                "id": "containers",
+                "type": "docker",
+                "selector": {"label": f"guard.test.watch={value}"},
+                "every": "1h",
+            }
+        ],
+    )
     if diagnostics:
         book = yaml.safe_load(path.read_text())
         book["diagnostics"] = list(diagnostics)
@@ -135,14 +159,22 @@ def past_flap_window(home: GuardHome, incident_id: int, window: float = 1.0) -> 
     """Whether the incident resolved more than the flap window ago (so the same fault opens a
     new incident instead of reopening it)."""
     resolved = show(home, incident_id)["resolved_at"]
-    return resolved is not None and (
-        datetime.now(UTC) - datetime.fromisoformat(resolved)).total_seconds() > window + 0.2
+    return (
+        resolved is not None
+        and (datetime.now(UTC) - datetime.fromisoformat(resolved)).total_seconds() > window + 0.2
+    )
 
 
 def sandboxes_of(docker_client: Any, incident_id: int, pid: int) -> list[Any]:
     """The sandbox containers that Guard process ``pid`` holds for an incident."""
-    return list(docker_client.containers.list(all=True, filters={"label": [
-        "guard.sandbox=1", f"guard.incident={incident_id}", f"guard.pid={pid}"]}))
+    return list(
+        docker_client.containers.list(
+            all=True,
+            filters={
+                "label": ["guard.sandbox=1", f"guard.incident={incident_id}", f"guard.pid={pid}"]
+            },
+        )
+    )
 
 
 @contextmanager
@@ -152,11 +184,20 @@ def running_guard(home: GuardHome) -> Iterator[tuple[subprocess.Popen[str], Path
     path = home.root / f"guard-{time.time_ns()}.log"
     log = open(path, "w")  # noqa: SIM115
     env = {**os.environ, "GUARD_CONFIG": str(home.config)}
-    proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=home.root, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", "run"],
+        cwd=home.root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
-        wait_for(lambda: "guard running" in path.read_text() or proc.poll() is not None, 30,
-                 "guard to start")
+        wait_for(
+            lambda: "guard running" in path.read_text() or proc.poll() is not None,
+            30,
+            "guard to start",
+        )
         assert proc.poll() is None, path.read_text()
         yield proc, path
     finally:

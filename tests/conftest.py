@@ -32,8 +32,11 @@ class GuardHome:
         self.write_config({})
 
     def write_config(self, extra: dict[str, Any]) -> None:
-        base = {"data_dir": str(self.root / "data"), "playbooks_dir": str(self.playbooks),
-                "skills_dir": str(self.root / "skills")}
+        base = {
+            "data_dir": str(self.root / "data"),
+            "playbooks_dir": str(self.playbooks),
+            "skills_dir": str(self.root / "skills"),
+        }
         self.config.write_text(yaml.safe_dump({**base, **extra}))
 
     def playbook(self, name: str, monitors: list[dict[str, Any]]) -> Path:
@@ -50,15 +53,24 @@ class GuardHome:
     def playbooks_loaded(self) -> list[Any]:
         return load_playbooks(self.playbooks)
 
-    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``guard ARGS`` as a user would, in a subprocess."""
         env = {**os.environ, "GUARD_CONFIG": str(self.config)}
         env.pop("GUARD_LOG_FORMAT", None)
-        proc = subprocess.run([sys.executable, "-m", "guard.cli", *args], cwd=self.root,
-                              env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "guard.cli", *args],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"guard {' '.join(args)} exited {proc.returncode}:\n"
-                                 f"{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"guard {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
 
@@ -71,6 +83,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GuardHome:
 
 
 # -- Docker -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
@@ -96,7 +109,9 @@ def busybox_image(docker_client: Any) -> str:
 
 
 @pytest.fixture
-def containers(docker_client: Any, busybox_image: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+def containers(
+    docker_client: Any, busybox_image: str, request: pytest.FixtureRequest
+) -> Iterator[Any]:
     """Start labelled test containers; every one is removed afterwards."""
     started: list[Any] = []
     tag = f"guard-test-{os.getpid()}-{request.node.name[:30]}".replace("[", "-").replace("]", "")
@@ -107,8 +122,14 @@ def containers(docker_client: Any, busybox_image: str, request: pytest.FixtureRe
         def run(self, name: str, command: str, **kwargs: Any) -> Any:
             labels = {"guard.test": "1", **kwargs.pop("labels", {})}
             c = docker_client.containers.run(
-                busybox_image, ["sh", "-c", command], name=f"{self.prefix}-{name}",
-                detach=True, labels=labels, network_mode="none", **kwargs)
+                busybox_image,
+                ["sh", "-c", command],
+                name=f"{self.prefix}-{name}",
+                detach=True,
+                labels=labels,
+                network_mode="none",
+                **kwargs,
+            )
             started.append(c)
             return c
 

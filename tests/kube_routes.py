@@ -21,25 +21,38 @@ JSON_PATCH = "application/json-patch+json"
 
 
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 def listing(kind: str, rv: int, items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)},
-            "items": items}
+    return {
+        "kind": kind,
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": str(rv)},
+        "items": items,
+    }
 
 
-def route(server: Any, h: Any, method: str, path: str, query: dict[str, str],
-          body: Any) -> None:
+def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], body: Any) -> None:
     st = server.state
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
         ns = m.group(1)
         if query.get("watch") in ("true", "1"):
             return watch(server, h, ns, query)
         with st.cond:
-            items = [copy.deepcopy(p) for (n, _), p in st.pods.items()
-                     if n == ns and selects(query.get("labelSelector"), p["metadata"]["labels"])]
+            items = [
+                copy.deepcopy(p)
+                for (n, _), p in st.pods.items()
+                if n == ns and selects(query.get("labelSelector"), p["metadata"]["labels"])
+            ]
             return h.reply(200, listing("PodList", st.rv, items))
     m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
     if m and method == "DELETE":
@@ -50,17 +63,22 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str],
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/events", path):
         wanted = query.get("fieldSelector", "")
         with st.cond:
-            items = [e for e in st.events if e["metadata"]["namespace"] == m.group(1)
-                     and (wanted != "type=Warning" or e["type"] == "Warning")]
+            items = [
+                e
+                for e in st.events
+                if e["metadata"]["namespace"] == m.group(1)
+                and (wanted != "type=Warning" or e["type"] == "Warning")
+            ]
             return h.reply(200, listing("EventList", st.rv, copy.deepcopy(items)))
     if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)(/scale)?", path):
-        return deployment_route(server, h, method, m.group(1), m.group(2), bool(m.group(3)),
-                                body)
+        return deployment_route(server, h, method, m.group(1), m.group(2), bool(m.group(3)), body)
     if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/replicasets", path):
         with st.cond:
-            items = [copy.deepcopy(rs) for (n, _), rs in st.replicasets.items()
-                     if n == m.group(1)
-                     and selects(query.get("labelSelector"), rs["metadata"]["labels"])]
+            items = [
+                copy.deepcopy(rs)
+                for (n, _), rs in st.replicasets.items()
+                if n == m.group(1) and selects(query.get("labelSelector"), rs["metadata"]["labels"])
+            ]
             return h.reply(200, listing("ReplicaSetList", st.rv, items))
     return h.reply(404, status(404, "NotFound", f"the server could not find {path}"))
 
@@ -76,17 +94,27 @@ def watch(server: Any, h: Any, ns: str, query: dict[str, str]) -> None:
     drop_after, server.drop_next_watch_after = server.drop_next_watch_after, None
     h.stream_start()
     if since and since < st.compacted:
-        h.chunk({"type": "ERROR", "object": status(
-            410, "Expired", f"too old resource version: {since} ({st.compacted})")})
+        h.chunk(
+            {
+                "type": "ERROR",
+                "object": status(
+                    410, "Expired", f"too old resource version: {since} ({st.compacted})"
+                ),
+            }
+        )
         return h.stream_end()
     sent = 0
     while time.monotonic() < deadline:
         with st.cond:
             if st.stopping:
                 break
-            pending = [(rv, kind, obj) for rv, kind, obj in st.history if rv > since
-                       and obj["metadata"]["namespace"] == ns
-                       and selects(query.get("labelSelector"), obj["metadata"]["labels"])]
+            pending = [
+                (rv, kind, obj)
+                for rv, kind, obj in st.history
+                if rv > since
+                and obj["metadata"]["namespace"] == ns
+                and selects(query.get("labelSelector"), obj["metadata"]["labels"])
+            ]
             if not pending:
                 st.cond.wait(0.05)
                 continue
@@ -98,14 +126,14 @@ def watch(server: Any, h: Any, ns: str, query: dict[str, str]) -> None:
     return h.stream_end()
 
 
-def deployment_route(server: Any, h: Any, method: str, ns: str, name: str, scale: bool,
-                     body: Any) -> None:
+def deployment_route(
+    server: Any, h: Any, method: str, ns: str, name: str, scale: bool, body: Any
+) -> None:
     st = server.state
     with st.cond:
         dep = st.deployments.get((ns, name))
         if dep is None:
-            return h.reply(404, status(404, "NotFound",
-                                       f'deployments.apps "{name}" not found'))
+            return h.reply(404, status(404, "NotFound", f'deployments.apps "{name}" not found'))
         if method == "PATCH":
             ctype = (h.headers.get("Content-Type") or "").split(";")[0]
             if scale:
@@ -128,12 +156,20 @@ def deployment_route(server: Any, h: Any, method: str, ns: str, name: str, scale
             st._bump(dep)
             st._reconcile(dep)
         if scale:
-            return h.reply(200, {"kind": "Scale", "apiVersion": "autoscaling/v1",
-                                 "metadata": {"name": name, "namespace": ns,
-                                              "resourceVersion": dep["metadata"]["resourceVersion"]},
-                                 "spec": {"replicas": dep["spec"]["replicas"]},
-                                 "status": {"replicas": dep["spec"]["replicas"],
-                                            "selector": f"app={name}"}})
+            return h.reply(
+                200,
+                {
+                    "kind": "Scale",
+                    "apiVersion": "autoscaling/v1",
+                    "metadata": {
+                        "name": name,
+                        "namespace": ns,
+                        "resourceVersion": dep["metadata"]["resourceVersion"],
+                    },
+                    "spec": {"replicas": dep["spec"]["replicas"]},
+                    "status": {"replicas": dep["spec"]["replicas"], "selector": f"app={name}"},
+                },
+            )
         return h.reply(200, copy.deepcopy(dep))
 
 

@@ -51,60 +51,130 @@ def selects(selector: str | None, labels: dict[str, str]) -> bool:
     return True
 
 
-def container_status(name: str = "app", *, waiting: str | None = None,
-                     terminated: str | None = None, last_terminated: str | None = None,
-                     exit_code: int = 1, restarts: int = 0) -> dict[str, Any]:
+def container_status(
+    name: str = "app",
+    *,
+    waiting: str | None = None,
+    terminated: str | None = None,
+    last_terminated: str | None = None,
+    exit_code: int = 1,
+    restarts: int = 0,
+) -> dict[str, Any]:
     state: dict[str, Any] = {"running": {"startedAt": now()}}
     if waiting:
         state = {"waiting": {"reason": waiting, "message": f"{waiting} for container {name}"}}
     elif terminated:
-        state = {"terminated": {"reason": terminated, "exitCode": exit_code,
-                                "startedAt": now(), "finishedAt": now()}}
+        state = {
+            "terminated": {
+                "reason": terminated,
+                "exitCode": exit_code,
+                "startedAt": now(),
+                "finishedAt": now(),
+            }
+        }
     last: dict[str, Any] = {}
     if last_terminated:
-        last = {"terminated": {"reason": last_terminated, "exitCode": exit_code,
-                               "startedAt": now(), "finishedAt": now(),
-                               "containerID": f"containerd://{uuid.uuid4().hex}"}}
-    return {"name": name, "image": "registry.example/shop/api:1.4.2",
-            "imageID": "", "ready": not (waiting or terminated), "restartCount": restarts,
-            "started": not (waiting or terminated), "state": state, "lastState": last}
+        last = {
+            "terminated": {
+                "reason": last_terminated,
+                "exitCode": exit_code,
+                "startedAt": now(),
+                "finishedAt": now(),
+                "containerID": f"containerd://{uuid.uuid4().hex}",
+            }
+        }
+    return {
+        "name": name,
+        "image": "registry.example/shop/api:1.4.2",
+        "imageID": "",
+        "ready": not (waiting or terminated),
+        "restartCount": restarts,
+        "started": not (waiting or terminated),
+        "state": state,
+        "lastState": last,
+    }
 
 
-def pod(name: str, *, app: str = "api", rs: str | None = None, phase: str = "Running",
-        ready: bool = True, statuses: list[dict[str, Any]] | None = None,
-        not_ready_since: str | None = None, namespace: str = "shop") -> dict[str, Any]:
+def pod(
+    name: str,
+    *,
+    app: str = "api",
+    rs: str | None = None,
+    phase: str = "Running",
+    ready: bool = True,
+    statuses: list[dict[str, Any]] | None = None,
+    not_ready_since: str | None = None,
+    namespace: str = "shop",
+) -> dict[str, Any]:
     """A Pod as the API server returns it (owned by ReplicaSet ``rs``)."""
     rs = rs or f"{app}-7d9f8b6c5d"
     hash_ = rs.rsplit("-", 1)[-1]
     statuses = statuses if statuses is not None else [container_status()]
     return {
-        "kind": "Pod", "apiVersion": "v1",
-        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
-                     "labels": {"app": app, "pod-template-hash": hash_},
-                     "creationTimestamp": now(),
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                          "name": rs, "uid": str(uuid.uuid4()),
-                                          "controller": True, "blockOwnerDeletion": True}]},
-        "spec": {"containers": [{"name": s["name"], "image": s["image"]} for s in statuses],
-                 "nodeName": "node-1", "restartPolicy": "Always"},
-        "status": {"phase": phase, "podIP": "10.1.2.3", "startTime": now(),
-                   "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                                   "lastTransitionTime": not_ready_since or now()}],
-                   "containerStatuses": statuses},
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "labels": {"app": app, "pod-template-hash": hash_},
+            "creationTimestamp": now(),
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": rs,
+                    "uid": str(uuid.uuid4()),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "containers": [{"name": s["name"], "image": s["image"]} for s in statuses],
+            "nodeName": "node-1",
+            "restartPolicy": "Always",
+        },
+        "status": {
+            "phase": phase,
+            "podIP": "10.1.2.3",
+            "startTime": now(),
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "lastTransitionTime": not_ready_since or now(),
+                }
+            ],
+            "containerStatuses": statuses,
+        },
     }
 
 
-def deployment(name: str = "api", namespace: str = "shop", image: str = "shop/api:1.4.2",
-               replicas: int = 2) -> dict[str, Any]:
+def deployment(
+    name: str = "api", namespace: str = "shop", image: str = "shop/api:1.4.2", replicas: int = 2
+) -> dict[str, Any]:
     return {
-        "kind": "Deployment", "apiVersion": "apps/v1",
-        "metadata": {"name": name, "namespace": namespace, "uid": str(uuid.uuid4()),
-                     "generation": 1, "labels": {"app": name}, "annotations": {},
-                     "creationTimestamp": now()},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                 "template": {"metadata": {"labels": {"app": name}},
-                              "spec": {"containers": [{"name": "app", "image": image}]}},
-                 "strategy": {"type": "RollingUpdate"}},
+        "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "generation": 1,
+            "labels": {"app": name},
+            "annotations": {},
+            "creationTimestamp": now(),
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image}]},
+            },
+            "strategy": {"type": "RollingUpdate"},
+        },
         "status": {"replicas": replicas, "readyReplicas": replicas},
     }
 
@@ -174,19 +244,34 @@ class KubeState:
             self.compacted = self.rv + 1
             self.history.clear()
 
-    def warning(self, pod_name: str, reason: str, message: str, namespace: str = "shop",
-                count: int = 1) -> dict[str, Any]:
+    def warning(
+        self, pod_name: str, reason: str, message: str, namespace: str = "shop", count: int = 1
+    ) -> dict[str, Any]:
         with self.cond:
             self.rv += 1
-            ev = {"kind": "Event", "apiVersion": "v1", "type": "Warning", "reason": reason,
-                  "message": message, "count": count,
-                  "metadata": {"name": f"{pod_name}.{uuid.uuid4().hex[:16]}",
-                               "namespace": namespace, "uid": str(uuid.uuid4()),
-                               "resourceVersion": str(self.rv)},
-                  "involvedObject": {"kind": "Pod", "name": pod_name, "namespace": namespace,
-                                     "apiVersion": "v1"},
-                  "firstTimestamp": now(), "lastTimestamp": now(),
-                  "source": {"component": "kubelet", "host": "node-1"}}
+            ev = {
+                "kind": "Event",
+                "apiVersion": "v1",
+                "type": "Warning",
+                "reason": reason,
+                "message": message,
+                "count": count,
+                "metadata": {
+                    "name": f"{pod_name}.{uuid.uuid4().hex[:16]}",
+                    "namespace": namespace,
+                    "uid": str(uuid.uuid4()),
+                    "resourceVersion": str(self.rv),
+                },
+                "involvedObject": {
+                    "kind": "Pod",
+                    "name": pod_name,
+                    "namespace": namespace,
+                    "apiVersion": "v1",
+                },
+                "firstTimestamp": now(),
+                "lastTimestamp": now(),
+                "source": {"component": "kubelet", "host": "node-1"},
+            }
             self.events.append(ev)
             return ev
 
@@ -201,8 +286,11 @@ class KubeState:
         """The deployment controller, reduced to what revisions need: one ReplicaSet per
         distinct template; the current template's ReplicaSet gets the newest revision."""
         ns, name = dep["metadata"]["namespace"], dep["metadata"]["name"]
-        mine = [rs for (n, _), rs in self.replicasets.items()
-                if n == ns and rs["metadata"]["ownerReferences"][0]["uid"] == dep["metadata"]["uid"]]
+        mine = [
+            rs
+            for (n, _), rs in self.replicasets.items()
+            if n == ns and rs["metadata"]["ownerReferences"][0]["uid"] == dep["metadata"]["uid"]
+        ]
         top = max((int(rs["metadata"]["annotations"][REVISION]) for rs in mine), default=0)
         template = copy.deepcopy(dep["spec"]["template"])
         for rs in mine:
@@ -216,16 +304,31 @@ class KubeState:
         else:
             hash_ = uuid.uuid4().hex[:10]
             template["metadata"]["labels"]["pod-template-hash"] = hash_
-            rs = {"kind": "ReplicaSet", "apiVersion": "apps/v1",
-                  "metadata": {"name": f"{name}-{hash_}", "namespace": ns,
-                               "uid": str(uuid.uuid4()), "labels": dict(template["metadata"]["labels"]),
-                               "annotations": {REVISION: str(top + 1)},
-                               "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                                    "name": name, "uid": dep["metadata"]["uid"],
-                                                    "controller": True}]},
-                  "spec": {"replicas": dep["spec"]["replicas"],
-                           "selector": {"matchLabels": dict(template["metadata"]["labels"])},
-                           "template": template}}
+            rs = {
+                "kind": "ReplicaSet",
+                "apiVersion": "apps/v1",
+                "metadata": {
+                    "name": f"{name}-{hash_}",
+                    "namespace": ns,
+                    "uid": str(uuid.uuid4()),
+                    "labels": dict(template["metadata"]["labels"]),
+                    "annotations": {REVISION: str(top + 1)},
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": name,
+                            "uid": dep["metadata"]["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "replicas": dep["spec"]["replicas"],
+                    "selector": {"matchLabels": dict(template["metadata"]["labels"])},
+                    "template": template,
+                },
+            }
             self._bump(rs)
             self.replicasets[(ns, rs["metadata"]["name"])] = rs
             top += 1
@@ -258,13 +361,23 @@ class KubeServer:
     def kubeconfig(self, folder: Path) -> Path:
         """A kubeconfig whose current context points at this server."""
         path = folder / "kubeconfig"
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "local",
-            "clusters": [{"name": "local", "cluster": {"server": self.url}}],
-            "users": [{"name": "guard", "user": {"token": "kube-test-token"}}],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "guard",
-                                                       "namespace": "shop"}}],
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "local",
+                    "clusters": [{"name": "local", "cluster": {"server": self.url}}],
+                    "users": [{"name": "guard", "user": {"token": "kube-test-token"}}],
+                    "contexts": [
+                        {
+                            "name": "local",
+                            "context": {"cluster": "local", "user": "guard", "namespace": "shop"},
+                        }
+                    ],
+                }
+            )
+        )
         return path
 
     def sent(self, method: str, path_part: str = "") -> list[Request]:
@@ -284,8 +397,9 @@ class KubeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
-                server.requests.append(Request(method, url.path, query,
-                                               self.headers.get("Content-Type"), body))
+                server.requests.append(
+                    Request(method, url.path, query, self.headers.get("Content-Type"), body)
+                )
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
                     route(server, self, method, url.path, query, body)
 
@@ -338,9 +452,15 @@ RBAC = Path(__file__).resolve().parent.parent / "deploy/kubernetes/rbac.yaml"
 
 def granted_by_rbac() -> set[tuple[str, str, str]]:
     docs = yaml.safe_load_all(RBAC.read_text())
-    return {(group, res, verb) for d in docs if d["kind"] == "ClusterRole"
-            for rule in d["rules"] for group in rule["apiGroups"]
-            for res in rule["resources"] for verb in rule["verbs"]}
+    return {
+        (group, res, verb)
+        for d in docs
+        if d["kind"] == "ClusterRole"
+        for rule in d["rules"]
+        for group in rule["apiGroups"]
+        for res in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
 
 def serve_kube() -> Iterator[KubeServer]:

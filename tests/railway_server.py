@@ -91,10 +91,14 @@ class RailwayState:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.project = {"id": str(uuid.uuid4()), "name": "shop"}
-        self.services = [{"id": str(uuid.uuid4()), "name": "api"},
-                         {"id": str(uuid.uuid4()), "name": "worker"}]
-        self.environments = [{"id": str(uuid.uuid4()), "name": "production"},
-                             {"id": str(uuid.uuid4()), "name": "staging"}]
+        self.services = [
+            {"id": str(uuid.uuid4()), "name": "api"},
+            {"id": str(uuid.uuid4()), "name": "worker"},
+        ]
+        self.environments = [
+            {"id": str(uuid.uuid4()), "name": "production"},
+            {"id": str(uuid.uuid4()), "name": "staging"},
+        ]
         self.deployments: list[dict[str, Any]] = []
         self.logs: dict[str, list[dict[str, Any]]] = {}
         self.build_logs: dict[str, list[dict[str, Any]]] = {}
@@ -107,23 +111,40 @@ class RailwayState:
     def environment(self, name: str) -> dict[str, Any]:
         return next(e for e in self.environments if e["name"] == name)
 
-    def deploy(self, service: str = "api", environment: str = "production",
-               status: str = "SUCCESS") -> dict[str, Any]:
+    def deploy(
+        self, service: str = "api", environment: str = "production", status: str = "SUCCESS"
+    ) -> dict[str, Any]:
         """Add a deployment (the newest, so the service instance's latest)."""
         with self.lock:
             created = datetime(2026, 12, 1, tzinfo=UTC) + timedelta(minutes=next(self._clock))
-            dep = {"id": str(uuid.uuid4()), "status": status, "createdAt": iso(created),
-                   "serviceId": self.service(service)["id"],
-                   "environmentId": self.environment(environment)["id"],
-                   "projectId": self.project["id"], "canRollback": status == "SUCCESS",
-                   "canRedeploy": True}
+            dep = {
+                "id": str(uuid.uuid4()),
+                "status": status,
+                "createdAt": iso(created),
+                "serviceId": self.service(service)["id"],
+                "environmentId": self.environment(environment)["id"],
+                "projectId": self.project["id"],
+                "canRollback": status == "SUCCESS",
+                "canRedeploy": True,
+            }
             self.deployments.append(dep)
             return dep
 
-    def log(self, deployment_id: str, message: str, *, at: str | None = None,
-            severity: str | None = "info", build: bool = False) -> dict[str, Any]:
-        line = {"timestamp": at or iso(datetime.now(UTC)), "message": message,
-                "severity": severity, "attributes": [{"key": "level", "value": severity or ""}]}
+    def log(
+        self,
+        deployment_id: str,
+        message: str,
+        *,
+        at: str | None = None,
+        severity: str | None = "info",
+        build: bool = False,
+    ) -> dict[str, Any]:
+        line = {
+            "timestamp": at or iso(datetime.now(UTC)),
+            "message": message,
+            "severity": severity,
+            "attributes": [{"key": "level", "value": severity or ""}],
+        }
         with self.lock:
             (self.build_logs if build else self.logs).setdefault(deployment_id, []).append(line)
         return line
@@ -143,22 +164,35 @@ class RailwayState:
         def project(info: Any, id: str) -> dict[str, Any]:
             if id != self.project["id"]:
                 raise graphql.GraphQLError("Project not found")
-            return {**self.project, "services": edges(self.services),
-                    "environments": edges(self.environments)}
+            return {
+                **self.project,
+                "services": edges(self.services),
+                "environments": edges(self.environments),
+            }
 
         def latest(environment_id: str, service_id: str) -> dict[str, Any] | None:
-            mine = [d for d in self.deployments
-                    if d["serviceId"] == service_id and d["environmentId"] == environment_id]
+            mine = [
+                d
+                for d in self.deployments
+                if d["serviceId"] == service_id and d["environmentId"] == environment_id
+            ]
             return max(mine, key=lambda d: d["createdAt"]) if mine else None
 
         def service_instance(info: Any, environmentId: str, serviceId: str) -> dict[str, Any]:
             return {"latestDeployment": latest(environmentId, serviceId)}
 
-        def deployments(info: Any, input: dict[str, Any], first: int | None = None,
-                        **_: Any) -> dict[str, Any]:
-            found = [d for d in self.deployments
-                     if all(d[k] == input[k] for k in ("projectId", "serviceId", "environmentId")
-                            if input.get(k))]
+        def deployments(
+            info: Any, input: dict[str, Any], first: int | None = None, **_: Any
+        ) -> dict[str, Any]:
+            found = [
+                d
+                for d in self.deployments
+                if all(
+                    d[k] == input[k]
+                    for k in ("projectId", "serviceId", "environmentId")
+                    if input.get(k)
+                )
+            ]
             wanted = (input.get("status") or {}).get("in")
             if wanted:
                 found = [d for d in found if d["status"] in wanted]
@@ -166,9 +200,14 @@ class RailwayState:
             return edges(found[: first or 100])
 
         def logs_of(store: dict[str, list[dict[str, Any]]]) -> Any:
-            def resolve(info: Any, deploymentId: str, startDate: str | None = None,
-                        limit: int | None = None, filter: str | None = None,
-                        endDate: str | None = None) -> list[dict[str, Any]]:
+            def resolve(
+                info: Any,
+                deploymentId: str,
+                startDate: str | None = None,
+                limit: int | None = None,
+                filter: str | None = None,
+                endDate: str | None = None,
+            ) -> list[dict[str, Any]]:
                 self.find(deploymentId)
                 lines = sorted(store.get(deploymentId, []), key=lambda x: x["timestamp"])
                 if filter and filter.startswith("@level:"):
@@ -177,7 +216,8 @@ class RailwayState:
                     lines = [x for x in lines if filter in x["message"]]
                 if startDate is not None:
                     return [x for x in lines if x["timestamp"] >= startDate][: limit or 100]
-                return lines[-(limit or 100):]
+                return lines[-(limit or 100) :]
+
             return resolve
 
         def restart(info: Any, id: str) -> bool:
@@ -210,14 +250,23 @@ class RailwayState:
         def project_token(info: Any) -> dict[str, Any]:
             if info.context["auth"] != "project":
                 raise graphql.GraphQLError("Project Token not found")
-            return {"projectId": self.project["id"],
-                    "environmentId": self.environment("production")["id"]}
+            return {
+                "projectId": self.project["id"],
+                "environmentId": self.environment("production")["id"],
+            }
 
-        return {"project": project, "serviceInstance": service_instance,
-                "deployments": deployments, "deploymentLogs": logs_of(self.logs),
-                "buildLogs": logs_of(self.build_logs), "deploymentRestart": restart,
-                "deploymentRedeploy": redeploy, "deploymentRollback": rollback,
-                "serviceInstanceRedeploy": instance_redeploy, "projectToken": project_token}
+        return {
+            "project": project,
+            "serviceInstance": service_instance,
+            "deployments": deployments,
+            "deploymentLogs": logs_of(self.logs),
+            "buildLogs": logs_of(self.build_logs),
+            "deploymentRestart": restart,
+            "deploymentRedeploy": redeploy,
+            "deploymentRollback": rollback,
+            "serviceInstanceRedeploy": instance_redeploy,
+            "projectToken": project_token,
+        }
 
 
 class RailwayServer:
@@ -243,8 +292,11 @@ class RailwayServer:
 
     def ops(self, name: str | None = None) -> list[Call]:
         """Calls whose root field (or operation name) matches ``name``."""
-        return [c for c in self.calls if name is None or name in (c.operation or "")
-                or f"{name}(" in c.query]
+        return [
+            c
+            for c in self.calls
+            if name is None or name in (c.operation or "") or f"{name}(" in c.query
+        ]
 
     @property
     def invalid(self) -> list[Call]:
@@ -262,8 +314,16 @@ class RailwayServer:
         problems = validate(query)
         op = graphql.get_operation_ast(graphql.parse(query)) if not problems else None
         with self._lock:
-            self.calls.append(Call(op.name.value if op and op.name else None, query, variables,
-                                   auth, time.monotonic(), problems))
+            self.calls.append(
+                Call(
+                    op.name.value if op and op.name else None,
+                    query,
+                    variables,
+                    auth,
+                    time.monotonic(),
+                    problems,
+                )
+            )
             fault = self.faults.pop(0) if self.faults else None
         if fault is not None:
             if fault.delay:
@@ -279,10 +339,13 @@ class RailwayServer:
         if auth == "none":
             return 200, {}, {"errors": [{"message": "Not Authorized"}], "data": None}
         with self.state.lock:
-            result = graphql.graphql_sync(railway_schema(), query,
-                                          root_value=self.state.root(),
-                                          variable_values=variables,
-                                          context_value={"auth": auth})
+            result = graphql.graphql_sync(
+                railway_schema(),
+                query,
+                root_value=self.state.root(),
+                variable_values=variables,
+                context_value={"auth": auth},
+            )
         out: dict[str, Any] = {"data": result.data}
         if result.errors:
             out["errors"] = [{"message": e.message, "path": e.path} for e in result.errors]
@@ -324,8 +387,15 @@ def serve_railway() -> Iterator[RailwayServer]:
 
 def railway_config(server: RailwayServer, **extra: Any) -> dict[str, Any]:
     """The ``railway:`` section pointing Guard at ``server`` with fast retries."""
-    return {"token": ACCOUNT_TOKEN, "api_url": server.url,
-            "project_id": server.state.project["id"],
-            "environment_id": server.state.environment("production")["id"],
-            "max_requests_per_hour": 100000, "max_requests_per_second": 1000,
-            "timeout": 0.5, "retries": 2, "backoff": 0.05, **extra}
+    return {
+        "token": ACCOUNT_TOKEN,
+        "api_url": server.url,
+        "project_id": server.state.project["id"],
+        "environment_id": server.state.environment("production")["id"],
+        "max_requests_per_hour": 100000,
+        "max_requests_per_second": 1000,
+        "timeout": 0.5,
+        "retries": 2,
+        "backoff": 0.05,
+        **extra,
+    }

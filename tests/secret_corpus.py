@@ -28,17 +28,27 @@ _URLSAFE = _AN + "-_"
 def _jwt(seed: str) -> str:
     def part(obj: str) -> str:
         return base64.urlsafe_b64encode(obj.encode()).decode().rstrip("=")
-    return ".".join([part('{"alg":"HS256","typ":"JWT"}'),
-                     part('{"sub":"fake-' + seed + '","name":"Test User","iat":1516239022}'),
-                     _fill(seed, 43, _URLSAFE)])
+
+    return ".".join(
+        [
+            part('{"alg":"HS256","typ":"JWT"}'),
+            part('{"sub":"fake-' + seed + '","name":"Test User","iat":1516239022}'),
+            _fill(seed, 43, _URLSAFE),
+        ]
+    )
 
 
 def _pem(seed: str) -> str:
     body = "MII" + _fill(seed, 61, _B64)
     rest = [_fill(seed + str(i), 64, _B64) for i in range(3)]
     edge = "-" * 5
-    return (f"{edge}BEGIN {'RSA '}PRIVATE KEY{edge}\n" + body + "\n" + "\n".join(rest)
-            + f"\n{edge}END RSA PRIVATE KEY{edge}")
+    return (
+        f"{edge}BEGIN {'RSA '}PRIVATE KEY{edge}\n"
+        + body
+        + "\n"
+        + "\n".join(rest)
+        + f"\n{edge}END RSA PRIVATE KEY{edge}"
+    )
 
 
 def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
@@ -48,10 +58,13 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
     gh = "gh" + "p_" + _fill(seed + "gh", 36, _AN)
     ghs = "gh" + "s_" + _fill(seed + "ghs", 36, _AN)
     glpat = "gl" + "pat-" + _fill(seed + "gl", 20, _URLSAFE)
-    tg = "".join(_fill(seed + "tgid", 10, "123456789")) + ":" + "AA" + _fill(seed + "tg", 33,
-                                                                           _URLSAFE)
-    slack = "xo" + "xb-" + _fill(seed + "sl", 12, "0123456789") + "-" + _fill(seed + "sl2", 24,
-                                                                             _AN)
+    tg = (
+        "".join(_fill(seed + "tgid", 10, "123456789"))
+        + ":"
+        + "AA"
+        + _fill(seed + "tg", 33, _URLSAFE)
+    )
+    slack = "xo" + "xb-" + _fill(seed + "sl", 12, "0123456789") + "-" + _fill(seed + "sl2", 24, _AN)
     jwt = _jwt(seed)
     pg_pass = "Pg" + _fill(seed + "pg", 14, _AN)
     stripe = "sk" + "_live_" + _fill(seed + "st", 24, _AN)
@@ -59,29 +72,49 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
     google = "AI" + "za" + _fill(seed + "goo", 35, _URLSAFE)
     anthropic = "sk-" + "ant-api03-" + _fill(seed + "ant", 40, _URLSAFE)
     npm = "np" + "m_" + _fill(seed + "npm", 36, _AN)
-    sendgrid = "S" + "G." + _fill(seed + "sg1", 22, _URLSAFE) + "." + _fill(seed + "sg2", 43,
-                                                                           _URLSAFE)
+    sendgrid = (
+        "S" + "G." + _fill(seed + "sg1", 22, _URLSAFE) + "." + _fill(seed + "sg2", 43, _URLSAFE)
+    )
     api_key = _fill(seed + "api", 32, _AN)
     app_pass = "Hunter" + _fill(seed + "pw", 6, _AN) + "!"
     session = _fill(seed + "sid", 32, _AN)
     basic = base64.b64encode(f"deploy:{app_pass}".encode()).decode()
-    webhook = ("https://hooks." + "slack.com/services/T" + _fill(seed + "w1", 8, _AZ) + "/B"
-               + _fill(seed + "w2", 8, _AZ) + "/" + _fill(seed + "w3", 24, _AN))
+    webhook = (
+        "https://hooks."
+        + "slack.com/services/T"
+        + _fill(seed + "w1", 8, _AZ)
+        + "/B"
+        + _fill(seed + "w2", 8, _AZ)
+        + "/"
+        + _fill(seed + "w3", 24, _AN)
+    )
     return [
         ("aws-access-key", aws_id, f"boto: using credentials AWS_ACCESS_KEY_ID={aws_id} for s3"),
-        ("aws-secret-key", aws_secret,
-         f"env dump: aws_secret_access_key={aws_secret} region=eu-west-1"),
+        (
+            "aws-secret-key",
+            aws_secret,
+            f"env dump: aws_secret_access_key={aws_secret} region=eu-west-1",
+        ),
         ("github-token", gh, f"cloning https://{gh}@github.com/acme/api.git failed: exit 128"),
-        ("github-token", ghs,
-         f"git fetch https://x-access-token:{ghs}@github.com/acme/api.git: 403 Forbidden"),
+        (
+            "github-token",
+            ghs,
+            f"git fetch https://x-access-token:{ghs}@github.com/acme/api.git: 403 Forbidden",
+        ),
         ("gitlab-token", glpat, f"ERROR registry login with token {glpat} rejected"),
         ("telegram-bot-token", tg, f"POST https://api.telegram.org/bot{tg}/sendMessage 502"),
         ("slack-token", slack, f"slack client init failed token={slack} invalid_auth"),
         ("jwt", jwt, f"request rejected: Authorization: Bearer {jwt} expired"),
-        ("url-password", pg_pass,
-         f"FATAL could not connect to postgres://app:{pg_pass}@db.internal:5432/app"),
-        ("stripe-key", stripe, f"stripe.error.AuthenticationError: Invalid API Key provided: "
-                               f"{stripe}"),
+        (
+            "url-password",
+            pg_pass,
+            f"FATAL could not connect to postgres://app:{pg_pass}@db.internal:5432/app",
+        ),
+        (
+            "stripe-key",
+            stripe,
+            f"stripe.error.AuthenticationError: Invalid API Key provided: {stripe}",
+        ),
         ("private-key", pem, f"loaded signing key:\n{pem}\n and then crashed"),
         ("google-api-key", google, f"maps: request denied for key={google}"),
         ("anthropic-key", anthropic, f"llm call failed (401) with x-api-key: {anthropic}"),
@@ -98,8 +131,16 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
 def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
     """``n`` log lines with ids, hashes, base64 and URLs that are not secrets."""
     rnd = random.Random(seed)
-    paths = ["/api/v1/orders", "/healthz", "/users/42/profile", "/static/app.js", "/login",
-             "/api/v2/search?q=shoes&page=3", "/metrics", "/api/tokens/refresh"]
+    paths = [
+        "/api/v1/orders",
+        "/healthz",
+        "/users/42/profile",
+        "/static/app.js",
+        "/login",
+        "/api/v2/search?q=shoes&page=3",
+        "/metrics",
+        "/api/tokens/refresh",
+    ]
     words = ["checkout", "inventory", "billing", "auth", "search", "mailer", "worker"]
     out = []
     for i in range(n):
@@ -126,7 +167,7 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
             f"postgres://db.internal:5432/app connection pool size={i % 40}",
             f"jwt verification failed: signature expired ({ms}s ago)",
             f"kube: pod {svc}-{sha[:10]}-{sha[10:15]} Back-off restarting failed container",
-            f"etag W/\"{sha[:24]}\" for {path}",
+            f'etag W/"{sha[:24]}" for {path}',
             # near misses: the words of secrets, without one
             f"operator rotated secret_name=db-credentials-{i} in namespace prod",
             f"password_expires_in={i % 90}d for user {i}; password policy ok",
@@ -136,7 +177,7 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
             f"csrf token mismatch on {path} (request {rid})",
             f"Authorization: required for {path}",
             f"redis://cache.internal:6379/{i % 16} reconnecting; amqp://rabbit:5672/ ok",
-            f"k8s: Secret \"db-password\" not found in namespace prod (pod {svc}-{i})",
+            f'k8s: Secret "db-password" not found in namespace prod (pod {svc}-{i})',
             f"api_key_rotation=enabled next=2026-12-{i % 28 + 1:02d}",
             f"JWT header eyJhbGciOiJIUzI1NiJ9 decoded for {svc}",
             f"ssh: host key SHA256:{fp} accepted",

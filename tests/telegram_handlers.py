@@ -38,24 +38,41 @@ class World:
 
     def message(self, user: int, text: str, *, reply_to: int | None = None) -> Update:
         self._next += 1
-        msg: dict[str, Any] = {"message_id": self._next, "date": int(time.time()),
-                               "chat": {"id": CHAT, "type": "group"},
-                               "from": {"id": user, "is_bot": False, "first_name": "u"},
-                               "text": text}
+        msg: dict[str, Any] = {
+            "message_id": self._next,
+            "date": int(time.time()),
+            "chat": {"id": CHAT, "type": "group"},
+            "from": {"id": user, "is_bot": False, "first_name": "u"},
+            "text": text,
+        }
         if text.startswith("/"):
-            msg["entities"] = [{"type": "bot_command", "offset": 0,
-                                "length": len(text.split()[0])}]
+            msg["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
         if reply_to is not None:
-            msg["reply_to_message"] = {"message_id": reply_to, "date": int(time.time()),
-                                       "chat": {"id": CHAT, "type": "group"}, "text": "#1"}
+            msg["reply_to_message"] = {
+                "message_id": reply_to,
+                "date": int(time.time()),
+                "chat": {"id": CHAT, "type": "group"},
+                "text": "#1",
+            }
         return self.update({"message": msg})
 
     def press(self, user: int, data: str, message_id: int) -> Update:
-        return self.update({"callback_query": {
-            "id": f"cq{time.monotonic_ns()}", "chat_instance": "ci", "data": data,
-            "from": {"id": user, "is_bot": False, "first_name": "u"},
-            "message": {"message_id": message_id, "date": int(time.time()),
-                        "chat": {"id": CHAT, "type": "group"}, "text": "?"}}})
+        return self.update(
+            {
+                "callback_query": {
+                    "id": f"cq{time.monotonic_ns()}",
+                    "chat_instance": "ci",
+                    "data": data,
+                    "from": {"id": user, "is_bot": False, "first_name": "u"},
+                    "message": {
+                        "message_id": message_id,
+                        "date": int(time.time()),
+                        "chat": {"id": CHAT, "type": "group"},
+                        "text": "?",
+                    },
+                }
+            }
+        )
 
     async def text(self, user: int, text: str, *, reply_to: int | None = INCIDENT_MESSAGE) -> None:
         update = self.message(user, text, reply_to=reply_to)
@@ -74,27 +91,57 @@ class World:
 @pytest.fixture
 async def world(tmp_path: Path) -> AsyncIterator[World]:
     server = TelegramServer(TOKEN).start()
-    settings = Settings(data_dir=tmp_path, skills_dir=tmp_path / "skills",
-                        playbooks_dir=tmp_path / "playbooks",
-                        telegram=TelegramSettings(allowed_user_ids=[ADMIN]))
+    settings = Settings(
+        data_dir=tmp_path,
+        skills_dir=tmp_path / "skills",
+        playbooks_dir=tmp_path / "playbooks",
+        telegram=TelegramSettings(allowed_user_ids=[ADMIN]),
+    )
     db = open_database(settings.database_url)
     now = utcnow()
     with db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
-                       target="http://svc", kind="http_status", severity="critical",
-                       title="down", message="down", state="awaiting_human", opened_at=now,
-                       first_seen=now, last_seen=now)
+        inc = Incident(
+            fingerprint="fp",
+            check_key="k",
+            monitor_id="web",
+            source="http",
+            target="http://svc",
+            kind="http_status",
+            severity="critical",
+            title="down",
+            message="down",
+            state="awaiting_human",
+            opened_at=now,
+            first_seen=now,
+            last_seen=now,
+        )
         s.add(inc)
         s.flush()
         assert inc.id is not None
-        s.add(TelegramMessage(chat_id=str(CHAT), message_id=INCIDENT_MESSAGE,
-                              incident_id=inc.id, role="incident", live=True, approvals=[]))
+        s.add(
+            TelegramMessage(
+                chat_id=str(CHAT),
+                message_id=INCIDENT_MESSAGE,
+                incident_id=inc.id,
+                role="incident",
+                live=True,
+                approvals=[],
+            )
+        )
         incident_id = inc.id
+
     async def send_report(chat_id: str | None = None) -> None:
         pass  # the daily report has its own tests
 
-    gateway = SimpleNamespace(db=db, auth=Authoriser(settings.telegram, db), settings=settings,
-                              chat_id=CHAT, runtime=None, notifier=None, send_report=send_report)
+    gateway = SimpleNamespace(
+        db=db,
+        auth=Authoriser(settings.telegram, db),
+        settings=settings,
+        chat_id=CHAT,
+        runtime=None,
+        notifier=None,
+        send_report=send_report,
+    )
     bot = Bot(TOKEN, base_url=server.url + "/bot")
     await bot.initialize()
     try:
@@ -102,5 +149,3 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     finally:
         await bot.shutdown()
         server.stop()
-
-

@@ -72,9 +72,15 @@ def service() -> Iterator[Service]:
 def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
     config: dict[str, Any] = {
         # /healthz and /metrics on loopback and a free port: Guards in parallel never collide
-        "http_host": "127.0.0.1", "http_port": 0,
-        "telegram": {"bot_token": TOKEN, "chat_id": CHAT, "allowed_user_ids": [ADMIN],
-                     "api_base_url": tg.url, "poll_timeout": "1s"},
+        "http_host": "127.0.0.1",
+        "http_port": 0,
+        "telegram": {
+            "bot_token": TOKEN,
+            "chat_id": CHAT,
+            "allowed_user_ids": [ADMIN],
+            "api_base_url": tg.url,
+            "poll_timeout": "1s",
+        },
         "sandbox": {"backend": "local"},
         "agent": {"verify_timeout": "5s", "poll_interval": "200ms"},
         "skills": {"git_author": "Guard Test <guard@test>"},
@@ -85,8 +91,18 @@ def configure(home: GuardHome, tg: TelegramServer, **extra: Any) -> None:
 
 
 def http_playbook(home: GuardHome, svc: Service, auto_resolve: bool = False) -> None:
-    home.playbook("web", [{"id": "web", "type": "http", "url": f"{svc.base}/healthz",
-                           "every": "1s", "auto_resolve": auto_resolve}])
+    home.playbook(
+        "web",
+        [
+            {
+                "id": "web",
+                "type": "http",
+                "url": f"{svc.base}/healthz",
+                "every": "1s",
+                "auto_resolve": auto_resolve,
+            }
+        ],
+    )
 
 
 def write_http_skill(home: GuardHome, svc: Service, name: str = "web-fix") -> None:
@@ -96,12 +112,14 @@ def write_http_skill(home: GuardHome, svc: Service, name: str = "web-fix") -> No
         f"---\nname: {name}\ndescription: Calls the service's fix endpoint when its health "
         "check answers an error status.\nlicense: Apache-2.0\n---\n\n"
         f"# {name}\n\n## When to use\n\nThe web check fails.\n\n## Procedure\n\n"
-        "1. POST /fix.\n\n## Pitfalls\n\nNone.\n\n## Verification\n\nThe check passes.\n")
+        "1. POST /fix.\n\n## Pitfalls\n\nNone.\n\n## Verification\n\nThe check passes.\n"
+    )
     (folder / "skill.yaml").write_text(
         "triggers:\n  - source: http\n    kind: http_status\nsteps:\n"
-        f"  - action: http.request\n    args: {{url: \"{svc.base}/fix\"}}\n"
+        f'  - action: http.request\n    args: {{url: "{svc.base}/fix"}}\n'
         "  - verify: {timeout: 5s, interval: 500ms}\n"
-        "limits: {max_runs: 3, window: 1h}\ntrust: approval\norigin: builtin\n")
+        "limits: {max_runs: 3, window: 1h}\ntrust: approval\norigin: builtin\n"
+    )
 
 
 @contextmanager
@@ -111,14 +129,17 @@ def guard_run(home: GuardHome) -> Iterator[Path]:
         yield log
 
 
-def incident_message(tg: TelegramServer, incident_id: int | None = None,
-                     within: float = 30) -> dict[str, Any]:
+def incident_message(
+    tg: TelegramServer, incident_id: int | None = None, within: float = 30
+) -> dict[str, Any]:
     """The (first) message with buttons about an incident."""
+
     def found() -> dict[str, Any] | None:
         for m in tg.bot_messages(f"Incident #{incident_id or ''}"):
             if ("reply_markup" in m or m.get("edit_date")) and "reply_to_message" not in m:
                 return m
         return None
+
     return wait_for(found, within, "the incident message")
 
 

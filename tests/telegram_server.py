@@ -27,16 +27,40 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
-BOT = {"id": 777000, "is_bot": True, "first_name": "Guard", "username": "guard_test_bot",
-       "can_join_groups": True, "can_read_all_group_messages": False,
-       "supports_inline_queries": False}
+BOT = {
+    "id": 777000,
+    "is_bot": True,
+    "first_name": "Guard",
+    "username": "guard_test_bot",
+    "can_join_groups": True,
+    "can_read_all_group_messages": False,
+    "supports_inline_queries": False,
+}
 
 
 TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
 CALLBACK_DATA_LIMIT = 64
-HTML_TAGS = frozenset({"a", "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span",
-                       "tg-spoiler", "tg-emoji", "code", "pre", "blockquote"})
+HTML_TAGS = frozenset(
+    {
+        "a",
+        "b",
+        "strong",
+        "i",
+        "em",
+        "u",
+        "ins",
+        "s",
+        "strike",
+        "del",
+        "span",
+        "tg-spoiler",
+        "tg-emoji",
+        "code",
+        "pre",
+        "blockquote",
+    }
+)
 NAMED_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
 _ENTITY = re.compile(r"&(?:#([0-9]+)|#[xX]([0-9a-fA-F]+)|([a-zA-Z]+));")
 _ATTRIBUTE_VALUE = re.compile(r"[a-zA-Z0-9.\-]+")
@@ -89,14 +113,16 @@ def parse_html(text: str) -> str:
             j = i + 2
             while j < n and not text[j].isspace() and text[j] != ">":
                 j += 1
-            name = text[i + 2:j].lower()
+            name = text[i + 2 : j].lower()
             while j < n and text[j].isspace():
                 j += 1
             if j >= n or text[j] != ">":
                 raise HtmlError(f"Unclosed end tag at byte offset {at(begin)}")
             if name and name != stack[-1]:
-                raise HtmlError(f'Unmatched end tag at byte offset {at(begin)}, expected '
-                                f'"</{stack[-1]}>", found "</{name}>"')
+                raise HtmlError(
+                    f"Unmatched end tag at byte offset {at(begin)}, expected "
+                    f'"</{stack[-1]}>", found "</{name}>"'
+                )
             stack.pop()
             i = j + 1
             continue
@@ -105,17 +131,16 @@ def parse_html(text: str) -> str:
             j += 1
         if j >= n:
             raise HtmlError(f"Unclosed start tag at byte offset {at(begin)}")
-        name = text[i + 1:j].lower()
+        name = text[i + 1 : j].lower()
         if name not in HTML_TAGS:
             raise HtmlError(f'Unsupported start tag "{name}" at byte offset {at(begin)}')
         attributes, j = _attributes(text, j, name, at(begin))
         if name == "span" and attributes.get("class") != "tg-spoiler":
-            raise HtmlError(f'Tag "span" must have class "tg-spoiler" at byte offset '
-                            f"{at(begin)}")
+            raise HtmlError(f'Tag "span" must have class "tg-spoiler" at byte offset {at(begin)}')
         stack.append(name)
         i = j + 1
     if stack:
-        raise HtmlError(f"Can't find end tag corresponding to start tag \"{stack[-1]}\"")
+        raise HtmlError(f'Can\'t find end tag corresponding to start tag "{stack[-1]}"')
     return "".join(out)
 
 
@@ -153,13 +178,14 @@ def _attributes(text: str, i: int, tag: str, offset: int) -> tuple[dict[str, str
             end = text.find(text[i], i + 1)
             if end == -1:
                 raise unclosed
-            attributes[name] = text[i + 1:end]
+            attributes[name] = text[i + 1 : end]
             i = end + 1
         else:
             m = _ATTRIBUTE_VALUE.match(text, i)
             if m is None or m.end() >= n:
-                raise HtmlError(f"Unexpected end of name token at byte offset "
-                                f"{len(text[:i].encode())}")
+                raise HtmlError(
+                    f"Unexpected end of name token at byte offset {len(text[:i].encode())}"
+                )
             attributes[name] = m.group()
             i = m.end()
 
@@ -173,8 +199,11 @@ def refusal(method: str, p: dict[str, Any]) -> str | None:
                 data = button.get("callback_data")
                 if data is not None and not 1 <= len(str(data).encode()) <= CALLBACK_DATA_LIMIT:
                     return "BUTTON_DATA_INVALID"
-    field, limit = {"sendMessage": ("text", TEXT_LIMIT), "editMessageText": ("text", TEXT_LIMIT),
-                    "sendPhoto": ("caption", CAPTION_LIMIT)}.get(method, ("", 0))
+    field, limit = {
+        "sendMessage": ("text", TEXT_LIMIT),
+        "editMessageText": ("text", TEXT_LIMIT),
+        "sendPhoto": ("caption", CAPTION_LIMIT),
+    }.get(method, ("", 0))
     if not field:
         return None
     raw = p.get(field)
@@ -209,7 +238,8 @@ def parse_body(ctype: str, body: bytes) -> dict[str, Any]:
         return dict(json.loads(body))
     if ctype.startswith("multipart/form-data"):
         msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body)
+            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + body
+        )
         out: dict[str, Any] = {}
         for part in msg.iter_parts():
             name = part.get_param("name", header="content-disposition")
@@ -268,8 +298,7 @@ class TelegramServer:
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                status, reply = server.handle(self.path, self.headers.get("Content-Type", ""),
-                                              body)
+                status, reply = server.handle(self.path, self.headers.get("Content-Type", ""), body)
                 data = json.dumps(reply).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -310,15 +339,18 @@ class TelegramServer:
         prefix = f"/bot{self.token}/"
         if not path.startswith(prefix):
             return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
-        method = path[len(prefix):]
+        method = path[len(prefix) :]
         params = parse_body(ctype, body)
         with self._cond:
             self.calls.append({"method": method, "params": params, "at": time.monotonic()})
             queue = self.failures.get(method)
             if queue:
                 code, description, retry = queue.pop(0)
-                reply: dict[str, Any] = {"ok": False, "error_code": code,
-                                         "description": description}
+                reply: dict[str, Any] = {
+                    "ok": False,
+                    "error_code": code,
+                    "description": description,
+                }
                 if retry is not None:
                     reply["parameters"] = {"retry_after": retry}
                 return code, reply
@@ -328,10 +360,8 @@ class TelegramServer:
         refused = refusal(method, params)
         if refused is not None:
             with self._cond:
-                self.refused.append({"method": method, "params": params,
-                                     "description": refused})
-            return 400, {"ok": False, "error_code": 400,
-                         "description": f"Bad Request: {refused}"}
+                self.refused.append({"method": method, "params": params, "description": refused})
+            return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: {refused}"}
         result = fn(params)
         if isinstance(result, tuple):
             return result
@@ -369,9 +399,13 @@ class TelegramServer:
 
     def api_getUpdates(self, p: dict[str, Any]) -> Any:
         if self.webhook is not None:
-            return 409, {"ok": False, "error_code": 409, "description": "Conflict: can't use "
-                         "getUpdates method while webhook is active; use deleteWebhook to "
-                         "delete the webhook first"}
+            return 409, {
+                "ok": False,
+                "error_code": 409,
+                "description": "Conflict: can't use "
+                "getUpdates method while webhook is active; use deleteWebhook to "
+                "delete the webhook first",
+            }
         offset = int(p.get("offset") or 0)
         timeout = float(p.get("timeout") or 0)
         limit = int(p.get("limit") or 100)
@@ -385,9 +419,13 @@ class TelegramServer:
     def _store(self, chat_id: Any, fields: dict[str, Any]) -> dict[str, Any]:
         with self._cond:
             self._next_message += 1
-            msg = {"message_id": self._next_message, "date": int(time.time()),
-                   "chat": {"id": int(chat_id), "type": "private" if int(chat_id) > 0
-                            else "group"}, "from": BOT, **fields}
+            msg = {
+                "message_id": self._next_message,
+                "date": int(time.time()),
+                "chat": {"id": int(chat_id), "type": "private" if int(chat_id) > 0 else "group"},
+                "from": BOT,
+                **fields,
+            }
             self.messages[(int(chat_id), msg["message_id"])] = msg
             return msg
 
@@ -408,9 +446,18 @@ class TelegramServer:
     def api_sendPhoto(self, p: dict[str, Any]) -> Any:
         photo = p.get("photo", b"")
         size = len(photo) if isinstance(photo, bytes) else 0
-        fields = {"photo": [{"file_id": f"photo{size}", "file_unique_id": f"u{size}",
-                             "width": 480, "height": 200, "file_size": size}],
-                  **({"caption": p["caption"]} if p.get("caption") else {})}
+        fields = {
+            "photo": [
+                {
+                    "file_id": f"photo{size}",
+                    "file_unique_id": f"u{size}",
+                    "width": 480,
+                    "height": 200,
+                    "file_size": size,
+                }
+            ],
+            **({"caption": p["caption"]} if p.get("caption") else {}),
+        }
         return self._store(p["chat_id"], fields)
 
     def _edit(self, p: dict[str, Any], text: bool) -> Any:
@@ -418,8 +465,11 @@ class TelegramServer:
         with self._cond:
             msg = self.messages.get(key)
             if msg is None:
-                return 400, {"ok": False, "error_code": 400,
-                             "description": "Bad Request: message to edit not found"}
+                return 400, {
+                    "ok": False,
+                    "error_code": 400,
+                    "description": "Bad Request: message to edit not found",
+                }
             if text:
                 msg["text"] = p["text"]
             if isinstance(p.get("reply_markup"), dict):
@@ -458,8 +508,9 @@ class TelegramServer:
         headers = {"Content-Type": "application/json"}
         if self.webhook["secret"]:
             headers["X-Telegram-Bot-Api-Secret-Token"] = self.webhook["secret"]
-        request = urllib.request.Request(self.webhook["url"], data=json.dumps(update).encode(),
-                                         headers=headers, method="POST")
+        request = urllib.request.Request(
+            self.webhook["url"], data=json.dumps(update).encode(), headers=headers, method="POST"
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:
                 status = answer.status
@@ -473,13 +524,16 @@ class TelegramServer:
         with self._cond:
             self._next_message += 1
             msg: dict[str, Any] = {
-                "message_id": self._next_message, "date": int(time.time()),
+                "message_id": self._next_message,
+                "date": int(time.time()),
                 "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
                 "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
-                "text": text}
+                "text": text,
+            }
             if text.startswith("/"):
-                msg["entities"] = [{"type": "bot_command", "offset": 0,
-                                    "length": len(text.split()[0])}]
+                msg["entities"] = [
+                    {"type": "bot_command", "offset": 0, "length": len(text.split()[0])}
+                ]
             if reply_to is not None:
                 msg["reply_to_message"] = self.messages[(chat_id, reply_to)]
         return self._push({"message": msg})
@@ -487,17 +541,26 @@ class TelegramServer:
     def press(self, user_id: int, data: str, *, chat_id: int, message_id: int) -> int:
         """A user presses a button whose callback data is ``data`` on a message."""
         msg = self.messages[(chat_id, message_id)]
-        return self._push({"callback_query": {
-            "id": f"cq{time.monotonic_ns()}", "chat_instance": "ci",
-            "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
-            "message": msg, "data": data}})
+        return self._push(
+            {
+                "callback_query": {
+                    "id": f"cq{time.monotonic_ns()}",
+                    "chat_instance": "ci",
+                    "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+                    "message": msg,
+                    "data": data,
+                }
+            }
+        )
 
-    def fail(self, method: str, code: int = 429, *, times: int = 1,
-             retry_after: int | None = 1) -> None:
+    def fail(
+        self, method: str, code: int = 429, *, times: int = 1, retry_after: int | None = 1
+    ) -> None:
         desc = f"Too Many Requests: retry after {retry_after}" if code == 429 else "Error"
         with self._cond:
             self.failures.setdefault(method, []).extend(
-                [(code, desc, retry_after if code == 429 else None)] * times)
+                [(code, desc, retry_after if code == 429 else None)] * times
+            )
 
     def sent(self, method: str = "sendMessage") -> list[dict[str, Any]]:
         with self._cond:
@@ -506,5 +569,8 @@ class TelegramServer:
     def bot_messages(self, contains: str = "") -> list[dict[str, Any]]:
         """Messages the bot has successfully sent (as they are now, after any edits)."""
         with self._cond:
-            return [dict(m) for m in self.messages.values()
-                    if m["from"]["id"] == BOT["id"] and contains in m.get("text", "")]
+            return [
+                dict(m)
+                for m in self.messages.values()
+                if m["from"]["id"] == BOT["id"] and contains in m.get("text", "")
+            ]

@@ -14,10 +14,12 @@ from tests.conftest import GuardHome
 
 def noisy_line(i: int) -> str:
     """One fault, varying only in timestamp, request id, IP and duration."""
-    return (f"2026-12-02T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000:03d}Z FATAL "
-            f"req={uuid.uuid4()} trace={random.randrange(1 << 32):08x} client "
-            f"10.{i % 256}.{(i * 3) % 256}.{i % 200} took {random.randrange(1, 5000)}ms: "
-            "sorry, too many clients already\n")
+    return (
+        f"2026-12-02T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i % 1000:03d}Z FATAL "
+        f"req={uuid.uuid4()} trace={random.randrange(1 << 32):08x} client "
+        f"10.{i % 256}.{(i * 3) % 256}.{i % 200} took {random.randrange(1, 5000)}ms: "
+        "sorry, too many clients already\n"
+    )
 
 
 def open_incidents(home: GuardHome) -> list[dict]:
@@ -28,14 +30,25 @@ def open_incidents(home: GuardHome) -> list[dict]:
 def setup_log(home: GuardHome) -> Path:
     log = home.root / "api.log"
     log.write_text("")
-    home.playbook("api", [{
-        "id": "api-log", "type": "logfile", "path": str(log), "every": "10s",
-        "rules": [
-            {"kind": "db_too_many_connections", "pattern": "too many clients",
-             "severity": "critical"},
-            {"kind": "api_error", "pattern": r"\bERROR\b"},
+    home.playbook(
+        "api",
+        [
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "10s",
+                "rules": [
+                    {
+                        "kind": "db_too_many_connections",
+                        "pattern": "too many clients",
+                        "severity": "critical",
+                    },
+                    {"kind": "api_error", "pattern": r"\bERROR\b"},
+                ],
+            }
         ],
-    }])
+    )
     return log
 
 
@@ -52,8 +65,18 @@ def test_log_storm_becomes_four_incidents_and_counts_only_grow(home: GuardHome):
     assert len(incidents) == 4
     big = next(i for i in incidents if i["kind"] == "db_too_many_connections")
     assert big["count"] == 10_000
-    for field in ("id", "state", "source", "target", "kind", "severity", "count", "fingerprint",
-                  "title", "opened_at"):
+    for field in (
+        "id",
+        "state",
+        "source",
+        "target",
+        "kind",
+        "severity",
+        "count",
+        "fingerprint",
+        "title",
+        "opened_at",
+    ):
         assert field in big
     assert big["severity"] == "critical" and big["source"] == "logfile"
 
@@ -140,15 +163,23 @@ def test_json_logs(home: GuardHome):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "guard.cli", "run", "--once"], cwd=env_home,
-                          env={**os.environ, "GUARD_CONFIG": str(home.config),
-                               "GUARD_LOG_FORMAT": "json"},
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "guard.cli", "run", "--once"],
+        cwd=env_home,
+        env={**os.environ, "GUARD_CONFIG": str(home.config), "GUARD_LOG_FORMAT": "json"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     home.root.joinpath("api.log").unlink()
-    proc = subprocess.run([sys.executable, "-m", "guard.cli", "run", "--once"], cwd=env_home,
-                          env={**os.environ, "GUARD_CONFIG": str(home.config),
-                               "GUARD_LOG_FORMAT": "json"},
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "guard.cli", "run", "--once"],
+        cwd=env_home,
+        env={**os.environ, "GUARD_CONFIG": str(home.config), "GUARD_LOG_FORMAT": "json"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = [json.loads(line) for line in proc.stderr.splitlines() if line.strip()]
     assert lines and all({"time", "level", "message"} <= set(x) for x in lines)
     assert any("does not exist" in x["message"] for x in lines)

@@ -11,8 +11,9 @@ from guard.store.db import open_database
 
 
 def agent(tmp_path: Path) -> Agent:
-    settings = Settings(data_dir=tmp_path, skills_dir=tmp_path / "skills",
-                        playbooks_dir=tmp_path / "playbooks")
+    settings = Settings(
+        data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=tmp_path / "playbooks"
+    )
     return Agent(settings, open_database(settings.database_url), [], sandboxes=object())
 
 
@@ -86,10 +87,21 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
     a.memory = SlowMemory()
     now = utcnow()
     with a.db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="k", monitor_id="web", source="http",
-                       target="http://svc", kind="http_status", severity="critical",
-                       title="down", message="down", state="open", opened_at=now,
-                       first_seen=now, last_seen=now)
+        inc = Incident(
+            fingerprint="fp",
+            check_key="k",
+            monitor_id="web",
+            source="http",
+            target="http://svc",
+            kind="http_status",
+            severity="critical",
+            title="down",
+            message="down",
+            state="open",
+            opened_at=now,
+            first_seen=now,
+            last_seen=now,
+        )
         s.add(inc)
         s.flush()
         s.refresh(inc)

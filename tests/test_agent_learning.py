@@ -23,22 +23,42 @@ from tests.agent_helpers import (
 
 # Resolved incidents that have nothing to do with a container exiting.
 UNRELATED = [
-    (Incident(id=9001, source="logfile", kind="disk_full", target="/var/log/api.log",
-              title="disk full on /var/log/api.log",
-              message="ERROR write /var/lib/postgresql/data: no space left on device, "
-                      "/dev/sda1 is 100% full"),
-     "pruned old images and rotated logs; /dev/sda1 at 41%"),
-    (Incident(id=9002, source="http", kind="tls_certificate_expired",
-              target="https://shop.example.com/",
-              title="TLS certificate expired on https://shop.example.com/",
-              message="certificate verify failed: certificate has expired (notAfter "
-                      "2026-11-30T00:00:00Z)"),
-     "renewed the certificate with certbot and reloaded nginx"),
-    (Incident(id=9003, source="logfile", kind="payment_error", target="/srv/payments.log",
-              title="payment provider error on /srv/payments.log",
-              message="ERROR checkout: payment provider returned HTTP 502 Bad Gateway for "
-                      "charge ch_3PXa91"),
-     "the provider's outage ended; replayed the failed charges"),
+    (
+        Incident(
+            id=9001,
+            source="logfile",
+            kind="disk_full",
+            target="/var/log/api.log",
+            title="disk full on /var/log/api.log",
+            message="ERROR write /var/lib/postgresql/data: no space left on device, "
+            "/dev/sda1 is 100% full",
+        ),
+        "pruned old images and rotated logs; /dev/sda1 at 41%",
+    ),
+    (
+        Incident(
+            id=9002,
+            source="http",
+            kind="tls_certificate_expired",
+            target="https://shop.example.com/",
+            title="TLS certificate expired on https://shop.example.com/",
+            message="certificate verify failed: certificate has expired (notAfter "
+            "2026-11-30T00:00:00Z)",
+        ),
+        "renewed the certificate with certbot and reloaded nginx",
+    ),
+    (
+        Incident(
+            id=9003,
+            source="logfile",
+            kind="payment_error",
+            target="/srv/payments.log",
+            title="payment provider error on /srv/payments.log",
+            message="ERROR checkout: payment provider returned HTTP 502 Bad Gateway for "
+            "charge ch_3PXa91",
+        ),
+        "the provider's outage ended; replayed the failed charges",
+    ),
 ]
 
 pytestmark = pytest.mark.docker
@@ -49,8 +69,11 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
     victim = containers.run("victim", "sleep 600", labels=labels)
     with guard_process(home):
         victim.kill()
-        first = wait_for(lambda: find(home, target=victim.name, state="awaiting_human"), 60,
-                         "Guard to ask a human")
+        first = wait_for(
+            lambda: find(home, target=victim.name, state="awaiting_human"),
+            60,
+            "Guard to ask a human",
+        )
         asked = [t for t in show(home, first["id"])["timeline"] if t["type"] == "asked_human"]
         assert asked and "No skill matches" in asked[0]["message"]
 
@@ -66,8 +89,13 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
         assert learned.spec.origin == "learned" and learned.spec.trust == "trusted"
         assert learned.spec.steps[0].action == "docker.restart"
         assert learned.spec.steps[0].args == {"container": "{{ incident.target }}"}
-        log = subprocess.run(["git", "log", "-1", "--format=%H%n%B", "--", skill_name],
-                             cwd=home.root / "skills", capture_output=True, text=True, check=True)
+        log = subprocess.run(
+            ["git", "log", "-1", "--format=%H%n%B", "--", skill_name],
+            cwd=home.root / "skills",
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert log.stdout.startswith(commit)
         assert f"incident #{first['id']}" in log.stdout and "Approved-by: cli:" in log.stdout
 
@@ -76,14 +104,27 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
         assert victim.status == "running"
         wait_for(lambda: past_flap_window(home, first["id"]), 30, "the flap window to pass")
         victim.kill()
-        second = wait_for(lambda: next((i for i in incidents(home)
-                                        if i["id"] != first["id"] and i["target"] == victim.name
-                                        and i["state"] == "resolved"), None), 60,
-                          "the learned skill to heal the second incident")
+        second = wait_for(
+            lambda: next(
+                (
+                    i
+                    for i in incidents(home)
+                    if i["id"] != first["id"]
+                    and i["target"] == victim.name
+                    and i["state"] == "resolved"
+                ),
+                None,
+            ),
+            60,
+            "the learned skill to heal the second incident",
+        )
         timeline = show(home, second["id"])["timeline"]
         assert not [t for t in timeline if t["type"] == "asked_human"]
-        assert any(skill_name in t["message"] for t in timeline if t["type"] == "state_changed"
-                   and t["to_state"] == "resolved")
+        assert any(
+            skill_name in t["message"]
+            for t in timeline
+            if t["type"] == "state_changed" and t["to_state"] == "resolved"
+        )
         victim.reload()
         assert victim.status == "running"
 
@@ -93,8 +134,11 @@ def test_a_humans_fix_is_verified_learned_committed_and_reused(home, containers)
     for incident, resolution in UNRELATED:
         memory.remember(incident, resolution=resolution)
     memory.close()
-    hits = json.loads(home.cli("memory", "search", "the service process died unexpectedly "
-                               "and stopped", "--json").stdout)
+    hits = json.loads(
+        home.cli(
+            "memory", "search", "the service process died unexpectedly and stopped", "--json"
+        ).stdout
+    )
     assert {h["incident_id"] for h in hits} >= {9001, 9002, 9003}  # all of them were ranked
     assert hits[0]["target"] == victim.name, hits
     assert hits[0]["incident_id"] in (first["id"], second["id"])
@@ -122,7 +166,10 @@ def test_a_fix_that_does_not_cure_saves_nothing_and_says_why(home, containers):
 
 def test_every_shipped_skill_passes_the_frontmatter_check():
     skills = load_skills(REPO / "skills")
-    assert {s.name for s in skills} >= {"docker-start-exited", "docker-restart-unhealthy",
-                                        "docker-restart-loop"}
+    assert {s.name for s in skills} >= {
+        "docker-start-exited",
+        "docker-restart-unhealthy",
+        "docker-restart-loop",
+    }
     for s in skills:
         assert s.meta.name == s.path.name and len(s.meta.description) <= 1024

@@ -26,16 +26,26 @@ pytestmark = pytest.mark.docker
 
 def test_a_skill_that_cannot_fix_runs_at_most_the_limit_then_escalates(home, containers):
     labels = setup_docker_home(home, skills=["docker-start-exited"])
-    tune_skill(home, "docker-start-exited", steps=[
-        {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
-        {"wait": "1s"}, {"verify": {"timeout": "3s", "interval": "500ms"}}])
+    tune_skill(
+        home,
+        "docker-start-exited",
+        steps=[
+            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
+            {"wait": "1s"},
+            {"verify": {"timeout": "3s", "interval": "500ms"}},
+        ],
+    )
     # the first run sleeps; every later start exits at once: the skill cannot cure it
     crasher = containers.run(
-        "crasher", "test -f /tmp/started && exit 3; touch /tmp/started; sleep 600", labels=labels)
+        "crasher", "test -f /tmp/started && exit 3; touch /tmp/started; sleep 600", labels=labels
+    )
     with guard_process(home):
         crasher.kill()
-        inc = wait_for(lambda: find(home, target=crasher.name, state="escalated"), 90,
-                       "the incident to escalate")
+        inc = wait_for(
+            lambda: find(home, target=crasher.name, state="escalated"),
+            90,
+            "the incident to escalate",
+        )
         runs = db_rows(home, "select skill, status from remediation_run")
         assert runs == [("docker-start-exited", "failed"), ("docker-start-exited", "failed")]
         blocks = db_rows(home, "select skill, target from skill_block where cleared_at is null")
@@ -53,24 +63,43 @@ def test_a_skill_that_cannot_fix_runs_at_most_the_limit_then_escalates(home, con
 
 
 def test_a_fault_that_keeps_coming_back_is_cured_at_most_max_runs_times_then_escalates(
-        home, containers):
+    home, containers
+):
     labels = setup_docker_home(home, skills=["docker-start-exited"])
-    tune_skill(home, "docker-start-exited", limits={"max_runs": 2, "window": "1h"}, steps=[
-        {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
-        {"verify": {"timeout": "10s", "interval": "500ms"}}])
+    tune_skill(
+        home,
+        "docker-start-exited",
+        limits={"max_runs": 2, "window": "1h"},
+        steps=[
+            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
+            {"verify": {"timeout": "10s", "interval": "500ms"}},
+        ],
+    )
     victim = containers.run("victim", "sleep 600", labels=labels)
     with guard_process(home):
         for n in (1, 2):  # the skill cures it every time...
             victim.kill()
-            wait_for(lambda n=n: db_rows(home, "select status from remediation_run")
-                     == [("verified",)] * n, 60, f"cure number {n}")
-            ((cured,),) = db_rows(home, "select incident_id from remediation_run "
-                                        "order by id desc limit 1")
-            wait_for(lambda i=cured: past_flap_window(home, i), 30,
-                     "the incident to resolve and its flap window to pass")
+            wait_for(
+                lambda n=n: (
+                    db_rows(home, "select status from remediation_run") == [("verified",)] * n
+                ),
+                60,
+                f"cure number {n}",
+            )
+            ((cured,),) = db_rows(
+                home, "select incident_id from remediation_run order by id desc limit 1"
+            )
+            wait_for(
+                lambda i=cured: past_flap_window(home, i),
+                30,
+                "the incident to resolve and its flap window to pass",
+            )
         victim.kill()  # ...but the fault keeps coming back: the third time goes to a human
-        inc = wait_for(lambda: find(home, target=victim.name, state="escalated"), 60,
-                       "the third occurrence to escalate")
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="escalated"),
+            60,
+            "the third occurrence to escalate",
+        )
         timeline = show(home, inc["id"])["timeline"]
         asked = [t for t in timeline if t["type"] == "asked_human"]
         assert asked and "already ran 2 times" in asked[-1]["message"]
@@ -86,8 +115,10 @@ def test_a_fault_that_keeps_coming_back_is_cured_at_most_max_runs_times_then_esc
 
 def max_overlap(intervals: list[tuple[str, str]]) -> int:
     """The most intervals open at one instant (an end sorts before a start at the same time)."""
-    points = sorted([(datetime.fromisoformat(a), 1) for a, _ in intervals]
-                    + [(datetime.fromisoformat(b), -1) for _, b in intervals])
+    points = sorted(
+        [(datetime.fromisoformat(a), 1) for a, _ in intervals]
+        + [(datetime.fromisoformat(b), -1) for _, b in intervals]
+    )
     most = now = 0
     for _at, delta in points:
         now += delta
@@ -96,13 +127,20 @@ def max_overlap(intervals: list[tuple[str, str]]) -> int:
 
 
 def test_at_most_max_concurrent_remediations_run_at_once(home, containers):
-    labels = setup_docker_home(home, skills=["docker-start-exited"],
-                               agent={"max_concurrent_remediations": 2,
-                                      "max_concurrent_incidents": 5})
-    tune_skill(home, "docker-start-exited", steps=[  # each run holds its slot for a while
-        {"wait": "3s"},
-        {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
-        {"verify": {"timeout": "10s", "interval": "500ms"}}])
+    labels = setup_docker_home(
+        home,
+        skills=["docker-start-exited"],
+        agent={"max_concurrent_remediations": 2, "max_concurrent_incidents": 5},
+    )
+    tune_skill(
+        home,
+        "docker-start-exited",
+        steps=[  # each run holds its slot for a while
+            {"wait": "3s"},
+            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
+            {"verify": {"timeout": "10s", "interval": "500ms"}},
+        ],
+    )
     victims = [containers.run(f"v{i}", "sleep 600", labels=labels) for i in range(5)]
     running_seen: set[int] = set()
     with guard_process(home):
@@ -110,11 +148,13 @@ def test_at_most_max_concurrent_remediations_run_at_once(home, containers):
             v.kill()
 
         def all_cured() -> bool:
-            (running,), = db_rows(home, "select count(*) from remediation_run "
-                                        "where status = 'running'")
+            ((running,),) = db_rows(
+                home, "select count(*) from remediation_run where status = 'running'"
+            )
             running_seen.add(running)
-            return db_rows(home, "select count(*) from remediation_run "
-                                 "where status = 'verified'") == [(5,)]
+            return db_rows(
+                home, "select count(*) from remediation_run where status = 'verified'"
+            ) == [(5,)]
 
         wait_for(all_cured, 120, "all five incidents to be cured")
     runs = db_rows(home, "select started_at, finished_at from remediation_run")
@@ -127,30 +167,53 @@ def test_at_most_max_concurrent_remediations_run_at_once(home, containers):
 
 
 def test_a_restart_between_remediation_and_verification_does_not_repeat_it(
-        home, containers, docker_client):
+    home, containers, docker_client
+):
     labels = setup_docker_home(home, skills=["docker-start-exited"])
-    tune_skill(home, "docker-start-exited", steps=[
-        {"action": "docker.restart", "args": {"container": "{{ incident.target }}"}},
-        {"wait": "6s"}, {"verify": {"timeout": "10s"}}])
+    tune_skill(
+        home,
+        "docker-start-exited",
+        steps=[
+            {"action": "docker.restart", "args": {"container": "{{ incident.target }}"}},
+            {"wait": "6s"},
+            {"verify": {"timeout": "10s"}},
+        ],
+    )
     victim = containers.run("victim", "sleep 600", labels=labels)
     with guard_process(home) as proc:
         killed_at = time.time_ns()
         victim.kill()
-        wait_for(lambda: db_rows(home, "select status from agent_step where kind='wait'")
-                 == [("running",)], 60, "the remediation to reach its wait step")
+        wait_for(
+            lambda: (
+                db_rows(home, "select status from agent_step where kind='wait'") == [("running",)]
+            ),
+            60,
+            "the remediation to reach its wait step",
+        )
         proc.send_signal(signal.SIGKILL)  # Guard dies between the restart and verification
         proc.wait(10)
     steps = db_rows(home, "select kind, status from agent_step order by id")
     assert steps == [("action", "done"), ("wait", "running"), ("verify", "pending")]
     with guard_process(home):
-        inc = wait_for(lambda: find(home, target=victim.name, state="resolved"), 60,
-                       "the resumed incident to resolve")
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="resolved"),
+            60,
+            "the resumed incident to resolve",
+        )
     steps = db_rows(home, "select kind, status from agent_step order by id")
     assert steps == [("action", "done"), ("wait", "done"), ("verify", "done")]
-    starts = [e for e in docker_client.events(
-        since=killed_at // 10**9, until=int(time.time()) + 1,
-        filters={"container": victim.id, "event": "start"}, decode=True)
-        if e["timeNano"] > killed_at]
+    starts = [
+        e
+        for e in docker_client.events(
+            since=killed_at // 10**9,
+            until=int(time.time()) + 1,
+            filters={"container": victim.id, "event": "start"},
+            decode=True,
+        )
+        if e["timeNano"] > killed_at
+    ]
     assert len(starts) == 1, starts  # restarted once, not twice
     timeline = show(home, inc["id"])["timeline"]
-    assert any("docker-start-exited" in t["message"] for t in timeline if t["to_state"] == "resolved")
+    assert any(
+        "docker-start-exited" in t["message"] for t in timeline if t["to_state"] == "resolved"
+    )

@@ -30,13 +30,15 @@ def _recompute(db: Path, *, edit_seq: int, key: bytes | None) -> None:
     """Edit one row, then recompute every hash from it on (what a forger would do)."""
     with sqlite3.connect(db) as conn:
         conn.execute("update audit_log set actor = 'mallory' where seq = ?", (edit_seq,))
-        rows = conn.execute("select seq, at, actor, action, subject, data from audit_log "
-                            "order by seq").fetchall()
+        rows = conn.execute(
+            "select seq, at, actor, action, subject, data from audit_log order by seq"
+        ).fetchall()
         prev = GENESIS
         for seq, at, actor, action, subject, data in rows:
             digest = entry_hash(prev, seq, _at(at), actor, action, subject, json.loads(data), key)
-            conn.execute("update audit_log set prev_hash = ?, hash = ? where seq = ?",
-                         (prev, digest, seq))
+            conn.execute(
+                "update audit_log set prev_hash = ?, hash = ? where seq = ?", (prev, digest, seq)
+            )
             prev = digest
 
 
@@ -110,28 +112,43 @@ def test_with_a_key_a_recomputed_chain_fails(home: GuardHome):
 
 
 def _config(home: GuardHome) -> dict[str, str]:
-    return {"data_dir": str(home.root / "data"), "playbooks_dir": str(home.playbooks),
-            "skills_dir": str(home.root / "skills")}
+    return {
+        "data_dir": str(home.root / "data"),
+        "playbooks_dir": str(home.playbooks),
+        "skills_dir": str(home.root / "skills"),
+    }
 
 
 def test_guard_run_anchors_every_anchor_every(home: GuardHome):
     from tests.agent_helpers import running_guard, wait_for
 
     setup_log(home)
-    home.write_config({**_config(home), "http_host": "127.0.0.1", "http_port": 0,
-                       "agent": {"enabled": False}, "audit": {"anchor_every": "1s"}})
+    home.write_config(
+        {
+            **_config(home),
+            "http_host": "127.0.0.1",
+            "http_port": 0,
+            "agent": {"enabled": False},
+            "audit": {"anchor_every": "1s"},
+        }
+    )
     path = home.root / "data" / ANCHORS
     with running_guard(home):
-        wait_for(lambda: path.is_file() and len(path.read_text().splitlines()) >= 2, 30,
-                 "two anchors")
+        wait_for(
+            lambda: path.is_file() and len(path.read_text().splitlines()) >= 2, 30, "two anchors"
+        )
     ok = home.cli("audit", "verify")
     assert "audit chain ok" in ok.stdout and "anchor(s) hold" in ok.stdout
 
 
 def test_check_config_names_bad_redact_and_audit_settings(home: GuardHome):
-    home.write_config({**_config(home), "redact": {"extra_patterns": ["([unclosed"],
-                                                    "allow": ["("]},
-                       "audit": {"key": "short", "anchor_every": "soon"}})
+    home.write_config(
+        {
+            **_config(home),
+            "redact": {"extra_patterns": ["([unclosed"], "allow": ["("]},
+            "audit": {"key": "short", "anchor_every": "soon"},
+        }
+    )
     proc = home.cli("check-config", check=False)
     assert proc.returncode == 2
     for field in ("redact.extra_patterns", "redact.allow", "audit.key", "audit.anchor_every"):

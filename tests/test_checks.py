@@ -26,8 +26,13 @@ class Fake:
 
 
 def _lag_count() -> float:
-    return sum(s.value for m in metrics.REGISTRY.collect() if m.name == "guard_check_lag_seconds"
-               for s in m.samples if s.name.endswith("_count") and s.labels["type"] == "fake")
+    return sum(
+        s.value
+        for m in metrics.REGISTRY.collect()
+        if m.name == "guard_check_lag_seconds"
+        for s in m.samples
+        if s.name.endswith("_count") and s.labels["type"] == "fake"
+    )
 
 
 async def test_no_more_checks_run_at_once_than_the_bound() -> None:
@@ -84,7 +89,8 @@ def test_guard_monitors_counts_by_type() -> None:
 
 def _http(i: int, **kw: object) -> HttpMonitor:
     spec = HttpMonitorSpec.model_validate(
-        {"id": f"w{i}", "type": "http", "url": f"http://127.0.0.1:1/{i}", **kw})
+        {"id": f"w{i}", "type": "http", "url": f"http://127.0.0.1:1/{i}", **kw}
+    )
     return HttpMonitor(spec, clients=POOL)
 
 
@@ -92,8 +98,10 @@ POOL = HttpClients()
 
 
 async def test_monitors_share_one_client_per_tls_and_proxy_configuration() -> None:
-    monitors = [_http(i) for i in range(5)] + [_http(9, tls_verify=False),
-                                              _http(10, proxy="http://127.0.0.1:3128")]
+    monitors = [_http(i) for i in range(5)] + [
+        _http(9, tls_verify=False),
+        _http(10, proxy="http://127.0.0.1:3128"),
+    ]
     for m in monitors:
         await m.check({})  # unreachable: still acquires its client
     assert POOL.count() == 3

@@ -37,7 +37,8 @@ The docker monitor reports the container as running.
 RESTART_SKILL_YAML = {
     "triggers": [{"source": "docker", "kind": "container_exited"}],
     "steps": [{"action": "docker.restart", "args": {"container": "{{ incident.target }}"}}],
-    "trust": "approval", "origin": "manual",
+    "trust": "approval",
+    "origin": "manual",
 }
 
 
@@ -93,8 +94,7 @@ def test_skills_list_json_and_show(home):
     for name in ("docker-start-exited", "docker-restart-unhealthy"):
         shutil.copytree(REPO / "skills" / name, skills_dir / name)
     listed = json.loads(home.cli("skills", "list", "--json").stdout)
-    assert sorted(s["name"] for s in listed) == ["docker-restart-unhealthy",
-                                                 "docker-start-exited"]
+    assert sorted(s["name"] for s in listed) == ["docker-restart-unhealthy", "docker-start-exited"]
     start = next(s for s in listed if s["name"] == "docker-start-exited")
     assert start["trust"] == "trusted" and start["origin"] == "builtin"
     assert start["triggers"][0]["kind"] == "container_exited"

@@ -18,13 +18,17 @@ DEPLOY = REPO / "deploy"
 
 def compose_command() -> list[str]:
     docker = shutil.which("docker")
-    if docker and subprocess.run([docker, "compose", "version"],
-                                 capture_output=True).returncode == 0:
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    ):
         return [docker, "compose"]
     if legacy := shutil.which("docker-compose"):
         return [legacy]
-    pytest.skip("Docker Compose is not installed: apt-get install docker-compose (or the "
-                "docker-compose-plugin) to validate deploy/compose.yaml")
+    pytest.skip(
+        "Docker Compose is not installed: apt-get install docker-compose (or the "
+        "docker-compose-plugin) to validate deploy/compose.yaml"
+    )
 
 
 @pytest.fixture
@@ -34,8 +38,12 @@ def rendered(tmp_path: Path) -> dict[str, Any]:
     shutil.copytree(DEPLOY, work, ignore=shutil.ignore_patterns("wheelhouse", "kubernetes"))
     shutil.copy(work / "guard.env.example", work / "guard.env")
     (tmp_path / "playbooks").mkdir()
-    proc = subprocess.run([*compose_command(), "-p", "guard", "-f", str(work / "compose.yaml"),
-                           "config"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*compose_command(), "-p", "guard", "-f", str(work / "compose.yaml"), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = yaml.safe_load(proc.stdout)
     return result
@@ -62,8 +70,9 @@ def test_compose_file_is_valid_and_guard_talks_to_the_proxy_only(rendered: dict[
         assert flags[off] == "0"
 
 
-def test_env_example_is_a_valid_guard_configuration(monkeypatch: pytest.MonkeyPatch,
-                                                    tmp_path: Path) -> None:
+def test_env_example_is_a_valid_guard_configuration(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     for line in (DEPLOY / "guard.env.example").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             key, value = line.split("=", 1)

@@ -16,20 +16,31 @@ pytestmark = pytest.mark.docker
 def test_demo_runs_and_cleans_up(docker_client):
     tmp = Path(tempfile.gettempdir())
     before = set(tmp.glob("guard-demo-*"))
-    sandboxes = {c.id for c in docker_client.containers.list(
-        all=True, filters={"label": "guard.sandbox=1"})}
-    proc = subprocess.run([sys.executable, "-m", "guard.cli", "demo", "--json"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    sandboxes = {
+        c.id for c in docker_client.containers.list(all=True, filters={"label": "guard.sandbox=1"})
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "guard.cli", "demo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     timings = json.loads(proc.stdout)
-    assert set(timings) == {"detection_s", "kill_to_question_s", "human_fix_to_learned_s",
-                            "second_fault_mttr_s"}
+    assert set(timings) == {
+        "detection_s",
+        "kill_to_question_s",
+        "human_fix_to_learned_s",
+        "second_fault_mttr_s",
+    }
     assert all(v > 0 for v in timings.values())
     assert "needs a human" in proc.stderr and "saved as skill learned-" in proc.stderr
     assert "healed by itself" in proc.stderr
     assert docker_client.containers.list(all=True, filters={"label": "guard.demo"}) == []
     assert not [i for i in docker_client.images.list() if "guard-demo-victim:latest" in i.tags]
     assert set(tmp.glob("guard-demo-*")) == before
-    left = {c.id for c in docker_client.containers.list(
-        all=True, filters={"label": "guard.sandbox=1"})} - sandboxes
+    left = {
+        c.id for c in docker_client.containers.list(all=True, filters={"label": "guard.sandbox=1"})
+    } - sandboxes
     assert left == set()  # no diagnostics sandbox outlives the demo either

@@ -24,8 +24,10 @@ def watch_label() -> tuple[str, dict[str, str]]:
 
 
 def docker_playbook(home, label: str, every: str = "1h") -> None:
-    home.playbook("containers", [{"id": "containers", "type": "docker",
-                                  "selector": {"label": label}, "every": every}])
+    home.playbook(
+        "containers",
+        [{"id": "containers", "type": "docker", "selector": {"label": label}, "every": every}],
+    )
 
 
 async def wait_for_incident(home, predicate, within: float = 20.0) -> Incident:
@@ -75,8 +77,13 @@ async def test_oom_kill_is_recorded_as_such(home, containers):
     docker_playbook(home, label)
     g, task = await running_guard(home)
     try:
-        hog = containers.run("hog", "sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1",
-                             labels=labels, mem_limit="8m", memswap_limit="8m")
+        hog = containers.run(
+            "hog",
+            "sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1",
+            labels=labels,
+            mem_limit="8m",
+            memswap_limit="8m",
+        )
         inc = await wait_for_incident(home, lambda i: i.kind == "container_oom_killed")
         assert inc.target == hog.name
         assert "OOM-killed" in inc.message
@@ -89,9 +96,17 @@ async def test_polling_sees_exit_codes_and_failing_health(home, containers):
     label, labels = watch_label()
     docker_playbook(home, label)
     crashed = containers.run("crashed", "exit 3", labels=labels)
-    sick = containers.run("sick", "sleep 300", labels=labels, healthcheck={
-        "test": ["CMD", "false"], "interval": 200_000_000, "retries": 1,
-        "start_period": 0})
+    sick = containers.run(
+        "sick",
+        "sleep 300",
+        labels=labels,
+        healthcheck={
+            "test": ["CMD", "false"],
+            "interval": 200_000_000,
+            "retries": 1,
+            "start_period": 0,
+        },
+    )
     fine = containers.run("fine", "sleep 300", labels=labels)
     deadline = time.monotonic() + 20
     while sick.reload() or sick.attrs["State"]["Health"]["Status"] != "unhealthy":
@@ -108,8 +123,12 @@ async def test_polling_sees_exit_codes_and_failing_health(home, containers):
 
 
 def test_classify_restarting_and_paused():
-    m = DockerMonitor(DockerMonitorSpec.model_validate(
-        {"id": "d", "type": "docker", "selector": {"name": "api"}}), client=object())
+    m = DockerMonitor(
+        DockerMonitorSpec.model_validate(
+            {"id": "d", "type": "docker", "selector": {"name": "api"}}
+        ),
+        client=object(),
+    )
     restarting: Any = m.classify("api", {"Status": "restarting", "ExitCode": 1, "Restarting": True})
     assert restarting.kind == "container_restarting" and restarting.details["exit_code"] == 1
     paused: Any = m.classify("api", {"Status": "paused"})

@@ -31,44 +31,73 @@ def tokens(line: str, spec: str = "auto") -> str:
 
 # (preset, a line of event A, the same event with another header, event B with A's header)
 HEADERS = [
-    ("syslog", "Dec  2 18:06:48 web1 sshd[4121]: Failed password for root from 10.0.0.1 port 22",
-     "Dec 12 03:00:01 web2 sshd[77]: Failed password for root from 10.9.0.3 port 5122",
-     "Dec  2 18:06:48 web1 sshd[4121]: Accepted publickey for deploy from 10.0.0.1 port 22"),
-    ("iso", "2026-12-02T18:06:48.123Z ERROR payment provider returned 502",
-     "2026-12-03T01:00:00+01:00 ERROR payment provider returned 503",
-     "2026-12-02T18:06:48.123Z ERROR disk /dev/sda1 is full"),
-    ("log4j", "2026-12-02 18:06:48,123 [main] ERROR com.example.Api - order 42 failed",
-     "2026-12-02 19:00:00,001 [pool-3-thread-7] WARN org.example.Billing: order 7 failed",
-     "2026-12-02 18:06:48,123 [main] ERROR com.example.Api - cache warmup done"),
-    ("windows-cbs", "2016-09-28 04:30:30, Info                  CBS    Ending TrustedInstaller "
-     "initialization.",
-     "2016-09-29 11:02:01, Error                 CSI    Ending TrustedInstaller initialization.",
-     "2016-09-28 04:30:30, Info                  CBS    Starting the TrustedInstaller main "
-     "loop."),
-    ("logcat", "03-17 16:13:38.811  1702  2395 D WindowManager: visible is false",
-     "03-18 09:00:00.001  99  100 I PowerManager: visible is false",
-     "03-17 16:13:38.811  1702  2395 D WindowManager: Skipping AppWindowToken for app"),
-    ("apache-error", "[Sun Dec 04 04:47:44 2005] [error] mod_jk child workerEnv in error state 6",
-     "[Mon Dec 05 11:00:02 2005] [notice] mod_jk child workerEnv in error state 7",
-     "[Sun Dec 04 04:47:44 2005] [error] jk2_init() Found child 6725 in scoreboard slot 10"),
-    ("nginx-error", '2026/12/02 18:06:48 [error] 31#31: *9 upstream timed out (110: Connection '
-     'timed out) while reading response header from upstream, client: 10.0.0.1',
-     '2026/12/03 01:00:00 [error] 7#7: *812 upstream timed out (110: Connection timed out) '
-     'while reading response header from upstream, client: 10.0.4.9',
-     '2026/12/02 18:06:48 [error] 31#31: *9 no live upstreams while connecting to upstream, '
-     'client: 10.0.0.1'),
-    ("glog", "I1203 18:06:48.123456    1234 server.go:42] Serving on port 8080",
-     "W1204 01:02:03.000001      7 server.go:42] Serving on port 9090",
-     "I1203 18:06:48.123456    1234 server.go:42] Shutting down gracefully now"),
-    ("postgres", "2026-12-03 10:00:01.123 UTC [4321] FATAL:  sorry, too many clients already",
-     "2026-12-04 11:11:11.999 UTC [99] app@orders FATAL:  sorry, too many clients already",
-     "2026-12-03 10:00:01.123 UTC [4321] ERROR:  deadlock detected"),
-    ("oslo", "2017-05-16 00:07:25.394 25746 INFO nova.compute.manager [req-1 - - - - -] "
-     "[instance: 3edec1e4-9678-4a3a-a21b-a145a4ee5e61] VM Started (Lifecycle Event)",
-     "2017-05-17 10:00:00.000 99 WARNING nova.compute.manager [-] [instance: "
-     "b9000564-fe1a-409b-b8cc-1e88b294cd1d] VM Started (Lifecycle Event)",
-     "2017-05-16 00:07:25.394 25746 INFO nova.compute.manager [req-1 - - - - -] "
-     "[instance: 3edec1e4-9678-4a3a-a21b-a145a4ee5e61] Took 19.05 seconds to build instance."),
+    (
+        "syslog",
+        "Dec  2 18:06:48 web1 sshd[4121]: Failed password for root from 10.0.0.1 port 22",
+        "Dec 12 03:00:01 web2 sshd[77]: Failed password for root from 10.9.0.3 port 5122",
+        "Dec  2 18:06:48 web1 sshd[4121]: Accepted publickey for deploy from 10.0.0.1 port 22",
+    ),
+    (
+        "iso",
+        "2026-12-02T18:06:48.123Z ERROR payment provider returned 502",
+        "2026-12-03T01:00:00+01:00 ERROR payment provider returned 503",
+        "2026-12-02T18:06:48.123Z ERROR disk /dev/sda1 is full",
+    ),
+    (
+        "log4j",
+        "2026-12-02 18:06:48,123 [main] ERROR com.example.Api - order 42 failed",
+        "2026-12-02 19:00:00,001 [pool-3-thread-7] WARN org.example.Billing: order 7 failed",
+        "2026-12-02 18:06:48,123 [main] ERROR com.example.Api - cache warmup done",
+    ),
+    (
+        "windows-cbs",
+        "2016-09-28 04:30:30, Info                  CBS    Ending TrustedInstaller initialization.",
+        "2016-09-29 11:02:01, Error                 CSI    Ending TrustedInstaller initialization.",
+        "2016-09-28 04:30:30, Info                  CBS    Starting the TrustedInstaller main "
+        "loop.",
+    ),
+    (
+        "logcat",
+        "03-17 16:13:38.811  1702  2395 D WindowManager: visible is false",
+        "03-18 09:00:00.001  99  100 I PowerManager: visible is false",
+        "03-17 16:13:38.811  1702  2395 D WindowManager: Skipping AppWindowToken for app",
+    ),
+    (
+        "apache-error",
+        "[Sun Dec 04 04:47:44 2005] [error] mod_jk child workerEnv in error state 6",
+        "[Mon Dec 05 11:00:02 2005] [notice] mod_jk child workerEnv in error state 7",
+        "[Sun Dec 04 04:47:44 2005] [error] jk2_init() Found child 6725 in scoreboard slot 10",
+    ),
+    (
+        "nginx-error",
+        "2026/12/02 18:06:48 [error] 31#31: *9 upstream timed out (110: Connection "
+        "timed out) while reading response header from upstream, client: 10.0.0.1",
+        "2026/12/03 01:00:00 [error] 7#7: *812 upstream timed out (110: Connection timed out) "
+        "while reading response header from upstream, client: 10.0.4.9",
+        "2026/12/02 18:06:48 [error] 31#31: *9 no live upstreams while connecting to upstream, "
+        "client: 10.0.0.1",
+    ),
+    (
+        "glog",
+        "I1203 18:06:48.123456    1234 server.go:42] Serving on port 8080",
+        "W1204 01:02:03.000001      7 server.go:42] Serving on port 9090",
+        "I1203 18:06:48.123456    1234 server.go:42] Shutting down gracefully now",
+    ),
+    (
+        "postgres",
+        "2026-12-03 10:00:01.123 UTC [4321] FATAL:  sorry, too many clients already",
+        "2026-12-04 11:11:11.999 UTC [99] app@orders FATAL:  sorry, too many clients already",
+        "2026-12-03 10:00:01.123 UTC [4321] ERROR:  deadlock detected",
+    ),
+    (
+        "oslo",
+        "2017-05-16 00:07:25.394 25746 INFO nova.compute.manager [req-1 - - - - -] "
+        "[instance: 3edec1e4-9678-4a3a-a21b-a145a4ee5e61] VM Started (Lifecycle Event)",
+        "2017-05-17 10:00:00.000 99 WARNING nova.compute.manager [-] [instance: "
+        "b9000564-fe1a-409b-b8cc-1e88b294cd1d] VM Started (Lifecycle Event)",
+        "2017-05-16 00:07:25.394 25746 INFO nova.compute.manager [req-1 - - - - -] "
+        "[instance: 3edec1e4-9678-4a3a-a21b-a145a4ee5e61] Took 19.05 seconds to build instance.",
+    ),
 ]
 
 
@@ -91,10 +120,12 @@ def test_every_preset_is_covered_by_a_test():
 
 
 def test_masks_values_glued_to_words_paths_and_hosts():
-    assert tokens("Receiving block blk_-6952295868487656571 src: /10.0.0.1:50010") == \
-        tokens("Receiving block blk_38865049064139660 src: /10.9.8.7:41234")
-    assert tokens("worker x1 open /var/lib/app/data-7.db") == \
-        tokens("worker x22 open /srv/other/file.db")
+    assert tokens("Receiving block blk_-6952295868487656571 src: /10.0.0.1:50010") == tokens(
+        "Receiving block blk_38865049064139660 src: /10.9.8.7:41234"
+    )
+    assert tokens("worker x1 open /var/lib/app/data-7.db") == tokens(
+        "worker x22 open /srv/other/file.db"
+    )
     assert tokens("connect api.example.com:443 failed") == tokens("connect db.local:5432 failed")
 
 
@@ -111,9 +142,15 @@ def test_a_template_generalises_and_keeps_its_id():
 
 # -- triage, in process ----------------------------------------------------------------------
 
+
 def _monitor(log: Path, **rule: Any) -> LogfileMonitor:
-    spec = {"id": "app", "type": "logfile", "path": str(log), "start": "beginning",
-            "rules": [{"kind": "app_error", "pattern": r"ERROR", **rule}]}
+    spec = {
+        "id": "app",
+        "type": "logfile",
+        "path": str(log),
+        "start": "beginning",
+        "rules": [{"kind": "app_error", "pattern": r"ERROR", **rule}],
+    }
     return LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
 
 
@@ -126,6 +163,7 @@ def _scan(monitor: LogfileMonitor, triage: Triage, state: dict[str, Any]) -> dic
 def _incidents(db: Database) -> list[Incident]:
     with db.session() as session:
         from sqlmodel import col, select
+
         return list(session.exec(select(Incident).order_by(col(Incident.id))).all())
 
 
@@ -137,8 +175,12 @@ def db(tmp_path: Path) -> Database:
 def test_500_lines_differing_in_a_user_name_are_one_incident(tmp_path, db):
     log = tmp_path / "app.log"
     names = [f"user{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}" for i in range(500)]
-    log.write_text("".join(f"2026-12-03T10:00:{i % 60:02d}Z ERROR user {n} not found\n"
-                           for i, n in enumerate(names)))
+    log.write_text(
+        "".join(
+            f"2026-12-03T10:00:{i % 60:02d}Z ERROR user {n} not found\n"
+            for i, n in enumerate(names)
+        )
+    )
     _scan(_monitor(log, pattern=r"ERROR user \S+ not found"), Triage(db, TriageSettings()), {})
     (incident,) = _incidents(db)
     assert incident.count == 500
@@ -174,20 +216,36 @@ def test_group_by_rule_is_one_incident_whatever_the_message(tmp_path, db):
 
 def test_group_by_named_groups_is_one_incident_per_value(tmp_path, db):
     log = tmp_path / "app.log"
-    log.write_text("ERROR db timed out after 3s\nERROR cache timed out\n"
-                   "ERROR db timed out while connecting to 10.0.0.5\n")
-    _scan(_monitor(log, pattern=r"ERROR (?P<service>\w+) timed out", group_by=["service"]),
-          Triage(db, TriageSettings()), {})
+    log.write_text(
+        "ERROR db timed out after 3s\nERROR cache timed out\n"
+        "ERROR db timed out while connecting to 10.0.0.5\n"
+    )
+    _scan(
+        _monitor(log, pattern=r"ERROR (?P<service>\w+) timed out", group_by=["service"]),
+        Triage(db, TriageSettings()),
+        {},
+    )
     counts = sorted((i.count, i.details.get("rule")) for i in _incidents(db))
     assert [c for c, _ in counts] == [1, 2]
 
 
 def test_the_storm_breaker_folds_what_is_past_the_cap_into_one_storm(tmp_path, db):
     log = tmp_path / "app.log"
-    words = ["disk", "cache", "queue", "mailer", "search", "billing", "auth", "cron", "dns",
-             "proxy"]
-    log.write_text("".join(f"ERROR {w} subsystem {v} exploded\n" for w in words
-                           for v in ("badly", "again")))
+    words = [
+        "disk",
+        "cache",
+        "queue",
+        "mailer",
+        "search",
+        "billing",
+        "auth",
+        "cron",
+        "dns",
+        "proxy",
+    ]
+    log.write_text(
+        "".join(f"ERROR {w} subsystem {v} exploded\n" for w in words for v in ("badly", "again"))
+    )
     settings = TriageSettings(max_new_incidents=3, storm_window=1.0)
     triage = Triage(db, settings)
     _scan(_monitor(log), triage, {})
@@ -206,9 +264,23 @@ def test_the_storm_breaker_folds_what_is_past_the_cap_into_one_storm(tmp_path, d
 
 
 def test_check_config_names_an_unknown_group(home: GuardHome):
-    home.playbook("api", [{"id": "api-log", "type": "logfile", "path": "/var/log/api.log",
-                           "rules": [{"kind": "timeout", "pattern": r"(?P<service>\w+) timed out",
-                                      "group_by": ["svc"]}]}])
+    home.playbook(
+        "api",
+        [
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": "/var/log/api.log",
+                "rules": [
+                    {
+                        "kind": "timeout",
+                        "pattern": r"(?P<service>\w+) timed out",
+                        "group_by": ["svc"],
+                    }
+                ],
+            }
+        ],
+    )
     proc = home.cli("check-config", check=False)
     assert proc.returncode == 2
     said = proc.stdout + proc.stderr
@@ -217,9 +289,18 @@ def test_check_config_names_an_unknown_group(home: GuardHome):
 
 
 def test_check_config_refuses_a_format_without_a_message_group(home: GuardHome):
-    home.playbook("api", [{"id": "api-log", "type": "logfile", "path": "/var/log/api.log",
-                           "format": r"^\S+ (?P<msg>.*)$",
-                           "rules": [{"kind": "e", "pattern": "ERROR"}]}])
+    home.playbook(
+        "api",
+        [
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": "/var/log/api.log",
+                "format": r"^\S+ (?P<msg>.*)$",
+                "rules": [{"kind": "e", "pattern": "ERROR"}],
+            }
+        ],
+    )
     proc = home.cli("check-config", check=False)
     assert proc.returncode == 2
     assert "format" in proc.stdout + proc.stderr and "message" in proc.stdout + proc.stderr
@@ -228,9 +309,18 @@ def test_check_config_refuses_a_format_without_a_message_group(home: GuardHome):
 def test_incidents_show_json_has_the_template(home: GuardHome, tmp_path: Path):
     log = tmp_path / "app.log"
     log.write_text("ERROR user alice not found\nERROR user bob not found\n")
-    home.playbook("app", [{"id": "app", "type": "logfile", "path": str(log),
-                           "start": "beginning",
-                           "rules": [{"kind": "user_missing", "pattern": "not found"}]}])
+    home.playbook(
+        "app",
+        [
+            {
+                "id": "app",
+                "type": "logfile",
+                "path": str(log),
+                "start": "beginning",
+                "rules": [{"kind": "user_missing", "pattern": "not found"}],
+            }
+        ],
+    )
     home.cli("run", "--once")
     shown = json.loads(home.cli("incidents", "show", "1", "--json").stdout)
     assert shown["template"] == "ERROR user <*> not found"
@@ -241,6 +331,7 @@ def test_incidents_show_json_has_the_template(home: GuardHome, tmp_path: Path):
 
 
 # -- the console notifier groups like Telegram -----------------------------------------------
+
 
 async def test_the_console_announces_the_first_at_once_and_the_rest_together(db):
     import asyncio
@@ -254,8 +345,17 @@ async def test_the_console_announces_the_first_at_once_and_the_rest_together(db)
     sink = logger.add(lambda m: said.append(str(m)), level="WARNING", format="{message}")
     try:
         console = ConsoleNotifier(db, group_wait=0.5)
-        ask = [HumanRequest(incident_id=i, title=f"fault {i}", severity="error", target="api",
-                            count=1, evidence="") for i in (1, 2, 3)]
+        ask = [
+            HumanRequest(
+                incident_id=i,
+                title=f"fault {i}",
+                severity="error",
+                target="api",
+                count=1,
+                evidence="",
+            )
+            for i in (1, 2, 3)
+        ]
         await console.ask(ask[0])
         assert len(said) == 1 and "Incident #1 needs a human" in said[0]
         await console.ask(ask[1])

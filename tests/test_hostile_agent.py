@@ -17,8 +17,9 @@ from tests.agent_helpers import stored_incident
 
 
 def agent(tmp_path: Path, **kw: Any) -> Agent:
-    settings = Settings(data_dir=tmp_path, skills_dir=tmp_path / "skills",
-                        playbooks_dir=tmp_path / "playbooks")
+    settings = Settings(
+        data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=tmp_path / "playbooks"
+    )
     return Agent(settings, open_database(settings.database_url), [], sandboxes=object(), **kw)
 
 
@@ -32,19 +33,47 @@ async def test_commands_a_crash_left_running_are_reset_on_start(tmp_path: Path) 
     inc_id = _incident(a)
     earlier = utcnow() - timedelta(minutes=5)
     with a.db.session() as s:
-        s.add(HumanCommand(incident_id=inc_id, verb="deny", actor="cli:ann", status="running",
-                           created_at=earlier))
-        s.add(HumanCommand(incident_id=inc_id, verb="reply", actor="cli:bob", fix="true",
-                           status="running", created_at=earlier))
-        s.add(RemediationRun(incident_id=inc_id, skill="human-fix", target="http://svc",
-                             origin="human", approved_by="cli:bob", fix="true",
-                             status="failed", started_at=utcnow()))
+        s.add(
+            HumanCommand(
+                incident_id=inc_id,
+                verb="deny",
+                actor="cli:ann",
+                status="running",
+                created_at=earlier,
+            )
+        )
+        s.add(
+            HumanCommand(
+                incident_id=inc_id,
+                verb="reply",
+                actor="cli:bob",
+                fix="true",
+                status="running",
+                created_at=earlier,
+            )
+        )
+        s.add(
+            RemediationRun(
+                incident_id=inc_id,
+                skill="human-fix",
+                target="http://svc",
+                origin="human",
+                approved_by="cli:bob",
+                fix="true",
+                status="failed",
+                started_at=utcnow(),
+            )
+        )
     await a.resume()
     await a.drain()
     with a.db.session() as s:
         cmds = {c.verb: c for c in s.exec(select(HumanCommand)).all()}
-        notes = [t.message for t in s.exec(select(IncidentTimeline).where(
-            IncidentTimeline.type == "command_reset")).all()]
+        notes = [
+            t.message
+            for t in s.exec(
+                select(IncidentTimeline).where(IncidentTimeline.type == "command_reset")
+            ).all()
+        ]
     assert cmds["deny"].status == "queued"  # nothing of it ran: it runs again
     assert cmds["reply"].status == "failed"  # it had started a remedy: not repeated
     assert "interrupted" in cmds["reply"].outcome
@@ -56,8 +85,10 @@ async def test_each_step_gets_exactly_its_skills_grants(tmp_path: Path) -> None:
     from guard.sandbox import SandboxGrants
     from guard.sandbox.pool import SandboxPool
 
-    pool = SandboxPool(SandboxSettings(backend="local", timeout=10),
-                       environ={"FIRST_TOKEN": "first-secret", "SECOND_TOKEN": "second-secret"})
+    pool = SandboxPool(
+        SandboxSettings(backend="local", timeout=10),
+        environ={"FIRST_TOKEN": "first-secret", "SECOND_TOKEN": "second-secret"},
+    )
     show = 'echo "first=${FIRST_TOKEN:+set} second=${SECOND_TOKEN:+set}"'
     try:
         first = await pool.get("1", SandboxGrants(secrets=["FIRST_TOKEN"]))

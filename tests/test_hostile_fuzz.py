@@ -23,11 +23,53 @@ if TYPE_CHECKING:
 
 LINES = 10_000
 PIECES = [
-    "ERROR", "timeout", "WARN", " ", "\t", "é", "\u017f", "\u212a", "😀", "\u202e", "\u200f", "\x1b[2J",
-    "\x1b]0;pwned\x07", "\x00", "\r", "\x0b", "\x1c", "\x85", "<b>", "</i>", "&amp;", "&", "[/x]",
-    "[bold]", "{{ incident.message }}", "{% raw %}", "$(touch /tmp/x)", "`id`", "'", '"', "\\",
-    "²", "\u0661", "99999999999999999999999", "#", "-", "--", "docker.restart", "curl", "http://a/",
-    "ab ", "twice", "a" * 30 + "!", "x" * 40, "ERROR " * 200, "\ufffd", "\ud7ff",
+    "ERROR",
+    "timeout",
+    "WARN",
+    " ",
+    "\t",
+    "é",
+    "\u017f",
+    "\u212a",
+    "😀",
+    "\u202e",
+    "\u200f",
+    "\x1b[2J",
+    "\x1b]0;pwned\x07",
+    "\x00",
+    "\r",
+    "\x0b",
+    "\x1c",
+    "\x85",
+    "<b>",
+    "</i>",
+    "&amp;",
+    "&",
+    "[/x]",
+    "[bold]",
+    "{{ incident.message }}",
+    "{% raw %}",
+    "$(touch /tmp/x)",
+    "`id`",
+    "'",
+    '"',
+    "\\",
+    "²",
+    "\u0661",
+    "99999999999999999999999",
+    "#",
+    "-",
+    "--",
+    "docker.restart",
+    "curl",
+    "http://a/",
+    "ab ",
+    "twice",
+    "a" * 30 + "!",
+    "x" * 40,
+    "ERROR " * 200,
+    "\ufffd",
+    "\ud7ff",
 ]
 
 
@@ -36,8 +78,11 @@ def fuzz_line(rng: random.Random) -> str:
     if roll < 0.002:
         return rng.choice(["ERROR ", "ab ", "a", "é x"]) * rng.randrange(10_000, 60_000)
     if roll < 0.05:
-        return "".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(1, 80))
-                       ).encode("utf-8", "replace").decode("utf-8", "replace")
+        return (
+            "".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(1, 80)))
+            .encode("utf-8", "replace")
+            .decode("utf-8", "replace")
+        )
     return "".join(rng.choices(PIECES, k=rng.randrange(0, 12)))
 
 
@@ -55,23 +100,32 @@ def _append(path: Path, data: bytes) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_ten_thousand_hostile_lines_through_logs_and_telegram(tmp_path: Path,
-                                                                    world: World) -> None:
+async def test_ten_thousand_hostile_lines_through_logs_and_telegram(
+    tmp_path: Path, world: World
+) -> None:
     rng = random.Random(13)
     lines = [fuzz_line(rng) for _ in range(LINES)]
     log = tmp_path / "fuzz.log"
     log.write_bytes(b"")
-    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(
-        {"id": "fuzz", "type": "logfile", "path": str(log), "start": "beginning",
-         "max_line_bytes": 16384,
-         "rules": [*RULES, {"kind": "any", "pattern": r"\bERROR\b|\x1b|[^\x00-\x7f]"}]}))
+    monitor = LogfileMonitor(
+        LogfileMonitorSpec.model_validate(
+            {
+                "id": "fuzz",
+                "type": "logfile",
+                "path": str(log),
+                "start": "beginning",
+                "max_line_bytes": 16384,
+                "rules": [*RULES, {"kind": "any", "pattern": r"\bERROR\b|\x1b|[^\x00-\x7f]"}],
+            }
+        )
+    )
     seen = 0
 
     async def logfile() -> None:
         nonlocal seen
         state: dict[str, object] = {}
         for at in range(0, LINES, 500):
-            chunk = b"".join(log_bytes(rng, line) for line in lines[at:at + 500])
+            chunk = b"".join(log_bytes(rng, line) for line in lines[at : at + 500])
             await asyncio.to_thread(_append, log, chunk)
             obs = await monitor.check(state)
             state = obs.state

@@ -55,13 +55,23 @@ async def max_stall(work: Awaitable[Any]) -> tuple[Any, float]:
 
 
 def _monitor(path: Path, **kw: Any) -> LogfileMonitor:
-    return LogfileMonitor(LogfileMonitorSpec.model_validate(
-        {"id": "log", "type": "logfile", "path": str(path), "rules": RULES, "start": "beginning",
-         **kw}))
+    return LogfileMonitor(
+        LogfileMonitorSpec.model_validate(
+            {
+                "id": "log",
+                "type": "logfile",
+                "path": str(path),
+                "rules": RULES,
+                "start": "beginning",
+                **kw,
+            }
+        )
+    )
 
 
 async def test_hostile_lines_never_stall_the_loop_and_a_real_fault_still_counts(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     log = tmp_path / "app.log"
     log.write_text("\n".join([*HOSTILE, "2026-12-03 ERROR upstream timeout", ""]))
     monitor = _monitor(log)
@@ -83,10 +93,14 @@ async def test_an_over_long_line_is_matched_on_its_start_and_says_so(tmp_path: P
 
 
 async def test_learned_triggers_cost_linear_time_on_hostile_messages() -> None:
-    trigger = Trigger(message=message_regex(
-        "2026-12-03T10:00:00Z req 89bbae50 from 10.0.0.1 took 35ms: too many clients"))
-    hostile = SimpleNamespace(source="x", kind="k", target="t",
-                              message="2026-12-03T10:00:00Z req " + "1 " * 50_000)
+    trigger = Trigger(
+        message=message_regex(
+            "2026-12-03T10:00:00Z req 89bbae50 from 10.0.0.1 took 35ms: too many clients"
+        )
+    )
+    hostile = SimpleNamespace(
+        source="x", kind="k", target="t", message="2026-12-03T10:00:00Z req " + "1 " * 50_000
+    )
 
     async def match() -> Any:
         return trigger.match(hostile)  # on the loop, as the agent's recall does

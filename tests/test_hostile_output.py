@@ -16,10 +16,21 @@ MESSAGE = "ERROR \x1b]0;pwned\x07\x1b[2J\x1b[H cleared \u202eevil\x9b31m"
 def _hostile_incident(home: GuardHome) -> None:
     now = utcnow()
     with home.database().session() as s:
-        inc = Incident(fingerprint="fp", check_key="k", monitor_id="m", source="logfile",
-                       target="/srv/api.log", kind="api_error", severity="error", title=TITLE,
-                       message=MESSAGE, state="open", opened_at=now, first_seen=now,
-                       last_seen=now)
+        inc = Incident(
+            fingerprint="fp",
+            check_key="k",
+            monitor_id="m",
+            source="logfile",
+            target="/srv/api.log",
+            kind="api_error",
+            severity="error",
+            title=TITLE,
+            message=MESSAGE,
+            state="open",
+            opened_at=now,
+            first_seen=now,
+            last_seen=now,
+        )
         s.add(inc)
         s.flush()
         assert inc.id is not None

@@ -41,20 +41,31 @@ def _client(server: RailwayServer) -> RailwayClient:
     return RailwayClient(RailwaySettings(**railway_config(server)))
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"errors": "boom, as a string", "data": None}, "boom, as a string"),
-    ({"errors": [1, None, "x"], "data": None}, "1; None; x"),
-    ({"data": {"project": {"id": "p", "name": "shop",
-                           "services": {"edges": [{"cursor": "c"}]}}}},
-     "project.services.edges[0]: unexpected answer: field node is missing"),
-    ({"data": {"project": {"id": "p", "name": "shop", "services": {"edges": "nope"}}}},
-     "project.services.edges is str, not a list"),
-    ({"data": {"project": "gone"}}, "project is str, not an object"),
-    ({"data": {}}, "field project is missing"),
-    ({"data": {"project": {"name": "shop"}}}, "field project.id is missing"),
-])
-async def test_a_bad_shape_names_the_field(railway: RailwayServer, body: dict[str, Any],
-                                           field: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"errors": "boom, as a string", "data": None}, "boom, as a string"),
+        ({"errors": [1, None, "x"], "data": None}, "1; None; x"),
+        (
+            {
+                "data": {
+                    "project": {"id": "p", "name": "shop", "services": {"edges": [{"cursor": "c"}]}}
+                }
+            },
+            "project.services.edges[0]: unexpected answer: field node is missing",
+        ),
+        (
+            {"data": {"project": {"id": "p", "name": "shop", "services": {"edges": "nope"}}}},
+            "project.services.edges is str, not a list",
+        ),
+        ({"data": {"project": "gone"}}, "project is str, not an object"),
+        ({"data": {}}, "field project is missing"),
+        ({"data": {"project": {"name": "shop"}}}, "field project.id is missing"),
+    ],
+)
+async def test_a_bad_shape_names_the_field(
+    railway: RailwayServer, body: dict[str, Any], field: str
+) -> None:
     railway.faults.append(Fault(body=body))
     client = _client(railway)
     try:
@@ -68,12 +79,34 @@ async def test_a_bad_shape_names_the_field(railway: RailwayServer, body: dict[st
 async def test_new_status_values_and_null_messages_are_read(railway: RailwayServer) -> None:
     client = _client(railway)
     try:
-        railway.faults.append(Fault(body={"data": {"serviceInstance": {"latestDeployment": {
-            "id": "d1", "status": "HIBERNATING", "createdAt": "2026-12-01T00:00:00Z"}}}}))
+        railway.faults.append(
+            Fault(
+                body={
+                    "data": {
+                        "serviceInstance": {
+                            "latestDeployment": {
+                                "id": "d1",
+                                "status": "HIBERNATING",
+                                "createdAt": "2026-12-01T00:00:00Z",
+                            }
+                        }
+                    }
+                }
+            )
+        )
         deployment = await client.latest_deployment("e", "s")
         assert deployment is not None and deployment.status is DeploymentStatus.UNKNOWN
-        railway.faults.append(Fault(body={"data": {"deploymentLogs": [
-            {"timestamp": "2026-12-01T00:00:00.000000000Z", "message": None}]}}))
+        railway.faults.append(
+            Fault(
+                body={
+                    "data": {
+                        "deploymentLogs": [
+                            {"timestamp": "2026-12-01T00:00:00.000000000Z", "message": None}
+                        ]
+                    }
+                }
+            )
+        )
         (line,) = await client.deployment_logs("d1")
         assert line.message == ""
         railway.faults.append(Fault(body={"data": {"deploymentLogs": [{"message": "x"}]}}))
@@ -83,13 +116,30 @@ async def test_new_status_values_and_null_messages_are_read(railway: RailwayServ
         await client.aclose()
 
 
-async def test_the_monitor_reports_the_field_and_keeps_running(home: Any,
-                                                               railway: RailwayServer) -> None:
+async def test_the_monitor_reports_the_field_and_keeps_running(
+    home: Any, railway: RailwayServer
+) -> None:
     railway.state.deploy(status="SUCCESS")
     home.write_config({"railway": railway_config(railway)})
     (home.playbooks / "railway.yaml").write_text(PLAYBOOK)
-    railway.faults.extend([Fault(), Fault(body={"data": {"serviceInstance": {
-        "latestDeployment": {"id": "d", "status": "SUCCESS", "createdAt": "yesterday"}}}})])
+    railway.faults.extend(
+        [
+            Fault(),
+            Fault(
+                body={
+                    "data": {
+                        "serviceInstance": {
+                            "latestDeployment": {
+                                "id": "d",
+                                "status": "SUCCESS",
+                                "createdAt": "yesterday",
+                            }
+                        }
+                    }
+                }
+            ),
+        ]
+    )
     await Guard(home.settings(), home.playbooks_loaded()).run_once()  # must not raise
     with home.database().session() as s:
         (err,) = s.exec(select(Incident).where(Incident.kind == "monitor_error")).all()
@@ -98,23 +148,32 @@ async def test_the_monitor_reports_the_field_and_keeps_running(home: Any,
     assert [e.type for e in events] == ["resolved"]
 
 
-HOSTILE_PLAYBOOK = PLAYBOOK.replace("    every: 30s", "    start: beginning\n    every: 30s"
-                                    ).replace('''      - kind: boom
+HOSTILE_PLAYBOOK = PLAYBOOK.replace(
+    "    every: 30s", "    start: beginning\n    every: 30s"
+).replace(
+    """      - kind: boom
         pattern: "boom"
-''', '''      - kind: slow_timeout
+""",
+    """      - kind: slow_timeout
         pattern: ".*ERROR.*timeout"
       - kind: nested
         pattern: "(a+)+$"
-''')
+""",
+)
 
 
-async def test_hostile_railway_log_lines_do_not_stall_the_loop(home: Any,
-                                                               railway: RailwayServer) -> None:
+async def test_hostile_railway_log_lines_do_not_stall_the_loop(
+    home: Any, railway: RailwayServer
+) -> None:
     from tests.test_hostile_matching import max_stall
 
     dep = railway.state.deploy(status="SUCCESS")
-    for message in ["é " + "ERROR " * 1400, "a" * 40 + "!", "ERROR timeout " + "x" * 100_000,
-                    "ERROR upstream timeout"]:
+    for message in [
+        "é " + "ERROR " * 1400,
+        "a" * 40 + "!",
+        "ERROR timeout " + "x" * 100_000,
+        "ERROR upstream timeout",
+    ]:
         railway.state.log(dep["id"], message)
     home.write_config({"railway": railway_config(railway)})
     (home.playbooks / "railway.yaml").write_text(HOSTILE_PLAYBOOK)

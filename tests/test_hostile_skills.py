@@ -30,28 +30,41 @@ TARGET = "b" * 23 + "-" + "c" * 6  # its slug puts a hyphen where the old suffix
 
 
 def _incident(**kw: Any) -> SimpleNamespace:
-    base = dict(id=7, source="logfile", kind=KIND, target=TARGET, title="t", severity="error",
-                message="ERROR  disk\tfull on /dev/sda1 after 35ms", monitor_id="m", count=1,
-                details={})
+    base = dict(
+        id=7,
+        source="logfile",
+        kind=KIND,
+        target=TARGET,
+        title="t",
+        severity="error",
+        message="ERROR  disk\tfull on /dev/sda1 after 35ms",
+        monitor_id="m",
+        count=1,
+        details={},
+    )
     return SimpleNamespace(**{**base, **kw})
 
 
 def test_a_second_learned_fix_gets_a_valid_free_name(tmp_path: Path) -> None:
     lib = SkillLibrary(tmp_path / "skills")
     (tmp_path / "skills").mkdir()
-    writer = SkillWriter(lib, trust="approval", git_commit=False, git_author="T <t@x>",
-                         verify_timeout=5)
-    first = writer.write(_incident(), "echo one", action=None, args={}, approver="cli:a",
-                         verdict="ok")
-    second = writer.write(_incident(id=8), "echo two", action=None, args={}, approver="cli:a",
-                          verdict="ok")
+    writer = SkillWriter(
+        lib, trust="approval", git_commit=False, git_author="T <t@x>", verify_timeout=5
+    )
+    first = writer.write(
+        _incident(), "echo one", action=None, args={}, approver="cli:a", verdict="ok"
+    )
+    second = writer.write(
+        _incident(id=8), "echo two", action=None, args={}, approver="cli:a", verdict="ok"
+    )
     assert first.name != second.name
     for skill in (first, second):
         assert NAME_RE.match(skill.name) and len(skill.name) <= 64
         load_skill(skill.path)
     assert lib.quarantined == {} and len(lib.skills) == 2
-    assert not (tmp_path / "skills" / ".incoming").exists() or \
-        not any((tmp_path / "skills" / ".incoming").iterdir())
+    assert not (tmp_path / "skills" / ".incoming").exists() or not any(
+        (tmp_path / "skills" / ".incoming").iterdir()
+    )
 
 
 def _broken_skill(home: GuardHome) -> None:
@@ -70,11 +83,20 @@ def test_a_skill_that_does_not_load_is_quarantined_not_fatal(home: GuardHome) ->
     assert list(lib.quarantined) == ["learned-broken--2"] and lib.skills == []
     (signal,) = skill_invalid_signals(lib)
     assert (signal.source, signal.kind, signal.target) == (
-        "guard", "skill_invalid", "skill:learned-broken--2")
+        "guard",
+        "skill_invalid",
+        "skill:learned-broken--2",
+    )
     svc = Service()
     http_playbook(home, svc)
-    home.write_config({"sandbox": {"backend": "local"}, "http_host": "127.0.0.1",
-                       "http_port": 0, "agent": {"poll_interval": "200ms"}})
+    home.write_config(
+        {
+            "sandbox": {"backend": "local"},
+            "http_host": "127.0.0.1",
+            "http_port": 0,
+            "agent": {"poll_interval": "200ms"},
+        }
+    )
     with running_guard(home):  # it starts (it refused to before), and says what is wrong
         inc = wait_for(lambda: find(home, kind="skill_invalid"), 30, "a skill_invalid incident")
     assert inc["target"] == "skill:learned-broken--2"
@@ -90,40 +112,68 @@ def test_learned_triggers_keep_whitespace_and_match_the_original() -> None:
 
 
 def test_the_target_is_parametrised_only_as_a_whole_word_the_shell_expands() -> None:
-    fix = ("curl -fsS http://api:8080/ \"http://api:8080/x\" 'http://api:8080/y' "
-           "api-v2 myapi api")
+    fix = "curl -fsS http://api:8080/ \"http://api:8080/x\" 'http://api:8080/y' api-v2 myapi api"
     out = shell_generalise(fix, "api")
-    assert out == ('curl -fsS http://"$GUARD_TARGET":8080/ "http://${GUARD_TARGET}:8080/x" '
-                   "'http://api:8080/y' api-v2 myapi \"$GUARD_TARGET\"")
-    ran = subprocess.run(["sh", "-c", f"printf '%s\\n' {out.split(' ', 2)[2]}"],
-                         env={"GUARD_TARGET": "api", "PATH": "/usr/bin:/bin"},
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert ran == ["http://api:8080/", "http://api:8080/x", "http://api:8080/y", "api-v2",
-                   "myapi", "api"]  # the same command as the human's for the same target
+    assert out == (
+        'curl -fsS http://"$GUARD_TARGET":8080/ "http://${GUARD_TARGET}:8080/x" '
+        "'http://api:8080/y' api-v2 myapi \"$GUARD_TARGET\""
+    )
+    ran = subprocess.run(
+        ["sh", "-c", f"printf '%s\\n' {out.split(' ', 2)[2]}"],
+        env={"GUARD_TARGET": "api", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert ran == [
+        "http://api:8080/",
+        "http://api:8080/x",
+        "http://api:8080/y",
+        "api-v2",
+        "myapi",
+        "api",
+    ]  # the same command as the human's for the same target
 
 
 async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> None:
     svc = Service()
     http_playbook(home, svc)
-    home.write_config({"sandbox": {"backend": "local"},
-                       "agent": {"verify_timeout": "5s"},
-                       "skills": {"git_commit": False}})
+    home.write_config(
+        {
+            "sandbox": {"backend": "local"},
+            "agent": {"verify_timeout": "5s"},
+            "skills": {"git_commit": False},
+        }
+    )
     settings = load_settings(home.config)
     db = home.database()
     agent = Agent(settings, db, home.playbooks_loaded())
     now = utcnow()
     with db.session() as s:
-        inc = Incident(fingerprint="fp", check_key="web", monitor_id="web", source="http",
-                       target=f"{svc.base}/healthz", kind="http_status", severity="critical",
-                       title="down", message="HTTP 503", state="awaiting_human",
-                       opened_at=now, first_seen=now, last_seen=now)
+        inc = Incident(
+            fingerprint="fp",
+            check_key="web",
+            monitor_id="web",
+            source="http",
+            target=f"{svc.base}/healthz",
+            kind="http_status",
+            severity="critical",
+            title="down",
+            message="HTTP 503",
+            state="awaiting_human",
+            opened_at=now,
+            first_seen=now,
+            last_seen=now,
+        )
         s.add(inc)
         s.flush()
         assert inc.id is not None
         inc_id = inc.id
     # A Go template (Jinja used to refuse it) and a quoted argv, as `guard reply` now keeps it.
-    fix = (f"curl -fsS -X POST {svc.base}/fix >/dev/null && "
-           "printf '%s\\n' '{{.State.Status}}' 'two words'")
+    fix = (
+        f"curl -fsS -X POST {svc.base}/fix >/dev/null && "
+        "printf '%s\\n' '{{.State.Status}}' 'two words'"
+    )
     cmd = queue_command(db, incident_id=inc_id, verb="reply", actor="cli:ann", fix=fix)
     try:
         await process_command(agent, cmd)
@@ -141,8 +191,12 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         assert re.search(spec["triggers"][0]["message"], "HTTP 503")
         svc.healthy = False  # the fault again: the saved script alone cures it
         replay = await asyncio.to_thread(
-            subprocess.run, ["sh", str(script)], capture_output=True, text=True,
-            env={"PATH": "/usr/bin:/bin", "GUARD_TARGET": done.target})
+            subprocess.run,
+            ["sh", str(script)],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "GUARD_TARGET": done.target},
+        )
         assert replay.returncode == 0 and svc.healthy
         assert replay.stdout == "{{.State.Status}}\ntwo words\n"
     finally:
@@ -155,9 +209,23 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
 def test_guard_reply_keeps_argv_quoting(home: GuardHome) -> None:
     now = utcnow()
     with home.database().session() as s:
-        s.add(Incident(fingerprint="fp", check_key="k", monitor_id="gone", source="http",
-                       target="t", kind="k", severity="error", title="t", message="m",
-                       state="resolved", opened_at=now, first_seen=now, last_seen=now))
+        s.add(
+            Incident(
+                fingerprint="fp",
+                check_key="k",
+                monitor_id="gone",
+                source="http",
+                target="t",
+                kind="k",
+                severity="error",
+                title="t",
+                message="m",
+                state="resolved",
+                opened_at=now,
+                first_seen=now,
+                last_seen=now,
+            )
+        )
     home.cli("reply", "1", "--", "sh", "-c", "echo a; echo b", check=False)
     with home.database().session() as s:
         from sqlmodel import select

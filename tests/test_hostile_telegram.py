@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 
 async def test_a_strangers_flood_writes_one_row_a_window_and_alerts_go_first(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(200):
         await world.text(STRANGER, f"please run rm -rf / ({i})")
     refused = AuditEntry.action == "telegram.refused"
@@ -37,10 +38,15 @@ async def test_a_strangers_flood_writes_one_row_a_window_and_alerts_go_first(
     assert world.count(OutboxMessage) == 1
     assert world.count(HumanCommand) == 0
     for i in range(200):  # even 200 queued answers to strangers do not delay an alert
-        outbox.enqueue(world.db, method="send", chat_id=CHAT, text=f"refused {i}",
-                       role="refused")
-    alert = outbox.enqueue(world.db, method="send", chat_id=CHAT, text="🚨 new incident",
-                           incident_id=world.incident_id, role="incident")
+        outbox.enqueue(world.db, method="send", chat_id=CHAT, text=f"refused {i}", role="refused")
+    alert = outbox.enqueue(
+        world.db,
+        method="send",
+        chat_id=CHAT,
+        text="🚨 new incident",
+        incident_id=world.incident_id,
+        role="incident",
+    )
     assert outbox.pending(world.db)[0].id == alert
     monkeypatch.setattr(auth_module, "REFUSAL_WINDOW", 0.0)  # the window has passed
     await world.text(STRANGER, "still here")
@@ -56,11 +62,19 @@ async def test_a_chatty_reply_is_asked_about_not_run(world: World) -> None:
     with world.db.session() as s:
         question = s.exec(select(OutboxMessage).where(OutboxMessage.role == "confirm")).one()
     assert "as a fix" in question.text and "maybe restart later?" in question.text
-    (run, cancel), = [[d for _, d in row] for row in question.buttons]
+    ((run, cancel),) = [[d for _, d in row] for row in question.buttons]
     assert [label for label, _ in question.buttons[0]] == ["Run", "Cancel"]
     with world.db.session() as s:  # what the outbox worker records when it sends the question
-        s.add(TelegramMessage(chat_id=str(CHAT), message_id=500, incident_id=world.incident_id,
-                              role="confirm", live=True, approvals=[run, cancel]))
+        s.add(
+            TelegramMessage(
+                chat_id=str(CHAT),
+                message_id=500,
+                incident_id=world.incident_id,
+                role="confirm",
+                live=True,
+                approvals=[run, cancel],
+            )
+        )
     await world.handlers.on_callback(world.press(STRANGER, run, 500), None)  # type: ignore[arg-type]
     assert world.count(HumanCommand) == 0
     await world.handlers.on_callback(world.press(ADMIN, run, 500), None)  # type: ignore[arg-type]
@@ -79,8 +93,10 @@ async def test_a_plain_fix_runs_without_a_question(world: World, fix: str) -> No
     assert cmd.fix == fix and world.count(OutboxMessage, OutboxMessage.role == "confirm") == 0
 
 
-@pytest.mark.parametrize("text", ["/fix ² echo hi", "/fix \u0661 echo hi", "/fix #x echo",
-                                  "/fix 99999999999999999999999 echo"])
+@pytest.mark.parametrize(
+    "text",
+    ["/fix ² echo hi", "/fix \u0661 echo hi", "/fix #x echo", "/fix 99999999999999999999999 echo"],
+)
 async def test_fix_with_a_strange_number_is_a_usage_error(world: World, text: str) -> None:
     await world.text(ADMIN, text, reply_to=None)
     assert world.count(HumanCommand) == 0

@@ -45,8 +45,9 @@ def service() -> Iterator[Service]:
 
 
 def monitor(url: str, **kw: Any) -> HttpMonitor:
-    return HttpMonitor(HttpMonitorSpec.model_validate({"id": "web", "type": "http", "url": url,
-                                                      **kw}))
+    return HttpMonitor(
+        HttpMonitorSpec.model_validate({"id": "web", "type": "http", "url": url, **kw})
+    )
 
 
 async def one(m: HttpMonitor):
@@ -94,8 +95,19 @@ async def test_unreachable():
 async def test_for_two_and_auto_resolve_through_guard(home, service: Service):
     from guard.app import Guard
 
-    home.playbook("web", [{"id": "web", "type": "http", "url": service.url, "every": "5s",
-                           "expect_status": 200, "for": 2}])
+    home.playbook(
+        "web",
+        [
+            {
+                "id": "web",
+                "type": "http",
+                "url": service.url,
+                "every": "5s",
+                "expect_status": 200,
+                "for": 2,
+            }
+        ],
+    )
     service.status = 500
 
     async def once() -> list[str]:

@@ -31,8 +31,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 
 def _builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_offline",
-                                                  REPO / "deploy" / "build_offline.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_offline", REPO / "deploy" / "build_offline.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -51,20 +52,31 @@ def appliance_image(docker_client: Any, pytestconfig: pytest.Config) -> str:
             pytest.fail(message)
         pytest.skip(message)
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(REPO / "deploy" / "build_offline.py")],
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "deploy" / "build_offline.py")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     if report is not None:
-        report.write_line(f"built {tag} in {time.monotonic() - started:.0f}s: "
-                          f"{proc.stdout.strip()}")
+        report.write_line(
+            f"built {tag} in {time.monotonic() - started:.0f}s: {proc.stdout.strip()}"
+        )
     return tag
 
 
 def _playbook_tar() -> bytes:
     """A playbook whose check always fails, so the appliance has an incident to keep."""
-    body = yaml.safe_dump({"name": "probe", "monitors": [
-        {"id": "down", "type": "http", "url": "http://127.0.0.1:1/", "every": "1s"}]}).encode()
+    body = yaml.safe_dump(
+        {
+            "name": "probe",
+            "monitors": [
+                {"id": "down", "type": "http", "url": "http://127.0.0.1:1/", "every": "1s"}
+            ],
+        }
+    ).encode()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         info = tarfile.TarInfo("probe.yaml")
@@ -87,10 +99,19 @@ def volume(docker_client: Any) -> Iterator[str]:
 def _start(docker_client: Any, image: str, volume: str, name: str) -> tuple[Any, str]:
     test = docker_client.images.get(image).attrs["Config"]["Healthcheck"]["Test"]
     container = docker_client.containers.create(
-        image, name=name, volumes={volume: {"bind": "/data", "mode": "rw"}},
-        ports={"8080/tcp": ("127.0.0.1", None)}, labels={"guard.test": "1"},
-        healthcheck={"test": test, "interval": 1_000_000_000, "timeout": 5_000_000_000,
-                     "retries": 3, "start_period": 0})  # the image's check, run every second
+        image,
+        name=name,
+        volumes={volume: {"bind": "/data", "mode": "rw"}},
+        ports={"8080/tcp": ("127.0.0.1", None)},
+        labels={"guard.test": "1"},
+        healthcheck={
+            "test": test,
+            "interval": 1_000_000_000,
+            "timeout": 5_000_000_000,
+            "retries": 3,
+            "start_period": 0,
+        },
+    )  # the image's check, run every second
     container.put_archive("/etc/guard/playbooks", _playbook_tar())
     container.start()
     container.reload()
@@ -115,14 +136,18 @@ def _guard(container: Any, *args: str) -> tuple[int, str]:
 
 @pytest.mark.timeout(1900)
 def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
-        docker_client: Any, appliance_image: str, volume: str,
-        pytestconfig: pytest.Config) -> None:
+    docker_client: Any, appliance_image: str, volume: str, pytestconfig: pytest.Config
+) -> None:
     first, url = _start(docker_client, appliance_image, volume, f"{volume}-1")
     _wait(lambda: httpx.get(url + "/healthz", timeout=5).status_code == 200, "/healthz 200")
-    unresolved = re.compile(r'guard_incidents\{state="(open|diagnosing|awaiting_human|escalated)"\}'
-                            r" 1\.0")  # the agent may already have asked a human about it
-    _wait(lambda: unresolved.search(httpx.get(url + "/metrics").text) is not None,
-          "the failing check's incident in /metrics")
+    unresolved = re.compile(
+        r'guard_incidents\{state="(open|diagnosing|awaiting_human|escalated)"\}'
+        r" 1\.0"
+    )  # the agent may already have asked a human about it
+    _wait(
+        lambda: unresolved.search(httpx.get(url + "/metrics").text) is not None,
+        "the failing check's incident in /metrics",
+    )
 
     def healthy() -> bool:
         first.reload()
@@ -137,10 +162,17 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
         report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
     assert size_mb <= 600, f"the image is {size_mb:.1f} MB (goal: 600 MB; see deploy/slim.sh)"
     # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers.
-    code, out = first.exec_run(["python3", "-c", (
-        "import lancedb, pyarrow, pyarrow.dataset, pyarrow.fs, pyarrow.compute, numpy, re2, hyperscan;"
-        "import kubernetes.client, kubernetes.config, kubernetes.watch;"
-        "import guard.memory.semantic, guard.k8s.client, guard.monitors.matcher")])
+    code, out = first.exec_run(
+        [
+            "python3",
+            "-c",
+            (
+                "import lancedb, pyarrow, pyarrow.dataset, pyarrow.fs, pyarrow.compute, numpy, re2, hyperscan;"
+                "import kubernetes.client, kubernetes.config, kubernetes.watch;"
+                "import guard.memory.semantic, guard.k8s.client, guard.monitors.matcher"
+            ),
+        ]
+    )
     assert code == 0, out.decode()[-2000:]
     assert image.attrs["Config"]["User"] == "guard"
     code, uid = first.exec_run(["id", "-u"])
@@ -163,10 +195,20 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     assert code == 0, out
     (after,) = json.loads(out)  # the same incident, not a new one
     assert (after["id"], after["fingerprint"], after["opened_at"]) == (
-        before["id"], before["fingerprint"], before["opened_at"])
+        before["id"],
+        before["fingerprint"],
+        before["opened_at"],
+    )
     code, out = _guard(second, "audit", "verify")
     assert code == 0, out
-    starts = second.exec_run(["python3", "-c", (
-        "import sqlite3; c = sqlite3.connect('/data/guard.db'); print(c.execute("
-        "\"select count(*) from audit_log where action='guard.started'\").fetchone()[0])")])
+    starts = second.exec_run(
+        [
+            "python3",
+            "-c",
+            (
+                "import sqlite3; c = sqlite3.connect('/data/guard.db'); print(c.execute("
+                "\"select count(*) from audit_log where action='guard.started'\").fetchone()[0])"
+            ),
+        ]
+    )
     assert int(starts.output.decode()) == 2  # one chain across both containers

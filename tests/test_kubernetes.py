@@ -34,10 +34,20 @@ def kube() -> Iterator[KubeServer]:
 
 
 def kube_home(home: Any, kube: KubeServer, every: str = "1h", **spec: Any) -> Settings:
-    home.write_config({"kubernetes": {"kubeconfig": str(kube.kubeconfig(home.root)),
-                                      "timeout": 5}})
-    home.playbook("k8s", [{"id": "shop-pods", "type": "kubernetes", "namespace": "shop",
-                           "selector": "app=api", "every": every, **spec}])
+    home.write_config({"kubernetes": {"kubeconfig": str(kube.kubeconfig(home.root)), "timeout": 5}})
+    home.playbook(
+        "k8s",
+        [
+            {
+                "id": "shop-pods",
+                "type": "kubernetes",
+                "namespace": "shop",
+                "selector": "app=api",
+                "every": every,
+                **spec,
+            }
+        ],
+    )
     return home.settings()
 
 
@@ -72,26 +82,38 @@ async def test_crashloop_from_the_watch_opens_incident_and_rollout_restart_heals
         assert inc.details["deployment"] == "api" and inc.details["restart_count"] == 4
         assert len(kube.sent("GET", "/pods")) == 3  # check's list, follow's list, the watch
 
-        result = await ActionRegistry().get("k8s.rollout_restart").run(
-            {}, ActionContext(settings, incident={"details": inc.details}))
+        result = (
+            await ActionRegistry()
+            .get("k8s.rollout_restart")
+            .run({}, ActionContext(settings, incident={"details": inc.details}))
+        )
         assert result.ok, result
         [patch] = kube.sent("PATCH")
         assert patch.path == "/apis/apps/v1/namespaces/shop/deployments/api"
         assert patch.content_type == "application/strategic-merge-patch+json"
         assert patch.query == {"fieldManager": "guard"}  # managedFields name Guard, not kubectl
         stamp = patch.body["spec"]["template"]["metadata"]["annotations"][
-            "kubectl.kubernetes.io/restartedAt"]
-        assert patch.body == {"spec": {"template": {"metadata": {"annotations": {
-            "kubectl.kubernetes.io/restartedAt": stamp}}}}}
+            "kubectl.kubernetes.io/restartedAt"
+        ]
+        assert patch.body == {
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}
+                }
+            }
+        }
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
-        assert kube.state.deployments[("shop", "api")]["spec"]["template"]["metadata"][
-            "annotations"]["kubectl.kubernetes.io/restartedAt"] == stamp
+        assert (
+            kube.state.deployments[("shop", "api")]["spec"]["template"]["metadata"]["annotations"][
+                "kubectl.kubernetes.io/restartedAt"
+            ]
+            == stamp
+        )
 
         # The controller replaces the pod; the watch sees the workload healthy again.
         kube.state.put_pod(pod("api-5c8d7f9b4a-q7w2e", rs="api-5c8d7f9b4a"))
         kube.state.delete_pod("shop", "api-7d9f8b6c5d-x2k4p")
-        await wait_until(lambda: incidents(home, "k8s_crash_loop_back_off")[0].state
-                         == "resolved")
+        await wait_until(lambda: incidents(home, "k8s_crash_loop_back_off")[0].state == "resolved")
     finally:
         guard.stop()
         await task
@@ -99,8 +121,9 @@ async def test_crashloop_from_the_watch_opens_incident_and_rollout_restart_heals
 
 def monitor_for(home: Any, kube: KubeServer) -> KubernetesMonitor:
     settings = kube_home(home, kube)
-    spec = KubernetesMonitorSpec(id="shop-pods", type="kubernetes", namespace="shop",
-                                 selector="app=api")
+    spec = KubernetesMonitorSpec(
+        id="shop-pods", type="kubernetes", namespace="shop", selector="app=api"
+    )
     return KubernetesMonitor(spec, settings, watch_timeout=30)
 
 
@@ -122,8 +145,11 @@ async def test_dropped_watch_resumes_without_missing_or_repeating_events(home, k
         await wait_until(lambda: kube.watch_connections >= 1)
         versions = []
         for restarts in range(1, 6):
-            statuses = [container_status(waiting="CrashLoopBackOff", last_terminated="Error",
-                                         restarts=restarts)]
+            statuses = [
+                container_status(
+                    waiting="CrashLoopBackOff", last_terminated="Error", restarts=restarts
+                )
+            ]
             obj = kube.state.put_pod(pod("api-7d9f8b6c5d-x2k4p", ready=False, statuses=statuses))
             versions.append(obj["metadata"]["resourceVersion"])
         await wait_until(lambda: len([s for s in seen if s.status == "firing"]) >= 5)
@@ -150,8 +176,11 @@ async def test_expired_resource_version_relists_then_watches_again(home, kube):
         kube.state.put_pod(pod("api-7d9f8b6c5d-x2k4p", ready=False, statuses=CRASHLOOP))
         await wait_until(lambda: any(s.kind == "k8s_crash_loop_back_off" for s in seen))
         kube.state.expire_history()  # compaction: the watch's resourceVersion is gone
-        oom = [container_status(waiting="CrashLoopBackOff", last_terminated="OOMKilled",
-                                exit_code=137, restarts=5)]
+        oom = [
+            container_status(
+                waiting="CrashLoopBackOff", last_terminated="OOMKilled", exit_code=137, restarts=5
+            )
+        ]
         kube.state.put_pod(pod("api-7d9f8b6c5d-x2k4p", ready=False, statuses=oom))
         # The cut connection resumes, gets ERROR 410 Expired, lists again: the OOM is not lost.
         await wait_until(lambda: any(s.kind == "k8s_oom_killed" for s in seen))
@@ -159,8 +188,11 @@ async def test_expired_resource_version_relists_then_watches_again(home, kube):
         pod_lists = [r for r in kube.sent("GET", "/pods") if "watch" not in r.query]
         assert len(pod_lists) == 2
         watches = [r for r in kube.sent("GET", "/pods") if r.query.get("watch") == "true"]
-        await wait_until(lambda: len([r for r in kube.sent("GET", "/pods")
-                                      if r.query.get("watch") == "true"]) >= 3)
+        await wait_until(
+            lambda: (
+                len([r for r in kube.sent("GET", "/pods") if r.query.get("watch") == "true"]) >= 3
+            )
+        )
         watches = [r for r in kube.sent("GET", "/pods") if r.query.get("watch") == "true"]
         assert int(watches[-1].query["resourceVersion"]) >= kube.state.compacted
     finally:

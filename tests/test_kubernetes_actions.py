@@ -33,10 +33,19 @@ def kube() -> Iterator[KubeServer]:
 
 
 def settings_for(home: Any, kube: KubeServer) -> Settings:
-    home.write_config({"kubernetes": {"kubeconfig": str(kube.kubeconfig(home.root)),
-                                      "timeout": 5}})
-    home.playbook("k8s", [{"id": "shop-pods", "type": "kubernetes", "namespace": "shop",
-                           "selector": "app=api", "not_ready_after": "60s"}])
+    home.write_config({"kubernetes": {"kubeconfig": str(kube.kubeconfig(home.root)), "timeout": 5}})
+    home.playbook(
+        "k8s",
+        [
+            {
+                "id": "shop-pods",
+                "type": "kubernetes",
+                "namespace": "shop",
+                "selector": "app=api",
+                "not_ready_after": "60s",
+            }
+        ],
+    )
     return home.settings()
 
 
@@ -47,15 +56,46 @@ def incidents(home: Any) -> dict[str, Incident]:
 
 async def test_polling_classifies_pod_problems_per_workload(home, kube):
     settings = settings_for(home, kube)
-    kube.state.put_pod(pod("api-7d9f8b6c5d-a", statuses=[container_status(
-        waiting="CrashLoopBackOff", last_terminated="OOMKilled", exit_code=137, restarts=3)],
-        ready=False))
-    kube.state.put_pod(pod("web-6b5c4d3e2f-b", app="api", rs="web-6b5c4d3e2f", ready=False,
-                           statuses=[container_status(waiting="ImagePullBackOff")]))
-    kube.state.put_pod(pod("slow-5a4b3c2d1e-c", app="api", rs="slow-5a4b3c2d1e", ready=False,
-                           not_ready_since="2026-01-01T00:00:00Z"))
-    kube.state.put_pod(pod("other-1", app="other", statuses=[container_status(
-        waiting="CrashLoopBackOff")], ready=False))  # not selected
+    kube.state.put_pod(
+        pod(
+            "api-7d9f8b6c5d-a",
+            statuses=[
+                container_status(
+                    waiting="CrashLoopBackOff",
+                    last_terminated="OOMKilled",
+                    exit_code=137,
+                    restarts=3,
+                )
+            ],
+            ready=False,
+        )
+    )
+    kube.state.put_pod(
+        pod(
+            "web-6b5c4d3e2f-b",
+            app="api",
+            rs="web-6b5c4d3e2f",
+            ready=False,
+            statuses=[container_status(waiting="ImagePullBackOff")],
+        )
+    )
+    kube.state.put_pod(
+        pod(
+            "slow-5a4b3c2d1e-c",
+            app="api",
+            rs="slow-5a4b3c2d1e",
+            ready=False,
+            not_ready_since="2026-01-01T00:00:00Z",
+        )
+    )
+    kube.state.put_pod(
+        pod(
+            "other-1",
+            app="other",
+            statuses=[container_status(waiting="CrashLoopBackOff")],
+            ready=False,
+        )
+    )  # not selected
     await Guard(settings, home.playbooks_loaded()).run_once()
     found = incidents(home)
     assert found["k8s_oom_killed"].target == "shop/api"
@@ -72,8 +112,9 @@ async def test_warning_events_are_reported_once_per_occurrence(home, kube):
     old = kube.state.warning("api-7d9f8b6c5d-a", "BackOff", "old news")
     await Guard(settings, home.playbooks_loaded()).run_once()  # first check: history skipped
     assert "k8s_event_back_off" not in incidents(home)
-    kube.state.warning("api-7d9f8b6c5d-a", "FailedMount", "MountVolume.SetUp failed for "
-                       "volume \"data\"")
+    kube.state.warning(
+        "api-7d9f8b6c5d-a", "FailedMount", 'MountVolume.SetUp failed for volume "data"'
+    )
     kube.state.warning("someone-else", "FailedMount", "not ours")  # not a selected pod
     old["count"] = 3  # the kubelet saw the back-off twice more
     await Guard(settings, home.playbooks_loaded()).run_once()
@@ -92,8 +133,7 @@ async def test_delete_pod_and_scale_send_what_kubectl_sends(home, kube):
     kube.state.add_deployment(deployment("api", replicas=2))
     kube.state.put_pod(pod("api-7d9f8b6c5d-a"))
     registry = ActionRegistry()
-    incident = {"details": {"namespace": "shop", "deployment": "api",
-                            "pod": "api-7d9f8b6c5d-a"}}
+    incident = {"details": {"namespace": "shop", "deployment": "api", "pod": "api-7d9f8b6c5d-a"}}
     result = await registry.get("k8s.delete_pod").run({}, ActionContext(settings, incident))
     assert result.ok and ("shop", "api-7d9f8b6c5d-a") not in kube.state.pods
     [delete] = kube.sent("DELETE")
@@ -101,15 +141,15 @@ async def test_delete_pod_and_scale_send_what_kubectl_sends(home, kube):
 
     action, args = registry.parse("k8s.scale api 4 namespace=shop")
     result = await action.run(args, ActionContext(settings))
-    assert result.details == {"namespace": "shop", "deployment": "api", "from": 2,
-                              "replicas": 4}
+    assert result.details == {"namespace": "shop", "deployment": "api", "from": 2, "replicas": 4}
     [patch] = kube.sent("PATCH")
     assert patch.path == "/apis/apps/v1/namespaces/shop/deployments/api/scale"
     assert patch.content_type == "application/merge-patch+json"
     assert patch.body == {"spec": {"replicas": 4}}
     with pytest.raises(ActionError, match="between 0 and 100"):
-        await action.run({"deployment": "api", "replicas": "1000", "namespace": "shop"},
-                         ActionContext(settings))
+        await action.run(
+            {"deployment": "api", "replicas": "1000", "namespace": "shop"}, ActionContext(settings)
+        )
 
 
 async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, kube):
@@ -119,8 +159,11 @@ async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, ku
         dep["spec"]["template"]["spec"]["containers"][0]["image"] = "shop/api:1.5.0"
         kube.state._reconcile(dep)
     assert dep["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
-    result = await ActionRegistry().get("k8s.rollout_undo").run(
-        {"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+    result = (
+        await ActionRegistry()
+        .get("k8s.rollout_undo")
+        .run({"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+    )
     assert result.details["from_revision"] == 2 and result.details["to_revision"] == 1
     [patch] = kube.sent("PATCH")
     assert patch.content_type == "application/json-patch+json"
@@ -133,8 +176,11 @@ async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, ku
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.4.2"
     assert live["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
     # Undoing again goes back to 1.5.0 (now revision 2 is the previous one), as kubectl does.
-    again = await ActionRegistry().get("k8s.rollout_undo").run(
-        {"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+    again = (
+        await ActionRegistry()
+        .get("k8s.rollout_undo")
+        .run({"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+    )
     assert again.details["to_revision"] == 2
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.5.0"
 
@@ -145,16 +191,22 @@ async def test_paused_deployment_is_not_restarted(home, kube):
     dep["spec"]["paused"] = True
     kube.state.add_deployment(dep)
     with pytest.raises(ActionError, match="paused"):
-        await ActionRegistry().get("k8s.rollout_restart").run(
-            {"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+        await (
+            ActionRegistry()
+            .get("k8s.rollout_restart")
+            .run({"deployment": "api", "namespace": "shop"}, ActionContext(settings))
+        )
     assert kube.sent("PATCH") == []
 
 
 async def test_missing_deployment_reports_the_api_message(home, kube):
     settings = settings_for(home, kube)
     with pytest.raises(ActionError, match=r'deployments\.apps "nope" not found'):
-        await ActionRegistry().get("k8s.rollout_restart").run(
-            {"deployment": "nope", "namespace": "shop"}, ActionContext(settings))
+        await (
+            ActionRegistry()
+            .get("k8s.rollout_restart")
+            .run({"deployment": "nope", "namespace": "shop"}, ActionContext(settings))
+        )
 
 
 def test_in_cluster_without_a_service_account_says_what_to_do(tmp_path, monkeypatch):
@@ -167,15 +219,18 @@ def test_in_cluster_without_a_service_account_says_what_to_do(tmp_path, monkeypa
         load_configuration(KubernetesSettings(kubeconfig=tmp_path / "missing"))
 
 
-
 def test_rbac_grants_exactly_the_verbs_guard_uses():
     # Every kube fixture also checks that each request it served is allowed by this file.
     docs = list(yaml.safe_load_all(RBAC.read_text()))
     kinds = [d["kind"] for d in docs]
     assert kinds.count("ServiceAccount") == 1 and kinds.count("RoleBinding") == 2
     assert granted_by_rbac() == {
-        ("", "pods", "list"), ("", "pods", "watch"), ("", "events", "list"),
-        ("", "pods", "delete"), ("apps", "deployments", "get"),
-        ("apps", "deployments", "patch"), ("apps", "deployments/scale", "patch"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+        ("", "events", "list"),
+        ("", "pods", "delete"),
+        ("apps", "deployments", "get"),
+        ("apps", "deployments", "patch"),
+        ("apps", "deployments/scale", "patch"),
         ("apps", "replicasets", "list"),
     }

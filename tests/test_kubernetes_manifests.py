@@ -30,8 +30,14 @@ def model(doc: dict[str, Any]) -> Any:
 
 def test_every_object_is_a_valid_kubernetes_object() -> None:
     docs = objects()
-    assert {kind for kind, _ in docs} >= {"Deployment", "PersistentVolumeClaim", "Service",
-                                         "ServiceAccount", "ClusterRole", "RoleBinding"}
+    assert {kind for kind, _ in docs} >= {
+        "Deployment",
+        "PersistentVolumeClaim",
+        "Service",
+        "ServiceAccount",
+        "ClusterRole",
+        "RoleBinding",
+    }
     for doc in docs.values():
         assert model(doc).kind == doc["kind"]
 
@@ -52,8 +58,10 @@ def test_the_deployment_fits_the_image_rbac_and_endpoints() -> None:
     assert container.startup_probe.http_get.path == "/healthz"
     assert container.readiness_probe.http_get.path == "/readyz"
     # non-root as the image's user, state on the claim at the image's data dir
-    assert pod.security_context.run_as_non_root and f"--uid {pod.security_context.run_as_user} " \
-        in DOCKERFILE.read_text()
+    assert (
+        pod.security_context.run_as_non_root
+        and f"--uid {pod.security_context.run_as_user} " in DOCKERFILE.read_text()
+    )
     assert container.security_context.read_only_root_filesystem
     mounts = {m.mount_path: m.name for m in container.volume_mounts}
     volumes = {v.name: v for v in pod.volumes}

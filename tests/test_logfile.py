@@ -11,10 +11,15 @@ from guard.playbooks.models import LogfileMonitorSpec
 
 
 def monitor(path: Path, **kw: Any) -> LogfileMonitor:
-    spec = LogfileMonitorSpec.model_validate({
-        "id": "log", "type": "logfile", "path": str(path),
-        "rules": [{"kind": "boom", "pattern": "BOOM"}, {"kind": "err", "pattern": "ERROR"}], **kw,
-    })
+    spec = LogfileMonitorSpec.model_validate(
+        {
+            "id": "log",
+            "type": "logfile",
+            "path": str(path),
+            "rules": [{"kind": "boom", "pattern": "BOOM"}, {"kind": "err", "pattern": "ERROR"}],
+            **kw,
+        }
+    )
     return LogfileMonitor(spec)
 
 

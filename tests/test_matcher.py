@@ -28,9 +28,39 @@ def reference(rules: list[tuple[str, bool]], block: bytes, limit: int) -> list[t
     return found
 
 
-PIECES = ["ERROR", "error", "Error", "WARN", "timeout", "after", "12ms", "ok", " ", "  ", "\t",
-          "disk", "full", "\u00e9", "\u017f", "K", "\u212a", "\x00", "\r", "\x0b", "\x1c", "req=", "0x1f",
-          "abab", "ab", "end", "start", "-", ":", "FATAL", "\xff"]
+PIECES = [
+    "ERROR",
+    "error",
+    "Error",
+    "WARN",
+    "timeout",
+    "after",
+    "12ms",
+    "ok",
+    " ",
+    "  ",
+    "\t",
+    "disk",
+    "full",
+    "\u00e9",
+    "\u017f",
+    "K",
+    "\u212a",
+    "\x00",
+    "\r",
+    "\x0b",
+    "\x1c",
+    "req=",
+    "0x1f",
+    "abab",
+    "ab",
+    "end",
+    "start",
+    "-",
+    ":",
+    "FATAL",
+    "\xff",
+]
 ASCII = [p for p in PIECES if (p.isascii() and p.isprintable()) or p == "\t"]
 
 
@@ -52,15 +82,19 @@ def random_block(rng: random.Random, lines: int) -> bytes:
 HAS_HYPERSCAN = matcher_module.hyperscan is not None
 # rules, and the engine that finds their candidate lines when Hyperscan is there
 RULE_SETS: dict[str, tuple[list[tuple[str, bool]], str]] = {
-    "literals": ([("FATAL", False), (r"\bERROR\b", False), ("timeout after \\d+ms", False)],
-                 "hyperscan"),
+    "literals": (
+        [("FATAL", False), (r"\bERROR\b", False), ("timeout after \\d+ms", False)],
+        "hyperscan",
+    ),
     "ignore_case": ([("error", True), ("disk\\s+full", True), ("k", True)], "hyperscan"),
     "anchors": ([("^start", False), ("end$", False)], "hyperscan"),
     "empty_line": ([("^start", False), ("^$", False)], "re2"),  # can match nothing
     "zero_width": ([(r"\b", False), ("x*", False)], "re2"),
     "spaces_and_unicode": ([(r"\s{2}", False), (r"\w+é", False), (r"\d", False)], "hyperscan"),
-    "crossing_newlines": ([(r"a[^b]+b", False), (r"d\s+f", False), (r"\S+ \S+:", False)],
-                          "hyperscan"),
+    "crossing_newlines": (
+        [(r"a[^b]+b", False), (r"d\s+f", False), (r"\S+ \S+:", False)],
+        "hyperscan",
+    ),
     "divergent_quantifier": ([("ab{,3}a", False), ("ERROR", False)], "python"),
     "backreference": ([(r"(ab)\1", False), ("WARN", False)], "python"),
     "lookahead": ([("ERROR(?!:)", False)], "python"),
@@ -90,8 +124,9 @@ def test_a_rule_matching_everywhere_falls_back_to_re2_for_that_block() -> None:
     rules = [("FATAL", False), (r"[0-9]", False)]
     matcher = LineMatcher(rules)
     assert matcher.engine == "hyperscan"
-    block = b"".join(b"req %d took %dms%s\n" % (i, i * 7, b" FATAL" * (i % 3 == 0))
-                     for i in range(20_000))
+    block = b"".join(
+        b"req %d took %dms%s\n" % (i, i * 7, b" FATAL" * (i % 3 == 0)) for i in range(20_000)
+    )
     assert matcher._hyperscan_ends(block, 0, len(block)) is None  # more than HS_STORM matches
     assert list(matcher.scan(block, LIMIT)) == reference(rules, block, LIMIT)
 
@@ -133,10 +168,20 @@ def test_a_monitor_with_a_python_only_rule_still_works(tmp_path) -> None:  # typ
 
     log = tmp_path / "app.log"
     log.write_bytes(b"ok\nretry retry failed\nERROR x\nretry once\n")
-    spec = LogfileMonitorSpec.model_validate({
-        "id": "m", "type": "logfile", "path": str(log), "start": "beginning",
-        "rules": [{"kind": "repeated", "pattern": r"(\w+) \1"},  # RE2 has no backreferences
-                  {"kind": "err", "pattern": "ERROR"}]})
+    spec = LogfileMonitorSpec.model_validate(
+        {
+            "id": "m",
+            "type": "logfile",
+            "path": str(log),
+            "start": "beginning",
+            "rules": [
+                {"kind": "repeated", "pattern": r"(\w+) \1"},  # RE2 has no backreferences
+                {"kind": "err", "pattern": "ERROR"},
+            ],
+        }
+    )
     signals = LogfileMonitor(spec).scan({}).signals
     assert sorted((s.kind, s.message) for s in signals) == [
-        ("err", "ERROR x"), ("repeated", "retry retry failed")]
+        ("err", "ERROR x"),
+        ("repeated", "retry retry failed"),
+    ]

@@ -16,8 +16,9 @@ from guard.memory.process import MemoryProcess, MemoryUnavailable
 
 
 def incident(id_: int, message: str, kind: str = "container_exited") -> SimpleNamespace:
-    return SimpleNamespace(id=id_, title=f"{kind} on api", message=message, source="docker",
-                           kind=kind, target="api")
+    return SimpleNamespace(
+        id=id_, title=f"{kind} on api", message=message, source="docker", kind=kind, target="api"
+    )
 
 
 def wait_gone(pid: int, within: float = 30.0) -> bool:
@@ -44,8 +45,11 @@ def memory(tmp_path: Path):
 
 def test_remembers_and_recalls_across_a_restart(tmp_path: Path, memory: MemoryProcess) -> None:
     assert memory.search("anything") == []  # no table yet
-    memory.remember(incident(1, "container api exited with code 137"), resolution="restarted",
-                    skill="restart-api")
+    memory.remember(
+        incident(1, "container api exited with code 137"),
+        resolution="restarted",
+        skill="restart-api",
+    )
     memory.remember(incident(2, "disk /dev/sda1 is full", kind="disk_full"), resolution="rotated")
     hits = memory.search("the api container died with code 137")
     assert hits[0].incident_id == 1 and hits[0].skill == "restart-api"
@@ -121,8 +125,9 @@ def test_guard_itself_never_loads_lancedb(tmp_path: Path) -> None:
         "m.close()\n"
         "print(sorted(x for x in ('lancedb', 'pyarrow') if x in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 

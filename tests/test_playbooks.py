@@ -59,8 +59,11 @@ def test_the_documented_form_loads_exactly_as_written(tmp_path: Path):
 def test_each_problem_is_named_with_file_field_and_line(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "playbooks").mkdir()
-    bad = ISSUE_EXAMPLE.replace("every: 5s", "every: fast").replace(
-        "too many clients", "too many (clients").replace("type: docker", "type: dockr")
+    bad = (
+        ISSUE_EXAMPLE.replace("every: 5s", "every: fast")
+        .replace("too many clients", "too many (clients")
+        .replace("type: docker", "type: dockr")
+    )
     bad = bad.replace("expect_status: 200", "expect_status: [ok]")
     (tmp_path / "playbooks" / "api.yaml").write_text(bad)
     with pytest.raises(ConfigError) as exc:
@@ -68,7 +71,10 @@ def test_each_problem_is_named_with_file_field_and_line(tmp_path: Path, monkeypa
     problems = exc.value.problems
     text = "\n".join(problems)
     assert "playbooks/api.yaml: monitors[1].every: invalid duration 'fast'" in text
-    assert "playbooks/api.yaml: monitors[0].rules[0].pattern: invalid regex 'too many (clients'" in text
+    assert (
+        "playbooks/api.yaml: monitors[0].rules[0].pattern: invalid regex 'too many (clients'"
+        in text
+    )
     assert "playbooks/api.yaml: monitors[2].type: unknown monitor type 'dockr'" in text
     assert "playbooks/api.yaml: monitors[1].expect_status" in text
     assert "(line 14)" in next(p for p in problems if ".every:" in p)
@@ -77,8 +83,9 @@ def test_each_problem_is_named_with_file_field_and_line(tmp_path: Path, monkeypa
 
 def test_unknown_fields_and_duplicate_ids(tmp_path: Path):
     (tmp_path / "a.yaml").write_text(ISSUE_EXAMPLE.replace("every: 10s", "evry: 10s"))
-    (tmp_path / "b.yaml").write_text("name: b\nmonitors:\n  - id: web\n    type: http\n"
-                                     "    url: http://x/\n")
+    (tmp_path / "b.yaml").write_text(
+        "name: b\nmonitors:\n  - id: web\n    type: http\n    url: http://x/\n"
+    )
     with pytest.raises(ConfigError) as exc:
         load_playbooks(tmp_path)
     text = "\n".join(exc.value.problems)
@@ -87,8 +94,9 @@ def test_unknown_fields_and_duplicate_ids(tmp_path: Path):
 
 def test_duplicate_monitor_ids_across_files(tmp_path: Path):
     (tmp_path / "a.yaml").write_text(ISSUE_EXAMPLE)
-    (tmp_path / "b.yaml").write_text("name: b\nmonitors:\n  - id: web\n    type: http\n"
-                                     "    url: http://x/\n")
+    (tmp_path / "b.yaml").write_text(
+        "name: b\nmonitors:\n  - id: web\n    type: http\n    url: http://x/\n"
+    )
     with pytest.raises(ConfigError, match="duplicate monitor id 'web'"):
         load_playbooks(tmp_path)
 
@@ -119,9 +127,17 @@ def test_shipped_playbooks_are_valid(folder):
     assert load_playbooks(REPO / folder)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    ("10s", 10), ("5m", 300), ("1h30m", 5400), ("250ms", 0.25), (7, 7), ("1.5s", 1.5),
-])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("10s", 10),
+        ("5m", 300),
+        ("1h30m", 5400),
+        ("250ms", 0.25),
+        (7, 7),
+        ("1.5s", 1.5),
+    ],
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
 

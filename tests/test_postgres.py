@@ -35,17 +35,35 @@ def postgres_url() -> Iterator[str]:
         as_user = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
     data = root / "data"
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
-                    "guard"], check=True, capture_output=True)
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                    str(root / "log"), "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "guard"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_user,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-w",
+            "-l",
+            str(root / "log"),
+            "-o",
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql+psycopg://guard@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast",
-                        "stop"], check=False, capture_output=True)
+        subprocess.run(
+            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -55,8 +73,17 @@ def test_incidents_and_audit_on_postgres(home, postgres_url, tmp_path):
     log = tmp_path / "app.log"
     log.write_text("")
     home.write_config({"database_url": postgres_url})
-    home.playbook("app", [{"id": "app-log", "type": "logfile", "path": str(log),
-                           "rules": [{"kind": "app_error", "pattern": "ERROR"}]}])
+    home.playbook(
+        "app",
+        [
+            {
+                "id": "app-log",
+                "type": "logfile",
+                "path": str(log),
+                "rules": [{"kind": "app_error", "pattern": "ERROR"}],
+            }
+        ],
+    )
     home.cli("run", "--once")
     log.write_text("".join(f"ERROR request {i} failed after {i}ms\n" for i in range(500)))
     home.cli("run", "--once")

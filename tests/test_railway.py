@@ -48,8 +48,9 @@ def railway() -> Iterator[RailwayServer]:
     yield from serve_railway()
 
 
-def setup_home(home: Any, server: RailwayServer, playbook: str = PLAYBOOK, **railway_extra: Any
-               ) -> None:
+def setup_home(
+    home: Any, server: RailwayServer, playbook: str = PLAYBOOK, **railway_extra: Any
+) -> None:
     home.write_config({"railway": railway_config(server, **railway_extra)})
     (home.playbooks / "railway.yaml").write_text(playbook)
 
@@ -108,8 +109,11 @@ async def test_failed_deploy_rolls_back_to_the_last_success_guard_saw(home, rail
     [inc] = incidents(home, "railway_deployment_failed")
     assert inc.details["deployment_id"] == bad["id"]
     assert inc.details["last_success_deployment_id"] == good["id"]
-    result = await ActionRegistry().get("railway.rollback").run(
-        {"service": "api"}, ActionContext(home.settings(), incident={"details": inc.details}))
+    result = (
+        await ActionRegistry()
+        .get("railway.rollback")
+        .run({"service": "api"}, ActionContext(home.settings(), incident={"details": inc.details}))
+    )
     assert result.ok and result.details["rollback_to"] == good["id"]
     assert [c.variables for c in railway.ops("GuardDeploymentRollback")] == [{"id": good["id"]}]
     events = await run_guard(home)
@@ -121,8 +125,11 @@ async def test_rollback_without_history_picks_newest_success_in_railway(home, ra
     newer = railway.state.deploy(status="SUCCESS")
     railway.state.deploy(status="CRASHED")
     setup_home(home, railway)
-    result = await ActionRegistry().get("railway.rollback").run(
-        {"service": "api", "environment": "production"}, ActionContext(home.settings()))
+    result = (
+        await ActionRegistry()
+        .get("railway.rollback")
+        .run({"service": "api", "environment": "production"}, ActionContext(home.settings()))
+    )
     assert result.details["rollback_to"] == newer["id"] != older["id"]
     [call] = railway.ops("GuardDeployments")
     assert call.variables["input"]["status"] == {"in": ["SUCCESS"]}
@@ -131,8 +138,11 @@ async def test_rollback_without_history_picks_newest_success_in_railway(home, ra
 async def test_redeploy_creates_a_new_deployment(home, railway):
     dep = railway.state.deploy(status="CRASHED")
     setup_home(home, railway)
-    result = await ActionRegistry().get("railway.redeploy").run(
-        {"service": "api"}, ActionContext(home.settings()))
+    result = (
+        await ActionRegistry()
+        .get("railway.redeploy")
+        .run({"service": "api"}, ActionContext(home.settings()))
+    )
     assert result.ok and result.details["deployment_id"] == dep["id"]
     assert result.details["new_deployment_id"] == railway.state.deployments[-1]["id"]
 
@@ -142,15 +152,20 @@ async def test_redeploy_without_a_deployment_asks_for_the_service_instance(home,
     refusal (there is nothing to redeploy) comes back as a clear action error."""
     setup_home(home, railway)  # the service exists; nothing was ever deployed
     with pytest.raises(ActionError, match="No deployment to redeploy"):
-        await ActionRegistry().get("railway.redeploy").run(
-            {"service": "api"}, ActionContext(home.settings()))
+        await (
+            ActionRegistry()
+            .get("railway.redeploy")
+            .run({"service": "api"}, ActionContext(home.settings()))
+        )
     [call] = railway.ops("GuardServiceInstanceRedeploy")
     assert set(call.variables) == {"environmentId", "serviceId"} and call.problems == []
 
 
 async def test_log_rule_opens_incident_and_cursor_survives_restarts(home, railway):
     dep = railway.state.deploy(status="SUCCESS")
-    railway.state.log(dep["id"], "FATAL: sorry, too many clients already", at="2026-12-02T10:00:00.000000001Z")
+    railway.state.log(
+        dep["id"], "FATAL: sorry, too many clients already", at="2026-12-02T10:00:00.000000001Z"
+    )
     setup_home(home, railway)
     assert await run_guard(home) == []  # start: end skips what was logged before Guard came
     t = "2026-12-02T10:00:05.123456789Z"
@@ -168,8 +183,9 @@ async def test_log_rule_opens_incident_and_cursor_survives_restarts(home, railwa
     assert incidents(home, "db_too_many_connections")[0].count == 2
     assert railway.ops("GuardDeploymentLogs")[-1].variables["startDate"] == t
     railway.state.log(dep["id"], "FATAL: sorry, too many clients already", at=t)  # a third at t
-    railway.state.log(dep["id"], "FATAL: sorry, too many clients already",
-                      at="2026-12-02T10:00:06Z")
+    railway.state.log(
+        dep["id"], "FATAL: sorry, too many clients already", at="2026-12-02T10:00:06Z"
+    )
     await run_guard(home)
     [inc] = incidents(home, "db_too_many_connections")
     assert inc.count == 4 and inc.state == "open"  # SUCCESS did not resolve the log incident
@@ -191,9 +207,12 @@ async def test_new_deployment_logs_are_read_from_their_first_line(home, railway)
 async def test_build_rules_read_build_logs(home, railway):
     dep = railway.state.deploy(status="FAILED")
     railway.state.log(dep["id"], "npm ERR! code ERESOLVE", build=True, at="2026-12-02T09:00:00Z")
-    book = PLAYBOOK.replace("    rules:", "    start: beginning\n    build_rules:\n"
-                            "      - kind: npm_dependency_conflict\n"
-                            "        pattern: ERESOLVE\n    rules:")
+    book = PLAYBOOK.replace(
+        "    rules:",
+        "    start: beginning\n    build_rules:\n"
+        "      - kind: npm_dependency_conflict\n"
+        "        pattern: ERESOLVE\n    rules:",
+    )
     setup_home(home, railway, playbook=book)
     await run_guard(home)
     kinds = {i.kind for i in incidents(home)}
@@ -201,19 +220,26 @@ async def test_build_rules_read_build_logs(home, railway):
     assert len(railway.ops("GuardBuildLogs")) == 1
 
 
-@pytest.mark.parametrize("fault,expect", [
-    (Fault(status=500), "HTTP 500"),
-    (Fault(status=429, headers={"Retry-After": "0.2"}), "rate limited by Railway"),
-    (Fault(delay=0.8), "no answer within 0.5s"),
-])
-async def test_persistent_failures_are_retried_then_become_monitor_errors(home, railway, fault,
-                                                                           expect):
+@pytest.mark.parametrize(
+    "fault,expect",
+    [
+        (Fault(status=500), "HTTP 500"),
+        (Fault(status=429, headers={"Retry-After": "0.2"}), "rate limited by Railway"),
+        (Fault(delay=0.8), "no answer within 0.5s"),
+    ],
+)
+async def test_persistent_failures_are_retried_then_become_monitor_errors(
+    home, railway, fault, expect
+):
     railway.state.deploy(status="SUCCESS")
     setup_home(home, railway)
     railway.faults.extend([fault] * 3)  # retries: 2, so three attempts all fail
     delays: list[float] = []  # what the client decided to wait (not how long it took)
-    sink = logger.add(lambda m: delays.append(float(m.record["message"].rsplit(" in ", 1)[1][:-1])),
-                      filter=lambda r: "; retry " in r["message"], level="WARNING")
+    sink = logger.add(
+        lambda m: delays.append(float(m.record["message"].rsplit(" in ", 1)[1][:-1])),
+        filter=lambda r: "; retry " in r["message"],
+        level="WARNING",
+    )
     try:
         await run_guard(home)  # must not raise
     finally:
@@ -235,8 +261,9 @@ async def test_persistent_failures_are_retried_then_become_monitor_errors(home, 
 async def test_transient_failures_are_retried_invisibly(home, railway):
     railway.state.deploy(status="CRASHED")
     setup_home(home, railway, retries=3)
-    railway.faults.extend([Fault(status=502), Fault(status=429, headers={"Retry-After": "0"}),
-                           Fault(delay=0.8)])
+    railway.faults.extend(
+        [Fault(status=502), Fault(status=429, headers={"Retry-After": "0"}), Fault(delay=0.8)]
+    )
     await run_guard(home)
     assert incidents(home, "monitor_error") == []
     assert len(incidents(home, "railway_deployment_crashed")) == 1
@@ -267,8 +294,11 @@ async def test_project_token_uses_its_own_header_and_scope(home, railway):
     for key in ("token", "project_id", "environment_id"):
         config.pop(key)
     home.write_config({"railway": {**config, "project_token": PROJECT_TOKEN}})
-    (home.playbooks / "railway.yaml").write_text(PLAYBOOK.replace(
-        "    environment: production # name or id; defaults to railway.environment_id\n", ""))
+    (home.playbooks / "railway.yaml").write_text(
+        PLAYBOOK.replace(
+            "    environment: production # name or id; defaults to railway.environment_id\n", ""
+        )
+    )
     await run_guard(home)
     [inc] = incidents(home, "railway_deployment_crashed")
     assert inc.details["deployment_id"] == dep["id"]
@@ -276,16 +306,18 @@ async def test_project_token_uses_its_own_header_and_scope(home, railway):
     assert railway.ops("GuardProjectToken")
 
 
-async def test_on_railway_guard_watches_its_own_project_and_environment(home, railway,
-                                                                        monkeypatch):
+async def test_on_railway_guard_watches_its_own_project_and_environment(home, railway, monkeypatch):
     dep = railway.state.deploy(status="CRASHED")
     monkeypatch.setenv("RAILWAY_PROJECT_ID", railway.state.project["id"])
     monkeypatch.setenv("RAILWAY_ENVIRONMENT_ID", railway.state.environment("production")["id"])
     config = railway_config(railway)
     config.pop("project_id"), config.pop("environment_id")
     home.write_config({"railway": config})
-    (home.playbooks / "railway.yaml").write_text(PLAYBOOK.replace(
-        "    environment: production # name or id; defaults to railway.environment_id\n", ""))
+    (home.playbooks / "railway.yaml").write_text(
+        PLAYBOOK.replace(
+            "    environment: production # name or id; defaults to railway.environment_id\n", ""
+        )
+    )
     settings = home.settings()
     assert settings.railway.project_id == railway.state.project["id"]
     await run_guard(home)

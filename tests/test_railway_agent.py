@@ -46,8 +46,11 @@ async def test_builtin_skill_restarts_the_crashed_deployment_and_resolves(home, 
     assert restart.variables == {"id": dep["id"]}
     with home.database().session() as s:
         inc = s.exec(select(Incident)).one()
-        timeline = s.exec(select(IncidentTimeline).where(IncidentTimeline.incident_id == inc.id)
-                          .order_by(col(IncidentTimeline.id))).all()
+        timeline = s.exec(
+            select(IncidentTimeline)
+            .where(IncidentTimeline.incident_id == inc.id)
+            .order_by(col(IncidentTimeline.id))
+        ).all()
     assert inc.state == "resolved"
     assert inc.details["resolved_by"] == "railway-restart-crashed"
     assert any("railway-restart-crashed" in t.message for t in timeline if t.to_state == "resolved")
@@ -64,18 +67,21 @@ async def test_a_log_rule_incident_is_verified_from_the_monitors_cursor(home, ra
     spec["steps"][-1] = {"verify": {"timeout": "10s", "interval": "200ms", "quiet": "500ms"}}
     (skills / "restart-on-fatal" / "skill.yaml").write_text(yaml.safe_dump(spec))
     md = skills / "restart-on-fatal" / "SKILL.md"
-    md.write_text(md.read_text().replace("name: railway-restart-crashed",
-                                         "name: restart-on-fatal"))
+    md.write_text(md.read_text().replace("name: railway-restart-crashed", "name: restart-on-fatal"))
     home.write_config({"railway": railway_config(railway)})
-    (home.playbooks / "railway.yaml").write_text(PLAYBOOK + """\
+    (home.playbooks / "railway.yaml").write_text(
+        PLAYBOOK
+        + """\
     rules:
       - kind: db_too_many_connections
         pattern: "too many clients"
         severity: critical
-""")
+"""
+    )
     await Guard(home.settings(), home.playbooks_loaded()).run_once()  # the monitor starts
-    railway.state.log(dep["id"], "FATAL: sorry, too many clients already",
-                      at="2026-12-02T10:00:05Z")
+    railway.state.log(
+        dep["id"], "FATAL: sorry, too many clients already", at="2026-12-02T10:00:05Z"
+    )
     lookups = len(railway.ops("GuardProject"))
 
     events = await Guard(home.settings(), home.playbooks_loaded()).run_once(heal=True)

@@ -15,10 +15,21 @@ from guard.railway.models import LogLine
 
 
 def railway_book(*monitors: tuple[str, str, bool]) -> Playbook:
-    return Playbook.model_validate({"name": "rw", "monitors": [
-        {"id": mid, "type": "railway", "service": "api", "every": every,
-         **({"rules": [{"kind": "boom", "pattern": "boom"}]} if rules else {})}
-        for mid, every, rules in monitors]})
+    return Playbook.model_validate(
+        {
+            "name": "rw",
+            "monitors": [
+                {
+                    "id": mid,
+                    "type": "railway",
+                    "service": "api",
+                    "every": every,
+                    **({"rules": [{"kind": "boom", "pattern": "boom"}]} if rules else {}),
+                }
+                for mid, every, rules in monitors
+            ],
+        }
+    )
 
 
 def test_estimate_counts_every_and_requests_per_check():
@@ -34,8 +45,18 @@ def test_estimate_counts_every_and_requests_per_check():
 
 
 def test_check_config_prints_budget_warnings_to_stderr_and_still_succeeds(home):
-    home.playbook("rw", [{"id": "hot", "type": "railway", "service": "api", "every": "2s",
-                          "rules": [{"kind": "boom", "pattern": "boom"}]}])
+    home.playbook(
+        "rw",
+        [
+            {
+                "id": "hot",
+                "type": "railway",
+                "service": "api",
+                "every": "2s",
+                "rules": [{"kind": "boom", "pattern": "boom"}],
+            }
+        ],
+    )
     proc = home.cli("check-config")
     assert proc.returncode == 0 and "config ok" in proc.stdout
     assert "warning: railway monitors need about 3600 requests/hour (hot 3600/h)" in proc.stderr
@@ -78,11 +99,20 @@ def test_cursor_normalises_and_dedups_same_timestamp_lines():
     line = lambda ts, msg: LogLine(timestamp=ts, message=msg)  # noqa: E731
     cur = LogCursor("d1")
     t = "2026-12-02T18:06:00.000000001Z"
-    assert [x.message for x in cur.advance([line(t, "a"), line(t, "a"), line(t, "b")])] == \
-        ["a", "a", "b"]
+    assert [x.message for x in cur.advance([line(t, "a"), line(t, "a"), line(t, "b")])] == [
+        "a",
+        "a",
+        "b",
+    ]
     # Asked again from t: the same three come back plus a new "a" at t and a later line.
-    again = [line(t, "a"), line(t, "a"), line(t, "b"), line(t, "a"),
-             line("2026-12-02T18:06:00.000000002Z", "c"), line("2026-12-02T18:05:00Z", "old")]
+    again = [
+        line(t, "a"),
+        line(t, "a"),
+        line(t, "b"),
+        line(t, "a"),
+        line("2026-12-02T18:06:00.000000002Z", "c"),
+        line("2026-12-02T18:05:00Z", "old"),
+    ]
     assert [x.message for x in cur.advance(again)] == ["a", "c"]
     assert cur.timestamp == "2026-12-02T18:06:00.000000002Z"
     assert LogCursor.from_state(cur.as_state(), "d2") is None  # another deployment: fresh

@@ -21,11 +21,18 @@ IAC = REPO / ".railway"
 @pytest.fixture(scope="module")
 def tsc() -> list[str]:
     if shutil.which("npm") is None or shutil.which("npx") is None:
-        pytest.skip("npm is not installed: apt-get install npm (Node >= 20) to type-check "
-                    ".railway/railway.ts")
+        pytest.skip(
+            "npm is not installed: apt-get install npm (Node >= 20) to type-check "
+            ".railway/railway.ts"
+        )
     if not (IAC / "node_modules" / "railway").is_dir():
-        proc = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=IAC,
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=IAC,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
     return ["npx", "--no-install", "tsc", "--noEmit"]
 
@@ -52,8 +59,13 @@ def test_the_check_rejects_a_wrong_setting(tsc: list[str], tmp_path: Path) -> No
 
 def test_railway_ts_declares_what_guard_needs() -> None:
     text = (IAC / "railway.ts").read_text()
-    for needle in ('from "railway/iac"', 'dockerfilePath: "deploy/Dockerfile"',
-                   'healthcheckPath: "/healthz"', '"/data": volume(', "preserve()"):
+    for needle in (
+        'from "railway/iac"',
+        'dockerfilePath: "deploy/Dockerfile"',
+        'healthcheckPath: "/healthz"',
+        '"/data": volume(',
+        "preserve()",
+    ):
         assert needle in text
     for line in text.splitlines():  # secrets come from the environment, never the file
         if any(s in line for s in ("TOKEN", "API_KEY", "CHAT_ID")):

@@ -42,8 +42,12 @@ def test_every_fake_secret_in_the_corpus_is_redacted_with_its_kind(seed: str):
 
 def test_references_to_secrets_are_not_secrets():
     policy = Policy()
-    for text in ('psql "postgres://app:$PGPASSWORD@db/app"', "login --password=${DB_PASSWORD}",
-                 'curl -H "Authorization: Bearer $API_TOKEN"', "dsn = 'password=%(pw)s'"):
+    for text in (
+        'psql "postgres://app:$PGPASSWORD@db/app"',
+        "login --password=${DB_PASSWORD}",
+        'curl -H "Authorization: Bearer $API_TOKEN"',
+        "dsn = 'password=%(pw)s'",
+    ):
         assert policy.redact(text) == text
 
 
@@ -56,9 +60,13 @@ def test_ordinary_lines_are_left_alone():
 def test_guards_own_secrets_are_found_raw_url_encoded_and_in_base64():
     token = "987654:" + "own/Secret+Value=" + "x9" * 8
     policy = Policy(secrets=[token])
-    for form in (token, urllib.parse.quote(token, safe=""), urllib.parse.quote_plus(token),
-                 base64.b64encode(token.encode()).decode(),
-                 base64.urlsafe_b64encode(token.encode()).decode()):
+    for form in (
+        token,
+        urllib.parse.quote(token, safe=""),
+        urllib.parse.quote_plus(token),
+        base64.b64encode(token.encode()).decode(),
+        base64.urlsafe_b64encode(token.encode()).decode(),
+    ):
         assert "guard-secret" in policy.redact(f"seen: {form} end"), form
     for prefix in (b"u:", b"us:", b"use:"):  # inside longer base64, at every alignment
         blob = base64.b64encode(prefix + token.encode() + b"!").decode()
@@ -74,9 +82,11 @@ def test_the_sandbox_redactor_names_values_then_applies_the_policy():
 
 def test_extra_patterns_and_the_allow_list_come_from_the_config(tmp_path: Path):
     cfg = tmp_path / "guard.yaml"
-    cfg.write_text("redact:\n  extra_patterns:\n    - 'acme_[0-9a-f]{24}'\n"
-                   "    - {pattern: 'internal-id=(\\w{12})', kind: internal-id}\n"
-                   "  allow:\n    - '^sk_test_'\n")
+    cfg.write_text(
+        "redact:\n  extra_patterns:\n    - 'acme_[0-9a-f]{24}'\n"
+        "    - {pattern: 'internal-id=(\\w{12})', kind: internal-id}\n"
+        "  allow:\n    - '^sk_test_'\n"
+    )
     redaction.configure(load_settings(cfg))
     assert redact("k=acme_" + "0123456789abcdef01234567") == "k=[REDACTED:custom]"
     assert redact("internal-id=abcdefghijkl!") == "internal-id=[REDACTED:internal-id]!"
@@ -86,16 +96,20 @@ def test_extra_patterns_and_the_allow_list_come_from_the_config(tmp_path: Path):
     assert redact(f"stripe {live_key}") == "stripe [REDACTED:stripe-key]"
 
 
-@pytest.mark.parametrize(("yaml_text", "problem"), [
-    ("redact:\n  extra_patterns: ['([a-z']\n", "redact.extra_patterns"),
-    ("redact:\n  extra_patterns: ['x*']\n", "matches the empty string"),
-    ("redact:\n  extra_patterns: [{pattern: 'x+', kind: 'Bad Kind'}]\n", "lower-case letters"),
-    ("redact:\n  allow: ['(unclosed']\n", "redact.allow"),
-    ("audit:\n  key: short\n", "audit.key"),
-    ("audit:\n  anchor_every: soon\n", "anchor_every"),
-])
-def test_check_config_names_a_bad_redact_or_audit_setting(tmp_path: Path, yaml_text: str,
-                                                           problem: str):
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        ("redact:\n  extra_patterns: ['([a-z']\n", "redact.extra_patterns"),
+        ("redact:\n  extra_patterns: ['x*']\n", "matches the empty string"),
+        ("redact:\n  extra_patterns: [{pattern: 'x+', kind: 'Bad Kind'}]\n", "lower-case letters"),
+        ("redact:\n  allow: ['(unclosed']\n", "redact.allow"),
+        ("audit:\n  key: short\n", "audit.key"),
+        ("audit:\n  anchor_every: soon\n", "anchor_every"),
+    ],
+)
+def test_check_config_names_a_bad_redact_or_audit_setting(
+    tmp_path: Path, yaml_text: str, problem: str
+):
     cfg = tmp_path / "guard.yaml"
     cfg.write_text(yaml_text)
     with pytest.raises(ConfigError) as exc:
@@ -104,10 +118,19 @@ def test_check_config_names_a_bad_redact_or_audit_setting(tmp_path: Path, yaml_t
 
 
 def _leak(token: str) -> Observation:
-    return Observation([Signal(
-        monitor_id="api-log", source="logfile", target="/var/log/api.log", kind="auth_error",
-        message=f"ERROR upstream refused Authorization: Bearer {token} (401)",
-        details={"line": f"Authorization: Bearer {token}"})], monitor_id="api-log")
+    return Observation(
+        [
+            Signal(
+                monitor_id="api-log",
+                source="logfile",
+                target="/var/log/api.log",
+                kind="auth_error",
+                message=f"ERROR upstream refused Authorization: Bearer {token} (401)",
+                details={"line": f"Authorization: Bearer {token}"},
+            )
+        ],
+        monitor_id="api-log",
+    )
 
 
 def test_one_fault_leaking_two_different_tokens_is_one_incident(tmp_path: Path):
@@ -136,9 +159,20 @@ def test_the_store_scrubs_any_row_and_migrates_rows_stored_in_clear(tmp_path: Pa
     db = open_database(f"sqlite:///{tmp_path / 'g.db'}")
     leak = secrets()[8][2]  # a postgres:// URL with a password
     with db.session() as s:  # whatever writes a row, only redacted text is stored
-        s.add(Incident(fingerprint="f", check_key="k", monitor_id="m", source="s", target="t",
-                       kind="k", severity="error", title="t", message=leak,
-                       details={"evidence": [leak]}))
+        s.add(
+            Incident(
+                fingerprint="f",
+                check_key="k",
+                monitor_id="m",
+                source="s",
+                target="t",
+                kind="k",
+                severity="error",
+                title="t",
+                message=leak,
+                details={"evidence": [leak]},
+            )
+        )
     with db.session() as s:
         inc = s.exec(select(Incident)).one()
         assert "[REDACTED:url-password]" in inc.message

@@ -21,17 +21,39 @@ def test_guard_run_keeps_running_when_monitors_fail(home, tmp_path):
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)
     port = silent.getsockname()[1]
-    home.playbook("broken", [
-        {"id": "bad-path", "type": "logfile", "path": str(tmp_path / "nope" / "app.log"),
-         "every": "1s", "rules": [{"kind": "err", "pattern": "ERROR"}]},
-        {"id": "slow-web", "type": "http", "url": f"http://127.0.0.1:{port}/", "every": "1s",
-         "timeout": "300ms"},
-        {"id": "no-docker", "type": "docker", "selector": {"label": "x=y"}, "every": "1s"},
-    ])
-    env = {**os.environ, "GUARD_CONFIG": str(home.config),
-           "DOCKER_HOST": f"unix://{tmp_path}/no-such-docker.sock"}
-    proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=home.root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    home.playbook(
+        "broken",
+        [
+            {
+                "id": "bad-path",
+                "type": "logfile",
+                "path": str(tmp_path / "nope" / "app.log"),
+                "every": "1s",
+                "rules": [{"kind": "err", "pattern": "ERROR"}],
+            },
+            {
+                "id": "slow-web",
+                "type": "http",
+                "url": f"http://127.0.0.1:{port}/",
+                "every": "1s",
+                "timeout": "300ms",
+            },
+            {"id": "no-docker", "type": "docker", "selector": {"label": "x=y"}, "every": "1s"},
+        ],
+    )
+    env = {
+        **os.environ,
+        "GUARD_CONFIG": str(home.config),
+        "DOCKER_HOST": f"unix://{tmp_path}/no-such-docker.sock",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", "run"],
+        cwd=home.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         kinds: set[tuple[str, str]] = set()

@@ -40,7 +40,9 @@ async def test_granted_mount_is_visible_and_read_only(
 ) -> None:
     tmp_path = log_dir
     box = DockerSandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
         grants=SandboxGrants(mounts=[ReadOnlyMount(source=str(tmp_path), target="/logs")]),
     )
     try:
@@ -106,16 +108,18 @@ def test_any_unix_socket_is_refused_by_its_real_path(tmp_path: Path) -> None:
         assert "is a Unix socket" in _refusal(str(sock_path))
 
 
-@pytest.mark.parametrize("source", ["/proc/1/root/etc", "/proc/self/root", "//proc/1/root/etc",
-                                    "/proc/1/../1/root/etc"])
+@pytest.mark.parametrize(
+    "source", ["/proc/1/root/etc", "/proc/self/root", "//proc/1/root/etc", "/proc/1/../1/root/etc"]
+)
 def test_proc_is_refused_by_its_text(source: str) -> None:
     # Resolving /proc/1/root/etc gives /etc (or EACCES): only the text shows what it is.
     why = _refusal(source)
     assert "is inside /proc" in why and "grant only the directory or file" in why
 
 
-@pytest.mark.parametrize("source", ["/var/lib/docker", "/var/lib/docker/containers/abc/x.log",
-                                    "/var/lib", "/var"])
+@pytest.mark.parametrize(
+    "source", ["/var/lib/docker", "/var/lib/docker/containers/abc/x.log", "/var/lib", "/var"]
+)
 def test_docker_state_is_refused(source: str) -> None:
     why = _refusal(source)
     assert "/var/lib/docker" in why or "docker.sock" in why
@@ -150,7 +154,9 @@ async def test_a_symlink_changed_after_loading_is_caught_at_mount_time(
     link.unlink()
     link.symlink_to("/var/run/docker.sock")  # ... then someone repoints it
     box = DockerSandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
         grants=grants,
     )
     try:
@@ -171,7 +177,9 @@ async def test_a_normal_file_is_still_granted_read_only(
     via = tmp_path / "app-current.conf"
     via.symlink_to(conf)  # a harmless symlink is followed, and its target mounted
     box = DockerSandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
         grants=SandboxGrants(mounts=[ReadOnlyMount(source=str(via), target="/config/app.conf")]),
     )
     try:

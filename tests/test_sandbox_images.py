@@ -39,7 +39,8 @@ async def test_toolbox_tools_run_in_the_hardened_sandbox(
 ) -> None:
     box = DockerSandbox(
         SandboxSettings(image=sbx_toolbox_image, timeout=30),
-        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
     )
     try:
         checks = {

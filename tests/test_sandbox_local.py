@@ -18,8 +18,10 @@ from guard.sandbox.local import LocalSandbox
 @pytest.fixture
 async def local() -> AsyncIterator[LocalSandbox]:
     box = create_sandbox(
-        SandboxSettings(backend="local", timeout=10), incident_id="local-test",
-        grants=SandboxGrants(secrets=["TOKEN"]), environ={"TOKEN": "tok-123456"},
+        SandboxSettings(backend="local", timeout=10),
+        incident_id="local-test",
+        grants=SandboxGrants(secrets=["TOKEN"]),
+        environ={"TOKEN": "tok-123456"},
     )
     assert isinstance(box, LocalSandbox) and isinstance(box, Sandbox)
     yield box

@@ -41,8 +41,12 @@ def sites(sbx_client: docker.DockerClient, sbx_busybox_image: str) -> Iterator[l
             net = sbx_client.networks.create(f"guard-test-net{i}-{tag}", internal=True)
             networks.append(net)
             server = sbx_client.containers.run(
-                sbx_busybox_image, ["httpd", "-f", "-p", "8080", "-h", "/etc"],
-                name=f"guard-test-web{i}-{tag}", network=net.name, detach=True, user="65534",
+                sbx_busybox_image,
+                ["httpd", "-f", "-p", "8080", "-h", "/etc"],
+                name=f"guard-test-web{i}-{tag}",
+                network=net.name,
+                detach=True,
+                user="65534",
             )
             containers.append(server)
             server.reload()
@@ -72,12 +76,16 @@ async def test_no_network_by_default(
 
 
 async def test_granted_network_reaches_only_that_network(
-    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, sites: list[Site],
+    sbx_client: docker.DockerClient,
+    sbx_settings: SandboxSettings,
+    sites: list[Site],
     warnings_logged: list[str],
 ) -> None:
     mine, other = sites
     box = DockerSandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
         grants=SandboxGrants(network=mine.network),
     )
     try:
@@ -115,13 +123,17 @@ def open_bridge(sbx_client: docker.DockerClient) -> Iterator[str]:
 
 
 async def test_a_non_internal_network_grant_warns_once(
-    sbx_client: docker.DockerClient, sbx_settings: SandboxSettings, open_bridge: str,
+    sbx_client: docker.DockerClient,
+    sbx_settings: SandboxSettings,
+    open_bridge: str,
     warnings_logged: list[str],
 ) -> None:
     assert sbx_client.api.inspect_network(open_bridge)["Internal"] is False
     for _ in range(2):  # two incidents granting it: one warning per network, not per sandbox
         box = DockerSandbox(
-            sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
+            sbx_settings,
+            incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+            client=sbx_client,
             grants=SandboxGrants(network=open_bridge),
         )
         try:
@@ -138,7 +150,9 @@ async def test_missing_network_says_what_to_do(
     sbx_client: docker.DockerClient, sbx_settings: SandboxSettings
 ) -> None:
     box = DockerSandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}nonet", client=sbx_client,
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}nonet",
+        client=sbx_client,
         grants=SandboxGrants(network=f"guard-test-missing-{secrets.token_hex(3)}"),
     )
     with pytest.raises(SandboxError, match="docker network create"):

@@ -60,8 +60,11 @@ async def test_granted_secret_is_redacted_everywhere(
 ) -> None:
     value = f"pw-{secrets.token_hex(8)}"
     box = create_sandbox(
-        sbx_settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client,
-        grants=SandboxGrants(secrets=["DB_PASSWORD"]), environ={"DB_PASSWORD": value},
+        sbx_settings,
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=sbx_client,
+        grants=SandboxGrants(secrets=["DB_PASSWORD"]),
+        environ={"DB_PASSWORD": value},
     )
     assert isinstance(box, DockerSandbox) and isinstance(box, Sandbox)
     try:
@@ -84,7 +87,9 @@ async def test_granted_secret_is_redacted_everywhere(
 def test_missing_secret_is_reported_by_name() -> None:
     with pytest.raises(SandboxError, match="API_TOKEN"):
         create_sandbox(
-            SandboxSettings(), incident_id="x", grants=SandboxGrants(secrets=["API_TOKEN"]),
+            SandboxSettings(),
+            incident_id="x",
+            grants=SandboxGrants(secrets=["API_TOKEN"]),
             environ={},
         )
 

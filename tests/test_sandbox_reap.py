@@ -41,8 +41,11 @@ def _guard(*args: str, cwd: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("GUARD_CONFIG", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "guard.cli", *args], cwd=cwd, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "guard.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -63,8 +66,9 @@ def _sandboxes(client: docker.DockerClient, **labels: str) -> list[dict[str, obj
 def test_sigkilled_guard_leaves_nothing_after_restart(
     sbx_client: docker.DockerClient, sbx_busybox_image: str, tmp_path: Path
 ) -> None:
-    victim = _guard("sandbox", "run", "--image", sbx_busybox_image, "--", "sleep", "100",
-                    cwd=tmp_path)
+    victim = _guard(
+        "sandbox", "run", "--image", sbx_busybox_image, "--", "sleep", "100", cwd=tmp_path
+    )
     try:
         deadline = time.monotonic() + 30
         while not _sandboxes(sbx_client, **{LABEL_PID: str(victim.pid)}):
@@ -83,8 +87,11 @@ def test_sigkilled_guard_leaves_nothing_after_restart(
         for pid in (victim.pid, again.pid):
             assert _sandboxes(sbx_client, **{LABEL_PID: str(pid)}) == []
         host = socket.gethostname()
-        dead = [c for c in _sandboxes(sbx_client, **{LABEL_HOST: host})
-                if not _alive(int(c["Labels"][LABEL_PID]))]  # type: ignore[index]
+        dead = [
+            c
+            for c in _sandboxes(sbx_client, **{LABEL_HOST: host})
+            if not _alive(int(c["Labels"][LABEL_PID]))
+        ]  # type: ignore[index]
         assert dead == []
     finally:
         if victim.poll() is None:
@@ -101,7 +108,8 @@ async def test_startup_reap_removes_every_foreign_sandbox(
     # may hold a live Guard's sandboxes, which this test must not destroy.
     incident = f"{TEST_PREFIX}reap-{secrets.token_hex(3)}"
     foreign = sbx_client.api.create_container(
-        sbx_busybox_image, ["sleep", "60"],
+        sbx_busybox_image,
+        ["sleep", "60"],
         labels={LABEL: "1", LABEL_OWNER: "another-guard", LABEL_INCIDENT: incident},
     )["Id"]
     mine = DockerSandbox(sbx_settings, incident_id=incident, client=sbx_client)
@@ -125,19 +133,30 @@ def test_a_reused_pid_is_not_mistaken_for_the_guard_that_made_the_sandbox(
     """Guard is PID 1 in its container and a restarted container keeps its hostname: the new
     Guard has the old one's pid, and must still see the old sandboxes as orphans."""
     incident = f"{TEST_PREFIX}pidreuse-{secrets.token_hex(3)}"
-    me = {LABEL: "1", LABEL_INCIDENT: incident, LABEL_HOST: socket.gethostname(),
-          LABEL_PID: str(os.getpid())}
+    me = {
+        LABEL: "1",
+        LABEL_INCIDENT: incident,
+        LABEL_HOST: socket.gethostname(),
+        LABEL_PID: str(os.getpid()),
+    }
     made = {
         "earlier-process": {**me, LABEL_OWNER: "old", LABEL_PID_STARTED: "1"},
-        "this-process": {**me, LABEL_OWNER: "live", LABEL_PID_STARTED: process_started(os.getpid())},
+        "this-process": {
+            **me,
+            LABEL_OWNER: "live",
+            LABEL_PID_STARTED: process_started(os.getpid()),
+        },
         "no-start-label": {**me, LABEL_OWNER: "older-guard"},
     }
-    ids = {name: sbx_client.api.create_container(sbx_busybox_image, ["true"], labels=labels)["Id"]
-           for name, labels in made.items()}
+    ids = {
+        name: sbx_client.api.create_container(sbx_busybox_image, ["true"], labels=labels)["Id"]
+        for name, labels in made.items()
+    }
     try:
         assert process_started(os.getpid()) not in ("", "1")
-        assert reap_orphans(sbx_client, only_dead_owners=True,
-                            labels={LABEL_INCIDENT: incident}) == 1
+        assert (
+            reap_orphans(sbx_client, only_dead_owners=True, labels={LABEL_INCIDENT: incident}) == 1
+        )
         left = {c["Id"] for c in _sandboxes(sbx_client, **{LABEL_INCIDENT: incident})}
         assert left == {ids["this-process"], ids["no-start-label"]}
     finally:
@@ -160,15 +179,35 @@ def test_sigkilled_guard_run_mid_diagnosis_is_reaped_by_the_next_guard_run(
     log = tmp_path / "app.log"
     log.write_text("")
     (tmp_path / "playbooks").mkdir()
-    (tmp_path / "playbooks" / "app.yaml").write_text(yaml.safe_dump({
-        "name": "app",
-        "monitors": [{"id": "app-log", "type": "logfile", "path": str(log), "every": "1s",
-                      "rules": [{"kind": "boom", "pattern": "BOOM"}]}],
-        "diagnostics": [{"run": "sleep 100", "timeout": "120s"}]}))
-    (tmp_path / "guard.yaml").write_text(yaml.safe_dump({
-        "data_dir": str(tmp_path / "data"), "playbooks_dir": str(tmp_path / "playbooks"),
-        "skills_dir": str(tmp_path / "skills"), "http_host": "127.0.0.1", "http_port": 0,
-        "sandbox": {"image": sbx_busybox_image}}))
+    (tmp_path / "playbooks" / "app.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "app",
+                "monitors": [
+                    {
+                        "id": "app-log",
+                        "type": "logfile",
+                        "path": str(log),
+                        "every": "1s",
+                        "rules": [{"kind": "boom", "pattern": "BOOM"}],
+                    }
+                ],
+                "diagnostics": [{"run": "sleep 100", "timeout": "120s"}],
+            }
+        )
+    )
+    (tmp_path / "guard.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(tmp_path / "data"),
+                "playbooks_dir": str(tmp_path / "playbooks"),
+                "skills_dir": str(tmp_path / "skills"),
+                "http_host": "127.0.0.1",
+                "http_port": 0,
+                "sandbox": {"image": sbx_busybox_image},
+            }
+        )
+    )
     victim = _guard("run", "--config", str(tmp_path / "guard.yaml"), cwd=tmp_path)
     successor = None
     try:
@@ -177,16 +216,20 @@ def test_sigkilled_guard_run_mid_diagnosis_is_reaped_by_the_next_guard_run(
         time.sleep(1)  # the log monitor has fixed its start
         with open(log, "a") as f:
             f.write("BOOM the service fell over\n")
-        _wait("the diagnosis sandbox", lambda: victim.poll() is not None
-              or _sandboxes(sbx_client, **mine))
+        _wait(
+            "the diagnosis sandbox",
+            lambda: victim.poll() is not None or _sandboxes(sbx_client, **mine),
+        )
         assert victim.poll() is None, victim.communicate()
         victim.send_signal(signal.SIGKILL)  # mid-command: `sleep 100` is running in the box
         victim.wait(10)
         assert _sandboxes(sbx_client, **mine), "should be orphaned now"
 
         successor = _guard("run", "--config", str(tmp_path / "guard.yaml"), cwd=tmp_path)
-        _wait("the successor to reap the orphan", lambda: successor.poll() is not None
-              or not _sandboxes(sbx_client, **mine))
+        _wait(
+            "the successor to reap the orphan",
+            lambda: successor.poll() is not None or not _sandboxes(sbx_client, **mine),
+        )
         assert successor.poll() is None, successor.communicate()
         successor.send_signal(signal.SIGTERM)  # a clean stop removes its own sandboxes
         successor.wait(60)

@@ -27,8 +27,9 @@ def _problems(tmp_path: Path, sandbox: str) -> str:
     return "\n".join(exc.value.problems)
 
 
-@pytest.mark.parametrize("memory", ["256m", "1g", "1G", "8192k", "1gb", "1.5g", 268435456,
-                                    "268435456"])
+@pytest.mark.parametrize(
+    "memory", ["256m", "1g", "1G", "8192k", "1gb", "1.5g", 268435456, "268435456"]
+)
 def test_docker_memory_sizes_are_accepted(memory: str | int) -> None:
     assert SandboxSettings(memory=memory).memory == str(memory)  # type: ignore[arg-type]
 
@@ -49,8 +50,10 @@ def test_memory_below_the_engines_minimum_is_refused(tmp_path: Path, memory: str
 @pytest.mark.parametrize("cpus", [0, -1, 0.001, (os.cpu_count() or 1) * 4 + 1])
 def test_cpus_must_be_positive_and_sane(tmp_path: Path, cpus: float) -> None:
     text = _problems(tmp_path, f"  cpus: {cpus}\n")
-    assert f"{tmp_path / 'guard.yaml'}: sandbox.cpus: sandbox.cpus {float(cpus)}: must be " \
-           f"from 0.01 to {(os.cpu_count() or 1) * 4}" in text
+    assert (
+        f"{tmp_path / 'guard.yaml'}: sandbox.cpus: sandbox.cpus {float(cpus)}: must be "
+        f"from 0.01 to {(os.cpu_count() or 1) * 4}" in text
+    )
     assert "e.g. 1.0" in text
 
 
@@ -64,7 +67,9 @@ def test_pids_must_leave_room_for_a_command(tmp_path: Path, pids: int) -> None:
 def test_every_bad_field_is_reported_at_once(tmp_path: Path) -> None:
     text = _problems(tmp_path, "  memory: lots\n  cpus: 0\n  pids: 2\n")
     assert [line.split(": ")[1] for line in text.splitlines()] == [
-        "sandbox.memory", "sandbox.cpus", "sandbox.pids",
+        "sandbox.memory",
+        "sandbox.cpus",
+        "sandbox.pids",
     ]
 
 
@@ -83,8 +88,10 @@ def test_check_config_exits_2_naming_the_field(home: GuardHome) -> None:
     home.write_config({"sandbox": {"memory": "lots", "pids": 4}})
     proc = home.cli("check-config", check=False)
     assert proc.returncode == 2, proc.stderr
-    assert f"{home.config}: sandbox.memory: sandbox.memory 'lots': not a Docker memory " \
-           "size" in proc.stderr
+    assert (
+        f"{home.config}: sandbox.memory: sandbox.memory 'lots': not a Docker memory "
+        "size" in proc.stderr
+    )
     assert f"{home.config}: sandbox.pids: sandbox.pids 4: at least 8" in proc.stderr
     assert "2 problem(s) found" in proc.stderr
 
@@ -94,7 +101,10 @@ async def test_accepted_values_reach_the_engine(
     sbx_client: docker.DockerClient, sbx_busybox_image: str
 ) -> None:
     settings = SandboxSettings(
-        image=sbx_busybox_image, memory=96 * 1024 * 1024, cpus=0.5, pids=16  # type: ignore[arg-type]
+        image=sbx_busybox_image,
+        memory=96 * 1024 * 1024,
+        cpus=0.5,
+        pids=16,  # type: ignore[arg-type]
     )
     box = DockerSandbox(
         settings, incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}", client=sbx_client

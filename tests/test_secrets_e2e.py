@@ -33,8 +33,12 @@ CORPUS = secrets("e2e")
 
 def needles() -> list[str]:
     """What must not appear: each secret (each line of a multi-line one, but its PEM armour)."""
-    return [piece for _, secret, _ in CORPUS for piece in secret.splitlines()
-            if not piece.startswith("-----")]
+    return [
+        piece
+        for _, secret, _ in CORPUS
+        for piece in secret.splitlines()
+        if not piece.startswith("-----")
+    ]
 
 
 def leaked(text: str | bytes) -> list[str]:
@@ -96,8 +100,10 @@ def search_everything(home: GuardHome, tg: TelegramServer, log: Path) -> dict[st
     cli = [home.cli("incidents", "list").stdout, home.cli("incidents", "list", "--json").stdout]
     every = incidents(home)  # every incident is in the list; the timelines of a sample (oldest
     for inc in every[::4] + every[-1:]:  # included: it is the one a fix cured)
-        cli += [home.cli("incidents", "show", str(inc["id"])).stdout,
-                home.cli("incidents", "show", str(inc["id"]), "--json").stdout]
+        cli += [
+            home.cli("incidents", "show", str(inc["id"])).stdout,
+            home.cli("incidents", "show", str(inc["id"]), "--json").stdout,
+        ]
     cli.append(home.cli("report", "daily", "--print").stdout)
     check("cli output", "\n".join(cli))
     for path in (home.root / "data").rglob("*"):
@@ -108,11 +114,19 @@ def search_everything(home: GuardHome, tg: TelegramServer, log: Path) -> dict[st
         if path.is_file():
             check(str(path), path.read_bytes())
     if (skills / ".git").is_dir():
-        objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"],
-                                 cwd=skills, capture_output=True, check=True).stdout
+        objects = subprocess.run(
+            ["git", "cat-file", "--batch-all-objects", "--batch"],
+            cwd=skills,
+            capture_output=True,
+            check=True,
+        ).stdout
         check("skills git objects", objects)
-        check("skills git log", subprocess.run(["git", "log", "-p"], cwd=skills,
-                                               capture_output=True, check=True).stdout)
+        check(
+            "skills git log",
+            subprocess.run(
+                ["git", "log", "-p"], cwd=skills, capture_output=True, check=True
+            ).stdout,
+        )
     return found
 
 
@@ -123,24 +137,40 @@ def test_secrets_in_logs_http_bodies_sandbox_output_and_a_fix_never_leave(home, 
     corpus.write_text(corpus_text())
     log = home.root / "api.log"
     log.write_text("")
-    path = home.playbook("web", [
-        {"id": "web", "type": "http", "url": f"{leaky.base}/healthz", "every": "1s",
-         "auto_resolve": False},
-        {"id": "api-log", "type": "logfile", "path": str(log), "every": "1s",
-         "rules": [{"kind": "leak", "pattern": "."}]},
-    ])
+    path = home.playbook(
+        "web",
+        [
+            {
+                "id": "web",
+                "type": "http",
+                "url": f"{leaky.base}/healthz",
+                "every": "1s",
+                "auto_resolve": False,
+            },
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "leak", "pattern": "."}],
+            },
+        ],
+    )
     book = path.read_text() + f"diagnostics:\n  - run: cat {shlex.quote(str(corpus))}\n"
     path.write_text(book)
     configure(home, tg, agent={"max_concurrent_incidents": 8})
     with running_guard(home) as (_, guard_log):
-        web = wait_for(lambda: find(home, monitor_id="web", state="awaiting_human"), 40,
-                       "Guard to ask about the web check")
+        web = wait_for(
+            lambda: find(home, monitor_id="web", state="awaiting_human"),
+            40,
+            "Guard to ask about the web check",
+        )
         with open(log, "a") as f:  # every corpus line (and each line of the key) in the log
             f.write(corpus_text())
         wait_for(lambda: len(incidents(home)) >= len(CORPUS), 40, "the log's incidents")
         mid = incident_message(tg, web["id"])["message_id"]
         pw, token = CORPUS[16][1], CORPUS[15][1]
-        fix = f"http.request {leaky.base}/fix \"body=password={pw} api_key={token}\""
+        fix = f'http.request {leaky.base}/fix "body=password={pw} api_key={token}"'
         tg.say(ADMIN, fix, chat_id=CHAT, reply_to=mid)  # the human's fix carries two secrets
         wait_for(lambda: show(home, web["id"])["state"] == "resolved", 60, "the fix to cure")
         done = show(home, web["id"])
@@ -161,14 +191,24 @@ def test_secrets_in_container_logs_never_leave(home, tg, containers):
     assert leaked(quoted) == needles()
     labels = setup_docker_home(home)  # no diagnostics: the evidence is the container's logs
     config = yaml.safe_load(home.config.read_text())
-    configure(home, tg, **{k: v for k, v in config.items()
-                           if k not in ("data_dir", "playbooks_dir", "skills_dir", "http_port")})
+    configure(
+        home,
+        tg,
+        **{
+            k: v
+            for k, v in config.items()
+            if k not in ("data_dir", "playbooks_dir", "skills_dir", "http_port")
+        },
+    )
     victim = containers.run("leaky", f"printf '%s' {quoted}; sleep 600", labels=labels)
     with running_guard(home) as (_, guard_log):
         wait_for(lambda: b"AKIA" in victim.logs(), 20, "the container to log the corpus")
         victim.kill()
-        inc = wait_for(lambda: find(home, target=victim.name, state="awaiting_human"), 90,
-                       "Guard to collect evidence and ask")
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="awaiting_human"),
+            90,
+            "Guard to collect evidence and ask",
+        )
         evidence = show(home, inc["id"])["details"]["evidence"]
         assert evidence.startswith("$ docker.logs")  # its tail; the whole output is in the step
         assert "[REDACTED:authorization]" in evidence and "[REDACTED:slack-webhook]" in evidence

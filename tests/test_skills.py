@@ -20,10 +20,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def incident(**kw):
-    base = dict(id=7, source="docker", kind="container_exited", target="api-1",
-                message="container api-1 exited with code 137", severity="critical",
-                monitor_id="containers", count=1, details={"exit_code": 137},
-                title="container exited on api-1")
+    base = dict(
+        id=7,
+        source="docker",
+        kind="container_exited",
+        target="api-1",
+        message="container api-1 exited with code 137",
+        severity="critical",
+        monitor_id="containers",
+        count=1,
+        details={"exit_code": 137},
+        title="container exited on api-1",
+    )
     return SimpleNamespace(**{**base, **kw})
 
 
@@ -51,7 +59,9 @@ def test_target_globs_and_disabled_skills(tmp_path: Path):
     (folder / "skill.yaml").write_text(yaml.safe_dump(spec))
     lib = SkillLibrary(tmp_path)
     assert lib.candidates(incident(target="api-2", message="container api-2 exited with code 1"))
-    assert not lib.candidates(incident(target="web-1", message="container web-1 exited with code 1"))
+    assert not lib.candidates(
+        incident(target="web-1", message="container web-1 exited with code 1")
+    )
     spec["trust"] = "disabled"
     (folder / "skill.yaml").write_text(yaml.safe_dump(spec))
     lib.reload()
@@ -60,7 +70,9 @@ def test_target_globs_and_disabled_skills(tmp_path: Path):
 
 def test_validation_names_file_and_field(tmp_path: Path):
     folder = copy_skill(tmp_path, "docker-start-exited")
-    md = (folder / "SKILL.md").read_text().replace("name: docker-start-exited", "name: Docker_Start")
+    md = (
+        (folder / "SKILL.md").read_text().replace("name: docker-start-exited", "name: Docker_Start")
+    )
     md = md.replace("## Pitfalls", "## Gotchas")
     (folder / "SKILL.md").write_text(md)
     spec = yaml.safe_load((folder / "skill.yaml").read_text())
@@ -86,14 +98,22 @@ def test_frontmatter_allows_only_spec_keys(tmp_path: Path):
 
 def test_run_templates_are_shell_quoted():
     ctx = incident_context(incident(message="boom'; rm -rf / #"))
-    assert render("echo {{ incident.message }}", ctx, shell=True) == "echo 'boom'\"'\"'; rm -rf / #'"
+    assert (
+        render("echo {{ incident.message }}", ctx, shell=True) == "echo 'boom'\"'\"'; rm -rf / #'"
+    )
     assert render_args({"container": "{{ incident.target }}", "n": 3}, ctx) == {
-        "container": "api-1", "n": 3}
+        "container": "api-1",
+        "n": 3,
+    }
 
 
 def test_message_regex_generalises_the_varying_parts():
-    rx = message_regex("2026-12-02T10:00:00Z req 89bbae50 from 10.0.0.1 took 35ms: too many clients")
-    assert re.search(rx, "2027-01-01T00:00:00Z req deadbeef from 10.9.9.9 took 2ms: too many clients")
+    rx = message_regex(
+        "2026-12-02T10:00:00Z req 89bbae50 from 10.0.0.1 took 35ms: too many clients"
+    )
+    assert re.search(
+        rx, "2027-01-01T00:00:00Z req deadbeef from 10.9.9.9 took 2ms: too many clients"
+    )
     assert not re.search(rx, "2027-01-01T00:00:00Z req deadbeef from 10.9.9.9 took 2ms: disk full")
 
 
@@ -101,22 +121,37 @@ def test_writer_commits_and_dedups(tmp_path: Path):
     skills = tmp_path / "skills"
     skills.mkdir()
     lib = SkillLibrary(skills)
-    writer = SkillWriter(lib, trust="approval", git_commit=True, git_author="T <t@x>",
-                         verify_timeout=30)
+    writer = SkillWriter(
+        lib, trust="approval", git_commit=True, git_author="T <t@x>", verify_timeout=30
+    )
     inc = incident()
-    first = writer.write(inc, "docker.restart api-1", action="docker.restart",
-                         args={"container": "api-1"}, approver="cli:alice", verdict="running")
+    first = writer.write(
+        inc,
+        "docker.restart api-1",
+        action="docker.restart",
+        args={"container": "api-1"},
+        approver="cli:alice",
+        verdict="running",
+    )
     assert first.commit and not first.existed
     skill = load_skill(first.path)
     assert skill.spec.trust == "approval" and skill.spec.learned_from["approver"] == "cli:alice"
-    msg = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=skills, capture_output=True,
-                         text=True, check=True).stdout
+    msg = subprocess.run(
+        ["git", "log", "-1", "--format=%B"], cwd=skills, capture_output=True, text=True, check=True
+    ).stdout
     assert "incident #7" in msg and "Approved-by: cli:alice" in msg
-    again = writer.write(incident(id=8), "docker.restart api-1", action="docker.restart",
-                         args={"container": "api-1"}, approver="cli:bob", verdict="running")
+    again = writer.write(
+        incident(id=8),
+        "docker.restart api-1",
+        action="docker.restart",
+        args={"container": "api-1"},
+        approver="cli:bob",
+        verdict="running",
+    )
     assert again.existed and again.name == first.name and again.commit is None
-    shell = writer.write(inc, "redis-cli -h cache FLUSHALL", action=None, args={},
-                         approver="cli:alice", verdict="ok")
+    shell = writer.write(
+        inc, "redis-cli -h cache FLUSHALL", action=None, args={}, approver="cli:alice", verdict="ok"
+    )
     script = (shell.path / "scripts" / "fix.sh").read_text()
     assert "redis-cli -h cache FLUSHALL" in script
     assert load_skill(shell.path).spec.steps[0].run == "scripts/fix.sh"

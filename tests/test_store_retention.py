@@ -37,10 +37,12 @@ def _incident_with_history(session: Any, state: str, resolved_days_ago: float | 
     session.add(run)
     session.flush()
     session.add(AgentStep(incident_id=inc.id, run_id=run.id, index=0, kind="run"))
-    session.add(Approval(id=f"a{inc.id}", incident_id=inc.id, kind="skill",
-                         expires_at=utcnow()))
-    session.add(ConversationMessage(chat="console", direction="out", author="guard",
-                                    text="asked", incident_id=inc.id))
+    session.add(Approval(id=f"a{inc.id}", incident_id=inc.id, kind="skill", expires_at=utcnow()))
+    session.add(
+        ConversationMessage(
+            chat="console", direction="out", author="guard", text="asked", incident_id=inc.id
+        )
+    )
     audit.append(session, actor="triage", action="incident.opened", subject=f"#{inc.id}")
     return int(inc.id)
 

@@ -92,18 +92,37 @@ def test_buttons_only_work_for_the_allowlist_once_and_in_time(home, tg, service)
         tg.press(ADMIN, run, chat_id=CHAT, message_id=mid)
         wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 30, "the skill to heal")
         assert service.fixes == 1
-        final = wait_for(lambda: next((m for m in tg.bot_messages()
-                                       if m["message_id"] == mid and "Resolved" in m["text"]),
-                                      None), 20, "the message to say it is resolved")
+        final = wait_for(
+            lambda: next(
+                (
+                    m
+                    for m in tg.bot_messages()
+                    if m["message_id"] == mid and "Resolved" in m["text"]
+                ),
+                None,
+            ),
+            20,
+            "the message to say it is resolved",
+        )
         assert "reply_markup" not in final  # the buttons are gone
         assert "healed by skill web-fix" in final["text"]
-        thread = wait_for(lambda: [m for m in tg.bot_messages()
-                                   if m.get("reply_to_message", {}).get("message_id") == mid],
-                          20, "the outcome in the thread")
+        thread = wait_for(
+            lambda: [
+                m
+                for m in tg.bot_messages()
+                if m.get("reply_to_message", {}).get("message_id") == mid
+            ],
+            20,
+            "the outcome in the thread",
+        )
         assert any("Resolved" in m["text"] for m in thread)
         (cmd,) = commands(home)
         assert (cmd.verb, cmd.skill, cmd.actor, cmd.channel) == (
-            "approve", "web-fix", f"telegram:{ADMIN}", "telegram")
+            "approve",
+            "web-fix",
+            f"telegram:{ADMIN}",
+            "telegram",
+        )
 
         # the same press again: a replay
         tg.press(ADMIN, run, chat_id=CHAT, message_id=mid)
@@ -120,24 +139,38 @@ def test_a_fix_sent_as_a_reply_is_verified_learned_and_said_in_the_thread(home, 
         wait_for(lambda: refusals(home), 20, "the stranger's refusal")
         assert commands(home) == [] and service.fixes == 0
         # "send a fix" prompts; the admin replies to the prompt
-        send_fix = next(d for label, d in buttons(incident_message(tg, inc["id"]))
-                        if "Send a fix" in label)
+        send_fix = next(
+            d for label, d in buttons(incident_message(tg, inc["id"])) if "Send a fix" in label
+        )
         tg.press(ADMIN, send_fix, chat_id=CHAT, message_id=mid)
-        prompt = wait_for(lambda: next((m for m in tg.bot_messages("Reply to this message")),
-                                       None), 20, "the fix prompt")
+        prompt = wait_for(
+            lambda: next((m for m in tg.bot_messages("Reply to this message")), None),
+            20,
+            "the fix prompt",
+        )
         assert prompt["reply_to_message"]["message_id"] == mid
         tg.say(ADMIN, fix, chat_id=CHAT, reply_to=prompt["message_id"])
         wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 40, "the fix to cure")
         done = show(home, inc["id"])
         skill = done["details"]["learned_skill"]
         assert (home.root / "skills" / skill / "skill.yaml").is_file()
-        said = wait_for(lambda: [m for m in tg.bot_messages("saved as skill")
-                                 if m.get("reply_to_message", {}).get("message_id") == mid],
-                        20, "the thread to say it was learned")
+        said = wait_for(
+            lambda: [
+                m
+                for m in tg.bot_messages("saved as skill")
+                if m.get("reply_to_message", {}).get("message_id") == mid
+            ],
+            20,
+            "the thread to say it was learned",
+        )
         assert skill in said[0]["text"] and "verified" in said[0]["text"]
         (cmd,) = commands(home)
         assert (cmd.verb, cmd.actor, cmd.channel, cmd.fix) == (
-            "reply", f"telegram:{ADMIN}", "telegram", fix)
+            "reply",
+            f"telegram:{ADMIN}",
+            "telegram",
+            fix,
+        )
 
 
 def test_an_empty_allowlist_refuses_everyone_and_audits_it(home, tg, service):
@@ -150,8 +183,7 @@ def test_an_empty_allowlist_refuses_everyone_and_audits_it(home, tg, service):
         tg.say(ADMIN, f"/fix {inc['id']} http.request {service.base}/fix", chat_id=CHAT)
         tg.say(ADMIN, f"http.request {service.base}/fix", chat_id=CHAT, reply_to=mid)
         tg.say(ADMIN, "/help", chat_id=CHAT)
-        assert all(a.startswith("Refused: no one is allowed yet") for a in answers(tg)), \
-            answers(tg)
+        assert all(a.startswith("Refused: no one is allowed yet") for a in answers(tg)), answers(tg)
         # One audit entry per refused user and window, not one per press or message: the
         # first press is audited; the rest of the window is counted, not written or answered.
         audited = wait_for(lambda: refusals(home), 20, "the audit entry")
@@ -176,23 +208,39 @@ def test_deny_escalates_and_closes_the_message(home, tg, service):
         deny = next(d for label, d in buttons(msg) if "Deny" in label)
         tg.press(ADMIN, deny, chat_id=CHAT, message_id=mid)
         wait_for(lambda: show(home, inc["id"])["state"] == "escalated", 30, "the escalation")
-        final = wait_for(lambda: next((m for m in tg.bot_messages("Denied by telegram:42")
-                                       if m["message_id"] == mid), None), 20,
-                         "the message to say who denied it")
+        final = wait_for(
+            lambda: next(
+                (m for m in tg.bot_messages("Denied by telegram:42") if m["message_id"] == mid),
+                None,
+            ),
+            20,
+            "the message to say who denied it",
+        )
         assert "reply_markup" not in final and "Escalated" in final["text"]
         assert final["text"].startswith(f"<b>Incident #{inc['id']}</b>")
-        said = wait_for(lambda: [m for m in tg.bot_messages("deny by telegram:42")
-                                 if m.get("reply_to_message", {}).get("message_id") == mid],
-                        20, "the outcome in the thread")
+        said = wait_for(
+            lambda: [
+                m
+                for m in tg.bot_messages("deny by telegram:42")
+                if m.get("reply_to_message", {}).get("message_id") == mid
+            ],
+            20,
+            "the outcome in the thread",
+        )
         assert "no remedy will run" in said[0]["text"]
         assert answers(tg)[-1].startswith("Denied by telegram:42")
         (cmd,) = commands(home)
         assert (cmd.verb, cmd.actor, cmd.channel, cmd.status) == (
-            "deny", f"telegram:{ADMIN}", "telegram", "done")
+            "deny",
+            f"telegram:{ADMIN}",
+            "telegram",
+            "done",
+        )
         assert service.fixes == 0
         with home.database().session() as s:
-            pressed = s.exec(select(AuditEntry).where(AuditEntry.action == "telegram.pressed")
-                             ).one()
+            pressed = s.exec(
+                select(AuditEntry).where(AuditEntry.action == "telegram.pressed")
+            ).one()
             assert pressed.data["kind"] == "deny"
             assert all(a.used_at is not None for a in s.exec(select(Approval)))
         # a press on another of its buttons now is refused: the question was answered

@@ -40,10 +40,24 @@ def asked(db: Database, state: str = "awaiting_human") -> tuple[int, int, list[s
         inc = stored_incident(s, state)
         ids = [f"a{inc.id}{k}" for k in ("skill", "deny", "mute")]
         for approval_id, kind in zip(ids, ("skill", "deny", "mute"), strict=True):
-            s.add(Approval(id=approval_id, incident_id=inc.id, kind=kind, created_at=now,
-                           expires_at=now + timedelta(hours=1)))
-        msg = TelegramMessage(chat_id=CHAT, message_id=500 + inc.id, incident_id=inc.id,
-                              role="incident", live=True, approvals=ids, created_at=now)
+            s.add(
+                Approval(
+                    id=approval_id,
+                    incident_id=inc.id,
+                    kind=kind,
+                    created_at=now,
+                    expires_at=now + timedelta(hours=1),
+                )
+            )
+        msg = TelegramMessage(
+            chat_id=CHAT,
+            message_id=500 + inc.id,
+            incident_id=inc.id,
+            role="incident",
+            live=True,
+            approvals=ids,
+            created_at=now,
+        )
         s.add(msg)
         s.flush()
         assert msg.id is not None
@@ -57,8 +71,13 @@ def sync(db: Database) -> Sync:
 
 def edits(db: Database) -> list[OutboxMessage]:
     with db.session() as s:
-        return list(s.exec(select(OutboxMessage).where(OutboxMessage.method == "edit")
-                           .order_by(col(OutboxMessage.id))).all())
+        return list(
+            s.exec(
+                select(OutboxMessage)
+                .where(OutboxMessage.method == "edit")
+                .order_by(col(OutboxMessage.id))
+            ).all()
+        )
 
 
 def set_state(db: Database, incident_id: int, state: str) -> None:
@@ -105,8 +124,10 @@ def test_the_sync_closes_once_and_yields_to_an_earlier_closer(db: Database) -> N
     sync(db).once()
     assert [e.text for e in edits(db)] == ["resolved: Handled outside this chat."]
     # a closer that only acts on a still-live message queues nothing once it was closed
-    assert outbox.close_question(db, chat_id=CHAT, incident_id=inc, text="late",
-                                 only_message=msg) is None
+    assert (
+        outbox.close_question(db, chat_id=CHAT, incident_id=inc, text="late", only_message=msg)
+        is None
+    )
     assert len(edits(db)) == 1
 
 
@@ -126,22 +147,31 @@ def test_expired_questions_are_closed_with_the_way_forward(db: Database) -> None
 
 def gateway(db: Database) -> Any:
     return SimpleNamespace(
-        db=db, auth=Authoriser(TelegramSettings(allowed_user_ids=[ADMIN]), db), chat_id=CHAT,
+        db=db,
+        auth=Authoriser(TelegramSettings(allowed_user_ids=[ADMIN]), db),
+        chat_id=CHAT,
         settings=SimpleNamespace(telegram=TelegramSettings()),
-        notifier=SimpleNamespace(closed_text=lambda incident_id, state, text: f"{state}: {text}"))
+        notifier=SimpleNamespace(closed_text=lambda incident_id, state, text: f"{state}: {text}"),
+    )
 
 
 def press(data: str, message_id: int, answered: list[str]) -> Any:
     async def answer(text: str, show_alert: bool = False) -> None:
         answered.append(text)
 
-    return SimpleNamespace(callback_query=SimpleNamespace(
-        data=data, from_user=SimpleNamespace(id=ADMIN), answer=answer,
-        message=SimpleNamespace(chat=SimpleNamespace(id=int(CHAT)), message_id=message_id)))
+    return SimpleNamespace(
+        callback_query=SimpleNamespace(
+            data=data,
+            from_user=SimpleNamespace(id=ADMIN),
+            answer=answer,
+            message=SimpleNamespace(chat=SimpleNamespace(id=int(CHAT)), message_id=message_id),
+        )
+    )
 
 
-async def test_a_press_is_closed_before_the_agent_can_report_the_heal(db: Database,
-                                                                     monkeypatch: Any) -> None:
+async def test_a_press_is_closed_before_the_agent_can_report_the_heal(
+    db: Database, monkeypatch: Any
+) -> None:
     inc, _, ids = asked(db)
     real_queue = handlers.queue_command
 
@@ -149,8 +179,9 @@ async def test_a_press_is_closed_before_the_agent_can_report_the_heal(db: Databa
         # the agent picks the command up the moment it exists, heals, and says so
         cmd = real_queue(database, **command)
         set_state(database, inc, "resolved")
-        outbox.close_question(database, chat_id=CHAT, incident_id=inc,
-                              text="resolved: healed by skill web-fix")
+        outbox.close_question(
+            database, chat_id=CHAT, incident_id=inc, text="resolved: healed by skill web-fix"
+        )
         return cmd
 
     monkeypatch.setattr(handlers, "queue_command", agent_heals_at_once)
@@ -164,8 +195,9 @@ async def test_a_press_is_closed_before_the_agent_can_report_the_heal(db: Databa
     assert answered and answered[0].startswith("Approved by telegram:42")
 
 
-async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(db: Database,
-                                                                      monkeypatch: Any) -> None:
+async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(
+    db: Database, monkeypatch: Any
+) -> None:
     inc, _, ids = asked(db)
 
     def incident_gone(database: Database, **command: Any) -> Any:
@@ -175,5 +207,6 @@ async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(db: Datab
     answered: list[str] = []
     await handlers.Handlers(gateway(db)).on_callback(press(ids[1], 500 + inc, answered), None)
     assert [e.text for e in edits(db)][-1] == (
-        f"failed: telegram:42 answered, but nothing ran: no incident {inc}")
+        f"failed: telegram:42 answered, but nothing ran: no incident {inc}"
+    )
     assert answered == [f"Could not deny: no incident {inc}"]

@@ -27,8 +27,11 @@ __all__ = ["service", "tg"]
 
 
 def reply_to_command(tg, text: str, within: float = 20) -> str:
-    return wait_for(lambda: next((m["text"] for m in tg.bot_messages(text)), None), within,
-                    f"a message containing {text!r}")
+    return wait_for(
+        lambda: next((m["text"] for m in tg.bot_messages(text)), None),
+        within,
+        f"a message containing {text!r}",
+    )
 
 
 def test_commands_mute_and_memory(home, tg, service):
@@ -39,8 +42,9 @@ def test_commands_mute_and_memory(home, tg, service):
         tg.say(STRANGER, "/status", chat_id=CHAT)
         reply_to_command(tg, "Refused")
         with home.database().session() as s:
-            refused = s.exec(select(AuditEntry).where(AuditEntry.action == "telegram.refused")
-                             ).all()
+            refused = s.exec(
+                select(AuditEntry).where(AuditEntry.action == "telegram.refused")
+            ).all()
         assert [r.subject for r in refused] == ["command:status"]
         assert not tg.bot_messages("Guard status")
 
@@ -62,9 +66,18 @@ def test_commands_mute_and_memory(home, tg, service):
         mute = next(d for label, d in buttons(msg) if "Mute" in label)
         tg.press(ADMIN, mute, chat_id=CHAT, message_id=msg["message_id"])
         wait_for(lambda: show(home, inc["id"])["state"] == "muted", 60, "the incident muted")
-        wait_for(lambda: next((m for m in tg.bot_messages("Muted by telegram:42")
-                               if m["message_id"] == msg["message_id"]
-                               and "reply_markup" not in m), None), 60, "the buttons to go")
+        wait_for(
+            lambda: next(
+                (
+                    m
+                    for m in tg.bot_messages("Muted by telegram:42")
+                    if m["message_id"] == msg["message_id"] and "reply_markup" not in m
+                ),
+                None,
+            ),
+            60,
+            "the buttons to go",
+        )
         reply_to_command(tg, "muted " + service.base)
         # the target stays muted: a new incident for it is not announced
         service.healthy = True
@@ -83,8 +96,9 @@ def test_commands_mute_and_memory(home, tg, service):
 
 
 def in_thread(tg, mid: int, text: str) -> list[dict]:
-    return [m for m in tg.bot_messages(text)
-            if m.get("reply_to_message", {}).get("message_id") == mid]
+    return [
+        m for m in tg.bot_messages(text) if m.get("reply_to_message", {}).get("message_id") == mid
+    ]
 
 
 def test_fix_command_goes_into_the_learning_loop(home, tg, service):
@@ -96,12 +110,18 @@ def test_fix_command_goes_into_the_learning_loop(home, tg, service):
         # a fix that runs but does not cure: nothing is saved, the thread says why
         miss = f"http.request {service.base}/nothing"
         tg.say(ADMIN, f"/fix {inc['id']} {miss}", chat_id=CHAT)
-        wait_for(lambda: in_thread(tg, mid, f"Running your fix for incident #{inc['id']}"), 20,
-                 "the fix to be taken")
+        wait_for(
+            lambda: in_thread(tg, mid, f"Running your fix for incident #{inc['id']}"),
+            20,
+            "the fix to be taken",
+        )
         (said,) = wait_for(lambda: in_thread(tg, mid, "did not cure"), 40, "the verdict")
         assert miss in said["text"] and "Nothing was saved" in said["text"]
-        wait_for(lambda: show(home, inc["id"])["state"] == "awaiting_human", 20,
-                 "the incident to wait for a human again")
+        wait_for(
+            lambda: show(home, inc["id"])["state"] == "awaiting_human",
+            20,
+            "the incident to wait for a human again",
+        )
         assert not (home.root / "skills").is_dir() or not any((home.root / "skills").iterdir())
         # the fix that cures: verified, learned as a skill, and said in the thread
         fix = f"http.request {service.base}/fix"
@@ -109,15 +129,17 @@ def test_fix_command_goes_into_the_learning_loop(home, tg, service):
         wait_for(lambda: show(home, inc["id"])["state"] == "resolved", 40, "the fix to cure")
         skill = show(home, inc["id"])["details"]["learned_skill"]
         assert (home.root / "skills" / skill / "skill.yaml").is_file()
-        (learned,) = wait_for(lambda: in_thread(tg, mid, "saved as skill"), 20,
-                              "the thread to say it was learned")
+        (learned,) = wait_for(
+            lambda: in_thread(tg, mid, "saved as skill"), 20, "the thread to say it was learned"
+        )
         assert skill in learned["text"] and "verified" in learned["text"]
         assert service.fixes == 1
     with home.database().session() as s:
         cmds = s.exec(select(HumanCommand).order_by(HumanCommand.id)).all()
     assert [(c.verb, c.actor, c.channel, c.fix, c.status) for c in cmds] == [
         ("reply", f"telegram:{ADMIN}", "telegram", miss, "failed"),
-        ("reply", f"telegram:{ADMIN}", "telegram", fix, "done")]
+        ("reply", f"telegram:{ADMIN}", "telegram", fix, "done"),
+    ]
 
 
 def test_incidents_and_report_commands(home, tg, service):
@@ -135,8 +157,12 @@ def test_incidents_and_report_commands(home, tg, service):
         assert not tg.bot_messages("Guard daily report") and not tg.sent("sendPhoto")
         tg.say(ADMIN, "/report", chat_id=CHAT)
         report = reply_to_command(tg, "Guard daily report")
-        for line in ("Incidents opened: <b>1</b>", "Still open: <b>1</b>", "Noisiest targets",
-                     f"<code>{service.base}/healthz</code>"):
+        for line in (
+            "Incidents opened: <b>1</b>",
+            "Still open: <b>1</b>",
+            "Noisiest targets",
+            f"<code>{service.base}/healthz</code>",
+        ):
             assert line in report, line
         (photo,) = wait_for(lambda: tg.sent("sendPhoto"), 20, "the chart")
         assert int(photo["params"]["chat_id"]) == CHAT
@@ -161,8 +187,11 @@ def test_webhook_mode_takes_updates_pushed_with_the_secret_only(home, tg, servic
     port = free_port()
     url = f"http://127.0.0.1:{port}/telegram"
     http_playbook(home, service)
-    configure(home, tg, telegram={"mode": "webhook", "webhook_url": url,
-                                  "listen": "127.0.0.1", "port": port})
+    configure(
+        home,
+        tg,
+        telegram={"mode": "webhook", "webhook_url": url, "listen": "127.0.0.1", "port": port},
+    )
     with guard_run(home):
         wait_for(lambda: tg.webhook is not None, 30, "Guard to register its webhook")
         assert tg.webhook["url"] == url and tg.webhook["secret"]
@@ -170,12 +199,24 @@ def test_webhook_mode_takes_updates_pushed_with_the_secret_only(home, tg, servic
         tg.say(ADMIN, "/help", chat_id=CHAT)
         reply_to_command(tg, "/mute")
         assert [d["status"] for d in tg.deliveries] == [200]
-        forged = urllib.request.Request(url, method="POST", data=json.dumps({
-            "update_id": 999, "message": {
-                "message_id": 999, "date": 0, "chat": {"id": CHAT, "type": "group"},
-                "from": {"id": ADMIN, "is_bot": False, "first_name": "x"}, "text": "/status",
-                "entities": [{"type": "bot_command", "offset": 0, "length": 7}]}}).encode(),
-            headers={"Content-Type": "application/json"})
+        forged = urllib.request.Request(
+            url,
+            method="POST",
+            data=json.dumps(
+                {
+                    "update_id": 999,
+                    "message": {
+                        "message_id": 999,
+                        "date": 0,
+                        "chat": {"id": CHAT, "type": "group"},
+                        "from": {"id": ADMIN, "is_bot": False, "first_name": "x"},
+                        "text": "/status",
+                        "entities": [{"type": "bot_command", "offset": 0, "length": 7}],
+                    },
+                }
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         try:
             urllib.request.urlopen(forged, timeout=10)
             status = 200

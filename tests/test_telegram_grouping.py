@@ -15,27 +15,47 @@ __all__ = ["service", "tg"]
 
 def _announcements(tg) -> list[dict]:
     """Every message Guard sent that announces incidents (alone or grouped)."""
-    return [m for m in tg.bot_messages() if "reply_to_message" not in m
-            and ("Incident #" in m.get("text", "") or "incidents</b>" in m.get("text", "")
-                 or "incidents</b> opened together" in m.get("text", ""))]
+    return [
+        m
+        for m in tg.bot_messages()
+        if "reply_to_message" not in m
+        and (
+            "Incident #" in m.get("text", "")
+            or "incidents</b>" in m.get("text", "")
+            or "incidents</b> opened together" in m.get("text", "")
+        )
+    ]
 
 
 def test_500_lines_differing_in_the_user_name_are_one_incident_and_one_message(home, tg):
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("logs", [{"id": "app", "type": "logfile", "path": str(log), "every": "1s",
-                            "rules": [{"kind": "user_missing",
-                                       "pattern": r"ERROR user \S+ not found"}]}])
+    home.playbook(
+        "logs",
+        [
+            {
+                "id": "app",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "user_missing", "pattern": r"ERROR user \S+ not found"}],
+            }
+        ],
+    )
     configure(home, tg)
     names = ["".join(random.Random(i).choices(string.ascii_lowercase, k=7)) for i in range(500)]
     with guard_run(home):
         wait_for(lambda: tg.sent("getUpdates"), 20, "polling to start")
         with open(log, "a") as f:
             for i, name in enumerate(names):
-                f.write(f"2026-12-03T10:{i // 60 % 60:02d}:{i % 60:02d}Z ERROR user {name} "
-                        "not found\n")
-        inc = wait_for(lambda: next((i for i in incidents(home) if i["count"] >= 500), None),
-                       60, "all 500 lines counted")
+                f.write(
+                    f"2026-12-03T10:{i // 60 % 60:02d}:{i % 60:02d}Z ERROR user {name} not found\n"
+                )
+        inc = wait_for(
+            lambda: next((i for i in incidents(home) if i["count"] >= 500), None),
+            60,
+            "all 500 lines counted",
+        )
         wait_for(lambda: _announcements(tg), 30, "the announcement")
         time.sleep(3)  # more checks, polls and sync rounds: nothing else goes out
         assert len(incidents(home)) == 1
@@ -46,30 +66,52 @@ def test_500_lines_differing_in_the_user_name_are_one_incident_and_one_message(h
 def test_5000_distinct_messages_are_at_most_21_incidents_and_3_messages(home, tg):
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("logs", [{"id": "api-log", "type": "logfile", "path": str(log),
-                            "every": "1s", "rules": [{"kind": "api_error", "pattern": "ERROR"}]}])
+    home.playbook(
+        "logs",
+        [
+            {
+                "id": "api-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "api_error", "pattern": "ERROR"}],
+            }
+        ],
+    )
     configure(home, tg)
     rnd = random.Random(5)
 
     def word() -> str:
         return "".join(rnd.choices(string.ascii_lowercase, k=rnd.randint(4, 9)))
 
-    lines = [f"2026-12-03T10:00:00Z ERROR {word()} {word()} {word()} failed: {word()}\n"
-             for _ in range(5000)]
+    lines = [
+        f"2026-12-03T10:00:00Z ERROR {word()} {word()} {word()} failed: {word()}\n"
+        for _ in range(5000)
+    ]
     assert len(set(lines)) == 5000
     with guard_run(home):
         wait_for(lambda: tg.sent("getUpdates"), 20, "polling to start")
         start = time.monotonic()
         with open(log, "a") as f:
             for batch in range(50):  # 5,000 lines over 10 s
-                f.writelines(lines[batch * 100:(batch + 1) * 100])
+                f.writelines(lines[batch * 100 : (batch + 1) * 100])
                 f.flush()
                 time.sleep(max(0.0, start + (batch + 1) * 0.2 - time.monotonic()))
-        storm = wait_for(lambda: next((i for i in incidents(home) if i["kind"] == "storm"
-                                       and i["count"] + 20 >= 5000 - 500), None),
-                         90, "the storm incident")
-        wait_for(lambda: sum(i["count"] for i in incidents(home)) >= 5000, 90,
-                 "all 5,000 lines counted")
+        storm = wait_for(
+            lambda: next(
+                (
+                    i
+                    for i in incidents(home)
+                    if i["kind"] == "storm" and i["count"] + 20 >= 5000 - 500
+                ),
+                None,
+            ),
+            90,
+            "the storm incident",
+        )
+        wait_for(
+            lambda: sum(i["count"] for i in incidents(home)) >= 5000, 90, "all 5,000 lines counted"
+        )
         wait_for(lambda: len(_announcements(tg)) >= 2, 120, "the grouped announcement")
         time.sleep(12)  # past another group_wait: nothing else goes out
         found = incidents(home)
@@ -94,8 +136,18 @@ def test_5000_distinct_messages_are_at_most_21_incidents_and_3_messages(home, tg
 def test_a_grouped_message_acts_on_one_incident_at_a_time(home, tg, service):
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("logs", [{"id": "app", "type": "logfile", "path": str(log), "every": "1s",
-                            "rules": [{"kind": "app_error", "pattern": "ERROR"}]}])
+    home.playbook(
+        "logs",
+        [
+            {
+                "id": "app",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "app_error", "pattern": "ERROR"}],
+            }
+        ],
+    )
     configure(home, tg, telegram={"group_wait": "3s"})
     with guard_run(home):
         wait_for(lambda: tg.sent("getUpdates"), 20, "polling to start")
@@ -104,12 +156,18 @@ def test_a_grouped_message_acts_on_one_incident_at_a_time(home, tg, service):
         wait_for(lambda: len(_announcements(tg)) == 1, 30, "the first announcement, at once")
         with open(log, "a") as f:  # within group_wait of the first: announced together
             f.write("ERROR payment provider returned 502\nERROR cache warmup never finished\n")
-        group = wait_for(lambda: next((m for m in _announcements(tg)
-                                       if "2 incidents" in m["text"]), None), 30, "the group")
+        group = wait_for(
+            lambda: next((m for m in _announcements(tg) if "2 incidents" in m["text"]), None),
+            30,
+            "the group",
+        )
         ids = sorted(i["id"] for i in incidents(home))[1:]
         assert all(f"#{i}" in group["text"] for i in ids)
-        deny = next(data for label, data in buttons(group)
-                    if label.startswith(f"#{ids[0]} ") and "Deny" in label)
+        deny = next(
+            data
+            for label, data in buttons(group)
+            if label.startswith(f"#{ids[0]} ") and "Deny" in label
+        )
         tg.press(ADMIN, deny, chat_id=CHAT, message_id=group["message_id"])
         wait_for(lambda: show(home, ids[0])["state"] == "escalated", 30, "the deny")
 
@@ -122,8 +180,12 @@ def test_a_grouped_message_acts_on_one_incident_at_a_time(home, tg, service):
         msg = wait_for(edited, 30, "the group message edited for the denied incident only")
         assert f"<s>#{ids[0]}</s>" in msg["text"] or f"#{ids[0]}" in msg["text"]
         # a reply naming the other incident sends it a fix
-        tg.say(ADMIN, f"#{ids[1]} http.request {service.base}/fix", chat_id=CHAT,
-               reply_to=group["message_id"])
+        tg.say(
+            ADMIN,
+            f"#{ids[1]} http.request {service.base}/fix",
+            chat_id=CHAT,
+            reply_to=group["message_id"],
+        )
         wait_for(lambda: service.fixes == 1, 30, "the fix for the named incident")
 
         def line_closed() -> bool:
@@ -134,7 +196,8 @@ def test_a_grouped_message_acts_on_one_incident_at_a_time(home, tg, service):
         # its outcome edits the group message; no separate post per incident
         assert not tg.bot_messages(f"· incident #{ids[1]}")
         # a reply naming no incident of the message runs nothing and says how to reply
-        tg.say(ADMIN, f"http.request {service.base}/fix", chat_id=CHAT,
-               reply_to=group["message_id"])
+        tg.say(
+            ADMIN, f"http.request {service.base}/fix", chat_id=CHAT, reply_to=group["message_id"]
+        )
         wait_for(lambda: tg.bot_messages("reply <code>#ID FIX</code>"), 30, "the hint")
         assert service.fixes == 1

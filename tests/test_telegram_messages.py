@@ -19,11 +19,18 @@ __all__ = ["tg"]
 
 
 def test_huge_evidence_is_escaped_and_cut_safely():
-    evidence = "\n".join(f"line {i} <tag> & \"quote\" &amp;" for i in range(2000))
-    req = HumanRequest(incident_id=7, title="db <down>", severity="error", target="db&co",
-                       count=3, evidence=evidence,
-                       options=[SkillOption("restart-db", "restarts <db>", "a" * 22)],
-                       deny_id="d" * 22, mute_id="m" * 22)
+    evidence = "\n".join(f'line {i} <tag> & "quote" &amp;' for i in range(2000))
+    req = HumanRequest(
+        incident_id=7,
+        title="db <down>",
+        severity="error",
+        target="db&co",
+        count=3,
+        evidence=evidence,
+        options=[SkillOption("restart-db", "restarts <db>", "a" * 22)],
+        deny_id="d" * 22,
+        mute_id="m" * 22,
+    )
     text, buttons = render_request(req, signal="ERROR <x> & y")
     assert len(text) <= LIMIT
     assert "db &lt;down&gt;" in text and "db&amp;co" in text and "&lt;tag&gt;" in text
@@ -41,8 +48,9 @@ def test_cut_never_splits_an_entity():
 
 
 def test_cut_never_splits_a_tag_and_closes_what_is_open():
-    line = ('• <b>bold <i>both</i></b> <code>a &lt;b&gt; &amp; c</code> '
-            '<a href="https://e.com/">x</a>')
+    line = (
+        '• <b>bold <i>both</i></b> <code>a &lt;b&gt; &amp; c</code> <a href="https://e.com/">x</a>'
+    )
     for extra in range(0, 120, 7):
         html = "\n".join([line] * 60) + "<pre>" + "y" * extra + "\n" + line * 40 + "</pre>"
         text = cut(html, more=pointer(3))
@@ -57,13 +65,30 @@ def long_report_home(home, tg) -> None:
     day = datetime(2024, 3, 10, 9, tzinfo=UTC)
     with home.database().session() as s:
         for i in range(200):
-            s.add(Incident(fingerprint=f"fp{i}", check_key="k", monitor_id="m", source="http",
-                           target=f"api<{i}>&co", kind="http_status", severity="error",
-                           title="down", message="x", state="resolved", count=1,
-                           opened_at=day, first_seen=day, last_seen=day,
-                           resolved_at=day + timedelta(minutes=5),
-                           details={"asked": True, "learned_skill": f"fix-<db>&\"{i}\"",
-                                    "skill_commit": f"{i:040d}"}))
+            s.add(
+                Incident(
+                    fingerprint=f"fp{i}",
+                    check_key="k",
+                    monitor_id="m",
+                    source="http",
+                    target=f"api<{i}>&co",
+                    kind="http_status",
+                    severity="error",
+                    title="down",
+                    message="x",
+                    state="resolved",
+                    count=1,
+                    opened_at=day,
+                    first_seen=day,
+                    last_seen=day,
+                    resolved_at=day + timedelta(minutes=5),
+                    details={
+                        "asked": True,
+                        "learned_skill": f'fix-<db>&"{i}"',
+                        "skill_commit": f"{i:040d}",
+                    },
+                )
+            )
 
 
 def assert_valid_report(text: str) -> None:

@@ -19,9 +19,18 @@ def pending(home) -> int:
 def test_429_outage_and_restart_lose_nothing(home, tg):
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("logs", [{"id": "applog", "type": "logfile", "path": str(log), "every": "1s",
-                            "rules": [{"kind": k.lower(), "pattern": k}
-                                      for k in ("ALPHA", "BRAVO", "CHARLIE")]}])
+    home.playbook(
+        "logs",
+        [
+            {
+                "id": "applog",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": k.lower(), "pattern": k} for k in ("ALPHA", "BRAVO", "CHARLIE")],
+            }
+        ],
+    )
     configure(home, tg)
 
     def write(line: str) -> None:
@@ -38,19 +47,29 @@ def test_429_outage_and_restart_lose_nothing(home, tg):
 
         tg.stop()  # Telegram goes away
         write("BRAVO failed")
-        wait_for(lambda: find(home, kind="bravo", state="awaiting_human"), 30,
-                 "monitoring and the agent to go on during the outage")
+        wait_for(
+            lambda: find(home, kind="bravo", state="awaiting_human"),
+            30,
+            "monitoring and the agent to go on during the outage",
+        )
         wait_for(lambda: pending(home) >= 1, 10, "the message to wait in the outbox")
 
     with guard_run(home):  # restarted while Telegram is still down
         write("CHARLIE failed")
-        wait_for(lambda: find(home, kind="charlie", state="awaiting_human"), 30,
-                 "monitoring after the restart")
+        wait_for(
+            lambda: find(home, kind="charlie", state="awaiting_human"),
+            30,
+            "monitoring after the restart",
+        )
         assert pending(home) >= 2
         tg.start()  # back, on the same port
-        wait_for(lambda: tg.bot_messages("Incident #2") and tg.bot_messages("Incident #3"), 60,
-                 "the queued messages once Telegram is back")
+        wait_for(
+            lambda: tg.bot_messages("Incident #2") and tg.bot_messages("Incident #3"),
+            60,
+            "the queued messages once Telegram is back",
+        )
         wait_for(lambda: pending(home) == 0, 20, "an empty outbox")
     for n in (1, 2, 3):
-        assert len([m for m in tg.bot_messages(f"Incident #{n}")
-                    if "reply_to_message" not in m]) == 1
+        assert (
+            len([m for m in tg.bot_messages(f"Incident #{n}") if "reply_to_message" not in m]) == 1
+        )

@@ -14,16 +14,29 @@ __all__ = ["tg"]
 def test_a_storm_of_10000_lines_is_one_message_with_buttons(home, tg):
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("logs", [{"id": "applog", "type": "logfile", "path": str(log), "every": "1s",
-                            "rules": [{"kind": "db_down", "pattern": "database unreachable"}]}])
+    home.playbook(
+        "logs",
+        [
+            {
+                "id": "applog",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "db_down", "pattern": "database unreachable"}],
+            }
+        ],
+    )
     configure(home, tg, log_level="DEBUG")
     with guard_run(home) as guard_log:
         wait_for(lambda: tg.sent("getUpdates"), 20, "polling to start")
         with open(log, "a") as f:
             for i in range(10_000):
                 f.write(f"2024-01-01 ERROR request {i}: database unreachable <db@10.0.0.5>\n")
-        inc = wait_for(lambda: next((i for i in incidents(home) if i["count"] >= 10_000), None),
-                       60, "all 10,000 lines counted")
+        inc = wait_for(
+            lambda: next((i for i in incidents(home) if i["count"] >= 10_000), None),
+            60,
+            "all 10,000 lines counted",
+        )
         msg = incident_message(tg, inc["id"])
         time.sleep(3)  # several more polls, checks and sync rounds: nothing else goes out
         sent = tg.bot_messages("Incident #")

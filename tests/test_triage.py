@@ -18,14 +18,36 @@ from guard.triage import Triage, TriagePolicy, transition
 
 
 def fail(msg: str = "http://svc/ answered 503 (expected 200)", **kw) -> Observation:
-    return Observation([Signal(monitor_id="web", source="http", target="http://svc/",
-                               kind="http_status", message=msg, **kw)], monitor_id="web")
+    return Observation(
+        [
+            Signal(
+                monitor_id="web",
+                source="http",
+                target="http://svc/",
+                kind="http_status",
+                message=msg,
+                **kw,
+            )
+        ],
+        monitor_id="web",
+    )
 
 
 def ok(**kw) -> Observation:
-    return Observation([Signal(monitor_id="web", source="http", target="http://svc/",
-                               kind="http_ok", message="healthy", status="ok", **kw)],
-                       monitor_id="web")
+    return Observation(
+        [
+            Signal(
+                monitor_id="web",
+                source="http",
+                target="http://svc/",
+                kind="http_ok",
+                message="healthy",
+                status="ok",
+                **kw,
+            )
+        ],
+        monitor_id="web",
+    )
 
 
 @pytest.fixture
@@ -113,7 +135,10 @@ def test_state_machine_records_timeline_and_audit(db):
     with db.session() as s:
         timeline = s.exec(select(IncidentTimeline)).all()
         assert [(e.type, e.to_state) for e in timeline] == [
-            ("opened", "open"), ("state_changed", "diagnosing"), ("state_changed", "escalated")]
+            ("opened", "open"),
+            ("state_changed", "diagnosing"),
+            ("state_changed", "escalated"),
+        ]
         actions = [a.action for a in s.exec(select(AuditEntry)).all()]
         assert actions == ["incident.opened", "incident.state_changed", "incident.state_changed"]
         assert audit.verify(s) == 3
@@ -121,7 +146,14 @@ def test_state_machine_records_timeline_and_audit(db):
 
 def test_all_states_exist():
     assert {s.value for s in IncidentState} >= {
-        "open", "diagnosing", "awaiting_human", "remediating", "resolved", "escalated", "muted"}
+        "open",
+        "diagnosing",
+        "awaiting_human",
+        "remediating",
+        "resolved",
+        "escalated",
+        "muted",
+    }
 
 
 def test_monitor_state_is_saved_with_the_signals(db):

@@ -54,14 +54,24 @@ class Running:
 
 @pytest.fixture
 def guard_run(home: GuardHome) -> Iterator[Running]:
-    home.playbook("web", [{"id": "down", "type": "http", "url": "http://127.0.0.1:1/",
-                           "every": "1s"}])
+    home.playbook(
+        "web", [{"id": "down", "type": "http", "url": "http://127.0.0.1:1/", "every": "1s"}]
+    )
     port = free_port()
-    env = {**os.environ, "GUARD_CONFIG": str(home.config), "PORT": str(port),
-           "GUARD_HTTP_HOST": "127.0.0.1"}
-    proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run", "--no-agent"],
-                            cwd=home.root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "GUARD_CONFIG": str(home.config),
+        "PORT": str(port),
+        "GUARD_HTTP_HOST": "127.0.0.1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "guard.cli", "run", "--no-agent"],
+        cwd=home.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     running = Running(proc, port)
     try:
         running.wait_ready()
@@ -92,7 +102,8 @@ def test_healthz_readyz_and_metrics(guard_run: Running, home: GuardHome) -> None
     assert guard_run.get("/healthz").status_code == 200
     with contextlib.closing(sqlite3.connect(home.root / "data" / "guard.db")) as con:
         (value,) = con.execute(
-            "select value from monitor_state where key='guard:healthz'").fetchone()
+            "select value from monitor_state where key='guard:healthz'"
+        ).fetchone()
     assert datetime.fromisoformat(json.loads(value)["at"]) >= before
 
     ready = guard_run.get("/readyz").json()
@@ -107,8 +118,10 @@ def test_healthz_readyz_and_metrics(guard_run: Running, home: GuardHome) -> None
     assert guard_run.get("/metrics").headers["content-type"].startswith("text/plain")
     assert 'guard_incidents{state="open"} 1.0' in text
     assert 'guard_incidents{state="resolved"} 0.0' in text
-    assert metric(text, 'guard_signals_total{kind="http_unreachable",source="http",'
-                        'status="firing"}') >= 1
+    assert (
+        metric(text, 'guard_signals_total{kind="http_unreachable",source="http",status="firing"}')
+        >= 1
+    )
     assert metric(text, 'guard_incident_events_total{type="opened"}') == 1
     assert metric(text, "guard_detection_latency_seconds_count") == 1
     assert metric(text, 'guard_remediations_total{outcome="succeeded"}') == 0
@@ -121,8 +134,9 @@ def test_healthz_readyz_and_metrics(guard_run: Running, home: GuardHome) -> None
     assert httpx.head(guard_run.url + "/readyz").status_code == 200
 
 
-def test_a_locked_database_makes_healthz_fail_and_recover(guard_run: Running,
-                                                          home: GuardHome) -> None:
+def test_a_locked_database_makes_healthz_fail_and_recover(
+    guard_run: Running, home: GuardHome
+) -> None:
     con = sqlite3.connect(home.root / "data" / "guard.db", timeout=1, isolation_level=None)
     con.execute("BEGIN EXCLUSIVE")  # another writer holds the database
     try:
@@ -145,10 +159,20 @@ def test_run_once_does_not_serve(home: GuardHome) -> None:
     with socket.socket() as holder:  # if --once tried to listen, it would log a bind error
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        env = {**os.environ, "GUARD_CONFIG": str(home.config), "GUARD_HTTP_PORT": str(port),
-               "GUARD_HTTP_HOST": "127.0.0.1"}
-        proc = subprocess.run([sys.executable, "-m", "guard.cli", "run", "--once"],
-                              cwd=home.root, env=env, capture_output=True, text=True, timeout=60)
+        env = {
+            **os.environ,
+            "GUARD_CONFIG": str(home.config),
+            "GUARD_HTTP_PORT": str(port),
+            "GUARD_HTTP_HOST": "127.0.0.1",
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "guard.cli", "run", "--once"],
+            cwd=home.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "1 incident(s) opened" in proc.stdout
     assert "serving" not in proc.stderr and "cannot serve" not in proc.stderr
@@ -159,10 +183,13 @@ def _wait_for_baseline(home: GuardHome, monitor_id: str, proc: subprocess.Popen[
     db = home.root / "data" / "guard.db"
     end = time.monotonic() + 60
     while time.monotonic() < end and proc.poll() is None:
-        with contextlib.suppress(sqlite3.Error), \
-                contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c:
-            if c.execute("select 1 from monitor_state where key = ?",
-                         (f"monitor:{monitor_id}",)).fetchone():
+        with (
+            contextlib.suppress(sqlite3.Error),
+            contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c,
+        ):
+            if c.execute(
+                "select 1 from monitor_state where key = ?", (f"monitor:{monitor_id}",)
+            ).fetchone():
                 return
         time.sleep(0.2)
     raise AssertionError("guard run did not start watching")
@@ -171,16 +198,36 @@ def _wait_for_baseline(home: GuardHome, monitor_id: str, proc: subprocess.Popen[
 def test_a_taken_port_is_logged_and_monitoring_goes_on(home: GuardHome) -> None:
     log = home.root / "app.log"
     log.write_text("")
-    home.playbook("log", [{"id": "log", "type": "logfile", "path": str(log), "every": "1s",
-                           "rules": [{"kind": "boom", "pattern": "BOOM"}]}])
+    home.playbook(
+        "log",
+        [
+            {
+                "id": "log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [{"kind": "boom", "pattern": "BOOM"}],
+            }
+        ],
+    )
     port = free_port()
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
         holder.listen()
-        env = {**os.environ, "GUARD_CONFIG": str(home.config), "GUARD_HTTP_PORT": str(port),
-               "GUARD_HTTP_HOST": "127.0.0.1"}
-        proc = subprocess.Popen([sys.executable, "-m", "guard.cli", "run"], cwd=home.root,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = {
+            **os.environ,
+            "GUARD_CONFIG": str(home.config),
+            "GUARD_HTTP_PORT": str(port),
+            "GUARD_HTTP_HOST": "127.0.0.1",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "guard.cli", "run"],
+            cwd=home.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             _wait_for_baseline(home, "log", proc)  # lines written before it are not news
             with open(log, "a") as f:
@@ -207,16 +254,22 @@ async def test_healthz_fails_without_a_running_scheduler(home: GuardHome) -> Non
 
 @pytest.mark.docker
 def test_a_real_remediation_is_counted_on_metrics(home: GuardHome, containers: Any) -> None:
-    labels = setup_docker_home(home, skills=["docker-start-exited"],
-                               diagnostics=[{"run": "echo looking at {{ incident.target }}"}])
+    labels = setup_docker_home(
+        home,
+        skills=["docker-start-exited"],
+        diagnostics=[{"run": "echo looking at {{ incident.target }}"}],
+    )
     victim = containers.run("victim", "sleep 600", labels=labels)
     succeeded = 'guard_remediations_total{outcome="succeeded"}'
     with guard_process(home):
         assert scrape(home, succeeded) == 0
         assert scrape(home, "guard_sandbox_exec_seconds_count") == 0
         victim.kill()
-        inc = wait_for(lambda: find(home, target=victim.name, state="resolved"), 60,
-                       "the skill to heal the victim")
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="resolved"),
+            60,
+            "the skill to heal the victim",
+        )
         assert "looking at" in show(home, inc["id"])["details"]["evidence"]  # ran in a sandbox
         assert scrape(home, succeeded) == 1
         assert scrape(home, "guard_sandbox_exec_seconds_count") == 1

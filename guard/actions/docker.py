@@ -59,8 +59,11 @@ class Restart(_DockerAction):
     def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
         container.restart(timeout=int(args.get("timeout", 10)))
         container.reload()
-        return ActionResult(True, f"restarted {container.name} (now {container.status})",
-                            {"status": container.status})
+        return ActionResult(
+            True,
+            f"restarted {container.name} (now {container.status})",
+            {"status": container.status},
+        )
 
 
 class Start(_DockerAction):
@@ -70,8 +73,9 @@ class Start(_DockerAction):
     def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
         container.start()
         container.reload()
-        return ActionResult(True, f"started {container.name} (now {container.status})",
-                            {"status": container.status})
+        return ActionResult(
+            True, f"started {container.name} (now {container.status})", {"status": container.status}
+        )
 
 
 class Stop(_DockerAction):
@@ -92,8 +96,11 @@ class Logs(_DockerAction):
         tail = int(args.get("tail", 50))
         text = container.logs(tail=tail, stdout=True, stderr=True).decode("utf-8", "replace")
         state = container.attrs.get("State") or {}
-        details = {"exit_code": state.get("ExitCode"), "status": state.get("Status"),
-                   "restart_count": container.attrs.get("RestartCount")}
+        details = {
+            "exit_code": state.get("ExitCode"),
+            "status": state.get("Status"),
+            "restart_count": container.attrs.get("RestartCount"),
+        }
         return ActionResult(True, text[-8000:] or "(no log output)", details)
 
 

@@ -24,13 +24,17 @@ class Request:
         timeout = float(args.get("timeout", 10))
         try:
             async with httpx.AsyncClient(timeout=timeout) as client:
-                resp = await client.request(method, str(url), headers=args.get("headers") or {},
-                                            content=args.get("body"))
+                resp = await client.request(
+                    method, str(url), headers=args.get("headers") or {}, content=args.get("body")
+                )
         except httpx.HTTPError as exc:
             raise ActionError(f"{method} {url} failed: {exc or type(exc).__name__}") from None
         ok = resp.status_code == int(expect) if expect else resp.is_success
-        return ActionResult(ok, f"{method} {url} -> {resp.status_code}",
-                            {"status": resp.status_code, "body": resp.text[:2000]})
+        return ActionResult(
+            ok,
+            f"{method} {url} -> {resp.status_code}",
+            {"status": resp.status_code, "body": resp.text[:2000]},
+        )
 
 
 ACTIONS = [Request()]

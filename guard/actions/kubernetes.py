@@ -31,9 +31,12 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 REVISION = "deployment.kubernetes.io/revision"
 # Annotations kubectl keeps from the deployment rather than copying from the ReplicaSet.
 SKIP_ANNOTATIONS = {
-    "kubectl.kubernetes.io/last-applied-configuration", REVISION,
-    "deployment.kubernetes.io/revision-history", "deployment.kubernetes.io/desired-replicas",
-    "deployment.kubernetes.io/max-replicas", "deprecated.deployment.rollback.to",
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    "deployment.kubernetes.io/revision-history",
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+    "deprecated.deployment.rollback.to",
 }
 MAX_REPLICAS = 100
 
@@ -43,8 +46,14 @@ def label_selector(selector: Mapping[str, Any]) -> str:
     terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr["key"], expr["operator"], ",".join(expr.get("values") or [])
-        terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
-                      "Exists": key, "DoesNotExist": f"!{key}"}[op])
+        terms.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": key,
+                "DoesNotExist": f"!{key}",
+            }[op]
+        )
     return ",".join(terms)
 
 
@@ -58,13 +67,15 @@ class _KubeAction:
         details = (ctx.incident or {}).get("details") or ctx.incident or {}
         name = args.get(self.target) or details.get(self.target)
         if not name:
-            raise ActionError(f"{self.name} needs a {self.target} name, e.g. "
-                              f"'{self.name} api namespace=shop'")
+            raise ActionError(
+                f"{self.name} needs a {self.target} name, e.g. '{self.name} api namespace=shop'"
+            )
         namespace = str(args.get("namespace") or details.get("namespace") or "default")
         return await asyncio.to_thread(self._run, ctx, str(name), namespace, args)
 
-    def _run(self, ctx: ActionContext, name: str, namespace: str,
-             args: Mapping[str, Any]) -> ActionResult:
+    def _run(
+        self, ctx: ActionContext, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         kube: KubeClient | None = None
         try:
             kube = KubeClient(ctx.settings.kubernetes)
@@ -75,8 +86,9 @@ class _KubeAction:
             if kube is not None:
                 kube.close()
 
-    def act(self, kube: KubeClient, name: str, namespace: str,
-            args: Mapping[str, Any]) -> ActionResult:
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         raise NotImplementedError
 
 
@@ -85,18 +97,23 @@ class RolloutRestart(_KubeAction):
     description = "Restart a deployment's pods one by one (kubectl rollout restart)."
     params = ("deployment", "namespace")
 
-    def act(self, kube: KubeClient, name: str, namespace: str,
-            args: Mapping[str, Any]) -> ActionResult:
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         dep = kube.get_deployment(namespace, name)
         if (dep.get("spec") or {}).get("paused"):
-            raise ActionError(f"deployment {namespace}/{name} is paused; resume it first "
-                              "(kubectl rollout resume) or it will not restart")
+            raise ActionError(
+                f"deployment {namespace}/{name} is paused; resume it first "
+                "(kubectl rollout resume) or it will not restart"
+            )
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT: stamp}}}}}
         kube.patch_deployment(namespace, name, patch, STRATEGIC_MERGE)
-        return ActionResult(True, f"deployment {namespace}/{name} restarted (restartedAt "
-                            f"{stamp})", {"namespace": namespace, "deployment": name,
-                                          "restarted_at": stamp, "patch": patch})
+        return ActionResult(
+            True,
+            f"deployment {namespace}/{name} restarted (restartedAt {stamp})",
+            {"namespace": namespace, "deployment": name, "restarted_at": stamp, "patch": patch},
+        )
 
 
 class DeletePod(_KubeAction):
@@ -105,12 +122,16 @@ class DeletePod(_KubeAction):
     params = ("pod", "namespace")
     target = "pod"
 
-    def act(self, kube: KubeClient, name: str, namespace: str,
-            args: Mapping[str, Any]) -> ActionResult:
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         gone = kube.delete_pod(namespace, name)
         uid = (gone.get("metadata") or {}).get("uid")
-        return ActionResult(True, f"pod {namespace}/{name} deleted",
-                            {"namespace": namespace, "pod": name, "uid": uid})
+        return ActionResult(
+            True,
+            f"pod {namespace}/{name} deleted",
+            {"namespace": namespace, "pod": name, "uid": uid},
+        )
 
 
 class Scale(_KubeAction):
@@ -118,8 +139,9 @@ class Scale(_KubeAction):
     description = "Set a deployment's replica count (kubectl scale --replicas=N)."
     params = ("deployment", "replicas", "namespace")
 
-    def act(self, kube: KubeClient, name: str, namespace: str,
-            args: Mapping[str, Any]) -> ActionResult:
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         try:
             replicas = int(args["replicas"])
         except (KeyError, TypeError, ValueError):
@@ -128,9 +150,16 @@ class Scale(_KubeAction):
             raise ActionError(f"{self.name}: replicas must be between 0 and {MAX_REPLICAS}")
         before = (kube.get_deployment(namespace, name).get("spec") or {}).get("replicas")
         scale = kube.patch_scale(namespace, name, replicas)
-        return ActionResult(True, f"deployment {namespace}/{name} scaled {before} -> {replicas}",
-                            {"namespace": namespace, "deployment": name, "from": before,
-                             "replicas": (scale.get("spec") or {}).get("replicas")})
+        return ActionResult(
+            True,
+            f"deployment {namespace}/{name} scaled {before} -> {replicas}",
+            {
+                "namespace": namespace,
+                "deployment": name,
+                "from": before,
+                "replicas": (scale.get("spec") or {}).get("replicas"),
+            },
+        )
 
 
 class RolloutUndo(_KubeAction):
@@ -138,49 +167,76 @@ class RolloutUndo(_KubeAction):
     description = "Roll a deployment back to its previous revision (kubectl rollout undo)."
     params = ("deployment", "namespace", "to_revision")
 
-    def act(self, kube: KubeClient, name: str, namespace: str,
-            args: Mapping[str, Any]) -> ActionResult:
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
         dep = kube.get_deployment(namespace, name)
         meta, spec = dep.get("metadata") or {}, dep.get("spec") or {}
         if spec.get("paused"):
             raise ActionError(f"deployment {namespace}/{name} is paused; resume it first")
         current = int((meta.get("annotations") or {}).get(REVISION) or 0)
-        owned = [rs for rs in kube.list_replicasets(
-                     namespace, label_selector(spec.get("selector") or {})).get("items") or []
-                 if any(o.get("uid") == meta.get("uid")
-                        for o in rs["metadata"].get("ownerReferences") or [])]
-        by_rev = {int((rs["metadata"].get("annotations") or {}).get(REVISION) or 0): rs
-                  for rs in owned}
+        owned = [
+            rs
+            for rs in kube.list_replicasets(
+                namespace, label_selector(spec.get("selector") or {})
+            ).get("items")
+            or []
+            if any(
+                o.get("uid") == meta.get("uid") for o in rs["metadata"].get("ownerReferences") or []
+            )
+        ]
+        by_rev = {
+            int((rs["metadata"].get("annotations") or {}).get(REVISION) or 0): rs for rs in owned
+        }
         wanted = int(args.get("to_revision") or 0)
         if wanted == 0:
             earlier = [r for r in by_rev if 0 < r < current]
             if not earlier:
-                raise ActionError(f"deployment {namespace}/{name} has no previous revision "
-                                  f"(current is {current})")
+                raise ActionError(
+                    f"deployment {namespace}/{name} has no previous revision (current is {current})"
+                )
             wanted = max(earlier)
         if wanted not in by_rev:
-            raise ActionError(f"deployment {namespace}/{name} has no revision {wanted} "
-                              f"(known: {sorted(by_rev)})")
+            raise ActionError(
+                f"deployment {namespace}/{name} has no revision {wanted} (known: {sorted(by_rev)})"
+            )
         rs = by_rev[wanted]
         template = copy.deepcopy(rs["spec"]["template"])
         (template.get("metadata") or {}).get("labels", {}).pop("pod-template-hash", None)
         if template == spec.get("template"):
-            return ActionResult(True, f"skipped rollback: the template of {namespace}/{name} "
-                                f"already matches revision {wanted}",
-                                {"namespace": namespace, "deployment": name,
-                                 "revision": wanted, "skipped": True})
-        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                       if k in SKIP_ANNOTATIONS}
-        annotations.update({k: v for k, v in (rs["metadata"].get("annotations") or {}).items()
-                            if k not in SKIP_ANNOTATIONS})
-        patch = [{"op": "replace", "path": "/spec/template", "value": template},
-                 {"op": "replace", "path": "/metadata/annotations", "value": annotations}]
+            return ActionResult(
+                True,
+                f"skipped rollback: the template of {namespace}/{name} "
+                f"already matches revision {wanted}",
+                {"namespace": namespace, "deployment": name, "revision": wanted, "skipped": True},
+            )
+        annotations = {
+            k: v for k, v in (meta.get("annotations") or {}).items() if k in SKIP_ANNOTATIONS
+        }
+        annotations.update(
+            {
+                k: v
+                for k, v in (rs["metadata"].get("annotations") or {}).items()
+                if k not in SKIP_ANNOTATIONS
+            }
+        )
+        patch = [
+            {"op": "replace", "path": "/spec/template", "value": template},
+            {"op": "replace", "path": "/metadata/annotations", "value": annotations},
+        ]
         kube.patch_deployment(namespace, name, patch, JSON_PATCH)
-        return ActionResult(True, f"deployment {namespace}/{name} rolled back from revision "
-                            f"{current} to {wanted} (ReplicaSet {rs['metadata']['name']})",
-                            {"namespace": namespace, "deployment": name, "from_revision":
-                             current, "to_revision": wanted,
-                             "replicaset": rs["metadata"]["name"]})
+        return ActionResult(
+            True,
+            f"deployment {namespace}/{name} rolled back from revision "
+            f"{current} to {wanted} (ReplicaSet {rs['metadata']['name']})",
+            {
+                "namespace": namespace,
+                "deployment": name,
+                "from_revision": current,
+                "to_revision": wanted,
+                "replicaset": rs["metadata"]["name"],
+            },
+        )
 
 
 ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo()]

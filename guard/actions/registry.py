@@ -59,8 +59,10 @@ class ActionRegistry:
                 key, value = w.split("=", 1)
                 args[key] = value
         if len(positional) > len(action.params):
-            raise ActionError(f"{action.name} takes {len(action.params)} positional argument(s) "
-                              f"({', '.join(action.params)}), got {len(positional)}")
+            raise ActionError(
+                f"{action.name} takes {len(action.params)} positional argument(s) "
+                f"({', '.join(action.params)}), got {len(positional)}"
+            )
         args.update(zip(action.params, positional, strict=False))
         return action, args
 

@@ -24,26 +24,45 @@ if TYPE_CHECKING:
     from guard.agent.loop import Agent
 
 S = IncidentState
-ANSWERABLE = frozenset({S.open.value, S.awaiting_human.value, S.escalated.value,
-                        S.diagnosing.value, S.muted.value})
+ANSWERABLE = frozenset(
+    {S.open.value, S.awaiting_human.value, S.escalated.value, S.diagnosing.value, S.muted.value}
+)
 
 
-def queue_command(db: Database, *, incident_id: int, verb: str, actor: str,
-                  channel: str = "cli", skill: str | None = None,
-                  fix: str | None = None) -> HumanCommand:
+def queue_command(
+    db: Database,
+    *,
+    incident_id: int,
+    verb: str,
+    actor: str,
+    channel: str = "cli",
+    skill: str | None = None,
+    fix: str | None = None,
+) -> HumanCommand:
     """Record a human's answer for the agent (and in conversation memory and the audit log)."""
     with db.session() as session:
         if session.get(Incident, incident_id) is None:
             raise ActionError(f"no incident {incident_id} (see `guard incidents list`)")
-        cmd = HumanCommand(incident_id=incident_id, verb=verb, actor=actor, channel=channel,
-                           skill=skill, fix=fix)
+        cmd = HumanCommand(
+            incident_id=incident_id, verb=verb, actor=actor, channel=channel, skill=skill, fix=fix
+        )
         session.add(cmd)
-        audit.append(session, actor=actor, action=f"human.{verb}",
-                     subject=f"incident:{incident_id}",
-                     data={"skill": skill, "fix": fix, "channel": channel})
+        audit.append(
+            session,
+            actor=actor,
+            action=f"human.{verb}",
+            subject=f"incident:{incident_id}",
+            data={"skill": skill, "fix": fix, "channel": channel},
+        )
     text = f"{verb} {skill or ''} {fix or ''}".strip()
-    record_message(db, chat=channel if channel != "cli" else "console", direction="in",
-                   author=actor, text=text, incident_id=incident_id)
+    record_message(
+        db,
+        chat=channel if channel != "cli" else "console",
+        direction="in",
+        author=actor,
+        text=text,
+        incident_id=incident_id,
+    )
     return cmd
 
 
@@ -57,21 +76,28 @@ def reset_interrupted(db: Database) -> int:
     with db.session() as session:
         stuck = session.exec(select(HumanCommand).where(HumanCommand.status == "running")).all()
         for cmd in stuck:
-            started = session.exec(select(RemediationRun).where(
-                RemediationRun.incident_id == cmd.incident_id,
-                col(RemediationRun.started_at) >= cmd.created_at)).first()
+            started = session.exec(
+                select(RemediationRun).where(
+                    RemediationRun.incident_id == cmd.incident_id,
+                    col(RemediationRun.started_at) >= cmd.created_at,
+                )
+            ).first()
             if started is not None and cmd.verb in ("approve", "reply"):
                 cmd.status, cmd.finished_at = "failed", utcnow()
-                cmd.outcome = (f"interrupted: Guard stopped while it ran; remediation "
-                               f"{started.id} resumes without repeating a step")
+                cmd.outcome = (
+                    f"interrupted: Guard stopped while it ran; remediation "
+                    f"{started.id} resumes without repeating a step"
+                )
             else:
                 cmd.status = "queued"
             session.add(cmd)
             inc = session.get(Incident, cmd.incident_id)
             if inc is not None:
-                note = (f"{cmd.verb} by {cmd.actor} was interrupted by a restart; "
-                        + ("finished as interrupted" if cmd.status == "failed"
-                           else "queued again (nothing of it had run)"))
+                note = f"{cmd.verb} by {cmd.actor} was interrupted by a restart; " + (
+                    "finished as interrupted"
+                    if cmd.status == "failed"
+                    else "queued again (nothing of it had run)"
+                )
                 record(session, inc, "command_reset", note, actor="agent", command=cmd.id)
         return len(stuck)
 
@@ -105,8 +131,11 @@ async def process_command(agent: Agent, cmd: HumanCommand) -> None:
             seconds = float(cmd.fix or agent.settings.telegram.mute_for)
             mutes.mute(agent.db, inc.target, seconds, cmd.actor)
             if inc.state != S.muted.value:
-                agent._move(cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for "
-                            f"{seconds / 60:g} min")
+                agent._move(
+                    cmd.incident_id,
+                    S.muted,
+                    f"{cmd.actor} muted {inc.target} for {seconds / 60:g} min",
+                )
             agent._release(cmd.incident_id)  # muted: nothing runs for it until it reopens
             _finish(agent, cmd, "done", f"muted {inc.target} for {seconds / 60:g} min")
         else:
@@ -146,36 +175,52 @@ async def apply_fix(agent: Agent, cmd: HumanCommand, inc: Incident) -> None:
     # is saved in if it cures the incident, so the skill replays exactly what was verified.
     if agent.actions.looks_like_action(fix):
         action, args = agent.actions.parse(fix)  # raises ActionError naming the problem
-        step = Step(action=action.name, args={k: literal_template(v) if isinstance(v, str)
-                                              else v for k, v in args.items()})
+        step = Step(
+            action=action.name,
+            args={k: literal_template(v) if isinstance(v, str) else v for k, v in args.items()},
+        )
     else:
         script = fix_script(fix, inc.target, incident_id=cmd.incident_id, approver=cmd.actor)
-        step = Step(name=f"run {fix}", run="sh -s", stdin=script,
-                    timeout=agent.settings.agent.fix_timeout)
+        step = Step(
+            name=f"run {fix}", run="sh -s", stdin=script, timeout=agent.settings.agent.fix_timeout
+        )
     async with agent._remediations:
         inc = agent._move(cmd.incident_id, S.remediating, f"running {cmd.actor}'s fix: {fix}")
         with agent.db.session() as session:
-            run = RemediationRun(incident_id=cmd.incident_id, skill="human-fix",
-                                 target=inc.target, origin="human", approved_by=cmd.actor,
-                                 fix=fix)
+            run = RemediationRun(
+                incident_id=cmd.incident_id,
+                skill="human-fix",
+                target=inc.target,
+                origin="human",
+                approved_by=cmd.actor,
+                fix=fix,
+            )
             session.add(run)
         agent.runner.plan(run, [step])
         verified = await agent._execute(run, inc, None)
     outcome = agent._load(cmd.incident_id)
     text = (outcome.details.get("learned_message") if outcome else None) or (
-        "verified" if verified else "did not cure it")
+        "verified" if verified else "did not cure it"
+    )
     _finish(agent, cmd, "done" if verified else "failed", text)
 
 
-async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, verified: bool,
-                           reason: str) -> None:
+async def finish_human_fix(
+    agent: Agent, run: RemediationRun, inc: Incident, verified: bool, reason: str
+) -> None:
     """After a human's fix ran: learn it if it cured the incident; otherwise say why not."""
     assert inc.id is not None and run.fix is not None
     if not verified:
-        text = (f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
-                "Nothing was saved; the incident is waiting for you again.")
-        agent._move(inc.id, S.awaiting_human, f"{run.approved_by}'s fix did not cure it: {reason}",
-                    learned_message=text)
+        text = (
+            f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
+            "Nothing was saved; the incident is waiting for you again."
+        )
+        agent._move(
+            inc.id,
+            S.awaiting_human,
+            f"{run.approved_by}'s fix did not cure it: {reason}",
+            learned_message=text,
+        )
         await _tell(agent, inc, "awaiting_human", text)
         return
     action: str | None = None
@@ -184,28 +229,44 @@ async def finish_human_fix(agent: Agent, run: RemediationRun, inc: Incident, ver
         parsed, args = agent.actions.parse(run.fix)
         action = parsed.name
     assert run.id is not None
-    ran = next((r.result["step"].get("stdin") for r in agent.runner.steps(run.id)
-                if r.kind == "run"), None)
+    ran = next(
+        (r.result["step"].get("stdin") for r in agent.runner.steps(run.id) if r.kind == "run"), None
+    )
     try:
-        learned = agent.writer.write(inc, run.fix, action=action, args=args,
-                                     approver=run.approved_by or "human", verdict=reason,
-                                     script=ran if action is None else None)
-        saved = (f"saved as skill {learned.name}"
-                 + (f" (commit {learned.commit[:10]})" if learned.commit else "")
-                 if not learned.existed else f"already known as skill {learned.name}")
+        learned = agent.writer.write(
+            inc,
+            run.fix,
+            action=action,
+            args=args,
+            approver=run.approved_by or "human",
+            verdict=reason,
+            script=ran if action is None else None,
+        )
+        saved = (
+            f"saved as skill {learned.name}"
+            + (f" (commit {learned.commit[:10]})" if learned.commit else "")
+            if not learned.existed
+            else f"already known as skill {learned.name}"
+        )
         detail: dict[str, Any] = {"learned_skill": learned.name, "skill_commit": learned.commit}
     except Exception as exc:
         logger.opt(exception=exc).error("could not save the learned skill")
         saved, detail = f"but saving the skill failed: {exc}", {}
     text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
     agent._note(inc.id, "learned", text, **detail)
-    agent._move(inc.id, S.resolved, f"healed by {run.approved_by}'s fix, verified; {saved}",
-                learned_message=text, resolved_by=detail.get("learned_skill", "human-fix"),
-                **detail)
+    agent._move(
+        inc.id,
+        S.resolved,
+        f"healed by {run.approved_by}'s fix, verified; {saved}",
+        learned_message=text,
+        resolved_by=detail.get("learned_skill", "human-fix"),
+        **detail,
+    )
     done = agent._load(inc.id)
     if done is not None:
-        await agent.remember(done, f"fix `{run.fix}` by {run.approved_by}",
-                             str(detail.get("learned_skill", "")))
+        await agent.remember(
+            done, f"fix `{run.fix}` by {run.approved_by}", str(detail.get("learned_skill", ""))
+        )
     agent._release(inc.id)
     await _tell(agent, inc, "resolved", text)
 

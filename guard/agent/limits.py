@@ -19,31 +19,47 @@ from guard.store.models import RemediationRun, SkillBlock
 
 def runs_in_window(session: Session, skill: str, target: str, limits: Limits) -> int:
     since = utcnow() - timedelta(seconds=limits.window)
-    rows = session.exec(select(RemediationRun).where(
-        RemediationRun.skill == skill, RemediationRun.target == target,
-        col(RemediationRun.started_at) >= since)).all()
+    rows = session.exec(
+        select(RemediationRun).where(
+            RemediationRun.skill == skill,
+            RemediationRun.target == target,
+            col(RemediationRun.started_at) >= since,
+        )
+    ).all()
     return len(rows)
 
 
 def rate_limited(session: Session, skill: str, target: str, limits: Limits) -> str | None:
     n = runs_in_window(session, skill, target, limits)
     if n >= limits.max_runs:
-        return (f"skill {skill} already ran {n} times on {target} within "
-                f"{limits.window:g}s (limit {limits.max_runs})")
+        return (
+            f"skill {skill} already ran {n} times on {target} within "
+            f"{limits.window:g}s (limit {limits.max_runs})"
+        )
     return None
 
 
 def blocked(session: Session, skill: str, target: str) -> SkillBlock | None:
-    return session.exec(select(SkillBlock).where(
-        SkillBlock.skill == skill, SkillBlock.target == target,
-        col(SkillBlock.cleared_at).is_(None))).first()
+    return session.exec(
+        select(SkillBlock).where(
+            SkillBlock.skill == skill,
+            SkillBlock.target == target,
+            col(SkillBlock.cleared_at).is_(None),
+        )
+    ).first()
 
 
 def consecutive_failures(session: Session, skill: str, target: str) -> int:
-    rows = session.exec(select(RemediationRun).where(
-        RemediationRun.skill == skill, RemediationRun.target == target,
-        col(RemediationRun.status).in_(["verified", "failed"]))
-        .order_by(col(RemediationRun.id).desc()).limit(20)).all()
+    rows = session.exec(
+        select(RemediationRun)
+        .where(
+            RemediationRun.skill == skill,
+            RemediationRun.target == target,
+            col(RemediationRun.status).in_(["verified", "failed"]),
+        )
+        .order_by(col(RemediationRun.id).desc())
+        .limit(20)
+    ).all()
     n = 0
     for run in rows:
         if run.status != "failed":

@@ -67,16 +67,26 @@ def agent_alive(db: Database, within: float = 15.0) -> bool:
     if not beat.get("at"):
         return False
     return (utcnow() - datetime.fromisoformat(beat["at"])).total_seconds() < within
+
+
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
 # Triage events after which an incident needs no sandbox: its warm one is released.
 ENDED_STATES = frozenset({S.resolved.value, S.muted.value})
 
 
 class Agent:
-    def __init__(self, settings: Settings, db: Database, playbooks: list[Playbook], *,
-                 notifier: Notifier | None = None, sandboxes: Any = None,
-                 actions: ActionRegistry | None = None, library: SkillLibrary | None = None,
-                 memory: IncidentMemory | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        playbooks: list[Playbook],
+        *,
+        notifier: Notifier | None = None,
+        sandboxes: Any = None,
+        actions: ActionRegistry | None = None,
+        library: SkillLibrary | None = None,
+        memory: IncidentMemory | None = None,
+    ) -> None:
         from guard.notify.console import ConsoleNotifier
 
         self.settings = settings
@@ -94,12 +104,17 @@ class Agent:
 
             sandboxes = SandboxPool(settings.sandbox, redactor=self.redactor)
         self.sandboxes = sandboxes
-        self.runner = StepRunner(settings, db, self.actions, Verifier(db, self.specs, settings),
-                                 sandboxes, self.redactor)
+        self.runner = StepRunner(
+            settings, db, self.actions, Verifier(db, self.specs, settings), sandboxes, self.redactor
+        )
         s = settings.skills
-        self.writer = SkillWriter(self.library, trust=s.learned_trust, git_commit=s.git_commit,
-                                  git_author=s.git_author,
-                                  verify_timeout=settings.agent.verify_timeout)
+        self.writer = SkillWriter(
+            self.library,
+            trust=s.learned_trust,
+            git_commit=s.git_commit,
+            git_author=s.git_author,
+            verify_timeout=settings.agent.verify_timeout,
+        )
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self._remediations = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
         self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
@@ -188,13 +203,19 @@ class Agent:
         if n := await asyncio.to_thread(reset_interrupted, self.db):
             logger.info("reset {} human command(s) a restart interrupted", n)
         with self.db.session() as session:
-            runs = session.exec(select(RemediationRun).where(
-                RemediationRun.status == "running")).all()
-            fresh = session.exec(select(Incident).where(
-                col(Incident.state).in_([S.open.value, S.diagnosing.value]))).all()
+            runs = session.exec(
+                select(RemediationRun).where(RemediationRun.status == "running")
+            ).all()
+            fresh = session.exec(
+                select(Incident).where(col(Incident.state).in_([S.open.value, S.diagnosing.value]))
+            ).all()
         for run in runs:
-            logger.info("incident #{}: resuming interrupted remediation {} ({})",
-                        run.incident_id, run.id, run.skill)
+            logger.info(
+                "incident #{}: resuming interrupted remediation {} ({})",
+                run.incident_id,
+                run.id,
+                run.skill,
+            )
             self.submit(run.incident_id, self._resume_run(run))
         for inc in fresh:
             assert inc.id is not None
@@ -230,8 +251,11 @@ class Agent:
                 return
             muted = await asyncio.to_thread(mutes.active, self.db, inc.target)
             if muted is not None and inc.state == S.open.value:
-                self._move(incident_id, S.muted, f"{inc.target} is muted by {muted.by} until "
-                           f"{muted.until:%Y-%m-%d %H:%M} UTC")
+                self._move(
+                    incident_id,
+                    S.muted,
+                    f"{inc.target} is muted by {muted.by} until {muted.until:%Y-%m-%d %H:%M} UTC",
+                )
                 self._release(incident_id)  # a reopened incident may still hold one
                 return
             try:
@@ -239,8 +263,7 @@ class Agent:
             except Exception as exc:
                 logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
                 record_remediation("escalated")
-                await self.ask(incident_id, [], "", f"Guard's agent failed: {exc}",
-                               escalate=True)
+                await self.ask(incident_id, [], "", f"Guard's agent failed: {exc}", escalate=True)
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """Matching skills, boosted by what resolved similar incidents before."""
@@ -256,18 +279,30 @@ class Agent:
         for c in candidates:
             hits = [r for r in similar if r.skill == c.skill.name]
             if hits:
-                c = Candidate(c.skill, c.score + hits[0].score,
-                              [*c.reasons, f"resolved similar incident #{hits[0].incident_id} "
-                                           f"(similarity {hits[0].score:.2f})"])
+                c = Candidate(
+                    c.skill,
+                    c.score + hits[0].score,
+                    [
+                        *c.reasons,
+                        f"resolved similar incident #{hits[0].incident_id} "
+                        f"(similarity {hits[0].score:.2f})",
+                    ],
+                )
             boosted.append(c)
         boosted.sort(key=lambda c: (-c.score, c.skill.name))
         assert inc.id is not None
-        self._note(inc.id, "recalled",
-                   f"{len(boosted)} matching skill(s); {len(similar)} similar past incident(s)",
-                   candidates=[{"skill": c.skill.name, "score": c.score, "reasons": c.reasons}
-                               for c in boosted],
-                   similar=[{"incident": r.incident_id, "score": r.score,
-                             "resolution": r.resolution} for r in similar])
+        self._note(
+            inc.id,
+            "recalled",
+            f"{len(boosted)} matching skill(s); {len(similar)} similar past incident(s)",
+            candidates=[
+                {"skill": c.skill.name, "score": c.score, "reasons": c.reasons} for c in boosted
+            ],
+            similar=[
+                {"incident": r.incident_id, "score": r.score, "resolution": r.resolution}
+                for r in similar
+            ],
+        )
         return boosted
 
     async def diagnose(self, inc: Incident, candidates: list[Candidate]) -> str:
@@ -290,8 +325,9 @@ class Agent:
                     out = await self.runner.action(step.action, dict(step.args), inc)
                 else:
                     ctx = {"incident": ctx_incident(inc)}
-                    out = await self.runner.sandbox_run(step, inc, skill,
-                                                        self.grants_for(inc, skill), ctx)
+                    out = await self.runner.sandbox_run(
+                        step, inc, skill, self.grants_for(inc, skill), ctx
+                    )
                 parts.append(f"$ {step.describe()}\n{out.summary}")
             except Exception as exc:
                 parts.append(f"$ {step.describe()}\n(could not run: {exc})")
@@ -334,12 +370,20 @@ class Agent:
                 if guards:  # a runaway guard stopped it: the incident escalates
                     record_remediation("blocked" if "blocked" in guards else "rate_limited")
                 question = ("; ".join(refused) + ". ") if refused else ""
-                question += ("Approve a skill, or send a fix." if candidates
-                             else "No skill matches. Send a fix.")
+                question += (
+                    "Approve a skill, or send a fix."
+                    if candidates
+                    else "No skill matches. Send a fix."
+                )
                 await self.ask(inc.id, runnable, evidence, question, escalate=bool(refused))
                 return
-            self._note(inc.id, "decided", f"running trusted skill {chosen.skill.name}",
-                       skill=chosen.skill.name, reasons=chosen.reasons)
+            self._note(
+                inc.id,
+                "decided",
+                f"running trusted skill {chosen.skill.name}",
+                skill=chosen.skill.name,
+                reasons=chosen.reasons,
+            )
             verified = await self.remediate(inc.id, chosen.skill, approved_by="trusted skill")
             if verified:
                 return
@@ -366,11 +410,18 @@ class Agent:
     async def remediate(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
         """Run ``skill`` on the incident; True when verified and resolved."""
         async with self._remediations:
-            inc = self._move(incident_id, S.remediating, f"running skill {skill.name} "
-                             f"(approved by {approved_by})")
+            inc = self._move(
+                incident_id,
+                S.remediating,
+                f"running skill {skill.name} (approved by {approved_by})",
+            )
             with self.db.session() as session:
-                run = RemediationRun(incident_id=incident_id, skill=skill.name,
-                                     target=inc.target, approved_by=approved_by)
+                run = RemediationRun(
+                    incident_id=incident_id,
+                    skill=skill.name,
+                    target=inc.target,
+                    approved_by=approved_by,
+                )
                 session.add(run)
             self.runner.plan(run, list(skill.spec.steps))
             return await self._execute(run, inc, skill)
@@ -416,29 +467,39 @@ class Agent:
         await self.remember(done, reason, skill)
         self._release(inc.id)
         if done.details.get("asked"):
-            self._spawn(self.notifier.update(IncidentUpdate(inc.id, done.title, "resolved",
-                                                            reason)))
+            self._spawn(
+                self.notifier.update(IncidentUpdate(inc.id, done.title, "resolved", reason))
+            )
 
     async def remember(self, done: Incident, resolution: str, skill: str = "") -> None:
         """Store what resolved ``done`` in semantic memory (off the event loop; never raises)."""
         try:
-            await asyncio.to_thread(self.memory.remember, done, resolution=resolution,
-                                    skill=skill)
+            await asyncio.to_thread(self.memory.remember, done, resolution=resolution, skill=skill)
         except Exception as exc:
             logger.warning("could not store incident #{} in semantic memory: {}", done.id, exc)
 
     async def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
         assert inc.id is not None
-        self._note(inc.id, "remediation_failed", f"skill {run.skill} did not cure it: {reason}",
-                   skill=run.skill, run=run.id)
+        self._note(
+            inc.id,
+            "remediation_failed",
+            f"skill {run.skill} did not cure it: {reason}",
+            skill=run.skill,
+            run=run.id,
+        )
         with self.db.session() as session:
             fails = limits.consecutive_failures(session, run.skill, inc.target)
             if fails >= self.settings.agent.breaker_failures:
-                limits.trip(session, run.skill, inc.target,
-                            f"{fails} failed runs in a row (last: {reason})")
+                limits.trip(
+                    session, run.skill, inc.target, f"{fails} failed runs in a row (last: {reason})"
+                )
         if fails >= self.settings.agent.breaker_failures:
-            self._note(inc.id, "skill_disabled", f"skill {run.skill} disabled for {inc.target} "
-                       f"after {fails} failed runs in a row", skill=run.skill)
+            self._note(
+                inc.id,
+                "skill_disabled",
+                f"skill {run.skill} disabled for {inc.target} after {fails} failed runs in a row",
+                skill=run.skill,
+            )
 
     def _release(self, incident_id: int) -> None:
         self._spawn(self.sandboxes.release(str(incident_id)))
@@ -456,25 +517,55 @@ class Agent:
     def new_approval(self, incident_id: int, kind: str, skill: str | None = None) -> str:
         approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
         with self.db.session() as session:
-            session.add(Approval(id=approval_id, incident_id=incident_id, kind=kind, skill=skill,
-                                 expires_at=utcnow() + timedelta(
-                                     seconds=self.settings.agent.approval_ttl)))
+            session.add(
+                Approval(
+                    id=approval_id,
+                    incident_id=incident_id,
+                    kind=kind,
+                    skill=skill,
+                    expires_at=utcnow() + timedelta(seconds=self.settings.agent.approval_ttl),
+                )
+            )
         return approval_id
 
-    async def ask(self, incident_id: int, candidates: list[Candidate], evidence: str,
-                  question: str, *, escalate: bool = False) -> None:
+    async def ask(
+        self,
+        incident_id: int,
+        candidates: list[Candidate],
+        evidence: str,
+        question: str,
+        *,
+        escalate: bool = False,
+    ) -> None:
         to = S.escalated if escalate else S.awaiting_human
         inc = self._move(incident_id, to, question, asked=True)
-        options = [SkillOption(c.skill.name, c.skill.description[:200],
-                               self.new_approval(incident_id, "skill", c.skill.name))
-                   for c in candidates]
+        options = [
+            SkillOption(
+                c.skill.name,
+                c.skill.description[:200],
+                self.new_approval(incident_id, "skill", c.skill.name),
+            )
+            for c in candidates
+        ]
         request = HumanRequest(
-            incident_id=incident_id, title=inc.title, severity=inc.severity, target=inc.target,
-            count=inc.count, evidence=evidence, options=options,
+            incident_id=incident_id,
+            title=inc.title,
+            severity=inc.severity,
+            target=inc.target,
+            count=inc.count,
+            evidence=evidence,
+            options=options,
             deny_id=self.new_approval(incident_id, "deny"),
-            mute_id=self.new_approval(incident_id, "mute"), question=question)
-        self._note(incident_id, "asked_human", question,
-                   options=[o.name for o in options], escalated=escalate)
+            mute_id=self.new_approval(incident_id, "mute"),
+            question=question,
+        )
+        self._note(
+            incident_id,
+            "asked_human",
+            question,
+            options=[o.name for o in options],
+            escalated=escalate,
+        )
         try:
             await self.notifier.ask(request)
         except Exception as exc:
@@ -483,8 +574,11 @@ class Agent:
     def expire_approvals(self) -> None:
         now = utcnow()
         with self.db.session() as session:
-            stale = session.exec(select(Approval).where(col(Approval.used_at).is_(None),
-                                                        col(Approval.expires_at) < now)).all()
+            stale = session.exec(
+                select(Approval).where(
+                    col(Approval.used_at).is_(None), col(Approval.expires_at) < now
+                )
+            ).all()
             for a in stale:
                 a.used_at, a.used_by = now, "expired"
                 session.add(a)
@@ -496,11 +590,15 @@ class Agent:
 
         taken: list[HumanCommand] = []
         with self.db.session() as session:
-            queued = session.exec(select(HumanCommand).where(HumanCommand.status == "queued")
-                                  .order_by(col(HumanCommand.id))).all()
+            queued = session.exec(
+                select(HumanCommand)
+                .where(HumanCommand.status == "queued")
+                .order_by(col(HumanCommand.id))
+            ).all()
             for cmd in queued:
                 if self.workers.busy(cmd.incident_id) or any(
-                        c.incident_id == cmd.incident_id for c in taken):
+                    c.incident_id == cmd.incident_id for c in taken
+                ):
                     continue  # the incident's worker is busy: the command waits its turn
                 cmd.status = "running"
                 session.add(cmd)

@@ -45,8 +45,15 @@ class StepOutcome:
 class StepRunner:
     """Runs steps for the agent; knows the sandbox pool, the actions and the verifier."""
 
-    def __init__(self, settings: Settings, db: Database, actions: ActionRegistry,
-                 verifier: Verifier, sandboxes: Any, redactor: Redactor) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        actions: ActionRegistry,
+        verifier: Verifier,
+        sandboxes: Any,
+        redactor: Redactor,
+    ) -> None:
         self.settings = settings
         self.db = db
         self.actions = actions
@@ -64,14 +71,26 @@ class StepRunner:
         with self.db.session() as session:
             for i, step in enumerate(steps):
                 dumped = step.model_dump(mode="json", exclude_none=True)
-                session.add(AgentStep(incident_id=run.incident_id, run_id=run.id, index=i,
-                                      kind=step.kind, description=step.describe(),
-                                      result={"step": dumped}))
+                session.add(
+                    AgentStep(
+                        incident_id=run.incident_id,
+                        run_id=run.id,
+                        index=i,
+                        kind=step.kind,
+                        description=step.describe(),
+                        result={"step": dumped},
+                    )
+                )
 
     def steps(self, run_id: int) -> list[AgentStep]:
         with self.db.session() as session:
-            return list(session.exec(select(AgentStep).where(AgentStep.run_id == run_id)
-                                     .order_by(col(AgentStep.index))).all())
+            return list(
+                session.exec(
+                    select(AgentStep)
+                    .where(AgentStep.run_id == run_id)
+                    .order_by(col(AgentStep.index))
+                ).all()
+            )
 
     def _mark(self, row: AgentStep, status: str, **result: Any) -> None:
         with self.db.session() as session:
@@ -86,17 +105,26 @@ class StepRunner:
             session.add(fresh)
             inc = session.get(Incident, fresh.incident_id)
             if status != "running" and inc is not None:
-                record(session, inc, "step", f"{fresh.description}: {status}"
-                       + (f" ({result.get('summary')})" if result.get("summary") else ""),
-                       actor="agent", step=fresh.index, kind=fresh.kind, status=status,
-                       run=fresh.run_id)
+                record(
+                    session,
+                    inc,
+                    "step",
+                    f"{fresh.description}: {status}"
+                    + (f" ({result.get('summary')})" if result.get("summary") else ""),
+                    actor="agent",
+                    step=fresh.index,
+                    kind=fresh.kind,
+                    status=status,
+                    run=fresh.run_id,
+                )
             row.status = fresh.status
             row.result = fresh.result
 
     # -- execution ------------------------------------------------------------------------------
 
-    async def execute(self, run: RemediationRun, incident: Incident, skill: Skill | None,
-                      grants: SandboxGrants) -> tuple[bool, str]:
+    async def execute(
+        self, run: RemediationRun, incident: Incident, skill: Skill | None, grants: SandboxGrants
+    ) -> tuple[bool, str]:
         """Run the pending steps of ``run``; return (verified, reason)."""
         assert run.id is not None
         reason = "no verification ran"
@@ -110,8 +138,11 @@ class StepRunner:
             if row.status == "running" and row.kind not in REPEATABLE:
                 note = "Guard stopped during this step; not repeated (at most once)"
                 self._mark(row, "interrupted", summary=note)
-                logger.warning("incident #{}: step {} was interrupted; not repeating it",
-                               incident.id, row.description)
+                logger.warning(
+                    "incident #{}: step {} was interrupted; not repeating it",
+                    incident.id,
+                    row.description,
+                )
                 continue
             self._mark(row, "running")
             step = Step.model_validate(row.result["step"])
@@ -123,8 +154,9 @@ class StepRunner:
                 logger.opt(exception=exc).error("step {} raised", row.description)
                 outcome = StepOutcome(False, f"{type(exc).__name__}: {exc}", {})
             summary = self.redactor.redact(outcome.summary)[:1000]
-            self._mark(row, "done" if outcome.ok else "failed", summary=summary,
-                       output=outcome.result)
+            self._mark(
+                row, "done" if outcome.ok else "failed", summary=summary, output=outcome.result
+            )
             if not outcome.ok:
                 return False, summary
             if row.kind == "verify":
@@ -142,8 +174,9 @@ class StepRunner:
             return "verify_failed"  # every step ran; the check that fired still fails
         return "timed_out" if (failed.result.get("output") or {}).get("timed_out") else "failed"
 
-    async def _one(self, step: Step, incident: Incident, skill: Skill | None,
-                   grants: SandboxGrants) -> StepOutcome:
+    async def _one(
+        self, step: Step, incident: Incident, skill: Skill | None, grants: SandboxGrants
+    ) -> StepOutcome:
         ctx = incident_context(incident)
         if step.kind == "wait":
             assert step.wait is not None
@@ -164,20 +197,29 @@ class StepRunner:
         try:
             result = await action.run(args, ActionContext(self.settings, ctx_incident(incident)))
         except ActionError as exc:
-            self._audit(incident, f"action.{name}", {"args": args, "ok": False,
-                                                      "error": str(exc)})
+            self._audit(incident, f"action.{name}", {"args": args, "ok": False, "error": str(exc)})
             raise
         message = self.redactor.redact(result.message)
-        self._audit(incident, f"action.{name}", {"args": args, "ok": result.ok,
-                                                  "message": message[:500]})
+        self._audit(
+            incident, f"action.{name}", {"args": args, "ok": result.ok, "message": message[:500]}
+        )
         return StepOutcome(result.ok, message.strip()[-500:] or name, result.details)
 
-    async def sandbox_run(self, step: Step, incident: Incident, skill: Skill | None,
-                          grants: SandboxGrants, ctx: dict[str, Any]) -> StepOutcome:
+    async def sandbox_run(
+        self,
+        step: Step,
+        incident: Incident,
+        skill: Skill | None,
+        grants: SandboxGrants,
+        ctx: dict[str, Any],
+    ) -> StepOutcome:
         assert step.run is not None and incident.id is not None
         script = skill.script(step.run) if skill is not None else None
-        env = {"GUARD_TARGET": incident.target, "GUARD_INCIDENT_ID": str(incident.id),
-               "GUARD_KIND": incident.kind}
+        env = {
+            "GUARD_TARGET": incident.target,
+            "GUARD_INCIDENT_ID": str(incident.id),
+            "GUARD_KIND": incident.kind,
+        }
         if script is not None:
             command: str = "sh -s"
             stdin: str | None = script.read_text()
@@ -186,29 +228,53 @@ class StepRunner:
         sandbox = await self.sandboxes.get(str(incident.id), grants)
         started = time.monotonic()
         try:
-            res = await sandbox.run(command, timeout=step.timeout or self.settings.sandbox.timeout,
-                                    env=env, stdin=stdin)
+            res = await sandbox.run(
+                command, timeout=step.timeout or self.settings.sandbox.timeout, env=env, stdin=stdin
+            )
         finally:
             observe_sandbox_exec(time.monotonic() - started)
-        result = {"exit_code": res.exit_code, "stdout": res.stdout[-KEEP:],
-                  "stderr": res.stderr[-KEEP:], "timed_out": res.timed_out,
-                  "oom_killed": res.oom_killed, "duration": round(res.duration, 3)}
-        self._audit(incident, "sandbox.run", {"command": step.run, "step": step.describe(),
-                                              "exit_code": res.exit_code,
-                                              "timed_out": res.timed_out,
-                                              "oom_killed": res.oom_killed})
-        why = ("timed out" if res.timed_out else "OOM-killed" if res.oom_killed
-               else f"exit {res.exit_code}")
+        result = {
+            "exit_code": res.exit_code,
+            "stdout": res.stdout[-KEEP:],
+            "stderr": res.stderr[-KEEP:],
+            "timed_out": res.timed_out,
+            "oom_killed": res.oom_killed,
+            "duration": round(res.duration, 3),
+        }
+        self._audit(
+            incident,
+            "sandbox.run",
+            {
+                "command": step.run,
+                "step": step.describe(),
+                "exit_code": res.exit_code,
+                "timed_out": res.timed_out,
+                "oom_killed": res.oom_killed,
+            },
+        )
+        why = (
+            "timed out"
+            if res.timed_out
+            else "OOM-killed"
+            if res.oom_killed
+            else f"exit {res.exit_code}"
+        )
         tail = (res.stdout.strip() or res.stderr.strip())[-300:]
         return StepOutcome(res.ok, f"{why}: {tail}" if tail else why, result)
 
     def _audit(self, incident: Incident, action: str, data: dict[str, Any]) -> None:
         with self.db.session() as session:
-            audit.append(session, actor="agent", action=action,
-                         subject=f"incident:{incident.id}", data=data)
+            audit.append(
+                session, actor="agent", action=action, subject=f"incident:{incident.id}", data=data
+            )
 
 
 def ctx_incident(incident: Incident) -> dict[str, Any]:
-    return {"id": incident.id, "target": incident.target, "kind": incident.kind,
-            "source": incident.source, "monitor_id": incident.monitor_id,
-            "details": dict(incident.details or {})}
+    return {
+        "id": incident.id,
+        "target": incident.target,
+        "kind": incident.kind,
+        "source": incident.source,
+        "monitor_id": incident.monitor_id,
+        "details": dict(incident.details or {}),
+    }

@@ -48,27 +48,33 @@ def _in_single(value: Any) -> _Quoted:
 
 
 _plain = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
-_shell = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                              finalize=lambda v: "" if v is None else _bare(v))
+_shell = SandboxedEnvironment(
+    undefined=StrictUndefined, autoescape=False, finalize=lambda v: "" if v is None else _bare(v)
+)
 _shell.filters.update(guard_dq=_in_double, guard_sq=_in_single)
 
 
 def _quote_contexts(text: str) -> str:
     """``text`` with each ``{{ expr }}`` inside ``"..."`` or ``'...'`` piped through the escaper
     for that context (a bare one is quoted by ``finalize``)."""
-    exprs = [m for m in _EXPR.finditer(text)
-             if not any(r.start() <= m.start() < r.end() for r in _RAW.finditer(text))]
+    exprs = [
+        m
+        for m in _EXPR.finditer(text)
+        if not any(r.start() <= m.start() < r.end() for r in _RAW.finditer(text))
+    ]
     blank = list(text)  # the shell's view: template parts are neither quotes nor escapes
     for span in [*(m.span() for m in exprs), *(r.span() for r in _RAW.finditer(text))]:
-        blank[span[0]:span[1]] = " " * (span[1] - span[0])
+        blank[span[0] : span[1]] = " " * (span[1] - span[0])
     states = quote_states("".join(blank))
     out, pos = [], 0
     for m in exprs:
         quote = states[m.start()]
         if quote:
             pipe = "guard_dq" if quote == '"' else "guard_sq"
-            out += [text[pos:m.start()],
-                    f"{{{{{m.group(1)} ({m.group(2)}) | {pipe} {m.group(3)}}}}}"]
+            out += [
+                text[pos : m.start()],
+                f"{{{{{m.group(1)} ({m.group(2)}) | {pipe} {m.group(3)}}}}}",
+            ]
             pos = m.end()
     out.append(text[pos:])
     return "".join(out)
@@ -76,12 +82,19 @@ def _quote_contexts(text: str) -> str:
 
 def incident_context(incident: Any) -> dict[str, Any]:
     """The names a template may use: ``incident.target``, ``incident.details.exit_code``..."""
-    return {"incident": {
-        "id": incident.id, "target": incident.target, "kind": incident.kind,
-        "source": incident.source, "message": incident.message, "severity": incident.severity,
-        "monitor_id": incident.monitor_id, "count": incident.count,
-        "details": dict(incident.details or {}),
-    }}
+    return {
+        "incident": {
+            "id": incident.id,
+            "target": incident.target,
+            "kind": incident.kind,
+            "source": incident.source,
+            "message": incident.message,
+            "severity": incident.severity,
+            "monitor_id": incident.monitor_id,
+            "count": incident.count,
+            "details": dict(incident.details or {}),
+        }
+    }
 
 
 def render(text: str, context: dict[str, Any], *, shell: bool = False) -> str:

@@ -38,8 +38,9 @@ def is_log_rule(incident: Any) -> bool:
 class Verifier:
     """Builds fresh monitor instances from the playbooks to re-run their checks."""
 
-    def __init__(self, db: Database, specs: dict[str, MonitorSpec],
-                 settings: Settings | None = None) -> None:
+    def __init__(
+        self, db: Database, specs: dict[str, MonitorSpec], settings: Settings | None = None
+    ) -> None:
         self.db = db
         self.specs = specs
         self.settings = settings
@@ -82,8 +83,11 @@ class Verifier:
             return False, f"check failed: {exc}"
         if incident.kind == "monitor_error":
             return True, f"monitor {monitor.id} works again"
-        mine = [s for s in obs.signals if s.target == incident.target
-                and (not log_rule or s.kind == incident.kind)]
+        mine = [
+            s
+            for s in obs.signals
+            if s.target == incident.target and (not log_rule or s.kind == incident.kind)
+        ]
         if any(s.status == "ok" for s in mine):
             return True, next(s.message for s in mine if s.status == "ok")
         firing = [s for s in mine if s.status == "firing"]

@@ -34,8 +34,9 @@ class IncidentWorkers:
             elif not self._closing:
                 self._again.add(incident_id)
             return False
-        task = asyncio.create_task(job if job is not None else self._look(incident_id),
-                                   name=f"incident:{incident_id}")
+        task = asyncio.create_task(
+            job if job is not None else self._look(incident_id), name=f"incident:{incident_id}"
+        )
         self._tasks[incident_id] = task
         task.add_done_callback(lambda _t: self._after(incident_id))
         return True

@@ -22,8 +22,11 @@ def _head_option(value: str) -> chain.Anchor:
 @app.command("verify")
 def verify(
     heads: list[str] = typer.Option(
-        [], "--head", metavar="SEQ:HASH",
-        help="Also check a head kept elsewhere (e.g. from a daily report in the chat)."),
+        [],
+        "--head",
+        metavar="SEQ:HASH",
+        help="Also check a head kept elsewhere (e.g. from a daily report in the chat).",
+    ),
     config: str | None = ConfigOption,
 ) -> None:
     """Exit 0 if the hash chain holds and matches every anchor; otherwise exit 1 naming the first
@@ -36,13 +39,20 @@ def verify(
             anchors = chain.read_anchors(path) + [_head_option(h) for h in heads]
             n = chain.verify(session, anchors)
         except AuditChainBroken as exc:
-            err.print(f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}", markup=False,
-                      soft_wrap=True)
+            err.print(
+                f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}",
+                markup=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(1) from None
         seq, head = chain.head(session)
     keyed = "keyed" if head.startswith(chain.KEYED) else "unkeyed"
-    out.print(f"audit chain ok: {n} entries, head #{seq} {head[:21]} ({keyed}), "
-              f"{len(anchors)} anchor(s) hold", markup=False, soft_wrap=True)
+    out.print(
+        f"audit chain ok: {n} entries, head #{seq} {head[:21]} ({keyed}), "
+        f"{len(anchors)} anchor(s) hold",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("anchor")

@@ -36,7 +36,11 @@ err = RedactingConsole(stderr=True, highlight=False)
 out = RedactingConsole(highlight=False)
 
 ConfigOption: Any = typer.Option(
-    None, "--config", "-c", envvar="GUARD_CONFIG", metavar="FILE",
+    None,
+    "--config",
+    "-c",
+    envvar="GUARD_CONFIG",
+    metavar="FILE",
     help="guard.yaml to read (default: $GUARD_CONFIG, else ./guard.yaml if present).",
 )
 

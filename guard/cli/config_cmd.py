@@ -25,8 +25,9 @@ def check_config(config: str | None = ConfigOption) -> None:
         problems += exc.problems
     skills, quarantined = load_skills_quarantining(settings.skills_dir)
     for name, found in quarantined.items():
-        problems += [f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)"
-                     for p in found]
+        problems += [
+            f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)" for p in found
+        ]
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings
@@ -34,8 +35,10 @@ def check_config(config: str | None = ConfigOption) -> None:
     for warning in railway_budget_warnings(settings, books):
         typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
-    out.print(f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
-              f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}")
+    out.print(
+        f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "
+        f"in {settings.playbooks_dir}; {len(skills)} skill(s) in {settings.skills_dir}"
+    )
 
 
 @playbooks_app.command("schema")

@@ -21,8 +21,11 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print the timings a
     try:
         timings = asyncio.run(Demo(err if as_json else out).run())
     except (DockerException, TimeoutError) as exc:
-        fail(f"the demo needs a Docker engine: {exc}" if isinstance(exc, DockerException)
-             else str(exc))
+        fail(
+            f"the demo needs a Docker engine: {exc}"
+            if isinstance(exc, DockerException)
+            else str(exc)
+        )
     if as_json:
         typer.echo(json.dumps(timings, indent=2))
         return

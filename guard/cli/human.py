@@ -51,13 +51,21 @@ async def _process_here(settings: Settings, db: Database) -> None:
     await guard.close()
 
 
-def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None = None,
-           fix: str | None = None, wait: float = 600.0) -> None:
+def answer(
+    config: str | None,
+    incident_id: int,
+    verb: str,
+    *,
+    skill: str | None = None,
+    fix: str | None = None,
+    wait: float = 600.0,
+) -> None:
     settings = settings_from(config)
     db = database(settings)
     try:
-        cmd = queue_command(db, incident_id=incident_id, verb=verb, actor=_actor(),
-                            skill=skill, fix=fix)
+        cmd = queue_command(
+            db, incident_id=incident_id, verb=verb, actor=_actor(), skill=skill, fix=fix
+        )
     except ActionError as exc:
         fail(str(exc))
     if agent_alive(db):
@@ -75,8 +83,10 @@ def answer(config: str | None, incident_id: int, verb: str, *, skill: str | None
         row = session.get(HumanCommand, cmd.id)
     assert row is not None
     if row.status not in ("done", "failed"):
-        out.print(f"answer #{row.id} is {row.status}; `guard incidents show {incident_id}` "
-                  "shows its progress")
+        out.print(
+            f"answer #{row.id} is {row.status}; `guard incidents show {incident_id}` "
+            "shows its progress"
+        )
         return
     out.print(printable(row.outcome), markup=False, soft_wrap=True)
     if row.status == "failed":
@@ -106,16 +116,19 @@ def deny(
 
 def reply(
     incident_id: int = typer.Argument(..., metavar="INCIDENT"),
-    fix: list[str] = typer.Argument(..., metavar="-- FIX...",
-                                    help="A shell command for the sandbox, or an action such "
-                                    "as `docker.restart api`."),
+    fix: list[str] = typer.Argument(
+        ...,
+        metavar="-- FIX...",
+        help="A shell command for the sandbox, or an action such as `docker.restart api`.",
+    ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,
 ) -> None:
     """Send a fix: Guard runs it, verifies recovery, and learns it as a skill if it worked."""
     # One word is a command line as typed in quotes; several are argv, kept word for word.
-    answer(config, incident_id, "reply", fix=fix[0] if len(fix) == 1 else shlex.join(fix),
-           wait=wait)
+    answer(
+        config, incident_id, "reply", fix=fix[0] if len(fix) == 1 else shlex.join(fix), wait=wait
+    )
 
 
 def register(app: typer.Typer) -> None:

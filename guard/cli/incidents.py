@@ -27,13 +27,24 @@ def incident_dict(inc: Incident, templates: dict[int, str] | None = None) -> dic
     """
     template_id = inc.details.get("template_id") if isinstance(inc.details, dict) else None
     return {
-        "id": inc.id, "state": inc.state, "source": inc.source, "target": inc.target,
-        "kind": inc.kind, "severity": inc.severity, "count": inc.count,
-        "fingerprint": inc.fingerprint, "title": inc.title, "message": inc.message,
-        "monitor_id": inc.monitor_id, "opened_at": inc.opened_at.isoformat(),
-        "first_seen": inc.first_seen.isoformat(), "last_seen": inc.last_seen.isoformat(),
+        "id": inc.id,
+        "state": inc.state,
+        "source": inc.source,
+        "target": inc.target,
+        "kind": inc.kind,
+        "severity": inc.severity,
+        "count": inc.count,
+        "fingerprint": inc.fingerprint,
+        "title": inc.title,
+        "message": inc.message,
+        "monitor_id": inc.monitor_id,
+        "opened_at": inc.opened_at.isoformat(),
+        "first_seen": inc.first_seen.isoformat(),
+        "last_seen": inc.last_seen.isoformat(),
         "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
-        "flapping": inc.flapping, "reopen_count": inc.reopen_count, "details": inc.details,
+        "flapping": inc.flapping,
+        "reopen_count": inc.reopen_count,
+        "details": inc.details,
         "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
     }
 
@@ -49,8 +60,14 @@ def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, s
 
 
 def timeline_dict(t: IncidentTimeline) -> dict[str, Any]:
-    return {"at": t.at.isoformat(), "type": t.type, "from_state": t.from_state,
-            "to_state": t.to_state, "message": t.message, "data": t.data}
+    return {
+        "at": t.at.isoformat(),
+        "type": t.type,
+        "from_state": t.from_state,
+        "to_state": t.to_state,
+        "message": t.message,
+        "data": t.data,
+    }
 
 
 @app.command("list")
@@ -79,9 +96,14 @@ def list_incidents(
         return
     table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
     for r in rows:
-        table.add_row(str(r.id), r.state, r.severity, str(r.count),
-                      Text(printable(redact(r.title), newlines=False)),  # data, never markup
-                      r.last_seen.strftime("%Y-%m-%d %H:%M:%S"))
+        table.add_row(
+            str(r.id),
+            r.state,
+            r.severity,
+            str(r.count),
+            Text(printable(redact(r.title), newlines=False)),  # data, never markup
+            r.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
+        )
     out.print(table)
 
 
@@ -99,20 +121,28 @@ def show(
         if inc is None:
             fail(f"no incident {incident_id} (see `guard incidents list`)")
         timeline = session.exec(
-            select(IncidentTimeline).where(IncidentTimeline.incident_id == incident_id)
+            select(IncidentTimeline)
+            .where(IncidentTimeline.incident_id == incident_id)
             .order_by(col(IncidentTimeline.id))
         ).all()
         templates = templates_of(session, [inc])
     if as_json:
-        echo(json.dumps({**incident_dict(inc, templates),
-                               "timeline": [timeline_dict(t) for t in timeline]}, indent=2))
+        echo(
+            json.dumps(
+                {**incident_dict(inc, templates), "timeline": [timeline_dict(t) for t in timeline]},
+                indent=2,
+            )
+        )
         return
     head = Text(f"#{inc.id} {printable(inc.title, newlines=False)}", style="bold")
     out.print(head + Text(f"  ({inc.state}, {inc.severity})"))
     for label, value in [
-        ("target", inc.target), ("source", f"{inc.source} (monitor {inc.monitor_id})"),
-        ("count", str(inc.count)), ("opened", inc.opened_at.isoformat()),
-        ("last seen", inc.last_seen.isoformat()), ("fingerprint", inc.fingerprint),
+        ("target", inc.target),
+        ("source", f"{inc.source} (monitor {inc.monitor_id})"),
+        ("count", str(inc.count)),
+        ("opened", inc.opened_at.isoformat()),
+        ("last seen", inc.last_seen.isoformat()),
+        ("fingerprint", inc.fingerprint),
         ("message", inc.message),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
     ]:
@@ -120,5 +150,8 @@ def show(
     out.print("  timeline:")
     for t in timeline:
         move = f" ({t.from_state} -> {t.to_state})" if t.from_state else ""
-        out.print(f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {printable(t.message)}",
-                  markup=False, soft_wrap=True)
+        out.print(
+            f"    {t.at:%Y-%m-%d %H:%M:%S} {t.type}{move}  {printable(t.message)}",
+            markup=False,
+            soft_wrap=True,
+        )

@@ -31,12 +31,19 @@ def search(
     with db.session() as session:
         for h in hits:
             inc = session.get(Incident, h.incident_id)
-            rows.append({
-                "incident_id": h.incident_id, "score": h.score, "title": h.title,
-                "resolution": h.resolution, "skill": h.skill or None, "kind": h.kind,
-                "target": h.target, "state": inc.state if inc else None,
-                "resolved_at": inc.resolved_at.isoformat() if inc and inc.resolved_at else None,
-            })
+            rows.append(
+                {
+                    "incident_id": h.incident_id,
+                    "score": h.score,
+                    "title": h.title,
+                    "resolution": h.resolution,
+                    "skill": h.skill or None,
+                    "kind": h.kind,
+                    "target": h.target,
+                    "state": inc.state if inc else None,
+                    "resolved_at": inc.resolved_at.isoformat() if inc and inc.resolved_at else None,
+                }
+            )
     if as_json:
         echo(json.dumps(rows, indent=2))
         return
@@ -45,7 +52,10 @@ def search(
         return
     table = Table("incident", "score", "title", "resolved by", box=None)
     for r in rows:
-        table.add_row(f"#{r['incident_id']}", f"{r['score']:.2f}",
-                      Text(printable(r["title"], newlines=False)),
-                      Text(printable(r["resolution"], newlines=False)))
+        table.add_row(
+            f"#{r['incident_id']}",
+            f"{r['score']:.2f}",
+            Text(printable(r["title"], newlines=False)),
+            Text(printable(r["resolution"], newlines=False)),
+        )
     out.print(table)

@@ -21,11 +21,15 @@ app = typer.Typer(help="Status reports.", no_args_is_help=True)
 @app.command("daily")
 def daily_report(
     print_: bool = typer.Option(False, "--print", help="Write the report to stdout only."),
-    day: str | None = typer.Option(None, "--date", metavar="YYYY-MM-DD",
-                                   help="A calendar day in report.timezone (default: the "
-                                   "last 24 hours)."),
-    chart: str | None = typer.Option(None, "--chart", metavar="FILE",
-                                     help="Also write the incidents-per-hour PNG here."),
+    day: str | None = typer.Option(
+        None,
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="A calendar day in report.timezone (default: the last 24 hours).",
+    ),
+    chart: str | None = typer.Option(
+        None, "--chart", metavar="FILE", help="Also write the incidents-per-hour PNG here."
+    ),
     config: str | None = ConfigOption,
 ) -> None:
     """Render the daily report (incidents, healing, MTTR, noisy targets, learned skills)."""
@@ -45,14 +49,15 @@ def daily_report(
         echo(daily.to_plain(text), nl=False)
         return
     if not settings.telegram.configured:
-        fail("Telegram is not configured (telegram.bot_token and telegram.chat_id); "
-             "use --print")
+        fail("Telegram is not configured (telegram.bot_token and telegram.chat_id); use --print")
     from guard.notify.telegram import outbox
     from guard.notify.telegram.messages import REPORT_POINTER, cut
 
     chat = str(settings.telegram.chat_id)
-    outbox.enqueue(db, method="send", chat_id=chat, text=cut(text, more=REPORT_POINTER),
-                   role="report")
-    outbox.enqueue(db, method="photo", chat_id=chat, text="Incidents per hour", photo=png,
-                   role="report")
+    outbox.enqueue(
+        db, method="send", chat_id=chat, text=cut(text, more=REPORT_POINTER), role="report"
+    )
+    outbox.enqueue(
+        db, method="photo", chat_id=chat, text="Incidents per hour", photo=png, role="report"
+    )
     out.print("report queued for Telegram; `guard run` sends it")

@@ -35,8 +35,10 @@ def run(
     if once:
         events = asyncio.run(guard.run_once(heal=heal and not no_agent))
         opened = sum(1 for e in events if e.type == "opened")
-        out.print(f"checked {len(guard.monitors)} monitor(s): {opened} incident(s) opened, "
-                  f"{len(events) - opened} other change(s)")
+        out.print(
+            f"checked {len(guard.monitors)} monitor(s): {opened} incident(s) opened, "
+            f"{len(events) - opened} other change(s)"
+        )
         return
     logger.info("data in {}, database {}", settings.data_dir, guard.db.engine.url)
     asyncio.run(guard.run())

@@ -29,8 +29,9 @@ from guard.exceptions import ConfigError, GuardError
 from guard.redact import Redactor
 from guard.validation import format_validation_error
 
-app = typer.Typer(help="Build sandbox images and run commands in the hardened sandbox.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Build sandbox images and run commands in the hardened sandbox.", no_args_is_help=True
+)
 err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="Guard YAML config file.")
@@ -113,8 +114,12 @@ def build(
             stages = _Stages(progress)
             if offline:
                 images.build_offline(
-                    client, name, cache_dir=cache_dir, mirror=mirror,
-                    on_stage=stages.stage, on_detail=stages.detail,
+                    client,
+                    name,
+                    cache_dir=cache_dir,
+                    mirror=mirror,
+                    on_stage=stages.stage,
+                    on_detail=stages.detail,
                 )
             else:
                 stages.stage("docker build (pulls debian:bookworm-slim)")
@@ -153,8 +158,12 @@ def run(
         redactor = Redactor()
         redactor.register_all(settings.secret_values(), "guard-setting")
         sandbox = create_sandbox(
-            settings.sandbox, incident_id=f"cli-{secrets.token_hex(4)}", grants=grants,
-            client=client, image=image, redactor=redactor,
+            settings.sandbox,
+            incident_id=f"cli-{secrets.token_hex(4)}",
+            grants=grants,
+            client=client,
+            image=image,
+            redactor=redactor,
         )
 
         async def once() -> int:
@@ -170,11 +179,15 @@ def run(
             sys.stdout.flush()
             _echo(result.stderr, sys.stderr.write)
             sys.stderr.flush()
-            notes = [n for n, on in (("timed out", result.timed_out),
-                                     ("OOM-killed", result.oom_killed)) if on]
+            notes = [
+                n
+                for n, on in (("timed out", result.timed_out), ("OOM-killed", result.oom_killed))
+                if on
+            ]
             err.print(
                 f"[dim]exit {result.exit_code} in {result.duration:.2f}s"
-                + (f" ({', '.join(notes)})" if notes else "") + "[/]",
+                + (f" ({', '.join(notes)})" if notes else "")
+                + "[/]",
                 highlight=False,
             )
             return result.exit_code

@@ -20,11 +20,15 @@ app = typer.Typer(help="List and inspect skills (built-in and learned).", no_arg
 def skill_dict(skill: Skill) -> dict[str, Any]:
     spec = skill.spec
     return {
-        "name": skill.name, "description": skill.description, "trust": spec.trust,
-        "origin": spec.origin, "path": str(skill.path),
+        "name": skill.name,
+        "description": skill.description,
+        "trust": spec.trust,
+        "origin": spec.origin,
+        "path": str(skill.path),
         "triggers": [t.model_dump(exclude_none=True) for t in spec.triggers],
         "steps": [s.describe() for s in spec.steps],
-        "limits": spec.limits.model_dump(mode="json"), "learned_from": spec.learned_from,
+        "limits": spec.limits.model_dump(mode="json"),
+        "learned_from": spec.learned_from,
     }
 
 
@@ -37,8 +41,10 @@ def list_skills(
     settings = settings_from(config, logging=False)
     skills, quarantined = load_skills_quarantining(settings.skills_dir)
     for name in quarantined:
-        err.print(f"skill {name} is quarantined (does not load; `guard check-config` says why)",
-                  markup=False)
+        err.print(
+            f"skill {name} is quarantined (does not load; `guard check-config` says why)",
+            markup=False,
+        )
     if as_json:
         typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
         return
@@ -48,15 +54,19 @@ def list_skills(
     table = Table("name", "trust", "origin", "triggers", box=None)
     for s in skills:
         triggers = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items()
-                      if k != "message") for t in s.spec.triggers)
+            ", ".join(
+                f"{k}={v}" for k, v in t.model_dump(exclude_none=True).items() if k != "message"
+            )
+            for t in s.spec.triggers
+        )
         table.add_row(s.name, s.spec.trust, s.spec.origin, Text(printable(triggers)))
     out.print(table)
 
 
 @app.command("show")
-def show(name: str = typer.Argument(..., metavar="NAME"),
-         config: str | None = ConfigOption) -> None:
+def show(
+    name: str = typer.Argument(..., metavar="NAME"), config: str | None = ConfigOption
+) -> None:
     """Show a skill: its SKILL.md, skill.yaml and git history."""
     settings = settings_from(config, logging=False)
     with guarded():
@@ -65,10 +75,14 @@ def show(name: str = typer.Argument(..., metavar="NAME"),
         fail(f"no skill named {name!r} (see `guard skills list`)")
     out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)
     out.print("--- skill.yaml", markup=False)
-    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False,
-              highlight=False)
-    log = subprocess.run(["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
-                         cwd=skill.path, capture_output=True, text=True, check=False)
+    out.print(printable((skill.path / "skill.yaml").read_text()), markup=False, highlight=False)
+    log = subprocess.run(
+        ["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
+        cwd=skill.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if log.returncode == 0 and log.stdout.strip():
         out.print("--- git log", markup=False)
         out.print(log.stdout.strip(), markup=False)

@@ -61,8 +61,7 @@ def _has_digit(token: str) -> bool:
 class TemplateMiner:
     """Clusters token lists into templates; see the module docstring."""
 
-    def __init__(self, *, depth: int = 4, similarity: float = 0.5,
-                 max_children: int = 100) -> None:
+    def __init__(self, *, depth: int = 4, similarity: float = 0.5, max_children: int = 100) -> None:
         if depth < 3:
             raise ValueError("depth must be at least 3")
         self.prefix_depth = depth - 2
@@ -102,8 +101,10 @@ class TemplateMiner:
         found = None if leaf is None else self._best(leaf.clusters[-SCAN:], tokens)
         if found is not None or not tokens or "<" in tokens[0]:
             return found  # a first token that is a value says nothing about neighbours
-        near = [*self._neighbours.get((len(tokens), tokens[0]), {}).values(),
-                *self._neighbours.get((len(tokens), WILDCARD), {}).values()]
+        near = [
+            *self._neighbours.get((len(tokens), tokens[0]), {}).values(),
+            *self._neighbours.get((len(tokens), WILDCARD), {}).values(),
+        ]
         return self._best(near, tokens)
 
     def add(self, tokens: Sequence[str]) -> Mined:
@@ -162,8 +163,9 @@ class TemplateMiner:
         """Keep ``cluster`` among the recent neighbours of its length and first token."""
         if not cluster.tokens:
             return
-        recent = self._neighbours.setdefault((len(cluster.tokens), cluster.tokens[0]),
-                                             OrderedDict())
+        recent = self._neighbours.setdefault(
+            (len(cluster.tokens), cluster.tokens[0]), OrderedDict()
+        )
         recent[cluster.id] = cluster
         recent.move_to_end(cluster.id)
         if len(recent) > NEIGHBOURS:

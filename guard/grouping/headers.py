@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TS = (r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-       r"|\d{2,4}/\d{2}/\d{2}[ -]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+_TS = (
+    r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{2,4}/\d{2}/\d{2}[ -]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)"
+)
 _LEVEL = r"(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|SEVERE|FATAL|CRITICAL|CRIT)"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 
@@ -22,38 +24,45 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 PRESETS: dict[str, str] = {
     # 2016-09-28 04:30:30, Info                  CBS    Loaded Servicing Stack ...
     "windows-cbs": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}, (?P<level>\w+)\s+(?P<component>\w+)\s+"
-                   r"(?P<message>.*)$",
+    r"(?P<message>.*)$",
     # 03-17 16:13:38.811  1702  2395 D WindowManager: message
     "logcat": r"^\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}\s+\d+\s+\d+ (?P<level>[VDIWEFA]) "
-              r"(?P<component>[^:]*?)\s*: (?P<message>.*)$",
+    r"(?P<component>[^:]*?)\s*: (?P<message>.*)$",
     # I1203 18:06:48.123456    1234 server.go:42] message
     "glog": r"^(?P<level>[IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ (?P<component>[^\]\s]+)\] "
-            r"(?P<message>.*)$",
+    r"(?P<message>.*)$",
     # [Sun Dec 04 04:47:44 2005] [error] [pid 12] [client 1.2.3.4] message   (Apache httpd)
     "apache-error": r"^\[\w{3} \w{3} +\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d+)? \d{4}\] "
-                    r"\[(?P<level>[\w:]+)\](?: \[pid [\d:a-z ]+\])?(?: \[client [^\]]+\])? "
-                    r"(?P<message>.*)$",
+    r"\[(?P<level>[\w:]+)\](?: \[pid [\d:a-z ]+\])?(?: \[client [^\]]+\])? "
+    r"(?P<message>.*)$",
     # 2026/12/02 18:06:48 [error] 123#123: *45 message   (nginx)
     "nginx-error": r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} \[(?P<level>\w+)\] \d+#\d+: "
-                   r"(?:\*\d+ )?(?P<message>.*)$",
+    r"(?:\*\d+ )?(?P<message>.*)$",
     # 2026-12-02 18:06:48.123 UTC [1234] LOG:  message   (PostgreSQL)
     "postgres": r"^" + _TS + r"(?: [A-Z]{2,5})? \[\d+\](?: \S+@\S+)? (?P<level>[A-Z]+\d?):\s+"
-                r"(?P<message>.*)$",
+    r"(?P<message>.*)$",
     # 2017-05-16 00:07:25.394 2931 INFO nova.compute.manager [req-1 - - - - -] message
     # (Python oslo.log: OpenStack services; a leading file name is allowed)
     "oslo": r"^(?:\S+ )?" + _TS + r" \d+ (?P<level>" + _LEVEL + r") (?P<component>[\w.]+) "
-            r"\[[^\]]*\] (?P<message>.*)$",
+    r"\[[^\]]*\] (?P<message>.*)$",
     # 2026-12-02 18:06:48,123 [main] ERROR com.example.Api - message   (log4j/logback)
-    "log4j": r"^\[?" + _TS + r"\]?\s+(?:-\s+)?(?:\[(?P<thread>[^\]]*)\]\s+)?(?P<level>" + _LEVEL
-             + r")\s+(?:\[.*?\]\s+)?(?:(?P<component>[\w.$-]+)(?::\d+)?\s*(?::|\s-)\s+)?"
-             r"(?P<message>.*)$",
+    "log4j": r"^\[?"
+    + _TS
+    + r"\]?\s+(?:-\s+)?(?:\[(?P<thread>[^\]]*)\]\s+)?(?P<level>"
+    + _LEVEL
+    + r")\s+(?:\[.*?\]\s+)?(?:(?P<component>[\w.$-]+)(?::\d+)?\s*(?::|\s-)\s+)?"
+    r"(?P<message>.*)$",
     # Dec  2 18:06:48 host program[123]: message   (RFC 3164; also RFC 5424-ish ISO stamps)
-    "syslog": r"^(?:<\d+>\d? ?)?(?:" + _MON + r"\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}|" + _TS
-              + r")\s+(?P<host>\S+)\s+(?P<component>[^\s:\[]+)(?:\[\d+\])?(?: \([^)]*\))?:\s*"
-              r"(?P<message>.*)$",
+    "syslog": r"^(?:<\d+>\d? ?)?(?:"
+    + _MON
+    + r"\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}|"
+    + _TS
+    + r")\s+(?P<host>\S+)\s+(?P<component>[^\s:\[]+)(?:\[\d+\])?(?: \([^)]*\))?:\s*"
+    r"(?P<message>.*)$",
     # 2026-12-02T18:06:48Z ERROR message   (a timestamp, maybe a level, then the message)
     "iso": r"^\[?" + _TS + r"\]?\s+(?:\[?(?P<level>" + _LEVEL + r")\]?:?\s+)?(?P<message>.*)$",
 }
+
 
 @dataclass(frozen=True)
 class LogFormat:
@@ -91,8 +100,7 @@ def format_problem(spec: str) -> str | None:
     try:
         _compile(spec)
     except re.error as exc:
-        return (f"not a preset ({', '.join(['auto', *PRESETS])}) and not a valid pattern: "
-                f"{exc}")
+        return f"not a preset ({', '.join(['auto', *PRESETS])}) and not a valid pattern: {exc}"
     except ValueError as exc:
         return f"{exc} (or use a preset: {', '.join(['auto', *PRESETS])})"
     return None

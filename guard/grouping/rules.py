@@ -49,8 +49,10 @@ class RuleGrouper:
             except re2.error:
                 linear = None
             object.__setattr__(self, "_linear", linear)
+
     _cache: dict[str, tuple[tuple[str, ...], Grouping]] = field(
-        default_factory=dict, compare=False, repr=False)
+        default_factory=dict, compare=False, repr=False
+    )
 
     def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
         """``(fold key, grouping)`` of a line this rule matched.
@@ -63,8 +65,9 @@ class RuleGrouper:
             return (kind, "rule"), Grouping("rule")
         if isinstance(self.group_by, list):
             found = (self._linear or self.pattern).search(line[:CONTENT_CHARS])
-            fields = tuple((name, redact(found.group(name) or "") if found else "")
-                           for name in self.group_by)
+            fields = tuple(
+                (name, redact(found.group(name) or "") if found else "") for name in self.group_by
+            )
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
         if len(line) > CONTENT_CHARS:
             line = line[:CONTENT_CHARS]
@@ -76,17 +79,22 @@ class RuleGrouper:
             content, recognised = self.format.content(line)
             # a leaked credential is one placeholder before it can become template text
             masked = " ".join(template_tokens(redact(content), header=not recognised))
-            known = self._cache[seen] = ((kind, "template", masked),
-                                         Grouping("template", content=masked))
+            known = self._cache[seen] = (
+                (kind, "template", masked),
+                Grouping("template", content=masked),
+            )
         return known
 
 
-def rule_groupers(rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *,
-                  default: GroupBy, log_format: str) -> list[RuleGrouper]:
+def rule_groupers(
+    rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *, default: GroupBy, log_format: str
+) -> list[RuleGrouper]:
     """One ``RuleGrouper`` per rule; a rule without ``group_by`` takes the monitor's."""
     fmt = LogFormat(log_format)
-    return [RuleGrouper(default if group_by is None else group_by, pattern, fmt)
-            for group_by, pattern in rules]
+    return [
+        RuleGrouper(default if group_by is None else group_by, pattern, fmt)
+        for group_by, pattern in rules
+    ]
 
 
 def group_by_problem(group_by: GroupBy | None, pattern: str) -> str | None:
@@ -102,6 +110,8 @@ def group_by_problem(group_by: GroupBy | None, pattern: str) -> str | None:
     unknown = [name for name in group_by if name not in names]
     if unknown:
         known = ", ".join(sorted(names)) or "none: add (?P<name>...) to the pattern"
-        return (f"group_by names {', '.join(repr(n) for n in unknown)}, not a named group of "
-                f"the pattern (its groups: {known})")
+        return (
+            f"group_by names {', '.join(repr(n) for n in unknown)}, not a named group of "
+            f"the pattern (its groups: {known})"
+        )
     return None

@@ -56,14 +56,20 @@ def load_configuration(settings: KubernetesSettings) -> Any:
             config.load_incluster_config(client_configuration=cfg)
         else:
             path = str(settings.kubeconfig) if settings.kubeconfig else None
-            config.load_kube_config(config_file=path, context=settings.context,
-                                    client_configuration=cfg)
+            config.load_kube_config(
+                config_file=path, context=settings.context, client_configuration=cfg
+            )
     except (config.ConfigException, OSError, TypeError, ValueError) as exc:
-        where = "in-cluster service account" if in_cluster else \
-            f"kubeconfig {settings.kubeconfig or os.environ.get('KUBECONFIG', '~/.kube/config')}"
-        raise KubernetesError(f"cannot load Kubernetes credentials from the {where}: {exc} "
-                              "(set kubernetes.kubeconfig / kubernetes.context, or run in "
-                              "a pod with a service account)") from None
+        where = (
+            "in-cluster service account"
+            if in_cluster
+            else f"kubeconfig {settings.kubeconfig or os.environ.get('KUBECONFIG', '~/.kube/config')}"
+        )
+        raise KubernetesError(
+            f"cannot load Kubernetes credentials from the {where}: {exc} "
+            "(set kubernetes.kubeconfig / kubernetes.context, or run in "
+            "a pod with a service account)"
+        ) from None
     return cfg
 
 
@@ -92,17 +98,21 @@ class KubeClient:
             resp = func(*args, _preload_content=False, **kwargs)
         except ApiException as exc:
             cls = WatchExpired if exc.status == 410 else KubernetesError
-            raise cls(f"{what}: {exc.status} {_message(exc.body, str(exc.reason))}",
-                      status=exc.status) from None
+            raise cls(
+                f"{what}: {exc.status} {_message(exc.body, str(exc.reason))}", status=exc.status
+            ) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise KubernetesError(f"{what}: cannot reach the Kubernetes API at "
-                                  f"{self.api.configuration.host}: {type(exc).__name__}") from None
+            raise KubernetesError(
+                f"{what}: cannot reach the Kubernetes API at "
+                f"{self.api.configuration.host}: {type(exc).__name__}"
+            ) from None
         if not 200 <= resp.status < 300:
             text = resp.data.decode("utf-8", "replace")
             cls = WatchExpired if resp.status == 410 else KubernetesError
             hint = " (see deploy/kubernetes/rbac.yaml)" if resp.status == 403 else ""
-            raise cls(f"{what}: {resp.status} {_message(text, resp.reason)}{hint}",
-                      status=resp.status)
+            raise cls(
+                f"{what}: {resp.status} {_message(text, resp.reason)}{hint}", status=resp.status
+            )
         return resp
 
     def _json(self, what: str, func: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -112,21 +122,36 @@ class KubeClient:
     # -- reads ----------------------------------------------------------------------------------
 
     def list_pods(self, namespace: str, selector: str | None) -> dict[str, Any]:
-        return self._json(f"list pods in {namespace}", self.core.list_namespaced_pod,
-                          namespace, label_selector=selector)
+        return self._json(
+            f"list pods in {namespace}",
+            self.core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+        )
 
-    def watch_pods(self, namespace: str, selector: str | None, resource_version: str,
-                   timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+    def watch_pods(
+        self,
+        namespace: str,
+        selector: str | None,
+        resource_version: str,
+        timeout_seconds: int = 300,
+    ) -> Iterator[dict[str, Any]]:
         """Watch events after ``resource_version`` until the server ends the stream.
 
         Raises ``WatchExpired`` for a 410 (as an HTTP status or an ``ERROR`` event) and
         ``KubernetesError`` when the connection breaks mid-stream.
         """
-        resp = self._call(f"watch pods in {namespace}", self.core.list_namespaced_pod,
-                          namespace, label_selector=selector, watch=True,
-                          resource_version=resource_version, allow_watch_bookmarks=True,
-                          timeout_seconds=timeout_seconds,
-                          _request_timeout=(self.settings.timeout, timeout_seconds + 30))
+        resp = self._call(
+            f"watch pods in {namespace}",
+            self.core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=(self.settings.timeout, timeout_seconds + 30),
+        )
         try:
             for line in iter_resp_lines(resp):
                 if not line.strip():
@@ -135,43 +160,69 @@ class KubeClient:
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     cls = WatchExpired if obj.get("code") == 410 else KubernetesError
-                    raise cls(f"watch pods in {namespace}: {obj.get('message')}",
-                              status=obj.get("code"))
+                    raise cls(
+                        f"watch pods in {namespace}: {obj.get('message')}", status=obj.get("code")
+                    )
                 yield event
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            raise KubernetesError(f"watch pods in {namespace} broke: {type(exc).__name__}"
-                                  ) from None
+            raise KubernetesError(
+                f"watch pods in {namespace} broke: {type(exc).__name__}"
+            ) from None
         finally:
             resp.close()
             resp.release_conn()
 
     def list_warning_events(self, namespace: str) -> dict[str, Any]:
-        return self._json(f"list events in {namespace}", self.core.list_namespaced_event,
-                          namespace, field_selector="type=Warning")
+        return self._json(
+            f"list events in {namespace}",
+            self.core.list_namespaced_event,
+            namespace,
+            field_selector="type=Warning",
+        )
 
     def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
-        return self._json(f"get deployment {namespace}/{name}",
-                          self.apps.read_namespaced_deployment, name, namespace)
+        return self._json(
+            f"get deployment {namespace}/{name}",
+            self.apps.read_namespaced_deployment,
+            name,
+            namespace,
+        )
 
     def list_replicasets(self, namespace: str, selector: str | None) -> dict[str, Any]:
-        return self._json(f"list replicasets in {namespace}",
-                          self.apps.list_namespaced_replica_set, namespace,
-                          label_selector=selector)
+        return self._json(
+            f"list replicasets in {namespace}",
+            self.apps.list_namespaced_replica_set,
+            namespace,
+            label_selector=selector,
+        )
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def patch_deployment(self, namespace: str, name: str, body: Any,
-                         content_type: str) -> dict[str, Any]:
-        return self._json(f"patch deployment {namespace}/{name}",
-                          self.apps.patch_namespaced_deployment, name, namespace, body,
-                          field_manager=FIELD_MANAGER, _content_type=content_type)
+    def patch_deployment(
+        self, namespace: str, name: str, body: Any, content_type: str
+    ) -> dict[str, Any]:
+        return self._json(
+            f"patch deployment {namespace}/{name}",
+            self.apps.patch_namespaced_deployment,
+            name,
+            namespace,
+            body,
+            field_manager=FIELD_MANAGER,
+            _content_type=content_type,
+        )
 
     def patch_scale(self, namespace: str, name: str, replicas: int) -> dict[str, Any]:
-        return self._json(f"scale deployment {namespace}/{name}",
-                          self.apps.patch_namespaced_deployment_scale, name, namespace,
-                          {"spec": {"replicas": replicas}}, field_manager=FIELD_MANAGER,
-                          _content_type=MERGE_PATCH)
+        return self._json(
+            f"scale deployment {namespace}/{name}",
+            self.apps.patch_namespaced_deployment_scale,
+            name,
+            namespace,
+            {"spec": {"replicas": replicas}},
+            field_manager=FIELD_MANAGER,
+            _content_type=MERGE_PATCH,
+        )
 
     def delete_pod(self, namespace: str, name: str) -> dict[str, Any]:
-        return self._json(f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod,
-                          name, namespace)
+        return self._json(
+            f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod, name, namespace
+        )

@@ -20,8 +20,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 IMAGE_PULL = {"ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull"}
-START_ERRORS = {"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
-                "PreCreateHookError", "PostStartHookError"}
+START_ERRORS = {
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "PreCreateHookError",
+    "PostStartHookError",
+}
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,9 @@ class Problem:
 def workload(pod: dict[str, Any]) -> tuple[str, str]:
     """(kind, name) of what owns ``pod``: Deployment via its ReplicaSet, else the owner."""
     meta = pod.get("metadata") or {}
-    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")] or \
-        list(meta.get("ownerReferences") or [])
+    owners = [o for o in meta.get("ownerReferences") or [] if o.get("controller")] or list(
+        meta.get("ownerReferences") or []
+    )
     if not owners:
         return "Pod", str(meta.get("name", ""))
     owner = owners[0]
@@ -61,51 +67,79 @@ def _container_problem(cs: dict[str, Any]) -> Problem | None:
     waiting = (state.get("waiting") or {}).get("reason")
     terminated = state.get("terminated") or {}
     last_term = last.get("terminated") or {}
-    base = {"container": name, "restart_count": cs.get("restartCount", 0),
-            "image": cs.get("image")}
+    base = {"container": name, "restart_count": cs.get("restartCount", 0), "image": cs.get("image")}
     if terminated.get("reason") == "OOMKilled" or (
-            waiting == "CrashLoopBackOff" and last_term.get("reason") == "OOMKilled"):
+        waiting == "CrashLoopBackOff" and last_term.get("reason") == "OOMKilled"
+    ):
         code = terminated.get("exitCode", last_term.get("exitCode"))
-        return Problem("k8s_oom_killed", f"container {name} was OOM-killed (exit code {code}"
-                       f", {cs.get('restartCount', 0)} restarts)",
-                       {**base, "reason": "OOMKilled", "exit_code": code, "waiting": waiting})
+        return Problem(
+            "k8s_oom_killed",
+            f"container {name} was OOM-killed (exit code {code}"
+            f", {cs.get('restartCount', 0)} restarts)",
+            {**base, "reason": "OOMKilled", "exit_code": code, "waiting": waiting},
+        )
     if waiting == "CrashLoopBackOff":
         code, why = last_term.get("exitCode"), last_term.get("reason")
-        return Problem("k8s_crash_loop_back_off",
-                       f"container {name} is in CrashLoopBackOff (last exit: {why}, code "
-                       f"{code})", {**base, "reason": waiting, "exit_code": code,
-                                    "last_reason": why})
+        return Problem(
+            "k8s_crash_loop_back_off",
+            f"container {name} is in CrashLoopBackOff (last exit: {why}, code {code})",
+            {**base, "reason": waiting, "exit_code": code, "last_reason": why},
+        )
     if waiting in IMAGE_PULL:
-        return Problem("k8s_image_pull_failed", f"container {name} cannot pull its image "
-                       f"({waiting})", {**base, "reason": waiting,
-                                        "detail": (state.get("waiting") or {}).get("message")})
+        return Problem(
+            "k8s_image_pull_failed",
+            f"container {name} cannot pull its image ({waiting})",
+            {**base, "reason": waiting, "detail": (state.get("waiting") or {}).get("message")},
+        )
     if waiting in START_ERRORS:
-        return Problem("k8s_container_error", f"container {name} cannot start ({waiting})",
-                       {**base, "reason": waiting,
-                        "detail": (state.get("waiting") or {}).get("message")})
+        return Problem(
+            "k8s_container_error",
+            f"container {name} cannot start ({waiting})",
+            {**base, "reason": waiting, "detail": (state.get("waiting") or {}).get("message")},
+        )
     return None
 
 
-def problems(pod: dict[str, Any], *, not_ready_after: float,
-             now: datetime | None = None) -> list[Problem]:
+def problems(
+    pod: dict[str, Any], *, not_ready_after: float, now: datetime | None = None
+) -> list[Problem]:
     """Everything wrong with ``pod`` (empty when nothing is, or nothing is known yet)."""
     status = pod.get("status") or {}
-    found = [p for cs in (status.get("initContainerStatuses") or [])
-             + (status.get("containerStatuses") or [])
-             if (p := _container_problem(cs)) is not None]
+    found = [
+        p
+        for cs in (status.get("initContainerStatuses") or [])
+        + (status.get("containerStatuses") or [])
+        if (p := _container_problem(cs)) is not None
+    ]
     phase = status.get("phase")
     if phase == "Failed":
         reason = status.get("reason") or "Failed"
-        found.append(Problem("k8s_pod_failed", f"a pod failed ({reason})",
-                             {"reason": reason, "detail": status.get("message")}))
+        found.append(
+            Problem(
+                "k8s_pod_failed",
+                f"a pod failed ({reason})",
+                {"reason": reason, "detail": status.get("message")},
+            )
+        )
     if found or phase != "Running" or ready(pod):
         return found
-    since = next((_parse_time(c.get("lastTransitionTime")) for c in status.get("conditions") or []
-                  if c.get("type") == "Ready"), None)
+    since = next(
+        (
+            _parse_time(c.get("lastTransitionTime"))
+            for c in status.get("conditions") or []
+            if c.get("type") == "Ready"
+        ),
+        None,
+    )
     age = ((now or datetime.now(UTC)) - since).total_seconds() if since else 0.0
     if age >= not_ready_after:
-        found.append(Problem("k8s_pod_not_ready", f"a pod has not been ready for {age:.0f}s",
-                             {"reason": "NotReady", "not_ready_seconds": round(age)}))
+        found.append(
+            Problem(
+                "k8s_pod_not_ready",
+                f"a pod has not been ready for {age:.0f}s",
+                {"reason": "NotReady", "not_ready_seconds": round(age)},
+            )
+        )
     return found
 
 

@@ -21,5 +21,11 @@ def open_memory(settings: Settings) -> IncidentMemory:
     return SemanticMemory(folder)
 
 
-__all__ = ["Embedder", "HashingEmbedder", "IncidentMemory", "Recollection", "SemanticMemory",
-           "open_memory"]
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "IncidentMemory",
+    "Recollection",
+    "SemanticMemory",
+    "open_memory",
+]

@@ -44,8 +44,14 @@ class MemoryRequestFailed(MemoryUnavailable):
 
 
 def _incident_fields(incident: Any) -> dict[str, Any]:
-    return {"id": int(incident.id), "title": incident.title, "message": incident.message,
-            "source": incident.source, "kind": incident.kind, "target": incident.target}
+    return {
+        "id": int(incident.id),
+        "title": incident.title,
+        "message": incident.message,
+        "source": incident.source,
+        "kind": incident.kind,
+        "target": incident.target,
+    }
 
 
 class MemoryProcess:
@@ -53,8 +59,14 @@ class MemoryProcess:
 
     command: tuple[str, ...] = (sys.executable, "-m", "guard.memory.process")  # tests swap it
 
-    def __init__(self, folder: Path, *, idle_timeout: float = 600.0,
-                 answer_timeout: float = ANSWER_TIMEOUT, cooldown: float = COOLDOWN) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        idle_timeout: float = 600.0,
+        answer_timeout: float = ANSWER_TIMEOUT,
+        cooldown: float = COOLDOWN,
+    ) -> None:
         self.folder = folder
         self.idle_timeout = idle_timeout
         self.answer_timeout = answer_timeout
@@ -75,8 +87,14 @@ class MemoryProcess:
 
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
-        self._call({"op": "remember", "incident": _incident_fields(incident),
-                    "resolution": resolution, "skill": skill})
+        self._call(
+            {
+                "op": "remember",
+                "incident": _incident_fields(incident),
+                "resolution": resolution,
+                "skill": skill,
+            }
+        )
 
     def search(self, text: str, limit: int = 5) -> list[Recollection]:
         """Past incidents most similar to ``text``, best first."""
@@ -93,8 +111,10 @@ class MemoryProcess:
     def _call(self, request: dict[str, Any]) -> Any:
         with self._lock:
             if time.monotonic() < self._down_until:
-                raise MemoryUnavailable(f"{self._down_reason} (not retried for "
-                                        f"{self._down_until - time.monotonic():.0f}s more)")
+                raise MemoryUnavailable(
+                    f"{self._down_reason} (not retried for "
+                    f"{self._down_until - time.monotonic():.0f}s more)"
+                )
             try:
                 return self._attempts(request)
             except MemoryRequestFailed:
@@ -103,8 +123,11 @@ class MemoryProcess:
                 # an incident storm must not start a helper per recall: pause, then try again
                 self._down_until = time.monotonic() + self.cooldown
                 self._down_reason = str(exc)
-                logger.warning("semantic memory unavailable: {}; Guard goes on without it "
-                               "for {:g}s", exc, self.cooldown)
+                logger.warning(
+                    "semantic memory unavailable: {}; Guard goes on without it for {:g}s",
+                    exc,
+                    self.cooldown,
+                )
                 raise
 
     def _attempts(self, request: dict[str, Any]) -> Any:
@@ -118,7 +141,8 @@ class MemoryProcess:
                 code = proc.returncode
                 if attempt == 2:
                     raise MemoryUnavailable(
-                        f"the memory process exited ({code}) before answering") from exc
+                        f"the memory process exited ({code}) before answering"
+                    ) from exc
         raise AssertionError("unreachable")
 
     def _ensure(self) -> subprocess.Popen[bytes]:
@@ -126,7 +150,10 @@ class MemoryProcess:
             return self._proc
         self._proc = subprocess.Popen(
             [*self.command, str(self.folder), str(self.idle_timeout)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+        )
         logger.debug("memory process {} started", self._proc.pid)
         return self._proc
 
@@ -139,7 +166,8 @@ class MemoryProcess:
             proc.kill()  # hung: it gets no second chance; the next call starts a new one
             self._stop()
             raise MemoryUnavailable(
-                f"the memory process did not answer in {self.answer_timeout:g}s")
+                f"the memory process did not answer in {self.answer_timeout:g}s"
+            )
         if not line:
             raise EOFError
         answer = json.loads(line)
@@ -201,8 +229,11 @@ def _handle(memory: SemanticMemory, request: dict[str, Any]) -> Any:
     if request["op"] == "search":
         return [vars(r) for r in memory.search(request["text"], limit=int(request["limit"]))]
     if request["op"] == "remember":
-        memory.remember(SimpleNamespace(**request["incident"]),
-                        resolution=request["resolution"], skill=request["skill"])
+        memory.remember(
+            SimpleNamespace(**request["incident"]),
+            resolution=request["resolution"],
+            skill=request["skill"],
+        )
         return None
     raise ValueError(f"unknown memory request {request['op']!r}")
 

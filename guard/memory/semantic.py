@@ -52,8 +52,7 @@ class IncidentMemory(Protocol):
 
 
 def summary(incident: Any) -> str:
-    return redact(f"{incident.title}. {mask(incident.message)} ({incident.source} "
-                  f"{incident.kind})")
+    return redact(f"{incident.title}. {mask(incident.message)} ({incident.source} {incident.kind})")
 
 
 class SemanticMemory:
@@ -78,13 +77,19 @@ class SemanticMemory:
         except (FileNotFoundError, ValueError):
             if not create:
                 return None
-            schema = pa.schema([
-                pa.field("incident_id", pa.int64()), pa.field("title", pa.string()),
-                pa.field("text", pa.string()), pa.field("resolution", pa.string()),
-                pa.field("skill", pa.string()), pa.field("kind", pa.string()),
-                pa.field("target", pa.string()), pa.field("embedder", pa.string()),
-                pa.field("vector", pa.list_(pa.float32(), self.embedder.dim)),
-            ])
+            schema = pa.schema(
+                [
+                    pa.field("incident_id", pa.int64()),
+                    pa.field("title", pa.string()),
+                    pa.field("text", pa.string()),
+                    pa.field("resolution", pa.string()),
+                    pa.field("skill", pa.string()),
+                    pa.field("kind", pa.string()),
+                    pa.field("target", pa.string()),
+                    pa.field("embedder", pa.string()),
+                    pa.field("vector", pa.list_(pa.float32(), self.embedder.dim)),
+                ]
+            )
             self._table = db.create_table(TABLE, schema=schema)
         return self._table
 
@@ -100,10 +105,17 @@ class SemanticMemory:
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
         text = summary(incident)
-        row = {"incident_id": int(incident.id), "title": redact(incident.title), "text": text,
-               "resolution": redact(resolution), "skill": skill, "kind": incident.kind,
-               "target": redact(incident.target), "embedder": self.embedder.name,
-               "vector": self.embedder.embed(text)}
+        row = {
+            "incident_id": int(incident.id),
+            "title": redact(incident.title),
+            "text": text,
+            "resolution": redact(resolution),
+            "skill": skill,
+            "kind": incident.kind,
+            "target": redact(incident.target),
+            "embedder": self.embedder.name,
+            "vector": self.embedder.embed(text),
+        }
         with self._lock:
             table = self._open(create=True)
             table.delete(f"incident_id = {int(incident.id)}")
@@ -115,8 +127,17 @@ class SemanticMemory:
             table = self._open(create=False)
             if table is None:
                 return []
-            rows = (table.search(self.embedder.embed(text)).metric("cosine").limit(limit)
-                    .to_list())
-        return [Recollection(int(r["incident_id"]), round(1.0 - float(r["_distance"]), 4),
-                             r["title"], r["text"], r["resolution"], r["skill"], r["kind"],
-                             r["target"]) for r in rows]
+            rows = table.search(self.embedder.embed(text)).metric("cosine").limit(limit).to_list()
+        return [
+            Recollection(
+                int(r["incident_id"]),
+                round(1.0 - float(r["_distance"]), 4),
+                r["title"],
+                r["text"],
+                r["resolution"],
+                r["skill"],
+                r["kind"],
+                r["target"],
+            )
+            for r in rows
+        ]

@@ -60,11 +60,24 @@ class DockerMonitor:
                 raise _engine_error(exc) from None
         return self._client
 
-    def _signal(self, name: str, kind: str, message: str, *, ok: bool = False,
-                severity: Severity | None = None, **details: Any) -> Signal:
+    def _signal(
+        self,
+        name: str,
+        kind: str,
+        message: str,
+        *,
+        ok: bool = False,
+        severity: Severity | None = None,
+        **details: Any,
+    ) -> Signal:
         return Signal(
-            monitor_id=self.id, source="docker", target=name, kind=kind, message=message,
-            status="ok" if ok else "firing", severity=severity or self.spec.severity,
+            monitor_id=self.id,
+            source="docker",
+            target=name,
+            kind=kind,
+            message=message,
+            status="ok" if ok else "firing",
+            severity=severity or self.spec.severity,
             details=details,
         )
 
@@ -74,28 +87,53 @@ class DockerMonitor:
         code = state.get("ExitCode")
         health = (state.get("Health") or {}).get("Status")
         if state.get("OOMKilled") and status != "running":
-            return self._signal(name, "container_oom_killed", f"container {name} was OOM-killed",
-                                exit_code=code, status=status)
+            return self._signal(
+                name,
+                "container_oom_killed",
+                f"container {name} was OOM-killed",
+                exit_code=code,
+                status=status,
+            )
         if status == "restarting" or state.get("Restarting"):
-            return self._signal(name, "container_restarting",
-                                f"container {name} is restarting (last exit code {code})",
-                                exit_code=code, status=status)
+            return self._signal(
+                name,
+                "container_restarting",
+                f"container {name} is restarting (last exit code {code})",
+                exit_code=code,
+                status=status,
+            )
         if status in ("exited", "dead"):
-            return self._signal(name, "container_exited",
-                                f"container {name} exited with code {code}",
-                                exit_code=code, status=status, error=state.get("Error") or None)
+            return self._signal(
+                name,
+                "container_exited",
+                f"container {name} exited with code {code}",
+                exit_code=code,
+                status=status,
+                error=state.get("Error") or None,
+            )
         if status == "paused":
-            return self._signal(name, "container_paused", f"container {name} is paused",
-                                status=status)
+            return self._signal(
+                name, "container_paused", f"container {name} is paused", status=status
+            )
         if health == "unhealthy":
             log = (state.get("Health") or {}).get("Log") or []
             last = (log[-1].get("Output") or "").strip()[:500] if log else ""
-            return self._signal(name, "container_unhealthy",
-                                f"container {name} is unhealthy", status=status,
-                                health_output=last)
+            return self._signal(
+                name,
+                "container_unhealthy",
+                f"container {name} is unhealthy",
+                status=status,
+                health_output=last,
+            )
         if status == "running":
-            return self._signal(name, "container_running", f"container {name} is running",
-                                ok=True, status=status, health=health)
+            return self._signal(
+                name,
+                "container_running",
+                f"container {name} is running",
+                ok=True,
+                status=status,
+                health=health,
+            )
         return None
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
@@ -164,33 +202,43 @@ class DockerMonitor:
         action = str(event.get("Action") or event.get("status") or "")
         attrs = (event.get("Actor") or {}).get("Attributes") or {}
         name = attrs.get("name") or str(event.get("id", ""))[:12]
-        detected: dict[str, Any] = {
-            "event": action, "event_time_ns": event.get("timeNano")
-        }
+        detected: dict[str, Any] = {"event": action, "event_time_ns": event.get("timeNano")}
         if action == "oom":
-            return self._signal(name, "container_oom_killed", f"container {name} was OOM-killed",
-                                **detected)
+            return self._signal(
+                name, "container_oom_killed", f"container {name} was OOM-killed", **detected
+            )
         if action == "die":
             state = self._inspect_state(str(event.get("id", "")))
             if state.get("OOMKilled"):
-                return self._signal(name, "container_oom_killed",
-                                    f"container {name} was OOM-killed",
-                                    exit_code=attrs.get("exitCode"), **detected)
+                return self._signal(
+                    name,
+                    "container_oom_killed",
+                    f"container {name} was OOM-killed",
+                    exit_code=attrs.get("exitCode"),
+                    **detected,
+                )
             raw = str(attrs.get("exitCode"))
             code: int | str = int(raw) if raw.isdigit() else raw
-            return self._signal(name, "container_exited",
-                                f"container {name} exited with code {code}",
-                                exit_code=code, **detected)
+            return self._signal(
+                name,
+                "container_exited",
+                f"container {name} exited with code {code}",
+                exit_code=code,
+                **detected,
+            )
         if action == "start":
-            return self._signal(name, "container_running", f"container {name} is running",
-                                ok=True, **detected)
+            return self._signal(
+                name, "container_running", f"container {name} is running", ok=True, **detected
+            )
         if action.startswith("health_status"):
             if action.endswith("unhealthy"):
-                return self._signal(name, "container_unhealthy", f"container {name} is unhealthy",
-                                    **detected)
+                return self._signal(
+                    name, "container_unhealthy", f"container {name} is unhealthy", **detected
+                )
             if action.endswith("healthy"):
-                return self._signal(name, "container_running", f"container {name} is healthy",
-                                    ok=True, **detected)
+                return self._signal(
+                    name, "container_running", f"container {name} is healthy", ok=True, **detected
+                )
         return None
 
     def _inspect_state(self, container_id: str) -> dict[str, Any]:

@@ -23,8 +23,17 @@ class HttpMonitor:
 
     type = "http"
 
-    __slots__ = ("_body", "_client", "_clients", "_config", "_headers", "id", "interval",
-                 "jitter", "spec")
+    __slots__ = (
+        "_body",
+        "_client",
+        "_clients",
+        "_config",
+        "_headers",
+        "id",
+        "interval",
+        "jitter",
+        "spec",
+    )
 
     def __init__(self, spec: HttpMonitorSpec, *, clients: HttpClients | None = None) -> None:
         self.spec = spec
@@ -39,8 +48,14 @@ class HttpMonitor:
 
     def _signal(self, kind: str, message: str, *, ok: bool = False, **details: Any) -> Signal:
         return Signal(
-            monitor_id=self.id, source="http", target=self.spec.url, kind=kind, message=message,
-            status="ok" if ok else "firing", severity=self.spec.severity, details=details,
+            monitor_id=self.id,
+            source="http",
+            target=self.spec.url,
+            kind=kind,
+            message=message,
+            status="ok" if ok else "firing",
+            severity=self.spec.severity,
+            details=details,
         )
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
@@ -49,32 +64,67 @@ class HttpMonitor:
         if self._client is None:
             self._client = self._clients.acquire(self._config)
         try:
-            resp = await self._client.request(self.spec.method, url, headers=self._headers,
-                                              timeout=self.spec.timeout)
+            resp = await self._client.request(
+                self.spec.method, url, headers=self._headers, timeout=self.spec.timeout
+            )
         except httpx.TimeoutException:
-            return Observation([self._signal(
-                "http_timeout", f"{url} did not answer within {self.spec.timeout:g}s",
-                timeout=self.spec.timeout)])
+            return Observation(
+                [
+                    self._signal(
+                        "http_timeout",
+                        f"{url} did not answer within {self.spec.timeout:g}s",
+                        timeout=self.spec.timeout,
+                    )
+                ]
+            )
         except httpx.HTTPError as exc:
             reason = str(exc) or type(exc).__name__
-            return Observation([self._signal(
-                "http_unreachable", f"{url} is unreachable: {reason}", error=type(exc).__name__)])
+            return Observation(
+                [
+                    self._signal(
+                        "http_unreachable",
+                        f"{url} is unreachable: {reason}",
+                        error=type(exc).__name__,
+                    )
+                ]
+            )
         latency = time.perf_counter() - started
         details: dict[str, Any] = {
-            "status": resp.status_code, "latency_ms": round(latency * 1000, 1)
+            "status": resp.status_code,
+            "latency_ms": round(latency * 1000, 1),
         }
         if resp.status_code not in self.spec.expected_statuses:
             expected = ", ".join(map(str, self.spec.expected_statuses))
-            return Observation([self._signal(
-                "http_status", f"{url} answered {resp.status_code} (expected {expected})",
-                **details)])
+            return Observation(
+                [
+                    self._signal(
+                        "http_status",
+                        f"{url} answered {resp.status_code} (expected {expected})",
+                        **details,
+                    )
+                ]
+            )
         if self._body is not None and not self._body.search(resp.text):
-            return Observation([self._signal(
-                "http_body", f"{url} body does not match {self.spec.expect_body!r}", **details)])
+            return Observation(
+                [
+                    self._signal(
+                        "http_body",
+                        f"{url} body does not match {self.spec.expect_body!r}",
+                        **details,
+                    )
+                ]
+            )
         if self.spec.max_latency is not None and latency > self.spec.max_latency:
-            return Observation([self._signal(
-                "http_slow", f"{url} took {latency * 1000:.0f}ms "
-                f"(limit {self.spec.max_latency * 1000:.0f}ms)", **details)])
+            return Observation(
+                [
+                    self._signal(
+                        "http_slow",
+                        f"{url} took {latency * 1000:.0f}ms "
+                        f"(limit {self.spec.max_latency * 1000:.0f}ms)",
+                        **details,
+                    )
+                ]
+            )
         return Observation([self._signal("http_ok", f"{url} is healthy", ok=True, **details)])
 
     async def close(self) -> None:

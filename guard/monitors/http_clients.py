@@ -42,14 +42,20 @@ class HttpClients:
     def __init__(self, keepalive: int = KEEPALIVE) -> None:
         self.keepalive = keepalive
         self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[ClientConfig, _Shared]] = weakref.WeakKeyDictionary()
+            asyncio.AbstractEventLoop, dict[ClientConfig, _Shared]
+        ] = weakref.WeakKeyDictionary()
 
     def _build(self, config: ClientConfig) -> httpx.AsyncClient:
         # No cap on connections: a check waiting for a pooled connection would time out as if
         # its endpoint had; how many checks run at once is ``scheduler.max_concurrent_checks``.
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=self.keepalive)
-        return httpx.AsyncClient(verify=config.verify, proxy=config.proxy, limits=limits,
-                                 follow_redirects=False, headers={"User-Agent": USER_AGENT})
+        return httpx.AsyncClient(
+            verify=config.verify,
+            proxy=config.proxy,
+            limits=limits,
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
+        )
 
     def acquire(self, config: ClientConfig) -> httpx.AsyncClient:
         """The shared client for ``config`` on the running loop; pair with ``release``."""

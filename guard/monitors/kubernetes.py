@@ -40,8 +40,14 @@ def _snake(reason: str) -> str:
 class KubernetesMonitor:
     type = "kubernetes"
 
-    def __init__(self, spec: KubernetesMonitorSpec, settings: Settings, *,
-                 kube: KubeClient | None = None, watch_timeout: int = 300) -> None:
+    def __init__(
+        self,
+        spec: KubernetesMonitorSpec,
+        settings: Settings,
+        *,
+        kube: KubeClient | None = None,
+        watch_timeout: int = 300,
+    ) -> None:
         self.spec = spec
         self.settings = settings.kubernetes
         self.id = spec.id
@@ -70,8 +76,7 @@ class KubernetesMonitor:
 
     # -- judging workloads ----------------------------------------------------------------------
 
-    def _workload_signals(self, pods: list[dict[str, Any]], wkind: str,
-                          wname: str) -> list[Signal]:
+    def _workload_signals(self, pods: list[dict[str, Any]], wkind: str, wname: str) -> list[Signal]:
         ns = self.spec.namespace
         target = f"{ns}/{wname}"
         base = {"namespace": ns, "workload_kind": wkind, "workload": wname}
@@ -81,28 +86,47 @@ class KubernetesMonitor:
         for pod in pods:
             name = pod["metadata"]["name"]
             for p in problems(pod, not_ready_after=self.spec.not_ready_after):
-                signals.append(Signal(
-                    monitor_id=self.id, source="kubernetes", target=target, kind=p.kind,
-                    message=f"{wkind} {target}: {p.message}", severity=self.spec.severity,
-                    details={**base, "pod": name, **p.details,
-                             "resource_version": pod["metadata"].get("resourceVersion")}))
+                signals.append(
+                    Signal(
+                        monitor_id=self.id,
+                        source="kubernetes",
+                        target=target,
+                        kind=p.kind,
+                        message=f"{wkind} {target}: {p.message}",
+                        severity=self.spec.severity,
+                        details={
+                            **base,
+                            "pod": name,
+                            **p.details,
+                            "resource_version": pod["metadata"].get("resourceVersion"),
+                        },
+                    )
+                )
         if not signals and pods and all(ready(p) for p in pods):
-            signals.append(Signal(monitor_id=self.id, source="kubernetes", target=target,
-                                  kind="k8s_workload_ready", status="ok",
-                                  message=f"{wkind} {target}: {len(pods)} pod(s) ready",
-                                  details={**base, "pods": sorted(p["metadata"]["name"]
-                                                                  for p in pods)}))
+            signals.append(
+                Signal(
+                    monitor_id=self.id,
+                    source="kubernetes",
+                    target=target,
+                    kind="k8s_workload_ready",
+                    status="ok",
+                    message=f"{wkind} {target}: {len(pods)} pod(s) ready",
+                    details={**base, "pods": sorted(p["metadata"]["name"] for p in pods)},
+                )
+            )
         return signals
 
-    def _judge(self, pods: list[dict[str, Any]], only: tuple[str, str] | None = None
-               ) -> list[Signal]:
+    def _judge(
+        self, pods: list[dict[str, Any]], only: tuple[str, str] | None = None
+    ) -> list[Signal]:
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in pods:
             groups.setdefault(workload(pod), []).append(pod)
         if only is not None:
             groups = {only: groups.get(only, [])}
-        return [s for (k, n), members in groups.items()
-                for s in self._workload_signals(members, k, n)]
+        return [
+            s for (k, n), members in groups.items() for s in self._workload_signals(members, k, n)
+        ]
 
     # -- polling --------------------------------------------------------------------------------
 
@@ -136,12 +160,22 @@ class KubernetesMonitor:
         obj = str(involved.get("name", "?"))
         reason = str(ev.get("reason") or "Warning")
         target = f"{self.spec.namespace}/{names.get(obj, obj)}"
-        return Signal(monitor_id=self.id, source="kubernetes", target=target,
-                      kind=f"k8s_event_{_snake(reason)}", severity=Severity.warning,
-                      message=f"{reason}: {ev.get('message', '')}"[:1000], count=new,
-                      details={"namespace": self.spec.namespace, "reason": reason,
-                               "object_kind": involved.get("kind"), "object": obj,
-                               "event": ev["metadata"]["name"]})
+        return Signal(
+            monitor_id=self.id,
+            source="kubernetes",
+            target=target,
+            kind=f"k8s_event_{_snake(reason)}",
+            severity=Severity.warning,
+            message=f"{reason}: {ev.get('message', '')}"[:1000],
+            count=new,
+            details={
+                "namespace": self.spec.namespace,
+                "reason": reason,
+                "object_kind": involved.get("kind"),
+                "object": obj,
+                "event": ev["metadata"]["name"],
+            },
+        )
 
     # -- the watch ------------------------------------------------------------------------------
 
@@ -170,8 +204,9 @@ class KubernetesMonitor:
                         listing = kube.list_pods(self.spec.namespace, self.spec.selector)
                         rv = str(listing["metadata"]["resourceVersion"])
                         put(("list", listing))
-                    for event in kube.watch_pods(self.spec.namespace, self.spec.selector, rv,
-                                                 self.watch_timeout):
+                    for event in kube.watch_pods(
+                        self.spec.namespace, self.spec.selector, rv, self.watch_timeout
+                    ):
                         if stopping.is_set():
                             return
                         failures = 0
@@ -186,10 +221,11 @@ class KubernetesMonitor:
                         put(("error", exc))
                         return
                     put(("reconnect", str(exc)))
-                    stopping.wait(min(0.1 * 2 ** failures, 5.0))
+                    stopping.wait(min(0.1 * 2**failures, 5.0))
 
-        thread = threading.Thread(target=pump, args=(self._rv,), daemon=True,
-                                  name=f"k8s-watch-{self.id}")
+        thread = threading.Thread(
+            target=pump, args=(self._rv,), daemon=True, name=f"k8s-watch-{self.id}"
+        )
         thread.start()
         try:
             while True:

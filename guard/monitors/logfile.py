@@ -59,16 +59,22 @@ class _Tally:
     signals: dict[tuple[str, ...], Signal] = field(default_factory=dict)
     counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
-    def add(self, rule: LogRule, grouper: RuleGrouper, line: str,
-            cut_at: int | None = None) -> None:
+    def add(
+        self, rule: LogRule, grouper: RuleGrouper, line: str, cut_at: int | None = None
+    ) -> None:
         key, grouping = grouper.group(rule.kind, line)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
         if key not in self.signals:
             self.signals[key] = Signal(
-                monitor_id=self.monitor_id, source="logfile", target=self.target,
-                kind=rule.kind, severity=rule.severity, message=line[:MESSAGE_CHARS],
-                details={"rule": rule.pattern}, grouping=grouping,
+                monitor_id=self.monitor_id,
+                source="logfile",
+                target=self.target,
+                kind=rule.kind,
+                severity=rule.severity,
+                message=line[:MESSAGE_CHARS],
+                details={"rule": rule.pattern},
+                grouping=grouping,
             )
         if cut_at is not None:  # over the line budget: only its first bytes were matched
             self.signals[key].details["line_cut_at_bytes"] = cut_at
@@ -76,8 +82,10 @@ class _Tally:
 
     def result(self) -> list[Signal]:
         now = utcnow()
-        return [Signal(**{**_fields(sig), "count": self.counts[key], "observed_at": now})
-                for key, sig in self.signals.items()]
+        return [
+            Signal(**{**_fields(sig), "count": self.counts[key], "observed_at": now})
+            for key, sig in self.signals.items()
+        ]
 
 
 def _fields(sig: Signal) -> dict[str, Any]:
@@ -98,9 +106,13 @@ class LogfileMonitor:
         self._rules = list(spec.rules)
         self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
         self._groupers = rule_groupers(
-            [(r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-             for r in spec.rules],
-            default=spec.group_by, log_format=spec.format)
+            [
+                (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+                for r in spec.rules
+            ],
+            default=spec.group_by,
+            log_format=spec.format,
+        )
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
 
@@ -211,8 +223,9 @@ class LogfileMonitor:
             self._handle.close()
         self._handle, self._handle_id = None, None
 
-    def _consume(self, handle: BinaryIO, pos: _Position, tally: _Tally, *, final: bool,
-                 budget: int) -> _Position:
+    def _consume(
+        self, handle: BinaryIO, pos: _Position, tally: _Tally, *, final: bool, budget: int
+    ) -> _Position:
         """Match every complete line from the handle's position; return the new position."""
         offset, skipping = pos.offset, pos.skipping
         limit = self.spec.max_line_bytes
@@ -233,12 +246,17 @@ class LogfileMonitor:
 
     def _tally(self, found: Match | None, tally: _Tally) -> None:
         if found is not None:
-            tally.add(self._rules[found[0]], self._groupers[found[0]], found[1],
-                      cut_at=self.spec.max_line_bytes if found.cut else None)
+            tally.add(
+                self._rules[found[0]],
+                self._groupers[found[0]],
+                found[1],
+                cut_at=self.spec.max_line_bytes if found.cut else None,
+            )
 
 
-def _blocks(handle: BinaryIO, limit: int, *, final: bool,
-            budget: int) -> Iterator[tuple[bytes, int, bool]]:
+def _blocks(
+    handle: BinaryIO, limit: int, *, final: bool, budget: int
+) -> Iterator[tuple[bytes, int, bool]]:
     """Yield ``(data, bytes consumed, complete)``: runs of whole lines, or over-long starts.
 
     A complete item holds whole lines (each ending in a newline). A line longer than ``limit``

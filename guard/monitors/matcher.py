@@ -88,12 +88,14 @@ def _hyperscan_database(rules: Sequence[tuple[str, bool]]) -> Any:
     """All the rules in one Hyperscan block-mode database, or None where it must not be used."""
     if hyperscan is None or any(_can_be_empty(p, ic) for p, ic in rules):
         return None
-    flags = [hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if ic else 0)
-             for _, ic in rules]
+    flags = [
+        hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if ic else 0) for _, ic in rules
+    ]
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
-        database.compile(expressions=[p.encode() for p, _ in rules], ids=list(range(len(rules))),
-                         flags=flags)
+        database.compile(
+            expressions=[p.encode() for p, _ in rules], ids=list(range(len(rules))), flags=flags
+        )
     except Exception as exc:  # a construct Hyperscan lacks, or a CPU it cannot run on
         logger.debug("log rules stay with RE2 (Hyperscan: {})", exc)
         return None
@@ -113,15 +115,15 @@ def _has_long_line(block: bytes, limit: int) -> bool:
     if len(block) <= limit:
         return False
     step = limit // 2
-    return any(block.find(b"\n", at, at + step) < 0
-               for at in range(0, len(block) - step + 1, step))
+    return any(block.find(b"\n", at, at + step) < 0 for at in range(0, len(block) - step + 1, step))
 
 
 class LineMatcher:
     """Ordered rules ``(pattern, ignore_case)``; finds each line's first matching rule."""
 
-    def __init__(self, rules: Sequence[tuple[str, bool]], *,
-                 engines: Sequence[Engine] = ("hyperscan", "re2")) -> None:
+    def __init__(
+        self, rules: Sequence[tuple[str, bool]], *, engines: Sequence[Engine] = ("hyperscan", "re2")
+    ) -> None:
         self._rules = RuleSet(rules)
         sources = [_re2_source(p, ic) for p, ic in rules]
         self._prefilter: Any = None
@@ -131,8 +133,10 @@ class LineMatcher:
             return  # RE2's screening of the rules also guards Hyperscan
         if "re2" in engines or "hyperscan" in engines:
             try:
-                self._prefilter = re2.compile("(?m)" + "|".join(sources),  # type: ignore[arg-type]
-                                              _RE2_OPTIONS)
+                self._prefilter = re2.compile(
+                    "(?m)" + "|".join(sources),  # type: ignore[arg-type]
+                    _RE2_OPTIONS,
+                )
             except re2.error:  # e.g. two rules name a group alike
                 return
         if "hyperscan" in engines:
@@ -162,8 +166,9 @@ class LineMatcher:
         (ascending) limits the rules asked to those a prefilter saw match."""
         return self._rules.first(text, among)
 
-    def line(self, raw: bytes, among: Iterable[int] | None = None, *,
-             cut: bool = False) -> Match | None:
+    def line(
+        self, raw: bytes, among: Iterable[int] | None = None, *, cut: bool = False
+    ) -> Match | None:
         """Match one line (its newline, if any, is not part of it)."""
         text = _text(raw)
         index = self.first(text, among)
@@ -203,8 +208,7 @@ class LineMatcher:
                 return
         yield from self._re2_candidates(block, pos, end, limit)
 
-    def _hyperscan_ends(self, block: bytes, pos: int,
-                        end: int) -> list[tuple[int, int]] | None:
+    def _hyperscan_ends(self, block: bytes, pos: int, end: int) -> list[tuple[int, int]] | None:
         """``(end offset in block, rule)`` of every match in ``block[pos:end]``, in order of
         end; None: a storm (more than ``HS_STORM`` matches)."""
         ends: list[tuple[int, int]] = []
@@ -214,15 +218,17 @@ class LineMatcher:
             return len(ends) > HS_STORM  # True stops the scan
 
         try:
-            self._hyperscan.scan(memoryview(block)[pos:end], match_event_handler=on_match,
-                                 scratch=self._scratch)
+            self._hyperscan.scan(
+                memoryview(block)[pos:end], match_event_handler=on_match, scratch=self._scratch
+            )
         except hyperscan.ScanTerminated:
             return None
         ends.sort()
         return ends
 
-    def _lines_ending(self, block: bytes, pos: int, end: int, ends: list[tuple[int, int]],
-                      limit: int) -> Iterator[Match]:
+    def _lines_ending(
+        self, block: bytes, pos: int, end: int, ends: list[tuple[int, int]], limit: int
+    ) -> Iterator[Match]:
         """Match, once each, the lines in which a prefilter match ends, asking Python only the
         rules that matched there (a rule Python matches in a line ends a match in that line)."""
         k = 0
@@ -236,8 +242,9 @@ class LineMatcher:
             while k < len(ends) and ends[k][0] - 1 < stop:
                 rules.add(ends[k][1])
                 k += 1
-            found = self.line(block[start:min(stop, start + limit)], sorted(rules),
-                              cut=stop - start > limit + 1)
+            found = self.line(
+                block[start : min(stop, start + limit)], sorted(rules), cut=stop - start > limit + 1
+            )
             if found is not None:
                 yield found
 
@@ -251,8 +258,11 @@ class LineMatcher:
             start = pos if i < 0 else i + 1
             j = block.find(b"\n", hit.start(), end)
             pos = end if j < 0 else j + 1
-            if (found := self.line(block[start:min(pos, start + limit)],
-                                   cut=pos - start > limit + 1)) is not None:
+            if (
+                found := self.line(
+                    block[start : min(pos, start + limit)], cut=pos - start > limit + 1
+                )
+            ) is not None:
                 yield found
 
     def _each_line(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
@@ -261,7 +271,7 @@ class LineMatcher:
         while pos < end:
             j = block.find(b"\n", pos, end)
             stop = end if j < 0 else j + 1
-            texts.append(_text(block[pos:min(stop, pos + limit)]))
+            texts.append(_text(block[pos : min(stop, pos + limit)]))
             cuts.append(stop - pos > limit + 1)
             pos = stop
         answers = self._rules.first_many([(t, None) for t in texts])

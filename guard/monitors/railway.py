@@ -34,8 +34,10 @@ from guard.railway.targets import resolve_target
 from guard.records import Grouping, Observation, Severity, Signal
 from guard.saferegex import RuleSet
 
-FIRING = {DeploymentStatus.CRASHED: "railway_deployment_crashed",
-          DeploymentStatus.FAILED: "railway_deployment_failed"}
+FIRING = {
+    DeploymentStatus.CRASHED: "railway_deployment_crashed",
+    DeploymentStatus.FAILED: "railway_deployment_failed",
+}
 HEALTHY = {DeploymentStatus.SUCCESS, DeploymentStatus.SLEEPING}
 MESSAGE_CHARS = 1000
 MAX_DISTINCT = 200
@@ -55,15 +57,22 @@ class RailwayMonitor:
         # Spread polls of many monitors over the interval unless the playbook chose a jitter.
         self.jitter = spec.jitter or min(spec.every * 0.1, 30.0)
         self._client: RailwayClient | None = None
-        self._rules = (list(spec.rules), RuleSet([(r.pattern, r.ignore_case)
-                                                  for r in spec.rules]))
-        self._build_rules = (list(spec.build_rules),
-                             RuleSet([(r.pattern, r.ignore_case) for r in spec.build_rules]))
+        self._rules = (list(spec.rules), RuleSet([(r.pattern, r.ignore_case) for r in spec.rules]))
+        self._build_rules = (
+            list(spec.build_rules),
+            RuleSet([(r.pattern, r.ignore_case) for r in spec.build_rules]),
+        )
         self._groupers = {
             key: rule_groupers(
-                [(r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-                 for r in rules[0]], default=spec.group_by, log_format=spec.format)
-            for key, rules in (("logs", self._rules), ("build", self._build_rules))}
+                [
+                    (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+                    for r in rules[0]
+                ],
+                default=spec.group_by,
+                log_format=spec.format,
+            )
+            for key, rules in (("logs", self._rules), ("build", self._build_rules))
+        }
 
     def _railway(self) -> RailwayClient:
         if self._client is None:
@@ -88,16 +97,21 @@ class RailwayMonitor:
         cached = state.get("target")
         if isinstance(cached, dict) and cached.get("wanted") == wanted:
             return Target.model_validate(cached["ids"])
-        return await resolve_target(self._railway(), self.settings, self.spec.service,
-                                    self.spec.environment)
+        return await resolve_target(
+            self._railway(), self.settings, self.spec.service, self.spec.environment
+        )
 
     async def _check(self, state: Mapping[str, Any]) -> Observation:
         target = await self._target(state)
         client = self._railway()
         new_state: dict[str, Any] = {
-            "target": {"wanted": [self.spec.service,
-                                  self.spec.environment or self.settings.environment_id],
-                       "ids": target.model_dump()},
+            "target": {
+                "wanted": [
+                    self.spec.service,
+                    self.spec.environment or self.settings.environment_id,
+                ],
+                "ids": target.model_dump(),
+            },
             "last_success": state.get("last_success"),
         }
         deployment = await client.latest_deployment(target.environment_id, target.service_id)
@@ -122,41 +136,65 @@ class RailwayMonitor:
                 # history, from whatever Railway returns last)
                 since = None if skip else normalise(deployment.created_at.isoformat())
                 cursor = LogCursor(deployment.id, since)
-            lines = await fetch(deployment.id, since=cursor.timestamp,
-                                filter=self.spec.log_filter)
+            lines = await fetch(deployment.id, since=cursor.timestamp, filter=self.spec.log_filter)
             fresh = cursor.advance(lines)
             if not skip:  # off the event loop: matching costs up to a budget per line
-                signals.extend(await asyncio.to_thread(self._match, target, deployment, key,
-                                                       rules, fresh))
+                signals.extend(
+                    await asyncio.to_thread(self._match, target, deployment, key, rules, fresh)
+                )
             new_state[key] = cursor.as_state()
         return Observation(signals, new_state)
 
     def _details(self, target: Target, deployment: Deployment) -> dict[str, Any]:
-        return {"deployment_id": deployment.id, "service_id": target.service_id,
-                "service": target.service_name, "environment_id": target.environment_id,
-                "environment": target.environment_name, "project_id": target.project_id,
-                "status": deployment.status.value,
-                "created_at": deployment.created_at.isoformat()}
+        return {
+            "deployment_id": deployment.id,
+            "service_id": target.service_id,
+            "service": target.service_name,
+            "environment_id": target.environment_id,
+            "environment": target.environment_name,
+            "project_id": target.project_id,
+            "status": deployment.status.value,
+            "created_at": deployment.created_at.isoformat(),
+        }
 
-    def _status_signal(self, target: Target, deployment: Deployment,
-                       last_success: str | None) -> Signal | None:
+    def _status_signal(
+        self, target: Target, deployment: Deployment, last_success: str | None
+    ) -> Signal | None:
         details = self._details(target, deployment)
         if deployment.status in FIRING:
             if last_success and last_success != deployment.id:
                 details["last_success_deployment_id"] = last_success
-            return Signal(monitor_id=self.id, source="railway", target=target.label,
-                          kind=FIRING[deployment.status], severity=self.spec.severity,
-                          message=f"Railway deployment {deployment.id} of {target.label} is "
-                                  f"{deployment.status.value}", details=details)
+            return Signal(
+                monitor_id=self.id,
+                source="railway",
+                target=target.label,
+                kind=FIRING[deployment.status],
+                severity=self.spec.severity,
+                message=f"Railway deployment {deployment.id} of {target.label} is "
+                f"{deployment.status.value}",
+                details=details,
+            )
         if deployment.status in HEALTHY:
-            return Signal(monitor_id=self.id, source="railway", target=target.label,
-                          kind="railway_deployment_ok", status="ok",
-                          message=f"Railway deployment {deployment.id} of {target.label} is "
-                                  f"{deployment.status.value}", details=details)
+            return Signal(
+                monitor_id=self.id,
+                source="railway",
+                target=target.label,
+                kind="railway_deployment_ok",
+                status="ok",
+                message=f"Railway deployment {deployment.id} of {target.label} is "
+                f"{deployment.status.value}",
+                details=details,
+            )
         return None
 
-    def _match(self, target: Target, deployment: Deployment, key: str,
-               rules: tuple[list[LogRule], RuleSet], lines: list[LogLine]) -> list[Signal]:
+    def _match(
+        self,
+        target: Target,
+        deployment: Deployment,
+        key: str,
+        rules: tuple[list[LogRule], RuleSet],
+        lines: list[LogLine],
+    ) -> list[Signal]:
         """Fold matching lines into one signal per (rule, group), with counts.
 
         Each message is matched on its first ``MAX_LINE_CHARS`` characters (the signal says
@@ -167,8 +205,9 @@ class RailwayMonitor:
         found: dict[tuple[str, ...], tuple[LogRule, LogLine, Grouping]] = {}
         counts: dict[tuple[str, ...], int] = {}
         cut: set[tuple[str, ...]] = set()
-        for line, text, index in zip(lines, texts, ruleset.first_many(
-                [(t, None) for t in texts]), strict=True):
+        for line, text, index in zip(
+            lines, texts, ruleset.first_many([(t, None) for t in texts]), strict=True
+        ):
             if index is None:
                 continue
             rule = specs[index]
@@ -181,13 +220,23 @@ class RailwayMonitor:
                 cut.add(fold)
         where = f"{target.label}:{key}"
         return [
-            Signal(monitor_id=self.id, source="railway", target=where, kind=rule.kind,
-                   severity=rule.severity if rule.severity else Severity.error,
-                   message=line.message[:MESSAGE_CHARS], count=counts[fold],
-                   details={**self._details(target, deployment), "rule": rule.pattern,
-                            "log": key, "timestamp": line.timestamp,
-                            "log_severity": line.severity,
-                            **({"line_cut_at_chars": MAX_LINE_CHARS} if fold in cut else {})},
-                   grouping=grouping)
+            Signal(
+                monitor_id=self.id,
+                source="railway",
+                target=where,
+                kind=rule.kind,
+                severity=rule.severity if rule.severity else Severity.error,
+                message=line.message[:MESSAGE_CHARS],
+                count=counts[fold],
+                details={
+                    **self._details(target, deployment),
+                    "rule": rule.pattern,
+                    "log": key,
+                    "timestamp": line.timestamp,
+                    "log_severity": line.severity,
+                    **({"line_cut_at_chars": MAX_LINE_CHARS} if fold in cut else {}),
+                },
+                grouping=grouping,
+            )
             for fold, (rule, line, grouping) in found.items()
         ]

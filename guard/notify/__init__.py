@@ -35,5 +35,11 @@ def build_gateway(settings: Settings, db: Database, runtime: Any = None) -> Tele
     return TelegramGateway(settings, db, runtime)
 
 
-__all__ = ["HumanRequest", "IncidentUpdate", "Notifier", "SkillOption", "build_gateway",
-           "build_notifier"]
+__all__ = [
+    "HumanRequest",
+    "IncidentUpdate",
+    "Notifier",
+    "SkillOption",
+    "build_gateway",
+    "build_notifier",
+]

@@ -30,8 +30,9 @@ class ConsoleNotifier:
 
     def _out(self, text: str, incident_id: int | None = None) -> None:
         logger.warning("\n{}", text) if incident_id else logger.info("{}", text)
-        record_message(self.db, chat=CHAT, direction="out", author="guard", text=text,
-                       incident_id=incident_id)
+        record_message(
+            self.db, chat=CHAT, direction="out", author="guard", text=text, incident_id=incident_id
+        )
 
     async def ask(self, request: HumanRequest) -> None:
         now = time.monotonic()
@@ -61,15 +62,24 @@ class ConsoleNotifier:
         lines = [f"{len(held)} incidents need a human (opened together):"]
         for r in held:
             lines.append(f"  #{r.incident_id} {r.title} [{r.severity}] x{r.count}")
-            lines += [f"      approve:  guard approve {r.incident_id} --skill {o.name}"
-                      for o in r.options]
-            lines.append(f"      fix:      guard reply {r.incident_id} -- COMMAND   |   deny: "
-                         f"guard deny {r.incident_id}")
+            lines += [
+                f"      approve:  guard approve {r.incident_id} --skill {o.name}" for o in r.options
+            ]
+            lines.append(
+                f"      fix:      guard reply {r.incident_id} -- COMMAND   |   deny: "
+                f"guard deny {r.incident_id}"
+            )
         text = "\n".join(lines)
         logger.warning("\n{}", text)
         for r in held:
-            record_message(self.db, chat=CHAT, direction="out", author="guard", text=text,
-                           incident_id=r.incident_id)
+            record_message(
+                self.db,
+                chat=CHAT,
+                direction="out",
+                author="guard",
+                text=text,
+                incident_id=r.incident_id,
+            )
 
     def _ask_one(self, request: HumanRequest) -> None:
         lines = [
@@ -81,16 +91,22 @@ class ConsoleNotifier:
             lines.append("  evidence:")
             lines += [f"    {line}" for line in request.evidence.splitlines()[:40]]
         for opt in request.options:
-            lines.append(f"  approve:  guard approve {request.incident_id} --skill {opt.name}"
-                         f"   ({opt.description})")
-        lines.append(f"  fix:      guard reply {request.incident_id} -- COMMAND  "
-                     "(a shell command for the sandbox, or an action like docker.restart NAME)")
+            lines.append(
+                f"  approve:  guard approve {request.incident_id} --skill {opt.name}"
+                f"   ({opt.description})"
+            )
+        lines.append(
+            f"  fix:      guard reply {request.incident_id} -- COMMAND  "
+            "(a shell command for the sandbox, or an action like docker.restart NAME)"
+        )
         lines.append(f"  deny:     guard deny {request.incident_id}")
         self._out("\n".join(lines), request.incident_id)
 
     async def update(self, update: IncidentUpdate) -> None:
-        self._out(f"Incident #{update.incident_id} {update.state}: {update.title}. {update.text}",
-                  update.incident_id)
+        self._out(
+            f"Incident #{update.incident_id} {update.state}: {update.title}. {update.text}",
+            update.incident_id,
+        )
 
     async def send_text(self, text: str) -> None:
         self._out(text)

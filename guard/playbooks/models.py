@@ -27,8 +27,10 @@ from guard.validation import valid_regex
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 GroupBy = Literal["template", "rule"] | list[str]
-_GROUP_BY_HELP = ("which lines are one incident: template (the event template, default), rule "
-                  "(every line of the rule), or a list of the pattern's named groups")
+_GROUP_BY_HELP = (
+    "which lines are one incident: template (the event template, default), rule "
+    "(every line of the rule), or a list of the pattern's named groups"
+)
 
 
 class _Spec(BaseModel):
@@ -45,7 +47,8 @@ class LogRule(_Spec):
     severity: Severity = Severity.error
     ignore_case: bool = False
     group_by: GroupBy | None = Field(
-        default=None, description=_GROUP_BY_HELP + " (default: the monitor's group_by)")
+        default=None, description=_GROUP_BY_HELP + " (default: the monitor's group_by)"
+    )
 
     @field_validator("pattern")
     @classmethod
@@ -66,9 +69,11 @@ class _LogRules(_Spec):
 
     group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
     format: str = Field(
-        default="auto", description="the lines' header: auto (detect), a preset (syslog, iso, "
+        default="auto",
+        description="the lines' header: auto (detect), a preset (syslog, iso, "
         "log4j, oslo, postgres, nginx-error, apache-error, glog, logcat, windows-cbs) or a "
-        "pattern with a (?P<message>...) group")
+        "pattern with a (?P<message>...) group",
+    )
 
     @field_validator("format")
     @classmethod
@@ -80,8 +85,9 @@ class _LogRules(_Spec):
 
     def _rules_have_groups(self, rules: list[LogRule]) -> None:
         for rule in rules:
-            problem = None if rule.group_by is not None else group_by_problem(self.group_by,
-                                                                                 rule.pattern)
+            problem = (
+                None if rule.group_by is not None else group_by_problem(self.group_by, rule.pattern)
+            )
             if problem:
                 raise ValueError(f"group_by: rule {rule.kind!r}: {problem}")
 
@@ -90,7 +96,9 @@ class _MonitorBase(_Spec):
     id: str = Field(pattern=_ID, description="unique across all playbooks")
     enabled: bool = True
     for_count: int = Field(
-        default=1, ge=1, alias="for",
+        default=1,
+        ge=1,
+        alias="for",
         description="consecutive failing checks before an incident opens",
     )
     auto_resolve: bool | None = Field(
@@ -130,9 +138,11 @@ class HttpMonitorSpec(_MonitorBase):
     headers: dict[str, str] = Field(default_factory=dict)
     severity: Severity = Severity.critical
     tls_verify: bool = Field(default=True, description="verify the server's TLS certificate")
-    proxy: str | None = Field(default=None, pattern=r"^(https?|socks5h?)://",
-                              description="proxy URL (default: HTTP(S)_PROXY from the "
-                              "environment, if set)")
+    proxy: str | None = Field(
+        default=None,
+        pattern=r"^(https?|socks5h?)://",
+        description="proxy URL (default: HTTP(S)_PROXY from the environment, if set)",
+    )
 
     @field_validator("expect_body")
     @classmethod
@@ -216,7 +226,10 @@ class KubernetesMonitorSpec(_MonitorBase):
 
 
 MonitorSpec = Annotated[
-    LogfileMonitorSpec | HttpMonitorSpec | DockerMonitorSpec | RailwayMonitorSpec
+    LogfileMonitorSpec
+    | HttpMonitorSpec
+    | DockerMonitorSpec
+    | RailwayMonitorSpec
     | KubernetesMonitorSpec,
     Field(discriminator="type"),
 ]

@@ -57,8 +57,7 @@ class TokenBucket:
 class Limiter:
     """Hourly and per-second buckets plus a Retry-After pause, shared by all callers."""
 
-    def __init__(self, per_hour: int, per_second: float = 10.0, *,
-                 max_wait: float = 60.0) -> None:
+    def __init__(self, per_hour: int, per_second: float = 10.0, *, max_wait: float = 60.0) -> None:
         per_hour = max(1, per_hour)
         burst = max(1, min(10, per_hour // 10))
         self.per_hour = per_hour
@@ -79,8 +78,9 @@ class Limiter:
         while True:
             with self._lock:
                 now = time.monotonic()
-                wait = max(self.paused_until - now, self.hourly.wait_time(now),
-                           self.second.wait_time(now))
+                wait = max(
+                    self.paused_until - now, self.hourly.wait_time(now), self.second.wait_time(now)
+                )
                 if wait <= 0:
                     self.hourly.take(now)
                     self.second.take(now)
@@ -103,12 +103,17 @@ _limiters_lock = threading.Lock()
 def shared_limiter(settings: RailwaySettings) -> Limiter:
     """The one limiter for this endpoint and credential (monitors and actions share it)."""
     credential = "project" if settings.project_token is not None else "account"
-    key = (settings.api_url, credential, settings.max_requests_per_hour,
-           settings.max_requests_per_second)
+    key = (
+        settings.api_url,
+        credential,
+        settings.max_requests_per_hour,
+        settings.max_requests_per_second,
+    )
     with _limiters_lock:
         if key not in _limiters:
-            _limiters[key] = Limiter(settings.max_requests_per_hour,
-                                     settings.max_requests_per_second)
+            _limiters[key] = Limiter(
+                settings.max_requests_per_hour, settings.max_requests_per_second
+            )
         return _limiters[key]
 
 
@@ -121,7 +126,8 @@ def estimate_requests_per_hour(playbooks: Iterable[Playbook]) -> dict[str, float
     """Steady-state requests per hour of each enabled railway monitor, by monitor id."""
     return {
         spec.id: 3600 / max(spec.every, 0.001) * requests_per_check(spec)
-        for book in playbooks for spec in book.monitors
+        for book in playbooks
+        for spec in book.monitors
         if isinstance(spec, RailwayMonitorSpec) and spec.enabled
     }
 
@@ -149,6 +155,8 @@ def railway_budget_warnings(settings: Settings, playbooks: Iterable[Playbook]) -
         )
     per_second = settings.railway.max_requests_per_second
     if total / 3600 > per_second:
-        warnings.append(f"railway monitors need {total / 3600:.1f} requests/second, over the "
-                        f"limit of {per_second:g}/s")
+        warnings.append(
+            f"railway monitors need {total / 3600:.1f} requests/second, over the "
+            f"limit of {per_second:g}/s"
+        )
     return warnings

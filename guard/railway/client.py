@@ -62,12 +62,15 @@ def _get(value: Any, path: str, *, operation: str, optional: bool = False) -> An
             return None
         if not isinstance(value, Mapping):
             where = ".".join(seen) or "data"
-            raise RailwayError(f"railway {operation}: unexpected answer: {where} is "
-                               f"{type(value).__name__}, not an object")
+            raise RailwayError(
+                f"railway {operation}: unexpected answer: {where} is "
+                f"{type(value).__name__}, not an object"
+            )
         seen.append(key)
         if key not in value and not optional:
-            raise RailwayError(f"railway {operation}: unexpected answer: field "
-                               f"{'.'.join(seen)} is missing")
+            raise RailwayError(
+                f"railway {operation}: unexpected answer: field {'.'.join(seen)} is missing"
+            )
         value = value.get(key)
     return value
 
@@ -76,16 +79,20 @@ def _list(value: Any, where: str, operation: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise RailwayError(f"railway {operation}: unexpected answer: {where} is "
-                           f"{type(value).__name__}, not a list")
+        raise RailwayError(
+            f"railway {operation}: unexpected answer: {where} is {type(value).__name__}, not a list"
+        )
     return value
 
 
 def _edges(conn: Any, where: str, operation: str) -> list[Any]:
-    edges = _list(_get(conn, "edges", operation=operation, optional=True), f"{where}.edges",
-                  operation)
-    return [_get(edge, "node", operation=f"{operation}: {where}.edges[{i}]")
-            for i, edge in enumerate(edges)]
+    edges = _list(
+        _get(conn, "edges", operation=operation, optional=True), f"{where}.edges", operation
+    )
+    return [
+        _get(edge, "node", operation=f"{operation}: {where}.edges[{i}]")
+        for i, edge in enumerate(edges)
+    ]
 
 
 def _model(model: type[M], value: Any, where: str, operation: str) -> M:
@@ -95,36 +102,50 @@ def _model(model: type[M], value: Any, where: str, operation: str) -> M:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join([where, *(str(p) for p in first["loc"])])
-        raise RailwayError(f"railway {operation}: unexpected answer: field {field}: "
-                           f"{first['msg']}") from None
+        raise RailwayError(
+            f"railway {operation}: unexpected answer: field {field}: {first['msg']}"
+        ) from None
 
 
 def _error_messages(errors: Any) -> str:
     """GraphQL ``errors`` as text, whatever their shape (a list of objects, a string...)."""
     items = errors if isinstance(errors, list) else [errors]
-    return "; ".join(str(e.get("message", e)) if isinstance(e, Mapping) else str(e)
-                     for e in items)[:1000]
+    return "; ".join(str(e.get("message", e)) if isinstance(e, Mapping) else str(e) for e in items)[
+        :1000
+    ]
 
 
 class RailwayClient:
     """Railway operations Guard uses; ``async with`` closes the connection pool."""
 
-    def __init__(self, settings: RailwaySettings, *, limiter: Limiter | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        settings: RailwaySettings,
+        *,
+        limiter: Limiter | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         if settings.token is None and settings.project_token is None:
-            raise RailwayError("no Railway credentials: set railway.token (account or workspace "
-                               "token) or railway.project_token (GUARD_RAILWAY__TOKEN)")
+            raise RailwayError(
+                "no Railway credentials: set railway.token (account or workspace "
+                "token) or railway.project_token (GUARD_RAILWAY__TOKEN)"
+            )
         self.settings = settings
         self.limiter = limiter or shared_limiter(settings)
-        self._http = httpx.AsyncClient(timeout=settings.timeout, transport=transport,
-                                       headers={"User-Agent": "guard/0.1"})
+        self._http = httpx.AsyncClient(
+            timeout=settings.timeout, transport=transport, headers={"User-Agent": "guard/0.1"}
+        )
         self.attempts = 0  # HTTP attempts made, retries included (for tests and logs)
 
     async def __aenter__(self) -> RailwayClient:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
@@ -138,8 +159,11 @@ class RailwayClient:
 
     # -- transport ------------------------------------------------------------------------------
 
-    async def execute(self, query: str, variables: Mapping[str, Any] | None = None,
-                      ) -> dict[str, Any]:
+    async def execute(
+        self,
+        query: str,
+        variables: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Run one GraphQL operation and return its ``data``; raise ``RailwayError``."""
         operation = query.split("(")[0].split("{")[0].split()[-1]
         retries = self.settings.retries
@@ -152,48 +176,76 @@ class RailwayClient:
                 if not exc.retryable:
                     raise
                 if attempt == retries:
-                    raise RailwayError(f"{exc} (gave up after {attempt + 1} attempts)",
-                                       status_code=exc.status_code, retryable=True) from None
-                delay = exc.retry_after if exc.retry_after is not None else (
-                    self.settings.backoff * 2 ** attempt * random.uniform(0.8, 1.2))
-                logger.warning("railway {} failed ({}); retry {}/{} in {:.2f}s", operation, exc,
-                               attempt + 1, retries, delay)
+                    raise RailwayError(
+                        f"{exc} (gave up after {attempt + 1} attempts)",
+                        status_code=exc.status_code,
+                        retryable=True,
+                    ) from None
+                delay = (
+                    exc.retry_after
+                    if exc.retry_after is not None
+                    else (self.settings.backoff * 2**attempt * random.uniform(0.8, 1.2))
+                )
+                logger.warning(
+                    "railway {} failed ({}); retry {}/{} in {:.2f}s",
+                    operation,
+                    exc,
+                    attempt + 1,
+                    retries,
+                    delay,
+                )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _attempt(self, operation: str, query: str,
-                       variables: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def _attempt(
+        self, operation: str, query: str, variables: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
         try:
-            resp = await self._http.post(self.settings.api_url, headers=self._headers(),
-                                         json={"query": query, "variables": dict(variables or {})})
+            resp = await self._http.post(
+                self.settings.api_url,
+                headers=self._headers(),
+                json={"query": query, "variables": dict(variables or {})},
+            )
         except httpx.TimeoutException:
-            raise RailwayError(f"railway {operation}: no answer within {self.settings.timeout:g}s",
-                               retryable=True) from None
+            raise RailwayError(
+                f"railway {operation}: no answer within {self.settings.timeout:g}s", retryable=True
+            ) from None
         except httpx.TransportError as exc:
-            raise RailwayError(f"railway {operation}: cannot reach {self.settings.api_url}: "
-                               f"{type(exc).__name__}", retryable=True) from None
+            raise RailwayError(
+                f"railway {operation}: cannot reach {self.settings.api_url}: {type(exc).__name__}",
+                retryable=True,
+            ) from None
         status = resp.status_code
         if status == 429 or status >= 500:
             wait = _retry_after(resp.headers.get("Retry-After"))
             what = f"railway {operation}: HTTP {status}" + (
-                " (rate limited by Railway)" if status == 429 else "")
+                " (rate limited by Railway)" if status == 429 else ""
+            )
             if wait is None:
                 raise RailwayError(what, status_code=status, retryable=True)
             self.limiter.pause(min(wait, MAX_RETRY_AFTER))
             if wait > MAX_RETRY_AFTER:
-                raise RailwayError(f"{what}; Railway asks to wait {wait:.0f}s",
-                                   status_code=status, retry_after=wait)
+                raise RailwayError(
+                    f"{what}; Railway asks to wait {wait:.0f}s",
+                    status_code=status,
+                    retry_after=wait,
+                )
             raise RailwayError(what, status_code=status, retryable=True, retry_after=wait)
         try:
             body = resp.json()
         except ValueError:
-            raise RailwayError(f"railway {operation}: HTTP {status} with a non-JSON body "
-                               f"({resp.text[:200]!r})", status_code=status) from None
+            raise RailwayError(
+                f"railway {operation}: HTTP {status} with a non-JSON body ({resp.text[:200]!r})",
+                status_code=status,
+            ) from None
         errors = body.get("errors") if isinstance(body, dict) else None
         if errors:
             messages = _error_messages(errors)
-            hint = " (check railway.token)" if status in (401, 403) or "auth" in messages.lower() \
+            hint = (
+                " (check railway.token)"
+                if status in (401, 403) or "auth" in messages.lower()
                 else ""
+            )
             raise RailwayError(f"railway {operation}: {messages}{hint}", status_code=status)
         if status >= 400:
             raise RailwayError(f"railway {operation}: HTTP {status}", status_code=status)
@@ -207,45 +259,77 @@ class RailwayClient:
     async def project_token_scope(self) -> ProjectTokenScope:
         op = "projectToken"
         data = await self.execute(queries.PROJECT_TOKEN)
-        return _model(ProjectTokenScope, _get(data, "projectToken", operation=op),
-                      "projectToken", op)
+        return _model(
+            ProjectTokenScope, _get(data, "projectToken", operation=op), "projectToken", op
+        )
 
     async def project(self, project_id: str) -> Project:
         op = "project"
         data = await self.execute(queries.PROJECT, {"id": project_id})
-        return _model(Project, {
-            "id": _get(data, "project.id", operation=op),
-            "name": _get(data, "project.name", operation=op),
-            "services": _edges(_get(data, "project.services", operation=op, optional=True),
-                               "project.services", op),
-            "environments": _edges(_get(data, "project.environments", operation=op,
-                                        optional=True), "project.environments", op),
-        }, "project", op)
+        return _model(
+            Project,
+            {
+                "id": _get(data, "project.id", operation=op),
+                "name": _get(data, "project.name", operation=op),
+                "services": _edges(
+                    _get(data, "project.services", operation=op, optional=True),
+                    "project.services",
+                    op,
+                ),
+                "environments": _edges(
+                    _get(data, "project.environments", operation=op, optional=True),
+                    "project.environments",
+                    op,
+                ),
+            },
+            "project",
+            op,
+        )
 
     async def latest_deployment(self, environment_id: str, service_id: str) -> Deployment | None:
         op = "latestDeployment"
-        data = await self.execute(queries.LATEST_DEPLOYMENT,
-                                  {"environmentId": environment_id, "serviceId": service_id})
+        data = await self.execute(
+            queries.LATEST_DEPLOYMENT, {"environmentId": environment_id, "serviceId": service_id}
+        )
         node = _get(data, "serviceInstance.latestDeployment", operation=op, optional=True)
         return _model(Deployment, node, "serviceInstance.latestDeployment", op) if node else None
 
-    async def deployments(self, project_id: str, service_id: str, environment_id: str, *,
-                          statuses: list[DeploymentStatus] | None = None,
-                          first: int = 20) -> list[Deployment]:
+    async def deployments(
+        self,
+        project_id: str,
+        service_id: str,
+        environment_id: str,
+        *,
+        statuses: list[DeploymentStatus] | None = None,
+        first: int = 20,
+    ) -> list[Deployment]:
         """Deployments of one service, newest first (optionally only those in ``statuses``)."""
         op = "deployments"
-        inp: dict[str, Any] = {"projectId": project_id, "serviceId": service_id,
-                               "environmentId": environment_id}
+        inp: dict[str, Any] = {
+            "projectId": project_id,
+            "serviceId": service_id,
+            "environmentId": environment_id,
+        }
         if statuses:
             inp["status"] = {"in": [s.value for s in statuses]}
         data = await self.execute(queries.DEPLOYMENTS, {"input": inp, "first": first})
-        found = [_model(Deployment, n, f"deployments.edges[{i}].node", op)
-                 for i, n in enumerate(_edges(_get(data, "deployments", operation=op),
-                                              "deployments", op))]
+        found = [
+            _model(Deployment, n, f"deployments.edges[{i}].node", op)
+            for i, n in enumerate(
+                _edges(_get(data, "deployments", operation=op), "deployments", op)
+            )
+        ]
         return sorted(found, key=lambda d: d.created_at, reverse=True)
 
-    async def _logs(self, query: str, field: str, deployment_id: str, since: str | None,
-                    limit: int, filter: str | None) -> list[LogLine]:
+    async def _logs(
+        self,
+        query: str,
+        field: str,
+        deployment_id: str,
+        since: str | None,
+        limit: int,
+        filter: str | None,
+    ) -> list[LogLine]:
         variables: dict[str, Any] = {"deploymentId": deployment_id, "limit": limit}
         if since is not None:
             variables["startDate"] = since
@@ -255,15 +339,29 @@ class RailwayClient:
         lines = _list(_get(data, field, operation=field), field, field)
         return [_model(LogLine, line, f"{field}[{i}]", field) for i, line in enumerate(lines)]
 
-    async def deployment_logs(self, deployment_id: str, *, since: str | None = None,
-                              limit: int = LOG_LIMIT, filter: str | None = None) -> list[LogLine]:
-        return await self._logs(queries.DEPLOYMENT_LOGS, "deploymentLogs", deployment_id, since,
-                                limit, filter)
+    async def deployment_logs(
+        self,
+        deployment_id: str,
+        *,
+        since: str | None = None,
+        limit: int = LOG_LIMIT,
+        filter: str | None = None,
+    ) -> list[LogLine]:
+        return await self._logs(
+            queries.DEPLOYMENT_LOGS, "deploymentLogs", deployment_id, since, limit, filter
+        )
 
-    async def build_logs(self, deployment_id: str, *, since: str | None = None,
-                         limit: int = LOG_LIMIT, filter: str | None = None) -> list[LogLine]:
-        return await self._logs(queries.BUILD_LOGS, "buildLogs", deployment_id, since, limit,
-                                filter)
+    async def build_logs(
+        self,
+        deployment_id: str,
+        *,
+        since: str | None = None,
+        limit: int = LOG_LIMIT,
+        filter: str | None = None,
+    ) -> list[LogLine]:
+        return await self._logs(
+            queries.BUILD_LOGS, "buildLogs", deployment_id, since, limit, filter
+        )
 
     # -- mutations ------------------------------------------------------------------------------
 
@@ -273,14 +371,20 @@ class RailwayClient:
 
     async def redeploy(self, deployment_id: str) -> Deployment:
         data = await self.execute(queries.DEPLOYMENT_REDEPLOY, {"id": deployment_id})
-        return _model(Deployment, _get(data, "deploymentRedeploy", operation="deploymentRedeploy"),
-                      "deploymentRedeploy", "deploymentRedeploy")
+        return _model(
+            Deployment,
+            _get(data, "deploymentRedeploy", operation="deploymentRedeploy"),
+            "deploymentRedeploy",
+            "deploymentRedeploy",
+        )
 
     async def rollback(self, deployment_id: str) -> bool:
         data = await self.execute(queries.DEPLOYMENT_ROLLBACK, {"id": deployment_id})
         return bool(_get(data, "deploymentRollback", operation="deploymentRollback"))
 
     async def redeploy_service_instance(self, environment_id: str, service_id: str) -> bool:
-        data = await self.execute(queries.SERVICE_INSTANCE_REDEPLOY,
-                                  {"environmentId": environment_id, "serviceId": service_id})
+        data = await self.execute(
+            queries.SERVICE_INSTANCE_REDEPLOY,
+            {"environmentId": environment_id, "serviceId": service_id},
+        )
         return bool(_get(data, "serviceInstanceRedeploy", operation="serviceInstanceRedeploy"))

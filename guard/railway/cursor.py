@@ -63,13 +63,18 @@ class LogCursor:
         return cls(deployment_id, state.get("timestamp"), list(state.get("digests") or []))
 
     def as_state(self) -> dict[str, Any]:
-        return {"deployment_id": self.deployment_id, "timestamp": self.timestamp,
-                "digests": self.digests}
+        return {
+            "deployment_id": self.deployment_id,
+            "timestamp": self.timestamp,
+            "digests": self.digests,
+        }
 
     def advance(self, lines: Iterable[LogLine]) -> list[LogLine]:
         """Return the lines not seen before, in time order, and move the cursor past them."""
-        ordered = sorted(((normalise(line.timestamp), i, line) for i, line in enumerate(lines)),
-                         key=lambda t: (t[0], t[1]))
+        ordered = sorted(
+            ((normalise(line.timestamp), i, line) for i, line in enumerate(lines)),
+            key=lambda t: (t[0], t[1]),
+        )
         seen_here = set(self.digests)
         occurrences: dict[tuple[str, str], int] = {}
         fresh: list[LogLine] = []

@@ -81,6 +81,7 @@ mutation GuardServiceInstanceRedeploy($environmentId: String!, $serviceId: Strin
 """
 
 ALL = {
-    name: value for name, value in dict(globals()).items()
+    name: value
+    for name, value in dict(globals()).items()
     if name.isupper() and not name.startswith("_") and isinstance(value, str)
 }

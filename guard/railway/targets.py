@@ -22,8 +22,9 @@ def _pick(kind: str, wanted: str, options: list[Named]) -> Named:
     raise RailwayError(f"no Railway {kind} named {wanted!r} in this project (known: {known})")
 
 
-async def resolve_target(client: RailwayClient, settings: RailwaySettings, service: str,
-                         environment: str | None = None) -> Target:
+async def resolve_target(
+    client: RailwayClient, settings: RailwaySettings, service: str, environment: str | None = None
+) -> Target:
     """Ids and names of ``service`` in ``environment``; raises ``RailwayError`` naming the fix."""
     project_id = settings.project_id
     environment = environment or settings.environment_id
@@ -32,13 +33,22 @@ async def resolve_target(client: RailwayClient, settings: RailwaySettings, servi
         project_id = scope.project_id
         environment = environment or scope.environment_id
     if not project_id:
-        raise RailwayError("which Railway project? set railway.project_id "
-                           "(GUARD_RAILWAY__PROJECT_ID) or use a project token")
+        raise RailwayError(
+            "which Railway project? set railway.project_id "
+            "(GUARD_RAILWAY__PROJECT_ID) or use a project token"
+        )
     if not environment:
-        raise RailwayError(f"which Railway environment for {service!r}? set environment: in the "
-                           "monitor or railway.environment_id")
+        raise RailwayError(
+            f"which Railway environment for {service!r}? set environment: in the "
+            "monitor or railway.environment_id"
+        )
     project = await client.project(project_id)
     svc = _pick("service", service, project.services)
     env = _pick("environment", environment, project.environments)
-    return Target(project_id=project.id, service_id=svc.id, service_name=svc.name,
-                  environment_id=env.id, environment_name=env.name)
+    return Target(
+        project_id=project.id,
+        service_id=svc.id,
+        service_name=svc.name,
+        environment_id=env.id,
+        environment_name=env.name,
+    )

@@ -85,8 +85,9 @@ def duration_text(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def window(settings: Settings, day: date | None = None,
-           now: datetime | None = None) -> tuple[datetime, datetime, str]:
+def window(
+    settings: Settings, day: date | None = None, now: datetime | None = None
+) -> tuple[datetime, datetime, str]:
     tz = ZoneInfo(settings.report.timezone)
     if day is not None:
         start = datetime(day.year, day.month, day.day, tzinfo=tz)
@@ -95,26 +96,46 @@ def window(settings: Settings, day: date | None = None,
     return end - timedelta(days=1), end, f"Guard daily report, 24 h to {end:%Y-%m-%d %H:%M}"
 
 
-def gather(db: Database, settings: Settings, day: date | None = None,
-           now: datetime | None = None) -> DailyReport:
+def gather(
+    db: Database, settings: Settings, day: date | None = None, now: datetime | None = None
+) -> DailyReport:
     start, end, title = window(settings, day, now)
     report = DailyReport(title, start, end, settings.report.timezone)
     tz = ZoneInfo(settings.report.timezone)
     with db.session() as session:
-        opened = session.exec(select(Incident).where(col(Incident.opened_at) >= start,
-                                                     col(Incident.opened_at) < end)).all()
-        resolved = session.exec(select(Incident).where(col(Incident.resolved_at) >= start,
-                                                       col(Incident.resolved_at) < end)).all()
-        escalations = session.exec(select(IncidentTimeline.incident_id).where(
-            IncidentTimeline.type == "state_changed",
-            IncidentTimeline.to_state == IncidentState.escalated.value,
-            col(IncidentTimeline.at) >= start, col(IncidentTimeline.at) < end)).all()
-        still_open = session.exec(select(func.count()).select_from(Incident).where(
-            col(Incident.state).in_([s.value for s in ACTIVE_STATES]),
-            col(Incident.opened_at) < end)).one()
-        approvals = session.exec(select(Approval).where(
-            col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow(),
-            Approval.kind == "skill").order_by(col(Approval.incident_id))).all()
+        opened = session.exec(
+            select(Incident).where(col(Incident.opened_at) >= start, col(Incident.opened_at) < end)
+        ).all()
+        resolved = session.exec(
+            select(Incident).where(
+                col(Incident.resolved_at) >= start, col(Incident.resolved_at) < end
+            )
+        ).all()
+        escalations = session.exec(
+            select(IncidentTimeline.incident_id).where(
+                IncidentTimeline.type == "state_changed",
+                IncidentTimeline.to_state == IncidentState.escalated.value,
+                col(IncidentTimeline.at) >= start,
+                col(IncidentTimeline.at) < end,
+            )
+        ).all()
+        still_open = session.exec(
+            select(func.count())
+            .select_from(Incident)
+            .where(
+                col(Incident.state).in_([s.value for s in ACTIVE_STATES]),
+                col(Incident.opened_at) < end,
+            )
+        ).one()
+        approvals = session.exec(
+            select(Approval)
+            .where(
+                col(Approval.used_at).is_(None),
+                col(Approval.expires_at) > utcnow(),
+                Approval.kind == "skill",
+            )
+            .order_by(col(Approval.incident_id))
+        ).all()
         report.audit_entries, report.audit_head = audit.head(session)
     report.opened = len(opened)
     for inc in opened:
@@ -135,14 +156,24 @@ def gather(db: Database, settings: Settings, day: date | None = None,
         else:
             report.recovered += 1
         if details.get("learned_skill"):
-            report.learned.append({"skill": details["learned_skill"], "incident": inc.id,
-                                   "commit": (details.get("skill_commit") or "")[:10]})
+            report.learned.append(
+                {
+                    "skill": details["learned_skill"],
+                    "incident": inc.id,
+                    "commit": (details.get("skill_commit") or "")[:10],
+                }
+            )
     report.mttr_seconds = sum(durations) / len(durations) if durations else None
     report.escalated = len(set(escalations))
     report.still_open = still_open
-    report.pending = [{"incident": a.incident_id, "skill": a.skill,
-                       "expires": a.expires_at.astimezone(tz).strftime("%H:%M")}
-                      for a in approvals]
+    report.pending = [
+        {
+            "incident": a.incident_id,
+            "skill": a.skill,
+            "expires": a.expires_at.astimezone(tz).strftime("%H:%M"),
+        }
+        for a in approvals
+    ]
     return report
 
 
@@ -152,8 +183,12 @@ def environment(settings: Settings) -> Environment:
     if custom.is_dir():
         loaders.append(FileSystemLoader(str(custom)))
     loaders.append(PackageLoader("guard.reports", "templates"))
-    return Environment(loader=ChoiceLoader(loaders), autoescape=select_autoescape(["j2"]),
-                       trim_blocks=True, lstrip_blocks=True)
+    return Environment(
+        loader=ChoiceLoader(loaders),
+        autoescape=select_autoescape(["j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def render(report: DailyReport, settings: Settings) -> str:

@@ -101,8 +101,10 @@ _FORBIDDEN_SOURCES: dict[str, tuple[str, str]] = {
     "/var/run/docker": ("the Docker engine's runtime sockets", _NO_SOCKETS),
     "/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
     "/var/run/containerd": ("containerd's sockets (root on the host)", _NO_SOCKETS),
-    "/var/lib/kubelet": ("the kubelet's state (every pod's volumes, secrets and tokens)",
-                         _NARROWER),
+    "/var/lib/kubelet": (
+        "the kubelet's state (every pod's volumes, secrets and tokens)",
+        _NARROWER,
+    ),
     "/var/lib/containers": ("podman's and cri-o's state (every container's files)", _NARROWER),
     "/var/lib/cri-o": ("cri-o's state (every container's files)", _NARROWER),
     "/var/lib/rancher": ("k3s's state (its containerd, its cluster's secrets)", _NARROWER),
@@ -131,7 +133,7 @@ def _guard_setting(name: str) -> bool:
     upper = name.upper()
     if not upper.startswith(GUARD_ENV_PREFIX):
         return False
-    field = upper[len(GUARD_ENV_PREFIX):].split("__", 1)[0].lower()
+    field = upper[len(GUARD_ENV_PREFIX) :].split("__", 1)[0].lower()
     return field in Settings.model_fields or field == "config"
 
 
@@ -267,8 +269,10 @@ class SandboxGrants(BaseModel):
             if not name.replace("_", "a").isalnum() or name[0].isdigit():
                 raise ValueError(f"secret {name!r} must be an environment variable name")
             if _guard_setting(name):
-                raise ValueError(f"secret {name!r} is Guard's own configuration (its bot token, "
-                                 "API keys): grant the service's own variable instead")
+                raise ValueError(
+                    f"secret {name!r} is Guard's own configuration (its bot token, "
+                    "API keys): grant the service's own variable instead"
+                )
         return value
 
 

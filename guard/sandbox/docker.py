@@ -238,7 +238,9 @@ class DockerSandbox:
             "sandbox network grant {!r} is not an internal Docker network: sandboxed commands "
             "can reach whatever it reaches (the host through its gateway, other hosts, the "
             "internet). To keep egress closed, recreate it with `docker network create "
-            "--internal {}` and attach only the services the commands need", name, name,
+            "--internal {}` and attach only the services the commands need",
+            name,
+            name,
         )
 
     def _discard(self, cid: str | None = None) -> None:
@@ -297,8 +299,12 @@ class DockerSandbox:
             t0 = time.monotonic()  # a cold start does not eat into the command's budget
             try:
                 exec_id: str = self.api.exec_create(
-                    cid, cmd, stdin=stdin is not None, environment=environment,
-                    workdir=workdir or "/workspace", user=self.settings.user,
+                    cid,
+                    cmd,
+                    stdin=stdin is not None,
+                    environment=environment,
+                    workdir=workdir or "/workspace",
+                    user=self.settings.user,
                 )["Id"]
                 sock = self.api.exec_start(exec_id, socket=True)
                 break
@@ -319,9 +325,13 @@ class DockerSandbox:
         if not finished:
             self._discard(cid)
             return ExecResult(
-                TIMEOUT_EXIT_CODE, out.text(self.redactor), err.text(self.redactor),
-                time.monotonic() - t0, timed_out=True,
-                stdout_truncated=out.dropped, stderr_truncated=err.dropped,
+                TIMEOUT_EXIT_CODE,
+                out.text(self.redactor),
+                err.text(self.redactor),
+                time.monotonic() - t0,
+                timed_out=True,
+                stdout_truncated=out.dropped,
+                stderr_truncated=err.dropped,
             )
         try:
             code = self._exit_code(exec_id)
@@ -334,8 +344,13 @@ class DockerSandbox:
             logger.warning("command left {} process(es) running; resetting the sandbox", stray)
             self._discard(cid)
         return ExecResult(
-            code, out.text(self.redactor), err.text(self.redactor), duration,
-            oom_killed=oom, stdout_truncated=out.dropped, stderr_truncated=err.dropped,
+            code,
+            out.text(self.redactor),
+            err.text(self.redactor),
+            duration,
+            oom_killed=oom,
+            stdout_truncated=out.dropped,
+            stderr_truncated=err.dropped,
         )
 
     def _exit_code(self, exec_id: str) -> int:

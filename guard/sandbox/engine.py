@@ -150,17 +150,23 @@ def host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Pat
 
 
 def pump_exec_stream(
-    raw: socket.socket, stdin: bytes | None, out: OutputBuffer, err: OutputBuffer,
-    deadline: float, abort: threading.Event,
+    raw: socket.socket,
+    stdin: bytes | None,
+    out: OutputBuffer,
+    err: OutputBuffer,
+    deadline: float,
+    abort: threading.Event,
 ) -> bool:
     """Demultiplex a hijacked, non-tty exec socket into ``out``/``err`` (frames are an 8-byte
     header: stream id, 3 zero bytes, big-endian length), feeding ``stdin`` from a side thread.
     True at end of stream; False once ``deadline`` passes or ``abort`` is set."""
     if stdin is not None:
+
         def feed() -> None:
             with contextlib.suppress(OSError):
                 raw.sendall(stdin)
                 raw.shutdown(socket.SHUT_WR)
+
         threading.Thread(target=feed, daemon=True, name="sandbox-stdin").start()
     buf = bytearray()
     sinks = {1: out, 2: err}

@@ -37,8 +37,15 @@ from guard.exceptions import SandboxError
 
 Progress = Callable[[str], None]
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_TRIM = ("usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale",
-         "var/lib/apt/lists", "var/cache/apt", "var/log")
+_TRIM = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "var/lib/apt/lists",
+    "var/cache/apt",
+    "var/log",
+)
 
 
 def _quiet(_: str) -> None:
@@ -130,8 +137,12 @@ def _verify(client: docker.DockerClient, name: str, tools: list[str]) -> None:
     script = "for t in " + " ".join(tools) + '; do command -v "$t" >/dev/null || echo "$t"; done'
     try:
         out = client.containers.run(
-            name, ["/bin/sh", "-c", script], network_mode="none", remove=True,
-            user="65534:65534", read_only=True,
+            name,
+            ["/bin/sh", "-c", script],
+            network_mode="none",
+            remove=True,
+            user="65534:65534",
+            read_only=True,
         )
     except (DockerException, requests.RequestException) as exc:
         raise SandboxError(f"built image {name} does not start: {exc}") from None
@@ -173,8 +184,12 @@ def build_offline(
         shutil.rmtree(partial, ignore_errors=True)
         (cache / "debs").mkdir(parents=True, exist_ok=True)
         cmd = [
-            debootstrap, "--variant=minbase", f"--include={','.join(spec['packages'])}",
-            f"--cache-dir={cache / 'debs'}", spec["suite"], str(partial),
+            debootstrap,
+            "--variant=minbase",
+            f"--include={','.join(spec['packages'])}",
+            f"--cache-dir={cache / 'debs'}",
+            spec["suite"],
+            str(partial),
             mirror or spec["mirror"],
         ]
         _stream(cmd, on_detail, "debootstrap")
@@ -211,7 +226,8 @@ def _stream(cmd: list[str], on_detail: Progress, what: str) -> None:
             on_detail(line)
     if proc.returncode != 0:
         raise SandboxError(
-            f"{what} failed (exit {proc.returncode}); last output:\n" + "\n".join(tail)
+            f"{what} failed (exit {proc.returncode}); last output:\n"
+            + "\n".join(tail)
             + "\nIs the Debian mirror reachable? Re-running resumes from the download cache."
         )
 
@@ -232,9 +248,7 @@ def build_online(client: docker.DockerClient, name: str, *, on_detail: Progress 
         raise SandboxError(f"docker build failed: {exc} (no registry? use --offline)") from None
 
 
-def build_busybox(
-    client: docker.DockerClient, name: str, *, busybox: str = "/bin/busybox"
-) -> None:
+def build_busybox(client: docker.DockerClient, name: str, *, busybox: str = "/bin/busybox") -> None:
     """A tiny sandbox image: a static busybox with every applet linked, user 65534."""
     src = Path(busybox)
     if not src.is_file():
@@ -256,10 +270,18 @@ def build_busybox(
             "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
         )
         (root / "etc" / "group").write_text("root:x:0:\nnogroup:x:65534:\n")
-        _import(client, root, name, [
-            "USER 65534:65534", "WORKDIR /workspace", "ENV PATH=/bin", 'CMD ["sleep", "3600"]',
-            "LABEL guard.busybox=1",
-        ])
+        _import(
+            client,
+            root,
+            name,
+            [
+                "USER 65534:65534",
+                "WORKDIR /workspace",
+                "ENV PATH=/bin",
+                'CMD ["sleep", "3600"]',
+                "LABEL guard.busybox=1",
+            ],
+        )
 
 
 def image_exists(client: docker.DockerClient, name: str) -> bool:

@@ -36,8 +36,13 @@ def create_sandbox(
     from guard.sandbox.docker import DockerSandbox
 
     return DockerSandbox(
-        settings, incident_id=incident_id, grants=grants, secrets=secrets, redactor=redactor,
-        client=client, image=image,
+        settings,
+        incident_id=incident_id,
+        grants=grants,
+        secrets=secrets,
+        redactor=redactor,
+        client=client,
+        image=image,
     )
 
 
@@ -75,8 +80,12 @@ class SandboxPool:
                 stale, found = found, None
             if found is None:
                 found = create_sandbox(
-                    self.settings, incident_id=incident_id, grants=grants,
-                    environ=self._environ, redactor=self._redactor, client=self._client,
+                    self.settings,
+                    incident_id=incident_id,
+                    grants=grants,
+                    environ=self._environ,
+                    redactor=self._redactor,
+                    client=self._client,
                 )
                 self._sessions[incident_id] = found
                 self._grants[incident_id] = grants

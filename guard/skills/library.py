@@ -91,12 +91,14 @@ def load_skill(folder: Path) -> Skill:
     else:
         try:
             data, body = parse_skill_md(md.read_text(encoding="utf-8"), md_label)
-            problems += [f"{md_label}: missing section '## {section}'"
-                         for section in missing_sections(body)]
+            problems += [
+                f"{md_label}: missing section '## {section}'" for section in missing_sections(body)
+            ]
             meta = SkillFrontmatter.model_validate(data)
             if meta.name != folder.name:
-                problems.append(f"{md_label}: name: {meta.name!r} must equal the folder name "
-                                f"{folder.name!r}")
+                problems.append(
+                    f"{md_label}: name: {meta.name!r} must equal the folder name {folder.name!r}"
+                )
         except ConfigError as exc:
             problems += exc.problems
         except ValidationError as exc:
@@ -175,8 +177,9 @@ class SkillLibrary:
     def reload(self) -> None:
         self.skills, self.quarantined = load_skills_quarantining(self.folder)
         for name, problems in self.quarantined.items():
-            logger.error("skill {} is quarantined (not used until fixed): {}", name,
-                         "; ".join(problems))
+            logger.error(
+                "skill {} is quarantined (not used until fixed): {}", name, "; ".join(problems)
+            )
 
     def get(self, name: str) -> Skill | None:
         return next((s for s in self.skills if s.name == name), None)

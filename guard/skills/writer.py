@@ -84,8 +84,11 @@ def _target_spans(text: str, target: str) -> list[tuple[int, int]]:
 def literal_template(text: str) -> str:
     """``text`` as a Jinja template that renders to itself (``{{ }}`` stays literal)."""
     if any(mark in text for mark in ("{{", "{%", "{#")):
-        return "{% raw %}" + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}"
-                                          "{% raw %}") + "{% endraw %}"
+        return (
+            "{% raw %}"
+            + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")
+            + "{% endraw %}"
+        )
     return text
 
 
@@ -125,8 +128,10 @@ def fix_script(fix: str, target: str, *, incident_id: Any, approver: str) -> str
     """The script a human's shell fix runs as, and is saved as when it cures the incident:
     the fix as written (no templating, no ``set -eu``), the target made ``$GUARD_TARGET``."""
     who = " ".join(str(approver).split())
-    return (f"#!/bin/sh\n# Learned from incident #{incident_id}, approved by {who}.\n"
-            f"{shell_generalise(fix, target)}\n")
+    return (
+        f"#!/bin/sh\n# Learned from incident #{incident_id}, approved by {who}.\n"
+        f"{shell_generalise(fix, target)}\n"
+    )
 
 
 class _Redacted:
@@ -140,22 +145,42 @@ class _Redacted:
 
 
 class SkillWriter:
-    def __init__(self, library: SkillLibrary, *, trust: str, git_commit: bool,
-                 git_author: str, verify_timeout: float) -> None:
+    def __init__(
+        self,
+        library: SkillLibrary,
+        *,
+        trust: str,
+        git_commit: bool,
+        git_author: str,
+        verify_timeout: float,
+    ) -> None:
         self.library = library
         self.trust = trust
         self.git_commit = git_commit
         self.git_author = git_author
         self.verify_timeout = verify_timeout
 
-    def spec_for(self, incident: Any, fix: str, *, action: str | None,
-                 args: dict[str, Any], approver: str, verdict: str) -> dict[str, Any]:
-        trigger = {"source": incident.source, "kind": incident.kind, "target": incident.target,
-                   "message": message_regex(incident.message)}
+    def spec_for(
+        self,
+        incident: Any,
+        fix: str,
+        *,
+        action: str | None,
+        args: dict[str, Any],
+        approver: str,
+        verdict: str,
+    ) -> dict[str, Any]:
+        trigger = {
+            "source": incident.source,
+            "kind": incident.kind,
+            "target": incident.target,
+            "message": message_regex(incident.message),
+        }
         if action is not None:
-            step: dict[str, Any] = {"action": action,
-                                    "args": {k: generalise(v, incident.target)
-                                             for k, v in args.items()}}
+            step: dict[str, Any] = {
+                "action": action,
+                "args": {k: generalise(v, incident.target) for k, v in args.items()},
+            }
         else:
             step = {"run": "scripts/fix.sh"}
         return {
@@ -164,12 +189,26 @@ class SkillWriter:
             "limits": {"max_runs": 3, "window": "1h"},
             "trust": self.trust,
             "origin": "learned",
-            "learned_from": {"incident": incident.id, "approver": approver, "fix": fix,
-                             "verified": verdict, "at": utcnow().isoformat(timespec="seconds")},
+            "learned_from": {
+                "incident": incident.id,
+                "approver": approver,
+                "fix": fix,
+                "verified": verdict,
+                "at": utcnow().isoformat(timespec="seconds"),
+            },
         }
 
-    def write(self, incident: Any, fix: str, *, action: str | None, args: dict[str, Any],
-              approver: str, verdict: str, script: str | None = None) -> LearnedSkill:
+    def write(
+        self,
+        incident: Any,
+        fix: str,
+        *,
+        action: str | None,
+        args: dict[str, Any],
+        approver: str,
+        verdict: str,
+        script: str | None = None,
+    ) -> LearnedSkill:
         """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
         ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
         anything is written; the folder appears whole (renamed from a staging folder that
@@ -178,14 +217,18 @@ class SkillWriter:
         incident = _Redacted(incident)
         fix, args = redact(fix), redact_value(args)
         script = redact(script) if script is not None else None
-        spec = self.spec_for(incident, fix, action=action, args=args, approver=approver,
-                             verdict=verdict)
+        spec = self.spec_for(
+            incident, fix, action=action, args=args, approver=approver, verdict=verdict
+        )
         parsed = SkillSpec.model_validate(spec)
         if action is None and script is None:
             script = fix_script(fix, incident.target, incident_id=incident.id, approver=approver)
         for skill in self.library.skills:  # the same lesson again: keep the one we have
-            if (skill.spec.triggers == parsed.triggers and skill.spec.steps == parsed.steps
-                    and self._same_script(skill.path, script)):
+            if (
+                skill.spec.triggers == parsed.triggers
+                and skill.spec.steps == parsed.steps
+                and self._same_script(skill.path, script)
+            ):
                 return LearnedSkill(skill.name, skill.path, None, existed=True)
         name = self._free_name(incident.kind, incident.target)
         md = self._skill_md(name, incident, fix, approver, verdict)
@@ -217,15 +260,22 @@ class SkillWriter:
         if script is None:
             return True
         saved = path / "scripts" / "fix.sh"
-        return saved.is_file() and saved.read_text().split("\n", 2)[2:] == \
-            script.split("\n", 2)[2:]  # the same commands (the header names the incident)
+        return (
+            saved.is_file() and saved.read_text().split("\n", 2)[2:] == script.split("\n", 2)[2:]
+        )  # the same commands (the header names the incident)
 
     def _free_name(self, kind: str, target: str) -> str:
         """A valid name no skill folder (loaded, quarantined or on disk) has yet."""
         base = valid_name(f"learned-{slug(kind, 24)}-{slug(target, 30)}")
-        taken = ({s.name for s in self.library.skills} | set(self.library.quarantined)
-                 | ({p.name for p in self.library.folder.iterdir()}
-                    if self.library.folder.is_dir() else set()))
+        taken = (
+            {s.name for s in self.library.skills}
+            | set(self.library.quarantined)
+            | (
+                {p.name for p in self.library.folder.iterdir()}
+                if self.library.folder.is_dir()
+                else set()
+            )
+        )
         name, n = base, 2
         while name in taken:
             name, n = valid_name(base, str(n)), n + 1
@@ -233,13 +283,23 @@ class SkillWriter:
 
     @staticmethod
     def _skill_md(name: str, incident: Any, fix: str, approver: str, verdict: str) -> str:
-        description = (f"Heals {incident.kind.replace('_', ' ')} on {incident.target} by "
-                       f"running `{fix}`. Use when Guard opens a {incident.source} incident of "
-                       f"kind {incident.kind} for {incident.target}. Learned from incident "
-                       f"#{incident.id}, approved by {approver}.")[:1024]
-        front = {"name": name, "description": description, "license": "Apache-2.0",
-                 "metadata": {"origin": "learned", "incident": str(incident.id),
-                              "approver": approver, "guard-kind": incident.kind}}
+        description = (
+            f"Heals {incident.kind.replace('_', ' ')} on {incident.target} by "
+            f"running `{fix}`. Use when Guard opens a {incident.source} incident of "
+            f"kind {incident.kind} for {incident.target}. Learned from incident "
+            f"#{incident.id}, approved by {approver}."
+        )[:1024]
+        front = {
+            "name": name,
+            "description": description,
+            "license": "Apache-2.0",
+            "metadata": {
+                "origin": "learned",
+                "incident": str(incident.id),
+                "approver": approver,
+                "guard-kind": incident.kind,
+            },
+        }
         return (
             "---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n"
             f"# {name}\n\n"
@@ -258,17 +318,24 @@ class SkillWriter:
             f"The original check passes again. When it was learned: {verdict}.\n"
         )
 
-    def _commit(self, folder: Path, name: str, incident: Any, fix: str, approver: str,
-                verdict: str) -> str | None:
+    def _commit(
+        self, folder: Path, name: str, incident: Any, fix: str, approver: str, verdict: str
+    ) -> str | None:
         if not self.git_commit:
             return None
         root = self._repo(folder.parent)
         author = self.git_author
-        msg = (f"guard: learn skill {name} from incident #{incident.id}\n\n"
-               f"Incident: #{incident.id} {incident.title}\nApproved-by: {approver}\n"
-               f"Fix: {fix}\nVerified: {verdict}\n")
-        env_ident = ["-c", f"user.name={author.split('<')[0].strip() or 'Guard'}",
-                     "-c", f"user.email={author.split('<')[-1].rstrip('>') or 'guard@localhost'}"]
+        msg = (
+            f"guard: learn skill {name} from incident #{incident.id}\n\n"
+            f"Incident: #{incident.id} {incident.title}\nApproved-by: {approver}\n"
+            f"Fix: {fix}\nVerified: {verdict}\n"
+        )
+        env_ident = [
+            "-c",
+            f"user.name={author.split('<')[0].strip() or 'Guard'}",
+            "-c",
+            f"user.email={author.split('<')[-1].rstrip('>') or 'guard@localhost'}",
+        ]
         self._git(root, "add", "--", str(folder))
         self._git(root, *env_ident, "commit", "-q", "-m", msg, "--", str(folder))
         return self._git(root, "rev-parse", "HEAD").strip()
@@ -282,8 +349,9 @@ class SkillWriter:
 
     @staticmethod
     def _git(cwd: Path, *args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=60, check=False)
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip()}")
         return proc.stdout

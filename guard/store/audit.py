@@ -62,19 +62,37 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def entry_hash(prev_hash: str, seq: int, at: datetime, actor: str, action: str,
-               subject: str, data: dict[str, Any], key: bytes | None = None) -> str:
-    body = (prev_hash + canonical_json(
-        {"seq": seq, "at": at.isoformat(), "actor": actor, "action": action,
-         "subject": subject, "data": data}
-    )).encode()
+def entry_hash(
+    prev_hash: str,
+    seq: int,
+    at: datetime,
+    actor: str,
+    action: str,
+    subject: str,
+    data: dict[str, Any],
+    key: bytes | None = None,
+) -> str:
+    body = (
+        prev_hash
+        + canonical_json(
+            {
+                "seq": seq,
+                "at": at.isoformat(),
+                "actor": actor,
+                "action": action,
+                "subject": subject,
+                "data": data,
+            }
+        )
+    ).encode()
     if key is None:
         return hashlib.sha256(body).hexdigest()
     return KEYED + hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
-def append(session: Session, *, actor: str, action: str, subject: str,
-           data: dict[str, Any] | None = None) -> AuditEntry:
+def append(
+    session: Session, *, actor: str, action: str, subject: str, data: dict[str, Any] | None = None
+) -> AuditEntry:
     """Add one entry to the chain inside the caller's transaction (its text redacted first)."""
     bind = session.get_bind()
     if bind.dialect.name == "postgresql":  # one appender at a time, until this transaction ends
@@ -86,7 +104,13 @@ def append(session: Session, *, actor: str, action: str, subject: str,
     subject = redact(subject)
     at = utcnow()
     entry = AuditEntry(
-        seq=seq, at=at, actor=actor, action=action, subject=subject, data=clean, prev_hash=prev,
+        seq=seq,
+        at=at,
+        actor=actor,
+        action=action,
+        subject=subject,
+        data=clean,
+        prev_hash=prev,
         hash=entry_hash(prev, seq, at, actor, action, subject, clean, _key),
     )
     session.add(entry)
@@ -105,8 +129,9 @@ class Anchor:
     cut: bool = False  # entries up to ``seq`` were pruned; the chain goes on from ``hash``
 
 
-def _check_entry(e: AuditEntry, prev: str, expected_seq: int, keyed_seen: bool,
-                 key: bytes | None) -> None:
+def _check_entry(
+    e: AuditEntry, prev: str, expected_seq: int, keyed_seen: bool, key: bytes | None
+) -> None:
     if e.seq != expected_seq:
         missing = "missing or reordered" if e.seq > expected_seq else "out of order"
         raise AuditChainBroken(expected_seq, f"entry {missing} (found #{e.seq} next)")
@@ -116,17 +141,20 @@ def _check_entry(e: AuditEntry, prev: str, expected_seq: int, keyed_seen: bool,
     if keyed and key is None:
         raise AuditChainBroken(e.seq, "the entry is keyed (HMAC) but audit.key is not set")
     if keyed_seen and not keyed:
-        raise AuditChainBroken(e.seq, "an unkeyed entry after keyed ones (the chain was "
-                               "recomputed without audit.key)")
-    expected = entry_hash(prev, e.seq, e.at, e.actor, e.action, e.subject, e.data,
-                          key if keyed else None)
+        raise AuditChainBroken(
+            e.seq, "an unkeyed entry after keyed ones (the chain was recomputed without audit.key)"
+        )
+    expected = entry_hash(
+        prev, e.seq, e.at, e.actor, e.action, e.subject, e.data, key if keyed else None
+    )
     if not hmac.compare_digest(expected, e.hash):
         why = " or was recomputed without audit.key" if keyed else ""
         raise AuditChainBroken(e.seq, f"contents do not match its hash (the row was altered{why})")
 
 
-def verify_entries(entries: Iterable[AuditEntry], anchors: Sequence[Anchor] = (),
-                   key: bytes | None = None) -> int:
+def verify_entries(
+    entries: Iterable[AuditEntry], anchors: Sequence[Anchor] = (), key: bytes | None = None
+) -> int:
     """Check a chain given in ``seq`` order against ``anchors``; return its length or raise
     ``AuditChainBroken``. With ``key``, the newest entry must be keyed."""
     cuts = [a for a in anchors if a.cut]
@@ -148,15 +176,24 @@ def verify_entries(entries: Iterable[AuditEntry], anchors: Sequence[Anchor] = ()
     last = expected_seq - 1
     for a in anchors:
         if a.seq > last:
-            raise AuditChainBroken(a.seq, f"{a.where} recorded entry #{a.seq} but the chain ends "
-                                   f"at #{last}: entries after it were deleted")
+            raise AuditChainBroken(
+                a.seq,
+                f"{a.where} recorded entry #{a.seq} but the chain ends "
+                f"at #{last}: entries after it were deleted",
+            )
         if a.seq > 0 and seen.get(a.seq) != a.hash:
-            raise AuditChainBroken(a.seq, f"{a.where} recorded head {a.hash[:21]} that entry "
-                                   f"#{a.seq} no longer has: the chain was rewritten")
+            raise AuditChainBroken(
+                a.seq,
+                f"{a.where} recorded head {a.hash[:21]} that entry "
+                f"#{a.seq} no longer has: the chain was rewritten",
+            )
     if key is not None and n and not keyed_seen:
-        raise AuditChainBroken(n, "audit.key is set but no entry is keyed, so the chain could "
-                               "have been recomputed without it; `guard audit anchor` appends a "
-                               "keyed entry that seals the older ones")
+        raise AuditChainBroken(
+            n,
+            "audit.key is set but no entry is keyed, so the chain could "
+            "have been recomputed without it; `guard audit anchor` appends a "
+            "keyed entry that seals the older ones",
+        )
     return n
 
 
@@ -170,12 +207,19 @@ def read_anchors(path: Path) -> list[Anchor]:
             continue
         try:
             row = json.loads(line)
-            found.append(Anchor(int(row["seq"]), str(row["hash"]), str(row["at"]),
-                                f"anchor {i} of {path.name} ({row['at']})",
-                                cut=bool(row.get("cut", False))))
+            found.append(
+                Anchor(
+                    int(row["seq"]),
+                    str(row["hash"]),
+                    str(row["at"]),
+                    f"anchor {i} of {path.name} ({row['at']})",
+                    cut=bool(row.get("cut", False)),
+                )
+            )
         except (ValueError, KeyError, TypeError):
-            raise AuditChainBroken(0, f"{path} line {i} is not an anchor "
-                                   "(the anchor file was damaged)") from None
+            raise AuditChainBroken(
+                0, f"{path} line {i} is not an anchor (the anchor file was damaged)"
+            ) from None
     return found
 
 
@@ -196,8 +240,9 @@ def anchor(db: Any, path: Path, actor: str = "guard") -> Anchor:
     """Append an ``audit.anchored`` entry, then record the head in ``path`` (one JSON line,
     flushed to disk)."""
     with db.session() as session:
-        append(session, actor=actor, action="audit.anchored", subject="audit",
-               data={"file": path.name})
+        append(
+            session, actor=actor, action="audit.anchored", subject="audit", data={"file": path.name}
+        )
         seq, digest = head(session)
     at = _write_anchor(path, {"seq": seq, "hash": digest})
     return Anchor(seq, digest, at, f"anchor in {path.name} ({at})")

@@ -45,17 +45,24 @@ class IncidentState(StrEnum):
 
 ACTIVE_STATES = frozenset(IncidentState) - {IncidentState.resolved}
 # Indexes added after their tables first shipped: created on open where missing.
-LATER_INDEXES = ("ix_incident_state_id", "ix_incident_opened_at", "ix_incident_resolved_at",
-                 "ix_incident_timeline_at", "ix_audit_log_at")
+LATER_INDEXES = (
+    "ix_incident_state_id",
+    "ix_incident_opened_at",
+    "ix_incident_resolved_at",
+    "ix_incident_timeline_at",
+    "ix_audit_log_at",
+)
 
 
 class Incident(SQLModel, table=True):
     """One problem, however many signals it took; deduplicated by ``fingerprint``."""
 
-    __table_args__ = (Index("ix_incident_fp_state", "fingerprint", "state"),
-                      Index("ix_incident_state_id", "state", "id"),  # list --state, newest first
-                      Index("ix_incident_opened_at", "opened_at"),  # the daily report's windows
-                      Index("ix_incident_resolved_at", "resolved_at"))  # ...and retention
+    __table_args__ = (
+        Index("ix_incident_fp_state", "fingerprint", "state"),
+        Index("ix_incident_state_id", "state", "id"),  # list --state, newest first
+        Index("ix_incident_opened_at", "opened_at"),  # the daily report's windows
+        Index("ix_incident_resolved_at", "resolved_at"),
+    )  # ...and retention
 
     id: int | None = Field(default=None, primary_key=True)
     fingerprint: str = Field(index=True)

@@ -22,8 +22,13 @@ def mute(db: Database, target: str, seconds: float, by: str) -> Mute:
     row = Mute(target=target, until=utcnow() + timedelta(seconds=seconds), by=by)
     with db.session() as session:
         session.add(row)
-        audit.append(session, actor=by, action="target.muted", subject=f"target:{target}",
-                     data={"until": row.until.isoformat()})
+        audit.append(
+            session,
+            actor=by,
+            action="target.muted",
+            subject=f"target:{target}",
+            data={"until": row.until.isoformat()},
+        )
     return row
 
 
@@ -31,14 +36,21 @@ def unmute(db: Database, target: str, by: str) -> int:
     """End every active mute of ``target``; return how many there were."""
     now = utcnow()
     with db.session() as session:
-        rows = session.exec(select(Mute).where(Mute.target == target,
-                                               col(Mute.cleared_at).is_(None),
-                                               col(Mute.until) > now)).all()
+        rows = session.exec(
+            select(Mute).where(
+                Mute.target == target, col(Mute.cleared_at).is_(None), col(Mute.until) > now
+            )
+        ).all()
         for row in rows:
             row.cleared_at = now
             session.add(row)
-        audit.append(session, actor=by, action="target.unmuted", subject=f"target:{target}",
-                     data={"mutes": len(rows)})
+        audit.append(
+            session,
+            actor=by,
+            action="target.unmuted",
+            subject=f"target:{target}",
+            data={"mutes": len(rows)},
+        )
     return len(rows)
 
 
@@ -46,15 +58,20 @@ def active(db: Database, target: str, at: datetime | None = None) -> Mute | None
     """The mute in force for ``target`` (the one ending last), or None."""
     now = at or utcnow()
     with db.session() as session:
-        return session.exec(select(Mute).where(Mute.target == target,
-                                               col(Mute.cleared_at).is_(None),
-                                               col(Mute.until) > now)
-                            .order_by(col(Mute.until).desc())).first()
+        return session.exec(
+            select(Mute)
+            .where(Mute.target == target, col(Mute.cleared_at).is_(None), col(Mute.until) > now)
+            .order_by(col(Mute.until).desc())
+        ).first()
 
 
 def all_active(db: Database) -> list[Mute]:
     now = utcnow()
     with db.session() as session:
-        return list(session.exec(select(Mute).where(col(Mute.cleared_at).is_(None),
-                                                    col(Mute.until) > now)
-                                 .order_by(col(Mute.target))).all())
+        return list(
+            session.exec(
+                select(Mute)
+                .where(col(Mute.cleared_at).is_(None), col(Mute.until) > now)
+                .order_by(col(Mute.target))
+            ).all()
+        )

@@ -49,9 +49,17 @@ from guard.store.models import (
 
 BATCH = 1000
 # Rows tied to an incident, children first (foreign keys).
-_BY_INCIDENT: tuple[Any, ...] = (IncidentTimeline, AgentStep, Approval, HumanCommand,
-                                 RemediationRun, ConversationMessage, TelegramMessage,
-                                 TelegramGroupMember, OutboxMessage)
+_BY_INCIDENT: tuple[Any, ...] = (
+    IncidentTimeline,
+    AgentStep,
+    Approval,
+    HumanCommand,
+    RemediationRun,
+    ConversationMessage,
+    TelegramMessage,
+    TelegramGroupMember,
+    OutboxMessage,
+)
 
 
 @dataclass
@@ -72,38 +80,68 @@ def _delete(session: Session, model: Any, *where: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-def prune(db: Database, retention: float, anchors: Path, *, now: datetime | None = None,
-          actor: str = "guard") -> Pruned:
+def prune(
+    db: Database,
+    retention: float,
+    anchors: Path,
+    *,
+    now: datetime | None = None,
+    actor: str = "guard",
+) -> Pruned:
     """Remove what is older than ``retention`` seconds (see the module's docstring)."""
     cutoff = (now or utcnow()) - timedelta(seconds=retention)
     done = Pruned(cutoff)
     while True:
         with db.session() as session:
-            ids = list(session.exec(
-                select(Incident.id).where(Incident.state == IncidentState.resolved.value,
-                                          col(Incident.resolved_at) < cutoff)
-                .order_by(col(Incident.id)).limit(BATCH)).all())
+            ids = list(
+                session.exec(
+                    select(Incident.id)
+                    .where(
+                        Incident.state == IncidentState.resolved.value,
+                        col(Incident.resolved_at) < cutoff,
+                    )
+                    .order_by(col(Incident.id))
+                    .limit(BATCH)
+                ).all()
+            )
             if not ids:
                 break
             for model in _BY_INCIDENT:
-                done.add(model.__tablename__, _delete(session, model,
-                                                      col(model.incident_id).in_(ids)))
+                done.add(
+                    model.__tablename__, _delete(session, model, col(model.incident_id).in_(ids))
+                )
             done.add("incident", _delete(session, Incident, col(Incident.id).in_(ids)))
     with db.session() as session:
-        done.add("conversation", _delete(session, ConversationMessage,
-                                         col(ConversationMessage.incident_id).is_(None),
-                                         col(ConversationMessage.at) < cutoff))
-        done.add("telegram_outbox", _delete(session, OutboxMessage,
-                                            col(OutboxMessage.incident_id).is_(None),
-                                            col(OutboxMessage.status) != "pending",
-                                            col(OutboxMessage.created_at) < cutoff))
+        done.add(
+            "conversation",
+            _delete(
+                session,
+                ConversationMessage,
+                col(ConversationMessage.incident_id).is_(None),
+                col(ConversationMessage.at) < cutoff,
+            ),
+        )
+        done.add(
+            "telegram_outbox",
+            _delete(
+                session,
+                OutboxMessage,
+                col(OutboxMessage.incident_id).is_(None),
+                col(OutboxMessage.status) != "pending",
+                col(OutboxMessage.created_at) < cutoff,
+            ),
+        )
     _cut_audit(db, cutoff, anchors, done)
     if not done.rows:
         return done
     with db.session() as session:
-        audit.append(session, actor=actor, action="store.pruned", subject="store",
-                     data={"cutoff": cutoff.isoformat(), "rows": done.rows,
-                           "audit_cut": done.audit_cut})
+        audit.append(
+            session,
+            actor=actor,
+            action="store.pruned",
+            subject="store",
+            data={"cutoff": cutoff.isoformat(), "rows": done.rows, "audit_cut": done.audit_cut},
+        )
     return done
 
 
@@ -112,9 +150,12 @@ def _cut_audit(db: Database, cutoff: datetime, anchors: Path, done: Pruned) -> N
     The newest entry always stays, so the next one still links to it."""
     with db.session() as session:
         head, _ = audit.head(session)
-        last = session.exec(select(AuditEntry).where(col(AuditEntry.at) < cutoff,
-                                                     col(AuditEntry.seq) < head)
-                            .order_by(col(AuditEntry.seq).desc()).limit(1)).first()
+        last = session.exec(
+            select(AuditEntry)
+            .where(col(AuditEntry.at) < cutoff, col(AuditEntry.seq) < head)
+            .order_by(col(AuditEntry.seq).desc())
+            .limit(1)
+        ).first()
     if last is None:
         return
     audit.record_cut(anchors, last.seq, last.hash)  # on disk before a row goes
@@ -124,6 +165,7 @@ def _cut_audit(db: Database, cutoff: datetime, anchors: Path, done: Pruned) -> N
 
 
 # -- sizes ----------------------------------------------------------------------------------------
+
 
 def stats(db: Database) -> dict[str, Any]:
     """Rows per table and bytes on disk (the database file(s), or Postgres' relation sizes)."""
@@ -136,8 +178,9 @@ def stats(db: Database) -> dict[str, Any]:
             rows = session.execute(select(func.count()).select_from(table)).scalar_one()
             size = None
             if dialect == "postgresql":
-                size = session.execute(text("SELECT pg_total_relation_size(:t)"),
-                                       {"t": table.name}).scalar_one()
+                size = session.execute(
+                    text("SELECT pg_total_relation_size(:t)"), {"t": table.name}
+                ).scalar_one()
             tables[table.name] = {"rows": int(rows), "bytes": size}
         oldest = session.exec(select(func.min(Incident.opened_at))).one()
     total: int | None = None
@@ -147,5 +190,9 @@ def stats(db: Database) -> dict[str, Any]:
         total = sum(f.stat().st_size for f in files if f.exists())
     elif all(t["bytes"] is not None for t in tables.values()):
         total = sum(int(t["bytes"] or 0) for t in tables.values())
-    return {"backend": url.get_backend_name(), "bytes": total, "tables": tables,
-            "oldest_incident": oldest.isoformat() if oldest else None}
+    return {
+        "backend": url.get_backend_name(),
+        "bytes": total,
+        "tables": tables,
+        "oldest_incident": oldest.isoformat() if oldest else None,
+    }

@@ -66,8 +66,12 @@ def _max_severity(a: str, b: str) -> str:
 class Triage:
     """Deduplicates signals into durable incidents."""
 
-    def __init__(self, db: Database, settings: TriageSettings,
-                 policies: dict[str, TriagePolicy] | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: TriageSettings,
+        policies: dict[str, TriagePolicy] | None = None,
+    ) -> None:
         self.db = db
         self.settings = settings
         self.policies = policies or {}
@@ -86,8 +90,7 @@ class Triage:
     def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
         """Apply a batch of observations; return what happened to incidents."""
         events: list[IncidentEvent] = []
-        self._storms = storm.StormBatch(self.settings.max_new_incidents,
-                                        self.settings.storm_window)
+        self._storms = storm.StormBatch(self.settings.max_new_incidents, self.settings.storm_window)
         self._checks = {}
         try:
             self._templates_begun = False  # begun by the batch's first template signal
@@ -136,8 +139,11 @@ class Triage:
                 self.templates.begin(session)
                 self._templates_begun = True
             template_id, new = self.templates.assign(session, grouping.content)
-            return keyed_fingerprint(sig.source, sig.target, sig.kind,
-                                     f"template:{template_id}"), template_id, new
+            return (
+                keyed_fingerprint(sig.source, sig.target, sig.kind, f"template:{template_id}"),
+                template_id,
+                new,
+            )
         return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None, False
 
     # -- failing checks -------------------------------------------------------------------------
@@ -147,16 +153,23 @@ class Triage:
         policy = self.policy(sig.monitor_id)
         check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
-        self._checks[f"check:{sig.check_key}"] = {"failures": failures, "ok_since": None,
-                                                  "last": "firing"}
+        self._checks[f"check:{sig.check_key}"] = {
+            "failures": failures,
+            "ok_since": None,
+            "last": "firing",
+        }
         if failures < policy.for_count:
             return
         fp, template_id, new = self.identify(session, sig)
         if not new:
             incident = session.exec(
-                select(Incident).where(Incident.fingerprint == fp,
-                                       col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
-                .order_by(col(Incident.id).desc()).limit(1)
+                select(Incident)
+                .where(
+                    Incident.fingerprint == fp,
+                    col(Incident.state).in_([s.value for s in ACTIVE_STATES]),
+                )
+                .order_by(col(Incident.id).desc())
+                .limit(1)
             ).first()
             if incident is not None:
                 self._count(session, incident, sig)
@@ -171,18 +184,29 @@ class Triage:
         self._storms.opened(sig.monitor_id)
         self._open(session, sig, fp, failures, policy, events, template_id)
 
-    def _fold_into_storm(self, session: Session, sig: Signal, events: list[IncidentEvent],
-                         template_id: int | None) -> None:
+    def _fold_into_storm(
+        self, session: Session, sig: Signal, events: list[IncidentEvent], template_id: int | None
+    ) -> None:
         incident = self._storms.storm(session, sig.monitor_id)
         if incident is None:
             incident = Incident(
                 fingerprint=storm.storm_fingerprint(sig.monitor_id),
-                check_key=storm.storm_check_key(sig.monitor_id), monitor_id=sig.monitor_id,
-                source="guard", target=sig.monitor_id, kind=storm.STORM_KIND,
-                severity=sig.severity.value, title="", message=sig.message, count=0,
-                opened_at=utcnow(), first_seen=sig.observed_at, last_seen=sig.observed_at,
-                details={"max_new_incidents": self.settings.max_new_incidents,
-                         "storm_window": self.settings.storm_window},
+                check_key=storm.storm_check_key(sig.monitor_id),
+                monitor_id=sig.monitor_id,
+                source="guard",
+                target=sig.monitor_id,
+                kind=storm.STORM_KIND,
+                severity=sig.severity.value,
+                title="",
+                message=sig.message,
+                count=0,
+                opened_at=utcnow(),
+                first_seen=sig.observed_at,
+                last_seen=sig.observed_at,
+                details={
+                    "max_new_incidents": self.settings.max_new_incidents,
+                    "storm_window": self.settings.storm_window,
+                },
             )
             opened = True
         else:
@@ -194,19 +218,32 @@ class Triage:
         if opened:
             incident.title = storm.storm_title(sig.monitor_id, sig.count, 1)
             session.flush()
-            record(session, incident, "opened",
-                   f"more than {self.settings.max_new_incidents} new incidents on "
-                   f"{sig.monitor_id} within {self.settings.storm_window:g}s; what follows "
-                   f"folds into this storm. First: {sig.message}", actor=ACTOR,
-                   to_state="open", fingerprint=incident.fingerprint, kind=incident.kind,
-                   target=incident.target, severity=incident.severity)
+            record(
+                session,
+                incident,
+                "opened",
+                f"more than {self.settings.max_new_incidents} new incidents on "
+                f"{sig.monitor_id} within {self.settings.storm_window:g}s; what follows "
+                f"folds into this storm. First: {sig.message}",
+                actor=ACTOR,
+                to_state="open",
+                fingerprint=incident.fingerprint,
+                kind=incident.kind,
+                target=incident.target,
+                severity=incident.severity,
+            )
             events.append(self._event(incident, "opened"))
 
     def _calm_storms(self, session: Session, events: list[IncidentEvent]) -> None:
         for incident in storm.quiet_storms(session, self.settings.storm_window):
-            transition(session, incident, IncidentState.resolved, actor=ACTOR,
-                       reason=f"storm over: nothing new for {self.settings.storm_window:g}s "
-                       f"({incident.count:,} signals in all)")
+            transition(
+                session,
+                incident,
+                IncidentState.resolved,
+                actor=ACTOR,
+                reason=f"storm over: nothing new for {self.settings.storm_window:g}s "
+                f"({incident.count:,} signals in all)",
+            )
             events.append(self._event(incident, "resolved"))
 
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
@@ -218,44 +255,86 @@ class Triage:
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
         since = now - timedelta(seconds=self.settings.flap_window)
         return session.exec(
-            select(Incident).where(Incident.fingerprint == fp,
-                                   Incident.state == IncidentState.resolved,
-                                   col(Incident.resolved_at) >= since)
-            .order_by(col(Incident.id).desc()).limit(1)
+            select(Incident)
+            .where(
+                Incident.fingerprint == fp,
+                Incident.state == IncidentState.resolved,
+                col(Incident.resolved_at) >= since,
+            )
+            .order_by(col(Incident.id).desc())
+            .limit(1)
         ).first()
 
-    def _open(self, session: Session, sig: Signal, fp: str, failures: int,
-              policy: TriagePolicy, events: list[IncidentEvent],
-              template_id: int | None = None) -> None:
+    def _open(
+        self,
+        session: Session,
+        sig: Signal,
+        fp: str,
+        failures: int,
+        policy: TriagePolicy,
+        events: list[IncidentEvent],
+        template_id: int | None = None,
+    ) -> None:
         # A check needing N failures opens with count N; a log rule with its line count.
         count = max(sig.count, failures) if policy.for_count > 1 else sig.count
         incident = Incident(
-            fingerprint=fp, check_key=sig.check_key, monitor_id=sig.monitor_id,
-            source=sig.source, target=sig.target, kind=sig.kind, severity=sig.severity.value,
-            title=incident_title(sig), message=sig.message, count=count,
-            opened_at=utcnow(), first_seen=sig.observed_at, last_seen=sig.observed_at,
-            details=dict(sig.details) if template_id is None
+            fingerprint=fp,
+            check_key=sig.check_key,
+            monitor_id=sig.monitor_id,
+            source=sig.source,
+            target=sig.target,
+            kind=sig.kind,
+            severity=sig.severity.value,
+            title=incident_title(sig),
+            message=sig.message,
+            count=count,
+            opened_at=utcnow(),
+            first_seen=sig.observed_at,
+            last_seen=sig.observed_at,
+            details=dict(sig.details)
+            if template_id is None
             else {**sig.details, "template_id": template_id},
         )
         session.add(incident)
         session.flush()
-        record(session, incident, "opened", sig.message, actor=ACTOR, to_state="open",
-               fingerprint=fp, kind=sig.kind, target=sig.target, severity=sig.severity.value,
-               details=sig.details)
+        record(
+            session,
+            incident,
+            "opened",
+            sig.message,
+            actor=ACTOR,
+            to_state="open",
+            fingerprint=fp,
+            kind=sig.kind,
+            target=sig.target,
+            severity=sig.severity.value,
+            details=sig.details,
+        )
         events.append(self._event(incident, "opened"))
 
-    def _reopen(self, session: Session, incident: Incident, sig: Signal,
-                events: list[IncidentEvent]) -> None:
+    def _reopen(
+        self, session: Session, incident: Incident, sig: Signal, events: list[IncidentEvent]
+    ) -> None:
         incident.reopen_count += 1
         self._count(session, incident, sig)
-        transition(session, incident, IncidentState.open, actor=ACTOR,
-                   reason=f"failed again within {self.settings.flap_window:g}s of resolving: "
-                   f"{sig.message}")
+        transition(
+            session,
+            incident,
+            IncidentState.open,
+            actor=ACTOR,
+            reason=f"failed again within {self.settings.flap_window:g}s of resolving: "
+            f"{sig.message}",
+        )
         if not incident.flapping and incident.reopen_count >= self.settings.flap_threshold:
             incident.flapping = True
-            record(session, incident, "flapping",
-                   f"reopened {incident.reopen_count} times; holding it open until the check "
-                   f"passes for {self.settings.flap_window:g}s", actor=ACTOR)
+            record(
+                session,
+                incident,
+                "flapping",
+                f"reopened {incident.reopen_count} times; holding it open until the check "
+                f"passes for {self.settings.flap_window:g}s",
+                actor=ACTOR,
+            )
             events.append(self._event(incident, "flapping"))
         elif not incident.flapping:
             events.append(self._event(incident, "reopened"))
@@ -273,8 +352,10 @@ class Triage:
         if now - self._quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
             return
         open_ones = session.exec(
-            select(Incident).where(Incident.check_key == sig.check_key,
-                                   col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]))
+            select(Incident).where(
+                Incident.check_key == sig.check_key,
+                col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]),
+            )
         ).all()
         if not open_ones:
             self._quiet[sig.check_key] = now
@@ -282,13 +363,23 @@ class Triage:
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:
                 continue
-            transition(session, incident, IncidentState.resolved, actor=ACTOR,
-                       reason=f"check passed again: {sig.message}")
+            transition(
+                session,
+                incident,
+                IncidentState.resolved,
+                actor=ACTOR,
+                reason=f"check passed again: {sig.message}",
+            )
             incident.flapping = False
             events.append(self._event(incident, "resolved"))
 
     @staticmethod
     def _event(incident: Incident, type_: str) -> IncidentEvent:
         assert incident.id is not None
-        return IncidentEvent(incident_id=incident.id, type=type_, state=incident.state,
-                             title=incident.title, severity=incident.severity)
+        return IncidentEvent(
+            incident_id=incident.id,
+            type=type_,
+            state=incident.state,
+            title=incident.title,
+            severity=incident.severity,
+        )

@@ -17,8 +17,9 @@ from guard.store.models import Incident, IncidentState, IncidentTimeline
 
 S = IncidentState
 TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
-    S.open: frozenset({S.diagnosing, S.awaiting_human, S.remediating, S.resolved, S.escalated,
-                       S.muted}),
+    S.open: frozenset(
+        {S.diagnosing, S.awaiting_human, S.remediating, S.resolved, S.escalated, S.muted}
+    ),
     S.diagnosing: frozenset({S.remediating, S.awaiting_human, S.resolved, S.escalated, S.open}),
     S.awaiting_human: frozenset({S.remediating, S.resolved, S.escalated, S.muted, S.open}),
     S.remediating: frozenset({S.resolved, S.escalated, S.awaiting_human, S.diagnosing, S.open}),
@@ -32,20 +33,41 @@ TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
 AUTO_RESOLVABLE = frozenset({S.open, S.awaiting_human, S.escalated, S.muted})
 
 
-def record(session: Session, incident: Incident, type_: str, message: str, *, actor: str,
-           audit_it: bool = True, **data: Any) -> None:
+def record(
+    session: Session,
+    incident: Incident,
+    type_: str,
+    message: str,
+    *,
+    actor: str,
+    audit_it: bool = True,
+    **data: Any,
+) -> None:
     """Add a timeline entry (and an audit entry) for something that happened to ``incident``."""
     assert incident.id is not None
-    session.add(IncidentTimeline(incident_id=incident.id, type=type_, message=message,
-                                 from_state=data.pop("from_state", None),
-                                 to_state=data.pop("to_state", None), data=data))
+    session.add(
+        IncidentTimeline(
+            incident_id=incident.id,
+            type=type_,
+            message=message,
+            from_state=data.pop("from_state", None),
+            to_state=data.pop("to_state", None),
+            data=data,
+        )
+    )
     if audit_it:
-        audit.append(session, actor=actor, action=f"incident.{type_}",
-                     subject=f"incident:{incident.id}", data={"message": message, **data})
+        audit.append(
+            session,
+            actor=actor,
+            action=f"incident.{type_}",
+            subject=f"incident:{incident.id}",
+            data={"message": message, **data},
+        )
 
 
-def transition(session: Session, incident: Incident, to: IncidentState, *, actor: str,
-               reason: str) -> None:
+def transition(
+    session: Session, incident: Incident, to: IncidentState, *, actor: str, reason: str
+) -> None:
     """Move ``incident`` to ``to``; raise ``InvalidTransition`` if the machine forbids it."""
     current = IncidentState(incident.state)
     if to not in TRANSITIONS[current]:
@@ -59,5 +81,12 @@ def transition(session: Session, incident: Incident, to: IncidentState, *, actor
         incident.resolved_at = None
     session.add(incident)
     session.flush()
-    record(session, incident, "state_changed", reason, actor=actor,
-           from_state=current.value, to_state=to.value)
+    record(
+        session,
+        incident,
+        "state_changed",
+        reason,
+        actor=actor,
+        from_state=current.value,
+        to_state=to.value,
+    )

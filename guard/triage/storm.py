@@ -35,26 +35,38 @@ def storm_check_key(monitor_id: str) -> str:
 
 
 def storm_title(monitor_id: str, signals: int, templates: int, more: bool = False) -> str:
-    """"storm on api-log: 4,180 signals in 937 templates" (``more``: past those counted)."""
-    return (f"storm on {monitor_id}: {signals:,} signals in {templates:,}{'+' if more else ''} "
-            f"template{'s' if templates != 1 or more else ''}")
+    """ "storm on api-log: 4,180 signals in 937 templates" (``more``: past those counted)."""
+    return (
+        f"storm on {monitor_id}: {signals:,} signals in {templates:,}{'+' if more else ''} "
+        f"template{'s' if templates != 1 or more else ''}"
+    )
 
 
 def opened_recently(session: Session, monitor_id: str, window: float, now: datetime) -> int:
     """How many incidents (storms aside) ``monitor_id`` opened within ``window`` seconds."""
     since = now - timedelta(seconds=window)
-    return int(session.exec(
-        select(func.count()).select_from(Incident).where(
-            Incident.monitor_id == monitor_id, Incident.kind != STORM_KIND,
-            col(Incident.opened_at) >= since)
-    ).one())
+    return int(
+        session.exec(
+            select(func.count())
+            .select_from(Incident)
+            .where(
+                Incident.monitor_id == monitor_id,
+                Incident.kind != STORM_KIND,
+                col(Incident.opened_at) >= since,
+            )
+        ).one()
+    )
 
 
 def active_storm(session: Session, monitor_id: str) -> Incident | None:
     return session.exec(
-        select(Incident).where(Incident.fingerprint == storm_fingerprint(monitor_id),
-                               col(Incident.state).in_([s.value for s in ACTIVE_STATES]))
-        .order_by(col(Incident.id).desc()).limit(1)
+        select(Incident)
+        .where(
+            Incident.fingerprint == storm_fingerprint(monitor_id),
+            col(Incident.state).in_([s.value for s in ACTIVE_STATES]),
+        )
+        .order_by(col(Incident.id).desc())
+        .limit(1)
     ).first()
 
 
@@ -100,26 +112,41 @@ class StormBatch:
         for monitor_id, (incident, details) in self._storms.items():
             counts, labels = details["counts"], details["labels"]
             top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
-            incident.details = {**details, "counts": dict(counts), "labels": dict(labels),
-                                "templates": len(counts), "top_templates": [
-                                    {"template": labels[k], "count": c} for k, c in top]}
-            incident.title = storm_title(monitor_id, details["signals"], len(counts),
-                                         more=bool(details["other"]))
+            incident.details = {
+                **details,
+                "counts": dict(counts),
+                "labels": dict(labels),
+                "templates": len(counts),
+                "top_templates": [{"template": labels[k], "count": c} for k, c in top],
+            }
+            incident.title = storm_title(
+                monitor_id, details["signals"], len(counts), more=bool(details["other"])
+            )
         self._storms.clear()
 
 
 def _working(details: dict[str, Any]) -> dict[str, Any]:
-    return {**details, "storm": True, "counts": dict(details.get("counts", {})),
-            "labels": dict(details.get("labels", {})), "other": int(details.get("other", 0)),
-            "signals": int(details.get("signals", 0))}
+    return {
+        **details,
+        "storm": True,
+        "counts": dict(details.get("counts", {})),
+        "labels": dict(details.get("labels", {})),
+        "other": int(details.get("other", 0)),
+        "signals": int(details.get("signals", 0)),
+    }
 
 
 def quiet_storms(session: Session, window: float, now: datetime | None = None) -> list[Incident]:
     """Storms that nothing was folded into for a whole ``window`` (and that the agent is not
     working on)."""
     cutoff = (now or utcnow()) - timedelta(seconds=window)
-    return list(session.exec(
-        select(Incident).where(Incident.kind == STORM_KIND, Incident.source == "guard",
-                               col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]),
-                               col(Incident.last_seen) < cutoff)
-    ).all())
+    return list(
+        session.exec(
+            select(Incident).where(
+                Incident.kind == STORM_KIND,
+                Incident.source == "guard",
+                col(Incident.state).in_([s.value for s in AUTO_RESOLVABLE]),
+                col(Incident.last_seen) < cutoff,
+            )
+        ).all()
+    )

@@ -79,23 +79,35 @@ class Authoriser:
                 self._windows.pop(next(iter(self._windows)))
         extra = {"dropped_before": dropped} if dropped else {}
         with self.db.session() as session:
-            audit.append(session, actor=actor(key), action="telegram.refused",
-                         subject=what, data={"reason": reason, **data, **extra})
+            audit.append(
+                session,
+                actor=actor(key),
+                action="telegram.refused",
+                subject=what,
+                data={"reason": reason, **data, **extra},
+            )
         return Refusal(reason)
 
     def message_for(self, chat_id: int | str, message_id: int) -> TelegramMessage | None:
         with self.db.session() as session:
-            return session.exec(select(TelegramMessage).where(
-                TelegramMessage.chat_id == str(chat_id),
-                TelegramMessage.message_id == message_id)).first()
+            return session.exec(
+                select(TelegramMessage).where(
+                    TelegramMessage.chat_id == str(chat_id),
+                    TelegramMessage.message_id == message_id,
+                )
+            ).first()
 
-    def claim(self, data: str, user_id: int | None, chat_id: int | str | None,
-              message_id: int | None) -> Approval | Refusal:
+    def claim(
+        self, data: str, user_id: int | None, chat_id: int | str | None, message_id: int | None
+    ) -> Approval | Refusal:
         """Spend the approval behind a button press, or say why the press is refused."""
         what = f"callback:{data[:64]}"
         if not self.user_allowed(user_id):
-            why = "no one is allowed yet (telegram.allowed_user_ids is empty)" \
-                if not self.allowed else "you are not on this Guard's allowlist"
+            why = (
+                "no one is allowed yet (telegram.allowed_user_ids is empty)"
+                if not self.allowed
+                else "you are not on this Guard's allowlist"
+            )
             return self.refuse(user_id, what, why, chat=str(chat_id))
         assert user_id is not None
         now = utcnow()
@@ -104,48 +116,79 @@ class Authoriser:
             if approval is None:
                 return self._refuse_in(session, user_id, what, "unknown or forged button")
             if approval.used_at is not None:
-                why = ("this question expired" if approval.used_by == "expired"
-                       else f"already answered by {approval.used_by}")
+                why = (
+                    "this question expired"
+                    if approval.used_by == "expired"
+                    else f"already answered by {approval.used_by}"
+                )
                 return self._refuse_in(session, user_id, what, why, incident=approval.incident_id)
             if approval.expires_at <= now:
-                return self._refuse_in(session, user_id, what, "this question expired",
-                                       incident=approval.incident_id)
+                return self._refuse_in(
+                    session, user_id, what, "this question expired", incident=approval.incident_id
+                )
             msg = None
             if chat_id is not None and message_id is not None:
-                msg = session.exec(select(TelegramMessage).where(
-                    TelegramMessage.chat_id == str(chat_id),
-                    TelegramMessage.message_id == message_id)).first()
+                msg = session.exec(
+                    select(TelegramMessage).where(
+                        TelegramMessage.chat_id == str(chat_id),
+                        TelegramMessage.message_id == message_id,
+                    )
+                ).first()
             if msg is None or not msg.live or data not in msg.approvals:
-                return self._refuse_in(session, user_id, what,
-                                       "this button does not belong to that message",
-                                       incident=approval.incident_id)
-            won = session.execute(update(Approval).where(
-                col(Approval.id) == data, col(Approval.used_at).is_(None)).values(
-                used_at=now, used_by=actor(user_id)))
+                return self._refuse_in(
+                    session,
+                    user_id,
+                    what,
+                    "this button does not belong to that message",
+                    incident=approval.incident_id,
+                )
+            won = session.execute(
+                update(Approval)
+                .where(col(Approval.id) == data, col(Approval.used_at).is_(None))
+                .values(used_at=now, used_by=actor(user_id))
+            )
             if getattr(won, "rowcount", 0) != 1:
                 return self._refuse_in(session, user_id, what, "already answered")
             family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
-            session.execute(update(Approval).where(
-                col(Approval.incident_id) == approval.incident_id,
-                col(Approval.kind).in_(family) if family else col(Approval.kind).not_in(
-                    CONFIRM_KINDS),
-                col(Approval.used_at).is_(None)).values(used_at=now,
-                                                         used_by=f"superseded:{data}"))
+            session.execute(
+                update(Approval)
+                .where(
+                    col(Approval.incident_id) == approval.incident_id,
+                    col(Approval.kind).in_(family)
+                    if family
+                    else col(Approval.kind).not_in(CONFIRM_KINDS),
+                    col(Approval.used_at).is_(None),
+                )
+                .values(used_at=now, used_by=f"superseded:{data}")
+            )
             if msg.role == "group":  # the other incidents' buttons of the message still work
-                spent = set(session.exec(select(Approval.id).where(
-                    Approval.incident_id == approval.incident_id)).all())
+                spent = set(
+                    session.exec(
+                        select(Approval.id).where(Approval.incident_id == approval.incident_id)
+                    ).all()
+                )
                 msg.approvals = [a for a in msg.approvals if a not in spent]
             else:
                 msg.live = False  # answered: the sync must not close it as "expired" meanwhile
             session.add(msg)
-            audit.append(session, actor=actor(user_id), action="telegram.pressed",
-                         subject=f"incident:{approval.incident_id}",
-                         data={"kind": approval.kind, "skill": approval.skill})
+            audit.append(
+                session,
+                actor=actor(user_id),
+                action="telegram.pressed",
+                subject=f"incident:{approval.incident_id}",
+                data={"kind": approval.kind, "skill": approval.skill},
+            )
             approval.used_at, approval.used_by = now, actor(user_id)
             return approval
 
-    def _refuse_in(self, session: Session, user_id: int, what: str, reason: str,
-                   **data: object) -> Refusal:
-        audit.append(session, actor=actor(user_id), action="telegram.refused", subject=what,
-                     data={"reason": reason, **data})
+    def _refuse_in(
+        self, session: Session, user_id: int, what: str, reason: str, **data: object
+    ) -> Refusal:
+        audit.append(
+            session,
+            actor=actor(user_id),
+            action="telegram.refused",
+            subject=what,
+            data={"reason": reason, **data},
+        )
         return Refusal(reason)

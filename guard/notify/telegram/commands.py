@@ -39,9 +39,14 @@ class HealthSource(Protocol):
 
 def _open(db: Database, limit: int = 15) -> list[Incident]:
     with db.session() as session:
-        return list(session.exec(select(Incident).where(
-            col(Incident.state) != IncidentState.resolved.value)
-            .order_by(col(Incident.id).desc()).limit(limit)).all())
+        return list(
+            session.exec(
+                select(Incident)
+                .where(col(Incident.state) != IncidentState.resolved.value)
+                .order_by(col(Incident.id).desc())
+                .limit(limit)
+            ).all()
+        )
 
 
 def incidents_text(db: Database) -> str:
@@ -64,8 +69,7 @@ def status_text(db: Database, runtime: HealthSource | None) -> str:
     if runtime is None:
         lines.append("monitors: not known to this process")
     for mute in mutes.all_active(db):
-        lines.append(f"🔕 {esc(mute.target)} muted until {mute.until:%H:%M} UTC by "
-                     f"{esc(mute.by)}")
+        lines.append(f"🔕 {esc(mute.target)} muted until {mute.until:%H:%M} UTC by {esc(mute.by)}")
     lines += ["", incidents_text(db)]
     return cut("\n".join(lines))
 
@@ -75,8 +79,13 @@ def skills_text(settings: Settings) -> str:
     if not skills and not quarantined:
         return "No skills yet: Guard learns one from every fix that cures an incident."
     lines = [f"<b>{len(skills)} skill(s)</b>"]
-    lines += [f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)}): "
-              f"{esc(s.description[:120])}" for s in skills]
-    lines += [f"⚠️ <b>{esc(name)}</b> is quarantined (does not load; see "
-              "<code>guard check-config</code>)" for name in quarantined]
+    lines += [
+        f"• <b>{esc(s.name)}</b> ({esc(s.spec.trust)}, {esc(s.spec.origin)}): "
+        f"{esc(s.description[:120])}"
+        for s in skills
+    ]
+    lines += [
+        f"⚠️ <b>{esc(name)}</b> is quarantined (does not load; see <code>guard check-config</code>)"
+        for name in quarantined
+    ]
     return cut("\n".join(lines))

@@ -25,15 +25,78 @@ from guard.store.models import Approval
 from guard.store.state import get_state, put_state
 
 # The sandbox image's tools plus the shell's and coreutils' everyday commands.
-KNOWN_COMMANDS = frozenset({
-    "sh", "bash", "curl", "wget", "jq", "dig", "nslookup", "nc", "ps", "python3", "psql",
-    "redis-cli", "echo", "printf", "kill", "sleep", "test", "true", "false", "cat", "grep", "sed",
-    "awk", "ls", "rm", "mv", "cp", "mkdir", "touch", "chmod", "chown", "ln", "head", "tail", "wc",
-    "sort", "uniq", "cut", "tr", "tee", "xargs", "find", "env", "timeout", "date", "id", "whoami",
-    "hostname", "uname", "df", "du", "free", "ping", "ip", "ss", "netstat", "host", "openssl",
-    "docker", "kubectl", "systemctl", "service", "supervisorctl", "pg_isready", "mysql",
-    "mysqladmin", "mongosh", "nginx",
-})
+KNOWN_COMMANDS = frozenset(
+    {
+        "sh",
+        "bash",
+        "curl",
+        "wget",
+        "jq",
+        "dig",
+        "nslookup",
+        "nc",
+        "ps",
+        "python3",
+        "psql",
+        "redis-cli",
+        "echo",
+        "printf",
+        "kill",
+        "sleep",
+        "test",
+        "true",
+        "false",
+        "cat",
+        "grep",
+        "sed",
+        "awk",
+        "ls",
+        "rm",
+        "mv",
+        "cp",
+        "mkdir",
+        "touch",
+        "chmod",
+        "chown",
+        "ln",
+        "head",
+        "tail",
+        "wc",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "tee",
+        "xargs",
+        "find",
+        "env",
+        "timeout",
+        "date",
+        "id",
+        "whoami",
+        "hostname",
+        "uname",
+        "df",
+        "du",
+        "free",
+        "ping",
+        "ip",
+        "ss",
+        "netstat",
+        "host",
+        "openssl",
+        "docker",
+        "kubectl",
+        "systemctl",
+        "service",
+        "supervisorctl",
+        "pg_isready",
+        "mysql",
+        "mysqladmin",
+        "mongosh",
+        "nginx",
+    }
+)
 _COMMAND_NAME = re.compile(r"(?:\.{0,2}/)?[A-Za-z0-9_./-]+")
 _KEY = "telegram:confirm:"
 
@@ -61,18 +124,22 @@ def unambiguous(text: str, actions: ActionRegistry) -> bool:
     return name in KNOWN_COMMANDS or name.startswith(("/", "./"))
 
 
-def ask(db: Database, *, incident_id: int, fix: str, user_id: int,
-        ttl: float) -> tuple[str, Buttons]:
+def ask(
+    db: Database, *, incident_id: int, fix: str, user_id: int, ttl: float
+) -> tuple[str, Buttons]:
     """Queue nothing; return the question's text and its Run/Cancel buttons."""
     run, cancel = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     expires = utcnow() + timedelta(seconds=ttl)
     with db.session() as session:
         session.add(Approval(id=run, incident_id=incident_id, kind="fix_run", expires_at=expires))
-        session.add(Approval(id=cancel, incident_id=incident_id, kind="fix_cancel",
-                             expires_at=expires))
+        session.add(
+            Approval(id=cancel, incident_id=incident_id, kind="fix_cancel", expires_at=expires)
+        )
         put_state(session, _KEY + run, {"fix": fix, "user": user_id})
-    text = cut(f"Run <code>{esc(fix)}</code> as a fix for incident #{incident_id}? It is not "
-               "an action or a command Guard recognises.")
+    text = cut(
+        f"Run <code>{esc(fix)}</code> as a fix for incident #{incident_id}? It is not "
+        "an action or a command Guard recognises."
+    )
     return text, [[("Run", run), ("Cancel", cancel)]]
 
 

@@ -51,8 +51,9 @@ ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 class TelegramGateway:
-    def __init__(self, settings: Settings, db: Database,
-                 runtime: HealthSource | None = None) -> None:
+    def __init__(
+        self, settings: Settings, db: Database, runtime: HealthSource | None = None
+    ) -> None:
         tg = settings.telegram
         assert tg.bot_token is not None and tg.chat_id is not None
         self.settings = settings
@@ -66,8 +67,9 @@ class TelegramGateway:
         self._tasks: list[asyncio.Task[None]] = []
         self.app = self._build()
         self.scheduler = AsyncIOScheduler(timezone=settings.report.timezone)
-        self.report_trigger = CronTrigger.from_crontab(settings.report.cron,
-                                                       timezone=settings.report.timezone)
+        self.report_trigger = CronTrigger.from_crontab(
+            settings.report.cron, timezone=settings.report.timezone
+        )
         self.sync = Sync(self)
 
     def _build(self) -> Application[Any, Any, Any, Any, Any, Any]:
@@ -76,14 +78,29 @@ class TelegramGateway:
         token = tg.bot_token.get_secret_value()
         logbridge.install([token, *self.settings.secret_values()])
         base = tg.api_base_url.rstrip("/")
-        app = (Application.builder().token(token).base_url(f"{base}/bot")
-               .base_file_url(f"{base}/file/bot").rate_limiter(AIORateLimiter(max_retries=0))
-               .get_updates_read_timeout(tg.poll_timeout + 10).build())
+        app = (
+            Application.builder()
+            .token(token)
+            .base_url(f"{base}/bot")
+            .base_file_url(f"{base}/file/bot")
+            .rate_limiter(AIORateLimiter(max_retries=0))
+            .get_updates_read_timeout(tg.poll_timeout + 10)
+            .build()
+        )
         h = handlers.Handlers(self)
         app.add_handler(TypeHandler(Update, h.remember), group=-1)
         app.add_handler(CallbackQueryHandler(h.on_callback))
-        for name in ("status", "incidents", "skills", "mute", "unmute", "report", "help",
-                     "start", "fix"):
+        for name in (
+            "status",
+            "incidents",
+            "skills",
+            "mute",
+            "unmute",
+            "report",
+            "help",
+            "start",
+            "fix",
+        ):
             app.add_handler(CommandHandler(name, h.on_command))
         app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, h.on_text))
         app.add_error_handler(h.on_error)
@@ -93,8 +110,14 @@ class TelegramGateway:
 
     async def start(self) -> None:
         """Schedule the report and connect in the background (never raises for Telegram)."""
-        self.scheduler.add_job(self.send_report, self.report_trigger, id="report:daily",
-                               coalesce=True, max_instances=1, misfire_grace_time=3600)
+        self.scheduler.add_job(
+            self.send_report,
+            self.report_trigger,
+            id="report:daily",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=3600,
+        )
         self.scheduler.start()
         self._tasks.append(asyncio.create_task(self._connect(), name="telegram:connect"))
 
@@ -105,8 +128,11 @@ class TelegramGateway:
                 await self.app.initialize()
                 break
             except (TelegramError, OSError) as exc:
-                wait = float(exc.retry_after if isinstance(exc, RetryAfter)  # type: ignore[arg-type]
-                             else delay)
+                wait = float(
+                    exc.retry_after
+                    if isinstance(exc, RetryAfter)  # type: ignore[arg-type]
+                    else delay
+                )
                 logger.warning("telegram not reachable yet ({}); retrying in {:g}s", exc, wait)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), wait)
@@ -116,8 +142,11 @@ class TelegramGateway:
         try:
             await self._serve()
         except Exception as exc:  # e.g. webhook mode without the webhooks extra
-            logger.error("telegram gateway could not start: {} (monitoring goes on; for "
-                         "webhook mode install python-telegram-bot[webhooks])", exc)
+            logger.error(
+                "telegram gateway could not start: {} (monitoring goes on; for "
+                "webhook mode install python-telegram-bot[webhooks])",
+                exc,
+            )
 
     async def _serve(self) -> None:
         await self.app.start()
@@ -127,14 +156,22 @@ class TelegramGateway:
             assert tg.bot_token is not None
             secret = hashlib.sha256(tg.bot_token.get_secret_value().encode()).hexdigest()[:32]
             await self.app.updater.start_webhook(
-                listen=tg.listen, port=tg.port, url_path="telegram", webhook_url=tg.webhook_url,
-                secret_token=secret, allowed_updates=ALLOWED_UPDATES)
+                listen=tg.listen,
+                port=tg.port,
+                url_path="telegram",
+                webhook_url=tg.webhook_url,
+                secret_token=secret,
+                allowed_updates=ALLOWED_UPDATES,
+            )
         else:
             await self.app.updater.start_polling(
-                timeout=int(tg.poll_timeout), allowed_updates=ALLOWED_UPDATES,
-                error_callback=self._polling_error)
-        worker = outbox.OutboxWorker(self.app.bot, self.db,
-                                     group_wait=self.settings.telegram.group_wait)
+                timeout=int(tg.poll_timeout),
+                allowed_updates=ALLOWED_UPDATES,
+                error_callback=self._polling_error,
+            )
+        worker = outbox.OutboxWorker(
+            self.app.bot, self.db, group_wait=self.settings.telegram.group_wait
+        )
         self._tasks.append(asyncio.create_task(worker.run(self.stopping), name="telegram:outbox"))
         self._tasks.append(asyncio.create_task(self.sync.run(self.stopping), name="telegram:sync"))
         self.ready.set()
@@ -168,9 +205,21 @@ class TelegramGateway:
         report = await asyncio.to_thread(daily.gather, self.db, self.settings, day)
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
-        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=chat,
-                                text=cut(text, more=REPORT_POINTER), role="report")
-        await asyncio.to_thread(outbox.enqueue, self.db, method="photo", chat_id=chat,
-                                text="Incidents per hour", photo=png, role="report")
+        await asyncio.to_thread(
+            outbox.enqueue,
+            self.db,
+            method="send",
+            chat_id=chat,
+            text=cut(text, more=REPORT_POINTER),
+            role="report",
+        )
+        await asyncio.to_thread(
+            outbox.enqueue,
+            self.db,
+            method="photo",
+            chat_id=chat,
+            text="Incidents per hour",
+            photo=png,
+            role="report",
+        )
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)
-

@@ -52,8 +52,11 @@ def member_line(incident: Incident | None, incident_id: int) -> str:
     if incident is None:
         return f"<b>#{incident_id}</b>"
     first = incident.message.splitlines()[0] if incident.message else ""
-    return cut(f"<b>#{incident_id}</b> [{esc(incident.severity)}] {esc(incident.title)} · "
-               f"seen {incident.count} times\n<code>{esc(first[:200])}</code>", LINE_CHARS)
+    return cut(
+        f"<b>#{incident_id}</b> [{esc(incident.severity)}] {esc(incident.title)} · "
+        f"seen {incident.count} times\n<code>{esc(first[:200])}</code>",
+        LINE_CHARS,
+    )
 
 
 def closed_line(incident: Incident | None, incident_id: int, closed_html: str) -> str:
@@ -61,8 +64,9 @@ def closed_line(incident: Incident | None, incident_id: int, closed_html: str) -
     title = esc(incident.title) if incident is not None else ""
     _, _, outcome = closed_html.partition("\n\n")
     outcome = " · ".join(part for part in outcome.splitlines() if part.strip())
-    return cut(f"<s>#{incident_id}</s> {title}: {outcome or esc(STATE_LABEL['resolved'])}",
-               LINE_CHARS)
+    return cut(
+        f"<s>#{incident_id}</s> {title}: {outcome or esc(STATE_LABEL['resolved'])}", LINE_CHARS
+    )
 
 
 def labelled(incident_id: int, buttons: Buttons) -> Buttons:
@@ -73,26 +77,43 @@ def labelled(incident_id: int, buttons: Buttons) -> Buttons:
 def render(members: list[TelegramGroupMember]) -> tuple[str, Buttons]:
     """The group message's text and buttons."""
     live = sum(1 for m in members if m.live)
-    head = (f"<b>{len(members)} incidents</b> opened together"
-            + (f"; {live} still need a human" if live else "") + ".\n"
-            "Use the buttons, or reply <code>#ID FIX</code> to send a fix for one.")
+    head = (
+        f"<b>{len(members)} incidents</b> opened together"
+        + (f"; {live} still need a human" if live else "")
+        + ".\n"
+        "Use the buttons, or reply <code>#ID FIX</code> to send a fix for one."
+    )
     text = cut("\n\n".join([head, *(m.text for m in members)]))
-    buttons: Buttons = [[(str(label), str(data)) for label, data in row]
-                        for m in members if m.live for row in m.buttons]
+    buttons: Buttons = [
+        [(str(label), str(data)) for label, data in row]
+        for m in members
+        if m.live
+        for row in m.buttons
+    ]
     return text, buttons
 
 
 def members_of(session: Session, chat_id: str, message_id: int) -> list[TelegramGroupMember]:
-    return list(session.exec(select(TelegramGroupMember).where(
-        TelegramGroupMember.chat_id == chat_id, TelegramGroupMember.message_id == message_id)
-        .order_by(col(TelegramGroupMember.id))).all())
+    return list(
+        session.exec(
+            select(TelegramGroupMember)
+            .where(
+                TelegramGroupMember.chat_id == chat_id, TelegramGroupMember.message_id == message_id
+            )
+            .order_by(col(TelegramGroupMember.id))
+        ).all()
+    )
 
 
 def member(session: Session, chat_id: str, incident_id: int) -> TelegramGroupMember | None:
     """The newest group membership of an incident in a chat."""
-    return session.exec(select(TelegramGroupMember).where(
-        TelegramGroupMember.chat_id == chat_id, TelegramGroupMember.incident_id == incident_id)
-        .order_by(col(TelegramGroupMember.id).desc())).first()
+    return session.exec(
+        select(TelegramGroupMember)
+        .where(
+            TelegramGroupMember.chat_id == chat_id, TelegramGroupMember.incident_id == incident_id
+        )
+        .order_by(col(TelegramGroupMember.id).desc())
+    ).first()
 
 
 def group_reply(db: Database, message: TelegramMessage, text: str) -> tuple[int, str] | None:

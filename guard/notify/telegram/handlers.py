@@ -32,9 +32,11 @@ if TYPE_CHECKING:
     from guard.notify.telegram.gateway import TelegramGateway
 
 Ctx = ContextTypes.DEFAULT_TYPE
-FIX_PROMPT = ("Reply to this message with the command that fixes incident #{id}: a shell "
-              "command for the sandbox, or an action such as <code>docker.restart NAME</code>. "
-              "Guard runs it, checks that the incident is cured, and learns it as a skill.")
+FIX_PROMPT = (
+    "Reply to this message with the command that fixes incident #{id}: a shell "
+    "command for the sandbox, or an action such as <code>docker.restart NAME</code>. "
+    "Guard runs it, checks that the incident is cured, and learns it as a skill."
+)
 VERBS = {"skill": "approve", "deny": "deny", "mute": "mute"}
 INCIDENT_ID = re.compile(r"#?[0-9]{1,12}", re.ASCII)
 
@@ -46,11 +48,25 @@ class Handlers:
         self.auth = gateway.auth
         self.actions = ActionRegistry()  # only to tell an action from chat, never to run one
 
-    async def say(self, chat_id: int | str, text: str, *, incident_id: int | None = None,
-                  thread: bool = False, role: str = "text") -> None:
-        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=chat_id,
-                                text=text, incident_id=incident_id, role=role,
-                                reply_to_incident=thread)
+    async def say(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        incident_id: int | None = None,
+        thread: bool = False,
+        role: str = "text",
+    ) -> None:
+        await asyncio.to_thread(
+            outbox.enqueue,
+            self.db,
+            method="send",
+            chat_id=chat_id,
+            text=text,
+            incident_id=incident_id,
+            role=role,
+            reply_to_incident=thread,
+        )
 
     async def remember(self, update: Update, context: Ctx) -> None:
         """Keep every incoming message and press in conversation memory (group -1: first)."""
@@ -66,20 +82,28 @@ class Handlers:
             return
         if user is not None and not self.auth.user_allowed(user.id) and self.auth.quiet(user.id):
             return  # a refused user's flood: one message a window is kept, with its refusal
-        await asyncio.to_thread(record_message, self.db, chat=str(chat.id), direction="in",
-                                author=actor(user.id) if user else "telegram:unknown", text=text,
-                                update_id=update.update_id)
+        await asyncio.to_thread(
+            record_message,
+            self.db,
+            chat=str(chat.id),
+            direction="in",
+            author=actor(user.id) if user else "telegram:unknown",
+            text=text,
+            update_id=update.update_id,
+        )
 
     async def _refuse(self, update: Update, what: str, reason: str) -> None:
         user = update.effective_user
-        refusal = await asyncio.to_thread(self.auth.refuse, user.id if user else None, what,
-                                          reason)
+        refusal = await asyncio.to_thread(self.auth.refuse, user.id if user else None, what, reason)
         if refusal.logged and update.effective_chat is not None:  # once a window per user
             await self.say(update.effective_chat.id, f"⛔ Refused: {reason}.", role="refused")
 
     def _denied_reason(self) -> str:
-        return ("no one is allowed yet (telegram.allowed_user_ids is empty)"
-                if not self.auth.allowed else "you are not on this Guard's allowlist")
+        return (
+            "no one is allowed yet (telegram.allowed_user_ids is empty)"
+            if not self.auth.allowed
+            else "you are not on this Guard's allowlist"
+        )
 
     # -- buttons --------------------------------------------------------------------------------
 
@@ -104,27 +128,49 @@ class Handlers:
             return
         verb = VERBS.get(claimed.kind, claimed.kind)
         mute_for = self.gw.settings.telegram.mute_for
-        said = {"approve": f"Approved by {who}: running skill {claimed.skill}…",
-                "deny": f"Denied by {who}: no remedy will run.",
-                "mute": f"Muted by {who} for {format_duration(mute_for)}."}.get(verb, verb)
+        said = {
+            "approve": f"Approved by {who}: running skill {claimed.skill}…",
+            "deny": f"Denied by {who}: no remedy will run.",
+            "mute": f"Muted by {who} for {format_duration(mute_for)}.",
+        }.get(verb, verb)
         state = {"approve": "remediating", "deny": "escalated", "mute": "muted"}.get(verb, verb)
-        closed = await asyncio.to_thread(self.gw.notifier.closed_text, claimed.incident_id,
-                                         state, said)
+        closed = await asyncio.to_thread(
+            self.gw.notifier.closed_text, claimed.incident_id, state, said
+        )
         # The closing edit is queued before the command: the agent may heal the incident at
         # once and queue its own "Resolved" edit, which must come after this one, not before.
-        await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.gw.chat_id,
-                                text=closed, incident_id=claimed.incident_id)
+        await asyncio.to_thread(
+            outbox.close_question,
+            self.db,
+            chat_id=self.gw.chat_id,
+            text=closed,
+            incident_id=claimed.incident_id,
+        )
         try:
-            await asyncio.to_thread(queue_command, self.db, incident_id=claimed.incident_id,
-                                    verb=verb, actor=who, channel="telegram",
-                                    skill=claimed.skill,
-                                    fix=str(mute_for) if verb == "mute" else None)
+            await asyncio.to_thread(
+                queue_command,
+                self.db,
+                incident_id=claimed.incident_id,
+                verb=verb,
+                actor=who,
+                channel="telegram",
+                skill=claimed.skill,
+                fix=str(mute_for) if verb == "mute" else None,
+            )
         except ActionError as exc:  # the incident went away between the claim and now
-            failed = await asyncio.to_thread(self.gw.notifier.closed_text,
-                                             claimed.incident_id, "failed",
-                                             f"{who} answered, but nothing ran: {exc}")
-            await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.gw.chat_id,
-                                    text=failed, incident_id=claimed.incident_id)
+            failed = await asyncio.to_thread(
+                self.gw.notifier.closed_text,
+                claimed.incident_id,
+                "failed",
+                f"{who} answered, but nothing ran: {exc}",
+            )
+            await asyncio.to_thread(
+                outbox.close_question,
+                self.db,
+                chat_id=self.gw.chat_id,
+                text=failed,
+                incident_id=claimed.incident_id,
+            )
             await q.answer(f"Could not {verb}: {exc}"[:190], show_alert=True)
             return
         await q.answer(said[:190])
@@ -142,8 +188,13 @@ class Handlers:
             await q.answer("Refused: unknown button", show_alert=True)
             return
         incident_id = int(number, 10)
-        await self.say(self.gw.chat_id, FIX_PROMPT.format(id=incident_id),
-                       incident_id=incident_id, thread=True, role="prompt")
+        await self.say(
+            self.gw.chat_id,
+            FIX_PROMPT.format(id=incident_id),
+            incident_id=incident_id,
+            thread=True,
+            role="prompt",
+        )
         await q.answer("Reply to the prompt with your fix")
 
     # -- fixes by reply -------------------------------------------------------------------------
@@ -152,13 +203,17 @@ class Handlers:
         msg = update.effective_message
         if msg is None or msg.reply_to_message is None or not msg.text:
             return
-        target = await asyncio.to_thread(self.auth.message_for, msg.chat.id,
-                                         msg.reply_to_message.message_id)
+        target = await asyncio.to_thread(
+            self.auth.message_for, msg.chat.id, msg.reply_to_message.message_id
+        )
         if target is not None and target.role == "group":  # "#ID FIX" names the incident
             named = await asyncio.to_thread(group_reply, self.db, target, msg.text)
             if named is None:
-                await self.say(msg.chat.id, "This message holds several incidents: reply "
-                               "<code>#ID FIX</code> to send a fix for one of them.")
+                await self.say(
+                    msg.chat.id,
+                    "This message holds several incidents: reply "
+                    "<code>#ID FIX</code> to send a fix for one of them.",
+                )
                 return
             incident_id, fix = named
         elif target is None or target.incident_id is None:
@@ -166,19 +221,36 @@ class Handlers:
         else:
             incident_id, fix = target.incident_id, msg.text.strip()
         user = update.effective_user
-        if (user is not None and self.auth.user_allowed(user.id)
-                and not confirm.unambiguous(fix, self.actions)):
+        if (
+            user is not None
+            and self.auth.user_allowed(user.id)
+            and not confirm.unambiguous(fix, self.actions)
+        ):
             text, buttons = await asyncio.to_thread(
-                confirm.ask, self.db, incident_id=incident_id, fix=fix, user_id=user.id,
-                ttl=self.gw.settings.agent.approval_ttl)
-            await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=msg.chat.id,
-                                    text=text, buttons=buttons, incident_id=incident_id,
-                                    role="confirm", reply_to_incident=True)
+                confirm.ask,
+                self.db,
+                incident_id=incident_id,
+                fix=fix,
+                user_id=user.id,
+                ttl=self.gw.settings.agent.approval_ttl,
+            )
+            await asyncio.to_thread(
+                outbox.enqueue,
+                self.db,
+                method="send",
+                chat_id=msg.chat.id,
+                text=text,
+                buttons=buttons,
+                incident_id=incident_id,
+                role="confirm",
+                reply_to_incident=True,
+            )
             return
         await self._fix(update, incident_id, fix)
 
-    async def _confirmed(self, update: Update, incident_id: int, approval_id: str,
-                         kind: str) -> None:
+    async def _confirmed(
+        self, update: Update, incident_id: int, approval_id: str, kind: str
+    ) -> None:
         """[Run] or [Cancel] on a "Run `...` as a fix?" question."""
         q = update.callback_query
         assert q is not None
@@ -197,15 +269,25 @@ class Handlers:
             await self._refuse(update, f"incident:{incident_id}", self._denied_reason())
             return
         try:
-            await asyncio.to_thread(queue_command, self.db, incident_id=incident_id,
-                                    verb="reply", actor=actor(user.id), channel="telegram",
-                                    fix=fix)
+            await asyncio.to_thread(
+                queue_command,
+                self.db,
+                incident_id=incident_id,
+                verb="reply",
+                actor=actor(user.id),
+                channel="telegram",
+                fix=fix,
+            )
         except ActionError as exc:
             await self.say(chat.id, f"Could not take that fix: {esc(exc)}")
             return
-        await self.say(chat.id, f"Running your fix for incident #{incident_id}; I will say "
-                       "here whether it cured it.", incident_id=incident_id, thread=True,
-                       role="reply")
+        await self.say(
+            chat.id,
+            f"Running your fix for incident #{incident_id}; I will say here whether it cured it.",
+            incident_id=incident_id,
+            thread=True,
+            role="reply",
+        )
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -244,8 +326,12 @@ class Handlers:
                 await self.say(chat, "Usage: <code>/unmute TARGET</code>")
                 return
             n = await asyncio.to_thread(mutes.unmute, self.db, args[0], actor(user.id))
-            await self.say(chat, f"Unmuted {esc(args[0])} ({n} mute(s) ended)." if n
-                           else f"{esc(args[0])} was not muted.")
+            await self.say(
+                chat,
+                f"Unmuted {esc(args[0])} ({n} mute(s) ended)."
+                if n
+                else f"{esc(args[0])} was not muted.",
+            )
 
     async def _mute(self, chat: int, uid: int, args: list[str]) -> None:
         try:
@@ -253,12 +339,16 @@ class Handlers:
                 raise ValueError("two arguments")
             seconds = parse_duration(args[1])
         except ValueError:
-            await self.say(chat, "Usage: <code>/mute TARGET DURATION</code>, e.g. "
-                           "<code>/mute api 2h</code>")
+            await self.say(
+                chat, "Usage: <code>/mute TARGET DURATION</code>, e.g. <code>/mute api 2h</code>"
+            )
             return
         row = await asyncio.to_thread(mutes.mute, self.db, args[0], seconds, actor(uid))
-        await self.say(chat, f"Muted {esc(args[0])} until {row.until:%Y-%m-%d %H:%M} UTC: its "
-                       "incidents are recorded, not announced or remediated.")
+        await self.say(
+            chat,
+            f"Muted {esc(args[0])} until {row.until:%Y-%m-%d %H:%M} UTC: its "
+            "incidents are recorded, not announced or remediated.",
+        )
 
     async def on_error(self, update: object, context: Ctx) -> None:
         err = context.error

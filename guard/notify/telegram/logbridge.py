@@ -30,8 +30,11 @@ class _ToLoguru(logging.Handler):
             text = str(record.msg)
         for secret in self.secrets:
             text = text.replace(secret, "[REDACTED]")
-        level = record.levelname if record.levelname in ("DEBUG", "INFO", "WARNING",
-                                                         "ERROR", "CRITICAL") else "INFO"
+        level = (
+            record.levelname
+            if record.levelname in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+            else "INFO"
+        )
         logger.opt(depth=0).log(level, "{}: {}", record.name, text)
 
 

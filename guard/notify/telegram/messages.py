@@ -60,7 +60,7 @@ def cut(html_text: str, limit: int = LIMIT, more: str = "") -> str:
         over = len(head) + len(closing) - room
         if over <= 0:
             return head + closing + tail
-        head = head[:len(head) - over]
+        head = head[: len(head) - over]
 
 
 _TAG = re.compile(r"<(/?)([a-zA-Z][\w-]*)[^<>]*>")
@@ -74,7 +74,7 @@ def _open_tags(html_text: str) -> list[str]:
         if not m.group(1):
             stack.append(name)
         elif name in stack:
-            del stack[len(stack) - 1 - stack[::-1].index(name):]
+            del stack[len(stack) - 1 - stack[::-1].index(name) :]
     return stack
 
 
@@ -85,10 +85,11 @@ def pointer(incident_id: int) -> str:
 REPORT_POINTER = "Full report: <code>guard report daily --print</code>"
 
 
-def incident_header(incident_id: int, title: str, severity: str, target: str,
-                    count: int) -> str:
-    return (f"<b>Incident #{incident_id}</b> [{esc(severity)}]: {esc(title)}\n"
-            f"Target: <code>{esc(target)}</code> · seen {count} times")
+def incident_header(incident_id: int, title: str, severity: str, target: str, count: int) -> str:
+    return (
+        f"<b>Incident #{incident_id}</b> [{esc(severity)}]: {esc(title)}\n"
+        f"Target: <code>{esc(target)}</code> · seen {count} times"
+    )
 
 
 def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
@@ -98,8 +99,10 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
         parts.append(f"<pre>{esc(signal[:1000])}</pre>")
     parts.append(esc(req.question))
     if req.options:
-        parts.append("Candidate skills:\n" + "\n".join(
-            f"• <b>{esc(o.name)}</b>: {esc(o.description)}" for o in req.options))
+        parts.append(
+            "Candidate skills:\n"
+            + "\n".join(f"• <b>{esc(o.name)}</b>: {esc(o.description)}" for o in req.options)
+        )
     body = "\n\n".join(parts)
     if req.evidence:
         body += f"\n\nEvidence:\n<pre>{esc(req.evidence)}</pre>"
@@ -123,5 +126,7 @@ def render_closed(header: str, state: str, text: str) -> str:
 def render_update(update: IncidentUpdate) -> str:
     """The outcome posted as a reply under the incident message."""
     label = STATE_LABEL.get(update.state, update.state)
-    return cut(f"<b>{esc(label)}</b> · incident #{update.incident_id}\n{esc(update.text)}",
-               more=pointer(update.incident_id))
+    return cut(
+        f"<b>{esc(label)}</b> · incident #{update.incident_id}\n{esc(update.text)}",
+        more=pointer(update.incident_id),
+    )

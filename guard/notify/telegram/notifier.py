@@ -36,33 +36,57 @@ class TelegramNotifier:
         with self.db.session() as session:
             inc = session.get(Incident, request.incident_id)
         text, buttons = render_request(request, inc.message if inc else "")
-        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
-                                text=text, buttons=buttons, incident_id=request.incident_id,
-                                role="incident")
+        await asyncio.to_thread(
+            outbox.enqueue,
+            self.db,
+            method="send",
+            chat_id=self.chat_id,
+            text=text,
+            buttons=buttons,
+            incident_id=request.incident_id,
+            role="incident",
+        )
         logger.info("incident #{}: asked on Telegram", request.incident_id)
 
     def closed_text(self, incident_id: int, state: str, text: str) -> str:
         with self.db.session() as session:
             inc = session.get(Incident, incident_id)
-        header = (incident_header(incident_id, inc.title, inc.severity, inc.target, inc.count)
-                  if inc else f"<b>Incident #{incident_id}</b>")
+        header = (
+            incident_header(incident_id, inc.title, inc.severity, inc.target, inc.count)
+            if inc
+            else f"<b>Incident #{incident_id}</b>"
+        )
         return render_closed(header, state, text)
 
     async def update(self, update: IncidentUpdate) -> None:
         closed = self.closed_text(update.incident_id, update.state, update.text)
-        await asyncio.to_thread(outbox.close_question, self.db, chat_id=self.chat_id,
-                                text=closed, incident_id=update.incident_id)
-        target = await asyncio.to_thread(outbox.incident_message, self.db, self.chat_id,
-                                         update.incident_id)
+        await asyncio.to_thread(
+            outbox.close_question,
+            self.db,
+            chat_id=self.chat_id,
+            text=closed,
+            incident_id=update.incident_id,
+        )
+        target = await asyncio.to_thread(
+            outbox.incident_message, self.db, self.chat_id, update.incident_id
+        )
         if target is not None and target.role == "group":
             return  # its line in the grouped message says it; no post per incident
-        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
-                                text=render_update(update), incident_id=update.incident_id,
-                                role="reply", reply_to_incident=True)
+        await asyncio.to_thread(
+            outbox.enqueue,
+            self.db,
+            method="send",
+            chat_id=self.chat_id,
+            text=render_update(update),
+            incident_id=update.incident_id,
+            role="reply",
+            reply_to_incident=True,
+        )
 
     async def flush(self) -> None:
         """Nothing waits here: grouping happens in the outbox, which survives a stop."""
 
     async def send_text(self, text: str) -> None:
-        await asyncio.to_thread(outbox.enqueue, self.db, method="send", chat_id=self.chat_id,
-                                text=text)
+        await asyncio.to_thread(
+            outbox.enqueue, self.db, method="send", chat_id=self.chat_id, text=text
+        )

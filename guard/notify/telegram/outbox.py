@@ -40,22 +40,43 @@ from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, Tel
 IDLE = 0.3
 
 
-def enqueue(db: Database, *, method: str, chat_id: int | str, text: str = "",
-            buttons: Buttons | None = None, incident_id: int | None = None, role: str = "text",
-            reply_to_incident: bool = False, photo: bytes | None = None) -> int:
+def enqueue(
+    db: Database,
+    *,
+    method: str,
+    chat_id: int | str,
+    text: str = "",
+    buttons: Buttons | None = None,
+    incident_id: int | None = None,
+    role: str = "text",
+    reply_to_incident: bool = False,
+    photo: bytes | None = None,
+) -> int:
     """Queue one call (``send``, ``edit`` or ``photo``) and remember it in the conversation."""
-    row = OutboxMessage(method=method, chat_id=str(chat_id), text=text, role=role,
-                        buttons=[[list(b) for b in r] for r in buttons or []],
-                        incident_id=incident_id, reply_to_incident=reply_to_incident,
-                        photo=photo)
+    row = OutboxMessage(
+        method=method,
+        chat_id=str(chat_id),
+        text=text,
+        role=role,
+        buttons=[[list(b) for b in r] for r in buttons or []],
+        incident_id=incident_id,
+        reply_to_incident=reply_to_incident,
+        photo=photo,
+    )
     with db.session() as session:
         outbox_id = _add(session, row)
     _remember(db, row, outbox_id)
     return outbox_id
 
 
-def close_question(db: Database, *, chat_id: int | str, incident_id: int, text: str,
-                   only_message: int | None = None) -> int | None:
+def close_question(
+    db: Database,
+    *,
+    chat_id: int | str,
+    incident_id: int,
+    text: str,
+    only_message: int | None = None,
+) -> int | None:
     """Queue the edit that ends an incident's question: its text says how, its buttons go.
 
     The message stops being live in the same transaction that queues the edit, so two closers
@@ -63,21 +84,29 @@ def close_question(db: Database, *, chat_id: int | str, incident_id: int, text: 
     both queue one and the later overwrite who answered. With ``only_message`` (a
     ``TelegramMessage`` id) nothing is queued unless that message was still live.
     """
-    row = OutboxMessage(method="edit", chat_id=str(chat_id), text=text, role="incident",
-                        incident_id=incident_id)
+    row = OutboxMessage(
+        method="edit", chat_id=str(chat_id), text=text, role="incident", incident_id=incident_id
+    )
     with db.session() as session:
         if only_message is not None:
-            flipped = session.execute(update(TelegramMessage).where(
-                col(TelegramMessage.id) == only_message, col(TelegramMessage.live)).values(
-                live=False))
+            flipped = session.execute(
+                update(TelegramMessage)
+                .where(col(TelegramMessage.id) == only_message, col(TelegramMessage.live))
+                .values(live=False)
+            )
             if getattr(flipped, "rowcount", 0) != 1:
                 return None
         else:
-            session.execute(update(TelegramMessage).where(
-                col(TelegramMessage.chat_id) == str(chat_id),
-                col(TelegramMessage.incident_id) == incident_id,
-                col(TelegramMessage.role) == "incident", col(TelegramMessage.live)).values(
-                live=False))
+            session.execute(
+                update(TelegramMessage)
+                .where(
+                    col(TelegramMessage.chat_id) == str(chat_id),
+                    col(TelegramMessage.incident_id) == incident_id,
+                    col(TelegramMessage.role) == "incident",
+                    col(TelegramMessage.live),
+                )
+                .values(live=False)
+            )
         outbox_id = _add(session, row)
     _remember(db, row, outbox_id)
     return outbox_id
@@ -91,26 +120,43 @@ def _add(session: Session, row: OutboxMessage) -> int:
 
 
 def _remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
-    record_message(db, chat=row.chat_id, direction="out", author="guard", text=row.text,
-                   incident_id=row.incident_id, outbox=outbox_id, method=row.method,
-                   role=row.role)
+    record_message(
+        db,
+        chat=row.chat_id,
+        direction="out",
+        author="guard",
+        text=row.text,
+        incident_id=row.incident_id,
+        outbox=outbox_id,
+        method=row.method,
+        role=row.role,
+    )
 
 
 def incident_message(db: Database, chat_id: str, incident_id: int) -> TelegramMessage | None:
     """The newest message with buttons Guard sent about an incident in this chat: its own, or
     the grouped message it was announced in."""
     with db.session() as session:
-        own = session.exec(select(TelegramMessage).where(
-            TelegramMessage.chat_id == chat_id, TelegramMessage.incident_id == incident_id,
-            TelegramMessage.role == "incident").order_by(col(TelegramMessage.id).desc())).first()
+        own = session.exec(
+            select(TelegramMessage)
+            .where(
+                TelegramMessage.chat_id == chat_id,
+                TelegramMessage.incident_id == incident_id,
+                TelegramMessage.role == "incident",
+            )
+            .order_by(col(TelegramMessage.id).desc())
+        ).first()
         member = grouping.member(session, chat_id, incident_id)
         if member is None:
             return own
-        group = session.exec(select(TelegramMessage).where(
-            TelegramMessage.chat_id == chat_id,
-            TelegramMessage.message_id == member.message_id)).first()
-        if group is None or (own is not None and own.id is not None and group.id is not None
-                             and own.id > group.id):
+        group = session.exec(
+            select(TelegramMessage).where(
+                TelegramMessage.chat_id == chat_id, TelegramMessage.message_id == member.message_id
+            )
+        ).first()
+        if group is None or (
+            own is not None and own.id is not None and group.id is not None and own.id > group.id
+        ):
             return own
         return group
 
@@ -123,15 +169,25 @@ def pending(db: Database, limit: int | None = None) -> list[OutboxMessage]:
     group oldest first."""
     low = case((col(OutboxMessage.role).in_(LOW_PRIORITY), 1), else_=0)
     with db.session() as session:
-        return list(session.exec(select(OutboxMessage).where(OutboxMessage.status == "pending")
-                                 .order_by(low, col(OutboxMessage.id)).limit(limit)).all())
+        return list(
+            session.exec(
+                select(OutboxMessage)
+                .where(OutboxMessage.status == "pending")
+                .order_by(low, col(OutboxMessage.id))
+                .limit(limit)
+            ).all()
+        )
 
 
 def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
     if not buttons:
         return None
-    return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=data)
-                                  for label, data in row] for row in buttons])
+    return InlineKeyboardMarkup(
+        [
+            [InlineKeyboardButton(label, callback_data=data) for label, data in row]
+            for row in buttons
+        ]
+    )
 
 
 class OutboxWorker:
@@ -165,8 +221,11 @@ class OutboxWorker:
                         break  # look again: an alert queued meanwhile goes first
                 except RetryAfter as exc:
                     wait = _seconds(exc.retry_after)
-                    logger.warning("telegram asks Guard to wait {:g}s (429); outbox keeps {} "
-                                   "message(s)", wait, len(rows))
+                    logger.warning(
+                        "telegram asks Guard to wait {:g}s (429); outbox keeps {} message(s)",
+                        wait,
+                        len(rows),
+                    )
                     await asyncio.to_thread(self._attempted, row, f"429: retry after {wait:g}s")
                     await self._sleep(stop, wait)
                     break
@@ -204,25 +263,48 @@ class OutboxWorker:
     async def _deliver_group(self, rows: list[OutboxMessage]) -> None:
         chat = rows[0].chat_id
         with self.db.session() as session:
-            members = [TelegramGroupMember(
-                chat_id=chat, message_id=0, incident_id=r.incident_id,
-                text=grouping.member_line(session.get(Incident, r.incident_id), r.incident_id),
-                buttons=grouping.labelled(r.incident_id, r.buttons))
-                for r in rows if r.incident_id is not None]
+            members = [
+                TelegramGroupMember(
+                    chat_id=chat,
+                    message_id=0,
+                    incident_id=r.incident_id,
+                    text=grouping.member_line(session.get(Incident, r.incident_id), r.incident_id),
+                    buttons=grouping.labelled(r.incident_id, r.buttons),
+                )
+                for r in rows
+                if r.incident_id is not None
+            ]
         text, buttons = grouping.render(members)
-        msg = await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML,
-                                          reply_markup=_markup(buttons))
+        msg = await self.bot.send_message(
+            chat, text, parse_mode=ParseMode.HTML, reply_markup=_markup(buttons)
+        )
         ids = [m.incident_id for m in members]
         with self.db.session() as session:
-            for old in session.exec(select(TelegramMessage).where(
-                    col(TelegramMessage.incident_id).in_(ids), TelegramMessage.chat_id == chat,
-                    col(TelegramMessage.live))).all():
+            for old in session.exec(
+                select(TelegramMessage).where(
+                    col(TelegramMessage.incident_id).in_(ids),
+                    TelegramMessage.chat_id == chat,
+                    col(TelegramMessage.live),
+                )
+            ).all():
                 old.live = False
                 session.add(old)
-            session.add(TelegramMessage(
-                chat_id=chat, message_id=msg.message_id, incident_id=None, role="group",
-                live=True, approvals=[d for r in rows for row in r.buttons for _, d in row
-                                      if not d.startswith("fix:")]))
+            session.add(
+                TelegramMessage(
+                    chat_id=chat,
+                    message_id=msg.message_id,
+                    incident_id=None,
+                    role="group",
+                    live=True,
+                    approvals=[
+                        d
+                        for r in rows
+                        for row in r.buttons
+                        for _, d in row
+                        if not d.startswith("fix:")
+                    ],
+                )
+            )
             for m in members:
                 m.message_id = msg.message_id
                 session.add(m)
@@ -239,16 +321,20 @@ class OutboxWorker:
             members = grouping.members_of(session, row.chat_id, target.message_id)
             for m in members:
                 if m.incident_id == row.incident_id:
-                    m.text = grouping.closed_line(session.get(Incident, m.incident_id),
-                                                  m.incident_id, row.text)
+                    m.text = grouping.closed_line(
+                        session.get(Incident, m.incident_id), m.incident_id, row.text
+                    )
                     m.live = False
                     session.add(m)
         text, buttons = grouping.render(members)
         try:
-            await self.bot.edit_message_text(text, chat_id=row.chat_id,
-                                             message_id=target.message_id,
-                                             parse_mode=ParseMode.HTML,
-                                             reply_markup=_markup(buttons))
+            await self.bot.edit_message_text(
+                text,
+                chat_id=row.chat_id,
+                message_id=target.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=_markup(buttons),
+            )
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():
                 raise
@@ -263,8 +349,11 @@ class OutboxWorker:
     async def _deliver(self, row: OutboxMessage) -> None:
         chat = row.chat_id
         row.text = redact(row.text)  # the store keeps it redacted already; an exit checks again
-        target = (incident_message(self.db, chat, row.incident_id)
-                  if row.incident_id is not None else None)
+        target = (
+            incident_message(self.db, chat, row.incident_id)
+            if row.incident_id is not None
+            else None
+        )
         markup = _markup(row.buttons)
         if row.method == "edit":
             if target is None:
@@ -274,9 +363,13 @@ class OutboxWorker:
                 await self._edit_group(row, target)
                 return
             try:
-                await self.bot.edit_message_text(row.text, chat_id=chat,
-                                                 message_id=target.message_id,
-                                                 parse_mode=ParseMode.HTML, reply_markup=markup)
+                await self.bot.edit_message_text(
+                    row.text,
+                    chat_id=chat,
+                    message_id=target.message_id,
+                    parse_mode=ParseMode.HTML,
+                    reply_markup=markup,
+                )
             except BadRequest as exc:
                 if "not modified" not in str(exc).lower():
                     raise
@@ -284,26 +377,48 @@ class OutboxWorker:
             if markup is None:
                 self._set_live(target, False)
             return
-        reply = (ReplyParameters(target.message_id, allow_sending_without_reply=True)
-                 if row.reply_to_incident and target is not None else None)
+        reply = (
+            ReplyParameters(target.message_id, allow_sending_without_reply=True)
+            if row.reply_to_incident and target is not None
+            else None
+        )
         if row.method == "photo":
-            msg = await self.bot.send_photo(chat, photo=row.photo or b"",
-                                            caption=cut(row.text, CAPTION_LIMIT) or None,
-                                            parse_mode=ParseMode.HTML, reply_parameters=reply)
+            msg = await self.bot.send_photo(
+                chat,
+                photo=row.photo or b"",
+                caption=cut(row.text, CAPTION_LIMIT) or None,
+                parse_mode=ParseMode.HTML,
+                reply_parameters=reply,
+            )
         else:
-            msg = await self.bot.send_message(chat, row.text, parse_mode=ParseMode.HTML,
-                                              reply_markup=markup, reply_parameters=reply)
+            msg = await self.bot.send_message(
+                chat,
+                row.text,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup,
+                reply_parameters=reply,
+            )
         with self.db.session() as session:
             if row.role == "incident" and row.incident_id is not None:
-                for old in session.exec(select(TelegramMessage).where(
+                for old in session.exec(
+                    select(TelegramMessage).where(
                         TelegramMessage.incident_id == row.incident_id,
-                        TelegramMessage.chat_id == chat, col(TelegramMessage.live))).all():
+                        TelegramMessage.chat_id == chat,
+                        col(TelegramMessage.live),
+                    )
+                ).all():
                     old.live = False
                     session.add(old)
-            session.add(TelegramMessage(
-                chat_id=chat, message_id=msg.message_id, incident_id=row.incident_id,
-                role=row.role, live=markup is not None,
-                approvals=[d for r in row.buttons for _, d in r if not d.startswith("fix:")]))
+            session.add(
+                TelegramMessage(
+                    chat_id=chat,
+                    message_id=msg.message_id,
+                    incident_id=row.incident_id,
+                    role=row.role,
+                    live=markup is not None,
+                    approvals=[d for r in row.buttons for _, d in r if not d.startswith("fix:")],
+                )
+            )
         self._mark(row, "sent")
 
     def _mark(self, row: OutboxMessage, status: str, error: str = "") -> None:

@@ -56,20 +56,28 @@ class Sync:
         now = utcnow()
         work: list[tuple[TelegramMessage | None, str, int, str, str]] = []
         with self.db.session() as session:
-            live = session.exec(select(TelegramMessage).where(
-                col(TelegramMessage.live), TelegramMessage.role == "incident")).all()
+            live = session.exec(
+                select(TelegramMessage).where(
+                    col(TelegramMessage.live), TelegramMessage.role == "incident"
+                )
+            ).all()
             for msg in live:
                 over = _over(session, msg.incident_id, msg.approvals, now)
                 if over is not None and msg.incident_id is not None:
                     work.append((msg, msg.chat_id, msg.incident_id, *over))
-            groups = session.exec(select(TelegramMessage).where(
-                col(TelegramMessage.live), TelegramMessage.role == "group")).all()
+            groups = session.exec(
+                select(TelegramMessage).where(
+                    col(TelegramMessage.live), TelegramMessage.role == "group"
+                )
+            ).all()
             for group in groups:
                 for member in grouping.members_of(session, group.chat_id, group.message_id):
-                    approvals = [d for row in member.buttons for _, d in row
-                                 if not str(d).startswith("fix:")]
-                    over = _over(session, member.incident_id, approvals, now) \
-                        if member.live else None
+                    approvals = [
+                        d for row in member.buttons for _, d in row if not str(d).startswith("fix:")
+                    ]
+                    over = (
+                        _over(session, member.incident_id, approvals, now) if member.live else None
+                    )
                     if over is not None:
                         member.live = False  # queued once: the edit below closes its line
                         session.add(member)
@@ -77,15 +85,22 @@ class Sync:
         for own, chat_id, incident_id, state, text in work:
             closed = self.gw.notifier.closed_text(incident_id, state, text)
             # queued only if nobody closed it meanwhile (a press, the agent's own report)
-            outbox.close_question(self.db, chat_id=chat_id, incident_id=incident_id,
-                                  text=closed, only_message=own.id if own else None)
+            outbox.close_question(
+                self.db,
+                chat_id=chat_id,
+                incident_id=incident_id,
+                text=closed,
+                only_message=own.id if own else None,
+            )
 
     def report_commands(self) -> None:
         with self.db.session() as session:
             last = int(get_state(session, REPORTED).get("id", 0))
-            rows = session.exec(select(HumanCommand).where(
-                HumanCommand.channel == "telegram", col(HumanCommand.id) > last)
-                .order_by(col(HumanCommand.id))).all()
+            rows = session.exec(
+                select(HumanCommand)
+                .where(HumanCommand.channel == "telegram", col(HumanCommand.id) > last)
+                .order_by(col(HumanCommand.id))
+            ).all()
             done = []
             for cmd in rows:
                 if cmd.status not in ("done", "failed"):
@@ -99,27 +114,43 @@ class Sync:
                 learned[c.id] = inc.details if inc is not None else {}
         for cmd in done:
             reported_by_agent = (cmd.verb == "approve" and cmd.status == "done") or (
-                cmd.verb == "reply" and cmd.outcome == (learned.get(cmd.id) or {}).get(
-                    "learned_message"))
+                cmd.verb == "reply"
+                and cmd.outcome == (learned.get(cmd.id) or {}).get("learned_message")
+            )
             if reported_by_agent:
                 continue
-            outbox.enqueue(self.db, method="send", chat_id=self.gw.chat_id,
-                           text=cut(f"Incident #{cmd.incident_id}, {esc(cmd.verb)} by "
-                                    f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
-                                    more=pointer(cmd.incident_id)),
-                           incident_id=cmd.incident_id, role="reply", reply_to_incident=True)
+            outbox.enqueue(
+                self.db,
+                method="send",
+                chat_id=self.gw.chat_id,
+                text=cut(
+                    f"Incident #{cmd.incident_id}, {esc(cmd.verb)} by "
+                    f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
+                    more=pointer(cmd.incident_id),
+                ),
+                incident_id=cmd.incident_id,
+                role="reply",
+                reply_to_incident=True,
+            )
 
 
-def _over(session: Session, incident_id: int | None, approvals: list[str],
-          now: datetime) -> tuple[str, str] | None:
+def _over(
+    session: Session, incident_id: int | None, approvals: list[str], now: datetime
+) -> tuple[str, str] | None:
     """``(state, text)`` if the question about an incident is over, else None."""
     inc = session.get(Incident, incident_id) if incident_id else None
     if inc is None or inc.state not in ASKING:
         return (inc.state if inc else "gone"), ("Handled outside this chat." if inc else "")
-    valid = session.exec(select(Approval).where(
-        col(Approval.id).in_(approvals or [""]), col(Approval.used_at).is_(None),
-        col(Approval.expires_at) > now)).first()
+    valid = session.exec(
+        select(Approval).where(
+            col(Approval.id).in_(approvals or [""]),
+            col(Approval.used_at).is_(None),
+            col(Approval.expires_at) > now,
+        )
+    ).first()
     if valid is None:
-        return "expired", (f"Nobody answered in time; the buttons are gone. Use /fix {inc.id} "
-                           f"COMMAND or guard approve|deny|reply {inc.id}.")
+        return "expired", (
+            f"Nobody answered in time; the buttons are gone. Use /fix {inc.id} "
+            f"COMMAND or guard approve|deny|reply {inc.id}."
+        )
     return None
