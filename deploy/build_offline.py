@@ -5,8 +5,9 @@ The Dockerfile starts ``FROM python:3.11-slim``, which cannot be pulled here. Th
 the two things a registry would have supplied, then runs the *same* Dockerfile:
 
 1. a base image equivalent to python:3.11-slim (Debian bookworm, python3 3.11, venv, CA
-   certificates) made with ``debootstrap --variant=minbase`` and ``docker import``; it is tagged
-   by a hash of its package list, so it is built once per machine;
+   certificates) made with ``debootstrap --variant=minbase`` and ``docker import``, and the same
+   with binutils for the build stage (it strips shared objects); each is tagged by a hash of its
+   package list, so it is built once per machine;
 2. a wheelhouse (``deploy/wheelhouse``) of Guard's dependencies, built by the host's pip (which
    may reach PyPI or a local mirror); the image build then installs with ``--no-index`` and runs
    with ``--network none``.
@@ -41,8 +42,9 @@ BASE_REPO = "guard-offline/python"
 IMAGE_REPO = "guard"
 WHEELHOUSE = REPO / "deploy" / "wheelhouse"
 BUILD_TOOLS = ("setuptools>=77", "wheel")  # the build backend pip needs to build /src offline
-INPUTS = ("deploy/Dockerfile", "deploy/build_offline.py", ".dockerignore", "pyproject.toml",
-          "README.md")
+BUILD_PACKAGES = (*BASE_PACKAGES, "binutils")  # the build stage strips shared objects
+INPUTS = ("deploy/Dockerfile", "deploy/build_offline.py", "deploy/slim.sh", ".dockerignore",
+          "pyproject.toml", "README.md")
 
 
 def content_hash() -> str:
@@ -61,8 +63,8 @@ def image_tag() -> str:
     return f"{IMAGE_REPO}:offline-{content_hash()}"
 
 
-def base_tag() -> str:
-    key = hashlib.sha256(f"{SUITE} {' '.join(BASE_PACKAGES)}".encode()).hexdigest()[:10]
+def base_tag(packages: tuple[str, ...] = BASE_PACKAGES) -> str:
+    key = hashlib.sha256(f"{SUITE} {' '.join(packages)}".encode()).hexdigest()[:10]
     return f"{BASE_REPO}:3.11-{SUITE}-{key}"
 
 
@@ -75,13 +77,13 @@ def run(cmd: list[str], **kwargs: object) -> None:
     subprocess.run(cmd, check=True, stdout=sys.stderr, **kwargs)  # type: ignore[call-overload]
 
 
-def build_base(tag: str) -> None:
-    """debootstrap a minimal bookworm with python3 and import it as a docker image."""
+def build_base(tag: str, packages: tuple[str, ...] = BASE_PACKAGES) -> None:
+    """debootstrap a minimal bookworm with ``packages`` and import it as a docker image."""
     if shutil.which("debootstrap") is None:
         sys.exit("debootstrap is needed for the offline base image: apt-get install debootstrap")
     with tempfile.TemporaryDirectory(prefix="guard-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+        run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
              SUITE, str(rootfs), MIRROR])
         for junk in ("var/lib/apt/lists", "var/cache/apt/archives", "usr/share/doc",
                      "usr/share/man", "usr/share/locale"):
@@ -105,16 +107,16 @@ def build_wheelhouse() -> None:
         sys.exit("run this with Python 3.11: the wheels must match the image's python3")
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    run([*pip, "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), str(REPO)])
+    run([*pip, "wheel", "-q", "--wheel-dir", str(WHEELHOUSE), f"{REPO}[postgres]"])
     run([*pip, "download", "-q", "--only-binary=:all:", "--dest", str(WHEELHOUSE), *BUILD_TOOLS])
     for stale in WHEELHOUSE.glob("guard-*.whl"):  # the image builds Guard itself, from /src
         stale.unlink()
 
 
-def build_image(tag: str, base: str) -> None:
+def build_image(tag: str, base: str, builder: str) -> None:
     env = {**os.environ, "DOCKER_BUILDKIT": "0"}  # the classic builder uses local base images
     run(["docker", "build", "--network", "none", "--pull=false",
-         "--build-arg", f"PYTHON_IMAGE={base}",
+         "--build-arg", f"PYTHON_IMAGE={base}", "--build-arg", f"BUILD_IMAGE={builder}",
          "--build-arg", "PIP_ARGS=--no-index --find-links=/src/deploy/wheelhouse",
          "-f", str(REPO / "deploy" / "Dockerfile"), "-t", tag, str(REPO)], env=env)
 
@@ -134,17 +136,18 @@ def main(argv: list[str] | None = None) -> int:
     if image_exists(tag) and not args.force:
         report["cached"] = True
     else:
-        base = base_tag()
+        base, builder = base_tag(), base_tag(BUILD_PACKAGES)
         t = time.monotonic()
-        if not image_exists(base):
-            build_base(base)
-            report["base_seconds"] = round(time.monotonic() - t, 1)
+        for tag_, packages in ((base, BASE_PACKAGES), (builder, BUILD_PACKAGES)):
+            if not image_exists(tag_):
+                build_base(tag_, packages)
+                report["base_seconds"] = round(time.monotonic() - t, 1)
         report["base"] = base
         t = time.monotonic()
         build_wheelhouse()
         report["wheelhouse_seconds"] = round(time.monotonic() - t, 1)
         t = time.monotonic()
-        build_image(tag, base)
+        build_image(tag, base, builder)
         report["image_seconds"] = round(time.monotonic() - t, 1)
     if args.tag:
         run(["docker", "tag", tag, args.tag])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import cluster, metrics
+from guard.checks import CheckScheduler
 from guard.config import Settings
 from guard.exceptions import MonitorError, NotLeader
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from guard.agent.loop import Agent
 
 BATCH = 500
+BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 EventHook = Callable[[list[IncidentEvent]], Any]
 
 
@@ -165,7 +168,9 @@ class Guard:
     async def check(self, monitor: Monitor) -> Observation:
         """Run one check; never raises (a failure comes back as a ``monitor_error`` signal)."""
         try:
-            state = await asyncio.to_thread(self._load_state, monitor)
+            state = self._state.get(monitor.id)
+            if state is None:  # the first check reads the store; later ones use memory
+                state = await asyncio.to_thread(self._load_state, monitor)
             obs = await monitor.check(state)
         except Exception as exc:
             return self._failed(monitor, exc)
@@ -235,7 +240,13 @@ class Guard:
         try:
             if heal:
                 self._attach_agent()
-            observations = await asyncio.gather(*(self.check(m) for m in self.monitors))
+            slots = asyncio.Semaphore(self.settings.scheduler.max_concurrent_checks)
+
+            async def bounded(m: Monitor) -> Observation:
+                async with slots:
+                    return await self.check(m)
+
+            observations = await asyncio.gather(*(bounded(m) for m in self.monitors))
             events = await asyncio.to_thread(self.apply, list(observations))
             if heal:
                 await self.agent.resume()
@@ -290,17 +301,13 @@ class Guard:
             return
         await asyncio.to_thread(self._baseline)
         await self._sync_skills()  # first: clone the skills remote before skills are loaded
-        for m in self.monitors:
-            scheduler.add_job(
-                self._scheduled,
-                IntervalTrigger(seconds=m.interval, jitter=m.jitter or None),
-                args=[m],
-                id=f"monitor:{m.id}",
-                coalesce=True,
-                max_instances=1,
-                misfire_grace_time=max(int(m.interval), 30),
-                next_run_time=datetime.now(UTC),
-            )
+        checks = CheckScheduler(
+            self.monitors,
+            self._scheduled,
+            max_concurrent=self.settings.scheduler.max_concurrent_checks,
+        )
+        checks.start()
+        web.checks = checks
         if self.settings.skills.git_remote and (every := self.settings.skills.sync_every):
             scheduler.add_job(
                 self._sync_skills,
@@ -316,6 +323,15 @@ class Guard:
                 id="audit:anchor",
                 coalesce=True,
                 max_instances=1,
+            )
+        if self.settings.store.retention:
+            scheduler.add_job(
+                self._prune,
+                IntervalTrigger(hours=24),
+                id="store:prune",
+                coalesce=True,
+                max_instances=1,
+                next_run_time=datetime.now(UTC),
             )
         from guard.notify import build_gateway
 
@@ -348,6 +364,7 @@ class Guard:
             await self._stop.wait()
         finally:
             await web.close()
+            await checks.stop()
             scheduler.shutdown(wait=False)
             for t in feeders:
                 t.cancel()
@@ -395,10 +412,18 @@ class Guard:
             delay = min(delay * 2, 30.0)
 
     async def _consume(self) -> None:
+        """Apply observations in batches. After a quiet spell the first one goes at once; while
+        busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the next one, so
+        a thousand checks a minute cost tens of transactions, not a thousand."""
+        last = -BATCH_EVERY
         while True:
             batch = [await self._queue.get()]
+            wait = last + BATCH_EVERY - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
             while len(batch) < BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            last = time.monotonic()
             await self._apply_safely(batch)
 
     async def _drain(self) -> None:
@@ -444,6 +469,23 @@ class Guard:
             logger.exception("could not anchor the audit chain in {}", path)
         else:
             logger.info("audit chain anchored at #{} in {}", a.seq, path)
+
+    async def _prune(self) -> None:
+        """Apply ``store.retention`` (``guard.store.retention``)."""
+        from guard.store.retention import prune
+
+        try:
+            done = await asyncio.to_thread(
+                prune,
+                self.db,
+                self.settings.store.retention,
+                self.settings.data_dir / audit.ANCHORS,
+            )
+        except Exception:
+            logger.exception("could not prune the store")
+        else:
+            if done.rows:
+                logger.info("pruned data older than {}: {}", done.cutoff, done.rows)
 
     def _audit(self, action: str, data: dict[str, Any]) -> None:
         with self.db.session() as session:

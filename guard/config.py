@@ -364,6 +364,23 @@ class RedactSettings(_Section):
         return [_valid_regex(f"[{i}] ", v) for i, v in enumerate(value)]
 
 
+class SchedulerSettings(_Section):
+    max_concurrent_checks: int = Field(
+        default=64,
+        ge=1,
+        description="monitor checks running at once; a check due while all "
+        "run waits, and guard_check_lag_seconds shows how long",
+    )
+
+
+class StoreSettings(_Section):
+    retention: Duration = Field(
+        default=90 * 86400.0,
+        description="resolved incidents (with their timelines, signals "
+        "and conversation) older than this are pruned daily; 0: keep everything",
+    )
+
+
 class AuditSettings(_Section):
     anchor_every: Duration = Field(
         default=3600.0,
@@ -439,6 +456,8 @@ class Settings(BaseSettings):
     redact: RedactSettings = Field(default_factory=RedactSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     ha: HASettings = Field(default_factory=HASettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:

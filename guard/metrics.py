@@ -12,13 +12,15 @@ not know label names:
 - ``count_signals(observations)``: called by the runtime for every triaged batch;
 - ``IncidentMetrics(db)``: an incident event hook; times detection (the first signal's
   ``observed_at`` to the incident's ``opened_at``) and repair (``opened_at`` to ``resolved_at``);
-- ``record_remediation(outcome)`` and ``observe_sandbox_exec(seconds)``: for the agent loop.
+- ``record_remediation(outcome)`` and ``observe_sandbox_exec(seconds)``: for the agent loop;
+- ``set_monitors(types)`` and ``observe_check_lag(type, seconds)``: for the check scheduler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter as Tally
 from collections.abc import Iterable, Iterator, Sequence
 
 from loguru import logger
@@ -47,9 +49,11 @@ __all__ = [
     "REGISTRY",
     "IncidentMetrics",
     "count_signals",
+    "observe_check_lag",
     "observe_sandbox_exec",
     "record_remediation",
     "render",
+    "set_monitors",
     "track_incidents",
 ]
 
@@ -76,6 +80,7 @@ OUTCOMES = (
 )
 # Seconds: from sub-second event streams to minutes-long polls.
 _DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+_LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
 
 LOOP_STALL = Gauge(
@@ -118,6 +123,16 @@ HEARTBEAT = Gauge(
     "Unix time of the scheduler's last heartbeat.",
     registry=REGISTRY,
 )
+CHECK_LAG = Histogram(
+    "guard_check_lag_seconds",
+    "How late a scheduled check started (its due time to its start).",
+    ["type"],
+    buckets=_LAG_BUCKETS,
+    registry=REGISTRY,
+)
+MONITORS = Gauge(
+    "guard_monitors", "Monitors on the check schedule, by type.", ["type"], registry=REGISTRY
+)
 for _outcome in OUTCOMES:
     REMEDIATIONS.labels(_outcome)
 
@@ -137,6 +152,19 @@ def record_remediation(outcome: str) -> None:
 def observe_sandbox_exec(seconds: float) -> None:
     """Record how long one sandboxed command took."""
     SANDBOX_EXEC.observe(max(seconds, 0.0))
+
+
+def set_monitors(types: Iterable[str]) -> None:
+    """``guard_monitors{type}``: how many monitors of each type are scheduled."""
+    counts = Tally(types)
+    MONITORS.clear()
+    for type_, n in counts.items():
+        MONITORS.labels(type_).set(n)
+
+
+def observe_check_lag(monitor_type: str, seconds: float) -> None:
+    """Record how late one scheduled check started."""
+    CHECK_LAG.labels(monitor_type).observe(max(seconds, 0.0))
 
 
 def beat() -> None:

@@ -59,3 +59,11 @@ class Runtime(HealthSource, Protocol):
 
     @property
     def monitors(self) -> Sequence[MonitorRef]: ...
+
+
+class Schedule(Protocol):
+    """The check schedule (``guard.checks``), as readiness sees it."""
+
+    def scheduled(self, monitor_id: str) -> bool:
+        """Whether the monitor is on the schedule."""
+        ...

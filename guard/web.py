@@ -3,9 +3,9 @@
 - ``/healthz`` (liveness): the scheduler is running and its heartbeat job ticked within
   ``STALE_AFTER`` seconds, and the database takes a real write (a ``guard:healthz`` state row,
   committed). 200 or 503, with a JSON body saying which part failed.
-- ``/readyz`` (readiness): the runtime has started and every enabled monitor has a job on the
-  scheduler (a standby: it has started and waits to lead). 503 before that, after shutdown
-  begins, and once a leader is deposed. It says the ``role``: leader or standby.
+- ``/readyz`` (readiness): the runtime has started and every enabled monitor is on the check
+  schedule (``guard.checks``); a standby: it has started and waits to lead. 503 before that,
+  after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby.
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 
 The server is the standard library's ``asyncio.start_server`` with a deliberately tiny HTTP/1.1
@@ -31,7 +31,7 @@ from loguru import logger
 
 from guard import metrics
 from guard.records import utcnow
-from guard.runtime import Runtime
+from guard.runtime import Runtime, Schedule
 from guard.store.state import put_state
 
 if TYPE_CHECKING:
@@ -57,9 +57,12 @@ class WebServer:
     """The HTTP endpoint of one running Guard (a ``Runtime``); ``close()`` is safe before
     ``start()``."""
 
-    def __init__(self, guard: Runtime, scheduler: AsyncIOScheduler) -> None:
+    def __init__(
+        self, guard: Runtime, scheduler: AsyncIOScheduler, checks: Schedule | None = None
+    ) -> None:
         self.guard = guard
         self.scheduler = scheduler
+        self.checks = checks
         self.host = guard.settings.http_host
         self.port = guard.settings.http_port
         self._server: asyncio.Server | None = None
@@ -143,7 +146,9 @@ class WebServer:
         leadership = self.guard.leadership
         role = leadership.role
         missing = [
-            m.id for m in self.guard.monitors if self.scheduler.get_job(f"monitor:{m.id}") is None
+            m.id
+            for m in self.guard.monitors
+            if self.checks is None or not self.checks.scheduled(m.id)
         ]
         if role != "leader":  # a standby is ready to take over; its monitors wait until then
             missing = []

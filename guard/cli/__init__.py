@@ -17,6 +17,7 @@ from guard.cli import (
     run,
     sandbox,
     skills,
+    store,
 )
 
 app = typer.Typer(
@@ -55,6 +56,7 @@ app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(report.app, name="report")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(store.app, name="store")
 
 
 def main() -> None:

@@ -1,4 +1,8 @@
-"""Probe an HTTP endpoint: status, body, latency and timeouts, with one shared httpx client."""
+"""Probe an HTTP endpoint: status, body, latency and timeouts.
+
+Monitors share one ``httpx.AsyncClient`` per TLS/proxy configuration (``http_clients``), so a
+monitor costs its spec and a compiled body regex, not a connection pool and a TLS context.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients
 from guard.playbooks.models import HttpMonitorSpec
 from guard.records import Observation, Signal
 
@@ -18,18 +23,28 @@ class HttpMonitor:
 
     type = "http"
 
-    def __init__(self, spec: HttpMonitorSpec, *, transport: httpx.AsyncBaseTransport | None = None):
+    __slots__ = (
+        "_body",
+        "_client",
+        "_clients",
+        "_config",
+        "_headers",
+        "id",
+        "interval",
+        "jitter",
+        "spec",
+    )
+
+    def __init__(self, spec: HttpMonitorSpec, *, clients: HttpClients | None = None) -> None:
         self.spec = spec
         self.id = spec.id
         self.interval = spec.every
         self.jitter = spec.jitter
         self._body = re.compile(spec.expect_body) if spec.expect_body else None
-        self._client = httpx.AsyncClient(
-            timeout=spec.timeout,
-            follow_redirects=False,
-            transport=transport,
-            headers={"User-Agent": "guard-monitor", **spec.headers},
-        )
+        self._headers = {"User-Agent": USER_AGENT, **spec.headers}
+        self._config = ClientConfig(verify=spec.tls_verify, proxy=spec.proxy)
+        self._clients = clients or CLIENTS
+        self._client: httpx.AsyncClient | None = None  # acquired on the first check
 
     def _signal(self, kind: str, message: str, *, ok: bool = False, **details: Any) -> Signal:
         return Signal(
@@ -46,8 +61,12 @@ class HttpMonitor:
     async def check(self, state: Mapping[str, Any]) -> Observation:
         url = self.spec.url
         started = time.perf_counter()
+        if self._client is None:
+            self._client = self._clients.acquire(self._config)
         try:
-            resp = await self._client.request(self.spec.method, url)
+            resp = await self._client.request(
+                self.spec.method, url, headers=self._headers, timeout=self.spec.timeout
+            )
         except httpx.TimeoutException:
             return Observation(
                 [
@@ -109,4 +128,6 @@ class HttpMonitor:
         return Observation([self._signal("http_ok", f"{url} is healthy", ok=True, **details)])
 
     async def close(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            self._client = None
+            await self._clients.release(self._config)

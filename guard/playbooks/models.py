@@ -137,6 +137,12 @@ class HttpMonitorSpec(_MonitorBase):
     expect_body: str | None = Field(default=None, description="regex the body must contain")
     headers: dict[str, str] = Field(default_factory=dict)
     severity: Severity = Severity.critical
+    tls_verify: bool = Field(default=True, description="verify the server's TLS certificate")
+    proxy: str | None = Field(
+        default=None,
+        pattern=r"^(https?|socks5h?)://",
+        description="proxy URL (default: HTTP(S)_PROXY from the environment, if set)",
+    )
 
     @field_validator("expect_body")
     @classmethod

@@ -33,6 +33,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, select_autoescape
+from sqlalchemy import func
 from sqlmodel import col, select
 
 from guard.config import Settings
@@ -40,7 +41,13 @@ from guard.records import utcnow
 from guard.redact import redact
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline
+from guard.store.models import (
+    ACTIVE_STATES,
+    Approval,
+    Incident,
+    IncidentState,
+    IncidentTimeline,
+)
 
 TEMPLATE = "daily.html.j2"
 
@@ -115,11 +122,11 @@ def gather(
                 col(IncidentTimeline.at) < end,
             )
         ).all()
-        open_now = session.exec(
-            select(Incident).where(
-                col(Incident.state) != IncidentState.resolved, col(Incident.opened_at) < end
-            )
-        ).all()
+        still_open = session.exec(
+            select(func.count())
+            .select_from(Incident)
+            .where(col(Incident.state).in_(ACTIVE_STATES), col(Incident.opened_at) < end)
+        ).one()
         approvals = session.exec(
             select(Approval)
             .where(
@@ -158,7 +165,7 @@ def gather(
             )
     report.mttr_seconds = sum(durations) / len(durations) if durations else None
     report.escalated = len(set(escalations))
-    report.still_open = len(open_now)
+    report.still_open = still_open
     report.pending = [
         {
             "incident": a.incident_id,

@@ -11,6 +11,11 @@ Deleting only the newest rows leaves a shorter chain that holds: anchors catch t
 is the head ``{seq, hash, at}`` appended to ``audit-anchors.jsonl`` on the data volume (``guard
 audit anchor``; ``guard run`` every ``audit.anchor_every``), and each daily report carries the
 head to the chat, where it stays. ``verify`` fails when an anchored entry is gone or changed.
+
+Retention (``guard.store.retention``) may remove the oldest entries, never silently: it first
+appends a *cut* anchor ``{"seq", "hash", "at", "cut": true}`` naming the last entry it removes,
+and ``verify`` then starts the chain after the latest cut (its first entry must link to the
+cut's hash); anchors at or before the cut are history.
 """
 
 from __future__ import annotations
@@ -121,6 +126,7 @@ class Anchor:
     hash: str
     at: str
     where: str  # how ``verify`` names it: "anchor 3 of audit-anchors.jsonl (2026-...)"
+    cut: bool = False  # entries up to ``seq`` were pruned; the chain goes on from ``hash``
 
 
 def _check_entry(
@@ -151,21 +157,29 @@ def verify_entries(
 ) -> int:
     """Check a chain given in ``seq`` order against ``anchors``; return its length or raise
     ``AuditChainBroken``. With ``key``, the newest entry must be keyed."""
+    cuts = [a for a in anchors if a.cut]
+    cut = max(cuts, key=lambda a: a.seq) if cuts else None
     prev, expected_seq, n, keyed_seen = GENESIS, 1, 0, False
+    if cut is not None:
+        prev, expected_seq = cut.hash, cut.seq + 1
+        anchors = [a for a in anchors if a.seq > cut.seq]
     anchored = {a.seq for a in anchors}
     seen: dict[int, str] = {}
     for e in entries:
+        if cut is not None and e.seq <= cut.seq:
+            continue  # pruned by retention (its rows may outlive the cut for a moment)
         _check_entry(e, prev, expected_seq, keyed_seen, key)
         keyed_seen = keyed_seen or e.hash.startswith(KEYED)
         if e.seq in anchored:
             seen[e.seq] = e.hash
         prev, expected_seq, n = e.hash, expected_seq + 1, n + 1
+    last = expected_seq - 1
     for a in anchors:
-        if a.seq > n:
+        if a.seq > last:
             raise AuditChainBroken(
                 a.seq,
                 f"{a.where} recorded entry #{a.seq} but the chain ends "
-                f"at #{n}: entries after it were deleted",
+                f"at #{last}: entries after it were deleted",
             )
         if a.seq > 0 and seen.get(a.seq) != a.hash:
             raise AuditChainBroken(
@@ -199,6 +213,7 @@ def read_anchors(path: Path) -> list[Anchor]:
                     str(row["hash"]),
                     str(row["at"]),
                     f"anchor {i} of {path.name} ({row['at']})",
+                    cut=bool(row.get("cut", False)),
                 )
             )
         except (ValueError, KeyError, TypeError):
@@ -229,10 +244,22 @@ def anchor(db: Any, path: Path, actor: str = "guard") -> Anchor:
             session, actor=actor, action="audit.anchored", subject="audit", data={"file": path.name}
         )
         seq, digest = head(session)
+    at = _write_anchor(path, {"seq": seq, "hash": digest})
+    return Anchor(seq, digest, at, f"anchor in {path.name} ({at})")
+
+
+def record_cut(path: Path, seq: int, digest: str) -> Anchor:
+    """Record in ``path`` that entries up to ``seq`` (whose hash is ``digest``) are pruned."""
+    at = _write_anchor(path, {"seq": seq, "hash": digest, "cut": True})
+    return Anchor(seq, digest, at, f"cut in {path.name} ({at})", cut=True)
+
+
+def _write_anchor(path: Path, row: dict[str, Any]) -> str:
+    """Append one anchor line, flushed to disk; return its time."""
     at = utcnow().isoformat(timespec="seconds")
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
-        f.write(json.dumps({"seq": seq, "hash": digest, "at": at}) + "\n")
+        f.write(json.dumps({**row, "at": at}) + "\n")
         f.flush()
         os.fsync(f.fileno())
-    return Anchor(seq, digest, at, f"anchor in {path.name} ({at})")
+    return at

@@ -14,7 +14,7 @@ from sqlmodel import Session, SQLModel, create_engine
 
 from guard.exceptions import StoreError
 from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
-from guard.store import models as _models  # noqa: F401
+from guard.store import models as _models
 from guard.store import scrub
 
 
@@ -62,6 +62,10 @@ class Database:
         try:
             with self._schema_lock():
                 SQLModel.metadata.create_all(self.engine)
+                for table in SQLModel.metadata.sorted_tables:  # tables made by an older Guard
+                    for index in table.indexes:
+                        if index.name in _models.LATER_INDEXES:
+                            index.create(self.engine, checkfirst=True)
                 scrub.migrate(self.engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None

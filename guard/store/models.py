@@ -71,6 +71,14 @@ class IncidentState(StrEnum):
 
 
 ACTIVE_STATES = frozenset(IncidentState) - {IncidentState.resolved}
+# Indexes added after their tables first shipped: created on open where missing.
+LATER_INDEXES = (
+    "ix_incident_state_id",
+    "ix_incident_opened_at",
+    "ix_incident_resolved_at",
+    "ix_incident_timeline_at",
+    "ix_audit_log_at",
+)
 
 
 class StepStatus(StrEnum):
@@ -115,7 +123,12 @@ HUMAN_FIX = "human-fix"
 class Incident(SQLModel, table=True):
     """One problem, however many signals it took; deduplicated by ``fingerprint``."""
 
-    __table_args__ = (Index("ix_incident_fp_state", "fingerprint", "state"),)
+    __table_args__ = (
+        Index("ix_incident_fp_state", "fingerprint", "state"),
+        Index("ix_incident_state_id", "state", "id"),  # list --state, newest first
+        Index("ix_incident_opened_at", "opened_at"),  # the daily report's windows
+        Index("ix_incident_resolved_at", "resolved_at"),
+    )  # ...and retention
 
     id: int | None = Field(default=None, primary_key=True)
     fingerprint: str = Field(index=True)
@@ -154,6 +167,7 @@ class IncidentTimeline(SQLModel, table=True):
     """One entry in an incident's history: a state change, a count update, an action..."""
 
     __tablename__ = "incident_timeline"
+    __table_args__ = (Index("ix_incident_timeline_at", "at"),)  # the daily report's escalations
 
     id: int | None = Field(default=None, primary_key=True)
     incident_id: int = Field(foreign_key="incident.id", index=True)
@@ -179,6 +193,7 @@ class AuditEntry(SQLModel, table=True):
     """One link of the tamper-evident audit chain (see ``guard.store.audit``)."""
 
     __tablename__ = "audit_log"
+    __table_args__ = (Index("ix_audit_log_at", "at"),)  # retention's cut
 
     seq: int = Field(primary_key=True)
     at: datetime = now_column(nullable=False)

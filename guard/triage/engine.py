@@ -13,11 +13,15 @@
   default; see ``guard.grouping``).
 - The storm breaker (``triage.storm``) caps the new incidents one monitor opens per window.
 - Monitor state in each ``Observation`` (log offsets) is saved in the same transaction.
+- A passing check costs no write when nothing changed: check states are remembered as written,
+  and a check known to have no incident to resolve is not asked about for ``QUIET_TTL``
+  seconds (only triage opens incidents from signals, and it forgets the check when it does).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,6 +41,8 @@ from guard.store.state import get_state, put_state
 from guard.triage import storm
 
 ACTOR = "triage"
+QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
+CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,10 @@ class Triage:
         self.templates = TemplateBook()
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
+        self._written: dict[str, dict[str, Any]] = {}  # check states as stored
+        self._quiet: dict[str, float] = {}  # check key -> when it had nothing to resolve
+        self._calmed_at = -CALM_EVERY
+        self._templates_begun = False
 
     def policy(self, monitor_id: str) -> TriagePolicy:
         default = TriagePolicy(auto_resolve=self.settings.auto_resolve)
@@ -84,8 +94,8 @@ class Triage:
         self._storms = storm.StormBatch(self.settings.max_new_incidents, self.settings.storm_window)
         self._checks = {}
         try:
+            self._templates_begun = False  # begun by the batch's first template signal
             with self.db.session() as session:
-                self.templates.begin(session)
                 for obs in observations:
                     for sig in obs.signals:
                         if sig.status == "ok":
@@ -95,18 +105,25 @@ class Triage:
                     if obs.monitor_id and obs.state:
                         put_state(session, f"monitor:{obs.monitor_id}", obs.state)
                 for key, value in self._checks.items():
-                    put_state(session, key, value)
+                    if self._written.get(key) != value:
+                        put_state(session, key, value)
                 self._storms.write()
-                self._calm_storms(session, events)
+                if time.monotonic() - self._calmed_at >= CALM_EVERY:
+                    self._calm_storms(session, events)
+                    self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
             self.templates.reset()  # it may hold templates the rollback just took back
+            self._written.clear()
+            self._quiet.clear()
             raise
+        self._written.update(self._checks)
         return events
 
     def _check(self, session: Session, key: str) -> dict[str, Any]:
         if key not in self._checks:
-            self._checks[key] = get_state(session, key)
+            known = self._written.get(key)
+            self._checks[key] = dict(known) if known is not None else get_state(session, key)
         return self._checks[key]
 
     def identify(self, session: Session, sig: Signal) -> tuple[str, int | None, bool]:
@@ -120,6 +137,9 @@ class Triage:
         elif grouping.by == "fields":
             key = "fields:" + json.dumps(grouping.fields)
         else:
+            if not self._templates_begun:
+                self.templates.begin(session)
+                self._templates_begun = True
             template_id, new = self.templates.assign(session, grouping.content)
             return (
                 keyed_fingerprint(sig.source, sig.target, sig.kind, f"template:{template_id}"),
@@ -131,6 +151,7 @@ class Triage:
     # -- failing checks -------------------------------------------------------------------------
 
     def _failed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+        self._quiet.pop(sig.check_key, None)
         policy = self.policy(sig.monitor_id)
         check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
@@ -322,11 +343,16 @@ class Triage:
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
         if not self.policy(sig.monitor_id).auto_resolve:
             return
+        now = time.monotonic()
+        if now - self._quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
+            return
         open_ones = session.exec(
             select(Incident).where(
                 Incident.check_key == sig.check_key, col(Incident.state).in_(AUTO_RESOLVABLE)
             )
         ).all()
+        if not open_ones:
+            self._quiet[sig.check_key] = now
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:

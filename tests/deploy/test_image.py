@@ -136,7 +136,7 @@ def _guard(container: Any, *args: str) -> tuple[int, str]:
 
 @pytest.mark.timeout(1900)
 def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
-    docker_client: Any, appliance_image: str, volume: str
+    docker_client: Any, appliance_image: str, volume: str, pytestconfig: pytest.Config
 ) -> None:
     first, url = _start(docker_client, appliance_image, volume, f"{volume}-1")
     _wait(lambda: httpx.get(url + "/healthz", timeout=5).status_code == 200, "/healthz 200")
@@ -155,7 +155,27 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
 
     _wait(healthy, "docker to run the image's HEALTHCHECK and call it healthy")
 
-    assert docker_client.images.get(appliance_image).attrs["Config"]["User"] == "guard"
+    image = docker_client.images.get(appliance_image)
+    size_mb = image.attrs["Size"] / 1e6
+    report = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    if report is not None:
+        report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
+    assert size_mb <= 600, f"the image is {size_mb:.1f} MB (goal: 600 MB; see deploy/slim.sh)"
+    # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers, Postgres.
+    code, out = first.exec_run(
+        [
+            "python3",
+            "-c",
+            (
+                "import lancedb, pyarrow, pyarrow.dataset, pyarrow.fs, pyarrow.compute, numpy;"
+                "import re2, hyperscan, psycopg;"
+                "import kubernetes.client, kubernetes.config, kubernetes.watch;"
+                "import guard.memory.semantic, guard.k8s.client, guard.monitors.matcher"
+            ),
+        ]
+    )
+    assert code == 0, out.decode()[-2000:]
+    assert image.attrs["Config"]["User"] == "guard"
     code, uid = first.exec_run(["id", "-u"])
     assert code == 0 and uid.decode().strip() != "0"
     env = dict(e.split("=", 1) for e in first.attrs["Config"]["Env"])

@@ -184,6 +184,23 @@ def test_run_once_does_not_serve(home: GuardHome) -> None:
     assert "serving" not in proc.stderr and "cannot serve" not in proc.stderr
 
 
+def _wait_for_baseline(home: GuardHome, monitor_id: str, proc: subprocess.Popen[str]) -> None:
+    """Until ``guard run`` has stored where the monitor starts reading (its baseline)."""
+    db = home.root / "data" / "guard.db"
+    end = time.monotonic() + 60
+    while time.monotonic() < end and proc.poll() is None:
+        with (
+            contextlib.suppress(sqlite3.Error),
+            contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as c,
+        ):
+            if c.execute(
+                "select 1 from monitor_state where key = ?", (f"monitor:{monitor_id}",)
+            ).fetchone():
+                return
+        time.sleep(0.2)
+    raise AssertionError("guard run did not start watching")
+
+
 def test_a_taken_port_is_logged_and_monitoring_goes_on(home: GuardHome) -> None:
     log = home.root / "app.log"
     log.write_text("")
@@ -218,7 +235,7 @@ def test_a_taken_port_is_logged_and_monitoring_goes_on(home: GuardHome) -> None:
             text=True,
         )
         try:
-            time.sleep(3)
+            _wait_for_baseline(home, "log", proc)  # lines written before it are not news
             with open(log, "a") as f:
                 f.write("BOOM\n")
             end = time.monotonic() + 20

@@ -167,3 +167,23 @@ def test_monitor_state_is_saved_with_the_signals(db):
 
     with db.session() as s:
         assert get_state(s, "monitor:web") == {"position": {"offset": 42}}
+
+
+def test_a_passing_check_writes_nothing_until_something_changes(db):
+    from guard.store.models import MonitorState
+
+    def check_row() -> MonitorState:
+        with db.session() as s:
+            return s.get(MonitorState, "check:web|http://svc/")
+
+    t = Triage(db, TriageSettings())
+    t.process([ok()])
+    first = check_row()
+    for _ in range(3):
+        t.process([ok()])
+    assert check_row().updated_at == first.updated_at  # the same state, not written again
+    t.process([fail()])  # a failure after quiet ok checks still opens, and the next ok resolves
+    assert check_row().value["last"] == "firing"
+    events = t.process([ok()])
+    assert [e.type for e in events] == ["resolved"]
+    assert check_row().value["failures"] == 0

@@ -1,0 +1,125 @@
+"""The check scheduler: every monitor's check on its interval, a bounded number at a time.
+
+One task sleeps until the earliest due check (a heap of due times), so a thousand monitors
+cost a thousand heap entries, not a thousand scheduler jobs and timers. A due check becomes a
+task that first takes one of ``max_concurrent_checks`` slots; from its due time to taking the
+slot is its lag, ``guard_check_lag_seconds``: what a saturated box, a blocked event loop or
+too small a bound costs. A check still running when it is due again is not started twice
+(coalesced: its next due time moves on).
+
+Every monitor is checked at start. After that, each monitor's schedule is offset by a fixed
+fraction of its interval (a low-discrepancy sequence over the monitors), so a thousand
+monitors with the same interval spread over it instead of firing at the same instant; the
+offset only ever brings a check forward, never later than the interval after the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from loguru import logger
+
+from guard import metrics
+from guard.monitors import Monitor
+
+GOLDEN = (math.sqrt(5) - 1) / 2
+Check = Callable[[Monitor], Awaitable[None]]
+
+
+def phase(index: int) -> float:
+    """The fraction of its interval by which the ``index``-th monitor's schedule is offset."""
+    return (index * GOLDEN) % 1.0
+
+
+class CheckScheduler:
+    """Runs ``check(monitor)`` for each monitor every ``monitor.interval`` seconds."""
+
+    def __init__(
+        self,
+        monitors: Sequence[Monitor],
+        check: Check,
+        *,
+        max_concurrent: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.monitors = list(monitors)
+        self._ids = frozenset(m.id for m in self.monitors)
+        self._check = check
+        self._clock = clock
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._heap: list[tuple[float, int, float]] = []  # (due, monitor index, base time)
+        self._busy: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._first = 0.0  # when the first round was due
+        self.coalesced = 0  # checks not started because the previous one still ran
+
+    @property
+    def running(self) -> bool:
+        return self._loop_task is not None and not self._loop_task.done()
+
+    def scheduled(self, monitor_id: str) -> bool:
+        """Whether ``monitor_id`` is on the schedule (for ``/readyz``)."""
+        return self.running and monitor_id in self._ids
+
+    def start(self) -> None:
+        now = self._first = self._clock()
+        self._heap = [(now, i, now) for i in range(len(self.monitors))]
+        heapq.heapify(self._heap)
+        metrics.set_monitors(m.type for m in self.monitors)
+        self._loop_task = asyncio.create_task(self._run(), name="checks")
+
+    async def stop(self) -> None:
+        """Stop scheduling and cancel the checks under way."""
+        tasks = [t for t in (self._loop_task, *self._tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop_task = None
+
+    def _next(self, index: int, base: float, now: float) -> tuple[float, float]:
+        """The next (due, base) of a monitor whose run at ``base`` is being started at ``now``."""
+        monitor = self.monitors[index]
+        interval = max(monitor.interval, 0.001)
+        first_round = base == self._first
+        nxt = base + (interval * (phase(index) or 1.0) if first_round else interval)
+        if nxt <= now:  # the loop fell behind by more than an interval: skip, do not queue up
+            nxt += interval * (math.floor((now - nxt) / interval) + 1)
+        jitter = random.uniform(0, monitor.jitter) if monitor.jitter else 0.0
+        return nxt + jitter, nxt
+
+    async def _run(self) -> None:
+        while True:
+            now = self._clock()
+            while self._heap and self._heap[0][0] <= now:
+                due, index, base = heapq.heappop(self._heap)
+                nxt_due, nxt_base = self._next(index, base, now)
+                heapq.heappush(self._heap, (nxt_due, index, nxt_base))
+                if index in self._busy:
+                    self.coalesced += 1
+                    continue
+                self._busy.add(index)
+                task = asyncio.create_task(self._one(index, due))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if not self._heap:
+                await asyncio.Event().wait()  # nothing to schedule: wait to be cancelled
+            await asyncio.sleep(max(self._heap[0][0] - self._clock(), 0.0))
+
+    async def _one(self, index: int, due: float) -> None:
+        monitor = self.monitors[index]
+        try:
+            async with self._slots:
+                metrics.observe_check_lag(monitor.type, self._clock() - due)
+                await self._check(monitor)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("the check of monitor {} failed unexpectedly", monitor.id)
+        finally:
+            self._busy.discard(index)

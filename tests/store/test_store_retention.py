@@ -1,0 +1,104 @@
+"""store.retention: old resolved incidents go with what hangs on them; the audit cut is anchored."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlmodel import col, select
+
+from guard.exceptions import AuditChainBroken
+from guard.records import utcnow
+from guard.store import audit
+from guard.store.models import (
+    AgentStep,
+    Approval,
+    AuditEntry,
+    ConversationMessage,
+    Incident,
+    IncidentTimeline,
+    RemediationRun,
+)
+from guard.store.retention import prune
+from tests.agent_helpers import stored_incident
+from tests.conftest import GuardHome
+
+DAY = 86400.0
+
+
+def _incident_with_history(session: Any, state: str, resolved_days_ago: float | None) -> int:
+    inc = stored_incident(session, state)
+    if resolved_days_ago is not None:
+        inc.resolved_at = utcnow() - timedelta(days=resolved_days_ago)
+    session.add(IncidentTimeline(incident_id=inc.id, type="opened", message="down"))
+    run = RemediationRun(incident_id=inc.id, skill="s", target="t")
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    session.add(AgentStep(incident_id=inc.id, run_id=run.id, index=0, kind="run"))
+    session.add(Approval(id=f"a{inc.id}", incident_id=inc.id, kind="skill", expires_at=utcnow()))
+    session.add(
+        ConversationMessage(
+            chat="console", direction="out", author="guard", text="asked", incident_id=inc.id
+        )
+    )
+    audit.append(session, actor="triage", action="incident.opened", subject=f"#{inc.id}")
+    return int(inc.id)
+
+
+def test_prune_removes_old_resolved_incidents_and_anchors_the_audit_cut(home: GuardHome) -> None:
+    db = home.database()
+    anchors = home.root / "data" / audit.ANCHORS
+    with db.session() as s:
+        _incident_with_history(s, "resolved", 100)  # old: goes
+        recent = _incident_with_history(s, "resolved", 10)
+        still_open = _incident_with_history(s, "open", None)
+    with db.session() as s:
+        seqs = [e.seq for e in s.exec(select(AuditEntry))]
+
+    # A day from now with 95 days' retention: "old" (100 days) goes, "recent" (10) stays.
+    done = prune(db, 95 * DAY, anchors, now=utcnow() + timedelta(days=1))
+    with db.session() as s:
+        left = {i.id for i in s.exec(select(Incident))}
+        timeline = {t.incident_id for t in s.exec(select(IncidentTimeline))}
+        runs = {r.incident_id for r in s.exec(select(RemediationRun))}
+        steps = {a.incident_id for a in s.exec(select(AgentStep))}
+        approvals = {a.incident_id for a in s.exec(select(Approval))}
+        talk = {c.incident_id for c in s.exec(select(ConversationMessage))}
+    assert left == {recent, still_open}
+    for rows in (timeline, runs, steps, approvals, talk):
+        assert rows == {recent, still_open}
+    assert done.rows["incident"] == 1 and done.rows["incident_timeline"] == 1
+    assert done.audit_cut is None  # every audit entry is younger than 95 days
+
+    done = prune(db, 0.5 * DAY, anchors, now=utcnow() + timedelta(days=1))
+    assert done.audit_cut == seqs[-1]  # all but the newest (the first prune's store.pruned)
+    lines = [json.loads(x) for x in anchors.read_text().splitlines()]
+    assert lines[-1]["cut"] is True and lines[-1]["seq"] == done.audit_cut
+    with db.session() as s:
+        remaining = list(s.exec(select(AuditEntry).order_by(col(AuditEntry.seq))))
+        assert [e.action for e in remaining] == ["store.pruned", "store.pruned"]
+        assert "audit_log" in remaining[1].data["rows"]  # the cut is in the chain
+        assert audit.verify(s, audit.read_anchors(anchors)) == 2
+        with pytest.raises(AuditChainBroken, match="missing or reordered"):
+            audit.verify(s)  # without the cut anchor, the pruned entries are missing
+        s.delete(remaining[0])  # a gap after the cut is still found
+    with db.session() as s, pytest.raises(AuditChainBroken, match="missing or reordered"):
+        audit.verify(s, audit.read_anchors(anchors))
+
+
+def test_store_stats_and_prune_on_the_command_line(home: GuardHome) -> None:
+    db = home.database()
+    with db.session() as s:
+        _incident_with_history(s, "resolved", 100)
+        _incident_with_history(s, "open", None)
+    stats = json.loads(home.cli("store", "stats", "--json").stdout)
+    assert stats["tables"]["incident"]["rows"] == 2 and stats["bytes"] > 0
+    assert stats["retention"] == "90d"
+    out = home.cli("store", "prune").stdout
+    assert "1 incident" in out and "1 incident_timeline" in out
+    stats = json.loads(home.cli("store", "stats", "--json").stdout)
+    assert stats["tables"]["incident"]["rows"] == 1
+    assert home.cli("audit", "verify").returncode == 0
