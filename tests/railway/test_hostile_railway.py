@@ -18,8 +18,6 @@ from guard.railway.models import DeploymentStatus
 from guard.store.models import Incident
 from tests.railway_server import Fault, RailwayServer, railway_config, serve_railway
 
-pytestmark = pytest.mark.unit
-
 PLAYBOOK = """\
 name: railway
 monitors:

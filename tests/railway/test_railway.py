@@ -28,8 +28,6 @@ from tests.railway_server import (
     validate,
 )
 
-pytestmark = pytest.mark.unit
-
 PLAYBOOK = """\
 name: railway
 monitors:
