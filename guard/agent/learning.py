@@ -69,10 +69,16 @@ class Learner:
             action = parsed.name
         ran = next((r.result["step"].get("stdin") for r in self.runner.steps(run.id)
                     if r.kind == "run"), None)
+        proposal = inc.details.get("proposal")
+        proposed_by = (f"model {proposal.get('model')}" if isinstance(proposal, dict)
+                       and proposal.get("fix") == run.fix else None)
+        approver = run.approved_by or "human"
         try:
             learned = self.writer.write(inc, run.fix, action=action, args=args,
-                                        approver=run.approved_by or "human", verdict=verdict,
-                                        script=ran if action is None else None)
+                                        approver=approver if proposed_by is None
+                                        else f"{approver} (proposed by {proposed_by})",
+                                        verdict=verdict, script=ran if action is None else None,
+                                        proposed_by=proposed_by)
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")
             return f"but saving the skill failed: {exc}", None

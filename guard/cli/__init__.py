@@ -9,6 +9,7 @@ from guard.cli import (
     audit,
     config_cmd,
     demo,
+    diagnose,
     human,
     incidents,
     memory,
@@ -16,6 +17,7 @@ from guard.cli import (
     run,
     sandbox,
     skills,
+    trajectories,
 )
 
 app = typer.Typer(
@@ -46,6 +48,7 @@ def _root(
 config_cmd.register(app)
 run.register(app)
 human.register(app)
+diagnose.register(app)
 demo.register(app)
 app.add_typer(incidents.app, name="incidents")
 app.add_typer(skills.app, name="skills")
@@ -53,6 +56,7 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(audit.app, name="audit")
 app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(report.app, name="report")
+app.add_typer(trajectories.app, name="trajectories")
 
 
 def main() -> None:

@@ -35,7 +35,16 @@ def incident_dict(inc: Incident, templates: dict[int, str] | None = None) -> dic
         "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
         "flapping": inc.flapping, "reopen_count": inc.reopen_count, "details": inc.details,
         "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
+        "proposal": proposal_of(inc),
     }
+
+
+def proposal_of(inc: Incident) -> dict[str, Any] | None:
+    """A model's proposed fix (``fix``, ``reason``, ``confidence``, ``model``), or None."""
+    found = inc.details.get("proposal") if isinstance(inc.details, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {k: found.get(k) for k in ("fix", "reason", "confidence", "model")}
 
 
 def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
@@ -115,6 +124,9 @@ def show(
         ("last seen", inc.last_seen.isoformat()), ("fingerprint", inc.fingerprint),
         ("message", inc.message),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
+        *([("proposal", f"{p['fix']}  (by {p['model']}, confidence {p['confidence']}; "
+                        f"`guard approve {inc.id}` runs it): {p['reason']}")]
+          if (p := proposal_of(inc)) else []),
     ]:
         out.print(f"  {label:<12} {printable(value)}", markup=False, soft_wrap=True)
     out.print("  timeline:")

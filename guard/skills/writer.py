@@ -159,7 +159,8 @@ class SkillWriter:
         self.taken = taken
 
     def spec_for(self, incident: Any, fix: str, *, action: str | None,
-                 args: dict[str, Any], approver: str, verdict: str) -> dict[str, Any]:
+                 args: dict[str, Any], approver: str, verdict: str,
+                 proposed_by: str | None = None) -> dict[str, Any]:
         trigger = {"source": incident.source, "kind": incident.kind, "target": incident.target,
                    "message": message_regex(incident.message)}
         if action is not None:
@@ -175,11 +176,13 @@ class SkillWriter:
             "trust": self.trust,
             "origin": "learned",
             "learned_from": {"incident": incident.id, "approver": approver, "fix": fix,
-                             "verified": verdict, "at": utcnow().isoformat(timespec="seconds")},
+                             "verified": verdict, "at": utcnow().isoformat(timespec="seconds"),
+                             **({"proposed_by": proposed_by} if proposed_by else {})},
         }
 
     def write(self, incident: Any, fix: str, *, action: str | None, args: dict[str, Any],
-              approver: str, verdict: str, script: str | None = None) -> LearnedSkill:
+              approver: str, verdict: str, script: str | None = None,
+              proposed_by: str | None = None) -> LearnedSkill:
         """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
         ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
         anything is written; the folder appears whole (renamed from a staging folder that
@@ -189,7 +192,7 @@ class SkillWriter:
         fix, args = redact(fix), redact_value(args)
         script = redact(script) if script is not None else None
         spec = self.spec_for(incident, fix, action=action, args=args, approver=approver,
-                             verdict=verdict)
+                             verdict=verdict, proposed_by=proposed_by)
         parsed = SkillSpec.model_validate(spec)
         if action is None and script is None:
             script = fix_script(fix, incident.target, incident_id=incident.id, approver=approver)
