@@ -50,9 +50,14 @@ class ModelServer:
     """``kind`` is "openai" or "anthropic"; ``script`` is consumed one reply per request,
     then ``default(n)`` (n: the request's number) answers."""
 
-    def __init__(self, kind: str, *, api_key: str = "sk-test-key-0123456789",
-                 script: list[Reply] | None = None,
-                 default: Callable[[int], Reply] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        api_key: str = "sk-test-key-0123456789",
+        script: list[Reply] | None = None,
+        default: Callable[[int], Reply] | None = None,
+    ) -> None:
         self.kind = kind
         self.api_key = api_key
         self.script = list(script or [])
@@ -70,8 +75,15 @@ class ModelServer:
 
     def config(self, **extra: Any) -> dict[str, Any]:
         """The ``llm`` config section pointing at this server."""
-        return {"provider": self.kind, "model": "scripted-1", "base_url": self.base_url,
-                "api_key": self.api_key, "timeout": "10s", "backoff": "10ms", **extra}
+        return {
+            "provider": self.kind,
+            "model": "scripted-1",
+            "base_url": self.base_url,
+            "api_key": self.api_key,
+            "timeout": "10s",
+            "backoff": "10ms",
+            **extra,
+        }
 
     @property
     def sent(self) -> str:
@@ -107,12 +119,12 @@ class ModelServer:
 
     def error_body(self, message: str) -> dict[str, Any]:
         if self.kind == "anthropic":
-            return {"type": "error", "error": {"type": "invalid_request_error",
-                                               "message": message}}
+            return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
         return {"error": {"message": message, "type": "invalid_request_error"}}
 
-    def answer(self, path: str, headers: dict[str, str],
-               raw: bytes) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer(
+        self, path: str, headers: dict[str, str], raw: bytes
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self.lock:
             self.bodies.append(raw)
         lower = {k.lower(): v for k, v in headers.items()}
@@ -138,8 +150,9 @@ class ModelServer:
             self.requests.append(body)
             reply = self.script.pop(0) if self.script else self.default(n)
         if reply.status != 200:
-            extra = {"retry-after": f"{reply.retry_after:g}"} if reply.retry_after is not None \
-                else {}
+            extra = (
+                {"retry-after": f"{reply.retry_after:g}"} if reply.retry_after is not None else {}
+            )
             return reply.status, self.error_body(f"scripted {reply.status}"), extra
         if not body.get("tools") and reply.calls:  # no tools offered: a model cannot call one
             reply = say("(no tools were offered, so I answer) the cause is still unclear")
@@ -161,14 +174,20 @@ def check_openai(body: dict[str, Any]) -> None:
         role = m.get("role")
         if role == "tool":
             if m.get("tool_call_id") not in pending:
-                raise Refused(400, f"messages[{i}]: a message with role 'tool' must be a "
-                              "response to a preceding message with 'tool_calls'")
+                raise Refused(
+                    400,
+                    f"messages[{i}]: a message with role 'tool' must be a "
+                    "response to a preceding message with 'tool_calls'",
+                )
             pending.discard(m["tool_call_id"])
             continue
         if pending:
-            raise Refused(400, f"messages[{i}]: an assistant message with 'tool_calls' must "
-                          f"be followed by tool messages responding to each tool_call_id "
-                          f"(missing {sorted(pending)})")
+            raise Refused(
+                400,
+                f"messages[{i}]: an assistant message with 'tool_calls' must "
+                f"be followed by tool messages responding to each tool_call_id "
+                f"(missing {sorted(pending)})",
+            )
         if role == "assistant":
             for c in m.get("tool_calls") or []:
                 json.loads(json.dumps(c["function"]["arguments"]))  # a string, as sent
@@ -195,11 +214,15 @@ def check_anthropic(body: dict[str, Any]) -> None:
         if m.get("role") == "user":
             results = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
             if results - pending:
-                raise Refused(400, f"messages.{i}: unexpected tool_use_id found in "
-                              "tool_result blocks")
+                raise Refused(
+                    400, f"messages.{i}: unexpected tool_use_id found in tool_result blocks"
+                )
             if pending - results:
-                raise Refused(400, f"messages.{i}: tool_use ids were found without "
-                              f"tool_result blocks immediately after: {sorted(pending)}")
+                raise Refused(
+                    400,
+                    f"messages.{i}: tool_use ids were found without "
+                    f"tool_result blocks immediately after: {sorted(pending)}",
+                )
             pending = set()
         elif m.get("role") == "assistant":
             pending = {b["id"] for b in blocks if b.get("type") == "tool_use"}
@@ -211,15 +234,29 @@ def openai_reply(reply: Reply, n: int, size: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     if reply.calls:
         message["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": name, "arguments": args if isinstance(args, str)
-                          else json.dumps(args)}}
-            for i, (name, args) in enumerate(reply.calls)]
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": "scripted-1",
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if reply.calls else "stop"}],
-            "usage": {"prompt_tokens": size, "completion_tokens": 20,
-                      "total_tokens": size + 20}}
+            {
+                "id": f"call_{n}_{i}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for i, (name, args) in enumerate(reply.calls)
+        ]
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "model": "scripted-1",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.calls else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": size, "completion_tokens": 20, "total_tokens": size + 20},
+    }
 
 
 def anthropic_reply(reply: Reply, n: int, size: int) -> dict[str, Any]:
@@ -227,8 +264,21 @@ def anthropic_reply(reply: Reply, n: int, size: int) -> dict[str, Any]:
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for i, (name, args) in enumerate(reply.calls):
-        content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,
-                        "input": args if isinstance(args, dict) else {"raw": args}})
-    return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": "scripted-1",
-            "content": content, "stop_reason": "tool_use" if reply.calls else "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": size, "output_tokens": 20}}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": f"toolu_{n}_{i}",
+                "name": name,
+                "input": args if isinstance(args, dict) else {"raw": args},
+            }
+        )
+    return {
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": "scripted-1",
+        "content": content,
+        "stop_reason": "tool_use" if reply.calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": size, "output_tokens": 20},
+    }

@@ -34,9 +34,12 @@ SYSTEM = (
     "once. A fix is either a Guard action (docker.restart NAME, docker.start NAME, "
     "docker.stop NAME, http.request URL, ...) or a shell command run in the sandbox. A human "
     "approves it before anything runs; Guard then verifies recovery. Be brief; do not repeat "
-    "a call you already made.")
-LAST_TURN = ("This is your last turn and no tools are available. State the most likely cause "
-             "and the fix you would propose, in two sentences.")
+    "a call you already made."
+)
+LAST_TURN = (
+    "This is your last turn and no tools are available. State the most likely cause "
+    "and the fix you would propose, in two sentences."
+)
 KEEP_RECENT = 2  # tool results never compacted: the newest ones
 COMPACT_TO = 200
 
@@ -60,18 +63,29 @@ class Investigation:
 
     @property
     def usage(self) -> dict[str, Any]:
-        return {"calls": self.calls, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "total_tokens": self.prompt_tokens + self.completion_tokens,
-                "wall_seconds": round(self.wall, 3)}
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "wall_seconds": round(self.wall, 3),
+        }
 
     def findings(self) -> str:
         """For the human: what the tools showed, the model's last words, the proposal."""
-        lines = [f"Model investigation ({self.model}): {self.stop_reason}"
-                 + (f" ({self.error})" if self.error else "")]
+        lines = [
+            f"Model investigation ({self.model}): {self.stop_reason}"
+            + (f" ({self.error})" if self.error else "")
+        ]
         lines += self.notes
-        last = next((m.get("content") for m in reversed(self.messages)
-                     if m["role"] == "assistant" and m.get("content")), None)
+        last = next(
+            (
+                m.get("content")
+                for m in reversed(self.messages)
+                if m["role"] == "assistant" and m.get("content")
+            ),
+            None,
+        )
         if last:
             lines.append(f"model: {str(last)[:600]}")
         if self.proposal is not None:
@@ -86,24 +100,28 @@ class Investigation:
 
 
 def incident_prompt(inc: Incident, evidence: str) -> str:
-    return (f"Incident #{inc.id}: {inc.title}\nsource: {inc.source}  target: {inc.target}  "
-            f"kind: {inc.kind}  severity: {inc.severity}  count: {inc.count}\n"
-            f"message: {inc.message}\n\nevidence collected so far:\n{evidence or '(none)'}")
+    return (
+        f"Incident #{inc.id}: {inc.title}\nsource: {inc.source}  target: {inc.target}  "
+        f"kind: {inc.kind}  severity: {inc.severity}  count: {inc.count}\n"
+        f"message: {inc.message}\n\nevidence collected so far:\n{evidence or '(none)'}"
+    )
 
 
 def cap(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying so."""
     if len(text) <= limit:
         return text
-    return (text[:limit] + f"\n[truncated: {len(text) - limit} more characters not shown; "
-            "narrow the command, e.g. with grep, head or tail]")
+    return (
+        text[:limit] + f"\n[truncated: {len(text) - limit} more characters not shown; "
+        "narrow the command, e.g. with grep, head or tail]"
+    )
 
 
 def compact(messages: list[Message], budget: int) -> int:
     """Shorten older tool results, oldest first, until the conversation fits ``budget``
     characters (the newest ``KEEP_RECENT`` stay whole); how many were compacted."""
     size = sum(len(json.dumps(m)) for m in messages)
-    tools = [m for m in messages if m["role"] == "tool"][:-KEEP_RECENT or None]
+    tools = [m for m in messages if m["role"] == "tool"][: -KEEP_RECENT or None]
     done = 0
     for m in tools:
         if size <= budget:
@@ -111,16 +129,19 @@ def compact(messages: list[Message], budget: int) -> int:
         content = str(m.get("content") or "")
         if len(content) <= COMPACT_TO or content.startswith("[compacted"):
             continue
-        m["content"] = (f"[compacted: {len(content)} characters of older output dropped to fit "
-                        f"the context; it began:] {content[:COMPACT_TO]}")
+        m["content"] = (
+            f"[compacted: {len(content)} characters of older output dropped to fit "
+            f"the context; it began:] {content[:COMPACT_TO]}"
+        )
         size -= len(content) - len(m["content"])
         done += 1
     return done
 
 
 class Investigator:
-    def __init__(self, settings: LLMSettings, provider: Callable[[], ModelProvider],
-                 redactor: Redactor) -> None:
+    def __init__(
+        self, settings: LLMSettings, provider: Callable[[], ModelProvider], redactor: Redactor
+    ) -> None:
         self.settings = settings
         self.provider = provider  # a fresh provider (and failover state) per investigation
         self.redactor = redactor
@@ -132,14 +153,16 @@ class Investigator:
         finally:
             await provider.aclose()
 
-    async def _loop(self, provider: ModelProvider, inc: Incident, evidence: str,
-                    tools: Toolbox) -> Investigation:
+    async def _loop(
+        self, provider: ModelProvider, inc: Incident, evidence: str, tools: Toolbox
+    ) -> Investigation:
         s = self.settings
         started = time.monotonic()
         deadline = started + s.max_wall
-        messages: list[Message] = [{"role": "system", "content": SYSTEM},
-                                   {"role": "user", "content": self.redactor.redact(
-                                       incident_prompt(inc, evidence))}]
+        messages: list[Message] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": self.redactor.redact(incident_prompt(inc, evidence))},
+        ]
         found = Investigation(provider.name, messages)
         seen: set[str] = set()
         try:
@@ -154,9 +177,12 @@ class Investigator:
                     found.stop_reason = "wall_clock"
                     break
                 async with asyncio.timeout(remaining):
-                    done = await provider.complete(messages, [] if last else TOOLS,
-                                                   max_tokens=s.max_output_tokens,
-                                                   temperature=0.0)
+                    done = await provider.complete(
+                        messages,
+                        [] if last else TOOLS,
+                        max_tokens=s.max_output_tokens,
+                        temperature=0.0,
+                    )
                 found.model = provider.name
                 found.calls += 1
                 found.prompt_tokens += done.usage.prompt_tokens
@@ -184,8 +210,14 @@ class Investigator:
         _answer_dangling(messages)
         return found
 
-    async def _call(self, call: dict[str, Any], tools: Toolbox, seen: set[str],
-                    found: Investigation, deadline: float) -> Message:
+    async def _call(
+        self,
+        call: dict[str, Any],
+        tools: Toolbox,
+        seen: set[str],
+        found: Investigation,
+        deadline: float,
+    ) -> Message:
         """Carry out one tool call; the tool message answering it."""
         fn = call.get("function") or {}
         name, raw = str(fn.get("name", "")), str(fn.get("arguments") or "{}")
@@ -201,8 +233,10 @@ class Investigator:
         if args is not None:
             key = name + json.dumps(args, sort_keys=True)
             if key in seen:
-                text = ("refused: you already made this exact call; its result is above. "
-                        "Try something else, or propose_remedy.")
+                text = (
+                    "refused: you already made this exact call; its result is above. "
+                    "Try something else, or propose_remedy."
+                )
             else:
                 seen.add(key)
                 text, ok = await self._run(name, args, tools, found, deadline)
@@ -213,8 +247,9 @@ class Investigator:
         reply["content"] = text
         return reply
 
-    async def _run(self, name: str, args: dict[str, Any], tools: Toolbox,
-                   found: Investigation, deadline: float) -> tuple[str, bool]:
+    async def _run(
+        self, name: str, args: dict[str, Any], tools: Toolbox, found: Investigation, deadline: float
+    ) -> tuple[str, bool]:
         try:
             if name == "propose_remedy":
                 found.proposal = tools.proposal(args, found.model)
@@ -235,5 +270,10 @@ def _answer_dangling(messages: list[Message]) -> None:
     for m in list(messages):
         for call in m.get("tool_calls") or []:
             if call.get("id") not in answered:
-                messages.append({"role": "tool", "tool_call_id": call.get("id"),
-                                 "content": "not run: the investigation ended"})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call.get("id"),
+                        "content": "not run: the investigation ended",
+                    }
+                )

@@ -28,30 +28,52 @@ from guard.store.models import Incident
 MAX_LOG_LINES = 200
 
 
-def _fn(name: str, description: str, properties: dict[str, Any],
-        required: list[str]) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required}}}
+def _fn(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
 
 
 TOOLS: list[dict[str, Any]] = [
-    _fn("sandbox_run", "Run a read-only shell command in the incident's hardened diagnostics "
+    _fn(
+        "sandbox_run",
+        "Run a read-only shell command in the incident's hardened diagnostics "
         "sandbox (busybox/coreutils, no root); returns exit code and output.",
-        {"command": {"type": "string", "description": "a shell command line"}}, ["command"]),
-    _fn("recent_logs", "The incident target's most recent log lines.",
+        {"command": {"type": "string", "description": "a shell command line"}},
+        ["command"],
+    ),
+    _fn(
+        "recent_logs",
+        "The incident target's most recent log lines.",
         {"lines": {"type": "integer", "description": f"how many (1-{MAX_LOG_LINES})"}},
-        ["lines"]),
-    _fn("search_memory", "Past incidents similar to a text, and what resolved them.",
-        {"query": {"type": "string"}}, ["query"]),
+        ["lines"],
+    ),
+    _fn(
+        "search_memory",
+        "Past incidents similar to a text, and what resolved them.",
+        {"query": {"type": "string"}},
+        ["query"],
+    ),
     _fn("list_skills", "The skills (known remedies) Guard has.", {}, []),
-    _fn("show_skill", "One skill's description and steps.", {"name": {"type": "string"}},
-        ["name"]),
-    _fn("propose_remedy", "Propose the fix a human should approve; ends the investigation. "
+    _fn("show_skill", "One skill's description and steps.", {"name": {"type": "string"}}, ["name"]),
+    _fn(
+        "propose_remedy",
+        "Propose the fix a human should approve; ends the investigation. "
         "`fix` is an action such as `docker.restart api` or a shell command for the sandbox.",
-        {"fix": {"type": "string"}, "reason": {"type": "string"},
-         "confidence": {"type": "number", "minimum": 0, "maximum": 1}},
-        ["fix", "reason", "confidence"]),
+        {
+            "fix": {"type": "string"},
+            "reason": {"type": "string"},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        ["fix", "reason", "confidence"],
+    ),
 ]
 TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 
@@ -70,16 +92,27 @@ class Proposal:
     model: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"fix": self.fix, "reason": self.reason, "confidence": self.confidence,
-                "model": self.model}
+        return {
+            "fix": self.fix,
+            "reason": self.reason,
+            "confidence": self.confidence,
+            "model": self.model,
+        }
 
 
 class Toolbox:
     """Carries out tool calls for one incident."""
 
-    def __init__(self, inc: Incident, runner: StepRunner, grants: SandboxGrants,
-                 library: SkillLibrary, memory: IncidentMemory, actions: ActionRegistry,
-                 timeout: float) -> None:
+    def __init__(
+        self,
+        inc: Incident,
+        runner: StepRunner,
+        grants: SandboxGrants,
+        library: SkillLibrary,
+        memory: IncidentMemory,
+        actions: ActionRegistry,
+        timeout: float,
+    ) -> None:
         self.inc = inc
         self.runner = runner
         self.grants = grants
@@ -97,8 +130,9 @@ class Toolbox:
         if name == "search_memory":
             return await self.search_memory(_text(args, "query"))
         if name == "list_skills":
-            return "\n".join(f"{s.name}: {s.description}" for s in self.library.skills) \
-                or "no skills"
+            return (
+                "\n".join(f"{s.name}: {s.description}" for s in self.library.skills) or "no skills"
+            )
         if name == "show_skill":
             skill = self.library.get(_text(args, "name"))
             if skill is None:
@@ -122,14 +156,18 @@ class Toolbox:
         return Proposal(fix, str(args.get("reason") or "").strip(), confidence, model)
 
     async def sandbox_run(self, command: str) -> str:
-        step = Step(name=f"model: {command}"[:200], run="sh -s", stdin=command,
-                    timeout=self.timeout)
-        out = await self.runner.sandbox_run(step, self.inc, None, self.grants,
-                                            incident_context(self.inc))
+        step = Step(
+            name=f"model: {command}"[:200], run="sh -s", stdin=command, timeout=self.timeout
+        )
+        out = await self.runner.sandbox_run(
+            step, self.inc, None, self.grants, incident_context(self.inc)
+        )
         r = out.result
-        parts = [f"exit_code: {r.get('exit_code')}"
-                 + (" (timed out)" if r.get("timed_out") else "")
-                 + (" (OOM-killed)" if r.get("oom_killed") else "")]
+        parts = [
+            f"exit_code: {r.get('exit_code')}"
+            + (" (timed out)" if r.get("timed_out") else "")
+            + (" (OOM-killed)" if r.get("oom_killed") else "")
+        ]
         if r.get("stdout"):
             parts.append(f"stdout:\n{r['stdout']}")
         if r.get("stderr"):
@@ -140,8 +178,7 @@ class Toolbox:
         lines = min(max(lines, 1), MAX_LOG_LINES)
         if self.inc.source == "docker":
             try:
-                out = await self.runner.action("docker.logs", {"tail": lines}, self.inc,
-                                               keep=20000)
+                out = await self.runner.action("docker.logs", {"tail": lines}, self.inc, keep=20000)
             except ActionError as exc:
                 raise ToolError(str(exc)) from None
             return f"{out.summary}\n(container: {json.dumps(out.result)})"
@@ -154,8 +191,21 @@ class Toolbox:
             found = await asyncio.to_thread(self.memory.search, query, 5)
         except Exception as exc:
             raise ToolError(f"memory is unavailable: {exc}") from None
-        return json.dumps([{"incident": r.incident_id, "score": r.score, "skill": r.skill,
-                            "resolution": r.resolution} for r in found]) if found else "[]"
+        return (
+            json.dumps(
+                [
+                    {
+                        "incident": r.incident_id,
+                        "score": r.score,
+                        "skill": r.skill,
+                        "resolution": r.resolution,
+                    }
+                    for r in found
+                ]
+            )
+            if found
+            else "[]"
+        )
 
 
 def _tail(path: Path, lines: int) -> str:

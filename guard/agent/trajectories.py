@@ -23,8 +23,15 @@ class TrajectoryLog:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def start(self, inc: Incident, evidence: str, found: Investigation | None, *,
-              stop_reason: str | None = None, skill: str | None = None) -> int:
+    def start(
+        self,
+        inc: Incident,
+        evidence: str,
+        found: Investigation | None,
+        *,
+        stop_reason: str | None = None,
+        skill: str | None = None,
+    ) -> int:
         """Record the handling of ``inc`` so far; the trajectory's id."""
         assert inc.id is not None
         if found is not None:
@@ -34,14 +41,29 @@ class TrajectoryLog:
         else:
             messages = [{"role": "user", "content": incident_prompt(inc, evidence)}]
             model, tools, stats, reason = None, [], {}, stop_reason or "no_model"
-            usage = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                     "wall_seconds": 0.0}
-        outcome = {"stop_reason": reason,
-                   "proposal": found.proposal.as_dict() if found and found.proposal else None,
-                   "human_decision": None, "verified": None, "skill": skill}
-        row = Trajectory(incident_id=inc.id, model=model, tools=redact_value(list(tools)),
-                         messages=redact_value(list(messages)), outcome=redact_value(outcome),
-                         usage=usage, tool_stats=stats)
+            usage = {
+                "calls": 0,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+                "total_tokens": 0,
+                "wall_seconds": 0.0,
+            }
+        outcome = {
+            "stop_reason": reason,
+            "proposal": found.proposal.as_dict() if found and found.proposal else None,
+            "human_decision": None,
+            "verified": None,
+            "skill": skill,
+        }
+        row = Trajectory(
+            incident_id=inc.id,
+            model=model,
+            tools=redact_value(list(tools)),
+            messages=redact_value(list(messages)),
+            outcome=redact_value(outcome),
+            usage=usage,
+            tool_stats=stats,
+        )
         with self.db.session() as session:
             session.add(row)
             session.flush()
@@ -52,8 +74,12 @@ class TrajectoryLog:
         """Merge ``outcome`` (human_decision, verified, skill) into the incident's latest
         trajectory (none: nothing to settle)."""
         with self.db.session() as session:
-            row = session.exec(select(Trajectory).where(Trajectory.incident_id == incident_id)
-                               .order_by(col(Trajectory.id).desc()).limit(1)).first()
+            row = session.exec(
+                select(Trajectory)
+                .where(Trajectory.incident_id == incident_id)
+                .order_by(col(Trajectory.id).desc())
+                .limit(1)
+            ).first()
             if row is None:
                 return
             row.outcome = {**row.outcome, **redact_value(outcome)}

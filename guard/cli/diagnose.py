@@ -37,20 +37,27 @@ async def _investigate(settings: Settings, db: Database, incident_id: int) -> di
         evidence = str(inc.details.get("evidence") or "")
         found = await agent.investigate(inc, evidence)
         if found is None:
-            fail("the investigation failed; see `guard incidents show "
-                 f"{incident_id}`")
+            fail(f"the investigation failed; see `guard incidents show {incident_id}`")
         agent.trajectories.start(inc, evidence, found)
-        if found.proposal is not None and inc.state in ANSWERABLE \
-                and inc.details.get("asked"):
+        if found.proposal is not None and inc.state in ANSWERABLE and inc.details.get("asked"):
             shown = [o for o in inc.details.get("options") or [] if o != policy.PROPOSAL]
-            agent.lifecycle.move(incident_id, inc.state, "a model proposed a fix",
-                                 proposal=found.proposal.as_dict(),
-                                 options=[policy.PROPOSAL, *shown])
-        return {"incident_id": incident_id, "model": found.model,
-                "stop_reason": found.stop_reason, "error": found.error or None,
-                "proposal": found.proposal.as_dict() if found.proposal else None,
-                "usage": found.usage, "tool_stats": found.tool_stats,
-                "messages": found.messages}
+            agent.lifecycle.move(
+                incident_id,
+                inc.state,
+                "a model proposed a fix",
+                proposal=found.proposal.as_dict(),
+                options=[policy.PROPOSAL, *shown],
+            )
+        return {
+            "incident_id": incident_id,
+            "model": found.model,
+            "stop_reason": found.stop_reason,
+            "error": found.error or None,
+            "proposal": found.proposal.as_dict() if found.proposal else None,
+            "usage": found.usage,
+            "tool_stats": found.tool_stats,
+            "messages": found.messages,
+        }
     finally:
         await agent.shutdown()
         await guard.close()
@@ -65,8 +72,10 @@ def diagnose(
     only; never runs a remedy)."""
     settings = settings_from(config)
     if not settings.llm.enabled:
-        fail("no model is configured: set llm.provider, llm.model (and llm.api_key); "
-             "see docs/DIAGNOSIS.md")
+        fail(
+            "no model is configured: set llm.provider, llm.model (and llm.api_key); "
+            "see docs/DIAGNOSIS.md"
+        )
     db = database(settings)
     result = asyncio.run(_investigate(settings, db, incident_id))
     if as_json:
@@ -79,13 +88,18 @@ def diagnose(
             text += f"\n-> {fn['name']} {fn['arguments']}"
         out.print(f"[{m['role']}] {printable(text.strip())}", markup=False, soft_wrap=True)
     u = result["usage"]
-    out.print(f"stop: {result['stop_reason']}" + (f" ({result['error']})" if result["error"]
-                                                 else "")
-              + f"; {u['calls']} call(s), {u['total_tokens']} tokens, {u['wall_seconds']} s",
-              markup=False)
+    out.print(
+        f"stop: {result['stop_reason']}"
+        + (f" ({result['error']})" if result["error"] else "")
+        + f"; {u['calls']} call(s), {u['total_tokens']} tokens, {u['wall_seconds']} s",
+        markup=False,
+    )
     if p := result["proposal"]:
-        out.print(f"proposal: {p['fix']} (confidence {p['confidence']:.2f}, {p['model']}): "
-                  f"{p['reason']}", markup=False, soft_wrap=True)
+        out.print(
+            f"proposal: {p['fix']} (confidence {p['confidence']:.2f}, {p['model']}): {p['reason']}",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -30,10 +30,12 @@ def _since(text: str | None) -> datetime | None:
 def export(
     out_file: Path = typer.Option(..., "--out", metavar="FILE", help="JSONL file to write."),
     fmt: str = typer.Option("guard", "--format", help="guard or sharegpt."),
-    since: str | None = typer.Option(None, "--since", metavar="DATE",
-                                     help="Only handlings recorded on or after DATE."),
-    only_verified: bool = typer.Option(False, "--only-verified",
-                                       help="Only handlings whose remedy verified."),
+    since: str | None = typer.Option(
+        None, "--since", metavar="DATE", help="Only handlings recorded on or after DATE."
+    ),
+    only_verified: bool = typer.Option(
+        False, "--only-verified", help="Only handlings whose remedy verified."
+    ),
     config: str | None = ConfigOption,
 ) -> None:
     """Write trajectories as JSONL. sharegpt writes successes to FILE and failures to
@@ -47,8 +49,11 @@ def export(
         query = select(Trajectory).order_by(col(Trajectory.id))
         if start is not None:
             query = query.where(col(Trajectory.created_at) >= start)
-        rows = [r for r in session.exec(query).all()
-                if not only_verified or r.outcome.get("verified") is True]
+        rows = [
+            r
+            for r in session.exec(query).all()
+            if not only_verified or r.outcome.get("verified") is True
+        ]
     if fmt == "guard":
         _write(out_file, [guard_record(r) for r in rows])
         out.print(f"wrote {len(rows)} trajectories to {out_file}", markup=False)
@@ -59,8 +64,11 @@ def export(
     failed_file = out_file.with_name(f"{out_file.stem}.failed{out_file.suffix or '.jsonl'}")
     _write(out_file, good)
     _write(failed_file, bad)
-    out.print(f"wrote {len(good)} completed trajectories to {out_file} and {len(bad)} "
-              f"others to {failed_file}", markup=False)
+    out.print(
+        f"wrote {len(good)} completed trajectories to {out_file} and {len(bad)} "
+        f"others to {failed_file}",
+        markup=False,
+    )
 
 
 def _write(path: Path, records: list[dict[str, object]]) -> None:

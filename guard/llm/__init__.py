@@ -13,8 +13,17 @@ from guard.llm.failover import FailoverProvider
 from guard.llm.openai import OpenAIProvider
 from guard.redact import Redactor
 
-__all__ = ["Completion", "FailoverProvider", "Message", "ModelProvider", "ProviderError",
-           "Tool", "Usage", "build_provider", "endpoint_provider"]
+__all__ = [
+    "Completion",
+    "FailoverProvider",
+    "Message",
+    "ModelProvider",
+    "ProviderError",
+    "Tool",
+    "Usage",
+    "build_provider",
+    "endpoint_provider",
+]
 
 
 def endpoint_provider(settings: EndpointSettings, redactor: Redactor) -> ModelProvider:

@@ -20,8 +20,12 @@ from guard.redact import Redactor
 
 DEFAULT_URL = "https://api.anthropic.com/v1"
 VERSION = "2023-06-01"
-STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls",
-        "max_tokens": "length"}
+STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
 
 
 def _arguments(text: str) -> Any:
@@ -42,8 +46,11 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]
             system.append(str(m.get("content") or ""))
             continue
         if role == "tool":
-            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"],
-                     "content": str(m.get("content") or "")}
+            block = {
+                "type": "tool_result",
+                "tool_use_id": m["tool_call_id"],
+                "content": str(m.get("content") or ""),
+            }
             if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
                 out[-1]["content"].append(block)
             else:
@@ -54,9 +61,14 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]
             if m.get("content"):
                 blocks.append({"type": "text", "text": str(m["content"])})
             for call in m.get("tool_calls") or []:
-                blocks.append({"type": "tool_use", "id": call["id"],
-                               "name": call["function"]["name"],
-                               "input": _arguments(call["function"].get("arguments", "{}"))})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["function"]["name"],
+                        "input": _arguments(call["function"].get("arguments", "{}")),
+                    }
+                )
             out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
             continue
         text = {"type": "text", "text": str(m.get("content") or "")}
@@ -70,9 +82,14 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]
 
 
 def tools_to_anthropic(tools: Sequence[Tool]) -> list[dict[str, Any]]:
-    return [{"name": t["function"]["name"], "description": t["function"].get("description", ""),
-             "input_schema": t["function"].get("parameters") or {"type": "object"}}
-            for t in tools]
+    return [
+        {
+            "name": t["function"]["name"],
+            "description": t["function"].get("description", ""),
+            "input_schema": t["function"].get("parameters") or {"type": "object"},
+        }
+        for t in tools
+    ]
 
 
 def from_anthropic(data: dict[str, Any]) -> tuple[Message, str]:
@@ -81,10 +98,15 @@ def from_anthropic(data: dict[str, Any]) -> tuple[Message, str]:
     if not isinstance(content, list):
         raise ProviderError("the answer has no content blocks", status=502)
     text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
-    calls = [{"id": b.get("id", ""), "type": "function",
-              "function": {"name": b.get("name", ""),
-                           "arguments": json.dumps(b.get("input") or {})}}
-             for b in content if b.get("type") == "tool_use"]
+    calls = [
+        {
+            "id": b.get("id", ""),
+            "type": "function",
+            "function": {"name": b.get("name", ""), "arguments": json.dumps(b.get("input") or {})},
+        }
+        for b in content
+        if b.get("type") == "tool_use"
+    ]
     message: Message = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = calls
@@ -101,11 +123,21 @@ class AnthropicProvider:
             headers["x-api-key"] = settings.api_key.get_secret_value()
         self.endpoint = Endpoint(settings, redactor, default_url=DEFAULT_URL, headers=headers)
 
-    async def complete(self, messages: Sequence[Message], tools: Sequence[Tool], *,
-                       max_tokens: int = 1024, temperature: float = 0.0) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> Completion:
         system, converted = to_anthropic(messages)
-        body: dict[str, Any] = {"model": self.model, "messages": converted,
-                                "max_tokens": max_tokens, "temperature": temperature}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": converted,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
         if system:
             body["system"] = system
         if tools:
@@ -113,9 +145,12 @@ class AnthropicProvider:
         data = await self.endpoint.post("/messages", body)
         message, stop = from_anthropic(data)
         usage = data.get("usage") or {}
-        return Completion(message, Usage(int(usage.get("input_tokens") or 0),
-                                         int(usage.get("output_tokens") or 0)),
-                          stop, str(data.get("model") or self.model))
+        return Completion(
+            message,
+            Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
+            stop,
+            str(data.get("model") or self.model),
+        )
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()

@@ -24,8 +24,9 @@ Tool = dict[str, Any]
 class ProviderError(GuardError):
     """A model endpoint failed. ``status``: the HTTP status (None: no answer, e.g. timeout)."""
 
-    def __init__(self, message: str, *, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
@@ -38,8 +39,7 @@ class ProviderError(GuardError):
     @property
     def fatal(self) -> bool:
         """Not worth retrying anywhere with this request: a malformed request (400, 422)."""
-        return self.status is not None and not self.retryable and self.status not in (
-            401, 403, 404)
+        return self.status is not None and not self.retryable and self.status not in (401, 403, 404)
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,15 @@ class ModelProvider(Protocol):
         """``provider:model``, for the record."""
         ...
 
-    async def complete(self, messages: Sequence[Message], tools: Sequence[Tool], *,
-                       max_tokens: int = 1024, temperature: float = 0.0) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> Completion:
         """One assistant turn for ``messages``; ``tools`` empty: the model must answer."""
         ...
 
-    async def aclose(self) -> None:
-        ...
+    async def aclose(self) -> None: ...

@@ -26,21 +26,33 @@ class FailoverProvider:
     def name(self) -> str:
         return self.providers[self.current].name
 
-    async def complete(self, messages: Sequence[Message], tools: Sequence[Tool], *,
-                       max_tokens: int = 1024, temperature: float = 0.0) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> Completion:
         first = self.providers[self.current]
         try:
-            return await first.complete(messages, tools, max_tokens=max_tokens,
-                                        temperature=temperature)
+            return await first.complete(
+                messages, tools, max_tokens=max_tokens, temperature=temperature
+            )
         except ProviderError as exc:
             if exc.fatal or self.current + 1 >= len(self.providers):
                 raise
             self.current += 1
             self.failovers += 1
-            logger.warning("model endpoint {} failed ({}); failing over to {}", first.name,
-                           exc, self.providers[self.current].name)
+            logger.warning(
+                "model endpoint {} failed ({}); failing over to {}",
+                first.name,
+                exc,
+                self.providers[self.current].name,
+            )
         return await self.providers[self.current].complete(
-            messages, tools, max_tokens=max_tokens, temperature=temperature)
+            messages, tools, max_tokens=max_tokens, temperature=temperature
+        )
 
     async def aclose(self) -> None:
         for p in self.providers:

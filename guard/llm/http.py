@@ -42,8 +42,14 @@ def _retry_after(response: httpx.Response) -> float | None:
 class Endpoint:
     """An httpx client bound to one configured endpoint."""
 
-    def __init__(self, settings: EndpointSettings, redactor: Redactor, *, default_url: str,
-                 headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        settings: EndpointSettings,
+        redactor: Redactor,
+        *,
+        default_url: str,
+        headers: dict[str, str],
+    ) -> None:
         self.settings = settings
         self.redactor = redactor
         self.base_url = (settings.base_url or default_url).rstrip("/")
@@ -72,8 +78,11 @@ class Endpoint:
             raise ProviderError(f"{url}: {type(exc).__name__}: {exc}") from None
         if response.status_code >= 400:
             detail = self.redactor.redact(response.text[:300])
-            raise ProviderError(f"{url}: HTTP {response.status_code}: {detail}",
-                                status=response.status_code, retry_after=_retry_after(response))
+            raise ProviderError(
+                f"{url}: HTTP {response.status_code}: {detail}",
+                status=response.status_code,
+                retry_after=_retry_after(response),
+            )
         try:
             data = response.json()
         except ValueError:

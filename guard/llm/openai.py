@@ -27,10 +27,20 @@ class OpenAIProvider:
             headers["authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
         self.endpoint = Endpoint(settings, redactor, default_url=DEFAULT_URL, headers=headers)
 
-    async def complete(self, messages: Sequence[Message], tools: Sequence[Tool], *,
-                       max_tokens: int = 1024, temperature: float = 0.0) -> Completion:
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages),
-                                "temperature": temperature, "max_tokens": max_tokens}
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+    ) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
         if tools:
             body["tools"] = list(tools)
         data = await self.endpoint.post("/chat/completions", body)
@@ -42,15 +52,23 @@ class OpenAIProvider:
         message: Message = {"role": "assistant", "content": raw.get("content")}
         if raw.get("tool_calls"):
             message["tool_calls"] = [
-                {"id": c.get("id", ""), "type": "function",
-                 "function": {"name": c["function"].get("name", ""),
-                              "arguments": c["function"].get("arguments") or "{}"}}
-                for c in raw["tool_calls"]]
+                {
+                    "id": c.get("id", ""),
+                    "type": "function",
+                    "function": {
+                        "name": c["function"].get("name", ""),
+                        "arguments": c["function"].get("arguments") or "{}",
+                    },
+                }
+                for c in raw["tool_calls"]
+            ]
         usage = data.get("usage") or {}
-        return Completion(message, Usage(int(usage.get("prompt_tokens") or 0),
-                                         int(usage.get("completion_tokens") or 0)),
-                          str(choice.get("finish_reason") or "stop"),
-                          str(data.get("model") or self.model))
+        return Completion(
+            message,
+            Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+            str(choice.get("finish_reason") or "stop"),
+            str(data.get("model") or self.model),
+        )
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()
