@@ -16,34 +16,17 @@ from guard.agent.investigation import Investigation
 from guard.agent.tools import Proposal
 from guard.agent.trajectories import TrajectoryLog
 from guard.cli import app
-from guard.records import utcnow
 from guard.store.db import open_database
 from guard.store.models import Incident
+from tests.agent_helpers import stored_incident
 
 pytestmark = pytest.mark.unit
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def incident(db) -> Incident:
-    now = utcnow()
     with db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
-            check_key="k",
-            monitor_id="web",
-            source="http",
-            target="http://svc",
-            kind="http_status",
-            severity="critical",
-            title="down",
-            message="down",
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
-        )
-        s.add(inc)
-        s.flush()
-        return inc
+        return stored_incident(s)
 
 
 def investigation() -> Investigation:
