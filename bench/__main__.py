@@ -1,7 +1,8 @@
 """``python -m bench``: every benchmark in one run, printed as one JSON document.
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
-``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``). Needs a Docker
+``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``,
+``bench.diagnosis``). Needs a Docker
 engine (detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
 Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
 shorter ones for a quick run, the JSON says which.
@@ -15,7 +16,7 @@ import json
 import time
 from typing import Any
 
-from bench import detection, grouping, logscan, memory, mttr, redaction, storm
+from bench import detection, diagnosis, grouping, logscan, memory, mttr, redaction, storm
 from bench.common import machine, quiet
 
 
@@ -36,6 +37,7 @@ def main() -> None:
     report["storm"] = storm.run()
     report["grouping"] = grouping.run()
     report["redaction"] = redaction.run()
+    report["diagnosis"] = asyncio.run(diagnosis.run(diagnosis.endpoint()))
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
     report["bench_seconds"] = round(time.monotonic() - started)
     print(json.dumps(report, indent=2))
