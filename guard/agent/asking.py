@@ -46,6 +46,9 @@ class Asker:
         """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering a
         model's ``proposal`` first, then ``options`` best first."""
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
+        if proposal is not None:
+            question = (f"{proposal.model} proposes `{proposal.fix}` (the first option; it runs "
+                        f"only if you approve it). {question}")
         names = policy.options_shown(proposal is not None, options)
         extra: dict[str, Any] = {"proposal": proposal.as_dict()} if proposal else {}
         inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names, **extra)
