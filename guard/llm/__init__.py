@@ -7,10 +7,8 @@
 from __future__ import annotations
 
 from guard.config import EndpointSettings, LLMSettings
-from guard.llm.anthropic import AnthropicProvider
 from guard.llm.base import Completion, Message, ModelProvider, ProviderError, Tool, Usage
 from guard.llm.failover import FailoverProvider
-from guard.llm.openai import OpenAIProvider
 from guard.redact import Redactor
 
 __all__ = [
@@ -27,6 +25,10 @@ __all__ = [
 
 
 def endpoint_provider(settings: EndpointSettings, redactor: Redactor) -> ModelProvider:
+    """The adapter for one endpoint (imported here: httpx only loads when a model is used)."""
+    from guard.llm.anthropic import AnthropicProvider
+    from guard.llm.openai import OpenAIProvider
+
     if settings.provider == "anthropic":
         return AnthropicProvider(settings, redactor)
     return OpenAIProvider(settings, redactor)
