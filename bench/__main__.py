@@ -2,7 +2,7 @@
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
 ``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``, ``bench.scale``,
-``bench.store``). Needs a Docker
+``bench.store``, ``bench.diagnosis``). Needs a Docker
 engine (detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
 Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
 shorter ones for a quick run, the JSON says which.
@@ -16,7 +16,18 @@ import json
 import time
 from typing import Any
 
-from bench import detection, grouping, logscan, memory, mttr, redaction, scale, store, storm
+from bench import (
+    detection,
+    diagnosis,
+    grouping,
+    logscan,
+    memory,
+    mttr,
+    redaction,
+    scale,
+    store,
+    storm,
+)
 from bench.common import machine, quiet
 
 
@@ -39,6 +50,7 @@ def main() -> None:
     report["redaction"] = redaction.run()
     report["scale"] = scale.run()
     report["store"] = store.run()
+    report["diagnosis"] = asyncio.run(diagnosis.run(diagnosis.endpoint()))
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
     report["bench_seconds"] = round(time.monotonic() - started)
     print(json.dumps(report, indent=2))

@@ -177,11 +177,71 @@ class SandboxSettings(_Section):
         return value
 
 
-class LLMSettings(_Section):
-    provider: Literal["none", "openai", "anthropic", "ollama"] = "none"
+class EndpointSettings(_Section):
+    """One model endpoint: ``llm`` itself, or one of its ``fallback`` list."""
+
+    provider: Literal["none", "openai", "anthropic"] = "none"
     model: str | None = None
-    base_url: str | None = None
-    api_key: SecretStr | None = None
+    base_url: str | None = Field(
+        default=None,
+        description="default: the provider's public API "
+        "(https://api.openai.com/v1, https://api.anthropic.com/v1)",
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="sent as Bearer (openai) or x-api-key (anthropic)"
+    )
+    timeout: Duration = Field(default=60.0, description="per request")
+    retries: int = Field(default=3, ge=0, description="retries after a 429 or 5xx")
+    backoff: Duration = Field(
+        default=1.0, description="first retry delay (doubles); a 429's Retry-After wins"
+    )
+
+    @model_validator(mode="after")
+    def _model_named(self) -> EndpointSettings:
+        if self.provider != "none" and not self.model:
+            raise ValueError(f"llm.model is required with llm.provider: {self.provider}")
+        return self
+
+
+class LLMSettings(EndpointSettings):
+    """Optional model-driven diagnosis (docs/DIAGNOSIS.md); ``provider: none`` turns it off."""
+
+    fallback: list[EndpointSettings] = Field(
+        default_factory=list,
+        description="endpoints tried in order when one fails (after its "
+        "retries on 429/5xx, at once on 401/403/404), at most once per turn",
+    )
+    max_steps: int = Field(
+        default=12,
+        ge=1,
+        description="model turns per investigation; the last one is offered no tools",
+    )
+    max_tokens: int = Field(
+        default=60000,
+        ge=1000,
+        description="token budget per incident (prompt + completion, summed over turns)",
+    )
+    max_wall: Duration = Field(default=300.0, description="wall-clock budget per incident")
+    max_output_tokens: int = Field(default=1024, ge=64, description="per model reply")
+    tool_result_chars: int = Field(
+        default=4000,
+        ge=200,
+        description="a tool result is cut to this many characters (the model is told)",
+    )
+    context_chars: int = Field(
+        default=48000, ge=2000, description="past this, older tool results are compacted"
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+    def endpoints(self) -> list[EndpointSettings]:
+        """The primary endpoint, then the fallbacks (each configured one)."""
+        primary = EndpointSettings.model_validate(
+            self.model_dump(include=set(EndpointSettings.model_fields))
+        )
+        return [e for e in [primary, *self.fallback] if e.provider != "none"]
 
 
 class TriageSettings(_Section):
@@ -491,6 +551,7 @@ class Settings(BaseSettings):
                 self.llm.api_key,
                 self.audit.key,
                 self.skills.git_token,
+                *(f.api_key for f in self.llm.fallback),
             )
             if s is not None
         ]

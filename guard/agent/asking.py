@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from loguru import logger
 from sqlmodel import col, select
 
+from guard.agent import policy
+from guard.agent.tools import Proposal
 from guard.config import Settings
 from guard.incidents.lifecycle import Lifecycle
 from guard.notify.base import HumanRequest, Notifier, SkillOption
@@ -52,12 +55,19 @@ class Asker:
         question: str,
         *,
         escalate: bool = False,
+        proposal: Proposal | None = None,
     ) -> None:
-        """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering
-        ``options`` best first."""
+        """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering a
+        model's ``proposal`` first, then ``options`` best first."""
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
-        names = [c.skill.name for c in options]
-        inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names)
+        if proposal is not None:
+            question = (
+                f"{proposal.model} proposes `{proposal.fix}` (the first option; it runs "
+                f"only if you approve it). {question}"
+            )
+        names = policy.options_shown(proposal is not None, options)
+        extra: dict[str, Any] = {"proposal": proposal.as_dict()} if proposal else {}
+        inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names, **extra)
         shown = [
             SkillOption(
                 c.skill.name,
@@ -66,6 +76,17 @@ class Asker:
             )
             for c in options
         ]
+        if proposal is not None:
+            text = (
+                f"{proposal.fix} (proposed by {proposal.model}, confidence "
+                f"{proposal.confidence:.2f}): {proposal.reason}"
+            )[:300]
+            shown.insert(
+                0,
+                SkillOption(
+                    policy.PROPOSAL, text, self.new_approval(incident_id, "skill", policy.PROPOSAL)
+                ),
+            )
         request = HumanRequest(
             incident_id=incident_id,
             title=inc.title,

@@ -95,6 +95,9 @@ class HumanAnswers:
         )
         self.lifecycle.move(cmd.incident_id, S.escalated, f"{cmd.actor} denied the proposed remedy")
         record_remediation("denied")
+        self.remediator.trajectories.settle(
+            cmd.incident_id, human_decision="denied", verified=False
+        )
         self.finish(cmd, Done, "denied; no remedy will run")
 
     def _mute(self, cmd: HumanCommand, inc: Incident) -> None:
@@ -118,10 +121,15 @@ class HumanAnswers:
             if name is None:
                 self.finish(cmd, Failed, "no skill matches this incident; send a fix instead")
                 return
+        proposal = inc.details.get("proposal")
+        if name == policy.PROPOSAL and isinstance(proposal, dict):
+            await self._run_fix(cmd, inc, str(proposal["fix"]), "approved_proposal")
+            return
         skill = self.library.get(name)
         if skill is None or skill.spec.trust == "disabled":
             self.finish(cmd, Failed, f"no enabled skill named {name!r} (see `guard skills list`)")
             return
+        self.remediator.trajectories.settle(cmd.incident_id, human_decision="approved_skill")
         if await self.remediator.run_skill(cmd.incident_id, skill, approved_by=cmd.actor):
             self.finish(cmd, Done, f"skill {name} ran and the incident is resolved")
         else:
@@ -136,6 +144,11 @@ class HumanAnswers:
         if not fix:
             self.finish(cmd, Failed, "empty fix")
             return
+        await self._run_fix(cmd, inc, fix, "replied")
+
+    async def _run_fix(self, cmd: HumanCommand, inc: Incident, fix: str, decision: str) -> None:
+        """Run ``fix`` (a human's, or the model's proposal a human approved) and learn it."""
+        self.remediator.trajectories.settle(cmd.incident_id, human_decision=decision)
         step = fix_step(
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
         )

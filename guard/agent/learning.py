@@ -90,15 +90,25 @@ class Learner:
             (r.result["step"].get("stdin") for r in self.runner.steps(run.id) if r.kind == "run"),
             None,
         )
+        proposal = inc.details.get("proposal")
+        proposed_by = (
+            f"model {proposal.get('model')}"
+            if isinstance(proposal, dict) and proposal.get("fix") == run.fix
+            else None
+        )
+        approver = run.approved_by or "human"
         try:
             learned = self.writer.write(
                 inc,
                 run.fix,
                 action=action,
                 args=args,
-                approver=run.approved_by or "human",
+                approver=approver
+                if proposed_by is None
+                else f"{approver} (proposed by {proposed_by})",
                 verdict=verdict,
                 script=ran if action is None else None,
+                proposed_by=proposed_by,
             )
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")

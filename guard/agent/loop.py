@@ -10,6 +10,9 @@ human / escalate.
 - Recall ranks the matching skills with semantic memory (``Recaller``); diagnose gathers
   read-only evidence (``Diagnoser``); ``policy.decide`` picks a trusted skill the runaway guards
   allow, or asks a human (``Asker``).
+- With a model configured (``llm.provider``), an incident that would go to a human is first
+  investigated (``Investigator``, read-only tools); its proposal is the first option shown,
+  and runs only once a human approves it. Every handling is recorded as a trajectory.
 - ``Remediator`` runs and settles; a failed run is retried only while the rate limit and the
   circuit breaker allow, then the incident escalates. It never loops.
 - A sandbox stays warm only while its incident needs work: ``Lifecycle.release`` frees it when
@@ -34,16 +37,19 @@ from guard.agent.asking import Asker
 from guard.agent.closing import Closer, spawn
 from guard.agent.diagnosis import Diagnoser
 from guard.agent.human import HumanAnswers
+from guard.agent.investigation import Investigation, Investigator
 from guard.agent.learning import Learner
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
+from guard.agent.tools import Toolbox
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
 from guard.exceptions import NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
+from guard.llm import ModelProvider, build_provider
 from guard.memory import IncidentMemory, open_memory
 from guard.metrics import record_remediation
 from guard.notify.base import Notifier
@@ -126,6 +132,10 @@ class Agent:
         self.asker = Asker(settings, db, self.lifecycle, self.notifier)
         self.answers = HumanAnswers(
             settings, db, self.lifecycle, self.remediator, self.recaller, self.library, self.actions
+        )
+        self.trajectories = self.remediator.trajectories
+        self.investigator = (
+            Investigator(settings.llm, self.model, self.redactor) if settings.llm.enabled else None
         )
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
@@ -291,14 +301,22 @@ class Agent:
             if isinstance(decision, policy.AskHuman):
                 if decision.guarded_by is not None:  # a runaway guard stopped it: escalate
                     record_remediation(decision.guarded_by)
+                found = await self.investigate(inc, evidence) if self.investigator else None
+                if found is not None:
+                    evidence = f"{evidence}\n\n{found.findings()}".strip()
+                self.trajectories.start(inc, evidence, found)
                 await self.asker.ask(
                     inc.id,
                     list(decision.options),
                     evidence,
                     decision.question,
                     escalate=decision.escalate,
+                    proposal=found.proposal if found else None,
                 )
                 return
+            self.trajectories.start(
+                inc, evidence, None, stop_reason="trusted_skill", skill=decision.skill.name
+            )
             self.lifecycle.note(
                 inc.id,
                 "decided",
@@ -312,6 +330,48 @@ class Agent:
             if reloaded is None or reloaded.state != S.remediating:
                 return
             inc = reloaded
+
+    # -- the model ------------------------------------------------------------------------------
+
+    def model(self) -> ModelProvider:
+        """A fresh provider for one investigation (``llm`` and its fallbacks)."""
+        provider = build_provider(self.settings.llm, self.redactor)
+        assert provider is not None, "llm.provider is none"
+        return provider
+
+    async def investigate(self, inc: Incident, evidence: str) -> Investigation | None:
+        """The model's read-only investigation of ``inc``, noted on its timeline (None: no
+        model, or the investigation itself broke: the human is asked without it)."""
+        assert inc.id is not None
+        if self.investigator is None:
+            return None
+        tools = Toolbox(
+            inc,
+            self.runner,
+            self.remediator.grants_for(inc, None),
+            self.library,
+            self.memory,
+            self.actions,
+            self.settings.sandbox.timeout,
+        )
+        try:
+            found = await self.investigator.investigate(inc, evidence, tools)
+        except Exception as exc:
+            logger.opt(exception=exc).error("incident #{}: the investigation failed", inc.id)
+            self.lifecycle.note(
+                inc.id, "investigated", f"the investigation failed: {exc}", stop_reason="error"
+            )
+            return None
+        self.lifecycle.note(
+            inc.id,
+            "investigated",
+            found.findings()[:2000],
+            model=found.model,
+            stop_reason=found.stop_reason,
+            usage=found.usage,
+            proposal=found.proposal.as_dict() if found.proposal else None,
+        )
+        return found
 
     # -- sandboxes ------------------------------------------------------------------------------
 

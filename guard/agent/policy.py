@@ -8,7 +8,7 @@ the target) and asks here what to do:
 - ``decide`` runs the best *trusted* skill that the rate limit and the circuit breaker allow;
   otherwise it asks a human, and escalates when a runaway guard refused a skill.
 - ``first_option`` is what ``guard approve N`` (and a bare approval) runs: the first option the
-  human was shown.
+  human was shown, a model's proposal (``PROPOSAL``) when there is one (``options_shown``).
 - ``breaker_trips`` says when failed runs in a row disable a skill for a target.
 """
 
@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from guard.skills.library import Candidate, Skill, rank_key
+
+PROPOSAL = "proposal"
+"""The option name of a model's proposed fix (shown first; a bare approval runs it)."""
 
 SIMILAR_MIN = 0.5
 """Similarity at or above which a past incident counts as "similar" (cosine, 0..1)."""
@@ -142,6 +145,11 @@ def decide(
     if guards:
         guarded_by = "blocked" if "blocked" in guards else "rate_limited"
     return AskHuman(tuple(runnable), question, escalate=bool(refused), guarded_by=guarded_by)
+
+
+def options_shown(has_proposal: bool, options: Sequence[Candidate]) -> list[str]:
+    """The option names a human is shown, in order: a model's proposal first, then skills."""
+    return [PROPOSAL] * has_proposal + [c.skill.name for c in options]
 
 
 def first_option(shown: Sequence[str], ranked: Sequence[Candidate]) -> str | None:

@@ -15,6 +15,7 @@ from guard.agent import limits, policy
 from guard.agent.closing import Closer
 from guard.agent.learning import Learner
 from guard.agent.steps import StepRunner
+from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
 from guard.incidents.lifecycle import Lifecycle
 from guard.metrics import record_remediation
@@ -58,6 +59,7 @@ class Remediator:
         self.books = books
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
         self.slot = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
+        self.trajectories = TrajectoryLog(db)
 
     def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
         """The playbook's grants plus the skill's (skills are reviewed in git)."""
@@ -136,7 +138,12 @@ class Remediator:
         record_remediation(self.runner.outcome(run_id, verified))
         if run.origin == RunOrigin.human:
             await self.learner.settle(run, inc, verified, reason)
-        elif verified:
+            after = self.lifecycle.load(inc.id)
+            learned = after.details.get("learned_skill") if after is not None else None
+            self.trajectories.settle(inc.id, verified=verified, skill=learned)
+            return verified
+        self.trajectories.settle(inc.id, verified=verified, skill=run.skill)
+        if verified:
             await self.closer.resolve(
                 inc.id,
                 f"healed by skill {run.skill}: {reason}",

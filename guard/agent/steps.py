@@ -200,7 +200,10 @@ class StepRunner:
         assert step.run is not None
         return await self.sandbox_run(step, incident, skill, grants, ctx)
 
-    async def action(self, name: str, args: dict[str, Any], incident: Incident) -> StepOutcome:
+    async def action(
+        self, name: str, args: dict[str, Any], incident: Incident, *, keep: int = 500
+    ) -> StepOutcome:
+        """Run action ``name`` (audited); its message, redacted, cut to the last ``keep``."""
         action = self.actions.get(name)
         try:
             ctx = ActionContext(self.settings, incident_context(incident)["incident"])
@@ -212,7 +215,7 @@ class StepRunner:
         self._audit(
             incident, f"action.{name}", {"args": args, "ok": result.ok, "message": message[:500]}
         )
-        return StepOutcome(result.ok, message.strip()[-500:] or name, result.details)
+        return StepOutcome(result.ok, message.strip()[-keep:] or name, result.details)
 
     async def sandbox_run(
         self,

@@ -10,6 +10,7 @@ from guard.cli import (
     cluster,
     config_cmd,
     demo,
+    diagnose,
     human,
     incidents,
     memory,
@@ -18,6 +19,7 @@ from guard.cli import (
     sandbox,
     skills,
     store,
+    trajectories,
 )
 
 app = typer.Typer(
@@ -48,6 +50,7 @@ def _root(
 config_cmd.register(app)
 run.register(app)
 human.register(app)
+diagnose.register(app)
 demo.register(app)
 app.add_typer(incidents.app, name="incidents")
 app.add_typer(skills.app, name="skills")
@@ -57,6 +60,7 @@ app.add_typer(sandbox.app, name="sandbox")
 app.add_typer(report.app, name="report")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(store.app, name="store")
+app.add_typer(trajectories.app, name="trajectories")
 
 
 def main() -> None:

@@ -94,12 +94,16 @@ def answer(
 def approve(
     incident_id: int = typer.Argument(..., metavar="INCIDENT"),
     skill: str | None = typer.Option(
-        None, "--skill", help="Skill to run (default: the first option you were shown)."
+        None,
+        "--skill",
+        help="Skill to run, or `proposal` for the model's proposed fix "
+        "(default: the first option shown; the proposal when there is one).",
     ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,
 ) -> None:
-    """Approve running a skill on an incident."""
+    """Approve the first option shown on an incident (a model's proposal, else the best
+    skill), or --skill NAME."""
     answer(config, incident_id, "approve", skill=skill, wait=wait)
 
 

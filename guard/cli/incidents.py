@@ -46,7 +46,16 @@ def incident_dict(inc: Incident, templates: dict[int, str] | None = None) -> dic
         "reopen_count": inc.reopen_count,
         "details": inc.details,
         "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
+        "proposal": proposal_of(inc),
     }
+
+
+def proposal_of(inc: Incident) -> dict[str, Any] | None:
+    """A model's proposed fix (``fix``, ``reason``, ``confidence``, ``model``), or None."""
+    found = inc.details.get("proposal") if isinstance(inc.details, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return {k: found.get(k) for k in ("fix", "reason", "confidence", "model")}
 
 
 def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
@@ -145,6 +154,17 @@ def show(
         ("fingerprint", inc.fingerprint),
         ("message", inc.message),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
+        *(
+            [
+                (
+                    "proposal",
+                    f"{p['fix']}  (by {p['model']}, confidence {p['confidence']}; "
+                    f"`guard approve {inc.id}` runs it): {p['reason']}",
+                )
+            ]
+            if (p := proposal_of(inc))
+            else []
+        ),
     ]:
         out.print(f"  {label:<12} {printable(value)}", markup=False, soft_wrap=True)
     out.print("  timeline:")

@@ -180,6 +180,7 @@ class SkillWriter:
         args: dict[str, Any],
         approver: str,
         verdict: str,
+        proposed_by: str | None = None,
     ) -> dict[str, Any]:
         trigger = {
             "source": incident.source,
@@ -206,6 +207,7 @@ class SkillWriter:
                 "fix": fix,
                 "verified": verdict,
                 "at": utcnow().isoformat(timespec="seconds"),
+                **({"proposed_by": proposed_by} if proposed_by else {}),
             },
         }
 
@@ -219,6 +221,7 @@ class SkillWriter:
         approver: str,
         verdict: str,
         script: str | None = None,
+        proposed_by: str | None = None,
     ) -> LearnedSkill:
         """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
         ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
@@ -229,7 +232,13 @@ class SkillWriter:
         fix, args = redact(fix), redact_value(args)
         script = redact(script) if script is not None else None
         spec = self.spec_for(
-            incident, fix, action=action, args=args, approver=approver, verdict=verdict
+            incident,
+            fix,
+            action=action,
+            args=args,
+            approver=approver,
+            verdict=verdict,
+            proposed_by=proposed_by,
         )
         parsed = SkillSpec.model_validate(spec)
         if action is None and script is None:

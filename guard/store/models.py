@@ -368,3 +368,18 @@ class Mute(SQLModel, table=True):
     by: str
     created_at: datetime = now_column(nullable=False)
     cleared_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class Trajectory(SQLModel, table=True):
+    """One handling of an incident, with or without a model: the conversation (OpenAI form,
+    redacted), the tools offered, how it ended, what it cost. ``guard trajectories export``."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_id: int = Field(foreign_key="incident.id", index=True)
+    model: str | None = None
+    tools: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
+    messages: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
+    outcome: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    usage: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    tool_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    created_at: datetime = now_column(nullable=False)

@@ -1,0 +1,230 @@
+"""The investigation's tools: read-only, with names and arguments external tooling may script.
+
+``sandbox_run {command}`` runs in the incident's hardened sandbox with its grants (the same
+``StepRunner.sandbox_run`` diagnostics use); ``recent_logs {lines}``; ``search_memory
+{query}``; ``list_skills {}``; ``show_skill {name}``; ``propose_remedy {fix, reason,
+confidence}`` ends the investigation with a proposal, which nothing runs until a human
+approves it. Each tool returns text; a tool that fails says why, as text, to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guard.actions import ActionError, ActionRegistry
+from guard.agent.steps import StepRunner
+from guard.agent.templating import incident_context
+from guard.memory import IncidentMemory
+from guard.sandbox.base import SandboxGrants
+from guard.skills.library import SkillLibrary
+from guard.skills.model import Step
+from guard.store.models import Incident
+
+MAX_LOG_LINES = 200
+
+
+def _fn(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+TOOLS: list[dict[str, Any]] = [
+    _fn(
+        "sandbox_run",
+        "Run a read-only shell command in the incident's hardened diagnostics "
+        "sandbox (busybox/coreutils, no root); returns exit code and output.",
+        {"command": {"type": "string", "description": "a shell command line"}},
+        ["command"],
+    ),
+    _fn(
+        "recent_logs",
+        "The incident target's most recent log lines.",
+        {"lines": {"type": "integer", "description": f"how many (1-{MAX_LOG_LINES})"}},
+        ["lines"],
+    ),
+    _fn(
+        "search_memory",
+        "Past incidents similar to a text, and what resolved them.",
+        {"query": {"type": "string"}},
+        ["query"],
+    ),
+    _fn("list_skills", "The skills (known remedies) Guard has.", {}, []),
+    _fn("show_skill", "One skill's description and steps.", {"name": {"type": "string"}}, ["name"]),
+    _fn(
+        "propose_remedy",
+        "Propose the fix a human should approve; ends the investigation. "
+        "`fix` is an action such as `docker.restart api` or a shell command for the sandbox.",
+        {
+            "fix": {"type": "string"},
+            "reason": {"type": "string"},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        ["fix", "reason", "confidence"],
+    ),
+]
+TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message goes back to the model."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A fix a model proposes (``guard reply`` FIX grammar); run only once a human approves."""
+
+    fix: str
+    reason: str
+    confidence: float
+    model: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fix": self.fix,
+            "reason": self.reason,
+            "confidence": self.confidence,
+            "model": self.model,
+        }
+
+
+class Toolbox:
+    """Carries out tool calls for one incident."""
+
+    def __init__(
+        self,
+        inc: Incident,
+        runner: StepRunner,
+        grants: SandboxGrants,
+        library: SkillLibrary,
+        memory: IncidentMemory,
+        actions: ActionRegistry,
+        timeout: float,
+    ) -> None:
+        self.inc = inc
+        self.runner = runner
+        self.grants = grants
+        self.library = library
+        self.memory = memory
+        self.actions = actions
+        self.timeout = timeout
+
+    async def call(self, name: str, args: dict[str, Any]) -> str:
+        """The tool's result as text; raises ``ToolError`` with what went wrong."""
+        if name == "sandbox_run":
+            return await self.sandbox_run(_text(args, "command"))
+        if name == "recent_logs":
+            return await self.recent_logs(_int(args, "lines", 50))
+        if name == "search_memory":
+            return await self.search_memory(_text(args, "query"))
+        if name == "list_skills":
+            return (
+                "\n".join(f"{s.name}: {s.description}" for s in self.library.skills) or "no skills"
+            )
+        if name == "show_skill":
+            skill = self.library.get(_text(args, "name"))
+            if skill is None:
+                raise ToolError(f"no skill named {args.get('name')!r}; see list_skills")
+            steps = "\n".join(f"- {s.describe()}" for s in skill.spec.steps)
+            return f"{skill.name}: {skill.offer_text()}\nsteps:\n{steps}"
+        raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
+
+    def proposal(self, args: dict[str, Any], model: str) -> Proposal:
+        """Check a ``propose_remedy`` call (an action must parse); raise ``ToolError``."""
+        fix = _text(args, "fix").strip()
+        if self.actions.looks_like_action(fix):
+            try:
+                self.actions.parse(fix)
+            except ActionError as exc:
+                raise ToolError(f"fix {fix!r} is not a valid action: {exc}") from None
+        try:
+            confidence = min(max(float(args.get("confidence", 0.5)), 0.0), 1.0)
+        except (TypeError, ValueError):
+            raise ToolError("confidence must be a number from 0 to 1") from None
+        return Proposal(fix, str(args.get("reason") or "").strip(), confidence, model)
+
+    async def sandbox_run(self, command: str) -> str:
+        step = Step(
+            name=f"model: {command}"[:200], run="sh -s", stdin=command, timeout=self.timeout
+        )
+        out = await self.runner.sandbox_run(
+            step, self.inc, None, self.grants, incident_context(self.inc)
+        )
+        r = out.result
+        parts = [
+            f"exit_code: {r.get('exit_code')}"
+            + (" (timed out)" if r.get("timed_out") else "")
+            + (" (OOM-killed)" if r.get("oom_killed") else "")
+        ]
+        if r.get("stdout"):
+            parts.append(f"stdout:\n{r['stdout']}")
+        if r.get("stderr"):
+            parts.append(f"stderr:\n{r['stderr']}")
+        return "\n".join(parts)
+
+    async def recent_logs(self, lines: int) -> str:
+        lines = min(max(lines, 1), MAX_LOG_LINES)
+        if self.inc.source == "docker":
+            try:
+                out = await self.runner.action("docker.logs", {"tail": lines}, self.inc, keep=20000)
+            except ActionError as exc:
+                raise ToolError(str(exc)) from None
+            return f"{out.summary}\n(container: {json.dumps(out.result)})"
+        if self.inc.source == "logfile":
+            return await asyncio.to_thread(_tail, Path(self.inc.target), lines)
+        return f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
+
+    async def search_memory(self, query: str) -> str:
+        try:
+            found = await asyncio.to_thread(self.memory.search, query, 5)
+        except Exception as exc:
+            raise ToolError(f"memory is unavailable: {exc}") from None
+        return (
+            json.dumps(
+                [
+                    {
+                        "incident": r.incident_id,
+                        "score": r.score,
+                        "skill": r.skill,
+                        "resolution": r.resolution,
+                    }
+                    for r in found
+                ]
+            )
+            if found
+            else "[]"
+        )
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with path.open("r", errors="replace") as f:
+            return "".join(deque(f, maxlen=lines)) or "(empty)"
+    except OSError as exc:
+        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _text(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"argument {key!r} must be a non-empty string")
+    return value
+
+
+def _int(args: dict[str, Any], key: str, default: int) -> int:
+    try:
+        return int(args.get(key, default))
+    except (TypeError, ValueError):
+        raise ToolError(f"argument {key!r} must be an integer") from None
