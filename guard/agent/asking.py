@@ -13,6 +13,7 @@ from loguru import logger
 from sqlmodel import col, select
 
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.notify.base import HumanRequest, Notifier, SkillOption
 from guard.records import utcnow
@@ -53,6 +54,7 @@ class Asker:
         *,
         escalate: bool = False,
     ) -> None:
+        reached("agent.asking")
         """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering
         ``options`` best first."""
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human

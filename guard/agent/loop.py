@@ -41,6 +41,7 @@ from guard.agent.steps import StepRunner
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.exceptions import NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
@@ -145,6 +146,7 @@ class Agent:
             return
         for ev in events:
             if ev.type in STARTING_EVENTS:
+                reached("agent.opened_not_taken")
                 loop.call_soon_threadsafe(self.submit, ev.incident_id)
             elif ev.type == "resolved" or ev.state in ENDED:
                 loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)

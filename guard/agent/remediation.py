@@ -16,6 +16,7 @@ from guard.agent.closing import Closer
 from guard.agent.learning import Learner
 from guard.agent.steps import StepRunner
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.metrics import record_remediation
 from guard.playbooks.models import Playbook
@@ -132,6 +133,7 @@ class Remediator:
         assert run.id is not None and inc.id is not None
         run_id = run.id
         verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
+        reached("verify.before_state")
         run = self._finish(run_id, verified, reason)
         record_remediation(self.runner.outcome(run_id, verified))
         if run.origin == RunOrigin.human:

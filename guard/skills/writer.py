@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from guard.crashpoints import reached
 from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
@@ -273,6 +274,7 @@ class SkillWriter:
             self.library.reload()
             return LearnedSkill(name, folder, sha, branch=BRANCH_PREFIX + name)
         self.library.reload()
+        reached("learning.files_written")
         commit = self._commit(folder, name, incident, fix, approver, verdict)
         return LearnedSkill(name, folder, commit)
 

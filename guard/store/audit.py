@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from guard.crashpoints import reached
 from guard.exceptions import AuditChainBroken
 from guard.records import utcnow
 from guard.redact import redact, redact_value
@@ -110,6 +111,7 @@ def append(
     )
     session.add(entry)
     session.flush()
+    reached("audit.append")
     return entry
 
 

@@ -39,6 +39,7 @@ from telegram.ext import (
 )
 
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.messages import REPORT_POINTER, cut
@@ -213,6 +214,7 @@ class TelegramGateway:
             text=cut(text, more=REPORT_POINTER),
             role="report",
         )
+        reached("report.sending")
         await asyncio.to_thread(
             outbox.enqueue,
             self.db,

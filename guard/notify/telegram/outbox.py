@@ -30,6 +30,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from guard import cluster
+from guard.crashpoints import reached
 from guard.exceptions import NotLeader
 from guard.memory.conversation import record_message
 from guard.notify.telegram import grouping
@@ -417,6 +418,7 @@ class OutboxWorker:
                 reply_markup=markup,
                 reply_parameters=reply,
             )
+        reached("report.sent_before_mark" if row.role == "report" else "telegram.sent_before_id")
         with self.db.session() as session:
             if row.role == "incident" and row.incident_id is not None:
                 for old in session.exec(
