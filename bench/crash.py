@@ -84,8 +84,7 @@ class Run:
                 stderr=subprocess.STDOUT,
             )
         wait_for(
-            lambda: "guard running" in path.read_text(errors="replace")
-            or proc.poll() is not None,
+            lambda: "guard running" in path.read_text(errors="replace") or proc.poll() is not None,
             60,
             "guard to start",
         )
@@ -134,6 +133,9 @@ class Scenario:
         raise NotImplementedError
 
     def drive(self, run: Run) -> None:
+        pass
+
+    def teardown(self, run: Run) -> None:
         pass
 
     def done(self, run: Run) -> bool:
@@ -453,8 +455,97 @@ class Report(Scenario):
         }
 
 
+class DockerExit(Scenario):
+    name = "docker-exit"
+    what = (
+        "a watched container exits with code 3; the built-in trusted skill docker-start-exited "
+        "starts it again (each start of the victim is counted in a bind-mounted file)"
+    )
+    points = (
+        "step.started",
+        "step.ended",
+        "remedy.before_verify",
+        "verify.during",
+        "verify.before_state",
+        "incident.resolving",
+    )
+
+    def setup(self, run: Run) -> None:
+        import shutil
+
+        import docker
+
+        from tests.images import ensure_busybox_image
+
+        client = docker.from_env(timeout=60)
+        image = ensure_busybox_image(client)
+        label = uuid.uuid4().hex[:12]
+        run.home.playbook(
+            "containers",
+            [
+                {
+                    "id": "containers",
+                    "type": "docker",
+                    "selector": {"label": f"guard.crash.watch={label}"},
+                    "every": "1h",
+                }
+            ],
+        )
+        (run.home.root / "skills").mkdir()
+        shutil.copytree(
+            REPO / "skills" / "docker-start-exited",
+            run.home.root / "skills" / "docker-start-exited",
+        )
+        run.home.write_config(telegram_config(run))
+        mnt = run.home.root / "victim"
+        mnt.mkdir()
+        run.notes["starts"] = mnt / "starts"
+        run.notes["client"] = client
+        run.notes["victim"] = client.containers.create(
+            image,
+            [
+                "sh",
+                "-c",
+                "echo start >> /m/starts; [ -f /m/ok ] && exec sleep 3600; "
+                "touch /m/ok; sleep 2; exit 3",
+            ],
+            name=f"guard-crash-victim-{label}",
+            labels={"guard.crash.watch": label, "guard.test": "1"},
+            network_mode="none",
+            volumes={str(mnt): {"bind": "/m", "mode": "rw"}},
+        )
+
+    def drive(self, run: Run) -> None:
+        if not run.notes.get("started") and "guard running" in run.log():
+            time.sleep(0.5)  # the events stream is attached
+            run.notes["victim"].start()
+            run.notes["started"] = True
+
+    def starts(self, run: Run) -> int:
+        path: Path = run.notes["starts"]
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def done(self, run: Run) -> bool:
+        return self.starts(run) >= 2 and any(i["state"] == "resolved" for i in run.incidents())
+
+    def teardown(self, run: Run) -> None:
+        with contextlib.suppress(Exception):
+            run.notes["victim"].remove(force=True)
+        with contextlib.suppress(Exception):
+            run.notes["client"].close()
+
+    def checks(self, run: Run) -> dict[str, Check]:
+        remedies = self.starts(run) - 1
+        return {
+            "lost/stuck": stuck_check(run, 1, {"resolved"}),
+            "remedy once": (remedies == 1, f"the victim was started {remedies} time(s) by Guard"),
+            "telegram": telegram_check(run),
+            "audit": audit_check(run),
+        }
+
+
 SCENARIOS: dict[str, Scenario] = {
-    s.name: s for s in (HttpSkill(), TelegramFix(), Logfile(), Flap(), Report())
+    s.name: s for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Flap(), Report())
 }
 
 
@@ -529,7 +620,10 @@ def run_case(scenario: Scenario, point: str | None, within: float = 120.0) -> Re
             error = str(exc)
         finally:
             stop(proc)
-        checks = scenario.checks(run)
+        try:
+            checks = scenario.checks(run)
+        finally:
+            scenario.teardown(run)
         if error and os.environ.get("GUARD_CRASH_VERBOSE"):
             print(run.log()[-4000:], file=sys.stderr)
         return Result(scenario.name, point or "(none)", crashed, checks, error)
@@ -540,9 +634,9 @@ def run_case(scenario: Scenario, point: str | None, within: float = 120.0) -> Re
 
 def cell(result: Result, check: str) -> str:
     if check not in result.checks:
-        return "–"
+        return "-"
     ok, _ = result.checks[check]
-    return "–" if ok is None else ("✅" if ok else "❌")
+    return "-" if ok is None else ("✅" if ok else "❌")
 
 
 def matrix(results: list[Result]) -> str:
@@ -560,9 +654,9 @@ def failures(results: list[Result]) -> list[str]:
     for r in results:
         for name, (ok, why) in r.checks.items():
             if ok is False:
-                out.append(f"- {r.scenario} × `{r.point}`: **{name}**: {why}")
+                out.append(f"- {r.scenario} at `{r.point}`: **{name}**: {why}")
         if r.error and r.crashed:
-            out.append(f"- {r.scenario} × `{r.point}`: {r.error}")
+            out.append(f"- {r.scenario} at `{r.point}`: {r.error}")
     return out
 
 

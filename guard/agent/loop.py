@@ -220,6 +220,9 @@ class Agent:
     async def _resume_run(self, run: RemediationRun) -> None:
         async with self._incidents:
             await self.remediator.resume(run)
+            inc = self.lifecycle.load(run.incident_id)
+            if inc is not None and inc.state == S.remediating:  # the resumed skill failed
+                await self._decide(inc)  # as after any failed run: decide again
 
     async def poll_commands(self) -> None:
         """Take the queued human answers, one per incident whose worker is free (only the
@@ -251,16 +254,19 @@ class Agent:
                 )
                 self.lifecycle.release(incident_id)  # a reopened incident may still hold one
                 return
-            try:
-                await self.decide(inc)
-            except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
-                logger.warning("incident #{}: not handled here: {}", incident_id, exc)
-            except Exception as exc:
-                logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
-                record_remediation("escalated")
-                await self.asker.ask(
-                    incident_id, [], "", policy.agent_failed_question(exc), escalate=True
-                )
+            await self._decide(inc)
+
+    async def _decide(self, inc: Incident) -> None:
+        """``decide``; a failure escalates the incident to a human."""
+        assert inc.id is not None
+        try:
+            await self.decide(inc)
+        except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
+            logger.warning("incident #{}: not handled here: {}", inc.id, exc)
+        except Exception as exc:
+            logger.opt(exception=exc).error("incident #{}: the agent failed", inc.id)
+            record_remediation("escalated")
+            await self.asker.ask(inc.id, [], "", policy.agent_failed_question(exc), escalate=True)
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """The skills that match ``inc``, best first (ranked with semantic memory)."""
