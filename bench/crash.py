@@ -459,7 +459,7 @@ class DockerExit(Scenario):
     name = "docker-exit"
     what = (
         "a watched container exits with code 3; the built-in trusted skill docker-start-exited "
-        "starts it again (each start of the victim is counted in a bind-mounted file)"
+        "starts it again (each start of the victim prints a line, counted in `docker logs`)"
     )
     points = (
         "step.started",
@@ -497,22 +497,15 @@ class DockerExit(Scenario):
             run.home.root / "skills" / "docker-start-exited",
         )
         run.home.write_config(telegram_config(run))
-        mnt = run.home.root / "victim"
-        mnt.mkdir()
-        run.notes["starts"] = mnt / "starts"
         run.notes["client"] = client
+        # each start prints a line (``docker logs`` keeps every run's); /ok survives a restart
         run.notes["victim"] = client.containers.create(
             image,
-            [
-                "sh",
-                "-c",
-                "echo start >> /m/starts; [ -f /m/ok ] && exec sleep 3600; "
-                "touch /m/ok; sleep 2; exit 3",
-            ],
+            ["sh", "-c", "echo start; [ -f /ok ] && exec sleep 3600; touch /ok; sleep 2; exit 3"],
             name=f"guard-crash-victim-{label}",
             labels={"guard.crash.watch": label, "guard.test": "1"},
             network_mode="none",
-            volumes={str(mnt): {"bind": "/m", "mode": "rw"}},
+            user="0",  # to write /ok in its own filesystem
         )
 
     def drive(self, run: Run) -> None:
@@ -522,8 +515,9 @@ class DockerExit(Scenario):
             run.notes["started"] = True
 
     def starts(self, run: Run) -> int:
-        path: Path = run.notes["starts"]
-        return len(path.read_text().splitlines()) if path.exists() else 0
+        with contextlib.suppress(Exception):
+            return int(run.notes["victim"].logs().decode().split().count("start"))
+        return 0
 
     def done(self, run: Run) -> bool:
         return self.starts(run) >= 2 and any(i["state"] == "resolved" for i in run.incidents())

@@ -205,6 +205,12 @@ class Agent:
                 select(RemediationRun).where(RemediationRun.status == RunStatus.running)
             ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
+            stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
+        working = {run.incident_id for run in runs}
+        for inc in stranded:
+            if inc.id not in working:  # its last run ended; a restart came before it settled
+                logger.info("incident #{}: settling its finished remediation", inc.id)
+                self.submit(inc.id, self._settle_run(inc.id))
         for run in runs:
             logger.info(
                 "incident #{}: resuming interrupted remediation {} ({})",
@@ -223,6 +229,23 @@ class Agent:
             inc = self.lifecycle.load(run.incident_id)
             if inc is not None and inc.state == S.remediating:  # the resumed skill failed
                 await self._decide(inc)  # as after any failed run: decide again
+
+    async def _settle_run(self, incident_id: int) -> None:
+        async with self._incidents:
+            with self.db.session() as session:
+                run = session.exec(
+                    select(RemediationRun)
+                    .where(RemediationRun.incident_id == incident_id)
+                    .order_by(col(RemediationRun.id).desc())
+                ).first()
+            inc = self.lifecycle.load(incident_id)
+            if inc is None or inc.state != S.remediating:
+                return
+            if run is not None:
+                await self.remediator.settle(run, inc)
+                inc = self.lifecycle.load(incident_id)
+            if inc is not None and inc.state == S.remediating:  # no run, or a failed skill
+                await self._decide(inc)
 
     async def poll_commands(self) -> None:
         """Take the queued human answers, one per incident whose worker is free (only the

@@ -136,6 +136,14 @@ class Remediator:
         reached("verify.before_state")
         run = self._finish(run_id, verified, reason)
         record_remediation(self.runner.outcome(run_id, verified))
+        await self.settle(run, inc)
+        return verified
+
+    async def settle(self, run: RemediationRun, inc: Incident) -> None:
+        """Settle the incident after its finished ``run``: resolve it, learn the fix, or count
+        the failure (also after a restart that came between the run's end and this)."""
+        assert inc.id is not None
+        verified, reason = run.status == RunStatus.verified, run.message
         if run.origin == RunOrigin.human:
             await self.learner.settle(run, inc, verified, reason)
         elif verified:
@@ -148,7 +156,6 @@ class Remediator:
             )
         else:
             self._failed(inc, run, reason)
-        return verified
 
     def _finish(self, run_id: int, verified: bool, reason: str) -> RemediationRun:
         with self.db.session() as session:

@@ -13,8 +13,11 @@ FAST = [
     ("http-skill", "step.started"),
     ("http-skill", "step.ended"),  # the remedy ran, its step not yet followed by verify
     ("http-skill", "verify.before_state"),  # verified, the incident not yet resolved
+    # regression: a run that ended before the incident was settled left it remediating forever
+    ("http-skill", "incident.resolving"),
     ("telegram-fix", "command.queued"),  # a Telegram reply queued, not yet taken
-    ("telegram-fix", "learning.files_written"),  # a skill written, not committed
+    # regression: a learned skill written but not committed stayed uncommitted
+    ("telegram-fix", "learning.files_written"),
     ("logfile", "logfile.cursor_save:2"),  # a log position read, not stored
 ]
 
