@@ -59,7 +59,14 @@ from guard.skills.remote import remote_for
 from guard.skills.writer import SkillWriter
 from guard.store import mutes
 from guard.store.db import Database
-from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun, RunStatus
+from guard.store.models import (
+    HumanCommand,
+    Incident,
+    IncidentState,
+    IncidentTimeline,
+    RemediationRun,
+    RunStatus,
+)
 
 S = IncidentState
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
@@ -208,7 +215,7 @@ class Agent:
             stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
         working = {run.incident_id for run in runs}
         for inc in stranded:
-            if inc.id not in working:  # its last run ended; a restart came before it settled
+            if inc.id is not None and inc.id not in working:  # ended, not settled: a restart
                 logger.info("incident #{}: settling its finished remediation", inc.id)
                 self.submit(inc.id, self._settle_run(inc.id))
         for run in runs:
@@ -238,6 +245,16 @@ class Agent:
                     .where(RemediationRun.incident_id == incident_id)
                     .order_by(col(RemediationRun.id).desc())
                 ).first()
+                moved = session.exec(  # the move to remediating that this run belongs to
+                    select(IncidentTimeline.at)
+                    .where(
+                        IncidentTimeline.incident_id == incident_id,
+                        IncidentTimeline.to_state == S.remediating,
+                    )
+                    .order_by(col(IncidentTimeline.id).desc())
+                ).first()
+            if run is not None and moved is not None and run.started_at < moved:
+                run = None  # an older run: the restart came before this move's run was stored
             inc = self.lifecycle.load(incident_id)
             if inc is None or inc.state != S.remediating:
                 return
