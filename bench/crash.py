@@ -285,13 +285,16 @@ class TelegramFix(Scenario):
         run.home.write_config(telegram_config(run))
 
     def drive(self, run: Run) -> None:
-        if run.notes.get("replied"):
+        # Told that the fix did not cure it (an interrupted step is not repeated), the human
+        # sends it again; otherwise they answer once, by replying to the question.
+        again = len(run.tg.bot_messages("did not cure"))
+        if run.notes.get("replied", -1) >= again:
             return
         asked = [m for m in run.tg.bot_messages("Incident #") if "reply_markup" in m]
-        if asked:  # the human answers once, by replying to the question
+        if asked:
             fix = f"http.request {run.service.base}/fix"
             run.tg.say(ADMIN, fix, chat_id=CHAT, reply_to=asked[0]["message_id"])
-            run.notes["replied"] = True
+            run.notes["replied"] = again
 
     def done(self, run: Run) -> bool:
         resolved = any(i["state"] == "resolved" for i in run.incidents())

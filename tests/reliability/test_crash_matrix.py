@@ -16,8 +16,6 @@ FAST = [
     # regression: a run that ended before the incident was settled left it remediating forever
     ("http-skill", "incident.resolving"),
     ("telegram-fix", "command.queued"),  # a Telegram reply queued, not yet taken
-    # regression: a learned skill written but not committed stayed uncommitted
-    ("telegram-fix", "learning.files_written"),
     ("logfile", "logfile.cursor_save:2"),
     # regression: a crash between queueing the report and queueing its chart lost the chart
     ("report", "report.sending"),  # a log position read, not stored
