@@ -16,6 +16,7 @@ from sqlmodel import col, select
 from guard.agent import policy
 from guard.agent.tools import Proposal
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.notify.base import HumanRequest, Notifier, SkillOption
 from guard.records import utcnow
@@ -59,6 +60,7 @@ class Asker:
     ) -> None:
         """Move the incident to ``awaiting_human`` (or ``escalated``) and ask, offering a
         model's ``proposal`` first, then ``options`` best first."""
+        reached("agent.asking")
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
         if proposal is not None:
             question = (

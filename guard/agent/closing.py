@@ -9,6 +9,7 @@ from typing import Any
 
 from loguru import logger
 
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.memory import IncidentMemory
 from guard.notify.base import IncidentUpdate, Notifier
@@ -42,6 +43,7 @@ class Closer:
     ) -> Incident:
         """Resolve the incident and remember what did it. ``tell``: the text for the human
         (default: they are told ``reason`` only if they were asked about this incident)."""
+        reached("incident.resolving")
         done = self.lifecycle.move(
             incident_id, IncidentState.resolved, reason, resolved_by=resolved_by, **details
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.playbooks.models import Playbook
 from guard.redact import Redactor
@@ -52,6 +53,7 @@ class Diagnoser:
     async def diagnose(self, inc: Incident, candidates: list[Candidate]) -> str:
         """Collect read-only evidence; keep it on the incident."""
         assert inc.id is not None
+        reached("agent.diagnosing")
         parts: list[str] = []
         for step, skill in self.steps_for(inc, candidates):
             try:

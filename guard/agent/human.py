@@ -15,6 +15,7 @@ from guard.agent import policy
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.incidents.commands import finish_command
 from guard.incidents.lifecycle import ANSWERABLE, Lifecycle
 from guard.metrics import record_remediation
@@ -69,6 +70,7 @@ class HumanAnswers:
         finish_command(self.db, cmd, status, outcome)
 
     async def process(self, cmd: HumanCommand) -> None:
+        reached("command.taken")
         inc = self.lifecycle.load(cmd.incident_id)
         if inc is None or inc.state not in ANSWERABLE:
             state = inc.state if inc else "missing"

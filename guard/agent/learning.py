@@ -11,6 +11,7 @@ from loguru import logger
 from guard.actions import ActionRegistry
 from guard.agent.closing import Closer
 from guard.agent.steps import StepRunner
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
@@ -54,6 +55,7 @@ class Learner:
             await self.closer.tell(inc, IncidentState.awaiting_human, text)
             return
         saved, learned = self._save(run, inc, reason)
+        reached("learning.committed")
         detail: dict[str, Any] = {}
         if learned is not None:
             detail = {"learned_skill": learned.name, "skill_commit": learned.commit}

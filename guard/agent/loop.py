@@ -46,6 +46,7 @@ from guard.agent.tools import Toolbox
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.exceptions import NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
@@ -64,7 +65,14 @@ from guard.skills.remote import remote_for
 from guard.skills.writer import SkillWriter
 from guard.store import mutes
 from guard.store.db import Database
-from guard.store.models import HumanCommand, Incident, IncidentState, RemediationRun, RunStatus
+from guard.store.models import (
+    HumanCommand,
+    Incident,
+    IncidentState,
+    IncidentTimeline,
+    RemediationRun,
+    RunStatus,
+)
 
 S = IncidentState
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
@@ -155,6 +163,7 @@ class Agent:
             return
         for ev in events:
             if ev.type in STARTING_EVENTS:
+                reached("agent.opened_not_taken")
                 loop.call_soon_threadsafe(self.submit, ev.incident_id)
             elif ev.type == "resolved" or ev.state in ENDED:
                 loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)
@@ -213,6 +222,12 @@ class Agent:
                 select(RemediationRun).where(RemediationRun.status == RunStatus.running)
             ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
+            stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
+        working = {run.incident_id for run in runs}
+        for inc in stranded:
+            if inc.id is not None and inc.id not in working:  # ended, not settled: a restart
+                logger.info("incident #{}: settling its finished remediation", inc.id)
+                self.submit(inc.id, self._settle_run(inc.id))
         for run in runs:
             logger.info(
                 "incident #{}: resuming interrupted remediation {} ({})",
@@ -228,6 +243,36 @@ class Agent:
     async def _resume_run(self, run: RemediationRun) -> None:
         async with self._incidents:
             await self.remediator.resume(run)
+            inc = self.lifecycle.load(run.incident_id)
+            if inc is not None and inc.state == S.remediating:  # the resumed skill failed
+                await self._decide(inc)  # as after any failed run: decide again
+
+    async def _settle_run(self, incident_id: int) -> None:
+        async with self._incidents:
+            with self.db.session() as session:
+                run = session.exec(
+                    select(RemediationRun)
+                    .where(RemediationRun.incident_id == incident_id)
+                    .order_by(col(RemediationRun.id).desc())
+                ).first()
+                moved = session.exec(  # the move to remediating that this run belongs to
+                    select(IncidentTimeline.at)
+                    .where(
+                        IncidentTimeline.incident_id == incident_id,
+                        IncidentTimeline.to_state == S.remediating,
+                    )
+                    .order_by(col(IncidentTimeline.id).desc())
+                ).first()
+            if run is not None and moved is not None and run.started_at < moved:
+                run = None  # an older run: the restart came before this move's run was stored
+            inc = self.lifecycle.load(incident_id)
+            if inc is None or inc.state != S.remediating:
+                return
+            if run is not None:
+                await self.remediator.settle(run, inc)
+                inc = self.lifecycle.load(incident_id)
+            if inc is not None and inc.state == S.remediating:  # no run, or a failed skill
+                await self._decide(inc)
 
     async def poll_commands(self) -> None:
         """Take the queued human answers, one per incident whose worker is free (only the
@@ -259,16 +304,19 @@ class Agent:
                 )
                 self.lifecycle.release(incident_id)  # a reopened incident may still hold one
                 return
-            try:
-                await self.decide(inc)
-            except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
-                logger.warning("incident #{}: not handled here: {}", incident_id, exc)
-            except Exception as exc:
-                logger.opt(exception=exc).error("incident #{}: the agent failed", incident_id)
-                record_remediation("escalated")
-                await self.asker.ask(
-                    incident_id, [], "", policy.agent_failed_question(exc), escalate=True
-                )
+            await self._decide(inc)
+
+    async def _decide(self, inc: Incident) -> None:
+        """``decide``; a failure escalates the incident to a human."""
+        assert inc.id is not None
+        try:
+            await self.decide(inc)
+        except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
+            logger.warning("incident #{}: not handled here: {}", inc.id, exc)
+        except Exception as exc:
+            logger.opt(exception=exc).error("incident #{}: the agent failed", inc.id)
+            record_remediation("escalated")
+            await self.asker.ask(inc.id, [], "", policy.agent_failed_question(exc), escalate=True)
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """The skills that match ``inc``, best first (ranked with semantic memory)."""

@@ -17,6 +17,7 @@ from guard.agent.learning import Learner
 from guard.agent.steps import StepRunner
 from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.metrics import record_remediation
 from guard.playbooks.models import Playbook
@@ -134,14 +135,23 @@ class Remediator:
         assert run.id is not None and inc.id is not None
         run_id = run.id
         verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
+        reached("verify.before_state")
         run = self._finish(run_id, verified, reason)
         record_remediation(self.runner.outcome(run_id, verified))
+        await self.settle(run, inc)
+        return verified
+
+    async def settle(self, run: RemediationRun, inc: Incident) -> None:
+        """Settle the incident after its finished ``run``: resolve it, learn the fix, or count
+        the failure (also after a restart that came between the run's end and this)."""
+        assert inc.id is not None
+        verified, reason = run.status == RunStatus.verified, run.message
         if run.origin == RunOrigin.human:
             await self.learner.settle(run, inc, verified, reason)
             after = self.lifecycle.load(inc.id)
             learned = after.details.get("learned_skill") if after is not None else None
             self.trajectories.settle(inc.id, verified=verified, skill=learned)
-            return verified
+            return
         self.trajectories.settle(inc.id, verified=verified, skill=run.skill)
         if verified:
             await self.closer.resolve(
@@ -153,7 +163,6 @@ class Remediator:
             )
         else:
             self._failed(inc, run, reason)
-        return verified
 
     def _finish(self, run_id: int, verified: bool, reason: str) -> RemediationRun:
         with self.db.session() as session:

@@ -20,6 +20,7 @@ from guard.actions import ActionContext, ActionError, ActionRegistry
 from guard.agent.templating import incident_context, render, render_args
 from guard.agent.verify import Verifier
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.exceptions import GuardError
 from guard.incidents.lifecycle import record
 from guard.metrics import observe_sandbox_exec
@@ -149,7 +150,10 @@ class StepRunner:
                     row.description,
                 )
                 continue
+            if row.kind == "verify":
+                reached("remedy.before_verify")
             self._mark(row, StepStatus.running)
+            reached("step.started")
             step = Step.model_validate(row.result["step"])
             try:
                 outcome = await self._one(step, incident, skill, grants)
@@ -165,6 +169,7 @@ class StepRunner:
                 summary=summary,
                 output=outcome.result,
             )
+            reached("step.ended")
             if not outcome.ok:
                 return False, summary
             if row.kind == "verify":

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.monitors import Monitor, build_monitor
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
@@ -65,6 +66,7 @@ class Verifier:
         while True:
             attempts += 1
             passed, reason = await self._once(monitor, incident, spec)
+            reached("verify.during")
             if passed:
                 return Verdict(True, reason, attempts)
             if time.monotonic() + spec.interval > deadline:

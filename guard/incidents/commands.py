@@ -12,6 +12,7 @@ from datetime import datetime
 from loguru import logger
 from sqlmodel import Session, col, select
 
+from guard.crashpoints import reached
 from guard.exceptions import GuardError
 from guard.incidents.lifecycle import record
 from guard.memory.conversation import record_message
@@ -53,6 +54,7 @@ def queue_command(
             subject=f"incident:{incident_id}",
             data={"skill": skill, "fix": fix, "channel": channel},
         )
+    reached("command.queued")
     text = f"{verb} {skill or ''} {fix or ''}".strip()
     record_message(
         db,

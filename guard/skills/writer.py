@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from guard.crashpoints import reached
 from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
@@ -249,7 +250,13 @@ class SkillWriter:
                 and skill.spec.steps == parsed.steps
                 and self._same_script(skill.path, script)
             ):
-                return LearnedSkill(skill.name, skill.path, None, existed=True)
+                # written but not committed when Guard stopped: finish the commit now
+                commit = (
+                    self._commit_leftover(skill.path, incident, fix, approver, verdict)
+                    if skill.spec.origin == "learned"
+                    else None
+                )
+                return LearnedSkill(skill.name, skill.path, commit, existed=commit is None)
         name = self._free_name(incident.kind, incident.target)
         md = self._skill_md(name, incident, fix, approver, verdict)
         staging = self.library.folder / ".incoming" / name
@@ -282,6 +289,7 @@ class SkillWriter:
             self.library.reload()
             return LearnedSkill(name, folder, sha, branch=BRANCH_PREFIX + name)
         self.library.reload()
+        reached("learning.files_written")
         commit = self._commit(folder, name, incident, fix, approver, verdict)
         return LearnedSkill(name, folder, commit)
 
@@ -382,6 +390,22 @@ class SkillWriter:
             "## Verification\n\n"
             f"The original check passes again. When it was learned: {verdict}.\n"
         )
+
+    def _commit_leftover(
+        self, folder: Path, incident: Any, fix: str, approver: str, verdict: str
+    ) -> str | None:
+        """Commit a learned skill's folder that is in the tree but not in git (a crash came
+        between writing it and committing it); None when there is nothing to commit."""
+        if not self.git_commit or self.review or folder.parent != self.library.folder:
+            return None
+        try:
+            root = self._repo(folder.parent)
+            dirty = self._git(root, "status", "--porcelain", "--", str(folder)).strip()
+        except Exception:
+            return None
+        if not dirty:
+            return None
+        return self._commit(folder, folder.name, incident, fix, approver, verdict)
 
     def _commit(
         self, folder: Path, name: str, incident: Any, fix: str, approver: str, verdict: str

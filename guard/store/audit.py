@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from guard.crashpoints import reached
 from guard.exceptions import AuditChainBroken
 from guard.records import utcnow
 from guard.redact import redact, redact_value
@@ -115,6 +116,7 @@ def append(
     )
     session.add(entry)
     session.flush()
+    reached("audit.append")
     return entry
 
 

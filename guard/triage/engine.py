@@ -31,6 +31,7 @@ from sqlmodel import Session, col, select
 
 from guard import cluster
 from guard.config import TriageSettings
+from guard.crashpoints import reached
 from guard.fingerprint import fingerprint, keyed_fingerprint
 from guard.grouping.templates import TemplateBook
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
@@ -98,12 +99,14 @@ class Triage:
             with self.db.session() as session:
                 for obs in observations:
                     for sig in obs.signals:
+                        reached("triage.signal_stored")
                         if sig.status == "ok":
                             self._passed(session, sig, events)
                         else:
                             self._failed(session, sig, events)
                     if obs.monitor_id and obs.state:
                         put_state(session, f"monitor:{obs.monitor_id}", obs.state)
+                        reached("logfile.cursor_save")
                 for key, value in self._checks.items():
                     if self._written.get(key) != value:
                         put_state(session, key, value)
@@ -311,6 +314,7 @@ class Triage:
         self, session: Session, incident: Incident, sig: Signal, events: list[IncidentEvent]
     ) -> None:
         incident.reopen_count += 1
+        reached("triage.flap_reopen")
         self._count(session, incident, sig)
         transition(
             session,

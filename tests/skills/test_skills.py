@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -155,3 +156,31 @@ def test_writer_commits_and_dedups(tmp_path: Path):
     script = (shell.path / "scripts" / "fix.sh").read_text()
     assert "redis-cli -h cache FLUSHALL" in script
     assert load_skill(shell.path).spec.steps[0].run == "scripts/fix.sh"
+
+
+def test_a_skill_written_but_not_committed_is_committed_when_learned_again(tmp_path: Path):
+    """Regression (bench.crash, learning.files_written): Guard died between writing a learned
+    skill and committing it; the retry found it "already known" and never committed it."""
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=skills, check=True)
+    kwargs: dict[str, Any] = {"trust": "approval", "git_author": "T <t@x>", "verify_timeout": 30}
+    fix: dict[str, Any] = {
+        "action": "docker.restart",
+        "args": {"container": "api-1"},
+        "approver": "cli:alice",
+        "verdict": "running",
+    }
+    crashed = SkillWriter(SkillLibrary(skills), git_commit=False, **kwargs)  # the files only
+    left = crashed.write(incident(), "docker.restart api-1", **fix)
+    assert left.commit is None
+
+    writer = SkillWriter(SkillLibrary(skills), git_commit=True, **kwargs)
+    again = writer.write(incident(), "docker.restart api-1", **fix)
+    assert again.name == left.name and again.commit and not again.existed
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"], cwd=skills, capture_output=True, text=True
+    ).stdout
+    assert status == ""
+    once_more = writer.write(incident(id=8), "docker.restart api-1", **fix)
+    assert once_more.existed and once_more.commit is None

@@ -39,6 +39,7 @@ from telegram.ext import (
 )
 
 from guard.config import Settings
+from guard.crashpoints import reached
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.messages import REPORT_POINTER, cut
@@ -205,21 +206,24 @@ class TelegramGateway:
         report = await asyncio.to_thread(daily.gather, self.db, self.settings, day)
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
-        await asyncio.to_thread(
-            outbox.enqueue,
+        await asyncio.to_thread(  # the text and its chart: both queued, or neither
+            outbox.enqueue_all,
             self.db,
-            method="send",
-            chat_id=chat,
-            text=cut(text, more=REPORT_POINTER),
-            role="report",
+            [
+                {
+                    "method": "send",
+                    "chat_id": chat,
+                    "text": cut(text, more=REPORT_POINTER),
+                    "role": "report",
+                },
+                {
+                    "method": "photo",
+                    "chat_id": chat,
+                    "text": "Incidents per hour",
+                    "photo": png,
+                    "role": "report",
+                },
+            ],
         )
-        await asyncio.to_thread(
-            outbox.enqueue,
-            self.db,
-            method="photo",
-            chat_id=chat,
-            text="Incidents per hour",
-            photo=png,
-            role="report",
-        )
+        reached("report.sending")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)

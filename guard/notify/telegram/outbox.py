@@ -30,6 +30,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from guard import cluster
+from guard.crashpoints import reached
 from guard.exceptions import NotLeader
 from guard.memory.conversation import record_message
 from guard.notify.telegram import grouping
@@ -61,20 +62,44 @@ def enqueue(
     photo: bytes | None = None,
 ) -> int:
     """Queue one call (``send``, ``edit`` or ``photo``) and remember it in the conversation."""
-    row = OutboxMessage(
-        method=method,
-        chat_id=str(chat_id),
-        text=text,
-        role=role,
-        buttons=[[list(b) for b in r] for r in buttons or []],
-        incident_id=incident_id,
-        reply_to_incident=reply_to_incident,
-        photo=photo,
-    )
+    return enqueue_all(
+        db,
+        [
+            {
+                "method": method,
+                "chat_id": chat_id,
+                "text": text,
+                "buttons": buttons,
+                "incident_id": incident_id,
+                "role": role,
+                "reply_to_incident": reply_to_incident,
+                "photo": photo,
+            }
+        ],
+    )[0]
+
+
+def enqueue_all(db: Database, calls: list[dict[str, Any]]) -> list[int]:
+    """Queue several calls (``enqueue``'s arguments) in one transaction: all or none, so a
+    crash cannot queue a report without its chart."""
+    rows = [
+        OutboxMessage(
+            method=c["method"],
+            chat_id=str(c["chat_id"]),
+            text=c.get("text", ""),
+            role=c.get("role", "text"),
+            buttons=[[list(b) for b in r] for r in c.get("buttons") or []],
+            incident_id=c.get("incident_id"),
+            reply_to_incident=c.get("reply_to_incident", False),
+            photo=c.get("photo"),
+        )
+        for c in calls
+    ]
     with db.session() as session:
-        outbox_id = _add(session, row)
-    _remember(db, row, outbox_id)
-    return outbox_id
+        ids = [_add(session, row) for row in rows]
+    for row, outbox_id in zip(rows, ids, strict=True):
+        _remember(db, row, outbox_id)
+    return ids
 
 
 def close_question(
@@ -417,6 +442,7 @@ class OutboxWorker:
                 reply_markup=markup,
                 reply_parameters=reply,
             )
+        reached("report.sent_before_mark" if row.role == "report" else "telegram.sent_before_id")
         with self.db.session() as session:
             if row.role == "incident" and row.incident_id is not None:
                 for old in session.exec(

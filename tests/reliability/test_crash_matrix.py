@@ -1,0 +1,31 @@
+"""A fast subset of the crash matrix (``python -m bench.crash`` runs all of it): a real
+``guard run`` is SIGKILLed at a crash point, restarted, and nothing is lost, repeated or left
+half done. Each case takes some 20 s (two Guard starts); no Docker needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.crash import SCENARIOS, run_case
+
+FAST = [
+    # regression: a resumed skill run whose verify failed left the incident remediating forever
+    ("http-skill", "step.started"),
+    ("http-skill", "step.ended"),  # the remedy ran, its step not yet followed by verify
+    ("http-skill", "verify.before_state"),  # verified, the incident not yet resolved
+    # regression: a run that ended before the incident was settled left it remediating forever
+    ("http-skill", "incident.resolving"),
+    ("telegram-fix", "command.queued"),  # a Telegram reply queued, not yet taken
+    ("logfile", "logfile.cursor_save:2"),
+    # regression: a crash between queueing the report and queueing its chart lost the chart
+    ("report", "report.sending"),  # a log position read, not stored
+]
+
+
+@pytest.mark.parametrize(("scenario", "point"), FAST, ids=[f"{s}-{p}" for s, p in FAST])
+def test_a_kill_at_the_point_loses_nothing_and_repeats_nothing(scenario, point):
+    result = run_case(SCENARIOS[scenario], point)
+    assert result.crashed, result.error
+    assert not result.error, result.error
+    red = {name: why for name, (ok, why) in result.checks.items() if ok is False}
+    assert not red, red
