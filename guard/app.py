@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import time
 from collections.abc import Callable, Iterable
@@ -84,6 +85,14 @@ def monitor_ok_signal(monitor: Monitor) -> Signal:
         message=f"monitor {monitor.id} is working",
         status="ok",
     )
+
+
+def freeze_startup_heap() -> None:
+    """Move everything built so far (imported modules, settings, playbooks) out of the garbage
+    collector's sight: a full collection then walks only what the running Guard allocates, so
+    it pauses the event loop for a fraction of the time (it was 120 ms with every import)."""
+    gc.collect()
+    gc.freeze()
 
 
 def redact_observation(obs: Observation) -> Observation:
@@ -358,6 +367,7 @@ class Guard:
             len(streams),
             "on" if self.heal else "off",
         )
+        freeze_startup_heap()  # started: shorter collector pauses from now on
         try:
             if not self.leadership.ha:
                 await web.start()
