@@ -11,6 +11,7 @@ import pytest
 from guard.agent.loop import Agent
 from guard.config import Settings
 from guard.store.db import open_database
+from tests.agent_helpers import stored_incident
 
 pytestmark = pytest.mark.unit
 
@@ -74,9 +75,6 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
     """Recall asks the memory helper, which may be starting or stuck: never on the loop."""
     import threading
 
-    from guard.records import utcnow
-    from guard.store.models import Incident, IncidentState
-
     gate = threading.Event()
 
     class SlowMemory:
@@ -90,25 +88,8 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
 
     a = agent(tmp_path)
     a.recaller.memory = cast(Any, SlowMemory())
-    now = utcnow()
     with a.db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
-            check_key="k",
-            monitor_id="web",
-            source="http",
-            target="http://svc",
-            kind="http_status",
-            severity="critical",
-            title="down",
-            message="down",
-            state=IncidentState.open,
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
-        )
-        s.add(inc)
-        s.flush()
+        inc = stored_incident(s)
         s.refresh(inc)
         s.expunge(inc)
     recalling = asyncio.create_task(a.recall(inc))
