@@ -34,7 +34,7 @@ from guard.redact import configure as configure_redaction
 from guard.redact import redact_signal
 from guard.store import audit
 from guard.store.db import Database, open_database
-from guard.store.state import get_state, put_state
+from guard.store.state import get_state, get_states, put_state
 from guard.triage import Triage, TriagePolicy
 from guard.web import WebServer
 
@@ -164,7 +164,12 @@ class Guard:
         return self._state[monitor.id]
 
     def _baseline(self) -> None:
-        """Let monitors that start "from now" (log files) fix where now is, before running."""
+        """Load every monitor's state, then let monitors that start "from now" (log files) fix
+        where now is, before running."""
+        with self.db.session() as session:
+            stored = get_states(session, (f"monitor:{m.id}" for m in self.monitors))
+        for m in self.monitors:
+            self._state.setdefault(m.id, stored[f"monitor:{m.id}"])
         for m in self.monitors:
             if not isinstance(m, BaseliningMonitor):
                 continue

@@ -1,7 +1,8 @@
 """Probe an HTTP endpoint: status, body, latency and timeouts.
 
-Monitors share one ``httpx.AsyncClient`` per TLS/proxy configuration (``http_clients``), so a
-monitor costs its spec and a compiled body regex, not a connection pool and a TLS context.
+Monitors share one ``aiohttp.ClientSession`` per TLS/proxy configuration (``http_clients``, which
+also says why this hot path uses aiohttp), so a monitor costs its spec and a compiled body regex,
+not a connection pool and a TLS context.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
+import aiohttp
 
-from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients
+from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients, proxy_for
 from guard.playbooks.models import HttpMonitorSpec
 from guard.records import Observation, Signal
 
@@ -29,6 +30,8 @@ class HttpMonitor:
         "_clients",
         "_config",
         "_headers",
+        "_proxy",
+        "_timeout",
         "id",
         "interval",
         "jitter",
@@ -43,8 +46,10 @@ class HttpMonitor:
         self._body = re.compile(spec.expect_body) if spec.expect_body else None
         self._headers = {"User-Agent": USER_AGENT, **spec.headers}
         self._config = ClientConfig(verify=spec.tls_verify, proxy=spec.proxy)
+        self._proxy = proxy_for(spec.url, spec.proxy)
+        self._timeout = aiohttp.ClientTimeout(total=spec.timeout)
         self._clients = clients or CLIENTS
-        self._client: httpx.AsyncClient | None = None  # acquired on the first check
+        self._client: aiohttp.ClientSession | None = None  # acquired on the first check
 
     def _signal(self, kind: str, message: str, *, ok: bool = False, **details: Any) -> Signal:
         return Signal(
@@ -64,10 +69,18 @@ class HttpMonitor:
         if self._client is None:
             self._client = self._clients.acquire(self._config)
         try:
-            resp = await self._client.request(
-                self.spec.method, url, headers=self._headers, timeout=self.spec.timeout
-            )
-        except httpx.TimeoutException:
+            async with self._client.request(
+                self.spec.method,
+                url,
+                headers=self._headers,
+                timeout=self._timeout,
+                proxy=self._proxy,
+                allow_redirects=False,
+            ) as resp:
+                status = resp.status
+                body = await resp.read()  # read to the end, so the connection is reused
+                charset = resp.charset
+        except TimeoutError:
             return Observation(
                 [
                     self._signal(
@@ -77,7 +90,7 @@ class HttpMonitor:
                     )
                 ]
             )
-        except httpx.HTTPError as exc:
+        except (aiohttp.ClientError, ValueError) as exc:  # ValueError: a URL aiohttp refuses
             reason = str(exc) or type(exc).__name__
             return Observation(
                 [
@@ -90,21 +103,21 @@ class HttpMonitor:
             )
         latency = time.perf_counter() - started
         details: dict[str, Any] = {
-            "status": resp.status_code,
+            "status": status,
             "latency_ms": round(latency * 1000, 1),
         }
-        if resp.status_code not in self.spec.expected_statuses:
+        if status not in self.spec.expected_statuses:
             expected = ", ".join(map(str, self.spec.expected_statuses))
             return Observation(
                 [
                     self._signal(
                         "http_status",
-                        f"{url} answered {resp.status_code} (expected {expected})",
+                        f"{url} answered {status} (expected {expected})",
                         **details,
                     )
                 ]
             )
-        if self._body is not None and not self._body.search(resp.text):
+        if self._body is not None and not self._body.search(_decode(body, charset)):
             return Observation(
                 [
                     self._signal(
@@ -131,3 +144,11 @@ class HttpMonitor:
         if self._client is not None:
             self._client = None
             await self._clients.release(self._config)
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    """The body as text: its declared charset, else UTF-8; undecodable bytes are replaced."""
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        return body.decode("utf-8", errors="replace")

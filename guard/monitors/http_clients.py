@@ -1,84 +1,121 @@
-"""Shared HTTP clients for HTTP monitors: one ``httpx.AsyncClient`` per TLS/proxy configuration.
+"""Shared HTTP sessions for HTTP monitors: one ``aiohttp.ClientSession`` per TLS/proxy setting.
 
-A client owns a connection pool and, for TLS, an ``SSLContext`` with the CA bundle loaded, which
-costs hundreds of KB; a client per monitor made a thousand monitors cost most of a gigabyte.
-Monitors with the same ``ClientConfig`` therefore share one client (and its pooled, kept-alive
-connections); what differs per monitor (method, headers, timeout) goes on each request.
+Why aiohttp here when the rest of Guard speaks httpx: the HTTP monitor is the one hot path, a
+thousand monitors every ten seconds. On this project's benchmark machine an httpx request cost
+1.3-3 ms of CPU (its pure-Python HTTP/1.1 parser and pool scans grow with concurrency) against
+0.2-0.3 ms for aiohttp's C parser, which made httpx alone a quarter of a core at 1,200
+monitors (``python -m bench.scale``; figures in docs/BENCHMARKS.md). Outbound calls that are
+not per-monitor (Railway, forges, model providers, HTTP actions) stay on httpx.
 
-Clients belong to an event loop (their connections do), so the pool is kept per running loop.
-Monitors ``acquire`` a client on their first check and ``release`` it when closed; the last
-release closes the client.
+A session owns a connection pool and, for TLS, an ``SSLContext`` with the CA bundle loaded,
+which costs hundreds of KB; one per monitor made a thousand monitors cost most of a gigabyte.
+Monitors with the same ``ClientConfig`` therefore share one session (and its pooled, kept-alive
+connections); what differs per monitor (method, headers, timeout, proxy) goes on each request.
+
+Sessions belong to an event loop (their connections do), so the pool is kept per running loop.
+Monitors ``acquire`` a session on their first check and ``release`` it when closed; the last
+release closes the session.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
+import urllib.request
 import weakref
 from dataclasses import dataclass
+from functools import cache
+from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
+import certifi
 
 USER_AGENT = "guard-monitor"
-KEEPALIVE = 64  # idle connections kept per client; checks are bounded by the scheduler
+KEEPALIVE_SECONDS = 30.0  # an idle pooled connection is closed after this
 
 
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
-    """What makes two monitors need different clients."""
+    """What makes two monitors need different sessions."""
 
     verify: bool = True  # verify the server's TLS certificate
-    proxy: str | None = None  # None: the environment's HTTP(S)_PROXY, if any
+    proxy: str | None = None  # None: the environment's HTTP(S)_PROXY / NO_PROXY (``proxy_for``)
+
+
+@cache
+def verifying_context() -> ssl.SSLContext:
+    """Certificates are checked against certifi's bundle (as httpx does) plus the system store
+    and ``SSL_CERT_FILE``/``SSL_CERT_DIR``, so a private CA installed on the host works too."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    context.load_default_certs()
+    return context
+
+
+def proxy_for(url: str, configured: str | None) -> str | None:
+    """The proxy a request to ``url`` goes through: the playbook's ``proxy``, else the
+    environment's ``HTTP_PROXY``/``HTTPS_PROXY`` unless ``NO_PROXY`` covers the host (as httpx
+    and curl do). Worked out once per monitor: aiohttp's own ``trust_env`` re-reads the
+    environment and ``~/.netrc`` on every request."""
+    if configured:
+        return configured
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass_environment(parts.hostname):
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
 
 
 @dataclass(slots=True)
 class _Shared:
-    client: httpx.AsyncClient
+    session: aiohttp.ClientSession
     users: int = 0
 
 
 class HttpClients:
-    """Refcounted ``AsyncClient``s by (running loop, ``ClientConfig``)."""
+    """Refcounted ``ClientSession``s by (running loop, ``ClientConfig``)."""
 
-    def __init__(self, keepalive: int = KEEPALIVE) -> None:
-        self.keepalive = keepalive
+    def __init__(self) -> None:
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[ClientConfig, _Shared]
         ] = weakref.WeakKeyDictionary()
 
-    def _build(self, config: ClientConfig) -> httpx.AsyncClient:
+    @staticmethod
+    def _build(config: ClientConfig) -> aiohttp.ClientSession:
         # No cap on connections: a check waiting for a pooled connection would time out as if
         # its endpoint had; how many checks run at once is ``scheduler.max_concurrent_checks``.
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=self.keepalive)
-        return httpx.AsyncClient(
-            verify=config.verify,
-            proxy=config.proxy,
-            limits=limits,
-            follow_redirects=False,
+        connector = aiohttp.TCPConnector(
+            limit=0,
+            limit_per_host=0,
+            ssl=verifying_context() if config.verify else False,
+            keepalive_timeout=KEEPALIVE_SECONDS,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
             headers={"User-Agent": USER_AGENT},
+            trust_env=False,  # the environment's proxies come from ``proxy_for``
         )
 
-    def acquire(self, config: ClientConfig) -> httpx.AsyncClient:
-        """The shared client for ``config`` on the running loop; pair with ``release``."""
-        clients = self._by_loop.setdefault(asyncio.get_running_loop(), {})
-        shared = clients.get(config)
-        if shared is None or shared.client.is_closed:
-            shared = clients[config] = _Shared(self._build(config))
+    def acquire(self, config: ClientConfig) -> aiohttp.ClientSession:
+        """The shared session for ``config`` on the running loop; pair with ``release``."""
+        sessions = self._by_loop.setdefault(asyncio.get_running_loop(), {})
+        shared = sessions.get(config)
+        if shared is None or shared.session.closed:
+            shared = sessions[config] = _Shared(self._build(config))
         shared.users += 1
-        return shared.client
+        return shared.session
 
     async def release(self, config: ClientConfig) -> None:
-        """One user fewer; the last one closes the client."""
-        clients = self._by_loop.get(asyncio.get_running_loop(), {})
-        shared = clients.get(config)
+        """One user fewer; the last one closes the session."""
+        sessions = self._by_loop.get(asyncio.get_running_loop(), {})
+        shared = sessions.get(config)
         if shared is None:
             return
         shared.users -= 1
         if shared.users <= 0:
-            del clients[config]
-            await shared.client.aclose()
+            del sessions[config]
+            await shared.session.close()
 
     def count(self) -> int:
-        """How many clients are open on the running loop."""
+        """How many sessions are open on the running loop."""
         return len(self._by_loop.get(asyncio.get_running_loop(), {}))
 
 

@@ -38,7 +38,7 @@ from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transitio
 from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
-from guard.store.state import get_state, put_state
+from guard.store.state import get_state, put_states
 from guard.triage import storm
 
 ACTOR = "triage"
@@ -97,6 +97,7 @@ class Triage:
         try:
             self._templates_begun = False  # begun by the batch's first template signal
             with self.db.session() as session:
+                states: dict[str, dict[str, Any]] = {}  # written together, at the batch's end
                 for obs in observations:
                     for sig in obs.signals:
                         reached("triage.signal_stored")
@@ -105,11 +106,14 @@ class Triage:
                         else:
                             self._failed(session, sig, events)
                     if obs.monitor_id and obs.state:
-                        put_state(session, f"monitor:{obs.monitor_id}", obs.state)
-                        reached("logfile.cursor_save")
+                        states[f"monitor:{obs.monitor_id}"] = obs.state
                 for key, value in self._checks.items():
                     if self._written.get(key) != value:
-                        put_state(session, key, value)
+                        states[key] = value
+                put_states(session, states)
+                for key in states:
+                    if key.startswith("monitor:"):
+                        reached("logfile.cursor_save")  # saved, in the batch's transaction
                 self._storms.write()
                 if time.monotonic() - self._calmed_at >= CALM_EVERY:
                     self._calm_storms(session, events)

@@ -113,7 +113,7 @@ async def test_monitors_share_one_client_per_tls_and_proxy_configuration() -> No
     await POOL.release(ClientConfig())
     for m in monitors[:4]:
         await m.close()
-    assert POOL.count() == 3 and not a.is_closed  # one user left
+    assert POOL.count() == 3 and not a.closed  # one user left
     for m in monitors[4:]:
         await m.close()
-    assert POOL.count() == 0 and a.is_closed  # the last user closed it
+    assert POOL.count() == 0 and a.closed  # the last user closed it
