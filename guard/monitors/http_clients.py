@@ -59,7 +59,8 @@ def proxy_for(url: str, configured: str | None) -> str | None:
     if configured:
         return configured
     parts = urlsplit(url)
-    if parts.hostname and urllib.request.proxy_bypass_environment(parts.hostname):
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # untyped in typeshed
+    if parts.hostname and bypass(parts.hostname):
         return None
     return urllib.request.getproxies_environment().get(parts.scheme)
 
