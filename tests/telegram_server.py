@@ -280,6 +280,7 @@ class TelegramServer:
         self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
         self.refused: list[dict[str, Any]] = []  # requests Telegram would have refused
         self._next_update = 1
+        self.pushed: dict[int, dict[str, Any]] = {}  # every update, by id
         self._last_id: dict[int, int] = {}  # per chat: the last message id given (a new chat: 0)
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
@@ -537,6 +538,7 @@ class TelegramServer:
         with self._cond:
             update["update_id"] = self._next_update
             self._next_update += 1
+            self.pushed[int(update["update_id"])] = update
             if self.webhook is None:
                 self.updates.append(update)
                 self._cond.notify_all()
@@ -595,6 +597,13 @@ class TelegramServer:
                 }
             }
         )
+
+    def redeliver(self, update_id: int) -> None:
+        """Offer an update again, as Telegram does until a ``getUpdates`` offset confirms it
+        (the bot died after handling it, before its next poll). Polling mode only."""
+        with self._cond:
+            self.updates.insert(0, self.pushed[update_id])
+            self._cond.notify_all()
 
     def fail(
         self, method: str, code: int = 429, *, times: int = 1, retry_after: int | None = 1

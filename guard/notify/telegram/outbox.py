@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 from loguru import logger
 from sqlalchemy import case, update
 from sqlmodel import Session, col, select
@@ -276,7 +277,8 @@ class OutboxWorker:
                         await asyncio.to_thread(self._rejected, row, exc)
                         continue
                     logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
-                    await asyncio.to_thread(self._attempted, row, str(exc), uncertain=True)
+                    uncertain = not isinstance(exc.__cause__, httpx.ConnectError)  # never sent
+                    await asyncio.to_thread(self._attempted, row, str(exc), uncertain=uncertain)
                     await self._sleep(stop, delay)
                     delay = min(delay * 2, 10.0)
                     break
