@@ -12,7 +12,9 @@ waits exactly as long as Telegram asks, network errors back off up to 10 s. A re
 rejects (400/403) is marked failed and the queue moves on. Edits and replies name their incident,
 not a message id, because the incident's message may not have been sent yet when they are queued;
 the worker resolves it when it sends. Announcements that follow one another within
-``group_wait`` go out as one grouped message (``grouping``).
+``group_wait`` go out as one grouped message (``grouping``). A message is posted at most once:
+a send is committed in flight before the call, and one whose outcome a crash or a timeout left
+unknown is looked for before it is sent again (``inflight``).
 """
 
 from __future__ import annotations

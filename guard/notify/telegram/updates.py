@@ -18,7 +18,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from sqlalchemy import delete, func
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from guard.records import utcnow
@@ -54,16 +53,6 @@ class Handled:
 def seen(db: Database, update_id: int) -> bool:
     with db.session() as session:
         return session.get(TelegramUpdate, update_id) is not None
-
-
-def mark(db: Database, handled: Handled) -> bool:
-    """Store ``handled`` on its own; False if it was stored before (a redelivery)."""
-    try:
-        with db.session() as session:
-            handled.mark(session)
-    except IntegrityError:
-        return False
-    return True
 
 
 def _key(chat_id: str) -> str:
