@@ -17,11 +17,17 @@ from sqlmodel import select
 from telegram import Bot
 from telegram.constants import ParseMode
 
-from guard.notify.telegram import inflight, outbox
+from guard.notify.telegram import grouping, inflight, outbox
 from guard.notify.telegram.inflight import markup
 from guard.notify.telegram.outbox import OutboxWorker
 from guard.store.db import Database, open_database
-from guard.store.models import OutboxMessage, OutboxStatus, TelegramInFlight, TelegramMessage
+from guard.store.models import (
+    OutboxMessage,
+    OutboxStatus,
+    TelegramGroupMember,
+    TelegramInFlight,
+    TelegramMessage,
+)
 from tests.telegram.test_telegram_limits import call, refused
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
 from tests.telegram_server import NOT_MODIFIED, TelegramServer
@@ -179,3 +185,41 @@ async def test_a_send_that_timed_out_stays_in_flight_and_is_looked_for_before_a_
     await worker._recover(again)
     assert len(tg.bot_messages("Incident #1")) == 1
     assert state(db, row)[0] == OutboxStatus.sent
+
+
+async def test_a_grouped_announcement_in_flight_is_adopted_for_all_its_incidents(tg, bot, db):
+    await sent_before(db, bot)  # 1
+    for incident in (1, 2):
+        outbox.enqueue(
+            db,
+            method="send",
+            chat_id=CHAT,
+            text=f"<b>Incident #{incident}</b>",
+            buttons=[[("✖ Deny", f"{incident}" * 22)]],
+            incident_id=incident,
+            role="incident",
+        )
+    rows = outbox.pending(db)
+    members = [
+        TelegramGroupMember(
+            chat_id=str(CHAT),
+            message_id=0,
+            incident_id=r.incident_id,
+            text=grouping.member_line(None, r.incident_id),
+            buttons=grouping.labelled(r.incident_id, r.buttons),
+        )
+        for r in rows
+        if r.incident_id is not None
+    ]
+    text, buttons = grouping.render(members)  # as the worker renders a group
+    inflight.begin(db, rows, "send", text, buttons)
+    await bot.send_message(CHAT, text, parse_mode=ParseMode.HTML, reply_markup=markup(buttons))
+
+    await OutboxWorker(bot, db).recover()
+
+    assert len(tg.sent("sendMessage")) == 2  # the earlier message and the group, once
+    assert [state(db, r)[0] for r in rows] == [OutboxStatus.sent] * 2
+    with db.session() as s:
+        group = s.exec(select(TelegramMessage).where(TelegramMessage.role == "group")).one()
+        stored = s.exec(select(TelegramGroupMember)).all()
+    assert group.message_id == 2 and [m.message_id for m in stored] == [2, 2]

@@ -294,9 +294,15 @@ class OutboxWorker:
         """Settle the sends a crash left in flight (found, or sent again) before the gateway
         takes updates: a reply to such a message is then understood. Telegram failing here is
         not fatal: ``run`` tries again."""
-        for row in await asyncio.to_thread(pending, self.db):
-            if row.status != OutboxStatus.in_flight:
-                continue
+        done: set[int | None] = set()
+        while True:  # read again after each: a group's rows are settled together
+            rows = await asyncio.to_thread(pending, self.db)
+            row = next(
+                (r for r in rows if r.status == OutboxStatus.in_flight and r.id not in done), None
+            )
+            if row is None:
+                return
+            done.add(row.id)
             try:
                 await self._recover(row)
             except (TelegramError, NotLeader) as exc:
