@@ -290,7 +290,11 @@ class TelegramFix(Scenario):
         again = len(run.tg.bot_messages("did not cure"))
         if run.notes.get("replied", -1) >= again:
             return
-        asked = [m for m in run.tg.bot_messages("Incident #") if "reply_markup" in m]
+        # The question: its buttons are gone once answered, but a reply to it still counts.
+        asked = sorted(
+            (m for m in run.tg.bot_messages("<b>Incident #") if "reply_to_message" not in m),
+            key=lambda m: m["message_id"],
+        )
         if asked:
             fix = f"http.request {run.service.base}/fix"
             run.tg.say(ADMIN, fix, chat_id=CHAT, reply_to=asked[0]["message_id"])

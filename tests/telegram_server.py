@@ -5,6 +5,11 @@ It serves ``/bot<TOKEN>/<method>`` with form-encoded, JSON and multipart bodies,
 them and quote them in callback queries and replies, and can be told to fail a method (e.g. a
 429 with ``retry_after``), or be stopped and started again on the same port (an outage).
 
+Message ids are one sequence per chat, shared by the users' messages and the bot's, as in
+Telegram. Edits answer as Telegram does: "message to edit not found" for an id with no message,
+"message can't be edited" for a message that is not the bot's, and "message is not modified"
+when the new text (or caption), parse mode and reply markup are exactly the current ones.
+
 It refuses what Telegram refuses, with Telegram's descriptions: text over 4096 characters
 (captions over 1024) after entity parsing, ``callback_data`` outside 1-64 bytes, and HTML that
 Telegram's parser (tdlib's ``parse_html``) rejects: unknown or unclosed tags, end tags that do not
@@ -38,6 +43,10 @@ BOT = {
 }
 
 
+NOT_MODIFIED = (
+    "message is not modified: specified new message content and reply markup are exactly the "
+    "same as a current content and reply markup of the message"
+)
 TEXT_LIMIT = 4096
 CAPTION_LIMIT = 1024
 CALLBACK_DATA_LIMIT = 64
@@ -203,6 +212,7 @@ def refusal(method: str, p: dict[str, Any]) -> str | None:
         "sendMessage": ("text", TEXT_LIMIT),
         "editMessageText": ("text", TEXT_LIMIT),
         "sendPhoto": ("caption", CAPTION_LIMIT),
+        "editMessageCaption": ("caption", CAPTION_LIMIT),
     }.get(method, ("", 0))
     if not field:
         return None
@@ -252,6 +262,11 @@ def parse_body(ctype: str, body: bytes) -> dict[str, Any]:
     return {k: _maybe_json(v) for k, v in parse_qsl(body.decode(), keep_blank_values=True)}
 
 
+def _quoted(msg: dict[str, Any]) -> dict[str, Any]:
+    """A message as a reply quotes it: without the message it replied to (one level only)."""
+    return {k: v for k, v in msg.items() if k != "reply_to_message"}
+
+
 class TelegramServer:
     def __init__(self, token: str, port: int = 0) -> None:
         self.token = token
@@ -260,11 +275,13 @@ class TelegramServer:
         self.updates: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None  # set by setWebhook: updates are POSTed
         self.deliveries: list[dict[str, Any]] = []  # webhook POSTs and the bot's HTTP status
-        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}  # users' and the bot's
+        self._modes: dict[tuple[int, int], str] = {}  # the parse mode of each text or caption
         self.failures: dict[str, list[tuple[int, str, int | None]]] = {}
         self.refused: list[dict[str, Any]] = []  # requests Telegram would have refused
         self._next_update = 1
-        self._next_message = 100
+        self.pushed: dict[int, dict[str, Any]] = {}  # every update, by id
+        self._last_id: dict[int, int] = {}  # per chat: the last message id given (a new chat: 0)
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self.up = False
@@ -416,17 +433,22 @@ class TelegramServer:
                 self._cond.wait(deadline - time.monotonic())
             return self.updates[:limit]
 
-    def _store(self, chat_id: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    def _next_id(self, chat_id: int) -> int:
+        """The chat's next message id (call with ``_cond`` held)."""
+        self._last_id[chat_id] = self._last_id.get(chat_id, 0) + 1
+        return self._last_id[chat_id]
+
+    def _store(self, chat_id: Any, fields: dict[str, Any], mode: Any = None) -> dict[str, Any]:
         with self._cond:
-            self._next_message += 1
             msg = {
-                "message_id": self._next_message,
+                "message_id": self._next_id(int(chat_id)),
                 "date": int(time.time()),
                 "chat": {"id": int(chat_id), "type": "private" if int(chat_id) > 0 else "group"},
                 "from": BOT,
                 **fields,
             }
             self.messages[(int(chat_id), msg["message_id"])] = msg
+            self._modes[(int(chat_id), msg["message_id"])] = str(mode or "").lower()
             return msg
 
     def _reply_to(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -434,14 +456,14 @@ class TelegramServer:
         if isinstance(rp, dict):
             quoted = self.messages.get((int(p["chat_id"]), int(rp["message_id"])))
             if quoted:
-                return {"reply_to_message": quoted}
+                return {"reply_to_message": _quoted(quoted)}
         return {}
 
     def api_sendMessage(self, p: dict[str, Any]) -> Any:
         fields: dict[str, Any] = {"text": p["text"], **self._reply_to(p)}
         if isinstance(p.get("reply_markup"), dict):
             fields["reply_markup"] = p["reply_markup"]
-        return self._store(p["chat_id"], fields)
+        return self._store(p["chat_id"], fields, p.get("parse_mode"))
 
     def api_sendPhoto(self, p: dict[str, Any]) -> Any:
         photo = p.get("photo", b"")
@@ -458,32 +480,54 @@ class TelegramServer:
             ],
             **({"caption": p["caption"]} if p.get("caption") else {}),
         }
-        return self._store(p["chat_id"], fields)
+        return self._store(p["chat_id"], fields, p.get("parse_mode"))
 
-    def _edit(self, p: dict[str, Any], text: bool) -> Any:
+    def _edit(self, p: dict[str, Any], field: str | None) -> Any:
+        """Edit the text, the caption or (``None``) only the markup of a message of the bot's."""
         key = (int(p["chat_id"]), int(p["message_id"]))
+
+        def bad(description: str) -> tuple[int, dict[str, Any]]:
+            return 400, {
+                "ok": False,
+                "error_code": 400,
+                "description": f"Bad Request: {description}",
+            }
+
         with self._cond:
             msg = self.messages.get(key)
             if msg is None:
-                return 400, {
-                    "ok": False,
-                    "error_code": 400,
-                    "description": "Bad Request: message to edit not found",
-                }
-            if text:
-                msg["text"] = p["text"]
-            if isinstance(p.get("reply_markup"), dict):
-                msg["reply_markup"] = p["reply_markup"]
+                return bad("message to edit not found")
+            if msg["from"]["id"] != BOT["id"]:
+                return bad("message can't be edited")
+            if field == "text" and "text" not in msg:
+                return bad("there is no text in the message to edit")
+            if field == "caption" and "photo" not in msg:
+                return bad("there is no caption in the message to edit")
+            markup = p.get("reply_markup") if isinstance(p.get("reply_markup"), dict) else None
+            content = (msg.get(field), self._modes.get(key, "")) if field else None
+            new = (p.get(field) or None, str(p.get("parse_mode") or "").lower()) if field else None
+            if content == new and msg.get("reply_markup") == markup:
+                return bad(NOT_MODIFIED)
+            if field is not None:
+                msg[field] = p.get(field)
+                if not msg[field]:
+                    msg.pop(field)
+                self._modes[key] = str(p.get("parse_mode") or "").lower()
+            if markup is not None:
+                msg["reply_markup"] = markup
             else:
                 msg.pop("reply_markup", None)
             msg["edit_date"] = int(time.time())
             return dict(msg)
 
     def api_editMessageText(self, p: dict[str, Any]) -> Any:
-        return self._edit(p, True)
+        return self._edit(p, "text")
+
+    def api_editMessageCaption(self, p: dict[str, Any]) -> Any:
+        return self._edit(p, "caption")
 
     def api_editMessageReplyMarkup(self, p: dict[str, Any]) -> Any:
-        return self._edit(p, False)
+        return self._edit(p, None)
 
     def api_answerCallbackQuery(self, p: dict[str, Any]) -> Any:
         return True
@@ -494,6 +538,7 @@ class TelegramServer:
         with self._cond:
             update["update_id"] = self._next_update
             self._next_update += 1
+            self.pushed[int(update["update_id"])] = update
             if self.webhook is None:
                 self.updates.append(update)
                 self._cond.notify_all()
@@ -522,9 +567,8 @@ class TelegramServer:
     def say(self, user_id: int, text: str, *, chat_id: int, reply_to: int | None = None) -> int:
         """A user writes ``text`` in ``chat_id`` (optionally replying to a message)."""
         with self._cond:
-            self._next_message += 1
             msg: dict[str, Any] = {
-                "message_id": self._next_message,
+                "message_id": self._next_id(chat_id),
                 "date": int(time.time()),
                 "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
                 "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
@@ -535,7 +579,8 @@ class TelegramServer:
                     {"type": "bot_command", "offset": 0, "length": len(text.split()[0])}
                 ]
             if reply_to is not None:
-                msg["reply_to_message"] = self.messages[(chat_id, reply_to)]
+                msg["reply_to_message"] = _quoted(self.messages[(chat_id, reply_to)])
+            self.messages[(chat_id, msg["message_id"])] = msg
         return self._push({"message": msg})
 
     def press(self, user_id: int, data: str, *, chat_id: int, message_id: int) -> int:
@@ -552,6 +597,13 @@ class TelegramServer:
                 }
             }
         )
+
+    def redeliver(self, update_id: int) -> None:
+        """Offer an update again, as Telegram does until a ``getUpdates`` offset confirms it
+        (the bot died after handling it, before its next poll). Polling mode only."""
+        with self._cond:
+            self.updates.insert(0, self.pushed[update_id])
+            self._cond.notify_all()
 
     def fail(
         self, method: str, code: int = 429, *, times: int = 1, retry_after: int | None = 1

@@ -38,9 +38,15 @@ def queue_command(
     channel: str = "cli",
     skill: str | None = None,
     fix: str | None = None,
+    also: Callable[[Session], object] | None = None,
 ) -> HumanCommand:
-    """Record a human's answer for the agent (and in conversation memory and the audit log)."""
+    """Record a human's answer for the agent (and in conversation memory and the audit log).
+
+    ``also`` runs first in the same transaction (the Telegram gateway stores the update it
+    handles there, and queues its acknowledgement): if it raises, nothing is queued."""
     with db.session() as session:
+        if also is not None:
+            also(session)
         if session.get(Incident, incident_id) is None:
             raise UnknownIncident(f"no incident {incident_id} (see `guard incidents list`)")
         cmd = HumanCommand(

@@ -111,6 +111,7 @@ class CommandStatus(StrEnum):
 
 class OutboxStatus(StrEnum):
     pending = "pending"
+    in_flight = "in_flight"  # sent to Telegram, outcome unknown (``TelegramInFlight``)
     sent = "sent"
     failed = "failed"
     skipped = "skipped"
@@ -357,6 +358,36 @@ class OutboxMessage(SQLModel, table=True):
     error: str = Field(default="", sa_column=Column(Text, nullable=False))
     created_at: datetime = now_column(nullable=False)
     sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class TelegramInFlight(SQLModel, table=True):
+    """A send to Telegram whose outcome is not known: committed before the call, removed in the
+    transaction that stores the message id. After a crash the outbox looks for the message above
+    ``floor`` before it sends again (``guard.notify.telegram.inflight``)."""
+
+    __tablename__ = "telegram_in_flight"
+
+    id: int | None = Field(default=None, primary_key=True)
+    chat_id: str = Field(index=True)
+    outbox_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON))
+    method: str  # send, photo
+    text: str = Field(default="", sa_column=Column(Text, nullable=False))  # as sent (or caption)
+    buttons: list[Any] = Field(default_factory=list, sa_column=Column(JSON))  # as sent
+    floor: int  # the highest message id Guard knew in the chat before the call
+    created_at: datetime = now_column(nullable=False)
+
+
+class TelegramUpdate(SQLModel, table=True):
+    """An incoming update Guard handled, stored with what it did: one delivered again (Guard
+    died before ``getUpdates`` confirmed it) is skipped. Kept two days (Telegram keeps one).
+    Its message id also tells the outbox how far the chat's message ids have gone."""
+
+    __tablename__ = "telegram_update"
+
+    update_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    chat_id: str = Field(default="", index=True)
+    message_id: int | None = None
+    at: datetime = now_column(nullable=False, index=True)
 
 
 class Mute(SQLModel, table=True):

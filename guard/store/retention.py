@@ -127,7 +127,7 @@ def prune(
                 session,
                 OutboxMessage,
                 col(OutboxMessage.incident_id).is_(None),
-                col(OutboxMessage.status) != "pending",
+                col(OutboxMessage.status).not_in(("pending", "in_flight")),
                 col(OutboxMessage.created_at) < cutoff,
             ),
         )

@@ -1,6 +1,7 @@
 """A fast subset of the crash matrix (``python -m bench.crash`` runs all of it): a real
 ``guard run`` is SIGKILLed at a crash point, restarted, and nothing is lost, repeated or left
-half done. Each case takes some 20 s (two Guard starts); no Docker needed."""
+half done. Each case takes 20-40 s (two Guard starts; more on a loaded machine); no Docker
+needed."""
 
 from __future__ import annotations
 
@@ -16,9 +17,18 @@ FAST = [
     # regression: a run that ended before the incident was settled left it remediating forever
     ("http-skill", "incident.resolving"),
     ("telegram-fix", "command.queued"),  # a Telegram reply queued, not yet taken
-    ("logfile", "logfile.cursor_save:2"),
+    # regression: a message Telegram took before Guard stored its id was posted again
+    ("telegram-fix", "telegram.sent_before_id"),
+    # regression: a second answer after a fix that did not cure was not sent (harness), and
+    # its acknowledgement repeated the first one's text
+    ("telegram-fix", "step.started"),
+    # regression: a reply delivered again after the crash was handled twice (intermittent)
+    ("telegram-fix", "learning.files_written"),
+    ("logfile", "logfile.cursor_save:2"),  # a log position read, not stored
     # regression: a crash between queueing the report and queueing its chart lost the chart
-    ("report", "report.sending"),  # a log position read, not stored
+    ("report", "report.sending"),
+    # regression: the report's text, sent but not marked sent, was posted again
+    ("report", "report.sent_before_mark"),
 ]
 
 

@@ -129,7 +129,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         )
         incident_id = inc.id
 
-    async def send_report(chat_id: str | None = None) -> None:
+    async def send_report(chat_id: str | None = None, also: Any = None) -> None:
         pass  # the daily report has its own tests
 
     gateway = SimpleNamespace(

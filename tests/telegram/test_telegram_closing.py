@@ -168,13 +168,14 @@ def press(data: str, message_id: int, answered: list[str]) -> Any:
     async def answer(text: str, show_alert: bool = False) -> None:
         answered.append(text)
 
+    message = SimpleNamespace(chat=SimpleNamespace(id=int(CHAT)), message_id=message_id)
     return SimpleNamespace(
+        update_id=message_id,
+        effective_message=message,
+        effective_chat=message.chat,
         callback_query=SimpleNamespace(
-            data=data,
-            from_user=SimpleNamespace(id=ADMIN),
-            answer=answer,
-            message=SimpleNamespace(chat=SimpleNamespace(id=int(CHAT)), message_id=message_id),
-        )
+            data=data, from_user=SimpleNamespace(id=ADMIN), answer=answer, message=message
+        ),
     )
 
 

@@ -1,17 +1,26 @@
-"""429s, an outage and a restart: monitoring goes on and every queued message is delivered."""
+"""429s, an outage and a restart: monitoring goes on and every queued message is delivered;
+an update Telegram offers again after a restart is not handled twice."""
 
 from __future__ import annotations
 
-from sqlmodel import select
+from sqlmodel import col, select
 
-from guard.store.models import OutboxMessage
+from guard.store.models import HumanCommand, OutboxMessage
 from tests.agent_helpers import find, wait_for
-from tests.telegram_helpers import configure, guard_run
+from tests.telegram_helpers import (
+    ADMIN,
+    CHAT,
+    configure,
+    guard_run,
+    http_playbook,
+    incident_message,
+)
 
 
 def pending(home) -> int:
     with home.database().session() as s:
-        return len(s.exec(select(OutboxMessage).where(OutboxMessage.status == "pending")).all())
+        unsent = col(OutboxMessage.status).in_(("pending", "in_flight"))
+        return len(s.exec(select(OutboxMessage).where(unsent)).all())
 
 
 def test_429_outage_and_restart_lose_nothing(home, tg):
@@ -71,3 +80,21 @@ def test_429_outage_and_restart_lose_nothing(home, tg):
         assert (
             len([m for m in tg.bot_messages(f"Incident #{n}") if "reply_to_message" not in m]) == 1
         )
+
+
+def test_an_update_offered_again_to_a_restarted_guard_is_handled_once(home, tg, service):
+    http_playbook(home, service)
+    configure(home, tg)
+    with guard_run(home):
+        question = incident_message(tg, 1)
+        reply = tg.say(
+            ADMIN, f"http.request {service.base}/fix", chat_id=CHAT, reply_to=question["message_id"]
+        )
+        wait_for(lambda: find(home, state="resolved"), 60, "the fix to cure the incident")
+    tg.redeliver(reply)  # as if Guard had died before its next poll confirmed the reply
+    with guard_run(home) as log:
+        skipped = f"telegram update {reply} was handled before; skipped"
+        wait_for(lambda: skipped in log.read_text(), 30, "the restarted Guard to skip it")
+    with home.database().session() as s:
+        assert len(s.exec(select(HumanCommand)).all()) == 1
+    assert len(tg.bot_messages("Running your fix")) == 1

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from loguru import logger
+from sqlmodel import Session
 from telegram import Update
 from telegram.error import RetryAfter, TelegramError
 from telegram.ext import (
@@ -153,6 +155,8 @@ class TelegramGateway:
         await self.app.start()
         assert self.app.updater is not None
         tg = self.settings.telegram
+        worker = outbox.OutboxWorker(self.app.bot, self.db, group_wait=tg.group_wait)
+        await worker.recover()  # before any update: a reply may quote a message in flight
         if tg.mode == "webhook":
             assert tg.bot_token is not None
             secret = hashlib.sha256(tg.bot_token.get_secret_value().encode()).hexdigest()[:32]
@@ -170,9 +174,6 @@ class TelegramGateway:
                 allowed_updates=ALLOWED_UPDATES,
                 error_callback=self._polling_error,
             )
-        worker = outbox.OutboxWorker(
-            self.app.bot, self.db, group_wait=self.settings.telegram.group_wait
-        )
         self._tasks.append(asyncio.create_task(worker.run(self.stopping), name="telegram:outbox"))
         self._tasks.append(asyncio.create_task(self.sync.run(self.stopping), name="telegram:sync"))
         self.ready.set()
@@ -197,8 +198,14 @@ class TelegramGateway:
 
     # -- the daily report -----------------------------------------------------------------------
 
-    async def send_report(self, chat_id: str | None = None, day: date | None = None) -> None:
-        """Render the report from the store and queue it (text, then the chart)."""
+    async def send_report(
+        self,
+        chat_id: str | None = None,
+        day: date | None = None,
+        also: Callable[[Session], object] | None = None,
+    ) -> None:
+        """Render the report from the store and queue it (text, then the chart); ``also`` runs
+        in the transaction that queues them."""
         from guard.reports import daily
         from guard.reports.chart import incidents_per_hour
 
@@ -224,6 +231,7 @@ class TelegramGateway:
                     "role": "report",
                 },
             ],
+            also,
         )
         reached("report.sending")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)

@@ -4,6 +4,10 @@ Handlers never run remedies themselves: they turn a press or a reply into a ``Hu
 (``queue_command``), which the agent picks up as it does for ``guard approve|deny|reply``.
 Every answer they give goes through the outbox, except ``answerCallbackQuery`` (which must be
 immediate and is not a chat message).
+
+Each update is acted on once: the handler stores its ``update_id`` in the transaction that
+queues the command or the answer (``updates``), and ``remember`` skips an update stored before
+(Telegram delivers it again when Guard died before confirming it).
 """
 
 from __future__ import annotations
@@ -13,21 +17,24 @@ import re
 from typing import TYPE_CHECKING
 
 from loguru import logger
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, func, select
 from telegram import Update
 from telegram.error import TelegramError
-from telegram.ext import ContextTypes
+from telegram.ext import ApplicationHandlerStop, ContextTypes
 
 from guard.actions import ActionRegistry
 from guard.durations import format_duration, parse_duration
 from guard.exceptions import GuardError
 from guard.incidents.commands import queue_command
 from guard.memory.conversation import record_message
-from guard.notify.telegram import confirm, outbox
+from guard.notify.telegram import confirm, outbox, updates
 from guard.notify.telegram.auth import CONFIRM_KINDS, Refusal, actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
 from guard.notify.telegram.grouping import group_reply
 from guard.notify.telegram.messages import esc
 from guard.store import mutes
+from guard.store.models import HumanCommand, OutboxMessage
 
 if TYPE_CHECKING:
     from guard.notify.telegram.ports import GatewayPort
@@ -57,20 +64,30 @@ class Handlers:
         incident_id: int | None = None,
         thread: bool = False,
         role: str = "text",
+        update: Update | None = None,
     ) -> None:
-        await asyncio.to_thread(
-            outbox.enqueue,
-            self.db,
-            method="send",
-            chat_id=chat_id,
-            text=text,
-            incident_id=incident_id,
-            role=role,
-            reply_to_incident=thread,
-        )
+        """Queue an answer; with ``update``, store it as handled in the same transaction."""
+        try:
+            await asyncio.to_thread(
+                outbox.enqueue,
+                self.db,
+                method="send",
+                chat_id=chat_id,
+                text=text,
+                incident_id=incident_id,
+                role=role,
+                reply_to_incident=thread,
+                also=handled(update).mark if update is not None else None,
+            )
+        except IntegrityError:
+            _skipped(update)
 
     async def remember(self, update: Update, context: Ctx) -> None:
-        """Keep every incoming message and press in conversation memory (group -1: first)."""
+        """Skip an update handled before; keep every other incoming message and press in
+        conversation memory (group -1: first)."""
+        if await asyncio.to_thread(updates.seen, self.db, update.update_id):
+            _skipped(update)
+            raise ApplicationHandlerStop
         user = update.effective_user
         chat = update.effective_chat
         if chat is None:
@@ -157,7 +174,11 @@ class Handlers:
                 channel="telegram",
                 skill=claimed.skill,
                 fix=str(mute_for) if verb == "mute" else None,
+                also=handled(update).mark,
             )
+        except IntegrityError:
+            _skipped(update)
+            return
         except GuardError as exc:  # the incident went away between the claim and now
             failed = await asyncio.to_thread(
                 self.gw.notifier.closed_text,
@@ -269,6 +290,29 @@ class Handlers:
         if user is None or not self.auth.user_allowed(user.id):
             await self._refuse(update, f"incident:{incident_id}", self._denied_reason())
             return
+        ack = OutboxMessage(
+            method="send",
+            chat_id=str(chat.id),
+            incident_id=incident_id,
+            role="reply",
+            reply_to_incident=True,
+        )
+        queued: list[int] = []
+
+        def also(session: Session) -> None:  # the update, its command and its answer: one commit
+            handled(update).mark(session)
+            tries = session.exec(
+                select(func.count()).where(
+                    HumanCommand.incident_id == incident_id, HumanCommand.verb == "reply"
+                )
+            ).one()
+            again = f" (attempt {tries + 1})" if tries else ""  # each answer its own message
+            ack.text = (
+                f"Running your fix for incident #{incident_id}{again}; "
+                "I will say here whether it cured it."
+            )
+            queued.append(outbox.add(session, ack))
+
         try:
             await asyncio.to_thread(
                 queue_command,
@@ -278,17 +322,15 @@ class Handlers:
                 actor=actor(user.id),
                 channel="telegram",
                 fix=fix,
+                also=also,
             )
-        except GuardError as exc:
-            await self.say(chat.id, f"Could not take that fix: {esc(exc)}")
+        except IntegrityError:
+            _skipped(update)
             return
-        await self.say(
-            chat.id,
-            f"Running your fix for incident #{incident_id}; I will say here whether it cured it.",
-            incident_id=incident_id,
-            thread=True,
-            role="reply",
-        )
+        except GuardError as exc:
+            await self.say(chat.id, f"Could not take that fix: {esc(exc)}", update=update)
+            return
+        await asyncio.to_thread(outbox.remember, self.db, ack, queued[0])
 
     # -- commands -------------------------------------------------------------------------------
 
@@ -305,26 +347,31 @@ class Handlers:
         chat = msg.chat.id
         gw = self.gw
         if name in ("help", "start"):
-            await self.say(chat, HELP)
+            await self.say(chat, HELP, update=update)
         elif name == "status":
-            await self.say(chat, await asyncio.to_thread(status_text, self.db, gw.runtime))
+            await self.say(
+                chat, await asyncio.to_thread(status_text, self.db, gw.runtime), update=update
+            )
         elif name == "incidents":
-            await self.say(chat, await asyncio.to_thread(incidents_text, self.db))
+            await self.say(chat, await asyncio.to_thread(incidents_text, self.db), update=update)
         elif name == "skills":
-            await self.say(chat, await asyncio.to_thread(skills_text, gw.settings))
+            await self.say(chat, await asyncio.to_thread(skills_text, gw.settings), update=update)
         elif name == "report":
-            await gw.send_report(str(chat))
+            try:
+                await gw.send_report(str(chat), also=handled(update).mark)
+            except IntegrityError:
+                _skipped(update)
         elif name == "fix":
             if len(args) < 2 or not INCIDENT_ID.fullmatch(args[0]):  # not isdigit: "²" is one
-                await self.say(chat, "Usage: <code>/fix ID COMMAND</code>")
+                await self.say(chat, "Usage: <code>/fix ID COMMAND</code>", update=update)
                 return
             fix = msg.text.split(None, 2)[2]
             await self._fix(update, int(args[0].lstrip("#"), 10), fix.strip())
         elif name == "mute":
-            await self._mute(chat, user.id, args)
+            await self._mute(chat, user.id, args, update)
         elif name == "unmute":
             if len(args) != 1:
-                await self.say(chat, "Usage: <code>/unmute TARGET</code>")
+                await self.say(chat, "Usage: <code>/unmute TARGET</code>", update=update)
                 return
             n = await asyncio.to_thread(mutes.unmute, self.db, args[0], actor(user.id))
             await self.say(
@@ -332,16 +379,19 @@ class Handlers:
                 f"Unmuted {esc(args[0])} ({n} mute(s) ended)."
                 if n
                 else f"{esc(args[0])} was not muted.",
+                update=update,
             )
 
-    async def _mute(self, chat: int, uid: int, args: list[str]) -> None:
+    async def _mute(self, chat: int, uid: int, args: list[str], update: Update) -> None:
         try:
             if len(args) != 2:
                 raise ValueError("two arguments")
             seconds = parse_duration(args[1])
         except ValueError:
             await self.say(
-                chat, "Usage: <code>/mute TARGET DURATION</code>, e.g. <code>/mute api 2h</code>"
+                chat,
+                "Usage: <code>/mute TARGET DURATION</code>, e.g. <code>/mute api 2h</code>",
+                update=update,
             )
             return
         row = await asyncio.to_thread(mutes.mute, self.db, args[0], seconds, actor(uid))
@@ -349,6 +399,7 @@ class Handlers:
             chat,
             f"Muted {esc(args[0])} until {row.until:%Y-%m-%d %H:%M} UTC: its "
             "incidents are recorded, not announced or remediated.",
+            update=update,
         )
 
     async def on_error(self, update: object, context: Ctx) -> None:
@@ -357,3 +408,16 @@ class Handlers:
             logger.warning("telegram handler: {}", err)
         else:
             logger.opt(exception=err).error("telegram handler failed")
+
+
+def handled(update: Update) -> updates.Handled:
+    msg = update.effective_message
+    chat = update.effective_chat
+    return updates.Handled(
+        update.update_id, chat.id if chat else None, msg.message_id if msg else None
+    )
+
+
+def _skipped(update: Update | None) -> None:
+    if update is not None:
+        logger.info("telegram update {} was handled before; skipped", update.update_id)

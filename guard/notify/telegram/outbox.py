@@ -12,7 +12,9 @@ waits exactly as long as Telegram asks, network errors back off up to 10 s. A re
 rejects (400/403) is marked failed and the queue moves on. Edits and replies name their incident,
 not a message id, because the incident's message may not have been sent yet when they are queued;
 the worker resolves it when it sends. Announcements that follow one another within
-``group_wait`` go out as one grouped message (``grouping``).
+``group_wait`` go out as one grouped message (``grouping``). A message is posted at most once:
+a send is committed in flight before the call, and one whose outcome a crash or a timeout left
+unknown is looked for before it is sent again (``inflight``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
+import httpx
 from loguru import logger
 from sqlalchemy import case, update
 from sqlmodel import Session, col, select
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
+from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
@@ -33,7 +37,8 @@ from guard import cluster
 from guard.crashpoints import reached
 from guard.exceptions import NotLeader
 from guard.memory.conversation import record_message
-from guard.notify.telegram import grouping
+from guard.notify.telegram import grouping, inflight
+from guard.notify.telegram.inflight import markup
 from guard.notify.telegram.messages import CAPTION_LIMIT, Buttons, cut
 from guard.records import utcnow
 from guard.redact import redact
@@ -60,6 +65,7 @@ def enqueue(
     role: str = "text",
     reply_to_incident: bool = False,
     photo: bytes | None = None,
+    also: Callable[[Session], object] | None = None,
 ) -> int:
     """Queue one call (``send``, ``edit`` or ``photo``) and remember it in the conversation."""
     return enqueue_all(
@@ -76,12 +82,16 @@ def enqueue(
                 "photo": photo,
             }
         ],
+        also=also,
     )[0]
 
 
-def enqueue_all(db: Database, calls: list[dict[str, Any]]) -> list[int]:
+def enqueue_all(
+    db: Database, calls: list[dict[str, Any]], also: Callable[[Session], object] | None = None
+) -> list[int]:
     """Queue several calls (``enqueue``'s arguments) in one transaction: all or none, so a
-    crash cannot queue a report without its chart."""
+    crash cannot queue a report without its chart. ``also`` runs first in that transaction
+    (the gateway stores the update it answers there)."""
     rows = [
         OutboxMessage(
             method=c["method"],
@@ -96,9 +106,11 @@ def enqueue_all(db: Database, calls: list[dict[str, Any]]) -> list[int]:
         for c in calls
     ]
     with db.session() as session:
-        ids = [_add(session, row) for row in rows]
+        if also is not None:
+            also(session)
+        ids = [add(session, row) for row in rows]
     for row, outbox_id in zip(rows, ids, strict=True):
-        _remember(db, row, outbox_id)
+        remember(db, row, outbox_id)
     return ids
 
 
@@ -140,12 +152,13 @@ def close_question(
                 )
                 .values(live=False)
             )
-        outbox_id = _add(session, row)
-    _remember(db, row, outbox_id)
+        outbox_id = add(session, row)
+    remember(db, row, outbox_id)
     return outbox_id
 
 
-def _add(session: Session, row: OutboxMessage) -> int:
+def add(session: Session, row: OutboxMessage) -> int:
+    """Queue ``row`` in the caller's transaction (then ``remember`` it, after the commit)."""
     session.add(row)
     session.flush()
     assert row.id is not None
@@ -161,7 +174,8 @@ def claim_send(db: Database, rows: list[OutboxMessage]) -> None:
             cluster.current().claim(session, "telegram.send", row.id)
 
 
-def _remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
+def remember(db: Database, row: OutboxMessage, outbox_id: int) -> None:
+    """Keep a queued row in conversation memory."""
     record_message(
         db,
         chat=row.chat_id,
@@ -207,23 +221,14 @@ LOW_PRIORITY = ("refused",)  # answers to users who are not allowed: after every
 
 
 def pending(db: Database, limit: int | None = None) -> list[OutboxMessage]:
-    """Unsent rows, incident alerts and everything else before answers to refused users, each
-    group oldest first."""
+    """Unsent rows (and rows in flight: sent, outcome unknown), incident alerts and everything
+    else before answers to refused users, each group oldest first."""
     low = case((col(OutboxMessage.role).in_(LOW_PRIORITY), 1), else_=0)
     with db.session() as session:
-        pending = select(OutboxMessage).where(OutboxMessage.status == OutboxStatus.pending)
+        pending = select(OutboxMessage).where(
+            col(OutboxMessage.status).in_((OutboxStatus.pending, OutboxStatus.in_flight))
+        )
         return list(session.exec(pending.order_by(low, col(OutboxMessage.id)).limit(limit)).all())
-
-
-def _markup(buttons: list[Any]) -> InlineKeyboardMarkup | None:
-    if not buttons:
-        return None
-    return InlineKeyboardMarkup(
-        [
-            [InlineKeyboardButton(label, callback_data=data) for label, data in row]
-            for row in buttons
-        ]
-    )
 
 
 class OutboxWorker:
@@ -247,6 +252,10 @@ class OutboxWorker:
                 if stop.is_set():
                     return
                 try:
+                    if row.status == OutboxStatus.in_flight:
+                        await self._recover(row)
+                        delay = 1.0
+                        break  # its group's other rows may have gone with it
                     if grouping.is_ask(row) and self.group_wait > 0:
                         if await self._announce(row, stop):
                             break  # a group went out: rows of this snapshot were in it
@@ -270,7 +279,8 @@ class OutboxWorker:
                         await asyncio.to_thread(self._rejected, row, exc)
                         continue
                     logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
-                    await asyncio.to_thread(self._attempted, row, str(exc))
+                    uncertain = not isinstance(exc.__cause__, httpx.ConnectError)  # never sent
+                    await asyncio.to_thread(self._attempted, row, str(exc), uncertain=uncertain)
                     await self._sleep(stop, delay)
                     delay = min(delay * 2, 10.0)
                     break
@@ -279,6 +289,41 @@ class OutboxWorker:
                 except NotLeader as exc:  # deposed: the new leader sends what is left
                     logger.warning("outbox stops: {}", exc)
                     return
+
+    async def recover(self) -> None:
+        """Settle the sends a crash left in flight (found, or sent again) before the gateway
+        takes updates: a reply to such a message is then understood. Telegram failing here is
+        not fatal: ``run`` tries again."""
+        done: set[int | None] = set()
+        while True:  # read again after each: a group's rows are settled together
+            rows = await asyncio.to_thread(pending, self.db)
+            row = next(
+                (r for r in rows if r.status == OutboxStatus.in_flight and r.id not in done), None
+            )
+            if row is None:
+                return
+            done.add(row.id)
+            try:
+                await self._recover(row)
+            except (TelegramError, NotLeader) as exc:
+                logger.warning("telegram: a send in flight is settled later ({})", exc)
+                return
+
+    async def _recover(self, row: OutboxMessage) -> None:
+        """Deliver a row whose send was in flight, with the rows sent in the same message."""
+        record = await asyncio.to_thread(inflight.find, self.db, row)
+        if record is None or len(record.outbox_ids) == 1:
+            await self._deliver(row)
+            return
+        with self.db.session() as session:
+            rows = list(
+                session.exec(
+                    select(OutboxMessage)
+                    .where(col(OutboxMessage.id).in_(record.outbox_ids))
+                    .order_by(col(OutboxMessage.id))
+                ).all()
+            )
+        await self._deliver_group(rows)
 
     async def _announce(self, row: OutboxMessage, stop: asyncio.Event) -> bool:
         """Announce an incident: at once after a quiet spell, else with every announcement
@@ -314,10 +359,7 @@ class OutboxWorker:
                 if r.incident_id is not None
             ]
         text, buttons = grouping.render(members)
-        await asyncio.to_thread(claim_send, self.db, rows)
-        msg = await self.bot.send_message(
-            chat, text, parse_mode=ParseMode.HTML, reply_markup=_markup(buttons)
-        )
+        message_id = await self._post(rows, text, buttons)
         ids = [m.incident_id for m in members]
         with self.db.session() as session:
             for old in session.exec(
@@ -332,7 +374,7 @@ class OutboxWorker:
             session.add(
                 TelegramMessage(
                     chat_id=chat,
-                    message_id=msg.message_id,
+                    message_id=message_id,
                     incident_id=None,
                     role="group",
                     live=True,
@@ -346,14 +388,11 @@ class OutboxWorker:
                 )
             )
             for m in members:
-                m.message_id = msg.message_id
+                m.message_id = message_id
                 session.add(m)
             for r in rows:
-                fresh = session.get(OutboxMessage, r.id)
-                assert fresh is not None
-                fresh.status, fresh.sent_at = OutboxStatus.sent, utcnow()
-                fresh.attempts += 1
-                session.add(fresh)
+                _sent(session, r)
+            inflight.settle(session, rows, message_id)
 
     async def _edit_group(self, row: OutboxMessage, target: TelegramMessage) -> None:
         """One incident of a group is closed: its line says how, its buttons go."""
@@ -375,7 +414,7 @@ class OutboxWorker:
                 chat_id=row.chat_id,
                 message_id=target.message_id,
                 parse_mode=ParseMode.HTML,
-                reply_markup=_markup(buttons),
+                reply_markup=markup(buttons),
             )
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():
@@ -396,7 +435,7 @@ class OutboxWorker:
             if row.incident_id is not None
             else None
         )
-        markup = _markup(row.buttons)
+        keyboard = markup(row.buttons)
         if row.method == "edit":
             if target is None:
                 self._mark(row, OutboxStatus.skipped, "no message to edit")
@@ -411,13 +450,13 @@ class OutboxWorker:
                     chat_id=chat,
                     message_id=target.message_id,
                     parse_mode=ParseMode.HTML,
-                    reply_markup=markup,
+                    reply_markup=keyboard,
                 )
             except BadRequest as exc:
                 if "not modified" not in str(exc).lower():
                     raise
             self._mark(row, OutboxStatus.sent)
-            if markup is None:
+            if keyboard is None:
                 self._set_live(target, False)
             return
         reply = (
@@ -425,24 +464,7 @@ class OutboxWorker:
             if row.reply_to_incident and target is not None
             else None
         )
-        await asyncio.to_thread(claim_send, self.db, [row])
-        if row.method == "photo":
-            msg = await self.bot.send_photo(
-                chat,
-                photo=row.photo or b"",
-                caption=cut(row.text, CAPTION_LIMIT) or None,
-                parse_mode=ParseMode.HTML,
-                reply_parameters=reply,
-            )
-        else:
-            msg = await self.bot.send_message(
-                chat,
-                row.text,
-                parse_mode=ParseMode.HTML,
-                reply_markup=markup,
-                reply_parameters=reply,
-            )
-        reached("report.sent_before_mark" if row.role == "report" else "telegram.sent_before_id")
+        message_id = await self._post([row], row.text, row.buttons, reply)
         with self.db.session() as session:
             if row.role == "incident" and row.incident_id is not None:
                 for old in session.exec(
@@ -457,14 +479,53 @@ class OutboxWorker:
             session.add(
                 TelegramMessage(
                     chat_id=chat,
-                    message_id=msg.message_id,
+                    message_id=message_id,
                     incident_id=row.incident_id,
                     role=row.role,
-                    live=markup is not None,
+                    live=keyboard is not None,
                     approvals=[d for r in row.buttons for _, d in r if not d.startswith("fix:")],
                 )
             )
-        self._mark(row, OutboxStatus.sent)
+            _sent(session, row)
+            inflight.settle(session, [row], message_id)
+
+    async def _post(
+        self,
+        rows: list[OutboxMessage],
+        text: str,
+        buttons: list[Any],
+        reply: ReplyParameters | None = None,
+    ) -> int:
+        """Post one message for ``rows`` and return its id, at most once: a send left in flight
+        (Guard died after the call, or the call timed out) is looked for first (``inflight``)."""
+        row = rows[0]
+        record = await asyncio.to_thread(inflight.find, self.db, row)
+        if record is not None:
+            await asyncio.to_thread(claim_send, self.db, rows)
+            found = await inflight.probe(self.bot, self.db, record)
+            if found is not None:
+                return found
+        caption = cut(text, CAPTION_LIMIT) if row.method == "photo" else text
+        await asyncio.to_thread(inflight.begin, self.db, rows, row.method, caption, buttons)
+        msg: Message
+        if row.method == "photo":
+            msg = await self.bot.send_photo(
+                row.chat_id,
+                photo=row.photo or b"",
+                caption=caption or None,
+                parse_mode=ParseMode.HTML,
+                reply_parameters=reply,
+            )
+        else:
+            msg = await self.bot.send_message(
+                row.chat_id,
+                text,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup(buttons),
+                reply_parameters=reply,
+            )
+        reached("report.sent_before_mark" if row.role == "report" else "telegram.sent_before_id")
+        return msg.message_id
 
     def _mark(self, row: OutboxMessage, status: OutboxStatus, error: str = "") -> None:
         with self.db.session() as session:
@@ -475,11 +536,22 @@ class OutboxWorker:
                 fresh.sent_at = utcnow()
             session.add(fresh)
 
-    def _attempted(self, row: OutboxMessage, error: str) -> None:
-        self._mark(row, OutboxStatus.pending, error)
+    def _attempted(self, row: OutboxMessage, error: str, *, uncertain: bool = False) -> None:
+        """The call failed; with ``uncertain`` (a network error) it may still have posted, so a
+        send stays in flight and is looked for before it is tried again."""
+        if not uncertain or row.method not in ("send", "photo"):
+            inflight.drop(self.db, row)
+            self._mark(row, OutboxStatus.pending, error)
+            return
+        with self.db.session() as session:
+            fresh = session.get(OutboxMessage, row.id)
+            assert fresh is not None
+            fresh.error, fresh.attempts = error, fresh.attempts + 1
+            session.add(fresh)
 
     def _rejected(self, row: OutboxMessage, exc: TelegramError) -> None:
         logger.error("telegram refused outbox message {} ({}): {}", row.id, row.method, exc)
+        inflight.drop(self.db, row)
         self._mark(row, OutboxStatus.failed, str(exc))
 
     def _set_live(self, msg: TelegramMessage, live: bool) -> None:
@@ -488,6 +560,14 @@ class OutboxWorker:
             if fresh is not None:
                 fresh.live = live
                 session.add(fresh)
+
+
+def _sent(session: Session, row: OutboxMessage) -> None:
+    fresh = session.get(OutboxMessage, row.id)
+    assert fresh is not None
+    fresh.status, fresh.sent_at, fresh.error = OutboxStatus.sent, utcnow(), ""
+    fresh.attempts += 1
+    session.add(fresh)
 
 
 def _seconds(value: Any) -> float:

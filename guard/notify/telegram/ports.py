@@ -3,8 +3,11 @@ they do not import the gateway that builds them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Protocol
+
+from sqlmodel import Session
 
 from guard.config import Settings
 from guard.notify.telegram.auth import Authoriser
@@ -21,6 +24,12 @@ class GatewayPort(Protocol):
     notifier: TelegramNotifier
     runtime: HealthSource | None
 
-    async def send_report(self, chat_id: str | None = None, day: date | None = None) -> None:
-        """Send the daily report (today's by default) to ``chat_id`` (default: the chat)."""
+    async def send_report(
+        self,
+        chat_id: str | None = None,
+        day: date | None = None,
+        also: Callable[[Session], object] | None = None,
+    ) -> None:
+        """Send the daily report (today's by default) to ``chat_id`` (default: the chat);
+        ``also`` runs in the transaction that queues it."""
         ...
