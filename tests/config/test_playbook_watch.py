@@ -1,0 +1,92 @@
+"""The playbook watcher's parts: noticing an edit, validating per file, diffing two configs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from guard.fingerprint import fingerprint
+from guard.playbooks import Playbook
+from guard.playbooks.loader import check_playbooks
+from guard.playbooks.watch import PlaybookWatch, diff_playbooks, invalid_signal, valid_signal
+
+
+def book(name: str, *monitors: dict[str, Any], **extra: Any) -> Playbook:
+    return Playbook.model_validate({"name": name, "monitors": list(monitors), **extra})
+
+
+def http(id_: str, **kw: Any) -> dict[str, Any]:
+    return {"id": id_, "type": "http", "url": f"http://127.0.0.1:1/{id_}", **kw}
+
+
+def test_diff_names_added_removed_and_changed_monitors() -> None:
+    old = [book("a", http("same"), http("edited"), http("dropped")), book("b", http("off"))]
+    new = [
+        book("a", http("same"), http("edited", every="5s"), http("fresh")),
+        book("b", http("off", enabled=False)),
+    ]
+    diff = diff_playbooks(old, new)
+    assert diff.added == ("fresh",)
+    assert diff.removed == ("dropped", "off")  # turned off is removed
+    assert diff.changed == ("edited",)
+    assert diff.playbooks == ()
+    assert not diff.empty
+
+
+def test_diff_of_the_same_config_is_empty_and_other_parts_are_named() -> None:
+    old = [book("a", http("x"))]
+    assert diff_playbooks(old, [book("a", http("x"))]).empty
+    grants = [book("a", http("x"), diagnostics=[{"run": "uptime"}])]
+    diff = diff_playbooks(old, grants)
+    assert diff.playbooks == ("a",) and not diff.added and not diff.changed
+    moved = diff_playbooks(old, [book("b", http("x"))])  # same monitor, other file
+    assert moved.playbooks == ("a", "b") and not moved.changed
+
+
+def test_watch_sees_content_not_touches(tmp_path: Path) -> None:
+    path = tmp_path / "web.yaml"
+    path.write_text("name: web\n")
+    watch = PlaybookWatch(tmp_path)
+    assert not watch.changed()
+    path.write_text("name: web\n")  # rewritten, same text
+    os.utime(path, ns=(1, 1))
+    assert not watch.changed()
+    path.write_text("name: web2\n")
+    assert watch.changed() and not watch.changed()
+    (tmp_path / "more.yml").write_text("name: more\n")
+    assert watch.changed()
+    path.unlink()
+    assert watch.changed()
+    assert watch.files == [tmp_path / "more.yml"]
+
+
+def test_check_playbooks_names_the_broken_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump({"name": "good", "monitors": [http("g")]}))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nmonitors:\n  - id: b\n    type: http\n    url: nope\n")
+    books, problems = check_playbooks(tmp_path)
+    assert [b.name for b in books] == ["good"]
+    assert list(problems) == [bad]
+    assert "bad.yaml" in problems[bad][0] and "(line 5)" in problems[bad][0]
+
+    sig = invalid_signal(bad, problems[bad])
+    assert (sig.kind, sig.target, sig.monitor_id, sig.status) == (
+        "playbook_invalid",
+        str(bad),
+        "playbooks",
+        "firing",
+    )
+    assert "(line 5)" in sig.message
+    again = invalid_signal(bad, check_playbooks(tmp_path)[1][bad])
+    key = (again.source, again.target, again.kind, again.message)
+    assert fingerprint(*key) == fingerprint(sig.source, sig.target, sig.kind, sig.message)
+    ok = valid_signal(bad)
+    assert ok.status == "ok" and ok.check_key == sig.check_key
+
+
+def test_check_playbooks_reports_a_missing_folder(tmp_path: Path) -> None:
+    books, problems = check_playbooks(tmp_path / "nope")
+    assert books == [] and "playbooks_dir does not exist" in problems[tmp_path / "nope"][0]
