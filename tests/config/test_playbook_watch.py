@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pytest
 import yaml
 
+from guard.agent.loop import Agent
+from guard.app import Guard
+from guard.config import Settings
 from guard.fingerprint import fingerprint
 from guard.playbooks import Playbook
 from guard.playbooks.loader import check_playbooks
 from guard.playbooks.watch import PlaybookWatch, diff_playbooks, invalid_signal, valid_signal
+from guard.store.db import open_database
+
+pytestmark = pytest.mark.unit
 
 
 def book(name: str, *monitors: dict[str, Any], **extra: Any) -> Playbook:
@@ -90,3 +97,29 @@ def test_check_playbooks_names_the_broken_file_and_line(tmp_path: Path) -> None:
 def test_check_playbooks_reports_a_missing_folder(tmp_path: Path) -> None:
     books, problems = check_playbooks(tmp_path / "nope")
     assert books == [] and "playbooks_dir does not exist" in problems[tmp_path / "nope"][0]
+
+
+async def test_apply_keeps_unchanged_monitors_and_updates_what_derives_from_playbooks(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=tmp_path / "playbooks"
+    )
+    db = open_database(settings.database_url)
+    old = [book("a", http("same"), http("edited"), http("dropped"))]
+    agent = Agent(settings, db, old, sandboxes=cast(Any, object()))
+    guard = Guard(settings, old, db=db, agent=agent)
+    same = guard.monitors[0]
+    new = [
+        book("a", http("same"), http("edited", **{"for": 3}), http("fresh")),
+        book("b", diagnostics=[{"run": "uptime"}]),
+    ]
+    diff = await guard.apply_playbooks(new)
+    assert (diff.added, diff.removed, diff.changed) == (("fresh",), ("dropped",), ("edited",))
+    assert [m.id for m in guard.monitors] == ["same", "edited", "fresh"]
+    assert guard.monitors[0] is same  # not rebuilt, not restarted
+    assert guard.triage.policy("edited").for_count == 3
+    assert set(agent.runner.verifier.specs) == {"same", "edited", "fresh"}
+    assert agent.diagnoser.books["edited"] is new[0]
+    assert guard.playbooks == new
+    await guard.close()
