@@ -12,6 +12,8 @@ import yaml
 
 from tests.agent_helpers import db_rows, find, incidents, running_guard, wait_for
 from tests.conftest import GuardHome
+from tests.telegram_helpers import configure, guard_run, incident_message
+from tests.telegram_server import TelegramServer
 
 
 def logfile(id_: str, path: Path, *kinds: str) -> dict[str, Any]:
@@ -88,3 +90,27 @@ def test_an_invalid_edit_keeps_the_last_good_config_and_a_fix_applies(home: Guar
         wait_for(lambda: len(reloads(home)) == 2, 30, "the second reload")
         assert reloads(home)[1]["removed"] == ["app"]
     assert find(home, id=boom["id"], count=2)  # nothing more was read from app.log
+
+
+def test_telegram_hears_of_a_broken_playbook_once_and_of_its_fix(
+    home: GuardHome, tg: TelegramServer
+) -> None:
+    configure(home, tg, playbooks_watch_every="200ms")
+    app = home.root / "app.log"
+    app.touch()
+    book = home.playbook("web", [logfile("app", app, "boom")])
+    with guard_run(home):
+        book.write_text(book.read_text().replace("every: 200ms", "every: soon"))
+        msg = incident_message(tg)
+        assert "playbook" in msg["text"] and "web.yaml" in msg["text"]
+        line = book.read_text().splitlines().index("  every: soon") + 1
+        assert "monitors[0].every: invalid duration 'soon'" in msg["text"]
+        assert f"(line {line})" in msg["text"]
+        book.write_text(book.read_text())  # the same broken text: nothing new is sent
+        book.write_text(book.read_text().replace("every: soon", "every: 1s"))
+        wait_for(lambda: reloads(home), 30, "the reload")
+        incident = wait_for(
+            lambda: find(home, kind="playbook_invalid", state="resolved"), 30, "the resolve"
+        )
+    about = [m for m in tg.bot_messages(f"#{incident['id']}") if "reply_to_message" not in m]
+    assert len(about) == 1, about  # one message, edited as the incident moved on
