@@ -427,28 +427,29 @@ class Guard:
             return None
         folder = self.settings.playbooks_dir
         books, problems = await asyncio.to_thread(check_playbooks, folder)
+        diff = None
+        if not problems:
+            try:
+                diff = await self.apply_playbooks(books)
+            except Exception as exc:  # a monitor that cannot be built: nothing was changed
+                logger.opt(exception=exc).error("could not apply the playbooks in {}", folder)
+                problems = {folder: [f"{folder}: cannot apply: {type(exc).__name__}: {exc}"]}
         signals = [valid_signal(p) for p in self._invalid if p not in problems]
-        if problems:
+        failed = {path: invalid_signal(path, found) for path, found in problems.items()}
+        # another problem in the same file: the old incident resolves, the new one opens
+        moved = [p for p, s in failed.items() if self._invalid.get(p, s.message) != s.message]
+        signals += [valid_signal(p) for p in moved]
+        signals += [s for p, s in failed.items() if self._invalid.get(p) != s.message]
+        self._invalid = {p: s.message for p, s in failed.items()}
+        if signals:
+            await self._queue.put(Observation(signals, {}))
+        if diff is None:
             logger.error(
                 "playbooks in {} are invalid; Guard keeps the last good config: {}",
                 folder,
                 "; ".join(p for found in problems.values() for p in found),
             )
-            failed = {path: invalid_signal(path, found) for path, found in problems.items()}
-            # another problem in the same file: the old incident resolves, the new one opens
-            signals += [
-                valid_signal(p)
-                for p, s in failed.items()
-                if self._invalid.get(p, s.message) != s.message
-            ]
-            signals += failed.values()
-            self._invalid = {p: s.message for p, s in failed.items()}
-            await self._queue.put(Observation(signals, {}))
             return None
-        self._invalid = {}
-        diff = await self.apply_playbooks(books)
-        if signals:
-            await self._queue.put(Observation(signals, {}))
         logger.info("playbooks reloaded from {}: {}", folder, diff.as_dict())
         await asyncio.to_thread(self._audit, "playbooks.reloaded", diff.as_dict())
         return diff
@@ -463,6 +464,7 @@ class Guard:
         fresh = {
             i: build_monitor(specs[i], settings=self.settings) for i in diff.added + diff.changed
         }
+        await asyncio.to_thread(self._baseline, fresh.values())  # before anything changes
         gone = [old[i] for i in diff.removed + diff.changed]
         self.monitors = [fresh.get(i) or old[i] for i in specs]
         self.playbooks = list(books)
@@ -473,7 +475,6 @@ class Guard:
             self._state.pop(i, None)
             self._healthy.pop(i, None)
             self.last_check.pop(i, None)
-        await asyncio.to_thread(self._baseline, fresh.values())
         for m in gone:
             task = self._streams.pop(m.id, None)
             if task is not None:

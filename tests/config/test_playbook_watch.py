@@ -123,3 +123,55 @@ async def test_apply_keeps_unchanged_monitors_and_updates_what_derives_from_play
     assert agent.diagnoser.books["edited"] is new[0]
     assert guard.playbooks == new
     await guard.close()
+
+
+def drained(guard: Guard) -> list[tuple[str, str, str]]:
+    """What the reload put on the triage queue: (status, file name, message start)."""
+    out: list[tuple[str, str, str]] = []
+    while not guard._queue.empty():
+        for s in guard._queue.get_nowait().signals:
+            assert s.kind == "playbook_invalid"
+            out.append((s.status, Path(s.target).name, s.message.split(":")[0]))
+    return out
+
+
+async def test_reload_signals_each_problem_once_and_resolves_what_was_fixed(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "playbooks"
+    folder.mkdir()
+    a, b = folder / "a.yaml", folder / "b.yaml"
+    a.write_text(yaml.safe_dump({"name": "a", "monitors": [http("x")]}))
+    b.write_text(yaml.safe_dump({"name": "b", "monitors": [http("y")]}))
+    settings = Settings(data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=folder)
+    guard = Guard(settings, check_playbooks(folder)[0], heal=False)
+    assert await guard.reload_playbooks() is None and drained(guard) == []  # nothing changed
+
+    a.write_text("name: a\nmonitors: [")
+    assert await guard.reload_playbooks() is None
+    assert drained(guard) == [
+        ("firing", "a.yaml", "playbook a.yaml is invalid, Guard keeps its last good config")
+    ]
+    assert [m.id for m in guard.monitors] == ["x", "y"]  # the last good config runs on
+
+    b.write_text("name: b\nmonitors: 3\n")  # a is as broken as before: nothing about a
+    await guard.reload_playbooks()
+    assert [(st, name) for st, name, _ in drained(guard)] == [("firing", "b.yaml")]
+
+    a.write_text("name: a\nnope: 1\n")  # another problem in a: the old one resolves
+    await guard.reload_playbooks()
+    assert [(st, name) for st, name, _ in drained(guard)] == [
+        ("ok", "a.yaml"),
+        ("firing", "a.yaml"),
+    ]
+
+    a.write_text(yaml.safe_dump({"name": "a", "monitors": [http("x"), http("z")]}))
+    b.unlink()
+    diff = await guard.reload_playbooks()
+    assert diff is not None and (diff.added, diff.removed) == (("z",), ("y",))
+    assert sorted((st, name) for st, name, _ in drained(guard)) == [
+        ("ok", "a.yaml"),
+        ("ok", "b.yaml"),
+    ]
+    assert [m.id for m in guard.monitors] == ["x", "z"]
+    await guard.close()
