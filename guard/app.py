@@ -17,6 +17,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -28,7 +29,16 @@ from guard.checks import CheckScheduler
 from guard.config import Settings
 from guard.exceptions import MonitorError, NotLeader
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
-from guard.playbooks.models import Playbook
+from guard.playbooks.loader import check_playbooks
+from guard.playbooks.models import MonitorSpec, Playbook
+from guard.playbooks.watch import (
+    PlaybooksDiff,
+    PlaybookWatch,
+    active_specs,
+    diff_playbooks,
+    invalid_signal,
+    valid_signal,
+)
 from guard.records import IncidentEvent, Observation, Severity, Signal
 from guard.redact import configure as configure_redaction
 from guard.redact import redact_signal
@@ -87,6 +97,18 @@ def monitor_ok_signal(monitor: Monitor) -> Signal:
     )
 
 
+def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[str, TriagePolicy]:
+    return {
+        spec.id: TriagePolicy(
+            for_count=spec.for_count,
+            auto_resolve=settings.triage.auto_resolve
+            if spec.auto_resolve is None
+            else spec.auto_resolve,
+        )
+        for spec in specs
+    }
+
+
 def freeze_startup_heap() -> None:
     """Move everything built so far (imported modules, settings, playbooks) out of the garbage
     collector's sight: a full collection then walks only what the running Guard allocates, so
@@ -116,18 +138,13 @@ class Guard:
         audit.configure(settings)
         self.db = db or open_database(settings.database_url)
         self.playbooks = list(playbooks)
-        specs = [m for book in self.playbooks for m in book.monitors if m.enabled]
+        specs = list(active_specs(self.playbooks).values())
         self.monitors: list[Monitor] = [build_monitor(s, settings=settings) for s in specs]
-        policies = {
-            spec.id: TriagePolicy(
-                for_count=spec.for_count,
-                auto_resolve=settings.triage.auto_resolve
-                if spec.auto_resolve is None
-                else spec.auto_resolve,
-            )
-            for spec in specs
-        }
-        self.triage = Triage(self.db, settings.triage, policies)
+        self.triage = Triage(self.db, settings.triage, triage_policies(settings, specs))
+        self._watch = PlaybookWatch(settings.playbooks_dir)  # the files as they were loaded
+        self._invalid: dict[Path, str] = {}  # playbook file -> its playbook_invalid message
+        self._checks: CheckScheduler | None = None
+        self._streams: dict[str, asyncio.Task[None]] = {}  # monitor id -> its follow task
         self.event_hooks: list[EventHook] = [self._log_events]
         self.event_hooks.append(metrics.IncidentMetrics(self.db))
         self._state: dict[str, dict[str, Any]] = {}
@@ -163,14 +180,15 @@ class Guard:
                 self._state[monitor.id] = get_state(session, f"monitor:{monitor.id}")
         return self._state[monitor.id]
 
-    def _baseline(self) -> None:
-        """Load every monitor's state, then let monitors that start "from now" (log files) fix
-        where now is, before running."""
+    def _baseline(self, monitors: Iterable[Monitor] | None = None) -> None:
+        """Load the monitors' states (all of them by default), then let monitors that start
+        "from now" (log files) fix where now is, before running."""
+        monitors = list(self.monitors if monitors is None else monitors)
         with self.db.session() as session:
-            stored = get_states(session, (f"monitor:{m.id}" for m in self.monitors))
-        for m in self.monitors:
+            stored = get_states(session, (f"monitor:{m.id}" for m in monitors))
+        for m in monitors:
             self._state.setdefault(m.id, stored[f"monitor:{m.id}"])
-        for m in self.monitors:
+        for m in monitors:
             if not isinstance(m, BaseliningMonitor):
                 continue
             state = m.baseline(self._load_state(m))
@@ -321,23 +339,20 @@ class Guard:
             max_concurrent=self.settings.scheduler.max_concurrent_checks,
         )
         checks.start()
-        web.checks = checks
-        if self.settings.skills.git_remote and (every := self.settings.skills.sync_every):
-            scheduler.add_job(
+        web.checks = self._checks = checks
+        jobs = {
+            "playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every),
+            "skills:sync": (
                 self._sync_skills,
-                IntervalTrigger(seconds=every),
-                id="skills:sync",
-                coalesce=True,
-                max_instances=1,
-            )
-        if every := self.settings.audit.anchor_every:
-            scheduler.add_job(
-                self._anchor,
-                IntervalTrigger(seconds=every),
-                id="audit:anchor",
-                coalesce=True,
-                max_instances=1,
-            )
+                self.settings.skills.sync_every if self.settings.skills.git_remote else 0,
+            ),
+            "audit:anchor": (self._anchor, self.settings.audit.anchor_every),
+        }
+        for job_id, (job, every) in jobs.items():
+            if every:  # 0: never
+                scheduler.add_job(
+                    job, IntervalTrigger(seconds=every), id=job_id, coalesce=True, max_instances=1
+                )
         if self.settings.store.retention:
             scheduler.add_job(
                 self._prune,
@@ -360,16 +375,13 @@ class Guard:
             self._attach_agent()
             agent = asyncio.create_task(self.agent.run(self._stop), name="agent")
             self._queue.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
-        streams = [
-            asyncio.create_task(self._follow(m), name=f"follow:{m.id}")
-            for m in self.monitors
-            if isinstance(m, StreamingMonitor) and getattr(getattr(m, "spec", None), "events", True)
-        ]
-        feeders += streams
+        self._follow_all(self.monitors)
+        # an incident from an invalid edit before a restart resolves: these files load
+        self._queue.put_nowait(Observation([valid_signal(p) for p in self._watch.files], {}))
         logger.info(
             "guard running: {} monitors ({} streaming), agent {}",
             len(self.monitors),
-            len(streams),
+            len(self._streams),
             "on" if self.heal else "off",
         )
         freeze_startup_heap()  # started: shorter collector pauses from now on
@@ -381,6 +393,7 @@ class Guard:
             await web.close()
             await checks.stop()
             scheduler.shutdown(wait=False)
+            feeders += self._streams.values()
             for t in feeders:
                 t.cancel()
             await asyncio.gather(*feeders, *([agent] if agent else []), return_exceptions=True)
@@ -403,6 +416,83 @@ class Guard:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _follow_all(self, monitors: Iterable[Monitor]) -> None:
+        """Follow the event streams of those of ``monitors`` that have one turned on."""
+        for m in monitors:
+            if isinstance(m, StreamingMonitor) and getattr(
+                getattr(m, "spec", None), "events", True
+            ):
+                self._streams[m.id] = asyncio.create_task(self._follow(m), name=f"follow:{m.id}")
+
+    async def reload_playbooks(self) -> PlaybooksDiff | None:
+        """Apply the playbook files if they changed since last seen (``playbooks_watch_every``).
+        An invalid edit changes nothing that runs: it is logged and each broken file becomes a
+        ``playbook_invalid`` signal on Guard itself; a valid one is applied and resolves those."""
+        if not await asyncio.to_thread(self._watch.changed):
+            return None
+        folder = self.settings.playbooks_dir
+        books, problems = await asyncio.to_thread(check_playbooks, folder)
+        diff = None
+        if not problems:
+            try:
+                diff = await self.apply_playbooks(books)
+            except Exception as exc:  # a monitor that cannot be built: nothing was changed
+                logger.opt(exception=exc).error("could not apply the playbooks in {}", folder)
+                problems = {folder: [f"{folder}: cannot apply: {type(exc).__name__}: {exc}"]}
+        signals = [valid_signal(p) for p in self._invalid if p not in problems]
+        failed = {path: invalid_signal(path, found) for path, found in problems.items()}
+        # another problem in the same file: the old incident resolves, the new one opens
+        moved = [p for p, s in failed.items() if self._invalid.get(p, s.message) != s.message]
+        signals += [valid_signal(p) for p in moved]
+        signals += [s for p, s in failed.items() if self._invalid.get(p) != s.message]
+        self._invalid = {p: s.message for p, s in failed.items()}
+        if signals:
+            await self._queue.put(Observation(signals, {}))
+        if diff is None:
+            logger.error(
+                "playbooks in {} are invalid; Guard keeps the last good config: {}",
+                folder,
+                "; ".join(p for found in problems.values() for p in found),
+            )
+            return None
+        logger.info("playbooks reloaded from {}: {}", folder, diff.as_dict())
+        await asyncio.to_thread(self._audit, "playbooks.reloaded", diff.as_dict())
+        return diff
+
+    async def apply_playbooks(self, books: list[Playbook]) -> PlaybooksDiff:
+        """Run ``books`` instead of the current playbooks: start added monitors, stop and close
+        removed ones, replace changed ones (keeping their state); unchanged monitors, their
+        state (a log cursor) and their incidents are not touched."""
+        diff = diff_playbooks(self.playbooks, books)
+        specs = active_specs(books)
+        old = {m.id: m for m in self.monitors}
+        fresh = {
+            i: build_monitor(specs[i], settings=self.settings) for i in diff.added + diff.changed
+        }
+        await asyncio.to_thread(self._baseline, fresh.values())  # before anything changes
+        gone = [old[i] for i in diff.removed + diff.changed]
+        self.monitors = [fresh.get(i) or old[i] for i in specs]
+        self.playbooks = list(books)
+        self.triage.policies = triage_policies(self.settings, specs.values())
+        if self._agent is not None:
+            self._agent.use_playbooks(self.playbooks)
+        for i in diff.removed:
+            self._state.pop(i, None)
+            self._healthy.pop(i, None)
+            self.last_check.pop(i, None)
+        for m in gone:
+            task = self._streams.pop(m.id, None)
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if self._checks is not None:  # running (not ``run_once``)
+            self._checks.update(self.monitors)
+            self._follow_all(fresh.values())
+        for m in gone:
+            with contextlib.suppress(Exception):
+                await m.close()
+        return diff
 
     async def _scheduled(self, monitor: Monitor) -> None:
         await self._queue.put(await self.check(monitor))

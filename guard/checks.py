@@ -53,7 +53,7 @@ class CheckScheduler:
         self._clock = clock
         self._slots = asyncio.Semaphore(max_concurrent)
         self._heap: list[tuple[float, int, float]] = []  # (due, monitor index, base time)
-        self._busy: set[int] = set()
+        self._busy: dict[int, asyncio.Task[None]] = {}  # id(monitor) -> its check under way
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
         self._first = 0.0  # when the first round was due
@@ -66,6 +66,31 @@ class CheckScheduler:
     def scheduled(self, monitor_id: str) -> bool:
         """Whether ``monitor_id`` is on the schedule (for ``/readyz``)."""
         return self.running and monitor_id in self._ids
+
+    def update(self, monitors: Sequence[Monitor]) -> None:
+        """Schedule ``monitors`` from now on (a playbook reload). A monitor object scheduled
+        before keeps its due time and its check under way; a new one is checked at once; the
+        check under way of one no longer listed is cancelled."""
+        new = list(monitors)
+        position = {id(m): i for i, m in enumerate(new)}
+        now = self._clock()
+        kept = {id(self.monitors[i]) for _, i, _ in self._heap}
+        heap = [
+            (due, position[id(self.monitors[i])], base)
+            for due, i, base in self._heap
+            if id(self.monitors[i]) in position
+        ]
+        heap += [(now, i, now) for i, m in enumerate(new) if id(m) not in kept]
+        heapq.heapify(heap)
+        for key, task in list(self._busy.items()):
+            if key not in position:
+                task.cancel()
+        self.monitors, self._heap = new, heap
+        self._ids = frozenset(m.id for m in new)
+        metrics.set_monitors(m.type for m in new)
+        if self.running and self._loop_task is not None:  # wake it: a new check is due now
+            self._loop_task.cancel()
+            self._loop_task = asyncio.create_task(self._run(), name="checks")
 
     def start(self) -> None:
         now = self._first = self._clock()
@@ -100,19 +125,19 @@ class CheckScheduler:
                 due, index, base = heapq.heappop(self._heap)
                 nxt_due, nxt_base = self._next(index, base, now)
                 heapq.heappush(self._heap, (nxt_due, index, nxt_base))
-                if index in self._busy:
+                monitor = self.monitors[index]
+                if id(monitor) in self._busy:
                     self.coalesced += 1
                     continue
-                self._busy.add(index)
-                task = asyncio.create_task(self._one(index, due))
+                task = asyncio.create_task(self._one(monitor, due))
+                self._busy[id(monitor)] = task
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             if not self._heap:
                 await asyncio.Event().wait()  # nothing to schedule: wait to be cancelled
             await asyncio.sleep(max(self._heap[0][0] - self._clock(), 0.0))
 
-    async def _one(self, index: int, due: float) -> None:
-        monitor = self.monitors[index]
+    async def _one(self, monitor: Monitor, due: float) -> None:
         try:
             async with self._slots:
                 metrics.observe_check_lag(monitor.type, self._clock() - due)
@@ -122,4 +147,4 @@ class CheckScheduler:
         except Exception:
             logger.exception("the check of monitor {} failed unexpectedly", monitor.id)
         finally:
-            self._busy.discard(index)
+            self._busy.pop(id(monitor), None)

@@ -498,6 +498,11 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=_default_data_dir)
     database_url: str = ""  # empty: SQLite (WAL) at data_dir/guard.db
     playbooks_dir: Path = Path("./playbooks")
+    playbooks_watch_every: Duration = Field(
+        default=5.0,
+        description="how often `guard run` looks for edited playbooks and applies them; an "
+        "invalid edit keeps the last good config and opens a playbook_invalid incident (0: never)",
+    )
     skills_dir: Path = Path("./skills")
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"

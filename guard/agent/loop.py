@@ -55,7 +55,7 @@ from guard.memory import IncidentMemory, open_memory
 from guard.metrics import record_remediation
 from guard.notify.base import Notifier
 from guard.notify.console import ConsoleNotifier
-from guard.playbooks.models import Playbook
+from guard.playbooks.models import MonitorSpec, Playbook
 from guard.records import IncidentEvent
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxPool
@@ -93,8 +93,12 @@ class Agent:
     ) -> None:
         self.settings = settings
         self.db = db
-        specs = {m.id: m for book in playbooks for m in book.monitors}
-        books = {m.id: book for book in playbooks for m in book.monitors}
+        # shared with the verifier, the remediator and the diagnoser: ``use_playbooks`` updates
+        # them in place
+        self._specs: dict[str, MonitorSpec] = {}
+        self._books: dict[str, Playbook] = {}
+        self.use_playbooks(playbooks)
+        specs, books = self._specs, self._books
         self.library = library or SkillLibrary(settings.skills_dir)
         self.actions = actions or ActionRegistry()
         self.notifier: Notifier = notifier or ConsoleNotifier(db)
@@ -149,6 +153,16 @@ class Agent:
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def use_playbooks(self, playbooks: list[Playbook]) -> None:
+        """What the playbooks say from now on (a reload): monitors to verify against, the
+        diagnostics and sandbox grants of each monitor's playbook."""
+        specs = {m.id: m for book in playbooks for m in book.monitors}
+        books = {m.id: book for book in playbooks for m in book.monitors}
+        self._specs.clear()
+        self._specs.update(specs)
+        self._books.clear()
+        self._books.update(books)
 
     # -- intake ---------------------------------------------------------------------------------
 

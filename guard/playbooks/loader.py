@@ -64,29 +64,37 @@ def load_playbook(path: Path) -> Playbook:
         raise ConfigError(_problems(label, text, exc)) from None
 
 
-def load_playbooks(folder: Path) -> list[Playbook]:
-    """Load every ``*.yaml``/``*.yml`` in ``folder``; collect all problems before raising."""
+def check_playbooks(folder: Path) -> tuple[list[Playbook], dict[Path, list[str]]]:
+    """Load every ``*.yaml``/``*.yml`` in ``folder``: the playbooks, and each failing file's
+    problems (a missing folder is the folder's problem). ``guard run`` and ``guard check-config``
+    validate with this; the playbook watcher uses it to name the file an edit broke."""
     if not folder.is_dir():
-        raise ConfigError([f"{display_path(folder)}: playbooks_dir does not exist"])
+        return [], {folder: [f"{display_path(folder)}: playbooks_dir does not exist"]}
     books: list[Playbook] = []
-    problems: list[str] = []
+    problems: dict[Path, list[str]] = {}
     seen: dict[str, str] = {}
     for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
         try:
             book = load_playbook(path)
         except ConfigError as exc:
-            problems += exc.problems
+            problems.setdefault(path, []).extend(exc.problems)
             continue
         for i, mon in enumerate(book.monitors):
             if mon.id in seen:
-                problems.append(
+                problems.setdefault(path, []).append(
                     f"{display_path(path)}: monitors[{i}].id: duplicate monitor id {mon.id!r} "
                     f"(also in {seen[mon.id]})"
                 )
             seen[mon.id] = display_path(path)
         books.append(book)
+    return books, problems
+
+
+def load_playbooks(folder: Path) -> list[Playbook]:
+    """Load every ``*.yaml``/``*.yml`` in ``folder``; collect all problems before raising."""
+    books, problems = check_playbooks(folder)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError([p for found in problems.values() for p in found])
     return books
 
 

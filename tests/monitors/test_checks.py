@@ -117,3 +117,31 @@ async def test_monitors_share_one_client_per_tls_and_proxy_configuration() -> No
     for m in monitors[4:]:
         await m.close()
     assert POOL.count() == 0 and a.closed  # the last user closed it
+
+
+async def test_update_keeps_kept_monitors_starts_new_ones_and_cancels_dropped_ones() -> None:
+    runs: dict[str, int] = {}
+    cancelled: list[str] = []
+
+    async def check(m: Any) -> None:
+        runs[m.id] = runs.get(m.id, 0) + 1
+        if m.id == "stuck":
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.append(m.id)
+                raise
+
+    kept = Fake("kept", interval=0.05)
+    stuck = Fake("stuck", interval=0.05)
+    checks = CheckScheduler(cast(Any, [kept, stuck]), check, max_concurrent=4)
+    checks.start()
+    await asyncio.sleep(0.2)
+    before = runs["kept"]
+    checks.update(cast(Any, [Fake("new", interval=10.0), kept]))
+    await asyncio.sleep(0.2)
+    assert cancelled == ["stuck"]  # its check under way was cancelled
+    assert runs["new"] == 1  # checked at once, then on its own interval
+    assert runs["kept"] > before  # still on its schedule
+    assert checks.scheduled("new") and checks.scheduled("kept") and not checks.scheduled("stuck")
+    await checks.stop()
