@@ -483,11 +483,14 @@ class HASettings(_Section):
     )
     lease_name: str = Field(
         default="guard-leader",
-        min_length=1,
-        description="the Lease object's name (backend: kubernetes)",
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="the Lease object's name, a DNS subdomain (backend: kubernetes)",
     )
     namespace: str = Field(
         default="",
+        max_length=63,
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
         description="the Lease's namespace (backend: kubernetes; default: the pod's own, "
         "from its service account)",
     )

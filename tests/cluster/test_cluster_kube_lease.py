@@ -77,6 +77,9 @@ def test_two_replicas_elect_exactly_one_leader(lease_for, kube, db):
     assert datetime.fromisoformat(spec["acquireTime"]).tzinfo is not None
     assert spec["renewTime"] == spec["acquireTime"]
     one_leads(db, one, two)  # guard cluster status reads the fence row, in the same shape
+    seen = two.lease.read()
+    assert seen is not None and (seen.holder, seen.token) == ("one", 1)
+    assert seen.expires_at > datetime.fromisoformat(spec["renewTime"])
     # renewing keeps the term: a PUT of renewTime with the resourceVersion it read
     renewed_before = spec["renewTime"]
     assert one.tick() and one.token == 1
