@@ -461,7 +461,8 @@ class AuditSettings(_Section):
 
 
 class HASettings(_Section):
-    """Replicas on one Postgres ``database_url`` elect a leader (see ``guard.cluster``)."""
+    """Replicas on one Postgres ``database_url`` elect a leader (see ``guard.cluster``), by a
+    lease row in that database or, with ``backend: kubernetes``, by a Kubernetes Lease."""
 
     enabled: bool = Field(
         default=True,
@@ -475,6 +476,24 @@ class HASettings(_Section):
         "lasts unrenewed; a standby takes over after it runs out",
     )
     replica_id: str = Field(default="", description="this replica's name (default: HOSTNAME:pid)")
+    backend: Literal["database", "kubernetes"] = Field(
+        default="database",
+        description="where the election happens: a row in the shared database, or a "
+        "coordination.k8s.io Lease (the fencing token is still enforced in the database)",
+    )
+    lease_name: str = Field(
+        default="guard-leader",
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="the Lease object's name, a DNS subdomain (backend: kubernetes)",
+    )
+    namespace: str = Field(
+        default="",
+        max_length=63,
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        description="the Lease's namespace (backend: kubernetes; default: the pod's own, "
+        "from its service account)",
+    )
 
 
 def _default_http_port() -> int:

@@ -3,7 +3,9 @@
 Paths and answers follow the Kubernetes API: ``/api/v1/namespaces/{ns}/pods`` (list, or watch
 with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../events``,
 ``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
-patch), ``.../deployments/{name}/scale`` and ``.../replicasets``. Errors are ``Status`` objects.
+patch), ``.../deployments/{name}/scale``, ``.../replicasets`` and
+``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`` (POST; GET, PUT). Errors are
+``Status`` objects.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import copy
 import re
 import time
+import uuid
 from typing import Any
 
-from tests.kube_server import REVISION, merge, selects
+from tests.kube_server import REVISION, merge, now, selects
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -80,7 +83,73 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], bo
                 if n == m.group(1) and selects(query.get("labelSelector"), rs["metadata"]["labels"])
             ]
             return h.reply(200, listing("ReplicaSetList", st.rv, items))
+    if m := re.fullmatch(
+        r"/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?", path
+    ):
+        return lease_route(server, h, method, m.group(1), m.group(2), body)
     return h.reply(404, status(404, "NotFound", f"the server could not find {path}"))
+
+
+def lease_route(server: Any, h: Any, method: str, ns: str, name: str | None, body: Any) -> None:
+    """Leases as the API server keeps them: a create that exists is 409 ``AlreadyExists``, an
+    update whose ``metadata.resourceVersion`` is not the current one is 409 ``Conflict``."""
+    st = server.state
+    what = f'leases.coordination.k8s.io "{name or (body or {}).get("metadata", {}).get("name")}"'
+    with st.cond:
+        if method == "POST" and name is None:
+            key = (ns, body["metadata"]["name"])
+            if bad := invalid_times(body):
+                return h.reply(400, status(400, "BadRequest", bad))
+            if key in st.leases:
+                return h.reply(409, status(409, "AlreadyExists", f"{what} already exists"))
+            obj = copy.deepcopy(body)
+            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=now())
+            st._bump(obj)
+            st.leases[key] = obj
+            return h.reply(201, copy.deepcopy(obj))
+        current = st.leases.get((ns, name or ""))
+        if name is None or method not in ("GET", "PUT"):
+            return h.reply(405, status(405, "MethodNotAllowed", f"{method} {what}"))
+        if current is None:
+            return h.reply(404, status(404, "NotFound", f"{what} not found"))
+        if method == "GET":
+            return h.reply(200, copy.deepcopy(current))
+        if body["metadata"].get("name") != name:
+            return h.reply(400, status(400, "BadRequest", "the name of the object does not match"))
+        if bad := invalid_times(body):
+            return h.reply(400, status(400, "BadRequest", bad))
+        version = body["metadata"].get("resourceVersion")
+        if version and version != current["metadata"]["resourceVersion"]:
+            return h.reply(
+                409,
+                status(
+                    409,
+                    "Conflict",
+                    f"Operation cannot be fulfilled on {what}: the object has been modified; "
+                    "please apply your changes to the latest version and try again",
+                ),
+            )
+        obj = copy.deepcopy(body)
+        obj["metadata"].update(
+            namespace=ns,
+            uid=current["metadata"]["uid"],
+            creationTimestamp=current["metadata"]["creationTimestamp"],
+        )
+        st._bump(obj)
+        st.leases[(ns, name)] = obj
+        return h.reply(200, copy.deepcopy(obj))
+
+
+MICRO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
+
+
+def invalid_times(lease: dict[str, Any]) -> str | None:
+    """The API server's MicroTime parse (Go's RFC3339Micro: six fractional digits)."""
+    for field in ("acquireTime", "renewTime"):
+        value = (lease.get("spec") or {}).get(field)
+        if value is not None and not MICRO_TIME.fullmatch(str(value)):
+            return f'Lease in version "v1" cannot be handled as a Lease: {field}: {value!r}'
+    return None
 
 
 def watch(server: Any, h: Any, ns: str, query: dict[str, str]) -> None:
@@ -185,7 +254,7 @@ def rbac_need(method: str, path: str, query: dict[str, str]) -> tuple[str, str, 
     resource, named = rest[2], len(rest) > 3
     if len(rest) > 4:
         resource = f"{resource}/{rest[4]}"
-    verb = {"PATCH": "patch", "DELETE": "delete"}.get(method)
+    verb = {"PATCH": "patch", "DELETE": "delete", "POST": "create", "PUT": "update"}.get(method)
     if verb is None:
         verb = "watch" if query.get("watch") in ("true", "1") else ("get" if named else "list")
     return group, resource, verb

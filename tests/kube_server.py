@@ -7,7 +7,9 @@ resourceVersion older than the retained history gets an ``ERROR`` event carrying
 (``reason: Expired``), exactly like the real API server. Tests can make the next watch drop its
 connection mid-stream (no terminating chunk), answer HTTP 410, or expire the history. A tiny
 deployment controller keeps ReplicaSets and revisions consistent so ``rollout undo`` can be
-checked. Every request is recorded (method, path, query, content type, body).
+checked. Leases (``coordination.k8s.io/v1``) are created, read and replaced with the API
+server's optimistic concurrency: a PUT whose ``resourceVersion`` is stale gets 409 ``Conflict``.
+Every request is recorded (method, path, query, content type, body).
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ class KubeState:
         self.events: list[dict[str, Any]] = []
         self.deployments: dict[tuple[str, str], dict[str, Any]] = {}
         self.replicasets: dict[tuple[str, str], dict[str, Any]] = {}
+        self.leases: dict[tuple[str, str], dict[str, Any]] = {}  # coordination.k8s.io/v1
         self.stopping = False
 
     def _bump(self, obj: dict[str, Any]) -> None:
@@ -409,6 +412,12 @@ class KubeServer:
             def do_PATCH(self) -> None:
                 self._serve("PATCH")
 
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def do_PUT(self) -> None:
+                self._serve("PUT")
+
             def do_DELETE(self) -> None:
                 self._serve("DELETE")
 
@@ -447,15 +456,17 @@ class KubeServer:
         return Handler
 
 
-RBAC = Path(__file__).resolve().parent.parent / "deploy/kubernetes/rbac.yaml"
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy/kubernetes"
+RBAC = DEPLOY / "rbac.yaml"
+HA = DEPLOY / "guard-ha.yaml"  # its Role: the leader election's Lease
 
 
 def granted_by_rbac() -> set[tuple[str, str, str]]:
-    docs = yaml.safe_load_all(RBAC.read_text())
+    docs = [d for path in (RBAC, HA) for d in yaml.safe_load_all(path.read_text())]
     return {
         (group, res, verb)
         for d in docs
-        if d["kind"] == "ClusterRole"
+        if d["kind"] in ("ClusterRole", "Role")
         for rule in d["rules"]
         for group in rule["apiGroups"]
         for res in rule["resources"]
@@ -465,7 +476,8 @@ def granted_by_rbac() -> set[tuple[str, str, str]]:
 
 def serve_kube() -> Iterator[KubeServer]:
     """Body of a ``kube`` fixture. Afterwards, every request Guard made must be one that
-    deploy/kubernetes/rbac.yaml allows, so the documented RBAC cannot fall behind the code."""
+    deploy/kubernetes/rbac.yaml (or guard-ha.yaml's Role) allows, so the documented RBAC cannot
+    fall behind the code."""
     from tests.kube_routes import rbac_need
 
     server = KubeServer().start()

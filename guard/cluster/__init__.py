@@ -1,16 +1,17 @@
 """Replicas with a leader: who may act, and the fencing token every action carries.
 
-``guard run`` installs this process's ``Leadership`` (Postgres) or ``Solo`` (SQLite: always the
-leader); the places where Guard acts (a remediation step, a Telegram message queued or sent, a
-triage batch, a human command taken) call ``current().claim``/``fence`` inside the transaction
-that claims the action, so a replica that is not the leader cannot act. CLI commands and
-``guard run --once`` keep the default ``Solo``.
+``guard run`` installs this process's ``Leadership`` (Postgres; elected by a lease row, or by a
+Kubernetes Lease in ``kube_lease``) or ``Solo`` (SQLite: always the leader); the places where
+Guard acts (a remediation step, a Telegram message queued or sent, a triage batch, a human
+command taken) call ``current().claim``/``fence`` inside the transaction that claims the
+action, so a replica that is not the leader cannot act. CLI commands and ``guard run --once``
+keep the default ``Solo``.
 """
 
 from __future__ import annotations
 
 from guard.cluster.leader import Leadership, Replica, Solo
-from guard.cluster.lease import SqlLease, Term
+from guard.cluster.lease import Lease, SqlLease, Term
 from guard.config import Settings
 from guard.store.db import Database
 
@@ -28,15 +29,22 @@ def install(leadership: Leadership | Solo) -> None:
 
 
 def for_settings(settings: Settings, db: Database) -> Leadership | Solo:
-    """A leader election on Postgres (unless ``ha.enabled`` is off), else ``Solo``."""
+    """A leader election on Postgres (unless ``ha.enabled`` is off), else ``Solo``: by the
+    lease row, or with ``ha.backend: kubernetes`` by a Lease (fenced by the row)."""
     replica = Replica.this(settings.ha.replica_id)
-    if db.is_postgres and settings.ha.enabled:
-        return Leadership(db, settings.ha.lease_ttl, replica)
-    return Solo(db, replica)
+    if not (db.is_postgres and settings.ha.enabled):
+        return Solo(db, replica)
+    lease: Lease | None = None
+    if settings.ha.backend == "kubernetes":
+        from guard.cluster.kube_lease import kube_lease  # the kubernetes client: only if used
+
+        lease = kube_lease(settings, db)
+    return Leadership(db, settings.ha.lease_ttl, replica, lease)
 
 
 __all__ = [
     "Leadership",
+    "Lease",
     "Replica",
     "Solo",
     "SqlLease",

@@ -32,7 +32,7 @@ from prometheus_client import Gauge
 from sqlalchemy import delete
 from sqlmodel import Session, col
 
-from guard.cluster.lease import SqlLease, Term
+from guard.cluster.lease import Lease, SqlLease, Term
 from guard.exceptions import NotLeader
 from guard.metrics import REGISTRY
 from guard.records import utcnow
@@ -108,7 +108,8 @@ class Solo:
 
 
 class Leadership:
-    """A replica's part in the leader election on a shared database."""
+    """A replica's part in the leader election on a shared database (or a Kubernetes Lease,
+    fenced in that database)."""
 
     ha = True
 
@@ -117,12 +118,12 @@ class Leadership:
         db: Database,
         ttl: float,
         replica: Replica | None = None,
-        lease: SqlLease | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.db = db
         self.ttl = ttl
         self.replica = replica or Replica.this()
-        self.lease = lease or SqlLease(db, ttl)
+        self.lease: Lease = lease or SqlLease(db, ttl)
         self.term: Term | None = None
         self.deposed = False
         self._valid_until = 0.0  # monotonic

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 
 from guard.exceptions import NotLeader
@@ -30,6 +32,18 @@ from guard.store.cluster import ClusterLease
 from guard.store.db import Database
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Lease(Protocol):
+    """Where the leader is elected: ``SqlLease`` (a database row) or ``KubeLease``."""
+
+    def read(self) -> Term | None: ...
+
+    def acquire(self, holder: str, token: int | None = None) -> Term | None: ...
+
+    def release(self, holder: str, token: int) -> bool: ...
+
+    def fence(self, session: Session, holder: str, token: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,14 @@ class SqlLease:
         self.db = db
         self.ttl = ttl
         self.name = name
+
+    def _term(self, holder: str, token: int) -> tuple[ColumnElement[bool], ...]:
+        """Where the lease row is ``holder``'s term ``token``."""
+        return (
+            col(ClusterLease.name) == self.name,
+            col(ClusterLease.holder) == holder,
+            col(ClusterLease.token) == token,
+        )
 
     def now(self, session: Session) -> datetime:
         """The database's clock (Postgres), else this host's."""
@@ -80,20 +102,9 @@ class SqlLease:
         with self.db.session() as session:
             now = self.now(session)
             until = now + timedelta(seconds=self.ttl)
+            if token is not None and self._renew(session, now, holder, token):
+                return Term(holder, token, until)
             lease = col(ClusterLease.name) == self.name
-            if token is not None:
-                renewed = session.execute(
-                    update(ClusterLease)
-                    .where(
-                        lease,
-                        col(ClusterLease.holder) == holder,
-                        col(ClusterLease.token) == token,
-                        col(ClusterLease.expires_at) > now,
-                    )
-                    .values(expires_at=until, renewed_at=now)
-                )
-                if getattr(renewed, "rowcount", 0) == 1:
-                    return Term(holder, token, until)
             taken = session.execute(
                 update(ClusterLease)
                 .where(lease, col(ClusterLease.expires_at) <= now)
@@ -110,18 +121,55 @@ class SqlLease:
             new = session.execute(select(col(ClusterLease.token)).where(lease)).scalar_one()
             return Term(holder, int(new), until)
 
+    def _renew(self, session: Session, now: datetime, holder: str, token: int) -> bool:
+        renewed = session.execute(
+            update(ClusterLease)
+            .where(*self._term(holder, token), col(ClusterLease.expires_at) > now)
+            .values(expires_at=now + timedelta(seconds=self.ttl), renewed_at=now)
+        )
+        return getattr(renewed, "rowcount", 0) == 1
+
+    def renew(self, holder: str, token: int) -> Term | None:
+        """Extend ``holder``'s term ``token`` by the TTL if it has not lapsed, else None."""
+        with self.db.session() as session:
+            now = self.now(session)
+            if not self._renew(session, now, holder, token):
+                return None
+            return Term(holder, token, now + timedelta(seconds=self.ttl))
+
+    def top(self) -> int:
+        """The largest token ever given out (0: none)."""
+        self._ensure()
+        with self.db.session() as session:
+            row = session.get(ClusterLease, self.name)
+            return row.token if row is not None else 0
+
+    def raise_to(self, holder: str, token: int) -> Term | None:
+        """Start ``holder``'s term ``token``, elected elsewhere (a Kubernetes Lease), if the
+        token is larger than any before: the fences of every earlier term fail from then on.
+        None: a term with a token as large exists already."""
+        self._ensure()
+        with self.db.session() as session:
+            now = self.now(session)
+            until = now + timedelta(seconds=self.ttl)
+            raised = session.execute(
+                update(ClusterLease)
+                .where(col(ClusterLease.name) == self.name, col(ClusterLease.token) < token)
+                .values(
+                    holder=holder, token=token, expires_at=until, acquired_at=now, renewed_at=now
+                )
+            )
+            if getattr(raised, "rowcount", 0) != 1:
+                return None
+            return Term(holder, token, until)
+
     def release(self, holder: str, token: int) -> bool:
         """End ``holder``'s term now (a clean shutdown), so a standby need not wait the TTL."""
         with self.db.session() as session:
             now = self.now(session)
             done = session.execute(
                 update(ClusterLease)
-                .where(
-                    col(ClusterLease.name) == self.name,
-                    col(ClusterLease.holder) == holder,
-                    col(ClusterLease.token) == token,
-                    col(ClusterLease.expires_at) > now,
-                )
+                .where(*self._term(holder, token), col(ClusterLease.expires_at) > now)
                 .values(expires_at=now)
             )
             return getattr(done, "rowcount", 0) == 1
@@ -129,11 +177,7 @@ class SqlLease:
     def fence(self, session: Session, holder: str, token: int) -> None:
         """Raise ``NotLeader`` unless ``holder``'s term ``token`` still runs, as part of the
         caller's transaction (on Postgres a takeover then waits for it to commit)."""
-        query = select(col(ClusterLease.token)).where(
-            col(ClusterLease.name) == self.name,
-            col(ClusterLease.holder) == holder,
-            col(ClusterLease.token) == token,
-        )
+        query = select(col(ClusterLease.token)).where(*self._term(holder, token))
         if self.db.is_postgres:
             query = query.where(
                 col(ClusterLease.expires_at) > func.clock_timestamp()

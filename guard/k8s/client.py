@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -70,6 +71,17 @@ def load_configuration(settings: KubernetesSettings) -> Any:
     return cfg
 
 
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def pod_namespace(path: Path = SERVICE_ACCOUNT_NAMESPACE) -> str | None:
+    """The namespace of the pod this process runs in (from its service account), else None."""
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
 def _message(body: Any, fallback: str) -> str:
     try:
         return str(json.loads(body).get("message") or fallback)
@@ -85,6 +97,7 @@ class KubeClient:
         self.api = client.ApiClient(configuration or load_configuration(settings))
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
+        self.coordination = client.CoordinationV1Api(self.api)
 
     def close(self) -> None:
         self.api.close()
@@ -193,7 +206,37 @@ class KubeClient:
             label_selector=selector,
         )
 
+    def read_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(
+            f"get lease {namespace}/{name}",
+            self.coordination.read_namespaced_lease,
+            name,
+            namespace,
+        )
+
     # -- writes ---------------------------------------------------------------------------------
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a Lease; 409 (``AlreadyExists``) when another replica created it first."""
+        return self._json(
+            f"create lease {namespace}/{body['metadata']['name']}",
+            self.coordination.create_namespaced_lease,
+            namespace,
+            body,
+            field_manager=FIELD_MANAGER,
+        )
+
+    def replace_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT a Lease with its ``metadata.resourceVersion``: 409 (``Conflict``) when it changed
+        since it was read."""
+        return self._json(
+            f"update lease {namespace}/{name}",
+            self.coordination.replace_namespaced_lease,
+            name,
+            namespace,
+            body,
+            field_manager=FIELD_MANAGER,
+        )
 
     def patch_deployment(
         self, namespace: str, name: str, body: Any, content_type: str

@@ -3,19 +3,12 @@ engine and the local Bot API server: one leader, faults handled once, failover a
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlmodel import col, select
 
@@ -23,78 +16,13 @@ from guard.records import utcnow
 from guard.store.cluster import ClusterAction
 from guard.store.models import AuditEntry, Incident, RemediationRun
 from tests import pg_server
-from tests.agent_helpers import free_port, setup_docker_home, show, tune_skill, wait_for
+from tests.agent_helpers import setup_docker_home, show, tune_skill, wait_for
+from tests.cluster.helpers import Replicas
 from tests.conftest import GuardHome
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN, buttons
 from tests.telegram_server import TelegramServer
 
 pytestmark = pytest.mark.docker
-
-
-class Replicas:
-    """`guard run` processes on one Guard home, each with its own replica id and port."""
-
-    def __init__(self, home: GuardHome) -> None:
-        self.home = home
-        self.procs: dict[str, subprocess.Popen[str]] = {}
-        self.ports: dict[str, int] = {}
-        self.logs: dict[str, Path] = {}
-
-    def start(self, name: str) -> subprocess.Popen[str]:
-        port = free_port()
-        path = self.home.root / f"guard-{name}.log"
-        env = {
-            **os.environ,
-            "GUARD_CONFIG": str(self.home.config),
-            "GUARD_HA__REPLICA_ID": name,
-            "GUARD_HTTP_PORT": str(port),
-        }
-        with open(path, "w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "guard.cli", "run"],
-                cwd=self.home.root,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        self.procs[name], self.ports[name], self.logs[name] = proc, port, path
-        return proc
-
-    def lead_and_follow(self) -> None:
-        """Start replica a, wait until it leads and runs its monitors; then start b."""
-        self.start("a")
-        wait_for(lambda: self.leader() == "a", 40, "replica a to lead")
-        wait_for(lambda: "guard running" in self.log("a"), 30, "a to run its monitors")
-        self.start("b")
-        wait_for(lambda: len(self.status()) == 2, 40, "replica b to report")
-
-    def readyz(self, name: str) -> dict[str, Any]:
-        return httpx.get(f"http://127.0.0.1:{self.ports[name]}/readyz", timeout=10).json()
-
-    def status(self) -> list[dict[str, Any]]:
-        out = self.home.cli("cluster", "status", "--json").stdout
-        return list(json.loads(out)["replicas"])
-
-    def leader(self) -> str | None:
-        leaders = [r["id"] for r in self.status() if r["leader"]]
-        assert len(leaders) <= 1, leaders
-        return leaders[0] if leaders else None
-
-    def log(self, name: str) -> str:
-        return self.logs[name].read_text()
-
-    def stop_all(self) -> None:
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                    proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-            print(f"--- replica {name} ---\n{self.log(name)[-5000:]}")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from sqlalchemy import update
 from sqlmodel import col, select
 
 from guard.cluster import Leadership, Replica, Solo, SqlLease
-from guard.cluster.status import replicas
 from guard.exceptions import NotLeader
 from guard.metrics import REGISTRY
 from guard.records import utcnow
@@ -21,6 +20,7 @@ from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database
 from guard.store.models import MonitorState
 from tests import pg_server
+from tests.cluster.helpers import one_leads
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -123,16 +123,7 @@ def test_leadership_elects_one_and_deposes_the_old_leader(db):
     one = Leadership(db, 15, Replica("one", 1, "h1"))
     two = Leadership(db, 15, Replica("two", 2, "h2"))
     assert one.tick() and two.tick()
-    assert one.is_leader() and not two.is_leader()
-    assert two.role == "standby"
-    with db.session() as session:
-        assert one.claim(session, "step", 7) == one.token
-    with pytest.raises(NotLeader), db.session() as session:
-        two.claim(session, "step", 8)
-    status = {r["id"]: r for r in replicas(db)}
-    assert status["one"]["leader"] and status["one"]["lease_until"]
-    assert not status["two"]["leader"] and status["two"]["lease_until"] is None
-    assert set(status["two"]) == {"id", "pid", "host", "leader", "last_seen", "lease_until"}
+    one_leads(db, one, two)
 
     assert REGISTRY.get_sample_value("guard_leader") == 0  # the last tick was the standby's
 

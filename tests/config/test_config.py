@@ -76,3 +76,16 @@ def test_errors_name_file_and_field(tmp_path: Path):
 def test_missing_config_file_is_an_error(tmp_path: Path):
     with pytest.raises(ConfigError, match="config file not found"):
         load_settings(tmp_path / "nope.yaml")
+
+
+def test_ha_backend_and_lease_name_are_checked(tmp_path: Path):
+    cfg = tmp_path / "guard.yaml"
+    cfg.write_text("ha: {backend: kubernetes}\n")
+    ha = load_settings(cfg).ha
+    assert (ha.backend, ha.lease_name, ha.namespace) == ("kubernetes", "guard-leader", "")
+    cfg.write_text("ha: {backend: etcd, lease_name: Guard_Leader, namespace: Ops}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_settings(cfg)
+    text = "\n".join(exc.value.problems)
+    for field in ("ha.backend", "ha.lease_name", "ha.namespace"):
+        assert f"{cfg}: {field}:" in text

@@ -226,4 +226,8 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
         ("apps", "deployments", "patch"),
         ("apps", "deployments/scale", "patch"),
         ("apps", "replicasets", "list"),
+        # guard-ha.yaml's Role: the leader election's Lease (ha.backend: kubernetes)
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
     }

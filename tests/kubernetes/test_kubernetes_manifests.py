@@ -103,3 +103,21 @@ def test_the_ha_variant_runs_two_replicas_on_postgres_that_fit_the_single_one() 
     budget = model(docs[("PodDisruptionBudget", "guard-ha")])
     assert budget.spec.min_available == 1
     assert budget.spec.selector.match_labels == ha.spec.selector.match_labels
+
+
+def test_the_ha_variant_elects_by_a_lease_its_role_allows() -> None:
+    docs = objects()
+    ha = model(docs[("Deployment", "guard-ha")])
+    [container] = ha.spec.template.spec.containers
+    env = {e.name: e.value for e in container.env}
+    assert env["GUARD_HA__BACKEND"] == "kubernetes"
+    role = model(docs[("Role", "guard-leader-election")])
+    assert role.metadata.namespace == ha.metadata.namespace  # the Lease is in the pod's own
+    [rule] = role.rules
+    assert rule.api_groups == ["coordination.k8s.io"] and rule.resources == ["leases"]
+    assert set(rule.verbs) == {"get", "create", "update"}
+    binding = model(docs[("RoleBinding", "guard-leader-election")])
+    assert binding.role_ref.kind == "Role" and binding.role_ref.name == role.metadata.name
+    [subject] = binding.subjects
+    assert subject.name == ha.spec.template.spec.service_account_name
+    assert subject.namespace == ha.metadata.namespace
