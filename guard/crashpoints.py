@@ -20,6 +20,7 @@ __all__ = ["POINTS", "reached"]
 # Every point Guard calls ``reached`` with, and where (bench.crash kills Guard at each one).
 POINTS: dict[str, str] = {
     "triage.signal_stored": "triage: the batch's signals are in the transaction, no incident yet",
+    "triage.storm_fold": "triage: a signal is folded into a storm incident, not committed",
     "triage.flap_reopen": "triage: a resolved incident is being reopened (flap), not committed",
     "logfile.cursor_save": "logfile: the new position is read, its transaction not committed",
     "agent.opened_not_taken": "the incident is open and announced; no worker has taken it",

@@ -221,6 +221,7 @@ class Triage:
         key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
         self._storms.fold(incident, sig, key, text or sig.message)
         self._count(session, incident, sig)
+        reached("triage.storm_fold")
         if new_storm:
             incident.title = storm.storm_title(sig.monitor_id, sig.count, 1)
             session.flush()

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.crash import SCENARIOS, run_case
+from bench.crash import SCENARIOS, Result, run_case
+from tests.pg_server import fresh_database
 
 FAST = [
     # regression: a resumed skill run whose verify failed left the incident remediating forever
@@ -29,13 +30,24 @@ FAST = [
     ("report", "report.sending"),
     # regression: the report's text, sent but not marked sent, was posted again
     ("report", "report.sent_before_mark"),
+    # a storm being folded (its first signal, so the storm incident itself is not committed)
+    ("storm", "triage.storm_fold"),
 ]
 
 
-@pytest.mark.parametrize(("scenario", "point"), FAST, ids=[f"{s}-{p}" for s, p in FAST])
-def test_a_kill_at_the_point_loses_nothing_and_repeats_nothing(scenario, point):
-    result = run_case(SCENARIOS[scenario], point)
+def assert_green(result: Result) -> None:
     assert result.crashed, result.error
     assert not result.error, result.error
     red = {name: why for name, (ok, why) in result.checks.items() if ok is False}
     assert not red, red
+
+
+@pytest.mark.parametrize(("scenario", "point"), FAST, ids=[f"{s}-{p}" for s, p in FAST])
+def test_a_kill_at_the_point_loses_nothing_and_repeats_nothing(scenario, point):
+    assert_green(run_case(SCENARIOS[scenario], point))
+
+
+def test_on_postgres_a_kill_mid_storm_loses_nothing(postgres_url):
+    """``python -m bench.crash --database postgres``, one case: a kill inside a storm batch."""
+    db = fresh_database(postgres_url)
+    assert_green(run_case(SCENARIOS["storm"], "triage.storm_fold:6", database_url=db))
