@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from bench.soak import run
+from bench.soak import run, summary
 from bench.soak_faults import FAKETIME_LIBS
 
 pytestmark = [
@@ -25,6 +25,7 @@ pytestmark = [
 
 def test_five_minutes_of_faults_lose_nothing_and_guard_never_exits() -> None:
     result = run(minutes=5)
+    print(summary(result))  # the figures, with -s
     goals = result["goals"]
     figures = {k: result[k] for k in ("incidents", "telegram", "faults", "clock")}
     # RSS is bounded loosely here (a loaded 2-core machine, a short run); the hour-long soak
