@@ -515,8 +515,8 @@ def write_doc(path: Path, r: dict[str, Any], argv: list[str]) -> None:
     replace_section(path, MARKER, body)
 
 
-def _interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
+def _terminated(signum: int, _: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: every fault is undone on the way out
 
 
 def main() -> None:
@@ -525,7 +525,7 @@ def main() -> None:
     parser.add_argument("--write", type=Path, help="add or replace the soak section of this file")
     parser.add_argument("--log", type=Path, help="keep Guard's log here")
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, _interrupt)  # a TERM cleans up like Ctrl-C
+    signal.signal(signal.SIGTERM, _terminated)
     result = {"machine": machine(), **run(args.minutes, args.log)}
     print(json.dumps(result, indent=2))
     print(summary(result), file=sys.stderr)
