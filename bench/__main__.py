@@ -2,7 +2,8 @@
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
 ``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``, ``bench.scale``,
-``bench.store``, ``bench.diagnosis``). Needs a Docker
+``bench.store``, ``bench.diagnosis``); ``bench.crash`` and ``bench.soak`` (the fault soak: root,
+a dockerd of its own, libfaketime) run only alone. Needs a Docker
 engine (detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
 Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
 shorter ones for a quick run, the JSON says which.

@@ -120,13 +120,14 @@ class GuardProcess:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, extra_env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
         env.update(
             GUARD_CONFIG=str(self.config),
             GUARD_HTTP_PORT=str(self.port),
             GUARD_HTTP_HOST="127.0.0.1",
             PYTHONPATH=str(REPO),
+            **(extra_env or {}),
         )
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "guard.cli", "run"],
@@ -177,3 +178,17 @@ def guard_process(
             yield g
         finally:
             g.stop()
+
+
+def replace_section(path: Path, marker: str, body: str) -> None:
+    """Put ``body`` between the two ``marker`` lines of ``path`` (replacing what was there), or
+    append it with its markers when the file has none."""
+    text = path.read_text() if path.exists() else ""
+    body = f"{marker}\n{body}{marker}\n"
+    if marker in text:
+        start = text.index(marker)
+        end = text.index(marker, start + 1) + len(marker) + 1
+        text = text[:start] + body + text[end:]
+    else:
+        text = text + ("\n" if text else "") + body
+    path.write_text(text)

@@ -241,6 +241,12 @@ def _maybe_json(value: str) -> Any:
     return value
 
 
+def _failure(code: int, retry_after: int | None) -> tuple[int, str, int | None]:
+    if code == 429:
+        return code, f"Too Many Requests: retry after {retry_after}", retry_after
+    return code, "Bad Gateway" if code == 502 else "Error", None
+
+
 def parse_body(ctype: str, body: bytes) -> dict[str, Any]:
     if not body:
         return {}
@@ -285,6 +291,9 @@ class TelegramServer:
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self.up = False
+        self.spell: tuple[float, int, int | None] | None = None  # until, code, retry_after
+        self.stalled_until = 0.0  # monotonic: until then requests are held, then dropped
+        self.stall_hold = 30.0
         self._sockets: set[Any] = set()
 
     @property
@@ -311,6 +320,11 @@ class TelegramServer:
 
             def do_POST(self) -> None:
                 if not server.up:  # an outage: drop the (kept-alive) connection unanswered
+                    self.close_connection = True
+                    return
+                held = server.stalled_until - time.monotonic()
+                if held > 0:  # a stall: no answer until the client gives up (or the stall ends)
+                    time.sleep(min(held, server.stall_hold))
                     self.close_connection = True
                     return
                 length = int(self.headers.get("Content-Length") or 0)
@@ -361,8 +375,11 @@ class TelegramServer:
         with self._cond:
             self.calls.append({"method": method, "params": params, "at": time.monotonic()})
             queue = self.failures.get(method)
-            if queue:
-                code, description, retry = queue.pop(0)
+            failure = queue.pop(0) if queue else None
+            if failure is None and self.spell is not None and self.spell[0] > time.monotonic():
+                failure = _failure(self.spell[1], self.spell[2])
+            if failure is not None:
+                code, description, retry = failure
                 reply: dict[str, Any] = {
                     "ok": False,
                     "error_code": code,
@@ -608,11 +625,20 @@ class TelegramServer:
     def fail(
         self, method: str, code: int = 429, *, times: int = 1, retry_after: int | None = 1
     ) -> None:
-        desc = f"Too Many Requests: retry after {retry_after}" if code == 429 else "Error"
         with self._cond:
-            self.failures.setdefault(method, []).extend(
-                [(code, desc, retry_after if code == 429 else None)] * times
-            )
+            self.failures.setdefault(method, []).extend([_failure(code, retry_after)] * times)
+
+    def fail_for(self, seconds: float, code: int = 429, *, retry_after: int | None = 1) -> None:
+        """Answer every call with ``code`` for ``seconds`` (a long 429 or 502 spell)."""
+        with self._cond:
+            self.spell = (time.monotonic() + seconds, code, retry_after)
+
+    def stall_for(self, seconds: float, hold: float = 30) -> None:
+        """For ``seconds``, hold every request unanswered (``hold`` s at most), then drop it:
+        the client times out, and nothing it sent is kept."""
+        with self._cond:
+            self.stall_hold = hold
+            self.stalled_until = time.monotonic() + seconds
 
     def sent(self, method: str = "sendMessage") -> list[dict[str, Any]]:
         with self._cond:

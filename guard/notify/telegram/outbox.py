@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 from loguru import logger
 from sqlalchemy import case, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 from telegram import Bot, Message, ReplyParameters
 from telegram.constants import ParseMode
@@ -242,53 +243,63 @@ class OutboxWorker:
         self._announced_at = -float("inf")  # monotonic time of the last announcement
 
     async def run(self, stop: asyncio.Event) -> None:
-        delay = 1.0
-        while not stop.is_set():
-            rows = await asyncio.to_thread(pending, self.db)
-            if not rows:
-                await self._sleep(stop, IDLE)
-                continue
-            for row in rows:
-                if stop.is_set():
-                    return
-                try:
-                    if row.status == OutboxStatus.in_flight:
-                        await self._recover(row)
-                        delay = 1.0
-                        break  # its group's other rows may have gone with it
-                    if grouping.is_ask(row) and self.group_wait > 0:
-                        if await self._announce(row, stop):
-                            break  # a group went out: rows of this snapshot were in it
-                        continue
-                    await self._deliver(row)
-                    delay = 1.0
-                    if row.role in LOW_PRIORITY:
-                        break  # look again: an alert queued meanwhile goes first
-                except RetryAfter as exc:
-                    wait = _seconds(exc.retry_after)
-                    logger.warning(
-                        "telegram asks Guard to wait {:g}s (429); outbox keeps {} message(s)",
-                        wait,
-                        len(rows),
-                    )
-                    await asyncio.to_thread(self._attempted, row, f"429: retry after {wait:g}s")
-                    await self._sleep(stop, wait)
-                    break
-                except NetworkError as exc:  # also TimedOut; BadRequest is handled below
-                    if isinstance(exc, BadRequest):
-                        await asyncio.to_thread(self._rejected, row, exc)
-                        continue
-                    logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
-                    uncertain = not isinstance(exc.__cause__, httpx.ConnectError)  # never sent
-                    await asyncio.to_thread(self._attempted, row, str(exc), uncertain=uncertain)
-                    await self._sleep(stop, delay)
-                    delay = min(delay * 2, 10.0)
-                    break
-                except TelegramError as exc:  # Forbidden, a chat that went away...
+        delay: float | None = 1.0
+        while delay is not None and not stop.is_set():
+            try:
+                delay = await self._send_pending(stop, delay)
+            except SQLAlchemyError as exc:  # the store is full, locked or away: wait, never die
+                why = getattr(exc, "orig", None) or type(exc).__name__  # not the SQL: no texts
+                logger.warning("telegram outbox: the store failed ({}); retrying in 5s", why)
+                await self._sleep(stop, 5.0)
+
+    async def _send_pending(self, stop: asyncio.Event, delay: float) -> float | None:
+        """One pass over the pending rows; the network back-off to carry on with, or None when
+        the outbox must stop."""
+        rows = await asyncio.to_thread(pending, self.db)
+        if not rows:
+            await self._sleep(stop, IDLE)
+            return delay
+        for row in rows:
+            if stop.is_set():
+                return None
+            try:
+                if row.status == OutboxStatus.in_flight:
+                    await self._recover(row)
+                    return 1.0  # its group's other rows may have gone with it
+                if grouping.is_ask(row) and self.group_wait > 0:
+                    if await self._announce(row, stop):
+                        break  # a group went out: rows of this snapshot were in it
+                    continue
+                await self._deliver(row)
+                delay = 1.0
+                if row.role in LOW_PRIORITY:
+                    return delay  # look again: an alert queued meanwhile goes first
+            except RetryAfter as exc:
+                wait = _seconds(exc.retry_after)
+                logger.warning(
+                    "telegram asks Guard to wait {:g}s (429); outbox keeps {} message(s)",
+                    wait,
+                    len(rows),
+                )
+                await asyncio.to_thread(self._attempted, row, f"429: retry after {wait:g}s")
+                await self._sleep(stop, wait)
+                break
+            except NetworkError as exc:  # also TimedOut; BadRequest is handled below
+                if isinstance(exc, BadRequest):
                     await asyncio.to_thread(self._rejected, row, exc)
-                except NotLeader as exc:  # deposed: the new leader sends what is left
-                    logger.warning("outbox stops: {}", exc)
-                    return
+                    continue
+                logger.warning("telegram unreachable ({}); retrying in {:g}s", exc, delay)
+                uncertain = not isinstance(exc.__cause__, httpx.ConnectError)  # never sent
+                await asyncio.to_thread(self._attempted, row, str(exc), uncertain=uncertain)
+                await self._sleep(stop, delay)
+                delay = min(delay * 2, 10.0)
+                break
+            except TelegramError as exc:  # Forbidden, a chat that went away...
+                await asyncio.to_thread(self._rejected, row, exc)
+            except NotLeader as exc:  # deposed: the new leader sends what is left
+                logger.warning("outbox stops: {}", exc)
+                return None
+        return delay
 
     async def recover(self) -> None:
         """Settle the sends a crash left in flight (found, or sent again) before the gateway

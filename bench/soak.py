@@ -1,0 +1,537 @@
+"""The fault soak: a real ``guard run`` with monitors firing while faults are injected.
+
+Guard watches three things that fail on a schedule, each failure counted by the harness:
+
+- a log file that gets one ``ERROR soak wave N`` line per wave (``group_by: [wave]``: one
+  incident per wave, so every wave is accounted for by number);
+- an HTTP service that answers 503 for a few seconds now and then (an incident or a reopen each
+  time);
+- a victim container on a private dockerd (``bench.soak_faults``) that is killed and started
+  again now and then (a ``container_exited`` incident or a reopen each time).
+
+Faults, one after another at fixed fractions of the run (so ``--minutes 5`` is the same soak,
+compressed): the private dockerd restarted (twice); the Telegram server answering 429 with
+``retry_after``, then 502, then holding requests until they time out, each for a tenth of the run
+(six minutes in an hour); Guard's data volume (a tmpfs) filled to 64 KB free, then freed; the
+SQLite database held by ``BEGIN EXCLUSIVE`` in another process; the playbook edited to an invalid
+state and back; the wall clock jumped forward an hour (libfaketime; monotonic time untouched).
+After the run the harness waits (up to 3 min) for Guard to catch up, then counts:
+
+- incidents opened (or reopened) against expected, per monitor; waves lost; outages unseen (an
+  outage is seen when the failure signals stored on its monitor's incidents grow during it or
+  in the 10 s after: a repeat folded into a still-open incident counts, a dropped one does not);
+- incidents stuck in a working state, or left open and never taken by the agent;
+- Telegram: outbox rows sent, pending, failed; messages Telegram holds against rows sent (a
+  duplicate is a resend that posted again); incidents never announced;
+- whether Guard ever exited, and ``guard audit verify``;
+- RSS of Guard's process tree every 5 s. **Growth** is the median of the second half of the run
+  against the median of the first quarter after warm-up (warm-up: the first 10% of the run);
+  the goal is under 5%.
+
+Run: ``python -m bench.soak --minutes 60 [--write docs/BENCHMARKS.md]`` (as root: it mounts a
+tmpfs and runs a dockerd). Everything it starts is stopped and unmounted on exit, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import GuardProcess, machine, replace_section, tree_rss_mb
+from bench.soak_faults import FakeClock, PrivateDocker, SmallVolume, lock_sqlite, unmount_under
+from tests.images import ensure_busybox_image
+from tests.telegram_helpers import ADMIN, CHAT, TOKEN, Service
+from tests.telegram_server import TelegramServer
+
+MARKER = "<!-- soak -->"
+WARMUP = 0.10
+VICTIM = "soak-victim"
+# (start, length) as fractions of the run; a length of 0 is a single event
+SCHEDULE: dict[str, tuple[float, float]] = {
+    "dockerd_restart_1": (0.12, 0),
+    "telegram_429": (0.18, 0.10),
+    "telegram_502": (0.30, 0.08),
+    "telegram_timeouts": (0.40, 0.10),
+    "disk_nearly_full": (0.52, 0.06),
+    "sqlite_locked": (0.60, 0),
+    "dockerd_restart_2": (0.64, 0),
+    "playbook_invalid": (0.68, 0.08),
+    "clock_jump_1h": (0.80, 0),
+}
+OUTAGE_S, GRACE_S = 8, 10  # an HTTP outage or a stopped container; then the time to see it
+WAVES_UNTIL = 0.92  # the last stretch is quiet, so the last faults' backlog can drain
+
+
+def monitors(log: Path, service: Service) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": "soak-log",
+            "type": "logfile",
+            "path": str(log),
+            "every": "2s",
+            "rules": [
+                {"kind": "soak_error", "pattern": r"ERROR soak wave (?P<wave>\d+)"},
+            ],
+            "group_by": ["wave"],
+        },
+        {
+            "id": "soak-web",
+            "type": "http",
+            "url": f"{service.base}/healthz",
+            "every": "1s",
+            "for": 2,
+        },
+        {"id": "soak-docker", "type": "docker", "selector": {"label": "guard.watch=true"}},
+    ]
+
+
+def guard_config(tg: TelegramServer) -> dict[str, Any]:
+    return {
+        "telegram": {
+            "bot_token": TOKEN,
+            "chat_id": CHAT,
+            "allowed_user_ids": [ADMIN],
+            "api_base_url": tg.url,
+            "poll_timeout": "1s",
+            "group_wait": "0s",
+        },
+        "sandbox": {"backend": "local"},
+        "triage": {"flap_window": "1s", "max_new_incidents": 1000},
+        "log_level": "INFO",
+    }
+
+
+class Soak:
+    """One soak: its services, its faults, what it did and what it saw."""
+
+    def __init__(self, root: Path, minutes: float, stack: contextlib.ExitStack) -> None:
+        self.total = minutes * 60
+        self.root = root
+        self.log = root / "app.log"
+        self.log.write_text("")
+        self.tg = TelegramServer(TOKEN).start()
+        stack.callback(self.tg.stop)
+        self.service = Service()
+        self.service.healthy = True
+        stack.callback(self.service.server.shutdown)
+        self.docker = PrivateDocker(root / "docker")
+        stack.callback(self.docker.close)
+        self.docker.start()
+        client = self.docker.client()
+        image = ensure_busybox_image(client)
+        client.close()
+        self.docker.docker(
+            "run", "-d", "--name", VICTIM, "--label", "guard.watch=true", "--network", "none",
+            image, "sleep", "1000000",
+        )  # fmt: skip
+        self.guard = GuardProcess(
+            root / "guard", monitors(self.log, self.service), guard_config(self.tg)
+        )
+        self.volume = SmallVolume(self.guard.root / "data", 64)
+        stack.callback(self.volume.close)
+        stack.callback(self.guard.stop)
+        self.clock = FakeClock(root / "faketime.rc")
+        self.playbook = self.guard.root / "playbooks" / "bench.yaml"
+        self.waves: dict[int, float] = {}  # wave -> real wall time written
+        self.http_downs: list[dict[str, Any]] = []
+        self.docker_kills: list[dict[str, Any]] = []
+        self.rss: list[tuple[float, float]] = []
+        self.exited: int | None = None
+        self.faults: dict[str, dict[str, Any]] = {}
+        self.t0 = 0.0
+        self.jumped_wall: float | None = None
+
+    # -- the drivers ------------------------------------------------------------------------------
+
+    def at(self, fraction: float) -> float:
+        return self.t0 + fraction * self.total
+
+    def run(self) -> None:
+        self.guard.start(self.clock.env() | {"DOCKER_HOST": self.docker.host})
+        self.t0 = time.monotonic()
+        wave_every = max(8.0, self.total / 120)
+        # spaced so one outage's grace ends before the next outage starts
+        http_every, docker_every = max(20.0, self.total / 20), max(30.0, self.total / 12)
+        due = {"wave": 5.0, "http": http_every / 2, "docker": docker_every / 2, "rss": 0.0}
+        pending = dict(SCHEDULE)
+        self.ending: list[tuple[float, str, Callable[[], None]]] = []
+        try:
+            self.drive(wave_every, http_every, docker_every, due, pending)
+        finally:
+            for _, _, end in self.ending:  # a fault still on when the run ended or broke off
+                end()
+
+    def drive(
+        self,
+        wave_every: float,
+        http_every: float,
+        docker_every: float,
+        due: dict[str, float],
+        pending: dict[str, tuple[float, float]],
+    ) -> None:
+        victim_down_until = http_down_until = 0.0
+        ending = self.ending
+        while (now := time.monotonic()) - self.t0 < self.total:
+            t = now - self.t0
+            if self.guard.proc is not None and (code := self.guard.proc.poll()) is not None:
+                self.exited = code
+                return
+            if t >= due["rss"]:
+                self.rss.append((round(t, 1), tree_rss_mb(self.guard.pid)))
+                due["rss"] += 5
+            if t >= due["wave"] and t < WAVES_UNTIL * self.total:
+                n = len(self.waves) + 1
+                with open(self.log, "a") as f:
+                    f.write(f"2026-12-04T00:00:00Z ERROR soak wave {n} failed\n")
+                self.waves[n] = time.time()
+                due["wave"] += wave_every
+            if t >= due["http"] and t < WAVES_UNTIL * self.total:
+                self.service.healthy = False
+                http_down_until, due["http"] = now + OUTAGE_S, due["http"] + http_every
+                self.http_downs.append(self.outage("soak-web", t))
+            if http_down_until and now >= http_down_until:
+                self.service.healthy, http_down_until = True, 0.0
+            if t >= due["docker"] and t < WAVES_UNTIL * self.total:
+                self.docker_kills.append(self.outage("soak-docker", t))
+                self.docker.docker("kill", VICTIM)
+                victim_down_until, due["docker"] = now + OUTAGE_S, due["docker"] + docker_every
+            if victim_down_until and now >= victim_down_until:
+                self.docker.docker("start", VICTIM)
+                victim_down_until = 0.0
+            for outage in self.http_downs + self.docker_kills:
+                if not outage["seen"] and t <= outage["at_s"] + OUTAGE_S + GRACE_S:
+                    outage["seen"] = self.signals(outage["monitor"]) > outage["signals_before"]
+            for name, (start, length) in list(pending.items()):
+                if now >= self.at(start):
+                    del pending[name]
+                    end = self.begin(name, length * self.total)
+                    if end is not None:
+                        ending.append((self.at(start + length), name, end))
+            for item in [e for e in ending if now >= e[0]]:
+                ending.remove(item)
+                item[2]()
+                self.faults[item[1]]["ended_at_s"] = round(time.monotonic() - self.t0, 1)
+            time.sleep(max(0.0, 1 - (time.monotonic() - now)))
+
+    def outage(self, monitor: str, t: float) -> dict[str, Any]:
+        """An outage of ``monitor`` starting now: it is seen if the failure signals stored on the
+        monitor's incidents grow within the outage and ``GRACE_S`` after it."""
+        return {
+            "monitor": monitor,
+            "at_s": round(t, 1),
+            "signals_before": self.signals(monitor),
+            "seen": False,
+        }
+
+    def signals(self, monitor: str) -> int:
+        with contextlib.suppress(sqlite3.Error):
+            kind = "http_status" if monitor == "soak-web" else "container_exited"
+            found = self.db(
+                f"select coalesce(sum(count), 0) from incident where monitor_id = '{monitor}' "
+                f"and kind = '{kind}'"
+            )
+            return int(found[0][0])
+        return -1  # the store unreadable: not seen on this tick
+
+    def begin(self, name: str, seconds: float) -> Callable[[], None] | None:
+        """Start the fault ``name`` (lasting ``seconds``); return what ends it, if anything."""
+        record: dict[str, Any] = {"at_s": round(time.monotonic() - self.t0, 1)}
+        self.faults[name] = record
+        if name.startswith("dockerd_restart"):
+            started = time.monotonic()
+            self.docker.restart()
+            record["down_s"] = round(time.monotonic() - started, 1)
+            return None
+        if name == "telegram_429":
+            self.tg.fail_for(seconds, 429, retry_after=5)
+        elif name == "telegram_502":
+            self.tg.fail_for(seconds, 502)
+        elif name == "telegram_timeouts":
+            self.tg.stall_for(seconds)
+        elif name == "disk_nearly_full":
+            self.volume.fill(leave_kb=64)
+            record["free_kb"] = self.volume.free_kb()
+            return self.volume.free
+        elif name == "sqlite_locked":
+            hold = max(10.0, min(30.0, 0.01 * self.total))
+            locker = lock_sqlite(self.guard.root / "data" / "guard.db", hold)
+            record["held_s"] = hold
+            # the locker lets go by itself; waiting here keeps the fault alone in its window
+            locker.wait(hold + 30)
+        elif name == "playbook_invalid":
+            good = self.playbook.read_text()
+            self.playbook.write_text(good.replace("type: docker", "type: dockr"))
+            return lambda: _restore(self.playbook, good)
+        elif name == "clock_jump_1h":
+            self.clock.jump(3600)
+            self.jumped_wall = time.time()
+            self.faults[name]["probe"] = self.clock.probe()
+        return None
+
+    def settle(self, within: float = 180) -> float:
+        """Wait for the backlog to drain: every wave has its incident, no Telegram row pending."""
+        started = time.monotonic()
+        while time.monotonic() - started < within:
+            if self.guard.proc is not None and (code := self.guard.proc.poll()) is not None:
+                self.exited = code
+                break
+            with contextlib.suppress(sqlite3.Error):
+                if not self.missing_waves() and not self.outbox().get("pending"):
+                    break
+            time.sleep(2)
+        return round(time.monotonic() - started, 1)
+
+    # -- what Guard did ---------------------------------------------------------------------------
+
+    def db(self, sql: str) -> list[tuple[Any, ...]]:
+        path = self.guard.root / "data" / "guard.db"
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as c:
+            return c.execute(sql).fetchall()
+
+    def missing_waves(self) -> list[int]:
+        seen = {int(m) for (text,) in self.db("select message from incident") for m in _wave(text)}
+        return sorted(set(self.waves) - seen)
+
+    def outbox(self) -> dict[str, int]:
+        return dict(self.db("select status, count(*) from telegram_outbox group by status"))
+
+    def report(self, settle_s: float) -> dict[str, Any]:
+        opened = dict(
+            self.db("select monitor_id, sum(1 + reopen_count) from incident group by monitor_id")
+        )
+        working = self.db(
+            "select id, state from incident where state in ('diagnosing', 'remediating')"
+        )
+        unannounced = self.db(  # a human was asked, but no message about it went out
+            "select id from incident where state = 'awaiting_human' and id not in (select "
+            "incident_id from telegram_outbox where method in ('send', 'photo') and status = "
+            "'sent' and incident_id is not null)"
+        )
+        never_taken = self.db("select id from incident where state = 'open'")
+        rows_sent = self.db(
+            "select count(*) from telegram_outbox where method in ('send', 'photo') "
+            "and status = 'sent'"
+        )[0][0]
+        held = len(self.tg.bot_messages())
+        stuck_row = self.db(
+            "select id, method, incident_id, attempts, error from telegram_outbox "
+            "where status = 'pending' order by id limit 1"
+        )
+        last_send = max(
+            (c["at"] - self.t0 for c in self.tg.calls if c["method"] == "sendMessage"), default=None
+        )
+        invalid = self.db("select target, message from incident where kind = 'playbook_invalid'")
+        lost_waves = self.missing_waves()
+        expected = {
+            "soak-log": len(self.waves),
+            "soak-web": len(self.http_downs),
+            "soak-docker": len(self.docker_kills),
+        }
+        return {
+            "minutes": round(self.total / 60, 2),
+            "faults": self.faults,
+            "guard_exited": self.exited,
+            "settle_s": settle_s,
+            "incidents": {
+                "expected": expected,
+                "opened_or_reopened": {k: opened.get(k, 0) for k in expected},
+                "other": {k: v for k, v in opened.items() if k not in expected},
+                "waves_lost": lost_waves,
+                "stuck_working": [r[0] for r in working],
+                "never_taken": [r[0] for r in never_taken],
+                "outages_unseen": [
+                    {k: o[k] for k in ("monitor", "at_s")}
+                    for o in self.http_downs + self.docker_kills
+                    if not o["seen"]
+                ],
+                "list": self.db(
+                    "select id, monitor_id, kind, state, reopen_count, opened_at from incident"
+                ),
+            },
+            "telegram": {
+                "outbox": self.outbox(),
+                "announcements_sent": rows_sent,
+                "messages_held_by_telegram": held,
+                "unannounced_incidents": [r[0] for r in unannounced],
+                "oldest_pending": list(stuck_row[0]) if stuck_row else None,
+                "last_send_call_s": round(last_send, 1) if last_send is not None else None,
+            },
+            "playbook_invalid_incident": [{"target": t, "message": m} for t, m in invalid],
+            "clock": self.clock_seen(),
+            "rss": rss_summary(self.rss, self.total),
+        }
+
+    def clock_seen(self) -> dict[str, Any]:
+        """Guard's wall clock after the jump: when a wave's incident opened, against when the
+        harness wrote the wave (real time)."""
+        if self.jumped_wall is None:
+            return {}
+        after = {n: w for n, w in self.waves.items() if w >= self.jumped_wall + 2}
+        offsets = []
+        for text, opened in self.db("select message, opened_at from incident"):
+            for n in _wave(text):
+                if int(n) in after:
+                    at = datetime.fromisoformat(str(opened)).replace(tzinfo=UTC).timestamp()
+                    offsets.append(at - after[int(n)])
+        return {
+            "probe": self.faults["clock_jump_1h"].get("probe"),
+            "guard_wall_offset_s_median": round(statistics.median(offsets), 1) if offsets else None,
+            "waves_after_jump": len(offsets),
+        }
+
+
+def _restore(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def _wave(text: str) -> list[str]:
+    return re.findall(r"ERROR soak wave (\d+)", text or "")
+
+
+def rss_summary(samples: list[tuple[float, float]], total: float) -> dict[str, Any]:
+    """Growth: median of the second half against the median of the first quarter after warm-up."""
+    warm = WARMUP * total
+    after = [mb for t, mb in samples if t >= warm]
+    first = [mb for t, mb in samples if warm <= t < warm + (total - warm) / 4]
+    second = [mb for t, mb in samples if t >= total / 2]
+    if not first or not second:
+        return {"samples": samples, "growth_percent": None}
+    base, late = statistics.median(first), statistics.median(second)
+    return {
+        "every_s": 5,
+        "first_quarter_median_mb": base,
+        "second_half_median_mb": late,
+        "max_mb": max(after or [0.0]),
+        "growth_percent": round(100 * (late - base) / base, 2),
+        "samples": samples,
+    }
+
+
+def goals(r: dict[str, Any]) -> dict[str, bool]:
+    inc, tg = r["incidents"], r["telegram"]
+    return {
+        "guard_never_exited": r["guard_exited"] is None,
+        "no_wave_lost": not inc["waves_lost"],
+        "every_outage_seen": not inc["outages_unseen"],
+        "none_stuck": not inc["stuck_working"] and not inc["never_taken"],
+        "no_telegram_row_lost": not tg["outbox"].get("pending") and not tg["outbox"].get("failed"),
+        "every_incident_announced": not tg["unannounced_incidents"],
+        "no_duplicate_message": tg["messages_held_by_telegram"] <= tg["announcements_sent"],
+        "playbook_invalid_incident": bool(r["playbook_invalid_incident"]),
+        "clock_jump_reached_guard": (r["clock"].get("guard_wall_offset_s_median") or 0) > 3000,
+        "audit_verifies": bool(r.get("audit_ok")),
+        "rss_growth_under_5_percent": (r["rss"].get("growth_percent") or 0) < 5,
+    }
+
+
+def audit_verify(guard: GuardProcess) -> bool:
+    env = {"GUARD_CONFIG": str(guard.config), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "guard.cli", "audit", "verify"],
+        cwd=guard.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+def run(minutes: float = 60, keep_log: Path | None = None) -> dict[str, Any]:
+    """The soak, with every service and fault torn down on the way out (Ctrl-C included)."""
+    root = Path(tempfile.mkdtemp(prefix="guard-soak-"))
+    try:
+        with contextlib.ExitStack() as stack:
+            soak = Soak(root, minutes, stack)
+            soak.run()
+            settle = soak.settle() if soak.exited is None else 0.0
+            result = soak.report(settle)
+            result["guard_stopped_cleanly"] = _stop(soak.guard)
+            result["audit_ok"] = audit_verify(soak.guard)
+            result["goals"] = goals(result)
+            if keep_log is not None:
+                shutil.copyfile(soak.guard.root / "guard.log", keep_log)
+            return result
+    finally:
+        unmount_under(root)
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+
+
+def _stop(guard: GuardProcess) -> bool:
+    guard.stop()
+    return guard.proc is not None and guard.proc.returncode == 0
+
+
+def summary(r: dict[str, Any]) -> str:
+    inc, tg, rss = r["incidents"], r["telegram"], r["rss"]
+    lines = [
+        f"soak {r['minutes']} min: guard exited: {r['guard_exited'] is not None}",
+        "incidents (opened or reopened / expected): "
+        + ", ".join(
+            f"{k} {inc['opened_or_reopened'][k]}/{inc['expected'][k]}" for k in inc["expected"]
+        )
+        + f"; waves lost {len(inc['waves_lost'])}; outages unseen {inc['outages_unseen']}"
+        f"; stuck working {inc['stuck_working']}, "
+        f"never taken {inc['never_taken']}",
+        f"telegram outbox {tg['outbox']}; announcements sent {tg['announcements_sent']}, "
+        f"held by Telegram {tg['messages_held_by_telegram']}, "
+        f"asked but unannounced {tg['unannounced_incidents']}",
+        f"RSS first quarter {rss.get('first_quarter_median_mb')} MB -> second half "
+        f"{rss.get('second_half_median_mb')} MB ({rss.get('growth_percent')}%), "
+        f"max {rss.get('max_mb')} MB",
+        f"clock: {r['clock']}",
+        "goals: " + ", ".join(f"{k} {'ok' if v else 'RED'}" for k, v in r["goals"].items()),
+    ]
+    return "\n".join(lines)
+
+
+def write_doc(path: Path, r: dict[str, Any], argv: list[str]) -> None:
+    body = (
+        "## Fault soak (`python -m bench.soak`)\n\n"
+        f"Produced by `python -m bench.soak {' '.join(argv)}` on {r['machine']['date']} "
+        f"({r['machine']['cpus']} CPUs). Faults, in order: "
+        + ", ".join(f"{k} at {v.get('at_s')} s" for k, v in r["faults"].items())
+        + ".\n\n```\n"
+        + summary(r)
+        + "\n```\n\nRSS growth: the median of the second half against the median of the first "
+        "quarter after warm-up (the first 10% of the run), sampled every 5 s over Guard's process "
+        "tree.\n"
+    )
+    replace_section(path, MARKER, body)
+
+
+def _terminated(signum: int, _: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: every fault is undone on the way out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60)
+    parser.add_argument("--write", type=Path, help="add or replace the soak section of this file")
+    parser.add_argument("--log", type=Path, help="keep Guard's log here")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _terminated)
+    result = {"machine": machine(), **run(args.minutes, args.log)}
+    print(json.dumps(result, indent=2))
+    print(summary(result), file=sys.stderr)
+    if args.write:
+        write_doc(args.write, result, sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()
