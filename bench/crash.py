@@ -716,9 +716,10 @@ def run_case(
             checks = scenario.checks(run)
         finally:
             scenario.teardown(run)
-        if error and os.environ.get("GUARD_CRASH_VERBOSE"):
-            print(run.log()[-4000:], file=sys.stderr)
-        return Result(scenario.name, point or "(none)", crashed, checks, error)
+        result = Result(scenario.name, point or "(none)", crashed, checks, error)
+        if not result.green and os.environ.get("GUARD_CRASH_VERBOSE"):
+            print(run.log()[-20000:], file=sys.stderr)
+        return result
 
 
 # -- the matrix ------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -154,6 +155,7 @@ class Soak:
         self.faults: dict[str, dict[str, Any]] = {}
         self.t0 = 0.0
         self.jumped_wall: float | None = None
+        self.busy: list[threading.Thread] = []  # faults that take a while (a dockerd restart)
 
     # -- the drivers ------------------------------------------------------------------------------
 
@@ -174,6 +176,8 @@ class Soak:
         finally:
             for _, _, end in self.ending:  # a fault still on when the run ended or broke off
                 end()
+            for thread in self.busy:
+                thread.join(120)
 
     def drive(
         self,
@@ -205,12 +209,14 @@ class Soak:
                 self.http_downs.append(self.outage("soak-web", t))
             if http_down_until and now >= http_down_until:
                 self.service.healthy, http_down_until = True, 0.0
-            if t >= due["docker"] and t < WAVES_UNTIL * self.total:
-                self.docker_kills.append(self.outage("soak-docker", t))
-                self.docker.docker("kill", VICTIM)
+            docker_up = not self.restarting_docker()
+            if t >= due["docker"] and t < WAVES_UNTIL * self.total and docker_up:
+                outage = self.outage("soak-docker", t)
+                if self.docker.docker("kill", VICTIM, check=False).returncode == 0:
+                    self.docker_kills.append(outage)
                 victim_down_until, due["docker"] = now + OUTAGE_S, due["docker"] + docker_every
-            if victim_down_until and now >= victim_down_until:
-                self.docker.docker("start", VICTIM)
+            if victim_down_until and now >= victim_down_until and docker_up:
+                self.docker.docker("start", VICTIM, check=False)
                 victim_down_until = 0.0
             for outage in self.http_downs + self.docker_kills:
                 if not outage["seen"] and t <= outage["at_s"] + OUTAGE_S + GRACE_S:
@@ -252,9 +258,8 @@ class Soak:
         record: dict[str, Any] = {"at_s": round(time.monotonic() - self.t0, 1)}
         self.faults[name] = record
         if name.startswith("dockerd_restart"):
-            started = time.monotonic()
-            self.docker.restart()
-            record["down_s"] = round(time.monotonic() - started, 1)
+            # in the background: the run goes on (outages end, signals are counted) meanwhile
+            self.in_background(name, record, "down_s", self.docker.restart)
             return None
         if name == "telegram_429":
             self.tg.fail_for(seconds, 429, retry_after=5)
@@ -270,8 +275,8 @@ class Soak:
             hold = max(10.0, min(30.0, 0.01 * self.total))
             locker = lock_sqlite(self.guard.root / "data" / "guard.db", hold)
             record["held_s"] = hold
-            # the locker lets go by itself; waiting here keeps the fault alone in its window
-            locker.wait(hold + 30)
+            # the locker lets go by itself
+            self.in_background(name, record, "released_after_s", lambda: locker.wait(hold + 30))
         elif name == "playbook_invalid":
             good = self.playbook.read_text()
             self.playbook.write_text(good.replace("type: docker", "type: dockr"))
@@ -281,6 +286,26 @@ class Soak:
             self.jumped_wall = time.time()
             self.faults[name]["probe"] = self.clock.probe()
         return None
+
+    def in_background(
+        self, name: str, record: dict[str, Any], took: str, work: Callable[[], object]
+    ) -> None:
+        """Run ``work`` on a thread; record how long it took under ``record[took]``."""
+
+        def run() -> None:
+            started = time.monotonic()
+            try:
+                work()
+            except Exception as exc:  # reported with the fault
+                record["error"] = f"{type(exc).__name__}: {exc}"
+            record[took] = round(time.monotonic() - started, 1)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        self.busy.append(thread)
+
+    def restarting_docker(self) -> bool:
+        return any(t.name.startswith("dockerd_restart") and t.is_alive() for t in self.busy)
 
     def settle(self, within: float = 180) -> float:
         """Wait for the backlog to drain: every wave has its incident, no Telegram row pending."""

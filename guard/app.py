@@ -312,7 +312,10 @@ class Guard:
             "guard.started",
             {"monitors": [m.id for m in self.monitors], "replica": self.leadership.replica.id},
         )
-        scheduler = AsyncIOScheduler(timezone=UTC)
+        # a job late because the loop was busy (or the clock jumped) runs, once, not "missed"
+        scheduler = AsyncIOScheduler(
+            timezone=UTC, job_defaults={"misfire_grace_time": None, "coalesce": True}
+        )
         scheduler.start()
         web = WebServer(self, scheduler)
         release = asyncio.Event()  # set last: the lease is held until the work is put away

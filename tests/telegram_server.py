@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
+from tests.local_http import QuietServer
+
 BOT = {
     "id": 777000,
     "is_bot": True,
@@ -342,7 +344,7 @@ class TelegramServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        httpd = QuietServer(("127.0.0.1", self.port), Handler)
         httpd.daemon_threads = True
         self.port = httpd.server_port
         self._server = httpd

@@ -24,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Coroutine
+from datetime import timedelta
 from typing import Any
 
 from loguru import logger
@@ -47,16 +49,16 @@ from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.exceptions import NotLeader
+from guard.exceptions import InvalidTransition, NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
-from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
+from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle, untaken
 from guard.llm import ModelProvider, build_provider
 from guard.memory import IncidentMemory, open_memory
 from guard.metrics import record_remediation
 from guard.notify.base import Notifier
 from guard.notify.console import ConsoleNotifier
 from guard.playbooks.models import MonitorSpec, Playbook
-from guard.records import IncidentEvent
+from guard.records import IncidentEvent, utcnow
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxPool
 from guard.sandbox.pool import WarmSandboxPool
@@ -76,6 +78,8 @@ from guard.store.models import (
 
 S = IncidentState
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
+SWEEP_EVERY = 15.0  # seconds between looks for incidents left open (``Agent.sweep``)
+SWEEP_AFTER = 30.0  # an incident open this long with no worker was never taken
 
 
 class Agent:
@@ -193,9 +197,13 @@ class Agent:
         spawn(asyncio.to_thread(self._warm_memory))
         await self.resume()
         try:
+            swept = time.monotonic()
             while not stop.is_set():
                 await asyncio.to_thread(beat, self.db, os.getpid())
                 await self.poll_commands()
+                if time.monotonic() - swept >= SWEEP_EVERY:
+                    swept = time.monotonic()
+                    await self.sweep()
                 await asyncio.to_thread(self.asker.expire_approvals)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settings.agent.poll_interval)
@@ -288,6 +296,22 @@ class Agent:
             if inc is not None and inc.state == S.remediating:  # no run, or a failed skill
                 await self._decide(inc)
 
+    async def sweep(self) -> None:
+        """Take the incidents left ``open`` that no worker holds: a hand-off from triage lost to a
+        store error (the database locked, the disk full) is retried here, not lost."""
+        if not self.settings.agent.enabled or not cluster.current().is_leader():
+            return
+        cutoff = utcnow() - timedelta(seconds=SWEEP_AFTER)
+        try:
+            ids = await asyncio.to_thread(untaken, self.db, cutoff)
+        except Exception as exc:  # the store is still failing: the next sweep tries again
+            logger.warning("could not look for untaken incidents: {}", exc)
+            return
+        for incident_id in ids:
+            if not self.workers.busy(incident_id):
+                logger.warning("incident #{}: open and not taken; taking it now", incident_id)
+                self.submit(incident_id)
+
     async def poll_commands(self) -> None:
         """Take the queued human answers, one per incident whose worker is free (only the
         leader takes them: a deposed one leaves them to the new leader)."""
@@ -327,6 +351,14 @@ class Agent:
             await self.decide(inc)
         except NotLeader as exc:  # deposed mid-way: the new leader resumes the incident
             logger.warning("incident #{}: not handled here: {}", inc.id, exc)
+        except InvalidTransition as exc:
+            now = self.lifecycle.load(inc.id)
+            if now is not None and now.state in ENDED:  # it recovered before the agent got to it
+                logger.info("incident #{} is {}: nothing to do", inc.id, now.state)
+                return
+            logger.opt(exception=exc).error("incident #{}: the agent failed", inc.id)
+            record_remediation("escalated")
+            await self.asker.ask(inc.id, [], "", policy.agent_failed_question(exc), escalate=True)
         except Exception as exc:
             logger.opt(exception=exc).error("incident #{}: the agent failed", inc.id)
             record_remediation("escalated")

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from loguru import logger
+
 Job = Coroutine[Any, Any, None]
 
 
@@ -38,10 +40,13 @@ class IncidentWorkers:
             job if job is not None else self._look(incident_id), name=f"incident:{incident_id}"
         )
         self._tasks[incident_id] = task
-        task.add_done_callback(lambda _t: self._after(incident_id))
+        task.add_done_callback(lambda t: self._after(incident_id, t))
         return True
 
-    def _after(self, incident_id: int) -> None:
+    def _after(self, incident_id: int, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # the incident stays where it was; ``Agent.sweep`` takes an open one again
+            logger.opt(exception=exc).error("incident #{}: its worker failed", incident_id)
         if incident_id in self._again and not self._closing:
             self._again.discard(incident_id)
             self.start(incident_id)  # the look does nothing if the incident needs no work

@@ -12,9 +12,10 @@ transaction, so the history cannot disagree with the state. Two levels:
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from guard.exceptions import InvalidTransition
 from guard.records import utcnow
@@ -161,3 +162,16 @@ class Lifecycle:
         """Nothing more runs for the incident (it ended, or is muted): free what it holds."""
         for hook in self._release_hooks:
             hook(incident_id)
+
+
+def untaken(db: Database, opened_before: datetime, limit: int = 100) -> list[int]:
+    """Incidents still ``open`` that opened before ``opened_before``, oldest first: the agent
+    takes an incident as it opens, so these are hand-offs that a store error cut short."""
+    with db.session() as session:
+        found = session.exec(
+            select(Incident.id)
+            .where(Incident.state == IncidentState.open, col(Incident.opened_at) < opened_before)
+            .order_by(col(Incident.id))
+            .limit(limit)
+        ).all()
+    return [i for i in found if i is not None]

@@ -98,3 +98,83 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
     assert not recalling.done()
     gate.set()
     assert await recalling == []
+
+
+async def test_an_incident_whose_hand_off_was_lost_is_taken_by_the_sweep(tmp_path: Path) -> None:
+    """Triage opened it, but the hand-off to the agent died (the store locked, the disk full):
+    the sweep takes an incident left open, and only one that has been open a while and that
+    no worker holds."""
+    from datetime import timedelta
+
+    from guard.records import utcnow
+
+    a = agent(tmp_path)
+    with a.db.session() as session:
+        stranded = stored_incident(session)
+        stranded.opened_at = utcnow() - timedelta(minutes=5)
+        fresh = stored_incident(session)  # just opened: its hand-off may still be on its way
+        held = stored_incident(session)
+        held.opened_at = utcnow() - timedelta(minutes=5)
+        taken = stored_incident(session, "awaiting_human")
+        taken.opened_at = utcnow() - timedelta(minutes=5)
+        ids = (stranded.id, fresh.id, held.id, taken.id)
+    looked: list[int] = []
+    release = asyncio.Event()
+
+    async def handle(incident_id: int) -> None:
+        looked.append(incident_id)
+        await release.wait()
+
+    a.handle = handle  # type: ignore[method-assign]
+    a.submit(ids[2])  # a worker holds it already
+    await asyncio.sleep(0)
+    await a.sweep()
+    await asyncio.sleep(0)
+    assert looked == [ids[2], ids[0]]
+    release.set()
+    await a.drain()
+
+
+async def test_a_worker_that_raises_is_logged_not_silent(tmp_path: Path) -> None:
+    from loguru import logger
+
+    a = agent(tmp_path)
+    seen: list[str] = []
+    sink = logger.add(lambda m: seen.append(str(m)), level="ERROR")
+
+    async def handle(incident_id: int) -> None:
+        raise RuntimeError("database is locked")
+
+    a.handle = handle  # type: ignore[method-assign]
+    try:
+        a.submit(3)
+        await a.drain()
+        await asyncio.sleep(0)
+    finally:
+        logger.remove(sink)
+    assert any("incident #3: its worker failed" in m and "database is locked" in m for m in seen)
+
+
+@pytest.mark.parametrize(("state", "escalated"), [("resolved", False), ("open", True)])
+async def test_an_incident_that_recovered_before_the_agent_took_it_is_not_escalated(
+    tmp_path: Path, state: str, escalated: bool
+) -> None:
+    """The check passed again between the open and the agent's move to diagnosing: the move
+    is refused (resolved -> diagnosing) and that is the end of it, not an "agent failed"."""
+    from guard.exceptions import InvalidTransition
+
+    a = agent(tmp_path)
+    with a.db.session() as session:
+        inc = stored_incident(session, state)
+    asked: list[int] = []
+
+    async def decide(_inc: Any) -> None:
+        raise InvalidTransition(f"incident {inc.id} cannot go from {state} to diagnosing")
+
+    async def ask(incident_id: int, *args: Any, **kw: Any) -> None:
+        asked.append(incident_id)
+
+    a.decide = decide  # type: ignore[method-assign,assignment]
+    a.asker.ask = ask  # type: ignore[method-assign]
+    await a._decide(inc)
+    assert asked == ([inc.id] if escalated else [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ from guard.store.models import (
     HumanCommand,
     Incident,
     IncidentState,
+    TelegramGroupMember,
     TelegramMessage,
 )
 from guard.store.state import get_state, put_state
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 EVERY = 1.0
 ASKING = frozenset({IncidentState.awaiting_human, IncidentState.escalated})
 REPORTED = "telegram:reported_command"
+# a question: its own message (None: a line of a group's), the message or line, its approvals
+Asked = tuple["TelegramMessage | None", "TelegramMessage | TelegramGroupMember", list[str]]
 
 
 class Sync:
@@ -65,30 +69,28 @@ class Sync:
         with self.db.session() as session:
             live = session.exec(
                 select(TelegramMessage).where(
-                    col(TelegramMessage.live), TelegramMessage.role == "incident"
+                    col(TelegramMessage.live), col(TelegramMessage.role).in_(("incident", "group"))
                 )
             ).all()
-            for msg in live:
-                over = _over(session, msg.incident_id, msg.approvals, now)
-                if over is not None and msg.incident_id is not None:
-                    work.append((msg, msg.chat_id, msg.incident_id, *over))
-            groups = session.exec(
-                select(TelegramMessage).where(
-                    col(TelegramMessage.live), TelegramMessage.role == "group"
-                )
-            ).all()
-            for group in groups:
+            asked: list[Asked] = [
+                (msg, msg, list(msg.approvals)) for msg in live if msg.role == "incident"
+            ]
+            for group in (m for m in live if m.role == "group"):
                 for member in grouping.members_of(session, group.chat_id, group.message_id):
-                    approvals = [
-                        d for row in member.buttons for _, d in row if not str(d).startswith("fix:")
-                    ]
-                    over = (
-                        _over(session, member.incident_id, approvals, now) if member.live else None
-                    )
-                    if over is not None:
-                        member.live = False  # queued once: the edit below closes its line
-                        session.add(member)
-                        work.append((None, group.chat_id, member.incident_id, *over))
+                    if member.live:
+                        asked.append((None, member, _approvals(member)))
+            # two queries for all the questions, not two per question: this runs every second
+            finished = Finished.of(session, [(m.incident_id, a) for _, m, a in asked], now)
+            for own, msg, approvals in asked:
+                over = finished.over(msg.incident_id, approvals)
+                if over is None or msg.incident_id is None:
+                    continue
+                if own is None:  # a group's line
+                    msg.live = False  # queued once: the edit below closes its line
+                    session.add(msg)
+                    work.append((None, msg.chat_id, msg.incident_id, *over))
+                else:
+                    work.append((own, own.chat_id, msg.incident_id, *over))
         for own, chat_id, incident_id, state, text in work:
             closed = self.gw.notifier.closed_text(incident_id, state, text)
             # queued only if nobody closed it meanwhile (a press, the agent's own report)
@@ -141,23 +143,54 @@ class Sync:
             )
 
 
-def _over(
-    session: Session, incident_id: int | None, approvals: list[str], now: datetime
-) -> tuple[str, str] | None:
-    """``(state, text)`` if the question about an incident is over, else None."""
-    inc = session.get(Incident, incident_id) if incident_id else None
-    if inc is None or inc.state not in ASKING:
-        return (inc.state if inc else "gone"), ("Handled outside this chat." if inc else "")
-    valid = session.exec(
-        select(Approval).where(
-            col(Approval.id).in_(approvals or [""]),
-            col(Approval.used_at).is_(None),
-            col(Approval.expires_at) > now,
+def _approvals(member: TelegramGroupMember) -> list[str]:
+    """A group line's approval codes (its buttons' callback data, bar the fix prompts)."""
+    return [d for row in member.buttons for _, d in row if not str(d).startswith("fix:")]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The states of the incidents asked about, and which of their approvals still hold."""
+
+    states: dict[int, str]
+    valid: frozenset[str]
+
+    @classmethod
+    def of(
+        cls, session: Session, asked: list[tuple[int | None, list[str]]], now: datetime
+    ) -> Finished:
+        ids = {i for i, _ in asked if i}
+        codes = {a for _, approvals in asked for a in approvals}
+        states = (
+            dict(
+                session.exec(
+                    select(Incident.id, Incident.state).where(col(Incident.id).in_(ids))
+                ).all()
+            )
+            if ids
+            else {}
         )
-    ).first()
-    if valid is None:
-        return "expired", (
-            f"Nobody answered in time; the buttons are gone. Use /fix {inc.id} "
-            f"COMMAND or guard approve|deny|reply {inc.id}."
+        valid = (
+            session.exec(
+                select(Approval.id).where(
+                    col(Approval.id).in_(codes),
+                    col(Approval.used_at).is_(None),
+                    col(Approval.expires_at) > now,
+                )
+            ).all()
+            if codes
+            else []
         )
-    return None
+        return cls({i: s for i, s in states.items() if i is not None}, frozenset(valid))
+
+    def over(self, incident_id: int | None, approvals: list[str]) -> tuple[str, str] | None:
+        """``(state, text)`` if the question about an incident is over, else None."""
+        state = self.states.get(incident_id) if incident_id else None
+        if state is None or state not in ASKING:
+            return (state or "gone"), ("Handled outside this chat." if state else "")
+        if not any(a in self.valid for a in approvals):
+            return "expired", (
+                f"Nobody answered in time; the buttons are gone. Use /fix {incident_id} "
+                f"COMMAND or guard approve|deny|reply {incident_id}."
+            )
+        return None
