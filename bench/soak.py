@@ -113,6 +113,7 @@ def guard_config(tg: TelegramServer) -> dict[str, Any]:
         "sandbox": {"backend": "local"},
         "triage": {"flap_window": "1s", "max_new_incidents": 1000},
         "log_level": "INFO",
+        "loop_stall_warning": "2s",  # name what holds the loop, in the log, if anything does
     }
 
 
@@ -397,8 +398,15 @@ class Soak:
             },
             "playbook_invalid_incident": [{"target": t, "message": m} for t, m in invalid],
             "clock": self.clock_seen(),
+            "loop_stalls_over_2s": self.stalls(),
             "rss": rss_summary(self.rss, self.total),
         }
+
+    def stalls(self) -> int:
+        """How often Guard's event loop stood still for 2 s or more (its log says where)."""
+        log = self.guard.root / "guard.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return text.count("the event loop has not run for")
 
     def clock_seen(self) -> dict[str, Any]:
         """Guard's wall clock after the jump: when a wave's incident opened, against when the
@@ -519,7 +527,7 @@ def summary(r: dict[str, Any]) -> str:
         f"RSS first quarter {rss.get('first_quarter_median_mb')} MB -> second half "
         f"{rss.get('second_half_median_mb')} MB ({rss.get('growth_percent')}%), "
         f"max {rss.get('max_mb')} MB",
-        f"clock: {r['clock']}",
+        f"clock: {r['clock']}; event loop stalls of 2 s or more: {r.get('loop_stalls_over_2s')}",
         "goals: " + ", ".join(f"{k} {'ok' if v else 'RED'}" for k, v in r["goals"].items()),
     ]
     return "\n".join(lines)

@@ -42,6 +42,7 @@ from guard.playbooks.watch import (
 from guard.records import IncidentEvent, Observation, Severity, Signal
 from guard.redact import configure as configure_redaction
 from guard.redact import redact_signal
+from guard.stalls import StallWatch
 from guard.store import audit
 from guard.store.db import Database, open_database
 from guard.store.state import get_state, get_states, put_state
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from guard.agent.loop import Agent
 
 BATCH = 500
+QUEUE_BOUND = 10_000  # observations waiting for triage
 BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 EventHook = Callable[[list[IncidentEvent]], Any]
 
@@ -150,7 +152,8 @@ class Guard:
         self._state: dict[str, dict[str, Any]] = {}
         self._healthy: dict[str, bool] = {}  # monitor id -> did its last check work
         self.last_check: dict[str, datetime] = {}  # monitor id -> when its last check ended
-        self._queue: asyncio.Queue[Observation] = asyncio.Queue()
+        # bounded: while the store fails, checks wait on it rather than pile up in memory
+        self._queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
         self._stop = asyncio.Event()
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
@@ -373,6 +376,9 @@ class Guard:
         triage = asyncio.create_task(self._consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.
         feeders = [asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
+        if self.settings.loop_stall_warning:
+            stalls = StallWatch(self.settings.loop_stall_warning)
+            feeders.append(asyncio.create_task(stalls.run(self._stop), name="stall-watch"))
         agent: asyncio.Task[None] | None = None  # ends by itself once ``_stop`` is set
         if self.heal:
             self._attach_agent()
@@ -542,20 +548,37 @@ class Guard:
             await self._apply_safely(batch)
 
     async def _apply_safely(self, batch: list[Observation]) -> None:
-        for attempt in (1, 2, 3):
+        """Store ``batch``, retrying while the store fails (locked, full, Postgres away): a
+        signal is not dropped for a store error. Meanwhile the queue fills up to its bound
+        and the checks wait on it. Only a Guard that is stopping gives up, after 3 tries."""
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 await asyncio.to_thread(self.apply, batch)
+                if attempt > 1:
+                    logger.info("stored {} observations (attempt {})", len(batch), attempt)
                 return
             except NotLeader as exc:  # deposed: this replica's observations do not count
                 logger.warning("{} observation(s) not stored: {}", len(batch), exc)
                 return
-            except Exception:
-                logger.opt(exception=attempt == 3).error(
-                    "could not store {} observations (attempt {}/3)", len(batch), attempt
-                )
-                await asyncio.sleep(attempt)
-        for obs in batch:  # the store is down: make the next check re-read from the DB
-            self._state.pop(obs.monitor_id, None)
+            except Exception as exc:
+                if self._stop.is_set() and attempt >= 3:
+                    logger.opt(exception=exc).error(
+                        "{} observations not stored: the store fails and Guard is stopping",
+                        len(batch),
+                    )
+                    for obs in batch:  # the next Guard re-reads these monitors from the store
+                        self._state.pop(obs.monitor_id, None)
+                    return
+                if attempt == 1 or attempt % 10 == 0:
+                    logger.error(
+                        "could not store {} observations (attempt {}): {}; retrying",
+                        len(batch),
+                        attempt,
+                        exc,
+                    )
+                await asyncio.sleep(min(attempt, 5))
 
     async def _sync_skills(self) -> None:
         """Fetch the skills remote and fast-forward (``guard.skills.remote``); a failure is an

@@ -523,6 +523,11 @@ class Settings(BaseSettings):
         "invalid edit keeps the last good config and opens a playbook_invalid incident (0: never)",
     )
     skills_dir: Path = Path("./skills")
+    loop_stall_warning: Duration = Field(
+        default=5.0,
+        description="when `guard run`'s event loop (every check, every message) has not run "
+        "for this long, log where it is stuck, once per stall (0: never)",
+    )
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
     http_host: str = "0.0.0.0"  # where `guard run` serves /healthz, /readyz, /metrics
