@@ -18,8 +18,10 @@ state and back; the wall clock jumped forward an hour (libfaketime; monotonic ti
 After the run the harness waits (up to 3 min) for Guard to catch up, then counts:
 
 - incidents opened (or reopened) against expected, per monitor; waves lost; outages unseen (an
-  outage is seen when the failure signals stored on its monitor's incidents grow during it or
-  in the 10 s after: a repeat folded into a still-open incident counts, a dropped one does not);
+  outage is seen when Guard records, on its monitor's incidents, a failure it observed during
+  the outage or in the 10 s after, however late that record is stored: a locked or full store
+  delays it, a dropped signal never comes; the harness polls each incident's ``last_seen``, the
+  time of its latest failure, every second, and takes the faked hour off after the jump);
 - incidents stuck in a working state, or left open and never taken by the agent;
 - Telegram: outbox rows sent, pending, failed; messages Telegram holds against rows sent (a
   duplicate is a resend that posted again); incidents never announced;
@@ -156,6 +158,7 @@ class Soak:
         self.faults: dict[str, dict[str, Any]] = {}
         self.t0 = 0.0
         self.jumped_wall: float | None = None
+        self.failures: dict[str, set[float]] = {}  # monitor -> when Guard saw it fail (real)
         self.busy: list[threading.Thread] = []  # faults that take a while (a dockerd restart)
 
     # -- the drivers ------------------------------------------------------------------------------
@@ -219,9 +222,7 @@ class Soak:
             if victim_down_until and now >= victim_down_until and docker_up:
                 self.docker.docker("start", VICTIM, check=False)
                 victim_down_until = 0.0
-            for outage in self.http_downs + self.docker_kills:
-                if not outage["seen"] and t <= outage["at_s"] + OUTAGE_S + GRACE_S:
-                    outage["seen"] = self.signals(outage["monitor"]) > outage["signals_before"]
+            self.note_failures()
             for name, (start, length) in list(pending.items()):
                 if now >= self.at(start):
                     del pending[name]
@@ -235,24 +236,31 @@ class Soak:
             time.sleep(max(0.0, 1 - (time.monotonic() - now)))
 
     def outage(self, monitor: str, t: float) -> dict[str, Any]:
-        """An outage of ``monitor`` starting now: it is seen if the failure signals stored on the
-        monitor's incidents grow within the outage and ``GRACE_S`` after it."""
-        return {
-            "monitor": monitor,
-            "at_s": round(t, 1),
-            "signals_before": self.signals(monitor),
-            "seen": False,
-        }
+        """An outage of ``monitor`` starting now (see ``seen``)."""
+        return {"monitor": monitor, "at_s": round(t, 1), "wall": time.time(), "seen": False}
 
-    def signals(self, monitor: str) -> int:
-        with contextlib.suppress(sqlite3.Error):
-            kind = "http_status" if monitor == "soak-web" else "container_exited"
-            found = self.db(
-                f"select coalesce(sum(count), 0) from incident where monitor_id = '{monitor}' "
-                f"and kind = '{kind}'"
+    def note_failures(self) -> None:
+        """Remember when Guard last saw each failure, as its incidents say now (real time)."""
+        for monitor, kind in (("soak-web", "http_status"), ("soak-docker", "container_exited")):
+            with contextlib.suppress(sqlite3.Error):
+                for (last,) in self.db(
+                    f"select last_seen from incident where monitor_id = '{monitor}' "
+                    f"and kind = '{kind}'"
+                ):
+                    at = datetime.fromisoformat(str(last)).replace(tzinfo=UTC).timestamp()
+                    if at > time.time() + 1800:  # after the jump Guard's clock is an hour ahead
+                        at -= 3600
+                    self.failures.setdefault(monitor, set()).add(at)
+
+    def judge_outages(self) -> None:
+        """An outage is seen if Guard observed a failure of its monitor during it or within
+        ``GRACE_S`` after it, whenever that observation reached the store."""
+        for outage in self.http_downs + self.docker_kills:
+            start = outage["wall"]
+            outage["seen"] = any(
+                start <= at <= start + OUTAGE_S + GRACE_S
+                for at in self.failures.get(outage["monitor"], ())
             )
-            return int(found[0][0])
-        return -1  # the store unreadable: not seen on this tick
 
     def begin(self, name: str, seconds: float) -> Callable[[], None] | None:
         """Start the fault ``name`` (lasting ``seconds``); return what ends it, if anything."""
@@ -315,6 +323,7 @@ class Soak:
             if self.guard.proc is not None and (code := self.guard.proc.poll()) is not None:
                 self.exited = code
                 break
+            self.note_failures()
             with contextlib.suppress(sqlite3.Error):
                 if not self.missing_waves() and not self.outbox().get("pending"):
                     break
@@ -336,6 +345,8 @@ class Soak:
         return dict(self.db("select status, count(*) from telegram_outbox group by status"))
 
     def report(self, settle_s: float) -> dict[str, Any]:
+        self.note_failures()
+        self.judge_outages()
         opened = dict(
             self.db("select monitor_id, sum(1 + reopen_count) from incident group by monitor_id")
         )

@@ -199,12 +199,15 @@ class Agent:
         try:
             swept = time.monotonic()
             while not stop.is_set():
-                await asyncio.to_thread(beat, self.db, os.getpid())
-                await self.poll_commands()
-                if time.monotonic() - swept >= SWEEP_EVERY:
-                    swept = time.monotonic()
-                    await self.sweep()
-                await asyncio.to_thread(self.asker.expire_approvals)
+                try:  # a store error (locked, full, away) skips a round, never ends the loop
+                    await asyncio.to_thread(beat, self.db, os.getpid())
+                    await self.poll_commands()
+                    if time.monotonic() - swept >= SWEEP_EVERY:
+                        swept = time.monotonic()
+                        await self.sweep()
+                    await asyncio.to_thread(self.asker.expire_approvals)
+                except Exception as exc:
+                    logger.warning("agent: {}: {}; trying again", type(exc).__name__, exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settings.agent.poll_interval)
         finally:

@@ -178,3 +178,28 @@ async def test_an_incident_that_recovered_before_the_agent_took_it_is_not_escala
     a.asker.ask = ask  # type: ignore[method-assign]
     await a._decide(inc)
     assert asked == ([inc.id] if escalated else [])
+
+
+async def test_a_store_error_skips_a_round_of_the_agent_loop_and_does_not_end_it(
+    tmp_path: Path,
+) -> None:
+    """The loop that takes human commands and sweeps untaken incidents outlives a "database
+    is locked": before, the error ended it, and no command was taken until a restart."""
+    from sqlalchemy.exc import OperationalError
+
+    a = agent(tmp_path)
+    a.settings.agent.poll_interval = 0.02
+    a.sandboxes = cast(Any, _Closable())
+    rounds: list[int] = []
+    stop = asyncio.Event()
+
+    async def poll_commands() -> None:
+        rounds.append(len(rounds))
+        if len(rounds) == 1:
+            raise OperationalError("BEGIN IMMEDIATE", {}, Exception("database is locked"))
+        if len(rounds) == 3:
+            stop.set()
+
+    a.poll_commands = poll_commands  # type: ignore[method-assign]
+    await asyncio.wait_for(a.run(stop), 30)
+    assert rounds == [0, 1, 2]
