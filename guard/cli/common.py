@@ -1,23 +1,28 @@
-"""Shared CLI plumbing: the ``--config`` option, loading settings, and turning errors into exits."""
+"""Shared CLI plumbing: the ``--config`` option, loading settings, and turning errors into exits.
+
+Every verb module imports this one, and ``guard incidents list`` must start in well under a
+second, so the settings, the store and logging (pydantic-settings, SQLAlchemy, loguru) are
+imported by the functions that use them, not here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-from guard.config import Settings, load_settings
 from guard.exceptions import ConfigError, GuardError
-from guard.logsetup import setup_logging
 from guard.redact import configure as configure_redaction
 from guard.redact import redact
-from guard.store import audit
-from guard.store.db import Database, open_database
 from guard.textsafe import printable
+
+if TYPE_CHECKING:
+    from guard.config import Settings
+    from guard.store.db import Database
 
 
 class RedactingConsole(Console):
@@ -61,6 +66,10 @@ def config_failed(exc: ConfigError) -> NoReturn:
 
 def settings_from(config: str | None, *, logging: bool = True) -> Settings:
     """Load settings or exit 2 naming every problem; also sets up logging."""
+    from guard.config import load_settings
+    from guard.logsetup import setup_logging
+    from guard.store import audit
+
     try:
         settings = load_settings(config)
     except ConfigError as exc:
@@ -84,5 +93,7 @@ def guarded() -> Iterator[None]:
 
 
 def database(settings: Settings) -> Database:
+    from guard.store.db import open_database
+
     with guarded():
         return open_database(settings.database_url)
