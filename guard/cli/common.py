@@ -12,9 +12,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
+from guard.cli.console import RedactingConsole as RedactingConsole
+from guard.cli.console import err as err
+from guard.cli.console import out as out
 from guard.exceptions import ConfigError, GuardError
 from guard.redact import configure as configure_redaction
 from guard.redact import redact
@@ -25,20 +27,10 @@ if TYPE_CHECKING:
     from guard.store.db import Database
 
 
-class RedactingConsole(Console):
-    """A console whose printed strings go through the redaction policy (an exit, like logs)."""
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        super().print(*(redact(o) if isinstance(o, str) else o for o in objects), **kwargs)
-
-
 def echo(text: str, *, nl: bool = True) -> None:
     """``typer.echo`` for text that may hold stored data: redacted on the way out."""
     typer.echo(redact(text), nl=nl)
 
-
-err = RedactingConsole(stderr=True, highlight=False)
-out = RedactingConsole(highlight=False)
 
 ConfigOption: Any = typer.Option(
     None,

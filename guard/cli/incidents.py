@@ -2,9 +2,9 @@
 
 ``list`` is the command people run most, and at 100,000 incidents its query takes 5 ms while
 SQLAlchemy, SQLModel and pydantic-settings take a second to import. So it first tries the fast
-path (``guard.store.fastconfig`` resolves the settings it needs, ``guard.store.fastread`` runs
-the query on the DB-API) and only when that cannot answer loads the settings and the ORM as
-before; both hand the same rows to one renderer, so the output is the same to the byte.
+path (``guard.cli.incidents_view.fast_listing``; ``guard.cli.fastlist`` runs it before Typer
+is even imported) and only when that cannot answer loads the settings and the ORM as before;
+both hand the same rows to one renderer, so the output is the same to the byte.
 ``GUARD_NO_FAST_READ=1`` forces the ORM path. The ORM is imported inside the functions that
 use it.
 """
@@ -17,68 +17,26 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
+from guard.cli.incidents_view import (
+    AnyIncident,
+    fast_listing,
+    incident_dict,
+    print_listing,
+    proposal_of,
+    template_ids,
+)
 from guard.records import IncidentState
-from guard.redact import redact
 from guard.textsafe import printable
 
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from guard.store.fastread import IncidentRow
     from guard.store.models import Incident, IncidentTimeline
 
-    AnyIncident = Incident | IncidentRow
-
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
-
-
-def incident_dict(inc: AnyIncident, templates: dict[int, str] | None = None) -> dict[str, Any]:
-    """The JSON shape of an incident (a contract: fields may be added, never renamed).
-
-    ``template`` is the event template its log lines were grouped by (its current text; None
-    for incidents not grouped by template), from ``templates`` (``templates_of``).
-    """
-    template_id = inc.details.get("template_id") if isinstance(inc.details, dict) else None
-    return {
-        "id": inc.id,
-        "state": inc.state,
-        "source": inc.source,
-        "target": inc.target,
-        "kind": inc.kind,
-        "severity": inc.severity,
-        "count": inc.count,
-        "fingerprint": inc.fingerprint,
-        "title": inc.title,
-        "message": inc.message,
-        "monitor_id": inc.monitor_id,
-        "opened_at": inc.opened_at.isoformat(),
-        "first_seen": inc.first_seen.isoformat(),
-        "last_seen": inc.last_seen.isoformat(),
-        "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
-        "flapping": inc.flapping,
-        "reopen_count": inc.reopen_count,
-        "details": inc.details,
-        "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
-        "proposal": proposal_of(inc),
-    }
-
-
-def proposal_of(inc: AnyIncident) -> dict[str, Any] | None:
-    """A model's proposed fix (``fix``, ``reason``, ``confidence``, ``model``), or None."""
-    found = inc.details.get("proposal") if isinstance(inc.details, dict) else None
-    if not isinstance(found, dict):
-        return None
-    return {k: found.get(k) for k in ("fix", "reason", "confidence", "model")}
-
-
-def template_ids(incidents: Sequence[AnyIncident]) -> list[int]:
-    """The ids of the templates ``incidents`` were grouped by."""
-    ids = {i.details.get("template_id") for i in incidents if isinstance(i.details, dict)}
-    return [i for i in ids if isinstance(i, int)]
 
 
 def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
@@ -115,49 +73,16 @@ def list_incidents(
     config: str | None = ConfigOption,
 ) -> None:
     """List incidents, newest first."""
-    found = None if os.environ.get("GUARD_NO_FAST_READ") else _fast_list(config, state, limit)
+    states = [s.value for s in state]
+    found = None if os.environ.get("GUARD_NO_FAST_READ") else fast_listing(config, states, limit)
     rows, templates = found if found is not None else _orm_list(config, state, limit)
-    if as_json:
-        echo(json.dumps([incident_dict(r, templates) for r in rows], indent=2))
-        return
-    if not rows:
-        out.print("no incidents")
-        return
-    table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
-    for r in rows:
-        table.add_row(
-            str(r.id),
-            r.state,
-            r.severity,
-            str(r.count),
-            Text(printable(redact(r.title), newlines=False)),  # data, never markup
-            r.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
-        )
-    out.print(table)
-
-
-def _fast_list(
-    config: str | None, state: list[IncidentState], limit: int
-) -> tuple[Sequence[AnyIncident], dict[int, str]] | None:
-    """The listing from ``guard.store.fastread``, or None when the ORM path must answer."""
-    from guard.redact import use as use_policy
-    from guard.store import fastconfig, fastread
-
-    resolved = fastconfig.resolve(config)
-    if resolved is None:
-        return None
-    found = fastread.list_incidents(
-        resolved.database_url, [s.value for s in state], limit, template_ids
-    )
-    if found is None:
-        return None
-    use_policy(resolved.policy())
-    return found.rows, found.templates
+    print_listing(rows, templates, as_json=as_json, echo=echo)
 
 
 def _orm_list(
     config: str | None, state: list[IncidentState], limit: int
 ) -> tuple[Sequence[AnyIncident], dict[int, str]]:
+    """The listing through the settings model and the ORM (creating the store if need be)."""
     from sqlmodel import col, select
 
     from guard.store.models import Incident

@@ -324,3 +324,59 @@ def test_resolver_leaves_the_unusual_to_load_settings(
     else:
         with pytest.raises(ConfigError):
             load_settings(explicit)
+
+
+# -- before Typer: guard.cli.fastlist ---------------------------------------------------------
+
+
+def test_before_typer_matches_the_orm_as_a_user_runs_it(
+    home: GuardHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home.write_config({"telegram": {"bot_token": TOKEN, "chat_id": 1}})
+    build(load_settings(home.config).database_url)
+    monkeypatch.setenv("COLUMNS", "90")
+    for args in [
+        [],
+        ["--json"],
+        ["--state=open", "-sescalated"],
+        ["-s", "muted", "--limit=4", "--json"],
+        ["-c", str(home.config), "--limit", "007"],
+        ["--state", "bogus"],  # Typer's error, either way
+        ["--limit", "many"],
+        ["--help"],
+    ]:
+        monkeypatch.delenv("GUARD_NO_FAST_READ", raising=False)
+        fast = home.cli("incidents", "list", *args, check=False)
+        monkeypatch.setenv("GUARD_NO_FAST_READ", "1")
+        orm = home.cli("incidents", "list", *args, check=False)
+        assert (fast.returncode, fast.stdout, fast.stderr) == (
+            orm.returncode,
+            orm.stdout,
+            orm.stderr,
+        ), args
+
+
+@pytest.mark.unit
+def test_fastlist_parses_only_what_it_understands() -> None:
+    from guard.cli.fastlist import Request, parse
+
+    assert parse([]) == Request()
+    assert parse(["--state=open", "-sescalated", "-s", "muted", "--json", "--limit", "5"]) == (
+        Request(states=["open", "escalated", "muted"], as_json=True, limit=5)
+    )
+    assert parse(["-c", "g.yaml", "--config=h.yaml"]) == Request(config="h.yaml")
+    for declined in (
+        ["--help"],
+        ["--state", "bogus"],
+        ["--State", "open"],
+        ["--limit", "-1"],
+        ["--limit", "1e3"],
+        ["--config"],
+        ["--config="],
+        ["-s"],
+        ["list"],
+        ["--json=yes"],
+        ["--"],
+        ["-s=open"],
+    ):
+        assert parse(declined) is None, declined

@@ -11,7 +11,7 @@ import sys
 import pytest
 import typer
 
-from guard.cli import VERBS, LazyGroup, VerbStub, app, load_verb
+from guard.cli.root import VERBS, LazyGroup, VerbStub, app, load_verb
 
 
 def _help(group: LazyGroup, capsys: pytest.CaptureFixture[str]) -> str:
