@@ -84,8 +84,9 @@ def guarded() -> Iterator[None]:
         fail(str(exc))
 
 
-def database(settings: Settings) -> Database:
+def database(settings: Settings, *, read_only: bool = False) -> Database:
+    """The store; ``read_only`` commands skip ``create_all`` when the schema is current."""
     from guard.store.db import open_database
 
     with guarded():
-        return open_database(settings.database_url)
+        return open_database(settings.database_url, read_only=read_only)

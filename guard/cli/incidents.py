@@ -88,7 +88,7 @@ def _orm_list(
     from guard.store.models import Incident
 
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     with db.session() as session:
         query = select(Incident).order_by(col(Incident.id).desc()).limit(limit)
         if state:
@@ -109,7 +109,7 @@ def show(
     from guard.store.models import Incident, IncidentTimeline
 
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     with db.session() as session:
         inc = session.get(Incident, incident_id)
         if inc is None:
