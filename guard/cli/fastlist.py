@@ -101,5 +101,9 @@ def run(args: list[str]) -> bool:
     if found is None:
         return False
     rows, templates = found
-    print_listing(rows, templates, as_json=request.as_json, echo=lambda t: _write(redact(t)))
+    try:
+        print_listing(rows, templates, as_json=request.as_json, echo=lambda t: _write(redact(t)))
+    except BrokenPipeError:  # `guard incidents list | head`: exit 1 quietly, as Click does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     return True
