@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 AnyIncident: TypeAlias = "Incident | IncidentRow"
 HEADER = ("id", "state", "severity", "count", "title", "last seen")
 TEXT_COLUMNS = (False, False, False, False, True, False)  # which cells are Text, not str
+BOLD = Style(bold=True)  # Rich's default "table.header"
 
 
 def incident_dict(inc: AnyIncident, templates: dict[int, str] | None = None) -> dict[str, Any]:
@@ -98,8 +100,10 @@ def print_listing(
         )
         for r in rows
     ]
-    if out.color_system is None:  # what Rich would print, without Rich's cost per cell
-        text = plaintable.render(HEADER, cells, TEXT_COLUMNS, out.width)
+    styled = out.color_system is not None
+    if not styled or (not out.legacy_windows and out.get_style("table.header") == BOLD):
+        # what Rich would print, without Rich's cost per cell
+        text = plaintable.render(HEADER, cells, TEXT_COLUMNS, out.width, bold_header=styled)
         if text is not None:
             out.file.write(text)
             out.file.flush()

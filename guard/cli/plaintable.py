@@ -27,13 +27,23 @@ _TRAILING = re.compile(r"\s+$")
 PAD = 2  # Table's default padding (0, 1): one space each side, edges included
 
 
+BOLD = ("\x1b[1m", "\x1b[0m")  # how every colour system writes Rich's "table.header" (bold)
+
+
 def render(
-    header: Sequence[str], rows: Sequence[Sequence[str]], texts: Sequence[bool], width: int
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    texts: Sequence[bool],
+    width: int,
+    *,
+    bold_header: bool = False,
 ) -> str | None:
     """The table Rich would print at console ``width``, or None if this cannot tell.
 
     ``texts[i]`` says column ``i``'s cells are ``Text`` (taken literally) rather than ``str``
-    (read for markup and emoji codes, so they must be plainer).
+    (read for markup and emoji codes, so they must be plainer). ``bold_header``: the console
+    writes styles (a colour terminal), so the header row's segments come out bold, each on its
+    own as Rich writes them; the other rows have no style.
     """
     for row in (header, *rows):
         for cell, is_text in zip(row, texts, strict=True):
@@ -56,12 +66,25 @@ def render(
     for index, row in enumerate((header, *rows)):
         cells = [_wrap(text, w - PAD) for text, w in zip(row, widths, strict=True)]
         height = max(len(lines) for lines in cells)
-        for lines, w in zip(cells, widths, strict=True):
-            blank = [" " * (w - PAD)] * (height - len(lines))
-            lines[:] = blank + lines if index == 0 else lines + blank  # the header: bottom
         for n in range(height):
-            out.append("".join(f" {lines[n]} " for lines in cells) + "\n")
+            parts = []
+            for lines, w in zip(cells, widths, strict=True):
+                if index == 0:  # the header sits at the bottom of its row
+                    at = n - (height - len(lines))
+                    parts.append(_header_part(lines[at] if at >= 0 else None, w, bold_header))
+                else:
+                    parts.append(f" {lines[n] if n < len(lines) else ' ' * (w - PAD)} ")
+            out.append("".join(parts) + "\n")
     return "".join(out)
+
+
+def _header_part(line: str | None, width: int, bold: bool) -> str:
+    """A header cell's line (None: a blank above its text) as Rich writes it: bold, a blank is
+    one segment and a text line three (pad, text, pad)."""
+    on, off = BOLD if bold else ("", "")
+    if line is None:
+        return f"{on}{' ' * width}{off}"
+    return f"{on} {off}{on}{line}{off}{on} {off}"
 
 
 def _measure(cells: Sequence[str], width: int) -> int:

@@ -19,8 +19,14 @@ TEXTS = (False, False, False, False, True, False)
 WORDS = ["a", "http", "status", "on", "svc-12", "x" * 30, "", "[REDACTED:guard-secret]", "a-b.c_d"]
 
 
-def rich_text(header, rows, texts, width: int) -> str:
-    console = Console(file=io.StringIO(), width=width, highlight=False, color_system=None)
+def rich_text(header, rows, texts, width: int, colour: str | None = None) -> str:
+    console = Console(
+        file=io.StringIO(),
+        width=width,
+        highlight=False,
+        color_system=colour,  # type: ignore[arg-type]
+        force_terminal=colour is not None,
+    )
     table = Table(*header, box=None)
     for row in rows:
         table.add_row(*(Text(c) if t else c for c, t in zip(row, texts, strict=True)))
@@ -56,11 +62,13 @@ def test_random_tables_match_rich() -> None:
     checked = 0
     for _ in range(3000):
         rows = random_rows(rng)
+        header = HEADER if rng.random() < 0.7 else tuple(title(rng) or "h" for _ in HEADER)
         width = rng.choice([rng.randrange(1, 60), rng.randrange(60, 220), 80])
-        mine = plaintable.render(HEADER, rows, TEXTS, width)
+        colour = rng.choice([None, None, "standard", "truecolor"])
+        mine = plaintable.render(header, rows, TEXTS, width, bold_header=colour is not None)
         if mine is None:
             continue
-        assert mine == rich_text(HEADER, rows, TEXTS, width), (rows, width)
+        assert mine == rich_text(header, rows, TEXTS, width, colour), (header, rows, width)
         checked += 1
     assert checked > 1500  # most of them are plain enough to render
 
