@@ -32,6 +32,18 @@ class Severity(StrEnum):
         return list(Severity).index(self)
 
 
+class IncidentState(StrEnum):
+    """Where an incident is in its life (stored as its plain value; see ``guard.store.models``)."""
+
+    open = "open"
+    diagnosing = "diagnosing"
+    awaiting_human = "awaiting_human"
+    remediating = "remediating"
+    resolved = "resolved"
+    escalated = "escalated"
+    muted = "muted"
+
+
 @dataclass(frozen=True, slots=True)
 class Grouping:
     """How triage tells which incident a log rule's signal belongs to (``group_by``).

@@ -136,16 +136,14 @@ _policy_lock = threading.Lock()
 def configure(settings: Any) -> Policy:
     """Make the process-wide policy the one ``settings`` describe (its ``redact`` section and
     secrets); returns it."""
-    global _policy
     section = settings.redact
-    policy = Policy(
-        extra=[ExtraPattern(p.pattern, p.kind) for p in section.extra_patterns],
-        allow=section.allow,
-        secrets=settings.secret_values(),
+    return use(
+        Policy(
+            extra=[ExtraPattern(p.pattern, p.kind) for p in section.extra_patterns],
+            allow=section.allow,
+            secrets=settings.secret_values(),
+        )
     )
-    with _policy_lock:
-        _policy = policy
-    return policy
 
 
 def policy() -> Policy:
@@ -230,3 +228,11 @@ class Redactor:
         """``data`` redacted as UTF-8 text (undecodable bytes pass through unchanged)."""
         text = data.decode("utf-8", "surrogateescape")
         return self.redact(text).encode("utf-8", "surrogateescape")
+
+
+def use(new: Policy) -> Policy:
+    """Make ``new`` the process-wide policy (``configure`` builds one from the settings)."""
+    global _policy
+    with _policy_lock:
+        _policy = new
+    return new

@@ -1,68 +1,37 @@
-"""The ``guard`` command line: one module per verb group, assembled here."""
+"""The ``guard`` command line (``guard.cli.root``), with one command that skips Typer.
+
+``guard incidents list`` is the command people run most and must answer in well under a
+second at 100,000 incidents. Typer and its pydantic coercion cost ~0.1 s to import and build
+before any command runs, so ``main`` hands that one command to ``guard.cli.fastlist`` first,
+which answers only when it understands every argument and can read the store directly, and
+otherwise lets Typer run as for every other command. Nothing here imports Typer.
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
 
-from guard import __version__
-from guard.cli import (
-    audit,
-    cluster,
-    config_cmd,
-    demo,
-    diagnose,
-    human,
-    incidents,
-    memory,
-    report,
-    run,
-    sandbox,
-    skills,
-    store,
-    trajectories,
-)
+if TYPE_CHECKING:
+    from guard.cli.root import VERBS, LazyGroup, VerbStub, app, load_verb
 
-app = typer.Typer(
-    name="guard",
-    help="Guard watches your services, opens incidents, and heals them.\n\n"
-    "Start with `guard check-config`, then `guard run`.",
-    no_args_is_help=True,
-    rich_markup_mode="rich",
-    pretty_exceptions_enable=False,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"guard {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Guard: a self-healing DevOps guard agent."""
-
-
-config_cmd.register(app)
-run.register(app)
-human.register(app)
-diagnose.register(app)
-demo.register(app)
-app.add_typer(incidents.app, name="incidents")
-app.add_typer(skills.app, name="skills")
-app.add_typer(memory.app, name="memory")
-app.add_typer(audit.app, name="audit")
-app.add_typer(sandbox.app, name="sandbox")
-app.add_typer(report.app, name="report")
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(store.app, name="store")
-app.add_typer(trajectories.app, name="trajectories")
+__all__ = ["VERBS", "LazyGroup", "VerbStub", "app", "load_verb", "main"]
 
 
 def main() -> None:
     """Console-script entry point."""
+    if sys.argv[1:3] == ["incidents", "list"]:
+        from guard.cli.fastlist import run as run_fast
+
+        if run_fast(sys.argv[3:]):
+            return
+    from guard.cli.root import app
+
     app()
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("guard.cli.root"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ def status(
     """Each running replica: id, pid, host, whether it leads, when it was last seen, and until
     when the leader's lease runs."""
     settings = settings_from(config, logging=False)
-    rows = replicas(database(settings))
+    rows = replicas(database(settings, read_only=True))
     if as_json:
         echo(json.dumps({"replicas": rows}, indent=2))
         return

@@ -1,39 +1,36 @@
-"""Shared CLI plumbing: the ``--config`` option, loading settings, and turning errors into exits."""
+"""Shared CLI plumbing: the ``--config`` option, loading settings, and turning errors into exits.
+
+Every verb module imports this one, and ``guard incidents list`` must start in well under a
+second, so the settings, the store and logging (pydantic-settings, SQLAlchemy, loguru) are
+imported by the functions that use them, not here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
-from guard.config import Settings, load_settings
+from guard.cli.console import RedactingConsole as RedactingConsole
+from guard.cli.console import err as err
+from guard.cli.console import out as out
 from guard.exceptions import ConfigError, GuardError
-from guard.logsetup import setup_logging
 from guard.redact import configure as configure_redaction
 from guard.redact import redact
-from guard.store import audit
-from guard.store.db import Database, open_database
 from guard.textsafe import printable
 
-
-class RedactingConsole(Console):
-    """A console whose printed strings go through the redaction policy (an exit, like logs)."""
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        super().print(*(redact(o) if isinstance(o, str) else o for o in objects), **kwargs)
+if TYPE_CHECKING:
+    from guard.config import Settings
+    from guard.store.db import Database
 
 
 def echo(text: str, *, nl: bool = True) -> None:
     """``typer.echo`` for text that may hold stored data: redacted on the way out."""
     typer.echo(redact(text), nl=nl)
 
-
-err = RedactingConsole(stderr=True, highlight=False)
-out = RedactingConsole(highlight=False)
 
 ConfigOption: Any = typer.Option(
     None,
@@ -61,6 +58,10 @@ def config_failed(exc: ConfigError) -> NoReturn:
 
 def settings_from(config: str | None, *, logging: bool = True) -> Settings:
     """Load settings or exit 2 naming every problem; also sets up logging."""
+    from guard.config import load_settings
+    from guard.logsetup import setup_logging
+    from guard.store import audit
+
     try:
         settings = load_settings(config)
     except ConfigError as exc:
@@ -83,6 +84,9 @@ def guarded() -> Iterator[None]:
         fail(str(exc))
 
 
-def database(settings: Settings) -> Database:
+def database(settings: Settings, *, read_only: bool = False) -> Database:
+    """The store; ``read_only`` commands skip ``create_all`` when the schema is current."""
+    from guard.store.db import open_database
+
     with guarded():
-        return open_database(settings.database_url)
+        return open_database(settings.database_url, read_only=read_only)

@@ -1,67 +1,51 @@
-"""``guard incidents list|show``: read incidents and their timelines from the store."""
+"""``guard incidents list|show``: read incidents and their timelines from the store.
+
+``list`` is the command people run most, and at 100,000 incidents its query takes 5 ms while
+SQLAlchemy, SQLModel and pydantic-settings take a second to import. So it first tries the fast
+path (``guard.cli.incidents_view.fast_listing``; ``guard.cli.fastlist`` runs it before Typer
+is even imported) and only when that cannot answer loads the settings and the ORM as before;
+both hand the same rows to one renderer, so the output is the same to the byte.
+``GUARD_NO_FAST_READ=1`` forces the ORM path. The ORM is imported inside the functions that
+use it.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
-from sqlmodel import Session, col, select
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
-from guard.redact import redact
-from guard.store.models import Incident, IncidentState, IncidentTimeline, LogTemplate
+from guard.cli.incidents_view import (
+    AnyIncident,
+    fast_listing,
+    incident_dict,
+    print_listing,
+    proposal_of,
+    template_ids,
+)
+from guard.records import IncidentState
 from guard.textsafe import printable
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from guard.store.models import Incident, IncidentTimeline
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
 
 
-def incident_dict(inc: Incident, templates: dict[int, str] | None = None) -> dict[str, Any]:
-    """The JSON shape of an incident (a contract: fields may be added, never renamed).
-
-    ``template`` is the event template its log lines were grouped by (its current text; None
-    for incidents not grouped by template), from ``templates`` (``templates_of``).
-    """
-    template_id = inc.details.get("template_id") if isinstance(inc.details, dict) else None
-    return {
-        "id": inc.id,
-        "state": inc.state,
-        "source": inc.source,
-        "target": inc.target,
-        "kind": inc.kind,
-        "severity": inc.severity,
-        "count": inc.count,
-        "fingerprint": inc.fingerprint,
-        "title": inc.title,
-        "message": inc.message,
-        "monitor_id": inc.monitor_id,
-        "opened_at": inc.opened_at.isoformat(),
-        "first_seen": inc.first_seen.isoformat(),
-        "last_seen": inc.last_seen.isoformat(),
-        "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
-        "flapping": inc.flapping,
-        "reopen_count": inc.reopen_count,
-        "details": inc.details,
-        "template": (templates or {}).get(template_id) if isinstance(template_id, int) else None,
-        "proposal": proposal_of(inc),
-    }
-
-
-def proposal_of(inc: Incident) -> dict[str, Any] | None:
-    """A model's proposed fix (``fix``, ``reason``, ``confidence``, ``model``), or None."""
-    found = inc.details.get("proposal") if isinstance(inc.details, dict) else None
-    if not isinstance(found, dict):
-        return None
-    return {k: found.get(k) for k in ("fix", "reason", "confidence", "model")}
-
-
 def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
     """The current text of the templates ``incidents`` were grouped by, by template id."""
-    ids = {i.details.get("template_id") for i in incidents if isinstance(i.details, dict)}
-    wanted = [i for i in ids if isinstance(i, int)]
+    from sqlmodel import col, select
+
+    from guard.store.models import LogTemplate
+
+    wanted = template_ids(incidents)
     if not wanted:
         return {}
     rows = session.exec(select(LogTemplate).where(col(LogTemplate.id).in_(wanted))).all()
@@ -89,31 +73,28 @@ def list_incidents(
     config: str | None = ConfigOption,
 ) -> None:
     """List incidents, newest first."""
+    states = [s.value for s in state]
+    found = None if os.environ.get("GUARD_NO_FAST_READ") else fast_listing(config, states, limit)
+    rows, templates = found if found is not None else _orm_list(config, state, limit)
+    print_listing(rows, templates, as_json=as_json, echo=echo)
+
+
+def _orm_list(
+    config: str | None, state: list[IncidentState], limit: int
+) -> tuple[Sequence[AnyIncident], dict[int, str]]:
+    """The listing through the settings model and the ORM (creating the store if need be)."""
+    from sqlmodel import col, select
+
+    from guard.store.models import Incident
+
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     with db.session() as session:
         query = select(Incident).order_by(col(Incident.id).desc()).limit(limit)
         if state:
             query = query.where(col(Incident.state).in_(state))
         rows = session.exec(query).all()
-        templates = templates_of(session, rows)
-    if as_json:
-        echo(json.dumps([incident_dict(r, templates) for r in rows], indent=2))
-        return
-    if not rows:
-        out.print("no incidents")
-        return
-    table = Table("id", "state", "severity", "count", "title", "last seen", box=None)
-    for r in rows:
-        table.add_row(
-            str(r.id),
-            r.state,
-            r.severity,
-            str(r.count),
-            Text(printable(redact(r.title), newlines=False)),  # data, never markup
-            r.last_seen.strftime("%Y-%m-%d %H:%M:%S"),
-        )
-    out.print(table)
+        return rows, templates_of(session, rows)
 
 
 @app.command("show")
@@ -123,8 +104,12 @@ def show(
     config: str | None = ConfigOption,
 ) -> None:
     """Show one incident with its timeline."""
+    from sqlmodel import col, select
+
+    from guard.store.models import Incident, IncidentTimeline
+
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     with db.session() as session:
         inc = session.get(Incident, incident_id)
         if inc is None:

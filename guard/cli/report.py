@@ -34,7 +34,7 @@ def daily_report(
 ) -> None:
     """Render the daily report (incidents, healing, MTTR, noisy targets, learned skills)."""
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     try:
         when = date.fromisoformat(day) if day else None
     except ValueError:

@@ -26,7 +26,7 @@ def stats(
 ) -> None:
     """Rows per table and bytes on disk."""
     settings = settings_from(config, logging=False)
-    found = store_retention.stats(database(settings))
+    found = store_retention.stats(database(settings, read_only=True))
     found["retention"] = (
         format_duration(settings.store.retention) if settings.store.retention else None
     )

@@ -43,7 +43,7 @@ def export(
     if fmt not in ("guard", "sharegpt"):
         fail(f"--format {fmt!r}: use guard or sharegpt")
     settings = settings_from(config, logging=False)
-    db = database(settings)
+    db = database(settings, read_only=True)
     start = _since(since)
     with db.session() as session:
         query = select(Trajectory).order_by(col(Trajectory.id))

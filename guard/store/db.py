@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
@@ -70,6 +70,23 @@ class Database:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None
 
+    def schema_current(self) -> bool:
+        """Whether ``create_all`` would change nothing: every table and every later index is
+        there, and the rows were scrubbed under the current rules. Read-only commands then
+        skip it (and its lock on Postgres)."""
+        try:
+            found = inspect(self.engine)
+            if not set(SQLModel.metadata.tables) <= set(found.get_table_names()):
+                return False
+            for table in SQLModel.metadata.sorted_tables:
+                later = {i.name for i in table.indexes if i.name in _models.LATER_INDEXES}
+                if later and not later <= {i["name"] for i in found.get_indexes(table.name)}:
+                    return False
+            with Session(self.engine) as session:
+                return scrub.is_current(session)
+        except SQLAlchemyError:
+            return False
+
     @contextmanager
     def _schema_lock(self) -> Iterator[None]:
         """On Postgres, replicas starting together create the schema one at a time."""
@@ -104,8 +121,12 @@ class Database:
         self.engine.dispose()
 
 
-def open_database(url: str) -> Database:
-    """Open (and create if needed) the database at ``url``."""
+def open_database(url: str, *, read_only: bool = False) -> Database:
+    """Open (and create if needed) the database at ``url``.
+
+    ``read_only``: for commands that only read; the schema is checked, and created or
+    migrated only if it is not current (``Database.schema_current``)."""
     db = Database(url)
-    db.create_all()
+    if not (read_only and db.schema_current()):
+        db.create_all()
     return db

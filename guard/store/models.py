@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, String, Text, TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from guard.records import IncidentState as IncidentState
 from guard.records import utcnow
 
 
@@ -58,16 +59,6 @@ def _enum(default: E, *, index: bool = False) -> Any:
 
 def now_column(**kw: Any) -> Any:
     return Field(default_factory=utcnow, sa_column=Column(UTCDateTime(), **kw))
-
-
-class IncidentState(StrEnum):
-    open = "open"
-    diagnosing = "diagnosing"
-    awaiting_human = "awaiting_human"
-    remediating = "remediating"
-    resolved = "resolved"
-    escalated = "escalated"
-    muted = "muted"
 
 
 ACTIVE_STATES = frozenset(IncidentState) - {IncidentState.resolved}

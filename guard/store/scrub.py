@@ -58,12 +58,18 @@ def install() -> None:
         event.listen(Session, "before_flush", _before_flush)
 
 
+def is_current(session: Session) -> bool:
+    """Whether the stored rows were scrubbed under the current rules (``migrate`` has nothing
+    to do)."""
+    mark = session.get(MonitorState, _MARK)
+    return mark is not None and int(mark.value.get("ruleset", 0)) >= RULESET
+
+
 def migrate(engine: Any) -> int:
     """Scrub every stored row once per rule-set version; return how many rows changed."""
     changed = 0
     with Session(engine, expire_on_commit=False) as session:
-        mark = session.get(MonitorState, _MARK)
-        if mark is not None and int(mark.value.get("ruleset", 0)) >= RULESET:
+        if is_current(session):
             return 0
         for table in SQLModel.__subclasses__():
             if getattr(table, "__table__", None) is None or table in _SKIP:
