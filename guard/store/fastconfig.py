@@ -38,6 +38,7 @@ FIELDS = frozenset(
         "playbooks_dir",
         "playbooks_watch_every",
         "skills_dir",
+        "loop_stall_warning",
         "log_level",
         "log_format",
         "http_host",
