@@ -544,6 +544,39 @@ def summary(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+FINDINGS = """\
+The 5-minute variant of the same soak runs in CI (`tests/reliability/test_soak.py`) and must
+meet every goal but the RSS bound (held there to 25%: a short run on a loaded machine).
+
+What the soak found, each fixed (regression tests named; docs/RELIABILITY.md has the crash
+matrix's own findings):
+
+- **An incident whose hand-off to the agent hit a store error stayed `open`, never taken**
+  ("database is locked" while the agent took it). The agent now sweeps incidents left open
+  with no worker (every 15 s, those open for over 30 s), and a worker that fails is logged.
+  Tests: `tests/agent/test_agent_intake.py`.
+- **One store error ended the agent's command loop for good**: no human command taken and no
+  sweep until a restart. A failing round is now skipped. Test: the same file.
+- **A triage batch the store refused three times was dropped** (a lock held past three busy
+  timeouts, a full disk): a short outage inside it was never recorded. It is retried until
+  stored; the queue is bounded at 10,000 observations, so checks wait rather than pile up.
+  Test: `tests/reliability/test_store_locked.py` (a 3 s outage inside a 70 s lock).
+- **The Telegram sync ran two queries per open question every second** (with 40 questions
+  open, 80 queries a second that competed with the event loop); now two queries in all.
+- An incident that healed before the agent took it was escalated as "the agent failed"; it
+  is left resolved now. Scheduler jobs late by over a second were skipped; they run late now.
+- **The harness's own faults distorted it**: libfaketime re-reading its offset file on every
+  clock read (`FAKETIME_NO_CACHE`) stalled Guard's event loop for 2 s at a time (12 stalls in
+  5 minutes, none without the preload): it reads it once a second now. The dockerd restart and
+  the SQLite lock blocked the harness's loop, so outages were neither ended nor judged on
+  time: they run in the background. An outage is judged by when Guard observed the failure
+  (its incident's `last_seen`), not by when the store took it: a locked or full store delays
+  a record and loses nothing.
+- New: `loop_stall_warning` (default 5 s) logs the stack that holds Guard's event loop; the
+  soak sets 2 s and reports the count.
+"""
+
+
 def write_doc(path: Path, r: dict[str, Any], argv: list[str]) -> None:
     body = (
         "## Fault soak (`python -m bench.soak`)\n\n"
@@ -554,7 +587,7 @@ def write_doc(path: Path, r: dict[str, Any], argv: list[str]) -> None:
         + summary(r)
         + "\n```\n\nRSS growth: the median of the second half against the median of the first "
         "quarter after warm-up (the first 10% of the run), sampled every 5 s over Guard's process "
-        "tree.\n"
+        "tree.\n\n" + FINDINGS
     )
     replace_section(path, MARKER, body)
 
