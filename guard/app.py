@@ -375,10 +375,8 @@ class Guard:
             await gateway.start()
         triage = asyncio.create_task(self._consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.
-        feeders = [asyncio.create_task(metrics.watch_event_loop(self._stop), name="loop-watch")]
-        if self.settings.loop_stall_warning:
-            stalls = StallWatch(self.settings.loop_stall_warning)
-            feeders.append(asyncio.create_task(stalls.run(self._stop), name="stall-watch"))
+        stalls = StallWatch(self.settings.loop_stall_warning)
+        feeders = [asyncio.create_task(stalls.run(self._stop), name="loop-watch")]
         agent: asyncio.Task[None] | None = None  # ends by itself once ``_stop`` is set
         if self.heal:
             self._attach_agent()

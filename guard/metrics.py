@@ -18,7 +18,6 @@ not know label names:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter as Tally
 from collections.abc import Iterable, Iterator, Sequence
@@ -238,14 +237,14 @@ def render() -> bytes:
     return generate_latest(REGISTRY)
 
 
-async def watch_event_loop(stop: asyncio.Event, every: float = 0.05) -> None:
-    """Keep ``guard_event_loop_max_stall_seconds``: how much later than asked a tick woke up,
-    at worst (what a hostile log line or a blocking call would show)."""
-    worst = 0.0
-    while not stop.is_set():
-        before = time.monotonic()
-        await asyncio.sleep(every)
-        late = time.monotonic() - before - every
-        if late > worst:
-            worst = late
-            LOOP_STALL.set(round(worst, 4))
+_worst_stall = 0.0
+
+
+def record_loop_late(late: float) -> None:
+    """Keep ``guard_event_loop_max_stall_seconds``: how much later than asked a tick of the
+    event loop woke up, at worst (what a hostile log line or a blocking call would show).
+    Ticked by ``guard.stalls.StallWatch``."""
+    global _worst_stall
+    if late > _worst_stall:
+        _worst_stall = late
+        LOOP_STALL.set(round(late, 4))

@@ -1,7 +1,9 @@
 """A watchdog for the event loop: every check, message and timer of ``guard run`` waits while
-something holds the loop (a blocking call, a lock, a slow regex). When the loop has not ticked
-for ``threshold`` seconds, the watchdog's thread logs the loop thread's Python stack, once per
-stall, so the culprit is named in the log rather than guessed from missed checks."""
+something holds the loop (a blocking call, a lock, a slow regex). The loop ticks every 50 ms
+(each tick's lateness feeds ``guard_event_loop_max_stall_seconds``). When it has not ticked for
+``threshold`` seconds, the watchdog's thread logs the loop thread's Python stack, once per
+stall, so the culprit is named in the log rather than guessed from missed checks (0: no
+watchdog thread, only the metric)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import time
 import traceback
 
 from loguru import logger
+
+from guard import metrics
 
 TICK = 0.05  # seconds between the loop's ticks
 
@@ -30,12 +34,14 @@ class StallWatch:
         """Tick until ``stop`` is set (in the loop), watching from a thread meanwhile."""
         self._loop_thread = threading.get_ident()
         self._last = time.monotonic()
-        thread = threading.Thread(target=self._watch, name="loop-stall-watch", daemon=True)
-        thread.start()
+        if self.threshold > 0:
+            watcher = threading.Thread(target=self._watch, name="loop-stall-watch", daemon=True)
+            watcher.start()
         try:
             while not stop.is_set():
-                self._last = time.monotonic()
+                self._last = before = time.monotonic()
                 await asyncio.sleep(TICK)
+                metrics.record_loop_late(time.monotonic() - before - TICK)
         finally:
             self._done.set()
 

@@ -8,6 +8,7 @@ import time
 import pytest
 from loguru import logger
 
+from guard import metrics
 from guard.stalls import StallWatch
 
 pytestmark = pytest.mark.unit
@@ -38,3 +39,6 @@ async def test_a_stalled_loop_is_logged_with_the_stack_that_holds_it() -> None:
     reports = [m for m in seen if "the event loop has not run for" in m]
     assert len(reports) == 2
     assert all("_blocking_culprit" in m for m in reports)
+    # and the worst tick, in /metrics
+    stall = metrics.REGISTRY.get_sample_value("guard_event_loop_max_stall_seconds")
+    assert stall is not None and stall >= 1.0
