@@ -117,3 +117,25 @@ async def test_a_long_report_is_cut_to_valid_html_by_the_gateway(home, tg):
         sent = s.exec(select(OutboxMessage).order_by(col(OutboxMessage.id))).all()
     assert [r.method for r in sent] == ["send", "photo"]
     assert_valid_report(sent[0].text)
+
+
+def test_a_group_too_long_for_one_message_still_names_every_incident() -> None:
+    """Thirty incidents with long lines: the lines that fit, then the ids of the others (a
+    plain cut dropped the last incidents from the text without a word)."""
+    from guard.notify.telegram import grouping
+    from guard.store.models import TelegramGroupMember
+
+    members = [
+        TelegramGroupMember(
+            chat_id="1",
+            message_id=0,
+            incident_id=i,
+            text=f"<b>#{i}</b> [error] api error on /var/log/app.log: <code>{'x' * 250}</code>",
+            buttons=[],
+        )
+        for i in range(1, 31)
+    ]
+    text, _ = grouping.render(members)
+    assert len(text) <= 4096
+    assert all(re.search(rf"#{i}\b", text) for i in range(1, 31))
+    assert "Also #" in text and text.count("<code>") == text.count("</code>")

@@ -18,7 +18,7 @@ import re
 
 from sqlmodel import Session, col, select
 
-from guard.notify.telegram.messages import STATE_LABEL, Buttons, cut, esc
+from guard.notify.telegram.messages import LIMIT, STATE_LABEL, Buttons, cut, esc
 from guard.store.db import Database
 from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, TelegramMessage
 
@@ -83,7 +83,7 @@ def render(members: list[TelegramGroupMember]) -> tuple[str, Buttons]:
         + ".\n"
         "Use the buttons, or reply <code>#ID FIX</code> to send a fix for one."
     )
-    text = cut("\n\n".join([head, *(m.text for m in members)]))
+    text = _fit(head, [m.text for m in members], [m.incident_id for m in members])
     buttons: Buttons = [
         [(str(label), str(data)) for label, data in row]
         for m in members
@@ -91,6 +91,21 @@ def render(members: list[TelegramGroupMember]) -> tuple[str, Buttons]:
         for row in m.buttons
     ]
     return text, buttons
+
+
+def _fit(head: str, lines: list[str], ids: list[int]) -> str:
+    """The head and every incident's line, if they fit in one message; else as many whole
+    lines as fit and the ids of the rest, so no incident drops out of the text unnamed (their
+    buttons are there either way)."""
+    full = "\n\n".join([head, *lines])
+    if len(full) <= LIMIT:
+        return full
+    for shown in range(len(lines) - 1, -1, -1):
+        rest = ", ".join(f"#{i}" for i in ids[shown:])
+        text = "\n\n".join([head, *lines[:shown]]) + f"\n\nAlso {rest}: see their buttons."
+        if len(text) <= LIMIT:
+            return text
+    return cut(full)
 
 
 def members_of(session: Session, chat_id: str, message_id: int) -> list[TelegramGroupMember]:
