@@ -61,3 +61,57 @@ async def test_a_command_delivered_again_is_answered_once(world: World) -> None:
     await deliver(world.handlers, status, command=True)
     await deliver(restarted(world), status, command=True)
     assert len(texts(world, "#1")) == 1
+
+
+async def test_a_press_cut_short_before_its_command_counts_when_delivered_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The approval is spent in the transaction that queues the press's command: Guard dying
+    between the two (here, the command's audit entry fails) leaves the approval unspent and
+    the update unrecorded, so Telegram's redelivery is heard, not refused as answered."""
+    from datetime import timedelta
+
+    from guard.records import utcnow
+    from guard.store import audit
+    from guard.store.models import Approval, TelegramMessage
+    from tests.telegram.conftest import INCIDENT_MESSAGE
+
+    with world.db.session() as s:
+        s.add(
+            Approval(
+                id="deny-1",
+                incident_id=world.incident_id,
+                kind="deny",
+                expires_at=utcnow() + timedelta(hours=1),
+            )
+        )
+        msg = s.exec(select(TelegramMessage)).one()
+        msg.approvals = ["deny-1"]
+        s.add(msg)
+    # the closing edit's text (the notifier renders it; its own tests cover that)
+    world.handlers.gw.notifier = SimpleNamespace(  # type: ignore[assignment]
+        closed_text=lambda incident_id, state, said: f"#{incident_id} {state}: {said}"
+    )
+    press = world.press(ADMIN, "deny-1", INCIDENT_MESSAGE)
+    real_append = audit.append
+
+    def dies(*args: Any, **kw: Any) -> Any:  # at the command's own entry, after the press's
+        if str(kw.get("action", "")).startswith("human."):
+            raise RuntimeError("killed mid-transaction")
+        return real_append(*args, **kw)
+
+    monkeypatch.setattr(audit, "append", dies)
+    with pytest.raises(RuntimeError):
+        await world.handlers.on_callback(press, None)  # type: ignore[arg-type]
+    with world.db.session() as s:
+        assert s.get(Approval, "deny-1").used_at is None  # type: ignore[union-attr]
+    assert world.count(HumanCommand) == 0
+
+    monkeypatch.setattr(audit, "append", real_append)
+    await restarted(world).on_callback(press, None)  # type: ignore[arg-type]
+    with world.db.session() as s:
+        assert s.get(Approval, "deny-1").used_at is not None  # type: ignore[union-attr]
+        cmd = s.exec(select(HumanCommand)).one()
+    assert cmd.verb == "deny" and world.count(HumanCommand) == 1
+    await restarted(world).on_callback(press, None)  # type: ignore[arg-type]
+    assert world.count(HumanCommand) == 1  # a third delivery is skipped

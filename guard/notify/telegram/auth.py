@@ -110,76 +110,94 @@ class Authoriser:
             )
             return self.refuse(user_id, what, why, chat=str(chat_id))
         assert user_id is not None
-        now = utcnow()
         with self.db.session() as session:
-            approval = session.get(Approval, data)
-            if approval is None:
-                return self._refuse_in(session, user_id, what, "unknown or forged button")
-            if approval.used_at is not None:
-                why = (
-                    "this question expired"
-                    if approval.used_by == "expired"
-                    else f"already answered by {approval.used_by}"
-                )
-                return self._refuse_in(session, user_id, what, why, incident=approval.incident_id)
-            if approval.expires_at <= now:
-                return self._refuse_in(
-                    session, user_id, what, "this question expired", incident=approval.incident_id
-                )
-            msg = None
-            if chat_id is not None and message_id is not None:
-                msg = session.exec(
-                    select(TelegramMessage).where(
-                        TelegramMessage.chat_id == str(chat_id),
-                        TelegramMessage.message_id == message_id,
-                    )
-                ).first()
-            if msg is None or not msg.live or data not in msg.approvals:
-                return self._refuse_in(
-                    session,
-                    user_id,
-                    what,
-                    "this button does not belong to that message",
-                    incident=approval.incident_id,
-                )
-            won = session.execute(
-                update(Approval)
-                .where(col(Approval.id) == data, col(Approval.used_at).is_(None))
-                .values(used_at=now, used_by=actor(user_id))
+            return self.claim_in(session, data, user_id, chat_id, message_id)
+
+    def preview(self, data: str) -> Approval | None:
+        """The approval behind a button, as it is now (nothing spent)."""
+        with self.db.session() as session:
+            return session.get(Approval, data)
+
+    def claim_in(
+        self,
+        session: Session,
+        data: str,
+        user_id: int,
+        chat_id: int | str | None,
+        message_id: int | None,
+    ) -> Approval | Refusal:
+        """``claim`` for an allowed user, in the caller's transaction (the gateway queues the
+        press's command in the same one: a crash cannot spend a press and lose its command)."""
+        what = f"callback:{data[:64]}"
+        now = utcnow()
+        approval = session.get(Approval, data)
+        if approval is None:
+            return self._refuse_in(session, user_id, what, "unknown or forged button")
+        if approval.used_at is not None:
+            why = (
+                "this question expired"
+                if approval.used_by == "expired"
+                else f"already answered by {approval.used_by}"
             )
-            if getattr(won, "rowcount", 0) != 1:
-                return self._refuse_in(session, user_id, what, "already answered")
-            family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
-            session.execute(
-                update(Approval)
-                .where(
-                    col(Approval.incident_id) == approval.incident_id,
-                    col(Approval.kind).in_(family)
-                    if family
-                    else col(Approval.kind).not_in(CONFIRM_KINDS),
-                    col(Approval.used_at).is_(None),
-                )
-                .values(used_at=now, used_by=f"superseded:{data}")
+            return self._refuse_in(session, user_id, what, why, incident=approval.incident_id)
+        if approval.expires_at <= now:
+            return self._refuse_in(
+                session, user_id, what, "this question expired", incident=approval.incident_id
             )
-            if msg.role == "group":  # the other incidents' buttons of the message still work
-                spent = set(
-                    session.exec(
-                        select(Approval.id).where(Approval.incident_id == approval.incident_id)
-                    ).all()
+        msg = None
+        if chat_id is not None and message_id is not None:
+            msg = session.exec(
+                select(TelegramMessage).where(
+                    TelegramMessage.chat_id == str(chat_id),
+                    TelegramMessage.message_id == message_id,
                 )
-                msg.approvals = [a for a in msg.approvals if a not in spent]
-            else:
-                msg.live = False  # answered: the sync must not close it as "expired" meanwhile
-            session.add(msg)
-            audit.append(
+            ).first()
+        if msg is None or not msg.live or data not in msg.approvals:
+            return self._refuse_in(
                 session,
-                actor=actor(user_id),
-                action="telegram.pressed",
-                subject=f"incident:{approval.incident_id}",
-                data={"kind": approval.kind, "skill": approval.skill},
+                user_id,
+                what,
+                "this button does not belong to that message",
+                incident=approval.incident_id,
             )
-            approval.used_at, approval.used_by = now, actor(user_id)
-            return approval
+        won = session.execute(
+            update(Approval)
+            .where(col(Approval.id) == data, col(Approval.used_at).is_(None))
+            .values(used_at=now, used_by=actor(user_id))
+        )
+        if getattr(won, "rowcount", 0) != 1:
+            return self._refuse_in(session, user_id, what, "already answered")
+        family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
+        session.execute(
+            update(Approval)
+            .where(
+                col(Approval.incident_id) == approval.incident_id,
+                col(Approval.kind).in_(family)
+                if family
+                else col(Approval.kind).not_in(CONFIRM_KINDS),
+                col(Approval.used_at).is_(None),
+            )
+            .values(used_at=now, used_by=f"superseded:{data}")
+        )
+        if msg.role == "group":  # the other incidents' buttons of the message still work
+            spent = set(
+                session.exec(
+                    select(Approval.id).where(Approval.incident_id == approval.incident_id)
+                ).all()
+            )
+            msg.approvals = [a for a in msg.approvals if a not in spent]
+        else:
+            msg.live = False  # answered: the sync must not close it as "expired" meanwhile
+        session.add(msg)
+        audit.append(
+            session,
+            actor=actor(user_id),
+            action="telegram.pressed",
+            subject=f"incident:{approval.incident_id}",
+            data={"kind": approval.kind, "skill": approval.skill},
+        )
+        approval.used_at, approval.used_by = now, actor(user_id)
+        return approval
 
     def _refuse_in(
         self, session: Session, user_id: int, what: str, reason: str, **data: object

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -136,53 +137,48 @@ class Handlers:
         if data.startswith("fix:"):
             await self._fix_prompt(update, data)
             return
-        claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
-        if isinstance(claimed, Refusal):
-            await q.answer(f"Refused: {claimed.reason}", show_alert=True)
+        preview = await asyncio.to_thread(self.auth.preview, data)
+        if (
+            preview is None
+            or preview.kind in CONFIRM_KINDS
+            or uid is None
+            or not self.auth.user_allowed(uid)
+        ):  # refused (and audited) or a confirmation: spent on its own
+            claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
+            if isinstance(claimed, Refusal):
+                await q.answer(f"Refused: {claimed.reason}", show_alert=True)
+            elif claimed.kind in CONFIRM_KINDS:
+                await self._confirmed(update, claimed.incident_id, claimed.id, claimed.kind)
             return
         who = actor(uid)
-        if claimed.kind in CONFIRM_KINDS:
-            await self._confirmed(update, claimed.incident_id, claimed.id, claimed.kind)
-            return
-        verb = VERBS.get(claimed.kind, claimed.kind)
+        verb = VERBS.get(preview.kind, preview.kind)
         mute_for = self.gw.settings.telegram.mute_for
         said = {
-            "approve": f"Approved by {who}: running skill {claimed.skill}…",
+            "approve": f"Approved by {who}: running skill {preview.skill}…",
             "deny": f"Denied by {who}: no remedy will run.",
             "mute": f"Muted by {who} for {format_duration(mute_for)}.",
         }.get(verb, verb)
         state = {"approve": "remediating", "deny": "escalated", "mute": "muted"}.get(verb, verb)
         closed = await asyncio.to_thread(
-            self.gw.notifier.closed_text, claimed.incident_id, state, said
+            self.gw.notifier.closed_text, preview.incident_id, state, said
         )
-        # The closing edit is queued before the command: the agent may heal the incident at
-        # once and queue its own "Resolved" edit, which must come after this one, not before.
-        await asyncio.to_thread(
-            outbox.close_question,
-            self.db,
-            chat_id=self.gw.chat_id,
-            text=closed,
-            incident_id=claimed.incident_id,
-        )
+        press = Press(update, data, uid, chat_id, message_id, preview.incident_id)
         try:
             await asyncio.to_thread(
-                queue_command,
-                self.db,
-                incident_id=claimed.incident_id,
-                verb=verb,
-                actor=who,
-                channel="telegram",
-                skill=claimed.skill,
-                fix=str(mute_for) if verb == "mute" else None,
-                also=handled(update).mark,
+                self._press_and_queue, press, verb, who, preview.skill, closed, mute_for
             )
         except IntegrityError:
             _skipped(update)
             return
-        except GuardError as exc:  # the incident went away between the claim and now
+        except PressRefused:  # spent meanwhile: say why, as an audited refusal
+            claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
+            reason = claimed.reason if isinstance(claimed, Refusal) else "already answered"
+            await q.answer(f"Refused: {reason}", show_alert=True)
+            return
+        except GuardError as exc:  # the incident went away between the press and now
             failed = await asyncio.to_thread(
                 self.gw.notifier.closed_text,
-                claimed.incident_id,
+                preview.incident_id,
                 "failed",
                 f"{who} answered, but nothing ran: {exc}",
             )
@@ -191,11 +187,46 @@ class Handlers:
                 self.db,
                 chat_id=self.gw.chat_id,
                 text=failed,
-                incident_id=claimed.incident_id,
+                incident_id=preview.incident_id,
             )
             await q.answer(f"Could not {verb}: {exc}"[:190], show_alert=True)
             return
         await q.answer(said[:190])
+
+    def _press_and_queue(
+        self, press: Press, verb: str, who: str, skill: str | None, closed: str, mute_for: float
+    ) -> None:
+        """One transaction: the update stored, the approval spent, the question's closing edit
+        queued, then the command (a crash keeps all of it or none: Telegram delivers the
+        update again). The closing edit is queued before the command: the agent may heal the
+        incident at once and queue its own "Resolved" edit, which must come after this one."""
+        queued: list[tuple[OutboxMessage, int]] = []
+
+        def spend(session: Session) -> None:
+            handled(press.update).mark(session)
+            got = self.auth.claim_in(
+                session, press.data, press.user_id, press.chat_id, press.message_id
+            )
+            if isinstance(got, Refusal):
+                raise PressRefused(got.reason)
+            edit = outbox.close_question_in(
+                session, chat_id=self.gw.chat_id, text=closed, incident_id=got.incident_id
+            )
+            if edit is not None:
+                queued.append(edit)
+
+        queue_command(
+            self.db,
+            incident_id=press.incident_id,
+            verb=verb,
+            actor=who,
+            channel="telegram",
+            skill=skill,
+            fix=str(mute_for) if verb == "mute" else None,
+            also=spend,
+        )
+        for row, outbox_id in queued:
+            outbox.remember(self.db, row, outbox_id)
 
     async def _fix_prompt(self, update: Update, data: str) -> None:
         q = update.callback_query
@@ -408,6 +439,22 @@ class Handlers:
             logger.warning("telegram handler: {}", err)
         else:
             logger.opt(exception=err).error("telegram handler failed")
+
+
+@dataclass(frozen=True)
+class Press:
+    """A button press: its update and what it pressed."""
+
+    update: Update
+    data: str
+    user_id: int
+    chat_id: int | None
+    message_id: int | None
+    incident_id: int
+
+
+class PressRefused(Exception):
+    """The approval was spent, expired or moved between the preview and the press."""
 
 
 def handled(update: Update) -> updates.Handled:

@@ -130,32 +130,53 @@ def close_question(
     both queue one and the later overwrite who answered. With ``only_message`` (a
     ``TelegramMessage`` id) nothing is queued unless that message was still live.
     """
+    with db.session() as session:
+        queued = close_question_in(
+            session,
+            chat_id=chat_id,
+            incident_id=incident_id,
+            text=text,
+            only_message=only_message,
+        )
+    if queued is None:
+        return None
+    remember(db, *queued)
+    return queued[1]
+
+
+def close_question_in(
+    session: Session,
+    *,
+    chat_id: int | str,
+    incident_id: int,
+    text: str,
+    only_message: int | None = None,
+) -> tuple[OutboxMessage, int] | None:
+    """``close_question`` in the caller's transaction: the queued row and its id (``remember``
+    them after the commit), or None if ``only_message`` was no longer live."""
     row = OutboxMessage(
         method="edit", chat_id=str(chat_id), text=text, role="incident", incident_id=incident_id
     )
-    with db.session() as session:
-        if only_message is not None:
-            flipped = session.execute(
-                update(TelegramMessage)
-                .where(col(TelegramMessage.id) == only_message, col(TelegramMessage.live))
-                .values(live=False)
+    if only_message is not None:
+        flipped = session.execute(
+            update(TelegramMessage)
+            .where(col(TelegramMessage.id) == only_message, col(TelegramMessage.live))
+            .values(live=False)
+        )
+        if getattr(flipped, "rowcount", 0) != 1:
+            return None
+    else:
+        session.execute(
+            update(TelegramMessage)
+            .where(
+                col(TelegramMessage.chat_id) == str(chat_id),
+                col(TelegramMessage.incident_id) == incident_id,
+                col(TelegramMessage.role) == "incident",
+                col(TelegramMessage.live),
             )
-            if getattr(flipped, "rowcount", 0) != 1:
-                return None
-        else:
-            session.execute(
-                update(TelegramMessage)
-                .where(
-                    col(TelegramMessage.chat_id) == str(chat_id),
-                    col(TelegramMessage.incident_id) == incident_id,
-                    col(TelegramMessage.role) == "incident",
-                    col(TelegramMessage.live),
-                )
-                .values(live=False)
-            )
-        outbox_id = add(session, row)
-    remember(db, row, outbox_id)
-    return outbox_id
+            .values(live=False)
+        )
+    return row, add(session, row)
 
 
 def add(session: Session, row: OutboxMessage) -> int:
