@@ -1,7 +1,8 @@
 """The faults the soak injects, each one a small object that cleans up after itself.
 
-- ``PrivateDocker``: a dockerd of the soak's own (own socket, data root, exec root, pid file; no
-  bridge, no iptables), so restarting it never touches the machine's engine; ``--live-restore``
+- ``PrivateDocker``: a dockerd of the soak's own (own socket, data root, exec root, pid file,
+  network namespace; no bridge, no iptables), so restarting it never touches the machine's
+  engine; ``--live-restore``
   keeps the victim container running across a restart, so what is tested is Guard's monitor
   reconnecting, not the container dying.
 - ``SmallVolume``: a tmpfs mounted as Guard's data dir, filled to nearly full by a ballast file.
@@ -51,8 +52,11 @@ class PrivateDocker:
         if shutil.which("dockerd") is None:
             raise FaultError("dockerd not found: `apt-get install docker.io`")
         self.root.mkdir(parents=True, exist_ok=True)
+        # its own network namespace: a dockerd without a bridge, in the host's, deletes the
+        # host engine's docker0 as it starts (and every container on it loses its network)
         self.proc = subprocess.Popen(
             [
+                *(["unshare", "--net", "--"] if shutil.which("unshare") else []),
                 "dockerd",
                 f"--host={self.host}",
                 f"--data-root={self.root / 'data'}",

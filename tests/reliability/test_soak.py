@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +24,16 @@ pytestmark = [
 ]
 
 
+def _host_bridge() -> bool:
+    return Path("/sys/class/net/docker0").exists()
+
+
 def test_five_minutes_of_faults_lose_nothing_and_guard_never_exits() -> None:
+    bridge = _host_bridge()
     result = run(minutes=5)
+    # the soak's own dockerd (restarted twice) leaves the machine's engine alone: it once
+    # deleted the host's docker0 as it started, cutting every container on it off the network
+    assert _host_bridge() == bridge
     print(summary(result))  # the figures, with -s
     goals = result["goals"]
     figures = {k: result[k] for k in ("incidents", "telegram", "faults", "clock")}
