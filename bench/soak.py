@@ -571,7 +571,11 @@ matrix's own findings):
   the SQLite lock blocked the harness's loop, so outages were neither ended nor judged on
   time: they run in the background. An outage is judged by when Guard observed the failure
   (its incident's `last_seen`), not by when the store took it: a locked or full store delays
-  a record and loses nothing.
+  a record and loses nothing. And its private dockerd, started without a bridge in the
+  host's network namespace, deleted the host engine's `docker0` as it started (every
+  container on the default bridge lost its network; the image test failed with "could not
+  find bridge docker0"): it runs in a network namespace of its own now, and the soak test
+  checks that the host's bridge survives.
 - New: `loop_stall_warning` (default 5 s) logs the stack that holds Guard's event loop; the
   soak sets 2 s and reports the count.
 """
