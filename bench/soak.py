@@ -317,7 +317,8 @@ class Soak:
         return any(t.name.startswith("dockerd_restart") and t.is_alive() for t in self.busy)
 
     def settle(self, within: float = 180) -> float:
-        """Wait for the backlog to drain: every wave has its incident, no Telegram row pending."""
+        """Wait for the backlog to drain: every wave has its incident, no Telegram row pending,
+        no incident waiting for the agent or under way."""
         started = time.monotonic()
         while time.monotonic() - started < within:
             if self.guard.proc is not None and (code := self.guard.proc.poll()) is not None:
@@ -325,12 +326,23 @@ class Soak:
                 break
             self.note_failures()
             with contextlib.suppress(sqlite3.Error):
-                if not self.missing_waves() and not self.outbox().get("pending"):
+                if (
+                    not self.missing_waves()
+                    and not self.outbox().get("pending")
+                    and not self.in_progress()
+                ):
                     break
             time.sleep(2)
         return round(time.monotonic() - started, 1)
 
     # -- what Guard did ---------------------------------------------------------------------------
+
+    def in_progress(self) -> list[tuple[Any, ...]]:
+        """Incidents the agent has yet to take or is still working on (the last outages open
+        seconds before the run ends): stuck only if they are still so once settled."""
+        return self.db(
+            "select id from incident where state in ('open', 'diagnosing', 'remediating')"
+        )
 
     def db(self, sql: str) -> list[tuple[Any, ...]]:
         path = self.guard.root / "data" / "guard.db"
