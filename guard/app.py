@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
+from sqlalchemy.exc import OperationalError
 
 from guard import cluster, metrics
 from guard.checks import CheckScheduler
@@ -546,9 +547,10 @@ class Guard:
             await self._apply_safely(batch)
 
     async def _apply_safely(self, batch: list[Observation]) -> None:
-        """Store ``batch``, retrying while the store fails (locked, full, Postgres away): a
-        signal is not dropped for a store error. Meanwhile the queue fills up to its bound
-        and the checks wait on it. Only a Guard that is stopping gives up, after 3 tries."""
+        """Store ``batch``, retrying while the store is unavailable (locked, full, Postgres
+        away: ``OperationalError``), so a signal is not dropped for an outage of the store;
+        meanwhile the queue fills up to its bound and the checks wait on it. Any other error,
+        or a Guard that is stopping, gives up after 3 tries."""
         attempt = 0
         while True:
             attempt += 1
@@ -561,10 +563,12 @@ class Guard:
                 logger.warning("{} observation(s) not stored: {}", len(batch), exc)
                 return
             except Exception as exc:
-                if self._stop.is_set() and attempt >= 3:
+                # a store that is locked, full or away comes back; anything else (a bug, a
+                # row the store refuses) would fail forever and hold up every later batch
+                lasting = isinstance(exc, OperationalError) and not self._stop.is_set()
+                if attempt >= 3 and not lasting:
                     logger.opt(exception=exc).error(
-                        "{} observations not stored: the store fails and Guard is stopping",
-                        len(batch),
+                        "{} observations not stored: {}", len(batch), exc
                     )
                     for obs in batch:  # the next Guard re-reads these monitors from the store
                         self._state.pop(obs.monitor_id, None)

@@ -105,3 +105,31 @@ async def test_an_unexpected_exception_becomes_a_signal_and_clears(home):
     g2.monitors = [Fixed()]
     events = await g2.run_once()
     assert [e.type for e in events] == ["resolved"]  # the monitor works again
+
+
+async def test_a_batch_the_store_refuses_for_good_is_given_up_not_retried_forever(home):
+    """Only an unavailable store (``OperationalError``: locked, full, away) is waited out; a
+    batch that fails for any other reason is dropped after 3 tries, so it cannot hold up
+    every later batch (``tests/reliability/test_store_locked.py`` has the waiting side)."""
+    from sqlalchemy.exc import OperationalError
+
+    g = Guard(home.settings(), [])
+    tries: list[str] = []
+
+    def refused(batch: list[Observation]) -> list[Any]:
+        tries.append("poison")
+        raise ValueError("a row the store will never take")
+
+    g.apply = refused  # type: ignore[method-assign,assignment]
+    await g._apply_safely([Observation([], {}, "m")])
+    assert tries == ["poison"] * 3
+
+    def locked(batch: list[Observation]) -> list[Any]:
+        tries.append("locked")
+        if tries.count("locked") < 5:
+            raise OperationalError("BEGIN IMMEDIATE", {}, Exception("database is locked"))
+        return []
+
+    g.apply = locked  # type: ignore[method-assign,assignment]
+    await g._apply_safely([Observation([], {}, "m")])
+    assert tries.count("locked") == 5  # past 3: waited out until stored

@@ -139,10 +139,7 @@ class Handlers:
             return
         preview = await asyncio.to_thread(self.auth.preview, data)
         if (
-            preview is None
-            or preview.kind in CONFIRM_KINDS
-            or uid is None
-            or not self.auth.user_allowed(uid)
+            preview is None or preview.kind in CONFIRM_KINDS or not self.auth.user_allowed(uid)
         ):  # refused (and audited) or a confirmation: spent on its own
             claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
             if isinstance(claimed, Refusal):
