@@ -304,12 +304,8 @@ class Guard:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
-        previous = cluster.current()
-        cluster.install(self.leadership)
-        try:
+        with cluster.installed(self.leadership):
             await self._run()
-        finally:
-            cluster.install(previous)
 
     async def _run(self) -> None:
         self._audit(

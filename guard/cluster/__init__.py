@@ -10,6 +10,9 @@ keep the default ``Solo``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from guard.cluster.leader import Leadership, Replica, Solo
 from guard.cluster.lease import Lease, SqlLease, Term
 from guard.config import Settings
@@ -26,6 +29,20 @@ def current() -> Leadership | Solo:
 def install(leadership: Leadership | Solo) -> None:
     global _current
     _current = leadership
+
+
+@contextlib.contextmanager
+def installed(leadership: Leadership | Solo) -> Iterator[None]:
+    """Install ``leadership`` for a ``guard run``. A replica's stays installed afterwards: its
+    term is over (released or deposed), so work still on a thread when the run returned (a
+    triage batch, a step) is refused by its fence instead of finding ``Solo`` and acting."""
+    previous = current()
+    install(leadership)
+    try:
+        yield
+    finally:
+        if not leadership.ha:
+            install(previous)
 
 
 def for_settings(settings: Settings, db: Database) -> Leadership | Solo:
@@ -52,4 +69,5 @@ __all__ = [
     "current",
     "for_settings",
     "install",
+    "installed",
 ]

@@ -151,6 +151,33 @@ def test_a_leader_that_cannot_renew_stops_leading_by_its_own_clock(db):
         one.fence(session)
 
 
+def test_work_left_on_a_thread_after_a_replica_stops_is_still_fenced(db):
+    """A triage batch still on its thread when a deposed replica's ``guard run`` returned once
+    found the default ``Solo`` installed again, and stored a signal the new leader had
+    already counted."""
+    from guard import cluster
+
+    before = cluster.current()
+    one = Leadership(db, 15, Replica("one", 1, "h1"))
+    two = Leadership(db, 15, Replica("two", 2, "h2"))
+    try:
+        assert one.tick()
+        with cluster.installed(one):
+            assert cluster.current() is one
+            lapse(db)
+            assert two.tick() and two.is_leader()
+            assert not one.tick()  # deposed: its run ends
+        assert cluster.current() is one  # not Solo, which fences nothing
+        with pytest.raises(NotLeader), db.session() as session:
+            cluster.current().fence(session)
+    finally:
+        cluster.install(before)
+    solo = Solo()
+    with cluster.installed(solo):
+        assert cluster.current() is solo
+    assert cluster.current() is before  # a single box puts back what was there
+
+
 def test_solo_is_always_the_leader_and_writes_no_claims(db):
     solo = Solo(db)
     with db.session() as session:
