@@ -401,6 +401,7 @@ class Soak:
                 "other": {k: v for k, v in opened.items() if k not in expected},
                 "waves_lost": lost_waves,
                 "stuck_working": [r[0] for r in working],
+                "stuck_detail": [self.why_stuck(r[0]) for r in working + never_taken],
                 "never_taken": [r[0] for r in never_taken],
                 "outages_unseen": [
                     {k: o[k] for k in ("monitor", "at_s")}
@@ -423,6 +424,31 @@ class Soak:
             "clock": self.clock_seen(),
             "loop_stalls_over_2s": self.stalls(),
             "rss": rss_summary(self.rss, self.total),
+        }
+
+    def why_stuck(self, incident: int) -> dict[str, Any]:
+        """What is known of an incident left working or untaken: its row, the tail of its
+        timeline and steps, and Guard's log lines that name it."""
+        row = self.db(
+            "select id, monitor_id, kind, state, target, opened_at, last_seen from incident "
+            f"where id = {int(incident)}"
+        )
+        timeline = self.db(
+            "select at, type, from_state, to_state, substr(message, 1, 160) from "
+            f"incident_timeline where incident_id = {int(incident)} order by id desc limit 8"
+        )
+        steps = self.db(
+            "select run_id, kind, status, started_at, finished_at, substr(description, 1, 80) "
+            f"from agent_step where incident_id = {int(incident)} order by id desc limit 6"
+        )
+        log = self.guard.root / "guard.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        named = [line for line in text.splitlines() if f"#{incident}" in line][-12:]
+        return {
+            "incident": list(row[0]) if row else None,
+            "timeline_newest_first": [list(r) for r in timeline],
+            "steps_newest_first": [list(r) for r in steps],
+            "log": named,
         }
 
     def stalls(self) -> int:
@@ -553,6 +579,8 @@ def summary(r: dict[str, Any]) -> str:
         f"clock: {r['clock']}; event loop stalls of 2 s or more: {r.get('loop_stalls_over_2s')}",
         "goals: " + ", ".join(f"{k} {'ok' if v else 'RED'}" for k, v in r["goals"].items()),
     ]
+    for detail in inc.get("stuck_detail", []):
+        lines.append(f"stuck: {json.dumps(detail, default=str, indent=1)}")
     return "\n".join(lines)
 
 

@@ -51,7 +51,7 @@ from guard.config import Settings
 from guard.crashpoints import reached
 from guard.exceptions import InvalidTransition, NotLeader
 from guard.incidents.commands import beat, reset_interrupted, take_queued
-from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle, untaken
+from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle, unattended
 from guard.llm import ModelProvider, build_provider
 from guard.memory import IncidentMemory, open_memory
 from guard.metrics import record_remediation
@@ -78,8 +78,9 @@ from guard.store.models import (
 
 S = IncidentState
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
-SWEEP_EVERY = 15.0  # seconds between looks for incidents left open (``Agent.sweep``)
-SWEEP_AFTER = 30.0  # an incident open this long with no worker was never taken
+SWEEP_EVERY = 15.0  # seconds between looks for incidents nobody works on (``Agent.sweep``)
+SWEEP_AFTER = 30.0  # an incident open (or working, unmoved) this long with no worker is swept
+SWEEP_RETRIES = 3  # resumptions of one incident whose worker failed, before leaving it be
 
 
 class Agent:
@@ -156,6 +157,7 @@ class Agent:
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
         self._incidents = asyncio.Semaphore(settings.agent.max_concurrent_incidents)
         self.workers = IncidentWorkers(lambda incident_id: self.handle(incident_id))
+        self._resumed: dict[int, int] = {}  # incident -> times the sweep resumed it
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def use_playbooks(self, playbooks: list[Playbook]) -> None:
@@ -300,20 +302,58 @@ class Agent:
                 await self._decide(inc)
 
     async def sweep(self) -> None:
-        """Take the incidents left ``open`` that no worker holds: a hand-off from triage lost to a
-        store error (the database locked, the disk full) is retried here, not lost."""
+        """Take up the incidents that no worker holds but should: one left ``open`` (a hand-off
+        from triage lost to a store error: the database locked, the disk full) is taken; one
+        left ``diagnosing`` or ``remediating`` by a worker that failed mid-way is resumed as
+        after a restart (a step that ran is not run again), at most ``SWEEP_RETRIES`` times."""
         if not self.settings.agent.enabled or not cluster.current().is_leader():
             return
         cutoff = utcnow() - timedelta(seconds=SWEEP_AFTER)
         try:
-            ids = await asyncio.to_thread(untaken, self.db, cutoff)
+            found = await asyncio.to_thread(unattended, self.db, cutoff)
         except Exception as exc:  # the store is still failing: the next sweep tries again
-            logger.warning("could not look for untaken incidents: {}", exc)
+            logger.warning("could not look for unattended incidents: {}", exc)
             return
-        for incident_id in ids:
-            if not self.workers.busy(incident_id):
+        for incident_id, state in found:
+            if self.workers.busy(incident_id):
+                continue
+            if state == S.open:
                 logger.warning("incident #{}: open and not taken; taking it now", incident_id)
                 self.submit(incident_id)
+                continue
+            tries = self._resumed[incident_id] = self._resumed.get(incident_id, 0) + 1
+            if tries > SWEEP_RETRIES:
+                if tries == SWEEP_RETRIES + 1:
+                    logger.error(
+                        "incident #{}: still {} after {} resumptions; left for a human's answer "
+                        "or a restart",
+                        incident_id,
+                        state.value,
+                        SWEEP_RETRIES,
+                    )
+                continue
+            logger.warning("incident #{}: {} with no worker; resuming it", incident_id, state.value)
+            self.submit(incident_id, self._recover(incident_id))
+
+    async def _recover(self, incident_id: int) -> None:
+        """Resume one incident that a failed worker left working, as a restart would."""
+        inc = self.lifecycle.load(incident_id)
+        if inc is None or inc.state not in (S.diagnosing, S.remediating):
+            return
+        if inc.state == S.diagnosing:
+            await self.handle(incident_id)
+            return
+        with self.db.session() as session:
+            run = session.exec(
+                select(RemediationRun).where(
+                    RemediationRun.incident_id == incident_id,
+                    RemediationRun.status == RunStatus.running,
+                )
+            ).first()
+        if run is not None:
+            await self._resume_run(run)
+        else:
+            await self._settle_run(incident_id)
 
     async def poll_commands(self) -> None:
         """Take the queued human answers, one per incident whose worker is free (only the

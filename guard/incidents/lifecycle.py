@@ -164,14 +164,35 @@ class Lifecycle:
             hook(incident_id)
 
 
-def untaken(db: Database, opened_before: datetime, limit: int = 100) -> list[int]:
-    """Incidents still ``open`` that opened before ``opened_before``, oldest first: the agent
-    takes an incident as it opens, so these are hand-offs that a store error cut short."""
+def unattended(db: Database, before: datetime, limit: int = 100) -> list[tuple[int, S]]:
+    """Incidents the agent should hold but may not, oldest first, with their states: those
+    still ``open`` that opened before ``before`` (the agent takes an incident as it opens, so
+    these are hand-offs a store error cut short), and those ``diagnosing`` or ``remediating``
+    that have not moved since ``before`` (their worker may have failed mid-way). The caller
+    skips the ones a live worker holds."""
     with db.session() as session:
-        found = session.exec(
-            select(Incident.id)
-            .where(Incident.state == IncidentState.open, col(Incident.opened_at) < opened_before)
+        found: list[tuple[int | None, S, datetime]] = [
+            (i, S.open, at)
+            for i, at in session.exec(
+                select(Incident.id, Incident.opened_at)
+                .where(Incident.state == S.open, col(Incident.opened_at) < before)
+                .order_by(col(Incident.id))
+                .limit(limit)
+            ).all()
+        ]
+        working = session.exec(
+            select(Incident.id, Incident.state, Incident.opened_at)
+            .where(col(Incident.state).in_((S.diagnosing, S.remediating)))
             .order_by(col(Incident.id))
             .limit(limit)
         ).all()
-    return [i for i in found if i is not None]
+        for incident_id, state, opened_at in working:
+            moved = session.exec(  # the incident's newest entry (indexed by incident)
+                select(IncidentTimeline.at)
+                .where(IncidentTimeline.incident_id == incident_id)
+                .order_by(col(IncidentTimeline.id).desc())
+                .limit(1)
+            ).first()
+            if (moved or opened_at) < before:
+                found.append((incident_id, S(state), moved or opened_at))
+    return sorted((i, state) for i, state, _ in found if i is not None)

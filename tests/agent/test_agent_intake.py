@@ -135,6 +135,55 @@ async def test_an_incident_whose_hand_off_was_lost_is_taken_by_the_sweep(tmp_pat
     await a.drain()
 
 
+async def test_an_incident_a_failed_worker_left_working_is_resumed_by_the_sweep(
+    tmp_path: Path,
+) -> None:
+    """A worker that died mid-way (its escalation refused by a full disk) left its incident
+    ``diagnosing`` for good: nothing but a restart picked it up. The sweep resumes such an
+    incident as a restart would (a looked-at diagnosis again, a run resumed, a finished run
+    settled), only once it has not moved for a while, and gives up after a few tries."""
+    from datetime import timedelta
+
+    from guard.agent import loop
+    from guard.records import utcnow
+    from guard.store.models import RemediationRun
+
+    a = agent(tmp_path)
+    old = utcnow() - timedelta(minutes=5)
+    with a.db.session() as session:
+        diagnosing = stored_incident(session, "diagnosing")
+        running = stored_incident(session, "remediating")
+        ended = stored_incident(session, "remediating")
+        moving = stored_incident(session, "diagnosing")  # its worker may be about to move it
+        for inc in (diagnosing, running, ended):
+            inc.opened_at = old
+        run = RemediationRun(incident_id=running.id, skill="restart", target="t")
+        session.add(run)
+        session.flush()
+        ids = (diagnosing.id, running.id, ended.id, moving.id, run.id)
+    done: list[tuple[str, int]] = []
+
+    async def handle(incident_id: int) -> None:
+        done.append(("look", incident_id))
+
+    async def resume_run(r: RemediationRun) -> None:
+        done.append(("resume run", r.id or 0))
+
+    async def settle_run(incident_id: int) -> None:
+        done.append(("settle", incident_id))
+
+    a.handle = handle  # type: ignore[method-assign]
+    a._resume_run = resume_run  # type: ignore[method-assign,assignment]
+    a._settle_run = settle_run  # type: ignore[method-assign]
+    await a.sweep()
+    await a.drain()
+    assert sorted(done) == sorted([("look", ids[0]), ("resume run", ids[4]), ("settle", ids[2])])
+    for _ in range(loop.SWEEP_RETRIES + 2):
+        await a.sweep()
+        await a.drain()
+    assert done.count(("look", ids[0])) == loop.SWEEP_RETRIES  # then left for a human
+
+
 async def test_a_worker_that_raises_is_logged_not_silent(tmp_path: Path) -> None:
     from loguru import logger
 
