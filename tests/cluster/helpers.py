@@ -79,6 +79,16 @@ class Replicas:
     def readyz(self, name: str) -> dict[str, Any]:
         return httpx.get(f"http://127.0.0.1:{self.ports[name]}/readyz", timeout=10).json()
 
+    def signals(self, name: str, kind: str) -> float:
+        """How many ``kind`` signals replica ``name`` has stored (its ``guard_signals_total``)."""
+        text = httpx.get(f"http://127.0.0.1:{self.ports[name]}/metrics", timeout=10).text
+        prefix = "guard_signals_total{"
+        return sum(
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith(prefix) and f'kind="{kind}"' in line
+        )
+
     def status(self) -> list[dict[str, Any]]:
         out = self.home.cli("cluster", "status", "--json").stdout
         return list(json.loads(out)["replicas"])

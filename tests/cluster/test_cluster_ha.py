@@ -166,6 +166,9 @@ def test_a_leader_stopped_past_its_lease_performs_no_action_when_it_wakes(
     stopped_at = utcnow()
     wait_for(lambda: replicas.leader() == "b", 45, "b to take over from the stopped leader")
     wait_for(lambda: "guard running" in replicas.log("b"), 30, "b to run its monitors")
+    # b's first poll has seen v1 running (else, on a slow box, it could see v1 exited too
+    # and count the kill a second time, beside its events stream)
+    wait_for(lambda: replicas.signals("b", "container_running") >= 1, 30, "b's first poll")
     v1.kill()  # the engine queues this event on a's stream too: a reads it when it wakes
     first = asked(home, tg, v1.name)
 
