@@ -1,7 +1,7 @@
 """The Guard runtime: schedules monitors, follows streams, feeds triage, survives failures.
 
-Monitors hand ``Observation``s to one queue; a single consumer applies them to the store in
-batches, so database writes are serialised and a log storm costs one transaction per batch.
+Monitors hand ``Observation``s to the triage intake (``guard.intake``: one bounded queue, one
+consumer applying them to the store in batches).
 Each monitor's latest state (a log offset) is kept in memory as soon as a check returns, so the
 next check never reads a stale offset, and is persisted with the signals it produced. Whatever a
 monitor raises is logged and becomes a ``monitor_error`` signal; nothing a monitor does can
@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import gc
 import signal
-import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
-from sqlalchemy.exc import OperationalError
 
 from guard import cluster, metrics
 from guard.checks import CheckScheduler
 from guard.config import Settings
-from guard.exceptions import MonitorError, NotLeader
+from guard.exceptions import MonitorError
+from guard.intake import Intake
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor, build_monitor
 from guard.playbooks.loader import check_playbooks
 from guard.playbooks.models import MonitorSpec, Playbook
@@ -53,9 +52,6 @@ from guard.web import WebServer
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
 
-BATCH = 500
-QUEUE_BOUND = 10_000  # observations waiting for triage
-BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 EventHook = Callable[[list[IncidentEvent]], Any]
 
 
@@ -153,9 +149,12 @@ class Guard:
         self._state: dict[str, dict[str, Any]] = {}
         self._healthy: dict[str, bool] = {}  # monitor id -> did its last check work
         self.last_check: dict[str, datetime] = {}  # monitor id -> when its last check ended
-        # bounded: while the store fails, checks wait on it rather than pile up in memory
-        self._queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
         self._stop = asyncio.Event()
+        self.intake = Intake(
+            lambda batch: self.apply(batch),
+            forget=lambda monitor_id: self._state.pop(monitor_id, None),
+            stopping=self._stop.is_set,
+        )
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
         self._agent = agent
@@ -370,7 +369,7 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        triage = asyncio.create_task(self._consume(), name="triage")
+        triage = asyncio.create_task(self.intake.consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.
         stalls = StallWatch(self.settings.loop_stall_warning)
         feeders = [asyncio.create_task(stalls.run(self._stop), name="loop-watch")]
@@ -378,10 +377,10 @@ class Guard:
         if self.heal:
             self._attach_agent()
             agent = asyncio.create_task(self.agent.run(self._stop), name="agent")
-            self._queue.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
+            self.intake.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
         self._follow_all(self.monitors)
         # an incident from an invalid edit before a restart resolves: these files load
-        self._queue.put_nowait(Observation([valid_signal(p) for p in self._watch.files], {}))
+        self.intake.put_nowait(Observation([valid_signal(p) for p in self._watch.files], {}))
         logger.info(
             "guard running: {} monitors ({} streaming), agent {}",
             len(self.monitors),
@@ -402,7 +401,7 @@ class Guard:
                 t.cancel()
             await asyncio.gather(*feeders, *([agent] if agent else []), return_exceptions=True)
             if not self.leadership.deposed:
-                await self._drain()  # what the feeders queued last reaches the store
+                await self.intake.drain()  # what the feeders queued last reaches the store
             if gateway is not None:
                 await gateway.stop()
             triage.cancel()
@@ -452,7 +451,7 @@ class Guard:
         signals += [s for p, s in failed.items() if self._invalid.get(p) != s.message]
         self._invalid = {p: s.message for p, s in failed.items()}
         if signals:
-            await self._queue.put(Observation(signals, {}))
+            await self.intake.put(Observation(signals, {}))
         if diff is None:
             logger.error(
                 "playbooks in {} are invalid; Guard keeps the last good config: {}",
@@ -499,7 +498,7 @@ class Guard:
         return diff
 
     async def _scheduled(self, monitor: Monitor) -> None:
-        await self._queue.put(await self.check(monitor))
+        await self.intake.put(await self.check(monitor))
 
     async def _follow(self, monitor: StreamingMonitor) -> None:
         """Keep a monitor's event stream open, reconnecting with backoff."""
@@ -508,7 +507,7 @@ class Guard:
         async def emit(obs: Observation) -> None:
             nonlocal delay
             delay = 1.0
-            await self._queue.put(Observation(list(obs.signals), obs.state, monitor.id))
+            await self.intake.put(Observation(list(obs.signals), obs.state, monitor.id))
 
         while not self._stop.is_set():
             try:
@@ -516,67 +515,9 @@ class Guard:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                await self._queue.put(self._failed(monitor, exc))
+                await self.intake.put(self._failed(monitor, exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 30.0)
-
-    async def _consume(self) -> None:
-        """Apply observations in batches. After a quiet spell the first one goes at once; while
-        busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the next one, so
-        a thousand checks a minute cost tens of transactions, not a thousand."""
-        last = -BATCH_EVERY
-        while True:
-            batch = [await self._queue.get()]
-            wait = last + BATCH_EVERY - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            while len(batch) < BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            last = time.monotonic()
-            await self._apply_safely(batch)
-
-    async def _drain(self) -> None:
-        batch = []
-        while not self._queue.empty():
-            batch.append(self._queue.get_nowait())
-        if batch:
-            await self._apply_safely(batch)
-
-    async def _apply_safely(self, batch: list[Observation]) -> None:
-        """Store ``batch``, retrying while the store is unavailable (locked, full, Postgres
-        away: ``OperationalError``), so a signal is not dropped for an outage of the store;
-        meanwhile the queue fills up to its bound and the checks wait on it. Any other error,
-        or a Guard that is stopping, gives up after 3 tries."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                await asyncio.to_thread(self.apply, batch)
-                if attempt > 1:
-                    logger.info("stored {} observations (attempt {})", len(batch), attempt)
-                return
-            except NotLeader as exc:  # deposed: this replica's observations do not count
-                logger.warning("{} observation(s) not stored: {}", len(batch), exc)
-                return
-            except Exception as exc:
-                # a store that is locked, full or away comes back; anything else (a bug, a
-                # row the store refuses) would fail forever and hold up every later batch
-                lasting = isinstance(exc, OperationalError) and not self._stop.is_set()
-                if attempt >= 3 and not lasting:
-                    logger.opt(exception=exc).error(
-                        "{} observations not stored: {}", len(batch), exc
-                    )
-                    for obs in batch:  # the next Guard re-reads these monitors from the store
-                        self._state.pop(obs.monitor_id, None)
-                    return
-                if attempt == 1 or attempt % 10 == 0:
-                    logger.error(
-                        "could not store {} observations (attempt {}): {}; retrying",
-                        len(batch),
-                        attempt,
-                        exc,
-                    )
-                await asyncio.sleep(min(attempt, 5))
 
     async def _sync_skills(self) -> None:
         """Fetch the skills remote and fast-forward (``guard.skills.remote``); a failure is an
@@ -587,7 +528,7 @@ class Guard:
         from guard.skills.remote import sync_now
 
         _, signals = await asyncio.to_thread(sync_now, self.settings)
-        await self._queue.put(Observation(signals, {}))
+        await self.intake.put(Observation(signals, {}))
 
     async def _anchor(self) -> None:
         """Record the audit chain's head outside the database (``audit-anchors.jsonl``)."""

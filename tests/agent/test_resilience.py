@@ -121,7 +121,7 @@ async def test_a_batch_the_store_refuses_for_good_is_given_up_not_retried_foreve
         raise ValueError("a row the store will never take")
 
     g.apply = refused  # type: ignore[method-assign,assignment]
-    await g._apply_safely([Observation([], {}, "m")])
+    await g.intake.store([Observation([], {}, "m")])
     assert tries == ["poison"] * 3
 
     def locked(batch: list[Observation]) -> list[Any]:
@@ -131,5 +131,5 @@ async def test_a_batch_the_store_refuses_for_good_is_given_up_not_retried_foreve
         return []
 
     g.apply = locked  # type: ignore[method-assign,assignment]
-    await g._apply_safely([Observation([], {}, "m")])
+    await g.intake.store([Observation([], {}, "m")])
     assert tries.count("locked") == 5  # past 3: waited out until stored

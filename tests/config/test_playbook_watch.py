@@ -128,8 +128,8 @@ async def test_apply_keeps_unchanged_monitors_and_updates_what_derives_from_play
 def drained(guard: Guard) -> list[tuple[str, str, str]]:
     """What the reload put on the triage queue: (status, file name, message start)."""
     out: list[tuple[str, str, str]] = []
-    while not guard._queue.empty():
-        for s in guard._queue.get_nowait().signals:
+    while not guard.intake.queue.empty():
+        for s in guard.intake.queue.get_nowait().signals:
             assert s.kind == "playbook_invalid"
             out.append((s.status, Path(s.target).name, s.message.split(":")[0]))
     return out

@@ -1,0 +1,109 @@
+"""Triage intake: every monitor's observations through one bounded queue into the store.
+
+Monitors and streams put ``Observation``s on the queue; one consumer applies them in batches,
+so database writes are serialised and a log storm costs one transaction per batch, not one per
+line. While the store is unavailable (locked, full, Postgres away) a batch is retried until it
+is stored, and the queue fills up to its bound, so the checks wait instead of piling up in
+memory. A batch that fails for any other reason is given up after 3 tries, so it cannot hold
+up every later one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from loguru import logger
+from sqlalchemy.exc import OperationalError
+
+from guard.exceptions import NotLeader
+from guard.records import Observation
+
+BATCH = 500
+QUEUE_BOUND = 10_000  # observations waiting for triage
+BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
+TRIES = 3  # for a batch that fails for another reason than an unavailable store
+
+Apply = Callable[[list[Observation]], Any]
+
+
+class Intake:
+    """The queue in front of triage, and its one consumer."""
+
+    def __init__(
+        self,
+        apply: Apply,
+        *,
+        forget: Callable[[str], object],
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._apply = apply  # stores a batch (blocking: run on a thread)
+        self._forget = forget  # drops a monitor's state in memory: re-read from the store
+        self._stopping = stopping
+        self.queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
+
+    async def put(self, obs: Observation) -> None:
+        await self.queue.put(obs)
+
+    def put_nowait(self, obs: Observation) -> None:
+        self.queue.put_nowait(obs)
+
+    async def consume(self) -> None:
+        """Apply observations in batches, forever. After a quiet spell the first one goes at
+        once; while busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the
+        next one, so a thousand checks a minute cost tens of transactions, not a thousand."""
+        last = -BATCH_EVERY
+        while True:
+            batch = [await self.queue.get()]
+            wait = last + BATCH_EVERY - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            while len(batch) < BATCH and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            last = time.monotonic()
+            await self.store(batch)
+
+    async def drain(self) -> None:
+        """Store what is queued now (on the way out)."""
+        batch = []
+        while not self.queue.empty():
+            batch.append(self.queue.get_nowait())
+        if batch:
+            await self.store(batch)
+
+    async def store(self, batch: list[Observation]) -> None:
+        """Store ``batch``, retrying while the store is unavailable (``OperationalError``),
+        so a signal is not dropped for an outage of the store. Any other error, or a Guard
+        that is stopping, gives up after ``TRIES``."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                await asyncio.to_thread(self._apply, batch)
+                if attempt > 1:
+                    logger.info("stored {} observations (attempt {})", len(batch), attempt)
+                return
+            except NotLeader as exc:  # deposed: this replica's observations do not count
+                logger.warning("{} observation(s) not stored: {}", len(batch), exc)
+                return
+            except Exception as exc:
+                # a store that is locked, full or away comes back; anything else (a bug, a
+                # row the store refuses) would fail forever and hold up every later batch
+                lasting = isinstance(exc, OperationalError) and not self._stopping()
+                if attempt >= TRIES and not lasting:
+                    logger.opt(exception=exc).error(
+                        "{} observations not stored: {}", len(batch), exc
+                    )
+                    for obs in batch:  # the next check re-reads these monitors from the store
+                        self._forget(obs.monitor_id)
+                    return
+                if attempt == 1 or attempt % 10 == 0:
+                    logger.error(
+                        "could not store {} observations (attempt {}): {}; retrying",
+                        len(batch),
+                        attempt,
+                        exc,
+                    )
+                await asyncio.sleep(min(attempt, 5))
