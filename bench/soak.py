@@ -595,6 +595,13 @@ matrix's own findings):
   ("database is locked" while the agent took it). The agent now sweeps incidents left open
   with no worker (every 15 s, those open for over 30 s), and a worker that fails is logged.
   Tests: `tests/agent/test_agent_intake.py`.
+- **A worker that failed mid-way left its incident `diagnosing` for good** (a CI run of the
+  5-minute soak: a wave's incident was being diagnosed as the disk filled; the escalation that
+  follows a failure was refused too, and only a restart would have resumed it). The sweep now
+  also resumes an incident left `diagnosing` or `remediating` with no worker and unmoved for
+  30 s, as a restart does (a step that ran is not run again), at most 3 times. Test:
+  `tests/agent/test_agent_intake.py`. The soak now prints, for an incident it finds stuck, its
+  row, timeline, steps and the log lines that name it.
 - **One store error ended the agent's command loop for good**: no human command taken and no
   sweep until a restart. A failing round is now skipped. Test: the same file.
 - **A triage batch the store refused three times was dropped** (a lock held past three busy
