@@ -171,10 +171,10 @@ def unattended(db: Database, before: datetime, limit: int = 100) -> list[tuple[i
     that have not moved since ``before`` (their worker may have failed mid-way). The caller
     skips the ones a live worker holds."""
     with db.session() as session:
-        found: list[tuple[int | None, S, datetime]] = [
-            (i, S.open, at)
-            for i, at in session.exec(
-                select(Incident.id, Incident.opened_at)
+        found: list[tuple[int | None, S]] = [
+            (i, S.open)
+            for i in session.exec(
+                select(Incident.id)
                 .where(Incident.state == S.open, col(Incident.opened_at) < before)
                 .order_by(col(Incident.id))
                 .limit(limit)
@@ -194,5 +194,5 @@ def unattended(db: Database, before: datetime, limit: int = 100) -> list[tuple[i
                 .limit(1)
             ).first()
             if (moved or opened_at) < before:
-                found.append((incident_id, S(state), moved or opened_at))
-    return sorted((i, state) for i, state, _ in found if i is not None)
+                found.append((incident_id, S(state)))
+    return sorted((i, state) for i, state in found if i is not None)
