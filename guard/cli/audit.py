@@ -13,6 +13,8 @@ app = typer.Typer(help="The tamper-evident audit log.", no_args_is_help=True)
 
 
 def _head_option(value: str) -> chain.Anchor:
+    """``SEQ:HASH`` as a daily report shows it (``#``, ``head`` and quotes around it allowed)."""
+    value = value.strip().strip("`'\"").removeprefix("head").strip().lstrip("#")
     seq, _, digest = value.partition(":")
     if not seq.isdigit() or not digest:
         fail(f"--head {value!r}: use SEQ:HASH, as the daily report shows it")
@@ -36,8 +38,9 @@ def verify(
     path = settings.data_dir / chain.ANCHORS
     with db.session() as session:
         try:
-            anchors = chain.read_anchors(path) + [_head_option(h) for h in heads]
-            n = chain.verify(session, anchors)
+            kept = chain.read_anchors(path)
+            anchors = kept + [_head_option(h) for h in heads]
+            n = chain.verify(session, anchors, file_lines=len(kept))
         except AuditChainBroken as exc:
             err.print(
                 f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}",

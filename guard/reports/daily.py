@@ -14,8 +14,9 @@ the 24 hours before now (the scheduled report). Definitions, so the numbers can 
 - approvals pending: unexpired, unused skill approvals (now);
 - skills pending review: learned skills on their own branch, not yet on ``skills.git_branch``
   (now), each with its branch or pull request;
-- audit head: the audit chain's length and newest hash (now); posted to the chat daily, it is an
-  anchor no one with only the database can rewrite (``guard audit verify --head SEQ:HASH``).
+- audit head: the audit chain's length and its head ``SEQ:HASH`` (now), the exact argument of
+  ``guard audit verify --head``; posted to the chat daily, it is an anchor no one with only the
+  database can rewrite.
 
 The template is ``daily.html.j2`` (Telegram HTML), shipped with the package; a file of that name
 in ``data_dir/templates/`` replaces it.
@@ -44,6 +45,7 @@ from guard.store.db import Database
 from guard.store.models import (
     ACTIVE_STATES,
     Approval,
+    AuditEntry,
     Incident,
     IncidentState,
     IncidentTimeline,
@@ -70,7 +72,8 @@ class DailyReport:
     pending: list[dict[str, Any]] = field(default_factory=list)
     review: list[dict[str, Any]] = field(default_factory=list)  # skills pending review
     per_hour: list[int] = field(default_factory=lambda: [0] * 24)
-    audit_entries: int = 0  # the audit chain's head: in the chat, it anchors the chain
+    audit_entries: int = 0  # how many entries the chain holds (fewer than seq after a cut)
+    audit_seq: int = 0  # the audit chain's head: in the chat, it anchors the chain
     audit_head: str = ""
 
     @property
@@ -136,7 +139,8 @@ def gather(
             )
             .order_by(col(Approval.incident_id))
         ).all()
-        report.audit_entries, report.audit_head = audit.head(session)
+        report.audit_seq, report.audit_head = audit.head(session)
+        report.audit_entries = session.exec(select(func.count()).select_from(AuditEntry)).one()
     report.opened = len(opened)
     for inc in opened:
         report.per_hour[inc.opened_at.astimezone(tz).hour] += 1

@@ -7,10 +7,11 @@ What goes, once it is older than the retention (``store.retention``, default 90 
   members and outbox rows (signals are not stored one by one: they are the incidents' counts
   and timelines);
 - conversation and outbox rows of no incident;
-- audit entries, but never silently: the cut is first recorded as an anchor line
-  ``{"seq", "hash", "at", "cut": true}`` in ``audit-anchors.jsonl`` (fsynced before any row
-  goes), and a ``store.pruned`` entry with the counts stays in the chain; ``guard audit verify``
-  then checks the chain from the cut on (``guard.store.audit``).
+- audit entries, but never silently: the head is anchored, then the cut is recorded as an
+  ``audit.cut`` entry (keyed under ``audit.key``) and a cut line ``{"seq", "hash", "at", "cut":
+  true, ...}`` in ``audit-anchors.jsonl`` (fsynced before any row goes), and a ``store.pruned``
+  entry with the counts stays in the chain; ``guard audit verify`` then checks the chain from
+  the cut on, and only a cut recorded this way (``guard.store.audit``).
 
 Log templates stay: their ids are part of fingerprints and the running miner keeps them, and
 there are as many as there are distinct events, not as many as lines.
@@ -131,7 +132,7 @@ def prune(
                 col(OutboxMessage.created_at) < cutoff,
             ),
         )
-    _cut_audit(db, cutoff, anchors, done)
+    _cut_audit(db, cutoff, anchors, done, actor)
     if not done.rows:
         return done
     with db.session() as session:
@@ -145,9 +146,9 @@ def prune(
     return done
 
 
-def _cut_audit(db: Database, cutoff: datetime, anchors: Path, done: Pruned) -> None:
-    """Remove audit entries older than ``cutoff``, after anchoring where the chain now starts.
-    The newest entry always stays, so the next one still links to it."""
+def _cut_audit(db: Database, cutoff: datetime, anchors: Path, done: Pruned, actor: str) -> None:
+    """Remove audit entries older than ``cutoff``, after anchoring the head (which covers the
+    cut) and recording the cut. The newest entry always stays, so the next one links to it."""
     with db.session() as session:
         head, _ = audit.head(session)
         last = session.exec(
@@ -158,7 +159,8 @@ def _cut_audit(db: Database, cutoff: datetime, anchors: Path, done: Pruned) -> N
         ).first()
     if last is None:
         return
-    audit.record_cut(anchors, last.seq, last.hash)  # on disk before a row goes
+    audit.anchor(db, anchors, actor)
+    audit.record_cut(db, anchors, last.seq, last.hash, actor)  # on disk before a row goes
     with db.session() as session:
         done.add("audit_log", _delete(session, AuditEntry, col(AuditEntry.seq) <= last.seq))
     done.audit_cut = last.seq

@@ -54,7 +54,7 @@ def test_deleting_the_newest_rows_after_an_anchor_fails_and_names_the_anchor(hom
     anchored = home.cli("audit", "anchor")
     assert "anchored head #" in anchored.stdout
     anchors = (home.root / "data" / ANCHORS).read_text().splitlines()
-    assert len(anchors) == 1 and set(json.loads(anchors[0])) == {"seq", "hash", "at"}
+    assert len(anchors) == 1 and set(json.loads(anchors[0])) == {"seq", "hash", "at", "n"}
     ok = home.cli("audit", "verify")
     assert "audit chain ok" in ok.stdout and "1 anchor(s) hold" in ok.stdout
     with sqlite3.connect(db) as conn:

@@ -79,9 +79,16 @@ def test_prune_removes_old_resolved_incidents_and_anchors_the_audit_cut(home: Gu
     assert lines[-1]["cut"] is True and lines[-1]["seq"] == done.audit_cut
     with db.session() as s:
         remaining = list(s.exec(select(AuditEntry).order_by(col(AuditEntry.seq))))
-        assert [e.action for e in remaining] == ["store.pruned", "store.pruned"]
-        assert "audit_log" in remaining[1].data["rows"]  # the cut is in the chain
-        assert audit.verify(s, audit.read_anchors(anchors)) == 2
+        # the newest entry stays, then the anchor that covers the cut and the cut's record
+        assert [e.action for e in remaining] == [
+            "store.pruned",
+            "audit.anchored",
+            "audit.cut",
+            "store.pruned",
+        ]
+        assert remaining[2].data["seq"] == done.audit_cut  # the cut is in the chain
+        assert "audit_log" in remaining[3].data["rows"]
+        assert audit.verify(s, audit.read_anchors(anchors), file_lines=2) == 4
         with pytest.raises(AuditChainBroken, match="missing or reordered"):
             audit.verify(s)  # without the cut anchor, the pruned entries are missing
         s.delete(remaining[0])  # a gap after the cut is still found
