@@ -3,6 +3,11 @@
 The playbook's diagnostics for the incident's kind, then the best candidate skill's, run in the
 incident's sandbox (with the grants the remedy would get); a Docker incident with none gets the
 container's last log lines. Evidence is redacted and capped.
+
+A skill that may not run unasked (``trust: approval``, or pending review) came from a commit no
+human has approved for this system: its diagnostics run with no grant at all (no network, no
+secret, no mount) until one approves the skill, so they cannot send the playbook's secrets
+anywhere.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.playbooks.models import Playbook
 from guard.redact import Redactor
+from guard.sandbox.base import SandboxGrants
 from guard.skills.library import Candidate, Skill
 from guard.skills.model import Step
 from guard.store.models import Incident, IncidentState
@@ -50,6 +56,18 @@ class Diagnoser:
             steps.append((Step(action="docker.logs", args={"tail": 30}), None))
         return steps
 
+    def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
+        """The remedy's grants, or none for a skill no human has approved yet."""
+        if skill is not None and not skill.runs_unasked:
+            return SandboxGrants()
+        return self.remediator.grants_for(inc, skill)
+
+    @staticmethod
+    def _unapproved(skill: Skill | None) -> str:
+        if skill is None or skill.runs_unasked:
+            return ""
+        return f"  (skill {skill.name} is not approved yet: no network, no secrets)"
+
     async def diagnose(self, inc: Incident, candidates: list[Candidate]) -> str:
         """Collect read-only evidence; keep it on the incident."""
         assert inc.id is not None
@@ -62,13 +80,9 @@ class Diagnoser:
                     out = await self.runner.action(step.action, dict(step.args), inc)
                 else:
                     out = await self.runner.sandbox_run(
-                        step,
-                        inc,
-                        skill,
-                        self.remediator.grants_for(inc, skill),
-                        incident_context(inc),
+                        step, inc, skill, self.grants_for(inc, skill), incident_context(inc)
                     )
-                parts.append(f"$ {step.describe()}\n{out.summary}")
+                parts.append(f"$ {step.describe()}{self._unapproved(skill)}\n{out.summary}")
             except Exception as exc:
                 parts.append(f"$ {step.describe()}\n(could not run: {exc})")
         evidence = self.redactor.redact("\n".join(parts))[:EVIDENCE_LIMIT]

@@ -6,7 +6,9 @@ variables (git >= 2.31): it is not written to ``.git/config`` and not in argv (`
 argv). ``LOCK`` serialises the commands that move the working tree or its index within one
 Guard (a learned commit and a sync's fast-forward); git's own lock files guard across processes.
 Whatever git prints is redacted of the token (and of the header's base64 form) before Guard
-shows or logs it. Prompts are off: a missing credential fails, never hangs.
+shows or logs it. Prompts are off: a missing credential fails, never hangs. Every command runs
+with ``core.symlinks=false``: a link committed to the remote is checked out as a small file
+naming its target, never as a link to a host path (``guard.skills.files``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import urlsplit
 from guard.config import basic_credentials
 from guard.exceptions import SkillsRemoteError
 from guard.redact import redact
+from guard.skills.files import NO_SYMLINKS
 
 LOCK = threading.Lock()
 
@@ -79,7 +82,7 @@ class Git:
         """Run ``git ARGS``; raise ``SkillsRemoteError`` (redacted) when it fails and ``check``."""
         try:
             proc = subprocess.run(
-                ["git", *args],
+                ["git", *NO_SYMLINKS, *args],
                 cwd=cwd or self.root,
                 env=self.env(env),
                 capture_output=True,

@@ -1,13 +1,17 @@
 """Load, validate and match skills.
 
 ``load_skills`` reads every ``skills/<name>/`` folder and collects every problem (file, field,
-reason) before raising, like playbooks. ``SkillLibrary.candidates`` ranks the skills whose
+reason) before raising, like playbooks. A folder that is a symlink, or holds one (on disk or in
+git's index), or files over the size limits, is quarantined before any of it is read
+(``guard.skills.files``). ``SkillLibrary.candidates`` ranks the skills whose
 triggers match an incident, best first, each with the reasons it matched.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
 from guard.memory.embedders import terms
+from guard.skills.files import MAX_FILE_BYTES, folder_problems, index_problems
 from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
 from guard.skills.review import Review, ReviewBook, review_dir
 from guard.validation import display_path, format_validation_error, line_finder
@@ -57,12 +62,22 @@ class Skill:
         return self.meta.description
 
     def script(self, name: str) -> Path | None:
-        """``scripts/NAME`` inside the skill, if ``name`` refers to one."""
+        """``scripts/NAME`` inside the skill, if ``name`` refers to one: a regular file within
+        the size limit, reached through no symlink (checked again here: the folder may have
+        changed since it was loaded)."""
         candidate = (self.path / name).resolve()
         scripts = (self.path / "scripts").resolve()
-        if candidate.is_file() and scripts in candidate.parents:
-            return candidate
-        return None
+        if scripts not in candidate.parents:
+            return None
+        path = self.path
+        for part in Path(name).parts:
+            path = path / part
+            if not path.exists() or stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        mode = os.lstat(path)
+        if not stat.S_ISREG(mode.st_mode) or mode.st_size > MAX_FILE_BYTES:
+            return None
+        return candidate
 
 
 @dataclass(frozen=True)
@@ -94,8 +109,10 @@ def missing_sections(body: str) -> list[str]:
 
 
 def load_skill(folder: Path) -> Skill:
-    """Validate and load one skill folder."""
-    problems: list[str] = []
+    """Validate and load one skill folder (its files first: nothing is read through a link)."""
+    problems = folder_problems(folder, display_path(folder))
+    if problems:
+        raise ConfigError(problems)
     md, spec_file = folder / "SKILL.md", folder / "skill.yaml"
     md_label, spec_label = display_path(md), display_path(spec_file)
     meta: SkillFrontmatter | None = None
@@ -143,8 +160,12 @@ def load_skills_quarantining(folder: Path) -> tuple[list[Skill], dict[str, list[
     (by folder name): a bad skill is quarantined, never a reason for Guard not to start."""
     if not folder.is_dir():
         return [], {}
-    skills, quarantined = [], {}
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    skills, quarantined = [], index_problems(folder, display_path(folder))
+    for sub in sorted(
+        p for p in folder.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
+    ):
+        if sub.name in quarantined:
+            continue  # git says it holds a link: not even looked at
         try:
             skills.append(load_skill(sub))
         except ConfigError as exc:
@@ -203,11 +224,16 @@ class SkillLibrary:
     def signature(self) -> tuple[Any, ...]:
         """Changes when a skill folder, one of its files, or the review book changes."""
         seen: list[Any] = [ReviewBook(self.folder).signature()]
+        index = self.folder / ".git" / "index"  # a checkout may bring links as plain files
+        if index.is_file():
+            seen.append(index.stat().st_mtime_ns)
         for base in (self.folder, review_dir(self.folder)):
             if not base.is_dir():
                 continue
             for sub in sorted(base.iterdir()):
-                if sub.is_dir() and not sub.name.startswith("."):
+                if sub.is_symlink():
+                    seen.append((str(sub), os.readlink(sub)))
+                elif sub.is_dir() and not sub.name.startswith("."):
                     seen += [
                         (str(f), f.stat().st_mtime_ns)
                         for f in sorted(sub.rglob("*"))

@@ -9,7 +9,9 @@
   over local edits), push what is not on the remote yet, then settle each pending skill: on
   ``git_branch`` now -> merged (its ``.review`` copy goes; the merged folder runs); its branch
   deleted or its request closed unmerged -> rejected (it disappears). A skill reverted or deleted
-  on ``git_branch`` disappears with the fast-forward itself.
+  on ``git_branch`` disappears with the fast-forward itself. A skill whose files are not
+  regular files inside the repository (a symlink, a submodule, over the size limits) is named
+  in the notes and quarantined by the loader; git never checks a link out as a link.
 
 Every failure is a ``SkillsRemoteError`` (``publish``) or a line in ``SyncResult.errors``
 (``sync``); ``guard run`` turns the latter into an incident on Guard itself.
@@ -30,6 +32,7 @@ from loguru import logger
 from guard.config import Settings
 from guard.exceptions import SkillsRemoteError
 from guard.records import Severity, Signal
+from guard.skills.files import NO_SYMLINKS, recorded_problems
 from guard.skills.forge import Forge, branch_url, build_forge
 from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary
@@ -99,6 +102,12 @@ class SkillsRemote:
         self._exclude()
         return None
 
+    def _exclude(self) -> None:
+        """Keep Guard's own folders out of git, and links out of the checkout for anyone who
+        runs git here by hand too."""
+        self.git.run("config", "core.symlinks", "false")
+        self._exclude_folders()
+
     def check_local(self) -> None:
         """Raise ``SkillsRemoteError`` when a non-empty ``skills_dir`` is not a clone of
         ``skills.git_remote`` (no network: ``guard check-config`` uses it too)."""
@@ -125,7 +134,7 @@ class SkillsRemote:
                 f"fix skills.git_remote, or run `git -C {root} remote set-url origin {self.url}`"
             )
 
-    def _exclude(self) -> None:
+    def _exclude_folders(self) -> None:
         path = Path(self.git.out("rev-parse", "--absolute-git-dir")) / "info" / "exclude"
         path.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text() if path.exists() else ""
@@ -221,6 +230,8 @@ class SkillsRemote:
             return result
         try:
             self._fast_forward(result)
+            if result.changed:
+                self._refuse_links(result)
         except SkillsRemoteError as exc:
             result.errors.append(str(exc))
         for name, entry in self.book.pending().items():
@@ -249,7 +260,10 @@ class SkillsRemote:
             said = dict(re.findall(r"^(Incident|Approved-by|Fix|Verified): (.*)$", message, re.M))
             number, _, title = said.get("Incident", "").partition(" ")
             tar = subprocess.run(
-                ["git", "archive", sha, f"{name}/"], cwd=self.root, capture_output=True, check=False
+                ["git", *NO_SYMLINKS, "archive", sha, f"{name}/"],
+                cwd=self.root,
+                capture_output=True,
+                check=False,
             )
             if tar.returncode != 0:
                 continue  # not a learned skill's branch
@@ -316,6 +330,13 @@ class SkillsRemote:
                 f"skill {gone} was removed from {self.branch} (reverted or "
                 "deleted there); Guard no longer has it"
             )
+
+    def _refuse_links(self, result: SyncResult) -> None:
+        """Name each skill on ``git_branch`` whose files git records as a link, a submodule
+        or too large: the loader quarantines it (a ``skill_invalid`` incident)."""
+        listing = self.git.run("ls-tree", "-r", "-l", "-z", "HEAD", check=False).stdout
+        for name, problems in sorted(recorded_problems(listing, self.root.name).items()):
+            result.notes.append(f"skill {name} is refused (quarantined): " + "; ".join(problems))
 
     def _folders(self, ref: str) -> set[str]:
         """The skill folders (holding a skill.yaml) in ``ref``'s tree."""

@@ -26,6 +26,7 @@ from guard.fingerprint import mask
 from guard.records import utcnow
 from guard.redact import redact, redact_value
 from guard.shellquote import quote_states
+from guard.skills.files import NO_SYMLINKS
 from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE, SkillSpec
@@ -436,7 +437,12 @@ class SkillWriter:
     @staticmethod
     def _git(cwd: Path, *args: str) -> str:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+            ["git", *NO_SYMLINKS, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         if proc.returncode != 0:
             raise RuntimeError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip()}")
