@@ -84,12 +84,15 @@ def index_problems(root: Path, label: str) -> dict[str, list[str]]:
     """Problems per skill folder in the git index of ``root`` (none if it is not a clone)."""
     if not (root / ".git").exists():
         return {}
-    proc = subprocess.run(
-        ["git", *NO_SYMLINKS, "ls-files", "-s", "-z"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            ["git", *NO_SYMLINKS, "ls-files", "-s", "-z"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):  # no git here: the disk check still holds
+        return {}
     return recorded_problems(proc.stdout, label) if proc.returncode == 0 else {}
