@@ -140,7 +140,8 @@ def test_links_on_disk_are_quarantined_at_load_and_never_read(
 
 @pytest.fixture
 def collector(docker_client: Any) -> Iterator[tuple[str, Any]]:
-    """An internal network with a web server that records every path asked of it."""
+    """An internal network with a web server that answers /ok and /from-skill and logs every
+    path asked of it."""
     tag = secrets.token_hex(4)
     net = docker_client.networks.create(f"guard-test-wta-net-{tag}", internal=True)
     server = docker_client.containers.run(
@@ -148,7 +149,8 @@ def collector(docker_client: Any) -> Iterator[tuple[str, Any]]:
         [
             "sh",
             "-c",
-            "mkdir -p /tmp/www && echo COLLECTED > /tmp/www/ok && httpd -f -vv -p 8080 -h /tmp/www",
+            "mkdir -p /tmp/www && echo COLLECTED | tee /tmp/www/ok > /tmp/www/from-skill && "
+            "httpd -f -vv -p 8080 -h /tmp/www",
         ],
         name=f"guard-test-wta-collector-{tag}",
         network=net.name,
