@@ -271,6 +271,8 @@ class Investigator:
         text = cap(self.redactor.redact(text), self.settings.tool_result_chars)
         if name != "propose_remedy":
             found.notes.append(f"- {name} {raw[:200]}: {' '.join(text.split())[:300]}")
+        elif not ok:  # the human hears why, without the command it would not have read whole
+            found.notes.append(f"- propose_remedy {text[:400]}")
         reply["content"] = fence.wrap(text, name) if fenced else text
         return reply
 
