@@ -115,7 +115,7 @@ def option_lines(incident_id: int, opt: SkillOption) -> list[str]:
     if not opt.command:
         return [f"  approve:  guard approve {incident_id} --skill {opt.name}   ({opt.description})"]
     if odd := oddities(opt.command):
-        return [f"  {opt.name}: not offered: the command has {'; '.join(odd)}: {opt.command!r}"]
+        return [f"  {opt.name}: not offered ({'; '.join(odd)}): {opt.command!r}"]
     return [
         f"  approve:  guard approve {incident_id} --skill {opt.name} --digest {short(opt.digest)}"
         f"   ({opt.description})",

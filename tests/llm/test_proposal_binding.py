@@ -4,15 +4,18 @@ changed after it was shown, or that no human could read whole, does not run on a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from sqlmodel import select
 
 from guard.agent.tools import Proposal
-from guard.commandtext import digest, oddities
+from guard.commandtext import digest, oddities, short
 from guard.incidents.commands import queue_command
-from guard.store.models import HumanCommand, RemediationRun
+from guard.notify.base import HumanRequest, SkillOption
+from guard.notify.console import ConsoleNotifier
+from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
 from tests.llm.test_investigation import make_agent, timeline, tool_results
 from tests.model_server import ModelServer, call
 
@@ -147,3 +150,20 @@ async def test_a_proposal_no_human_could_read_is_neither_offered_nor_run(
         assert runs(agent) == []
     finally:
         await agent.shutdown()
+
+
+def test_the_console_shows_the_command_whole_with_the_digest_to_approve_it(tmp_path: Path) -> None:
+    agent, _, inc_id = make_agent(tmp_path, None)
+    command = "echo " + "step; " * 150  # 905 characters: over any one-line preview
+    console = ConsoleNotifier(agent.db)
+    ok = SkillOption("proposal", "proposed by m:x", "a" * 22, command, digest(command))
+    odd = SkillOption("proposal", "proposed by m:x", "b" * 22, PADDED, digest(PADDED))
+    for option in (ok, odd):
+        request = HumanRequest(inc_id, "down", "error", "api", 1, "", [option])
+        asyncio.run(console.ask(request))
+    with agent.db.session() as s:
+        shown, refused = [m.text for m in s.exec(select(ConversationMessage)).all()]
+    assert f"guard approve {inc_id} --skill proposal --digest {short(digest(command))}" in shown
+    assert f"    | {command}" in shown
+    assert "guard approve" not in refused and "not offered (it is 3,652 characters" in refused
+    asyncio.run(agent.shutdown())

@@ -136,7 +136,7 @@ def _options(
         if o.command and o in offered:
             line += f"\nRuns exactly this (sha256 {short(o.digest)}):\n<pre>{esc(o.command)}</pre>"
         elif o.command and (odd := oddities(o.command)):
-            line += f"\nNot offered: the command has {esc('; '.join(odd))}."
+            line += f"\nNot offered: {esc('; '.join(odd))}."
         elif o.command:
             line += (
                 "\nNot offered here: the command does not fit this message whole; "
