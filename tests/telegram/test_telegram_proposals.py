@@ -15,7 +15,9 @@ import pytest
 
 from guard.commandtext import digest, short
 from guard.notify.base import HumanRequest, SkillOption
+from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import LIMIT, render_request
+from guard.store.models import OutboxMessage
 from tests.agent_helpers import db_rows, find, show, wait_for
 from tests.model_server import ModelServer, call
 from tests.telegram_helpers import (
@@ -66,6 +68,20 @@ def test_a_command_the_message_has_no_room_for_is_not_offered_here() -> None:
     assert run_buttons(btns) == [f"▶ Run skill-{i}" for i in range(12)]
     assert "does not fit this message whole" in text and "guard approve 7" in text
     assert len(text) <= LIMIT
+
+
+def test_a_message_that_offers_a_command_is_never_grouped() -> None:
+    def ask(i: int, command: str = "") -> OutboxMessage:
+        skill = HumanRequest(i, "down", "error", "api", 1, "", [SkillOption("fix", "d", "s" * 22)])
+        text, btns = render_request(request(command) if command else skill)
+        return OutboxMessage(
+            id=i, method="send", chat_id=str(CHAT), text=text, incident_id=i,
+            role="incident", buttons=btns,
+        )  # fmt: skip
+
+    plain, proposal, other = ask(1), ask(2, "docker.restart api"), ask(3)
+    assert [r.id for r in grouping.batch([plain, proposal, other], plain)] == [1, 3]
+    assert grouping.batch([proposal, plain, other], proposal) == [proposal]
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from guard.commandtext import oddities, short
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.textsafe import printable
 
+RUN_COMMAND = "▶ Run proposal"
+"""The label of a button that runs a command its own message shows whole (never grouped)."""
 LIMIT = 4096
 CAPTION_LIMIT = 1024
 Buttons = list[list[tuple[str, str]]]
@@ -114,7 +116,9 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
             evidence = cut(f"<pre>{esc(req.evidence)}</pre>", room, more=pointer(req.incident_id))
             body += f"\n\nEvidence:\n{evidence}"
     text = cut(body, more=pointer(req.incident_id))
-    buttons: Buttons = [[(f"▶ Run {o.name}"[:60], o.approval_id)] for o in offered]
+    buttons: Buttons = [
+        [(RUN_COMMAND if o.command else f"▶ Run {o.name}"[:60], o.approval_id)] for o in offered
+    ]
     row = [("✍ Send a fix", f"fix:{req.incident_id}")]
     if req.deny_id:
         row.append(("✖ Deny", req.deny_id))
