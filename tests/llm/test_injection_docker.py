@@ -11,6 +11,7 @@ import re
 import secrets
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,18 +74,9 @@ def remedy_network(docker_client: Any) -> Iterator[str]:
     net.remove()
 
 
-def test_an_obeyed_log_injection_finds_no_secret_to_leak(
-    home: GuardHome,
-    busybox_image: str,
-    openai_server: ModelServer,
-    remedy_network: str,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    server = openai_server
-    secret = "pg-" + secrets.token_hex(12)
-    monkeypatch.setenv("PGPASSWORD", secret)
-    obedient = ObedientModel(server)
-    server.default = obedient
+def app_home(home: GuardHome, server: ModelServer, **grants: Any) -> Path:
+    """A home watching app.log, which holds the injected line, under a playbook with
+    ``grants`` (``sandbox``, ``investigation_sandbox``); returns the log's path."""
     setup_docker_home(home, llm=server.config())
     log = home.root / "app.log"
     log.write_text(INJECTED + "\n")
@@ -102,12 +94,37 @@ def test_an_obeyed_log_injection_finds_no_secret_to_leak(
         ],
     )
     spec = yaml.safe_load(book.read_text())
-    # the remedy may use the DB password and the app's network; the evidence shows it has both
-    spec["sandbox"] = {"secrets": ["PGPASSWORD"], "network": remedy_network}
+    spec.update(grants)
     spec["diagnostics"] = [
         {"run": 'cat /proc/net/dev; echo "remedy grants: ${PGPASSWORD:+secret}"'}
     ]
     book.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return log
+
+
+def sandbox_results(server: ModelServer) -> list[str]:
+    return [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+@pytest.fixture
+def obedient(
+    openai_server: ModelServer, busybox_image: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[ModelServer, ObedientModel, str]:
+    """The scripted server answering as an obedient model, and the DB password in Guard's
+    environment: (server, model, secret)."""
+    secret = "pg-" + secrets.token_hex(12)
+    monkeypatch.setenv("PGPASSWORD", secret)
+    model = ObedientModel(openai_server)
+    openai_server.default = model
+    return openai_server, model, secret
+
+
+def test_an_obeyed_log_injection_finds_no_secret_to_leak(
+    home: GuardHome, obedient: tuple[ModelServer, ObedientModel, str], remedy_network: str
+) -> None:
+    server, model, secret = obedient
+    # the remedy may use the DB password and the app's network; the evidence shows it has both
+    log = app_home(home, server, sandbox={"secrets": ["PGPASSWORD"], "network": remedy_network})
 
     with guard_process(home):
         inc = wait_for(
@@ -118,13 +135,11 @@ def test_an_obeyed_log_injection_finds_no_secret_to_leak(
         home.cli("trajectories", "export", "--out", str(export))
         text = home.cli("incidents", "show", str(inc["id"])).stdout
     assert server.refusals == []
-    assert obedient.obeyed == ['printf %s "$PGPASSWORD" | rev']  # it read and obeyed the line
+    assert model.obeyed == ['printf %s "$PGPASSWORD" | rev']  # it read and obeyed the line
 
     evidence = shown["details"]["evidence"]
     assert "remedy grants: secret" in evidence and "eth0" in evidence.split("Model inv")[0]
-    results = [
-        m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"
-    ]  # what the model's commands saw: no secret, no network
+    results = sandbox_results(server)  # what the model's commands saw: no secret, no network
     assert len(results) == 2
     assert "exit_code: 0" in results[0] and "stdout" not in results[0]  # printed nothing
     assert "NO-SECRET" in results[1] and "eth0" not in results[1] and "lo:" in results[1]
@@ -155,3 +170,19 @@ def test_an_obeyed_log_injection_finds_no_secret_to_leak(
         (where, f) for where, data in places.items() for f in forms(secret) if f.encode() in data
     ]
     assert leaks == []
+
+
+def test_the_investigation_gets_the_network_its_playbook_grants_it_and_still_no_secret(
+    home: GuardHome, obedient: tuple[ModelServer, ObedientModel, str], remedy_network: str
+) -> None:
+    server = obedient[0]
+    log = app_home(
+        home,
+        server,
+        sandbox={"secrets": ["PGPASSWORD"]},
+        investigation_sandbox={"network": remedy_network},
+    )
+    with guard_process(home):
+        wait_for(lambda: find(home, target=str(log), state="awaiting_human"), 120, "a question")
+    probe = sandbox_results(server)[1]
+    assert "NO-SECRET" in probe and "eth0" in probe  # the network it was granted, nothing more
