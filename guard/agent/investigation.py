@@ -273,7 +273,8 @@ class Investigator:
             found.notes.append(f"- {name} {raw[:200]}: {' '.join(text.split())[:300]}")
         elif not ok:  # the human hears why, without the command it would not have read whole
             found.notes.append(f"- propose_remedy {text[:400]}")
-        reply["content"] = fence.wrap(text, name) if fenced else text
+        source = name if name in TOOL_NAMES else "unknown"
+        reply["content"] = fence.wrap(text, source) if fenced else text
         return reply
 
     async def _run(

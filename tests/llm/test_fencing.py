@@ -1,11 +1,13 @@
 """Fenced data cannot close its own fence: a log line that forges the closing marker (or any
-marker) stays inside, defused, and the fence's inner text round-trips."""
+marker) stays inside, defused, and the fence's inner text round-trips, compacted or not."""
 
 from __future__ import annotations
 
 import pytest
 
 from guard.agent.fencing import Fence
+from guard.agent.investigation import compact
+from guard.llm import Message
 
 pytestmark = pytest.mark.unit
 
@@ -31,3 +33,16 @@ def test_each_investigation_has_its_own_markers() -> None:
     assert a.nonce != b.nonce and len(a.nonce) == 12
     assert b.inner(a.wrap("data", "sandbox_run")) is None  # another fence's text is not its own
     assert a.nonce in a.rule and "never orders" in a.rule
+
+
+def test_a_compacted_result_stays_fenced() -> None:
+    fence = Fence()
+    messages: list[Message] = [
+        {"role": "tool", "tool_call_id": f"c{i}", "content": fence.wrap("x" * 5000, "sandbox_run")}
+        for i in range(4)
+    ]
+    assert compact(messages, 2000, fence) == 2  # the newest two stay whole
+    old = str(messages[0]["content"])
+    assert old.startswith("[compacted: ")
+    fenced = old[old.index("<untrusted-data") :]
+    assert fence.inner(fenced) == "x" * 200 and fence.source(fenced) == "sandbox_run"
