@@ -14,16 +14,18 @@ import shlex
 import time
 
 import typer
+from sqlmodel import Session, col, select
 
 from guard.app import Guard
 from guard.cli.common import ConfigOption, config_failed, database, err, fail, out, settings_from
-from guard.commandtext import digest, oddities, short
+from guard.commandtext import approval_key, digest, oddities, short
 from guard.config import Settings
 from guard.exceptions import ConfigError
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
-from guard.store.models import CommandStatus, HumanCommand, Incident
+from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
+from guard.store.state import get_state
 from guard.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
@@ -122,9 +124,12 @@ def _bind_proposal(
     config: str | None, incident_id: int, skill: str | None, expect: str | None
 ) -> str | None:
     """The digest of the proposal this approval runs, once the command is printed (None: the
-    approval runs a skill). Exits if ``expect`` names another text than the proposal's now."""
+    approval runs a skill). Without ``expect``, the text the human was asked about (the live
+    question's proposal approval) is what is approved. Exits if that, or ``expect``, is
+    another text than the proposal's now."""
     with database(settings_from(config)).session() as session:
         inc = session.get(Incident, incident_id)
+        asked = _asked_digest(session, incident_id)
     if inc is None:
         fail(f"no incident {incident_id} (see `guard incidents list`)")
     shown = list(inc.details.get("options") or [])
@@ -141,6 +146,12 @@ def _bind_proposal(
             f"(you gave {expect[:12]}, it is now {short(now)}); see "
             f"`guard incidents show {incident_id}`"
         )
+    if not expect and asked and asked != now:
+        fail(
+            f"nothing queued: incident {incident_id}'s proposal changed after the question "
+            f"showed it (asked {short(asked)}, now {short(now)}); read it with `guard incidents "
+            f"show {incident_id}`, then approve it with --digest"
+        )
     odd = oddities(fix)
     err.print(
         f"approving the proposal (sha256 {short(now)}), which runs exactly:\n"
@@ -149,6 +160,20 @@ def _bind_proposal(
         soft_wrap=True,
     )
     return now
+
+
+def _asked_digest(session: Session, incident_id: int) -> str:
+    """The digest of the proposal the incident's live question showed ("" if none is live)."""
+    live = session.exec(
+        select(Approval)
+        .where(
+            Approval.incident_id == incident_id,
+            Approval.skill == "proposal",
+            col(Approval.used_at).is_(None),
+        )
+        .order_by(col(Approval.created_at).desc())
+    ).first()
+    return str(get_state(session, approval_key(live.id)).get("digest") or "") if live else ""
 
 
 def deny(

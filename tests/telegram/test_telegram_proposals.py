@@ -129,6 +129,8 @@ def test_a_proposal_changed_after_its_message_is_not_run_by_the_old_button(
         old = short(digest("echo first-proposal"))  # the CLI, with what the human saw: refused
         stale = home.cli("approve", str(inc["id"]), "--digest", old, check=False)
         assert stale.returncode == 1 and "no longer the text you saw" in stale.stdout + stale.stderr
+        bare = home.cli("approve", str(inc["id"]), check=False)  # binds to what was asked
+        assert bare.returncode == 1 and "changed after the question" in bare.stderr
 
         tg.press(ADMIN, run, chat_id=CHAT, message_id=msg["message_id"])
         wait_for(lambda: answers(tg), 20, "the press to be answered")
