@@ -36,6 +36,7 @@ from sqlmodel import col, select
 
 from bench.common import machine, quiet
 from guard.app import Guard
+from guard.commandtext import digest
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.playbooks.models import Playbook
@@ -309,7 +310,9 @@ async def _one(guard: Guard, bench: Bench, fault: Fault, name: str, t0: float) -
         return out
     out["proposal"] = proposal["fix"]
     assert inc.id is not None
-    cmd = queue_command(db, incident_id=inc.id, verb="approve", actor="bench:human")
+    cmd = queue_command(  # bound to the text shown, as the button and `guard approve` are
+        db, incident_id=inc.id, verb="approve", actor="bench:human", fix=digest(proposal["fix"])
+    )
 
     def settled() -> HumanCommand | None:
         with db.session() as s:

@@ -1,7 +1,9 @@
 """Asking a human: the question, its options (single-use, expiring approvals), and the message.
 
 The options shown are kept on the incident (``details.options``), so a bare approval
-(``guard approve N``, the Telegram button) runs the first option the human saw.
+(``guard approve N``, the Telegram button) runs the first option the human saw. A model's
+proposal is offered only if a human can read it whole (``guard.commandtext.oddities``); its
+option carries the exact command and its digest, and its approval is bound to that digest.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from sqlmodel import col, select
 
 from guard.agent import policy
 from guard.agent.tools import Proposal
+from guard.commandtext import approval_key, digest, oddities
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
@@ -23,6 +26,7 @@ from guard.records import utcnow
 from guard.skills.library import Candidate
 from guard.store.db import Database
 from guard.store.models import Approval, IncidentState
+from guard.store.state import put_state
 
 
 class Asker:
@@ -34,9 +38,15 @@ class Asker:
         self.lifecycle = lifecycle
         self.notifier = notifier
 
-    def new_approval(self, incident_id: int, kind: str, skill: str | None = None) -> str:
+    def new_approval(
+        self, incident_id: int, kind: str, skill: str | None = None, bound: str = ""
+    ) -> str:
+        """A single-use approval; ``bound``: the digest of the command it may run, and only
+        while the command still has it."""
         approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
         with self.db.session() as session:
+            if bound:
+                put_state(session, approval_key(approval_id), {"digest": bound})
             session.add(
                 Approval(
                     id=approval_id,
@@ -62,9 +72,15 @@ class Asker:
         model's ``proposal`` first, then ``options`` best first."""
         reached("agent.asking")
         to = IncidentState.escalated if escalate else IncidentState.awaiting_human
+        if proposal is not None and (odd := oddities(proposal.fix)):
+            question = (
+                f"{proposal.model} proposed a command Guard will not offer: {'; '.join(odd)}. "
+                f"{question}"
+            )
+            proposal = None
         if proposal is not None:
             question = (
-                f"{proposal.model} proposes `{proposal.fix}` (the first option; it runs "
+                f"{proposal.model} proposes the command shown (the first option; it runs "
                 f"only if you approve it). {question}"
             )
         names = policy.options_shown(proposal is not None, options)
@@ -80,15 +96,12 @@ class Asker:
         ]
         if proposal is not None:
             text = (
-                f"{proposal.fix} (proposed by {proposal.model}, confidence "
-                f"{proposal.confidence:.2f}): {proposal.reason}"
+                f"proposed by {proposal.model}, confidence {proposal.confidence:.2f}: "
+                f"{proposal.reason}"
             )[:300]
-            shown.insert(
-                0,
-                SkillOption(
-                    policy.PROPOSAL, text, self.new_approval(incident_id, "skill", policy.PROPOSAL)
-                ),
-            )
+            bound = digest(proposal.fix)
+            approval = self.new_approval(incident_id, "skill", policy.PROPOSAL, bound)
+            shown.insert(0, SkillOption(policy.PROPOSAL, text, approval, proposal.fix, bound))
         request = HumanRequest(
             incident_id=incident_id,
             title=inc.title,

@@ -14,6 +14,7 @@ from guard.actions import ActionRegistry
 from guard.agent import policy
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
+from guard.commandtext import digest, oddities, short
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.incidents.commands import finish_command
@@ -125,7 +126,12 @@ class HumanAnswers:
                 return
         proposal = inc.details.get("proposal")
         if name == policy.PROPOSAL and isinstance(proposal, dict):
-            await self._run_fix(cmd, inc, str(proposal["fix"]), "approved_proposal")
+            fix = str(proposal["fix"])
+            if refused := self._unshown(cmd, fix):
+                self.lifecycle.note(cmd.incident_id, "approval_refused", refused)
+                self.finish(cmd, Failed, refused)
+                return
+            await self._run_fix(cmd, inc, fix, "approved_proposal")
             return
         skill = self.library.get(name)
         if skill is None or skill.spec.trust == "disabled":
@@ -139,6 +145,25 @@ class HumanAnswers:
                 cmd.incident_id, S.awaiting_human, f"approved skill {name} did not cure it"
             )
             self.finish(cmd, Failed, f"skill {name} ran but did not cure the incident")
+
+    def _unshown(self, cmd: HumanCommand, fix: str) -> str:
+        """Why the proposal ``fix`` may not run on ``cmd`` ("" when it may): an approval runs
+        only the exact text it was shown, whose digest it carries (``cmd.fix``)."""
+        where = f"`guard incidents show {cmd.incident_id}` shows the proposal now"
+        if odd := oddities(fix):
+            return (
+                "nothing ran: the proposal is not a command a human can read whole "
+                f"({'; '.join(odd)})"
+            )
+        if not cmd.fix:
+            return f"nothing ran: this approval names no proposal text it was shown; {where}"
+        now = digest(fix)
+        if not now.startswith(cmd.fix.lower()) or len(cmd.fix) < 12:
+            return (
+                f"nothing ran: the proposal changed after it was shown (approved "
+                f"{short(cmd.fix)}, now {short(now)}); {where}: approve that one if it is right"
+            )
+        return ""
 
     async def _reply(self, cmd: HumanCommand, inc: Incident) -> None:
         """Run a human's fix in the learning loop: execute, verify, and learn only if cured."""

@@ -11,6 +11,11 @@ each tool result is cut to ``llm.tool_result_chars`` (the model is told); older 
 compacted once the conversation passes ``llm.context_chars``. Temperature 0. A provider that
 fails (after retries and failover), times out or runs out of budget ends the investigation
 with what was found so far; the human gets it either way.
+
+What the model reads from outside Guard (the incident's facts, the evidence, every tool's
+output) is fenced as untrusted data (``guard.agent.fencing``): a log line may be written to
+steer it. Its ``sandbox_run`` has the playbook's ``investigation_sandbox`` grants only, never
+the remedy's, so an obeyed injection finds no secret to leak.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guard.agent.fencing import Fence
 from guard.agent.tools import TOOL_NAMES, TOOLS, Proposal, Toolbox, ToolError
 from guard.config import LLMSettings
 from guard.llm import Message, ModelProvider, ProviderError
@@ -36,6 +42,12 @@ SYSTEM = (
     "approves it before anything runs; Guard then verifies recovery. Be brief; do not repeat "
     "a call you already made."
 )
+
+
+def system_prompt(fence: Fence) -> str:
+    return f"{SYSTEM} {fence.rule}"
+
+
 LAST_TURN = (
     "This is your last turn and no tools are available. State the most likely cause "
     "and the fix you would propose, in two sentences."
@@ -99,11 +111,15 @@ class Investigation:
         stats["success" if ok else "failure"] += 1
 
 
-def incident_prompt(inc: Incident, evidence: str) -> str:
+def incident_prompt(inc: Incident, evidence: str, fence: Fence | None = None) -> str:
+    """The incident for the model; with ``fence``, what came from outside Guard is fenced."""
+    facts = f"title: {inc.title}\ntarget: {inc.target}\nmessage: {inc.message}"
+    found = evidence or "(none)"
+    if fence is not None:
+        facts, found = fence.wrap(facts, "incident"), fence.wrap(found, "evidence")
     return (
-        f"Incident #{inc.id}: {inc.title}\nsource: {inc.source}  target: {inc.target}  "
-        f"kind: {inc.kind}  severity: {inc.severity}  count: {inc.count}\n"
-        f"message: {inc.message}\n\nevidence collected so far:\n{evidence or '(none)'}"
+        f"Incident #{inc.id}  source: {inc.source}  kind: {inc.kind}  severity: "
+        f"{inc.severity}  count: {inc.count}\n{facts}\n\nevidence collected so far:\n{found}"
     )
 
 
@@ -117,9 +133,10 @@ def cap(text: str, limit: int) -> str:
     )
 
 
-def compact(messages: list[Message], budget: int) -> int:
+def compact(messages: list[Message], budget: int, fence: Fence | None = None) -> int:
     """Shorten older tool results, oldest first, until the conversation fits ``budget``
-    characters (the newest ``KEEP_RECENT`` stay whole); how many were compacted."""
+    characters (the newest ``KEEP_RECENT`` stay whole; fenced data stays fenced); how many
+    were compacted."""
     size = sum(len(json.dumps(m)) for m in messages)
     tools = [m for m in messages if m["role"] == "tool"][: -KEEP_RECENT or None]
     done = 0
@@ -129,9 +146,13 @@ def compact(messages: list[Message], budget: int) -> int:
         content = str(m.get("content") or "")
         if len(content) <= COMPACT_TO or content.startswith("[compacted"):
             continue
+        inner = fence.inner(content) if fence is not None else None
+        began = content[:COMPACT_TO] if inner is None else inner[:COMPACT_TO]
+        if fence is not None and inner is not None:
+            began = fence.wrap(began, fence.source(content))
         m["content"] = (
             f"[compacted: {len(content)} characters of older output dropped to fit "
-            f"the context; it began:] {content[:COMPACT_TO]}"
+            f"the context; it began:] {began}"
         )
         size -= len(content) - len(m["content"])
         done += 1
@@ -159,9 +180,13 @@ class Investigator:
         s = self.settings
         started = time.monotonic()
         deadline = started + s.max_wall
+        fence = Fence()
         messages: list[Message] = [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": self.redactor.redact(incident_prompt(inc, evidence))},
+            {"role": "system", "content": system_prompt(fence)},
+            {
+                "role": "user",
+                "content": self.redactor.redact(incident_prompt(inc, evidence, fence)),
+            },
         ]
         found = Investigation(provider.name, messages)
         seen: set[str] = set()
@@ -170,7 +195,7 @@ class Investigator:
                 last = step == s.max_steps - 1
                 if last:
                     messages.append({"role": "user", "content": LAST_TURN})
-                if n := compact(messages, s.context_chars):
+                if n := compact(messages, s.context_chars, fence):
                     found.notes.append(f"compacted {n} older tool result(s)")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -193,7 +218,7 @@ class Investigator:
                     found.stop_reason = "max_steps" if last else "answered"
                     break
                 for call in calls:
-                    messages.append(await self._call(call, tools, seen, found, deadline))
+                    messages.append(await self._call(call, tools, seen, found, deadline, fence))
                 if found.proposal is not None:
                     found.stop_reason = "proposed"
                     break
@@ -217,12 +242,13 @@ class Investigator:
         seen: set[str],
         found: Investigation,
         deadline: float,
+        fence: Fence,
     ) -> Message:
         """Carry out one tool call; the tool message answering it."""
         fn = call.get("function") or {}
         name, raw = str(fn.get("name", "")), str(fn.get("arguments") or "{}")
         reply: Message = {"role": "tool", "tool_call_id": call.get("id", "")}
-        ok = False
+        ok, fenced = False, False
         try:
             args = json.loads(raw)
             if not isinstance(args, dict):
@@ -240,11 +266,15 @@ class Investigator:
             else:
                 seen.add(key)
                 text, ok = await self._run(name, args, tools, found, deadline)
+                fenced = name != "propose_remedy"  # a tool's output: data from outside Guard
         found.count(name if name in TOOL_NAMES else "unknown", ok)
         text = cap(self.redactor.redact(text), self.settings.tool_result_chars)
         if name != "propose_remedy":
             found.notes.append(f"- {name} {raw[:200]}: {' '.join(text.split())[:300]}")
-        reply["content"] = text
+        elif not ok:  # the human hears why, without the command it would not have read whole
+            found.notes.append(f"- propose_remedy {text[:400]}")
+        source = name if name in TOOL_NAMES else "unknown"
+        reply["content"] = fence.wrap(text, source) if fenced else text
         return reply
 
     async def _run(

@@ -60,7 +60,7 @@ from guard.notify.console import ConsoleNotifier
 from guard.playbooks.models import MonitorSpec, Playbook
 from guard.records import IncidentEvent, utcnow
 from guard.redact import Redactor
-from guard.sandbox.base import SandboxPool
+from guard.sandbox.base import SandboxGrants, SandboxPool
 from guard.sandbox.pool import WarmSandboxPool
 from guard.skills.library import Candidate, SkillLibrary
 from guard.skills.remote import remote_for
@@ -482,10 +482,12 @@ class Agent:
         assert inc.id is not None
         if self.investigator is None:
             return None
+        book = self._books.get(inc.monitor_id)
         tools = Toolbox(
             inc,
             self.runner,
-            self.remediator.grants_for(inc, None),
+            # never the remedy's grants: text the model read (a log line) may steer its commands
+            book.investigation_sandbox if book is not None else SandboxGrants(),
             self.library,
             self.memory,
             self.actions,

@@ -4,7 +4,9 @@
 ``StepRunner.sandbox_run`` diagnostics use); ``recent_logs {lines}``; ``search_memory
 {query}``; ``list_skills {}``; ``show_skill {name}``; ``propose_remedy {fix, reason,
 confidence}`` ends the investigation with a proposal, which nothing runs until a human
-approves it. Each tool returns text; a tool that fails says why, as text, to the model.
+approves it; a fix a human could not read whole (``guard.commandtext.oddities``: control or
+invisible characters, a run of whitespace, over 1,000 characters) is refused back to the
+model. Each tool returns text; a tool that fails says why, as text, to the model.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from guard.actions import ActionError, ActionRegistry
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
+from guard.commandtext import oddities
 from guard.memory import IncidentMemory
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
@@ -144,6 +147,11 @@ class Toolbox:
     def proposal(self, args: dict[str, Any], model: str) -> Proposal:
         """Check a ``propose_remedy`` call (an action must parse); raise ``ToolError``."""
         fix = _text(args, "fix").strip()
+        if odd := oddities(fix):
+            raise ToolError(
+                f"refused as a proposal: {'; '.join(odd)}. A human must read the whole "
+                "command before it runs: propose a plain, short command"
+            )
         if self.actions.looks_like_action(fix):
             try:
                 self.actions.parse(fix)

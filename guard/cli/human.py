@@ -14,15 +14,18 @@ import shlex
 import time
 
 import typer
+from sqlmodel import Session, col, select
 
 from guard.app import Guard
 from guard.cli.common import ConfigOption, config_failed, database, err, fail, out, settings_from
+from guard.commandtext import approval_key, digest, oddities, short
 from guard.config import Settings
 from guard.exceptions import ConfigError
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
-from guard.store.models import CommandStatus, HumanCommand
+from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
+from guard.store.state import get_state
 from guard.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
@@ -99,12 +102,78 @@ def approve(
         help="Skill to run, or `proposal` for the model's proposed fix "
         "(default: the first option shown; the proposal when there is one).",
     ),
+    expect: str | None = typer.Option(
+        None,
+        "--digest",
+        help="The proposal's digest as you saw it (`guard incidents show`, the console's "
+        "question): nothing is queued if the proposal is no longer that text.",
+    ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,
 ) -> None:
     """Approve the first option shown on an incident (a model's proposal, else the best
-    skill), or --skill NAME."""
-    answer(config, incident_id, "approve", skill=skill, wait=wait)
+    skill), or --skill NAME.
+
+    A proposal's command is printed whole, and the approval is bound to its digest: if the
+    proposal changes before it runs, nothing runs."""
+    bound = _bind_proposal(config, incident_id, skill, expect)
+    answer(config, incident_id, "approve", skill=skill, fix=bound, wait=wait)
+
+
+def _bind_proposal(
+    config: str | None, incident_id: int, skill: str | None, expect: str | None
+) -> str | None:
+    """The digest of the proposal this approval runs, once the command is printed (None: the
+    approval runs a skill). Without ``expect``, the text the human was asked about (the live
+    question's proposal approval) is what is approved. Exits if that, or ``expect``, is
+    another text than the proposal's now."""
+    with database(settings_from(config)).session() as session:
+        inc = session.get(Incident, incident_id)
+        asked = _asked_digest(session, incident_id)
+    if inc is None:
+        fail(f"no incident {incident_id} (see `guard incidents list`)")
+    shown = list(inc.details.get("options") or [])
+    proposal = inc.details.get("proposal")
+    if (skill or (shown[0] if shown else None)) != "proposal" or not isinstance(proposal, dict):
+        if expect:
+            fail(f"--digest binds a proposal, and incident {incident_id}'s option is a skill")
+        return None
+    fix = str(proposal.get("fix") or "")
+    now = digest(fix)
+    if expect and (len(expect) < 12 or not now.startswith(expect.lower())):
+        fail(
+            f"nothing queued: incident {incident_id}'s proposal is no longer the text you saw "
+            f"(you gave {expect[:12]}, it is now {short(now)}); see "
+            f"`guard incidents show {incident_id}`"
+        )
+    if not expect and asked and asked != now:
+        fail(
+            f"nothing queued: incident {incident_id}'s proposal changed after the question "
+            f"showed it (asked {short(asked)}, now {short(now)}); read it with `guard incidents "
+            f"show {incident_id}`, then approve it with --digest"
+        )
+    odd = oddities(fix)
+    err.print(
+        f"approving the proposal (sha256 {short(now)}), which runs exactly:\n"
+        + (repr(fix) + f"\n(refused: {'; '.join(odd)})" if odd else fix),
+        markup=False,
+        soft_wrap=True,
+    )
+    return now
+
+
+def _asked_digest(session: Session, incident_id: int) -> str:
+    """The digest of the proposal the incident's live question showed ("" if none is live)."""
+    live = session.exec(
+        select(Approval)
+        .where(
+            Approval.incident_id == incident_id,
+            Approval.skill == "proposal",
+            col(Approval.used_at).is_(None),
+        )
+        .order_by(col(Approval.created_at).desc())
+    ).first()
+    return str(get_state(session, approval_key(live.id)).get("digest") or "") if live else ""
 
 
 def deny(

@@ -28,6 +28,7 @@ from guard.cli.incidents_view import (
     proposal_of,
     template_ids,
 )
+from guard.commandtext import digest, short
 from guard.records import IncidentState
 from guard.textsafe import printable
 
@@ -144,7 +145,8 @@ def show(
                 (
                     "proposal",
                     f"{p['fix']}  (by {p['model']}, confidence {p['confidence']}; "
-                    f"`guard approve {inc.id}` runs it): {p['reason']}",
+                    f"`guard approve {inc.id} --digest {short(digest(str(p['fix'])))}` "
+                    f"runs exactly this): {p['reason']}",
                 )
             ]
             if (p := proposal_of(inc))

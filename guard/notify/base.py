@@ -19,6 +19,10 @@ class SkillOption:
     name: str
     description: str
     approval_id: str  # opaque, single-use id of the stored approval (fits Telegram's 64 bytes)
+    command: str = ""
+    """The exact command approving runs (a model's proposal): every surface shows it whole."""
+    digest: str = ""
+    """``commandtext.digest(command)``: the approval runs the command only while it matches."""
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import time
 
 from loguru import logger
 
+from guard.commandtext import oddities, short
 from guard.memory.conversation import record_message
-from guard.notify.base import HumanRequest, IncidentUpdate
+from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.store.db import Database
 
 CHAT = "console"
@@ -62,9 +63,8 @@ class ConsoleNotifier:
         lines = [f"{len(held)} incidents need a human (opened together):"]
         for r in held:
             lines.append(f"  #{r.incident_id} {r.title} [{r.severity}] x{r.count}")
-            lines += [
-                f"      approve:  guard approve {r.incident_id} --skill {o.name}" for o in r.options
-            ]
+            for o in r.options:
+                lines += ["    " + line for line in option_lines(r.incident_id, o)]
             lines.append(
                 f"      fix:      guard reply {r.incident_id} -- COMMAND   |   deny: "
                 f"guard deny {r.incident_id}"
@@ -91,10 +91,7 @@ class ConsoleNotifier:
             lines.append("  evidence:")
             lines += [f"    {line}" for line in request.evidence.splitlines()[:40]]
         for opt in request.options:
-            lines.append(
-                f"  approve:  guard approve {request.incident_id} --skill {opt.name}"
-                f"   ({opt.description})"
-            )
+            lines += option_lines(request.incident_id, opt)
         lines.append(
             f"  fix:      guard reply {request.incident_id} -- COMMAND  "
             "(a shell command for the sandbox, or an action like docker.restart NAME)"
@@ -110,3 +107,18 @@ class ConsoleNotifier:
 
     async def send_text(self, text: str) -> None:
         self._out(text)
+
+
+def option_lines(incident_id: int, opt: SkillOption) -> list[str]:
+    """How to approve one option; a command is shown whole (``repr`` if it is odd, and then
+    not offered), with the digest ``guard approve --digest`` binds the approval to."""
+    if not opt.command:
+        return [f"  approve:  guard approve {incident_id} --skill {opt.name}   ({opt.description})"]
+    if odd := oddities(opt.command):
+        return [f"  {opt.name}: not offered ({'; '.join(odd)}): {opt.command!r}"]
+    return [
+        f"  approve:  guard approve {incident_id} --skill {opt.name} --digest {short(opt.digest)}"
+        f"   ({opt.description})",
+        "  runs exactly:",
+        *(f"    | {line}" for line in opt.command.split("\n")),
+    ]

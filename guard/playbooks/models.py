@@ -254,4 +254,9 @@ class Playbook(_Spec):
         default_factory=SandboxGrants,
         description="what the sandbox may have for this playbook's incidents (default: nothing)",
     )
+    investigation_sandbox: SandboxGrants = Field(
+        default_factory=SandboxGrants,
+        description="what the model's sandbox_run may have while it investigates; never "
+        "`sandbox`'s grants (default: nothing: no network, no secrets, no mounts)",
+    )
     diagnostics: list[Diagnostic] = Field(default_factory=list)

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from guard.commandtext import digest, short
 from guard.skills.library import load_skill
 from tests.agent_helpers import (
     REPO,
@@ -78,9 +79,11 @@ def test_a_proposal_from_a_sandboxed_investigation_is_approved_verified_and_lear
         assert victim.status == "exited"  # nothing ran before a human approved
         assert db_rows(home, "select count(*) from remediation_run") == [(0,)]
         text = home.cli("incidents", "show", str(inc["id"])).stdout
-        assert f"guard approve {inc['id']}` runs it" in text
+        bound = short(digest(f"docker.restart {victim.name}"))
+        assert f"guard approve {inc['id']} --digest {bound}` runs exactly this" in text
 
-        approved = home.cli("approve", str(inc["id"]))
+        approved = home.cli("approve", str(inc["id"]), "--digest", bound)
+        assert f"docker.restart {victim.name}" in approved.stderr  # the command, printed whole
         assert "cured incident" in approved.stdout and "saved as skill learned-" in approved.stdout
         done = show(home, inc["id"])
         assert done["state"] == "resolved"

@@ -12,6 +12,7 @@ import pytest
 from sqlmodel import col, select
 
 from guard.agent.loop import Agent
+from guard.commandtext import digest
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
@@ -137,7 +138,8 @@ async def test_the_proposal_is_shown_first_and_runs_only_when_a_human_approves(
         assert any("probe-42" in r for r in tool_results(model_server))  # the output went back
         (request,) = notifier.asked
         assert request.options[0].name == "proposal"
-        assert "echo restarting" in request.options[0].description
+        assert request.options[0].command == "echo restarting"  # shown whole, and bound
+        assert request.options[0].digest == digest("echo restarting")
         assert "probe-42" in request.evidence  # the findings reach the human
         inc = agent.lifecycle.load(inc_id)
         assert inc is not None and inc.state == "awaiting_human"
@@ -150,7 +152,13 @@ async def test_the_proposal_is_shown_first_and_runs_only_when_a_human_approves(
         }
         with agent.db.session() as s:
             assert s.exec(select(RemediationRun)).all() == []  # nothing ran
-        cmd = queue_command(agent.db, incident_id=inc_id, verb="approve", actor="cli:ann")
+        cmd = queue_command(
+            agent.db,
+            incident_id=inc_id,
+            verb="approve",
+            actor="cli:ann",
+            fix=request.options[0].digest,  # what the button or `guard approve` was shown
+        )
         await agent.process_command(cmd)
         with agent.db.session() as s:
             (run,) = s.exec(select(RemediationRun)).all()

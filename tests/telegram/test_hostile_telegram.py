@@ -105,11 +105,14 @@ async def test_fix_with_a_strange_number_is_a_usage_error(world: World, text: st
     assert any("Usage" in m.text for m in said)
 
 
-async def test_a_long_chatty_reply_is_asked_about_within_telegrams_limit(world: World) -> None:
+async def test_a_reply_the_question_cannot_show_whole_gets_no_run_button(world: World) -> None:
     await world.text(ADMIN, "hmm " * 2000)
     with world.db.session() as s:
         question = s.exec(select(OutboxMessage).where(OutboxMessage.role == "confirm")).one()
-    assert len(question.text) <= 4096 and question.buttons
+    assert len(question.text) <= 4096 and question.buttons == []  # no tap runs the unseen rest
+    assert "7,999 characters long" in question.text
+    assert "will not run this reply from a button" in question.text
+    assert world.count(HumanCommand) == 0
 
 
 @pytest.mark.parametrize("data", ["fix:\u00b2", "fix:\u0663", "fix:", "fix:#1", "fix:1e3"])

@@ -6,7 +6,8 @@ restart later?"). A reply runs at once only if it is an action that parses
 (``curl -X POST http://api/restart``). Anything else gets "Run `...` as a fix? [Run] [Cancel]":
 two single-use approvals (``fix_run``, ``fix_cancel``) bound to that message like every other
 button, with the text kept server-side under the run approval's id (callback data carries only
-the id). ``/fix ID COMMAND`` is explicit and is never asked about.
+the id). A reply the question could not show whole (``commandtext.oddities``) gets no
+buttons. ``/fix ID COMMAND`` is explicit and is never asked about.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
+from guard.commandtext import oddities
 from guard.notify.telegram.messages import LIMIT, Buttons, cut, esc
 from guard.records import utcnow
 from guard.store.db import Database
@@ -127,7 +129,16 @@ def unambiguous(text: str, actions: ActionRegistry) -> bool:
 def ask(
     db: Database, *, incident_id: int, fix: str, user_id: int, ttl: float
 ) -> tuple[str, Buttons]:
-    """Queue nothing; return the question's text and its Run/Cancel buttons."""
+    """Queue nothing; return the question's text and its Run/Cancel buttons (no buttons for a
+    text the question cannot show whole: a tap never runs what the message hid)."""
+    if odd := oddities(fix, LIMIT - 300):
+        return (
+            esc(
+                f"Guard will not run this reply from a button: {'; '.join(odd)}. "
+                f"Send the fix with /fix {incident_id} COMMAND if it is one."
+            ),
+            [],
+        )
     run, cancel = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     expires = utcnow() + timedelta(seconds=ttl)
     with db.session() as session:

@@ -9,7 +9,9 @@ per fault.
 Each incident of a group is a ``TelegramGroupMember`` row. An update to one of them (healed,
 answered, expired) edits the group message: that incident's line says what became of it and
 its buttons go; the message stops being live when none of its incidents has buttons left. A
-human acts on one incident with its buttons, or by replying ``#ID FIX`` to the message.
+human acts on one incident with its buttons, or by replying ``#ID FIX`` to the message. An
+incident whose message offers a command (a model's proposal) is never grouped: a group's line
+could not show the command whole, and its button would run what the line hid.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 
 from sqlmodel import Session, col, select
 
-from guard.notify.telegram.messages import LIMIT, STATE_LABEL, Buttons, cut, esc
+from guard.notify.telegram.messages import LIMIT, RUN_COMMAND, STATE_LABEL, Buttons, cut, esc
 from guard.store.db import Database
 from guard.store.models import Incident, OutboxMessage, TelegramGroupMember, TelegramMessage
 
@@ -34,11 +36,16 @@ def is_ask(row: OutboxMessage) -> bool:
 
 
 def batch(rows: list[OutboxMessage], first: OutboxMessage) -> list[OutboxMessage]:
-    """The pending announcements that go out with ``first`` (itself included), in order."""
+    """The pending announcements that go out with ``first`` (itself included), in order.
+    One that offers a command goes alone: only its own message shows the command whole."""
     chosen = [first]
+    if offers_command(first):
+        return chosen
     buttons = sum(len(r) for r in first.buttons)
     for row in rows:
         if row.id == first.id or not is_ask(row) or row.chat_id != first.chat_id:
+            continue
+        if offers_command(row):
             continue
         size = sum(len(r) for r in row.buttons)
         if len(chosen) >= MAX_INCIDENTS or buttons + size > MAX_BUTTONS:
@@ -46,6 +53,10 @@ def batch(rows: list[OutboxMessage], first: OutboxMessage) -> list[OutboxMessage
         chosen.append(row)
         buttons += size
     return chosen
+
+
+def offers_command(row: OutboxMessage) -> bool:
+    return any(label == RUN_COMMAND for buttons in row.buttons for label, _ in buttons)
 
 
 def member_line(incident: Incident | None, incident_id: int) -> str:

@@ -25,6 +25,7 @@ from telegram.error import TelegramError
 from telegram.ext import ApplicationHandlerStop, ContextTypes
 
 from guard.actions import ActionRegistry
+from guard.commandtext import approval_key, short
 from guard.durations import format_duration, parse_duration
 from guard.exceptions import GuardError
 from guard.incidents.commands import queue_command
@@ -36,6 +37,7 @@ from guard.notify.telegram.grouping import group_reply
 from guard.notify.telegram.messages import esc
 from guard.store import mutes
 from guard.store.models import HumanCommand, OutboxMessage
+from guard.store.state import get_state
 
 if TYPE_CHECKING:
     from guard.notify.telegram.ports import GatewayPort
@@ -150,8 +152,10 @@ class Handlers:
         who = actor(uid)
         verb = VERBS.get(preview.kind, preview.kind)
         mute_for = self.gw.settings.telegram.mute_for
+        bound = await asyncio.to_thread(self._bound, preview.id)
+        running = f"the command shown ({short(bound)})" if bound else f"skill {preview.skill}"
         said = {
-            "approve": f"Approved by {who}: running skill {preview.skill}…",
+            "approve": f"Approved by {who}: running {running}…",
             "deny": f"Denied by {who}: no remedy will run.",
             "mute": f"Muted by {who} for {format_duration(mute_for)}.",
         }.get(verb, verb)
@@ -162,7 +166,7 @@ class Handlers:
         press = Press(update, data, uid, chat_id, message_id, preview.incident_id)
         try:
             await asyncio.to_thread(
-                self._press_and_queue, press, verb, who, preview.skill, closed, mute_for
+                self._press_and_queue, press, verb, who, preview.skill, closed, mute_for, bound
             )
         except IntegrityError:
             _skipped(update)
@@ -190,13 +194,27 @@ class Handlers:
             return
         await q.answer(said[:190])
 
+    def _bound(self, approval_id: str) -> str:
+        """The digest of the command an approval was shown with ("" for a skill, deny, mute)."""
+        with self.db.session() as session:
+            return str(get_state(session, approval_key(approval_id)).get("digest") or "")
+
     def _press_and_queue(
-        self, press: Press, verb: str, who: str, skill: str | None, closed: str, mute_for: float
+        self,
+        press: Press,
+        verb: str,
+        who: str,
+        skill: str | None,
+        closed: str,
+        mute_for: float,
+        bound: str = "",
     ) -> None:
         """One transaction: the update stored, the approval spent, the question's closing edit
         queued, then the command (a crash keeps all of it or none: Telegram delivers the
         update again). The closing edit is queued before the command: the agent may heal the
-        incident at once and queue its own "Resolved" edit, which must come after this one."""
+        incident at once and queue its own "Resolved" edit, which must come after this one.
+        An approval bound to a command's digest queues it with the digest, which the agent
+        checks against the command it would run."""
         queued: list[tuple[OutboxMessage, int]] = []
 
         def spend(session: Session) -> None:
@@ -219,7 +237,7 @@ class Handlers:
             actor=who,
             channel="telegram",
             skill=skill,
-            fix=str(mute_for) if verb == "mute" else None,
+            fix=str(mute_for) if verb == "mute" else (bound or None),
             also=spend,
         )
         for row, outbox_id in queued:

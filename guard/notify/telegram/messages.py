@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 from html import escape
 
-from guard.notify.base import HumanRequest, IncidentUpdate
+from guard.commandtext import oddities, short
+from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.textsafe import printable
 
+RUN_COMMAND = "▶ Run proposal"
+"""The label of a button that runs a command its own message shows whole (never grouped)."""
 LIMIT = 4096
 CAPTION_LIMIT = 1024
 Buttons = list[list[tuple[str, str]]]
@@ -93,21 +96,29 @@ def incident_header(incident_id: int, title: str, severity: str, target: str, co
 
 
 def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
-    """The incident message and its buttons (``signal``: the latest line that fired)."""
-    parts = [incident_header(req.incident_id, req.title, req.severity, req.target, req.count)]
+    """The incident message and its buttons (``signal``: the latest line that fired).
+
+    An option that runs a command (a model's proposal) shows that command whole, with its
+    digest; the evidence is cut first to make room. A command that cannot be shown whole (it
+    is odd, or the message has no room) gets no button: one tap never runs unseen text."""
+    head = [incident_header(req.incident_id, req.title, req.severity, req.target, req.count)]
     if signal:
-        parts.append(f"<pre>{esc(signal[:1000])}</pre>")
-    parts.append(esc(req.question))
-    if req.options:
-        parts.append(
-            "Candidate skills:\n"
-            + "\n".join(f"• <b>{esc(o.name)}</b>: {esc(o.description)}" for o in req.options)
-        )
-    body = "\n\n".join(parts)
+        head.append(f"<pre>{esc(signal[:1000])}</pre>")
+    head.append(esc(req.question))
+    offered = [o for o in req.options if not o.command or not oddities(o.command)]
+    body = "\n\n".join([*head, *_options(req.options, offered)])
+    if len(body) > LIMIT - 200:  # no room to show a command whole: not offered here
+        offered = [o for o in offered if not o.command]
+        body = "\n\n".join([*head, *_options(req.options, offered, req.incident_id)])
     if req.evidence:
-        body += f"\n\nEvidence:\n<pre>{esc(req.evidence)}</pre>"
+        room = LIMIT - len(body) - len("\n\nEvidence:\n")
+        if room > len(pointer(req.incident_id)) + 40:
+            evidence = cut(f"<pre>{esc(req.evidence)}</pre>", room, more=pointer(req.incident_id))
+            body += f"\n\nEvidence:\n{evidence}"
     text = cut(body, more=pointer(req.incident_id))
-    buttons: Buttons = [[(f"▶ Run {o.name}"[:60], o.approval_id)] for o in req.options]
+    buttons: Buttons = [
+        [(RUN_COMMAND if o.command else f"▶ Run {o.name}"[:60], o.approval_id)] for o in offered
+    ]
     row = [("✍ Send a fix", f"fix:{req.incident_id}")]
     if req.deny_id:
         row.append(("✖ Deny", req.deny_id))
@@ -115,6 +126,29 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
         row.append(("🔕 Mute 1h", req.mute_id))
     buttons.append(row)
     return text, buttons
+
+
+def _options(
+    options: list[SkillOption], offered: list[SkillOption], incident_id: int | None = None
+) -> list[str]:
+    """The options as text: a skill's line; a command's, shown whole, or why it is not offered."""
+    if not options:
+        return []
+    lines = []
+    for o in options:
+        line = f"• <b>{esc(o.name)}</b>: {esc(o.description)}"
+        if o.command and o in offered:
+            line += f"\nRuns exactly this (sha256 {short(o.digest)}):\n<pre>{esc(o.command)}</pre>"
+        elif o.command and (odd := oddities(o.command)):
+            line += f"\nNot offered: {esc('; '.join(odd))}."
+        elif o.command:
+            line += (
+                "\nNot offered here: the command does not fit this message whole; "
+                f"<code>guard incidents show {incident_id}</code> shows it, "
+                f"<code>guard approve {incident_id}</code> runs it."
+            )
+        lines.append(line)
+    return ["Candidate skills:\n" + "\n".join(lines)]
 
 
 def render_closed(header: str, state: str, text: str) -> str:
