@@ -24,21 +24,24 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from guard.redact_rules import RULES, Rule
+import re2
+
+from guard import redact_gitleaks as gitleaks
+from guard.redact_context import CONTEXT
+from guard.redact_engine import Engine, Rule, marker
+from guard.redact_keys import KeyLines, redact_blocks
+from guard.redact_rules import SHAPES
+from guard.saferegex import re2_source
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z-]+\]")
-
-
-def marker(name: str) -> str:
-    """The text that replaces the secret called (or of kind) ``name``."""
-    return f"[REDACTED:{name}]"
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,11 @@ class Policy:
         allow: Sequence[str] = (),
         secrets: Iterable[str] = (),
     ) -> None:
-        self.rules: list[Rule] = [
-            Rule(p.kind, re.compile(p.pattern), 1 if re.compile(p.pattern).groups else 0)
-            for p in extra
-        ] + RULES
         self.allow = [re.compile(a) for a in allow]
+        own = [_extra_rule(p) for p in extra]
+        self._python = [(p, rx) for p, rx in own if isinstance(rx, re.Pattern)]
+        self.rules: list[Rule] = [r for _, r in own if isinstance(r, Rule)] + builtin_rules()
+        self._engine = Engine(self.rules, self._allowed if self.allow else None)
         values = sorted(
             {f for s in secrets if len(s) >= 4 for f in encoded_forms(s)}, key=len, reverse=True
         )
@@ -85,48 +88,68 @@ class Policy:
     def _allowed(self, secret: str) -> bool:
         return any(a.search(secret) for a in self.allow)
 
-    def _apply(self, rule: Rule, text: str) -> str:
-        def replace(m: re.Match[str]) -> str:
-            secret = m.group(rule.group)
-            if not secret or (rule.check is not None and not rule.check(secret)):
-                return m.group(0)
-            if self.allow and self._allowed(secret):
-                return m.group(0)
-            if rule.group == 0:
-                return marker(rule.kind)
-            start, end = m.start(rule.group) - m.start(0), m.end(rule.group) - m.start(0)
-            whole = m.group(0)
-            return whole[:start] + marker(rule.kind) + whole[end:]
-
-        return rule.pattern.sub(replace, text)
-
     def redact(self, text: str) -> str:
         """``text`` with every secret the policy knows replaced by its placeholder."""
         if not text:
             return text
         if self._own is not None:
             text = self._own.sub(marker("guard-secret"), text)
-        lower: str | None = None
-        for rule in self.rules:
-            if len(text) < rule.min_length:
-                continue
-            if rule.needs:
-                if rule.fold:
-                    if lower is None:
-                        lower = text.lower()
-                    haystack = lower
-                else:
-                    haystack = text
-                if not any(n in haystack for n in rule.needs):
-                    continue
-            new = self._apply(rule, text)
-            if new is not text and new != text:
-                text, lower = new, None
+        for pattern, rx in self._python:
+            text = _python_rule(pattern, rx, text, self._allowed if self.allow else None)
+        text = self._engine.redact(redact_blocks(text))
+        if "%" in text:
+            text = _ENCODED.sub(self._decoded, text)
         return text
+
+    def _decoded(self, m: Any) -> str:
+        """A URL-encoded run redacted as its decoded text (kept encoded if that holds none)."""
+        raw: str = m.group(0)
+        decoded = urllib.parse.unquote_plus(raw) if "%" in raw else raw
+        if decoded == raw:
+            return raw
+        clean = self._engine.redact(redact_blocks(decoded))
+        return raw if clean == decoded else clean
 
     def findings(self, text: str) -> list[str]:
         """The kinds of secret found in ``text`` (for tests and the benchmark)."""
         return [m.group(0)[10:-1] for m in PLACEHOLDER.finditer(self.redact(text))]
+
+
+# a run of URL-encoded text (a query string, a URL inside a URL): decoded, then redacted
+_ENCODED = re2.compile(
+    r"[A-Za-z0-9._~%+:/?#@=&-]{0,1000}%[0-9A-Fa-f]{2}[A-Za-z0-9._~%+:/?#@=&-]{0,1000}"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_rules() -> list[Rule]:
+    """Guard's shape rules, gitleaks' rules, then the context rules, in the order they run."""
+    return [*SHAPES, *gitleaks.rules(), *CONTEXT]
+
+
+def _extra_rule(p: ExtraPattern) -> tuple[str, Rule | re.Pattern[str]]:
+    """A configured pattern as an engine rule where RE2 reads it as Python does, else as a
+    Python regex (its author's to keep linear)."""
+    compiled = re.compile(p.pattern)
+    group = 1 if compiled.groups else 0
+    rule = Rule(p.kind, p.pattern, group=group, source="config")
+    if re2_source(p.pattern, False) is not None:
+        return p.pattern, rule
+    return p.kind, compiled
+
+
+def _python_rule(
+    kind: str, rx: re.Pattern[str], text: str, allowed: Callable[[str], bool] | None
+) -> str:
+    def replace(m: re.Match[str]) -> str:
+        group = 1 if rx.groups else 0
+        secret = m.group(group)
+        if not secret or (allowed is not None and allowed(secret)):
+            return m.group(0)
+        whole, start, end = m.group(0), m.start(group) - m.start(0), m.end(group) - m.start(0)
+        return whole[:start] + marker(kind) + whole[end:]
+
+    return rx.sub(replace, text)
 
 
 _policy = Policy()
@@ -166,9 +189,16 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+_key_lines = KeyLines()
+
+
 def redact_signal(signal: Any) -> Any:
-    """A ``Signal`` with its target, message and details redacted (the same one if clean)."""
-    target, message = _policy.redact(signal.target), _policy.redact(signal.message)
+    """A ``Signal`` with its target, message and details redacted (the same one if clean).
+
+    Its message is also a line of its source (the monitor and its target): once a private key
+    has begun there, its body lines are key material (``guard.redact_keys``)."""
+    message = _key_lines.redact((signal.monitor_id, signal.target), signal.message)
+    target, message = _policy.redact(signal.target), _policy.redact(message)
     details = redact_value(signal.details)
     if (target, message, details) == (signal.target, signal.message, signal.details):
         return signal
