@@ -189,6 +189,44 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+# Allow-list probes: text of every kind (a pattern matching all of them matches everything),
+# and secrets of typical shapes (assembled from pieces: no file holds a credential shape).
+_ANY_TEXT = ("x", "Z9", "a b", "-", "[REDACTED:x]", "\u00e9t\u00e9", "0" * 80)
+_TYPICAL_SECRETS = {
+    "aws-access-key": "AK" + "IA" + "QX7V2KZL4M3N5P6R",
+    "github-token": "gh" + "p_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4",
+    "jwt": "ey"
+    + "JhbGciOiJIUzI1NiJ9.ey"
+    + "JzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    "stripe-key": "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "password": "Hunter2!xQ9",
+    "private-key": "MII" + "EvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+}
+
+
+def allow_warnings(patterns: Sequence[str]) -> list[str]:
+    """What ``check-config`` says of ``redact.allow`` patterns that would keep secrets in clear:
+    one that matches any text turns redaction off; one that matches typical secrets lets them
+    leave. (Patterns are valid regexes by then: the settings checked them.)"""
+    warnings = []
+    for i, pattern in enumerate(patterns):
+        rx = re.compile(pattern)
+        where = f"redact.allow[{i}] {pattern!r}"
+        if all(rx.search(t) for t in _ANY_TEXT):
+            warnings.append(
+                f"{where}: matches any text, so no secret a rule finds is redacted; "
+                "allow only a known false positive, e.g. '^sk_test_' or '^EXAMPLE-[0-9]+$'"
+            )
+            continue
+        kinds = [k for k, v in _TYPICAL_SECRETS.items() if rx.search(v)]
+        if kinds:
+            warnings.append(
+                f"{where}: matches typical secrets ({', '.join(kinds)}), which would then leave "
+                "in clear; anchor it to the one false positive it is for, e.g. '^sk_test_'"
+            )
+    return warnings
+
+
 _key_lines = KeyLines()
 
 

@@ -93,7 +93,7 @@ _PASSWORDS = (
 )
 _TOKENS = (
     r"token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|account[_-]?key|auth[_-]?token"
-    r"|access[_-]?token|refresh[_-]?token|session[_-]?key|signing[_-]?key|client[_-]?key"
+    r"|private[_-]?key[_-]?id|access[_-]?token|refresh[_-]?token|session[_-]?key|signing[_-]?key|client[_-]?key"
     r"|[a-z0-9]{1,30}_key|[a-z0-9]{1,30}_token"
 )
 _CREDENTIALS = r"auth|credentials?|creds"
@@ -132,21 +132,21 @@ CONTEXT: list[Rule] = [
         "authorization",
         r"(?i)\b(?:proxy-)?authorization[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?"
         r"(?:(?:bearer|basic|token|digest|bot|apikey|aws4-hmac-sha256)[ \t]{1,3})?"
-        r"([^\s\"'`,;&<>()\[\]{}]{1,1000})",
+        r"([^\s\"'`,;&<>()\[\]{}]+)",
         group=1,
         needs=("authorization",),
         check=_credential,
     ),
     Rule(
         "cookie",
-        r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,3}:[ \t]{0,3}([^\r\n]{1,1000})",
+        r"(?i)\b(?:set-)?cookie[\"']?[ \t]{0,3}:[ \t]{0,3}([^\r\n]+)",
         group=1,
         needs=("cookie",),
         rewrite=_cookies,
     ),
     Rule(
         "bearer-token",
-        r"(?i)\bbearer[ \t]{1,3}([A-Za-z0-9._~+/-]{12,1000}={0,2})",
+        r"(?i)\bbearer[ \t]{1,3}([A-Za-z0-9._~+/=-]{12,})",
         group=1,
         needs=("bearer",),
     ),
@@ -195,6 +195,13 @@ CONTEXT: list[Rule] = [
         rf"(?i)\b(?:requirepass|masterauth)[ \t]{{1,3}}{_FLAG_VALUE}",
         group=FIRST_GROUP,
         needs=("requirepass", "masterauth"),
+        check=_assigned,
+    ),
+    Rule(  # Redis MONITOR and slowlog print a command's arguments quoted
+        "password",
+        r"(?i)\"auth\"(?:[ \t]{1,3}\"[^\"\r\n]{1,64}\")?[ \t]{1,3}\"([^\"\r\n]{1,256})\"",
+        group=1,
+        needs=('"auth"',),
         check=_assigned,
     ),
     Rule(

@@ -3,8 +3,12 @@
 Python's ``re`` backtracks: a rule with an open-ended repeat before a required literal costs the
 square of a hostile line's length (``eyJ-`` repeated 16 K times took half a second). Here every
 rule is an RE2 regex (a DFA, no backtracking: the same engine the log scan uses), so a search
-costs the length of the text whatever it holds, and every repeat is bounded
-(``MAX_MATCH`` characters at most per match: the cap on the text one match may span).
+costs the length of the text whatever it holds. Every repeat followed by more of the pattern is
+bounded (``bound_repeats``); only a trailing one may be open-ended, where RE2 runs it as one
+state (a large bounded count there costs RE2 far more on a hostile line). Each rule sees at most
+``WINDOW`` bytes at a time (a longer text is cut at line ends, or hard where a line is longer),
+and acts on at most ``MAX_CHECKED`` matches per window: past that, the rest of the window is
+replaced whole (fail closed), so a line of ten thousand decoys costs no more than a few hundred.
 
 The text is encoded once; one ``re2.Set`` pass over it finds which of the rules' keywords occur
 (case-insensitively), and only the rules with a keyword present, plus the few without keywords,
@@ -17,7 +21,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +30,8 @@ import re2
 
 Check = Callable[[str], bool]
 FIRST_GROUP = -1  # a rule's secret is its first group that took part in the match
-MAX_MATCH = 8192  # the most characters one match of a rule may span (PEM blocks excluded)
+WINDOW = 64 * 1024  # the most bytes of text one rule sees at a time (a log line's limit)
+MAX_CHECKED = 256  # matches of one rule checked per window; the rest of it is then replaced
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 32 << 20
@@ -113,23 +117,39 @@ class Engine:
     def redact(self, text: str) -> str:
         """``text`` with each rule's secrets replaced by its placeholder."""
         data = text.encode("utf-8", "surrogatepass")
+        if len(data) > WINDOW:
+            parts = [self._window(w) for w in _windows(data)]
+            new = b"".join(
+                d if d is not None else w for d, w in zip(parts, _windows(data), strict=True)
+            )
+            return new.decode("utf-8", "surrogatepass") if any(parts) else text
+        done = self._window(data)
+        return text if done is None else done.decode("utf-8", "surrogatepass")
+
+    def _window(self, data: bytes) -> bytes | None:
+        """``data`` redacted (None: unchanged)."""
         changed = False
         for i in self.candidates(data):
             if len(data) >= self.rules[i].min_length:
                 new = self._apply(i, data)
                 if new is not None:
                     data, changed = new, True
-        return data.decode("utf-8", "surrogatepass") if changed else text
+        return data if changed else None
 
     def _apply(self, i: int, data: bytes) -> bytes | None:
         rule, program, mark = self.rules[i], self._programs[i], self._markers[i]
         out: list[bytes] = []
-        pos = last = 0
+        pos = last = checked = 0
         end = len(data)
         while pos <= end:
             spans = program.Match(_UNANCHORED, data, pos, end)
             whole = spans[0]
             if whole == _NULL:
+                break
+            checked += 1
+            if checked > MAX_CHECKED:  # a storm of matches: replace the rest, check no more
+                out += (data[last : whole[0]], mark)
+                last = end
                 break
             start, stop = _secret_span(spans, rule.group)
             if start >= 0 and stop > start:
@@ -156,6 +176,19 @@ class Engine:
         return mark
 
 
+def _windows(data: bytes) -> list[bytes]:
+    """``data`` in pieces of at most ``WINDOW`` bytes, cut after a newline where there is one."""
+    out, pos = [], 0
+    while pos < len(data):
+        stop = pos + WINDOW
+        if stop < len(data):
+            cut = data.rfind(b"\n", pos, stop)
+            stop = cut + 1 if cut >= pos else stop
+        out.append(data[pos:stop])
+        pos = stop
+    return out
+
+
 def _secret_span(spans: list[tuple[int, int]], group: int) -> tuple[int, int]:
     if group != FIRST_GROUP:
         return spans[group]
@@ -166,11 +199,11 @@ def _secret_span(spans: list[tuple[int, int]], group: int) -> tuple[int, int]:
 
 
 _QUANTIFIER = re.compile(r"\{(\d+),\}")
-_INLINE_FLAGS = re.compile(r"(?<!\\)\(\?[a-zA-Z-]+\)")
 
 
 def bound_repeats(pattern: str, cap: int) -> str:
-    """``pattern`` with each open-ended repeat (``*``, ``+``, ``{n,}``) capped at ``cap``."""
+    """``pattern`` with each open-ended repeat (``*``, ``+``, ``{n,}``) capped at ``cap``, but a
+    trailing one (nothing of the pattern after it but closing parentheses)."""
     out: list[str] = []
     i, n, in_class = 0, len(pattern), False
     while i < n:
@@ -196,12 +229,14 @@ def bound_repeats(pattern: str, cap: int) -> str:
             i, in_class = j, True
             continue
         if c in "*+" and out and out[-1] not in ("(", "|"):
-            out.append(f"{{0,{cap}}}" if c == "*" else f"{{1,{cap}}}")
+            trailing = _trailing(pattern, i + 1)
+            out.append(c if trailing else f"{{0,{cap}}}" if c == "*" else f"{{1,{cap}}}")
             i += 1
             continue
         m = _QUANTIFIER.match(pattern, i) if c == "{" else None
         if m is not None:
-            out.append(f"{{{m.group(1)},{max(cap, int(m.group(1)))}}}")
+            trailing = _trailing(pattern, m.end())
+            out.append(m.group(0) if trailing else f"{{{m.group(1)},{max(cap, int(m.group(1)))}}}")
             i = m.end()
             continue
         out.append(c)
@@ -209,11 +244,7 @@ def bound_repeats(pattern: str, cap: int) -> str:
     return "".join(out)
 
 
-def max_width(pattern: str) -> int:
-    """The most characters a match of ``pattern`` can span (Python's parser reads RE2 syntax
-    closely enough for this; a huge number means an open-ended repeat)."""
-    plain = _INLINE_FLAGS.sub("", pattern).replace(r"\z", r"\Z")  # flags change no width
-    with warnings.catch_warnings():  # "possible nested set": [[:alpha:]] reads as RE2 means
-        warnings.simplefilter("ignore", FutureWarning)
-        parsed = re._parser.parse(plain)  # type: ignore[attr-defined]
-    return int(parsed.getwidth()[1])
+def _trailing(pattern: str, at: int) -> bool:
+    """Whether only closing parentheses (and a laziness mark) follow position ``at`` (in
+    ``a+|b`` and ``(?:a+|b)c`` more follows ``a+``)."""
+    return pattern[at:].lstrip("?").strip(")") == ""

@@ -21,7 +21,6 @@ THIRD_PARTY_INTERNALS = {
     ("guard/saferegex.py", "_regexp"),
     ("guard/redact_engine.py", "_Anchor"),  # the same low-level match, for the spans of groups
     ("guard/redact_engine.py", "_regexp"),
-    ("guard/redact_engine.py", "_parser"),  # re's parser: how long can a rule's match be?
     ("guard/stalls.py", "_current_frames"),  # sys: the only way to see another thread's stack
 }
 

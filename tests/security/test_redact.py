@@ -188,3 +188,17 @@ def test_the_store_scrubs_any_row_and_migrates_rows_stored_in_clear(tmp_path: Pa
     db.dispose()
     data = b"".join(p.read_bytes() for p in tmp_path.glob("g.db*"))
     assert secrets()[8][1].encode() not in data  # nor in the WAL or a freed page
+
+
+def test_check_config_warns_on_an_allow_pattern_that_matches_everything_or_typical_secrets(home):
+    home.write_config({"redact": {"allow": [".", "^sk_test_", "^[A-Za-z0-9_]+$"]}})
+    proc = home.cli("check-config")
+    assert proc.returncode == 0 and "config ok" in proc.stdout  # a warning, not a refusal
+    assert "warning: redact.allow[0] '.': matches any text" in proc.stderr
+    assert "redact.allow[1]" not in proc.stderr  # a pattern for one known false positive
+    assert "warning: redact.allow[2] '^[A-Za-z0-9_]+$': matches typical secrets (" in proc.stderr
+    assert "aws-access-key" in proc.stderr
+    # and the warning is right: with '.' allowed, a rule-found secret is kept in clear
+    redaction.configure(load_settings(home.config))
+    key = "AK" + "IA" + "QX7V2KZL4M3N5P6R"
+    assert redact(f"id {key}") == f"id {key}"
