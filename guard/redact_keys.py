@@ -60,7 +60,9 @@ class KeyLines:
             end = _END.search(line) if "-----END" in line else None
             if end is not None:
                 del self._open[source]
-                return _body(line[: end.start()]) + line[end.start() :]
+                head = line[: end.start()]  # the body's last characters, if they share the line
+                head = _body(head) if head[-1:] in _BASE64 else head
+                return head + line[end.start() :]
             if seen + 1 >= MAX_BODY_LINES:
                 del self._open[source]
             else:
