@@ -2,12 +2,13 @@
 
 The policy (``Policy``) replaces each secret it finds with ``[REDACTED:<kind>]``:
 
-- known credential shapes and secrets by context (``guard.redact_rules``: cloud keys, git-host and
-  chat tokens, JWTs, payment keys, private key blocks, ``user:password@`` in URLs, ``password=``
-  and ``token=`` assignments, Authorization headers);
 - Guard's own configured secrets, raw, URL-encoded and base64-encoded (at any alignment, so one
   inside a longer base64 string such as ``Basic`` credentials is found too);
-- ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret.
+- ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret;
+- private key blocks (``guard.redact_keys``), then known credential shapes (Guard's
+  ``guard.redact_rules``, gitleaks' rules as data in ``guard.redact_gitleaks``) and secrets by
+  context (``guard.redact_context``), all RE2 regexes run by ``guard.redact_engine`` in time
+  linear in the text; URL-encoded runs are decoded and redacted too.
 
 The same placeholder for every value of a kind keeps fingerprints stable: one fault leaking two
 different tokens is one incident. The process-wide policy is set once from the settings
@@ -36,10 +37,9 @@ import re2
 
 from guard import redact_gitleaks as gitleaks
 from guard.redact_context import CONTEXT
-from guard.redact_engine import Engine, Rule, marker
+from guard.redact_engine import Engine, Rule, compile_rule, marker
 from guard.redact_keys import KeyLines, redact_blocks
 from guard.redact_rules import SHAPES
-from guard.saferegex import re2_source
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z-]+\]")
 
@@ -133,9 +133,24 @@ def _extra_rule(p: ExtraPattern) -> tuple[str, Rule | re.Pattern[str]]:
     compiled = re.compile(p.pattern)
     group = 1 if compiled.groups else 0
     rule = Rule(p.kind, p.pattern, group=group, source="config")
-    if re2_source(p.pattern, False) is not None:
+    if _re2_reads(p.pattern):
         return p.pattern, rule
     return p.kind, compiled
+
+
+# constructs RE2 reads differently from Python, or not at all (as ``guard.saferegex`` lists them;
+# not imported from there: it brings loguru, and the fast CLI path must stay light)
+_DIVERGENT = re.compile(r"\\[AZz]|\{,|\[:")
+
+
+def _re2_reads(pattern: str) -> bool:
+    if _DIVERGENT.search(pattern):
+        return False
+    try:
+        compile_rule(Rule("probe", pattern))
+    except re2.error:
+        return False
+    return True
 
 
 def _python_rule(
@@ -152,7 +167,7 @@ def _python_rule(
     return rx.sub(replace, text)
 
 
-_policy = Policy()
+_policy: Policy | None = None  # built on first use: compiling the rules costs ~0.1 s
 _policy_lock = threading.Lock()
 
 
@@ -170,18 +185,24 @@ def configure(settings: Any) -> Policy:
 
 
 def policy() -> Policy:
+    """The process-wide policy (the default one until ``configure`` or ``use``)."""
+    global _policy
+    if _policy is None:
+        with _policy_lock:
+            if _policy is None:
+                _policy = Policy()
     return _policy
 
 
 def redact(text: str) -> str:
     """``text`` through the process-wide policy."""
-    return _policy.redact(text)
+    return policy().redact(text)
 
 
 def redact_value(value: Any) -> Any:
     """``value`` with every string inside it (dicts, lists, tuples) redacted; keys are kept."""
     if isinstance(value, str):
-        return _policy.redact(value)
+        return policy().redact(value)
     if isinstance(value, dict):
         return {k: redact_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -236,7 +257,7 @@ def redact_signal(signal: Any) -> Any:
     Its message is also a line of its source (the monitor and its target): once a private key
     has begun there, its body lines are key material (``guard.redact_keys``)."""
     message = _key_lines.redact((signal.monitor_id, signal.target), signal.message)
-    target, message = _policy.redact(signal.target), _policy.redact(message)
+    target, message = policy().redact(signal.target), policy().redact(message)
     details = redact_value(signal.details)
     if (target, message, details) == (signal.target, signal.message, signal.details):
         return signal
@@ -290,7 +311,7 @@ class Redactor:
         pattern = self._pattern()
         if pattern is not None:
             text = pattern.sub(lambda m: marker(self._values[m.group(0)]), text)
-        return _policy.redact(text)
+        return policy().redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` redacted as UTF-8 text (undecodable bytes pass through unchanged)."""

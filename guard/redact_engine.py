@@ -84,7 +84,7 @@ class Engine:
     def __init__(self, rules: Sequence[Rule], allowed: Callable[[str], bool] | None = None):
         self.rules = list(rules)
         self._allowed = allowed
-        self._programs = [compile_rule(r)._regexp for r in self.rules]
+        self._programs: list[Any] = [None] * len(self.rules)  # compiled when first needed
         self._markers = [marker(r.kind).encode() for r in self.rules]
         words: dict[str, int] = {}
         self._by_word: list[list[int]] = []
@@ -138,6 +138,8 @@ class Engine:
 
     def _apply(self, i: int, data: bytes) -> bytes | None:
         rule, program, mark = self.rules[i], self._programs[i], self._markers[i]
+        if program is None:  # most rules never meet their keyword: start-up stays cheap
+            program = self._programs[i] = compile_rule(rule)._regexp
         out: list[bytes] = []
         pos = last = checked = 0
         end = len(data)

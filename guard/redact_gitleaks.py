@@ -83,6 +83,8 @@ def _bounded(pattern: str) -> str:
     cap = REPEAT_CAP
     while True:
         bounded = bound_repeats(pattern, cap)
+        if bounded == pattern:
+            return pattern  # nothing to cap: compiled when first needed
         try:
             compile_rule(Rule("probe", bounded))
             return bounded
