@@ -1,4 +1,4 @@
-"""Redaction: recall on the fake-secret corpus, false positives on ordinary lines, cost per line.
+"""Redaction: recall on two fake-secret corpora, false positives, cost per line, hostile lines.
 
 Guard's policy (``guard.redact``) is measured against detect-secrets' plugins (the maintained
 rule set it was chosen over) when that package is installed: the same corpus, the same lines.
@@ -10,8 +10,18 @@ rule set it was chosen over) when that package is installed: the same corpus, th
 - cost: microseconds per line through the policy, for clean lines (most signals) and for lines
   that hold a secret; and per ``Signal`` (message, target and details).
 
-Run alone: ``python -m bench.redaction [--seeds N] [--lines N] [--real LOG ...]`` (``--real``:
-also count the lines of real log files, which hold no secrets, that redaction changes).
+- held-out recall: the second corpus (``tests/secret_corpus_heldout.py``, written from vendors'
+  documented formats, not the one the rules are tuned on), per group, each entry's lines fed one
+  at a time from one source as a log monitor's signals are;
+- real logs: lines of the 16 Loghub systems and the captured daemon logs (``bench.grouping``'s
+  corpus) that redaction changes (none should: they hold no secret);
+- hostile lines: each rule alone on adversarial lines at the 64 KiB line limit, the worst
+  milliseconds per line (issue 33: each rule at most 10 ms);
+- ``--against REV``: the same cost figures for the redaction of git revision ``REV``, measured
+  on the same lines in a subprocess, side by side.
+
+Run alone: ``python -m bench.redaction [--seeds N] [--lines N] [--real LOG ...] [--against REV]``
+(``--real``: also count the lines of these real log files that redaction changes).
 """
 
 from __future__ import annotations
@@ -23,10 +33,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import machine
+from bench.common import REPO, machine
 from guard.records import Signal
-from guard.redact import Policy, redact_signal
-from tests.secret_corpus import ordinary_lines, secrets
+from guard.redact import Policy, builtin_rules, redact_signal
+from guard.redact_engine import Engine
+from guard.redact_keys import KeyLines
+from tests.secret_corpus import hostile_lines, ordinary_lines, secrets
+from tests.secret_corpus_heldout import GROUPS, heldout, pieces
 
 
 def _per_line_us(fn: Callable[[str], Any], lines: list[str], repeat: int = 5) -> float:
@@ -117,13 +130,150 @@ def _real_logs(paths: list[str]) -> dict[str, Any]:
     return found
 
 
-def run(seeds: int = 20, lines: int = 5000, real: list[str] | None = None) -> dict[str, Any]:
+def _heldout(seeds: int) -> dict[str, Any]:
+    """Recall per group on the held-out corpus (an entry is caught when no piece survives)."""
+    policy = Policy()
+    shapes: Counter[str] = Counter()
+    caught: Counter[str] = Counter()
+    missed: set[str] = set()
+    for seed in range(seeds):
+        for group, name, secret, lines in heldout(f"held-{seed}"):
+            keys = KeyLines()
+            out = "\n".join(policy.redact(keys.redact("source", line)) for line in lines)
+            shapes[group] += 1
+            if any(piece in out for piece in pieces(secret)):
+                missed.add(f"{group}: {name}")
+            else:
+                caught[group] += 1
+    per_group = {
+        g: {
+            "shapes": shapes[g] // seeds,
+            "caught": caught[g],
+            "of": shapes[g],
+            "recall_pct": round(100 * caught[g] / shapes[g], 1),
+        }
+        for g in GROUPS
+    }
+    return {
+        "shapes": sum(shapes.values()) // seeds,
+        "seeds": seeds,
+        "per_group": per_group,
+        "missed": sorted(missed),
+    }
+
+
+def _loghub() -> dict[str, Any]:
+    """Lines of the grouping benchmark's real logs (16 Loghub systems, captured daemon logs)
+    that redaction changes."""
+    from bench.grouping import load_systems
+
+    policy = Policy()
+    found: dict[str, Any] = {"lines": 0, "changed": 0, "changed_examples": []}
+    for system in load_systems():
+        changed = [line for line in system.lines if policy.redact(line) != line]
+        found["lines"] += len(system.lines)
+        found["changed"] += len(changed)
+        found["changed_examples"] += [f"{system.name}: {policy.redact(c)[:160]}" for c in changed]
+    found["changed_examples"] = found["changed_examples"][:5]
+    return found
+
+
+def _best_of(n: int, fn: Callable[[str], Any], line: str) -> float:
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn(line)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _hostile() -> dict[str, Any]:
+    """Each rule alone on adversarial 64 KiB lines: the worst milliseconds one line costs, warm
+    (best of 3) and on its first run (when RE2 builds the DFA states the line needs)."""
+    worst: list[tuple[float, str]] = []
+    cold: list[tuple[float, str]] = []
+    for rule in builtin_rules():
+        engine = Engine([rule])
+        slowest = first = 0.0
+        for line in hostile_lines(rule.needs[:2]):
+            first = max(first, _best_of(1, engine.redact, line))  # RE2 builds its DFA here
+            slowest = max(slowest, _best_of(3, engine.redact, line))  # the machine's noise off
+        name = rule.source if rule.source != "guard" else f"guard:{rule.kind}"
+        worst.append((slowest * 1000, name))
+        cold.append((first * 1000, name))
+    worst.sort(reverse=True)
+    cold.sort(reverse=True)
+    policy = Policy()
+    whole = 0.0
+    for line in hostile_lines(("eyJ", "sk-")):
+        whole = max(whole, _best_of(3, policy.redact, line))
+    return {
+        "rules": len(worst),
+        "line_chars": len(hostile_lines(())[0]),
+        "worst_rule_ms": round(worst[0][0], 2),
+        "worst_rules": [f"{src}: {ms:.2f} ms" for ms, src in worst[:3]],
+        "rules_over_10_ms": sum(1 for ms, _ in worst if ms > 10),
+        "first_run_worst_rules": [f"{src}: {ms:.2f} ms" for ms, src in cold[:3]],
+        "first_run_rules_over_10_ms": sum(1 for ms, _ in cold if ms > 10),
+        "whole_policy_worst_line_ms": round(whole * 1000, 2),
+    }
+
+
+_AGAINST = r"""
+import json, sys, time
+from guard.redact import Policy
+ordinary, dirty = json.load(sys.stdin)
+policy = Policy()
+def per_line(lines):
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for line in lines:
+            policy.redact(line)
+        best = min(best, time.perf_counter() - t0)
+    return round(best / len(lines) * 1e6, 2)
+print(json.dumps({"us_per_clean_line": per_line(ordinary),
+                  "us_per_line_with_a_secret": per_line(dirty)}))
+"""
+
+
+def _against(rev: str, corpus: list[tuple[str, str, str]], ordinary: list[str]) -> dict[str, Any]:
+    """The cost figures of revision ``rev``'s redaction on the same lines (a subprocess that
+    imports that revision's ``guard`` package)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "archive", rev, "guard"], cwd=REPO, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _AGAINST],
+            input=json.dumps([ordinary, [line for _, _, line in corpus]]),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp,
+            env={"PYTHONPATH": tmp, "PATH": "/usr/bin:/bin"},
+        )
+    return {"revision": rev, **json.loads(done.stdout.splitlines()[-1])}
+
+
+def run(
+    seeds: int = 20, lines: int = 5000, real: list[str] | None = None, against: str | None = None
+) -> dict[str, Any]:
     corpus = [entry for i in range(seeds) for entry in secrets(f"bench-{i}")]
     ordinary = ordinary_lines(lines, seed=11)
     return {
         "what": f"{len(corpus)} fake secrets ({len(secrets())} shapes x {seeds} seeds), "
         f"{len(ordinary)} ordinary log lines",
         "guard": _guard(corpus, ordinary),
+        "against": _against(against, corpus, ordinary) if against else None,
+        "heldout": _heldout(max(1, seeds // 4)),
+        "loghub_and_daemon_logs": _loghub(),
+        "hostile_64k": _hostile(),
         "detect_secrets": _detect_secrets(corpus, ordinary),
         "real_logs": _real_logs(real or []),
     }
@@ -140,12 +290,12 @@ def main() -> None:
         metavar="LOG",
         help="also count lines of these real log files that redaction changes",
     )
-    args = parser.parse_args()
-    print(
-        json.dumps(
-            {"machine": machine(), "redaction": run(args.seeds, args.lines, args.real)}, indent=2
-        )
+    parser.add_argument(
+        "--against", metavar="REV", help="also measure the cost of git revision REV's redaction"
     )
+    args = parser.parse_args()
+    result = run(args.seeds, args.lines, args.real, args.against)
+    print(json.dumps({"machine": machine(), "redaction": result}, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 
 The policy (``Policy``) replaces each secret it finds with ``[REDACTED:<kind>]``:
 
-- known credential shapes and secrets by context (``guard.redact_rules``: cloud keys, git-host and
-  chat tokens, JWTs, payment keys, private key blocks, ``user:password@`` in URLs, ``password=``
-  and ``token=`` assignments, Authorization headers);
 - Guard's own configured secrets, raw, URL-encoded and base64-encoded (at any alignment, so one
   inside a longer base64 string such as ``Basic`` credentials is found too);
-- ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret.
+- ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret;
+- private key blocks (``guard.redact_keys``), then known credential shapes (Guard's
+  ``guard.redact_rules``, gitleaks' rules as data in ``guard.redact_gitleaks``) and secrets by
+  context (``guard.redact_context``), all RE2 regexes run by ``guard.redact_engine`` in time
+  linear in the text; URL-encoded runs are decoded and redacted too.
 
 The same placeholder for every value of a kind keeps fingerprints stable: one fault leaking two
 different tokens is one incident. The process-wide policy is set once from the settings
@@ -24,21 +25,23 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from guard.redact_rules import RULES, Rule
+import re2
+
+from guard import redact_gitleaks as gitleaks
+from guard.redact_context import CONTEXT
+from guard.redact_engine import Engine, Rule, compile_rule, marker
+from guard.redact_keys import KeyLines, redact_blocks
+from guard.redact_rules import SHAPES
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z-]+\]")
-
-
-def marker(name: str) -> str:
-    """The text that replaces the secret called (or of kind) ``name``."""
-    return f"[REDACTED:{name}]"
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,11 @@ class Policy:
         allow: Sequence[str] = (),
         secrets: Iterable[str] = (),
     ) -> None:
-        self.rules: list[Rule] = [
-            Rule(p.kind, re.compile(p.pattern), 1 if re.compile(p.pattern).groups else 0)
-            for p in extra
-        ] + RULES
         self.allow = [re.compile(a) for a in allow]
+        own = [_extra_rule(p) for p in extra]
+        self._python = [(p, rx) for p, rx in own if isinstance(rx, re.Pattern)]
+        self.rules: list[Rule] = [r for _, r in own if isinstance(r, Rule)] + builtin_rules()
+        self._engine = Engine(self.rules, self._allowed if self.allow else None)
         values = sorted(
             {f for s in secrets if len(s) >= 4 for f in encoded_forms(s)}, key=len, reverse=True
         )
@@ -85,51 +88,86 @@ class Policy:
     def _allowed(self, secret: str) -> bool:
         return any(a.search(secret) for a in self.allow)
 
-    def _apply(self, rule: Rule, text: str) -> str:
-        def replace(m: re.Match[str]) -> str:
-            secret = m.group(rule.group)
-            if not secret or (rule.check is not None and not rule.check(secret)):
-                return m.group(0)
-            if self.allow and self._allowed(secret):
-                return m.group(0)
-            if rule.group == 0:
-                return marker(rule.kind)
-            start, end = m.start(rule.group) - m.start(0), m.end(rule.group) - m.start(0)
-            whole = m.group(0)
-            return whole[:start] + marker(rule.kind) + whole[end:]
-
-        return rule.pattern.sub(replace, text)
-
     def redact(self, text: str) -> str:
         """``text`` with every secret the policy knows replaced by its placeholder."""
         if not text:
             return text
         if self._own is not None:
             text = self._own.sub(marker("guard-secret"), text)
-        lower: str | None = None
-        for rule in self.rules:
-            if len(text) < rule.min_length:
-                continue
-            if rule.needs:
-                if rule.fold:
-                    if lower is None:
-                        lower = text.lower()
-                    haystack = lower
-                else:
-                    haystack = text
-                if not any(n in haystack for n in rule.needs):
-                    continue
-            new = self._apply(rule, text)
-            if new is not text and new != text:
-                text, lower = new, None
+        for pattern, rx in self._python:
+            text = _python_rule(pattern, rx, text, self._allowed if self.allow else None)
+        text = self._engine.redact(redact_blocks(text))
+        if "%" in text:
+            text = _ENCODED.sub(self._decoded, text)
         return text
+
+    def _decoded(self, m: Any) -> str:
+        """A URL-encoded run redacted as its decoded text (kept encoded if that holds none)."""
+        raw: str = m.group(0)
+        decoded = urllib.parse.unquote_plus(raw) if "%" in raw else raw
+        if decoded == raw:
+            return raw
+        clean = self._engine.redact(redact_blocks(decoded))
+        return raw if clean == decoded else clean
 
     def findings(self, text: str) -> list[str]:
         """The kinds of secret found in ``text`` (for tests and the benchmark)."""
         return [m.group(0)[10:-1] for m in PLACEHOLDER.finditer(self.redact(text))]
 
 
-_policy = Policy()
+# a run of URL-encoded text (a query string, a URL inside a URL): decoded, then redacted
+_ENCODED = re2.compile(
+    r"[A-Za-z0-9._~%+:/?#@=&-]{0,1000}%[0-9A-Fa-f]{2}[A-Za-z0-9._~%+:/?#@=&-]{0,1000}"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_rules() -> list[Rule]:
+    """Guard's shape rules, gitleaks' rules, then the context rules, in the order they run."""
+    return [*SHAPES, *gitleaks.rules(), *CONTEXT]
+
+
+def _extra_rule(p: ExtraPattern) -> tuple[str, Rule | re.Pattern[str]]:
+    """A configured pattern as an engine rule where RE2 reads it as Python does, else as a
+    Python regex (its author's to keep linear)."""
+    compiled = re.compile(p.pattern)
+    group = 1 if compiled.groups else 0
+    rule = Rule(p.kind, p.pattern, group=group, source="config")
+    if _re2_reads(p.pattern):
+        return p.pattern, rule
+    return p.kind, compiled
+
+
+# constructs RE2 reads differently from Python, or not at all (as ``guard.saferegex`` lists them;
+# not imported from there: it brings loguru, and the fast CLI path must stay light)
+_DIVERGENT = re.compile(r"\\[AZz]|\{,|\[:")
+
+
+def _re2_reads(pattern: str) -> bool:
+    if _DIVERGENT.search(pattern):
+        return False
+    try:
+        compile_rule(Rule("probe", pattern))
+    except re2.error:
+        return False
+    return True
+
+
+def _python_rule(
+    kind: str, rx: re.Pattern[str], text: str, allowed: Callable[[str], bool] | None
+) -> str:
+    def replace(m: re.Match[str]) -> str:
+        group = 1 if rx.groups else 0
+        secret = m.group(group)
+        if not secret or (allowed is not None and allowed(secret)):
+            return m.group(0)
+        whole, start, end = m.group(0), m.start(group) - m.start(0), m.end(group) - m.start(0)
+        return whole[:start] + marker(kind) + whole[end:]
+
+    return rx.sub(replace, text)
+
+
+_policy: Policy | None = None  # built on first use: compiling the rules costs ~0.1 s
 _policy_lock = threading.Lock()
 
 
@@ -147,18 +185,24 @@ def configure(settings: Any) -> Policy:
 
 
 def policy() -> Policy:
+    """The process-wide policy (the default one until ``configure`` or ``use``)."""
+    global _policy
+    if _policy is None:
+        with _policy_lock:
+            if _policy is None:
+                _policy = Policy()
     return _policy
 
 
 def redact(text: str) -> str:
     """``text`` through the process-wide policy."""
-    return _policy.redact(text)
+    return policy().redact(text)
 
 
 def redact_value(value: Any) -> Any:
     """``value`` with every string inside it (dicts, lists, tuples) redacted; keys are kept."""
     if isinstance(value, str):
-        return _policy.redact(value)
+        return policy().redact(value)
     if isinstance(value, dict):
         return {k: redact_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -166,9 +210,54 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+# Allow-list probes: text of every kind (a pattern matching all of them matches everything),
+# and secrets of typical shapes (assembled from pieces: no file holds a credential shape).
+_ANY_TEXT = ("x", "Z9", "a b", "-", "[REDACTED:x]", "\u00e9t\u00e9", "0" * 80)
+_TYPICAL_SECRETS = {
+    "aws-access-key": "AK" + "IA" + "QX7V2KZL4M3N5P6R",
+    "github-token": "gh" + "p_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4",
+    "jwt": "ey"
+    + "JhbGciOiJIUzI1NiJ9.ey"
+    + "JzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    "stripe-key": "sk" + "_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "password": "Hunter2!xQ9",
+    "private-key": "MII" + "EvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+}
+
+
+def allow_warnings(patterns: Sequence[str]) -> list[str]:
+    """What ``check-config`` says of ``redact.allow`` patterns that would keep secrets in clear:
+    one that matches any text turns redaction off; one that matches typical secrets lets them
+    leave. (Patterns are valid regexes by then: the settings checked them.)"""
+    warnings = []
+    for i, pattern in enumerate(patterns):
+        rx = re.compile(pattern)
+        where = f"redact.allow[{i}] {pattern!r}"
+        if all(rx.search(t) for t in _ANY_TEXT):
+            warnings.append(
+                f"{where}: matches any text, so no secret a rule finds is redacted; "
+                "allow only a known false positive, e.g. '^sk_test_' or '^EXAMPLE-[0-9]+$'"
+            )
+            continue
+        kinds = [k for k, v in _TYPICAL_SECRETS.items() if rx.search(v)]
+        if kinds:
+            warnings.append(
+                f"{where}: matches typical secrets ({', '.join(kinds)}), which would then leave "
+                "in clear; anchor it to the one false positive it is for, e.g. '^sk_test_'"
+            )
+    return warnings
+
+
+_key_lines = KeyLines()
+
+
 def redact_signal(signal: Any) -> Any:
-    """A ``Signal`` with its target, message and details redacted (the same one if clean)."""
-    target, message = _policy.redact(signal.target), _policy.redact(signal.message)
+    """A ``Signal`` with its target, message and details redacted (the same one if clean).
+
+    Its message is also a line of its source (the monitor and its target): once a private key
+    has begun there, its body lines are key material (``guard.redact_keys``)."""
+    message = _key_lines.redact((signal.monitor_id, signal.target), signal.message)
+    target, message = policy().redact(signal.target), policy().redact(message)
     details = redact_value(signal.details)
     if (target, message, details) == (signal.target, signal.message, signal.details):
         return signal
@@ -222,7 +311,7 @@ class Redactor:
         pattern = self._pattern()
         if pattern is not None:
             text = pattern.sub(lambda m: marker(self._values[m.group(0)]), text)
-        return _policy.redact(text)
+        return policy().redact(text)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` redacted as UTF-8 text (undecodable bytes pass through unchanged)."""

@@ -199,3 +199,16 @@ def ordinary_lines(n: int = 1200, seed: int = 7) -> list[str]:
         ]
         out.append(templates[i % len(templates)])
     return out
+
+
+LINE_LIMIT = 64 * 1024  # the longest line a log monitor hands on (``max_line_bytes``' default)
+
+
+def hostile_lines(needs: tuple[str, ...]) -> list[str]:
+    """Lines of ``LINE_LIMIT`` characters built to make a backtracking rule go quadratic: its
+    keywords repeated with separators, a secret-ish name with an endless value, an unclosed
+    quote, a run of base64, ``eyJ-`` and ``sk-`` (issue 33's two slow lines)."""
+    pieces = [*needs, "eyJ-", "sk-", "password=", 'token: "', "://a:", "-----BEGIN "]
+    lines = [(p + sep) * (LINE_LIMIT // (len(p) + 1) + 1) for p in pieces for sep in ("-", " ")]
+    lines += ["A" * LINE_LIMIT, "aB3+" * (LINE_LIMIT // 4), "x=" + "'" + "a" * LINE_LIMIT]
+    return [line[:LINE_LIMIT] for line in lines]

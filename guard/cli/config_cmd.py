@@ -39,8 +39,9 @@ def check_config(config: str | None = ConfigOption) -> None:
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings
+    from guard.redact import allow_warnings
 
-    for warning in railway_budget_warnings(settings, books):
+    for warning in railway_budget_warnings(settings, books) + allow_warnings(settings.redact.allow):
         typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(

@@ -19,6 +19,8 @@ THIRD_PARTY_INTERNALS = {
     ("guard/monitors/matcher.py", "_parser"),  # re's parser: can a rule match zero characters?
     ("guard/saferegex.py", "_Anchor"),  # google-re2's low-level match: several times faster
     ("guard/saferegex.py", "_regexp"),
+    ("guard/redact_engine.py", "_Anchor"),  # the same low-level match, for the spans of groups
+    ("guard/redact_engine.py", "_regexp"),
     ("guard/stalls.py", "_current_frames"),  # sys: the only way to see another thread's stack
 }
 

@@ -188,3 +188,38 @@ def test_the_store_scrubs_any_row_and_migrates_rows_stored_in_clear(tmp_path: Pa
     db.dispose()
     data = b"".join(p.read_bytes() for p in tmp_path.glob("g.db*"))
     assert secrets()[8][1].encode() not in data  # nor in the WAL or a freed page
+
+
+def test_check_config_warns_on_an_allow_pattern_that_matches_everything_or_typical_secrets(home):
+    home.write_config({"redact": {"allow": [".", "^sk_test_", "^[A-Za-z0-9_]+$"]}})
+    proc = home.cli("check-config")
+    assert proc.returncode == 0 and "config ok" in proc.stdout  # a warning, not a refusal
+    assert "warning: redact.allow[0] '.': matches any text" in proc.stderr
+    assert "redact.allow[1]" not in proc.stderr  # a pattern for one known false positive
+    assert "warning: redact.allow[2] '^[A-Za-z0-9_]+$': matches typical secrets (" in proc.stderr
+    assert "aws-access-key" in proc.stderr
+    # and the warning is right: with '.' allowed, a rule-found secret is kept in clear
+    redaction.configure(load_settings(home.config))
+    key = "AK" + "IA" + "QX7V2KZL4M3N5P6R"
+    assert redact(f"id {key}") == f"id {key}"
+
+
+def test_the_held_out_corpus_is_caught_at_95_percent_per_group_and_redacting_twice_is_a_no_op():
+    from collections import Counter
+
+    from guard.redact_keys import KeyLines
+    from tests.secret_corpus_heldout import GROUPS, heldout, pieces
+
+    policy = Policy()
+    shapes, caught = Counter[str](), Counter[str]()
+    corpus = heldout("unit")
+    assert len(corpus) >= 150 and {g for g, *_ in corpus} == set(GROUPS)
+    for group, name, secret, lines in corpus:
+        keys = KeyLines()
+        out = [policy.redact(keys.redact("src", line)) for line in lines]
+        shapes[group] += 1
+        caught[group] += not any(p in "\n".join(out) for p in pieces(secret))
+        assert [policy.redact(o) for o in out] == out, name
+        assert all("[REDACTED:[" not in o for o in out), name
+    for group in GROUPS:
+        assert caught[group] >= 0.95 * shapes[group], (group, caught[group], shapes[group])

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from tests.agent_helpers import find, incidents, running_guard, setup_docker_hom
 from tests.conftest import GuardHome
 from tests.local_http import serve, stop
 from tests.secret_corpus import secrets
+from tests.secret_corpus_heldout import heldout, pieces
 from tests.telegram_helpers import ADMIN, CHAT, configure, incident_message
 from tests.telegram_server import TelegramServer
 
@@ -85,12 +87,17 @@ def leaky() -> Iterator[LeakyService]:
     stop(svc.server)
 
 
-def search_everything(home: GuardHome, tg: TelegramServer, log: Path) -> dict[str, list[str]]:
-    """Where each needle was found (an empty dict: nowhere)."""
+def search_everything(
+    home: GuardHome,
+    tg: TelegramServer,
+    log: Path,
+    leaks: Callable[[str | bytes], list[str]] = leaked,
+) -> dict[str, list[str]]:
+    """Where each needle (``leaks``: those in some data) was found (an empty dict: nowhere)."""
     found: dict[str, list[str]] = {}
 
     def check(where: str, data: str | bytes) -> None:
-        if hits := leaked(data):
+        if hits := leaks(data):
             found[where] = hits
 
     check("telegram requests", json.dumps(tg.calls, ensure_ascii=False))
@@ -212,3 +219,47 @@ def test_secrets_in_container_logs_never_leave(home, tg, containers):
         assert "[REDACTED:authorization]" in evidence and "[REDACTED:slack-webhook]" in evidence
         incident_message(tg, inc["id"])
     assert search_everything(home, tg, guard_log) == {}
+
+
+def test_a_private_key_logged_one_line_at_a_time_with_timestamps_never_leaves(home, tg):
+    """Each line of the key is its own signal (a catch-all rule), written a line at a time over
+    several checks, each with its own timestamp: only the source's memory of the open key can
+    tell a body line from any other line."""
+    secret, lines = next(
+        (s, ls) for _, n, s, ls in heldout("e2e") if n == "rsa line by line with timestamps"
+    )
+    key = [p.encode() for p in pieces(secret)]
+
+    def in_key(data: str | bytes) -> list[str]:
+        raw = data.encode() if isinstance(data, str) else data
+        return [p.decode() for p in key if p in raw]
+
+    log = home.root / "app.log"
+    log.write_text("")
+    home.playbook(
+        "app",
+        [
+            {
+                "id": "app-log",
+                "type": "logfile",
+                "path": str(log),
+                "every": "1s",
+                "rules": [
+                    {"kind": "written", "pattern": "^all written$"},
+                    {"kind": "line", "pattern": "."},
+                ],
+            }
+        ],
+    )
+    configure(home, tg, triage={"max_new_incidents": 1000})  # no storm: a line, an incident
+    with running_guard(home) as (_, guard_log):
+        for line in lines:  # one line at a time, over several checks
+            with open(log, "a") as f:
+                f.write(line + "\n")
+            time.sleep(0.15)
+        with open(log, "a") as f:
+            f.write("all written\n")
+        wait_for(lambda: find(home, kind="written"), 40, "Guard to read the whole key")
+    assert len(in_key(log.read_bytes())) == len(key) > 20  # the search finds what is there
+    assert "[REDACTED:private-key]" in home.cli("incidents", "list", "--json").stdout
+    assert search_everything(home, tg, guard_log, in_key) == {}

@@ -1,0 +1,87 @@
+"""Private keys: a whole PEM/OpenSSH block in one text, and a key logged one line at a time.
+
+A text holding a ``-----BEGIN ... PRIVATE KEY-----`` line loses everything from it to the
+matching ``END`` line (or to the end of the text, when the text was cut). A log, though, hands
+Guard a key one line per signal, each line with its own timestamp or Docker prefix, so
+``KeyLines`` remembers, per source (a monitor and its target), that a key has begun: until its
+``END`` line, the base64 at the end of each line from that source is key material, whatever
+prefix it has (the first line after the header, 64, 70 or 76 columns, included). A source that
+never sends the ``END`` line is let go after ``MAX_BODY_LINES`` lines.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
+from guard.redact_engine import marker
+
+MAX_BODY_LINES = 200  # an 8192-bit RSA key is ~100 lines of 64 columns
+MAX_SOURCES = 4096  # sources remembered at once (the least recently seen is forgotten)
+
+_ARMOUR = r"-----{} ?[A-Z0-9 ]{{0,40}}PRIVATE KEY(?: BLOCK)?-----"
+_BEGIN = re.compile(_ARMOUR.format("BEGIN"))
+_END = re.compile(_ARMOUR.format("END"))
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_KEY = marker("private-key")
+
+
+def redact_blocks(text: str) -> str:
+    """``text`` with each private key block (armour included) replaced by one placeholder."""
+    if "PRIVATE KEY" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while (begin := _BEGIN.search(text, pos)) is not None:
+        end = _END.search(text, begin.end())
+        out += (text[pos : begin.start()], _KEY)
+        pos = len(text) if end is None else end.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class KeyLines:
+    """Which sources are in the middle of a private key; redacts their body lines."""
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[Hashable, int] = OrderedDict()  # source -> body lines seen
+        self._lock = threading.Lock()
+
+    def redact(self, source: Hashable, line: str) -> str:
+        """``line`` from ``source``, with key material (if a key is open there) replaced."""
+        with self._lock:
+            seen = self._open.get(source)
+            if seen is None:
+                if "PRIVATE KEY" in line and _BEGIN.search(line) and not _END.search(line):
+                    self._remember(source, 0)
+                return line
+            end = _END.search(line) if "-----END" in line else None
+            if end is not None:
+                del self._open[source]
+                head = line[: end.start()]  # the body's last characters, if they share the line
+                head = _body(head) if head[-1:] in _BASE64 else head
+                return head + line[end.start() :]
+            if seen + 1 >= MAX_BODY_LINES:
+                del self._open[source]
+            else:
+                self._remember(source, seen + 1)
+            return _body(line)
+
+    def _remember(self, source: Hashable, seen: int) -> None:
+        self._open[source] = seen
+        self._open.move_to_end(source)
+        while len(self._open) > MAX_SOURCES:
+            self._open.popitem(last=False)
+
+
+def _body(line: str) -> str:
+    """``line`` with the base64 at its end (a body line's content) replaced."""
+    stop = len(line.rstrip(" \t\r\n"))
+    start = stop
+    while start > 0 and line[start - 1] in _BASE64:
+        start -= 1
+    if start == stop:
+        return line
+    return line[:start] + _KEY
