@@ -146,6 +146,11 @@ class KubernetesSettings(_Section):
     kubeconfig: Path | None = None  # default: $KUBECONFIG or ~/.kube/config
     context: str | None = None
     in_cluster: bool | None = None  # None: in-cluster when KUBERNETES_SERVICE_HOST is set
+    allow_insecure_http: bool = Field(
+        default=False,
+        description="let the kubeconfig's credentials go to a plain http API server that is "
+        "not loopback (only on a network you trust; otherwise Guard refuses to connect)",
+    )
     timeout: Duration = 15.0  # per request (watches use a longer read timeout)
 
 

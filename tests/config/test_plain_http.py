@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
-from guard.config import Settings
+from guard.config import KubernetesSettings, Settings
+from guard.k8s.client import CleartextServer, load_configuration
 from guard.plainhttp import cleartext_host, is_loopback
 from tests.conftest import GuardHome
 
@@ -137,3 +139,52 @@ def test_the_allowance_is_per_section() -> None:
 def test_cleartext_host(url: str, host: str | None) -> None:
     assert cleartext_host(url) == host
     assert is_loopback("127.0.0.1") and not is_loopback("example.com")
+
+
+def kubeconfig(home: GuardHome, server: str) -> str:
+    path = home.root / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "k", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "kube-token-0123456789"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+def test_check_config_refuses_a_kubeconfig_token_over_plain_http(home: GuardHome) -> None:
+    home.playbook("k8s", [{"id": "pods", "type": "kubernetes", "namespace": "shop"}])
+    home.write_config({"kubernetes": {"kubeconfig": kubeconfig(home, "http://kube.lan:6443")}})
+    proc = home.cli("check-config", check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "kubernetes.kubeconfig: the kubeconfig's server http://kube.lan:6443 is plain" in (
+        proc.stderr
+    )
+    assert "kubernetes.allow_insecure_http: true" in proc.stderr
+    assert "kube-token-0123456789" not in proc.stderr
+    home.write_config(
+        {
+            "kubernetes": {
+                "kubeconfig": kubeconfig(home, "http://kube.lan:6443"),
+                "allow_insecure_http": True,
+            }
+        }
+    )
+    assert home.cli("check-config", check=False).returncode == 0
+
+
+@pytest.mark.unit
+def test_the_kubernetes_client_refuses_it_too(home: GuardHome) -> None:
+    refused = KubernetesSettings(kubeconfig=kubeconfig(home, "http://10.1.2.3:8080"))
+    with pytest.raises(CleartextServer, match=r"plain http to 10\.1\.2\.3"):
+        load_configuration(refused)
+    assert load_configuration(
+        KubernetesSettings(kubeconfig=kubeconfig(home, "http://127.0.0.1:8080"))
+    ).host == ("http://127.0.0.1:8080")
+    assert load_configuration(KubernetesSettings(kubeconfig=kubeconfig(home, "https://kube.lan")))
