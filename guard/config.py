@@ -73,6 +73,7 @@ class TelegramSettings(_Section):
     bot_token: SecretStr | None = None
     chat_id: int | str | None = None
     allowed_user_ids: list[int] = Field(default_factory=list)
+    # before api_base_url, like bot_token: its check reads them
     allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     api_base_url: str = "https://api.telegram.org"
     mode: Literal["polling", "webhook"] = "polling"
@@ -124,6 +125,7 @@ class ReportSettings(_Section):
 class RailwaySettings(_Section):
     token: SecretStr | None = None
     project_token: SecretStr | None = None
+    # before api_url, like the tokens: its check reads them
     allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     api_url: str = "https://backboard.railway.com/graphql/v2"
     project_id: str | None = Field(default_factory=lambda: os.environ.get("RAILWAY_PROJECT_ID"))
@@ -226,6 +228,7 @@ class EndpointSettings(_Section):
 
     provider: Literal["none", "openai", "anthropic"] = "none"
     model: str | None = None
+    # api_key and allow_insecure_http come before base_url: its check reads them
     api_key: SecretStr | None = Field(
         default=None, description="sent as Bearer (openai) or x-api-key (anthropic)"
     )
@@ -321,11 +324,12 @@ class SkillsSettings(_Section):
         default=None,
         description="for http(s) remotes and the forge API; never written to .git/config or shown",
     )
+    # git_token and allow_insecure_http come before git_remote: its check reads them
     allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     git_remote: str | None = Field(
         default=None,
         description="https, ssh or file URL the skills repository is cloned from and pushed to "
-        "(http: to a loopback host, or with allow_insecure_http)",
+        "(or http: with git_token, only to a loopback host or with allow_insecure_http)",
     )
     review: Literal["direct", "branch", "pr"] | None = Field(
         default=None,
@@ -357,9 +361,9 @@ class SkillsSettings(_Section):
         scheme = urlsplit(value).scheme
         if not scp_like and scheme not in ("https", "http", "ssh", "file"):
             raise ValueError(
-                f"skills.git_remote {value!r}: use an https, ssh, file or (loopback, or with "
-                "skills.allow_insecure_http) http URL, e.g. "
-                "https://github.com/acme/guard-skills.git"
+                f"skills.git_remote {value!r}: use an https, http, ssh or file URL, e.g. "
+                "https://github.com/acme/guard-skills.git (skills.git_token goes over http only "
+                "to a loopback host, or with skills.allow_insecure_http: true)"
             )
         if scheme in ("https", "http") and urlsplit(value).password is not None:
             raise ValueError(
