@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC
@@ -20,8 +21,6 @@ from guard.app import Guard
 from guard.store.state import get_state
 from guard.web import WebServer
 from tests.conftest import GuardHome
-
-pytestmark = pytest.mark.unit
 
 
 @dataclass
@@ -82,6 +81,7 @@ async def flood(served: Served, n: int = 1000, at_once: int = 100) -> list[int]:
     return statuses
 
 
+@pytest.mark.unit
 async def test_a_thousand_healthz_requests_write_once_per_interval(served: Served) -> None:
     writes = healthz_writes(served)
     await served.web._beat()  # the heartbeat job's first tick
@@ -106,6 +106,7 @@ def own_address() -> str:
         return str(s.getsockname()[0])
 
 
+@pytest.mark.unit
 async def test_readyz_shows_replica_and_token_only_on_loopback(served: Served) -> None:
     status, local = await get("127.0.0.1", served.web.port, "/readyz")
     assert status == 200
@@ -116,3 +117,22 @@ async def test_readyz_shows_replica_and_token_only_on_loopback(served: Served) -
     status, remote = await get(address, served.web.port, "/readyz")
     assert status == 200
     assert remote == {"status": "ready", "role": "leader"}
+
+
+async def test_a_hung_write_is_not_started_again(served: Served, home: GuardHome) -> None:
+    begun: list[int] = []  # connections the probe takes (each write blocks on the lock below)
+    event.listen(served.guard.db.engine, "checkout", lambda *_: begun.append(1))
+    locker = sqlite3.connect(home.root / "data" / "guard.db", timeout=1, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")  # another writer holds the database for a long while
+    try:
+        status, body = await get("127.0.0.1", served.web.port, "/healthz")  # waits DB_TIMEOUT
+        assert status == 503 and body["database"]["error"] == "timed out"
+        assert len(begun) == 1
+        served.now[0] += 60  # many intervals later, the first write is still stuck
+        status, body = await get("127.0.0.1", served.web.port, "/healthz")
+        assert status == 503
+        assert body["database"]["error"] == "timed out (the last write has not returned)"
+        assert len(begun) == 1  # no second thread piled up behind the first
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
