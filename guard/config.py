@@ -13,7 +13,8 @@ import os
 import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -21,6 +22,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -33,6 +35,7 @@ from pydantic_settings import (
 
 from guard.durations import Duration
 from guard.exceptions import ConfigError
+from guard.plainhttp import cleartext_host
 from guard.validation import format_validation_error
 
 _yaml_path: ContextVar[Path | None] = ContextVar("guard_yaml_path", default=None)
@@ -42,10 +45,36 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_INSECURE_HELP = (
+    "send this section's credential over plain http to a host that is not loopback "
+    "(only on a network you trust; otherwise Guard refuses to load)"
+)
+_URL = TypeVar("_URL", str, str | None)
+
+
+def refuse_cleartext(url: _URL, info: ValidationInfo, *secrets: str) -> _URL:
+    """A URL field's check: refuse it when it is plain http off this machine and the section
+    sends a credential to it (one of the fields ``secrets``, declared before it, or a password
+    in the URL itself), unless the section's ``allow_insecure_http`` (declared before it too)."""
+    host = cleartext_host(url)
+    if url is None or host is None or info.data.get("allow_insecure_http"):
+        return url
+    sent = [name for name in secrets if info.data.get(name) is not None]
+    if not sent and urlsplit(url).password is None:
+        return url
+    raise ValueError(
+        f"plain http to {host} would send {' and '.join(sent) or 'the password in the URL'} "
+        "in clear; use https, or set allow_insecure_http: true in this section on a network "
+        "you trust (loopback hosts: localhost, 127.0.0.0/8, ::1, are always allowed)"
+    )
+
+
 class TelegramSettings(_Section):
     bot_token: SecretStr | None = None
     chat_id: int | str | None = None
     allowed_user_ids: list[int] = Field(default_factory=list)
+    # before api_base_url, like bot_token: its check reads them
+    allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     api_base_url: str = "https://api.telegram.org"
     mode: Literal["polling", "webhook"] = "polling"
     webhook_url: str | None = Field(default=None, description="public https URL (webhook mode)")
@@ -58,6 +87,11 @@ class TelegramSettings(_Section):
         description="incidents announced within this long of the last "
         "announcement go out together, as one message with a line per incident (0: never)",
     )
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _api_in_clear(cls, value: str, info: ValidationInfo) -> str:
+        return refuse_cleartext(value, info, "bot_token")
 
     @property
     def configured(self) -> bool:
@@ -91,6 +125,8 @@ class ReportSettings(_Section):
 class RailwaySettings(_Section):
     token: SecretStr | None = None
     project_token: SecretStr | None = None
+    # before api_url, like the tokens: its check reads them
+    allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     api_url: str = "https://backboard.railway.com/graphql/v2"
     project_id: str | None = Field(default_factory=lambda: os.environ.get("RAILWAY_PROJECT_ID"))
     environment_id: str | None = Field(
@@ -102,11 +138,21 @@ class RailwaySettings(_Section):
     retries: int = Field(default=3, ge=0, description="retries after a 5xx, 429 or timeout")
     backoff: Duration = 0.5  # first retry delay; doubles each retry
 
+    @field_validator("api_url")
+    @classmethod
+    def _api_in_clear(cls, value: str, info: ValidationInfo) -> str:
+        return refuse_cleartext(value, info, "token", "project_token")
+
 
 class KubernetesSettings(_Section):
     kubeconfig: Path | None = None  # default: $KUBECONFIG or ~/.kube/config
     context: str | None = None
     in_cluster: bool | None = None  # None: in-cluster when KUBERNETES_SERVICE_HOST is set
+    allow_insecure_http: bool = Field(
+        default=False,
+        description="let the kubeconfig's credentials go to a plain http API server that is "
+        "not loopback (only on a network you trust; otherwise Guard refuses to connect)",
+    )
     timeout: Duration = 15.0  # per request (watches use a longer read timeout)
 
 
@@ -182,19 +228,26 @@ class EndpointSettings(_Section):
 
     provider: Literal["none", "openai", "anthropic"] = "none"
     model: str | None = None
+    # api_key and allow_insecure_http come before base_url: its check reads them
+    api_key: SecretStr | None = Field(
+        default=None, description="sent as Bearer (openai) or x-api-key (anthropic)"
+    )
+    allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
     base_url: str | None = Field(
         default=None,
         description="default: the provider's public API "
         "(https://api.openai.com/v1, https://api.anthropic.com/v1)",
-    )
-    api_key: SecretStr | None = Field(
-        default=None, description="sent as Bearer (openai) or x-api-key (anthropic)"
     )
     timeout: Duration = Field(default=60.0, description="per request")
     retries: int = Field(default=3, ge=0, description="retries after a 429 or 5xx")
     backoff: Duration = Field(
         default=1.0, description="first retry delay (doubles); a 429's Retry-After wins"
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _api_in_clear(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return refuse_cleartext(value, info, "api_key")
 
     @model_validator(mode="after")
     def _model_named(self) -> EndpointSettings:
@@ -266,14 +319,17 @@ class SkillsSettings(_Section):
     )
     git_commit: bool = Field(default=True, description="commit learned skills to git")
     git_author: str = "Guard <guard@localhost>"
-    git_remote: str | None = Field(
-        default=None,
-        description="https, ssh or file URL the skills repository is cloned from and pushed to",
-    )
     git_branch: str = Field(default="main", description="the reviewed branch Guard runs from")
     git_token: SecretStr | None = Field(
         default=None,
-        description="for https remotes and the forge API; never written to .git/config or shown",
+        description="for http(s) remotes and the forge API; never written to .git/config or shown",
+    )
+    # git_token and allow_insecure_http come before git_remote: its check reads them
+    allow_insecure_http: bool = Field(default=False, description=_INSECURE_HELP)
+    git_remote: str | None = Field(
+        default=None,
+        description="https, ssh or file URL the skills repository is cloned from and pushed to "
+        "(or http: with git_token, only to a loopback host or with allow_insecure_http)",
     )
     review: Literal["direct", "branch", "pr"] | None = Field(
         default=None,
@@ -297,9 +353,7 @@ class SkillsSettings(_Section):
 
     @field_validator("git_remote")
     @classmethod
-    def _remote(cls, value: str | None) -> str | None:
-        from urllib.parse import urlsplit
-
+    def _remote(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or not value.strip():
             return None
         value = value.strip()
@@ -307,16 +361,22 @@ class SkillsSettings(_Section):
         scheme = urlsplit(value).scheme
         if not scp_like and scheme not in ("https", "http", "ssh", "file"):
             raise ValueError(
-                f"skills.git_remote {value!r}: use an https, ssh or file URL, e.g. "
-                "https://github.com/acme/guard-skills.git"
+                f"skills.git_remote {value!r}: use an https, http, ssh or file URL, e.g. "
+                "https://github.com/acme/guard-skills.git (skills.git_token goes over http only "
+                "to a loopback host, or with skills.allow_insecure_http: true)"
             )
         if scheme in ("https", "http") and urlsplit(value).password is not None:
             raise ValueError(
-                "skills.git_remote: the URL holds a password or token; put it in "
+                f"skills.git_remote: the {scheme} URL holds a password or token; put it in "
                 "skills.git_token (GUARD_SKILLS__GIT_TOKEN) so it never lands in "
                 ".git/config"
             )
-        return value
+        return refuse_cleartext(value, info, "git_token")
+
+    @field_validator("forge_api_url")
+    @classmethod
+    def _forge_in_clear(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return refuse_cleartext(value, info, "git_token")
 
     @field_validator("git_branch")
     @classmethod

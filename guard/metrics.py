@@ -3,8 +3,12 @@
 One module-level registry (``REGISTRY``), served by ``guard.web`` at ``/metrics``. Counters and
 histograms are kept in memory by the process; the incidents-by-state gauge is read from the
 database at scrape time instead, so it is right after a restart and across processes sharing a
-database. Every label takes values from a bounded set (monitor types, playbook rule kinds,
-incident states, a fixed list of outcomes) to keep the series count, and memory, flat.
+database. Every label takes values from a bounded set (monitor types, Guard's own and the
+playbooks' signal kinds, incident states, a fixed list of outcomes) to keep the series count, and
+memory, flat. Outside data never becomes a label: a kind whose tail comes from the watched system
+(``k8s_event_<reason>``) counts under its family (``k8s_event``), and the full kind stays on the
+signal and its incident; as a last guard, a label takes at most ``MAX_LABEL_VALUES`` values and
+counts any later one as ``other`` (logged once).
 
 The pipeline reports through small functions, not through the metric objects, so callers need
 not know label names:
@@ -48,6 +52,7 @@ __all__ = [
     "REGISTRY",
     "IncidentMetrics",
     "count_signals",
+    "kind_label",
     "observe_check_lag",
     "observe_sandbox_exec",
     "record_remediation",
@@ -81,6 +86,48 @@ OUTCOMES = (
 _DETECTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _MTTR_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 43200, 86400)
+# Signal kinds made of a family and outside data (guard.monitors.kubernetes names a Warning event
+# ``k8s_event_<its reason>``): the label is the family alone.
+KIND_FAMILIES = ("k8s_event",)
+MAX_LABEL_VALUES = 200  # far above Guard's own kinds and any playbook's rule kinds
+
+
+class _Bounded:
+    """The values one label has taken; past ``most`` of them, a new value is ``other``."""
+
+    def __init__(self, label: str, most: int = MAX_LABEL_VALUES) -> None:
+        self.label, self.most = label, most
+        self.seen: set[str] = set()
+        self.warned = False
+
+    def __call__(self, value: str) -> str:
+        if value in self.seen:
+            return value
+        if len(self.seen) >= self.most:
+            if not self.warned:
+                self.warned = True
+                logger.warning(
+                    "metrics: the {} label has {} values already; new ones count as 'other'",
+                    self.label,
+                    self.most,
+                )
+            return "other"
+        self.seen.add(value)
+        return value
+
+
+def kind_label(kind: str) -> str:
+    """The ``kind`` label of a signal kind: its family when its tail is outside data."""
+    for family in KIND_FAMILIES:
+        if kind.startswith(family + "_"):
+            return family
+    return _KINDS(kind)
+
+
+_KINDS = _Bounded("kind")
+_SOURCES = _Bounded("source")
+_TYPES = _Bounded("type")
+_EVENT_TYPES = _Bounded("type")
 
 LOOP_STALL = Gauge(
     "guard_event_loop_max_stall_seconds",
@@ -140,7 +187,8 @@ def count_signals(observations: Iterable[Observation]) -> None:
     """Count every signal of a batch by source, kind and status."""
     for obs in observations:
         for sig in obs.signals:
-            SIGNALS.labels(sig.source, sig.kind, sig.status).inc(sig.count)
+            status = sig.status if sig.status in ("firing", "ok") else "other"
+            SIGNALS.labels(_SOURCES(sig.source), kind_label(sig.kind), status).inc(sig.count)
 
 
 def record_remediation(outcome: str) -> None:
@@ -155,7 +203,7 @@ def observe_sandbox_exec(seconds: float) -> None:
 
 def set_monitors(types: Iterable[str]) -> None:
     """``guard_monitors{type}``: how many monitors of each type are scheduled."""
-    counts = Tally(types)
+    counts = Tally(_TYPES(t) for t in types)
     MONITORS.clear()
     for type_, n in counts.items():
         MONITORS.labels(type_).set(n)
@@ -163,7 +211,7 @@ def set_monitors(types: Iterable[str]) -> None:
 
 def observe_check_lag(monitor_type: str, seconds: float) -> None:
     """Record how late one scheduled check started."""
-    CHECK_LAG.labels(monitor_type).observe(max(seconds, 0.0))
+    CHECK_LAG.labels(_TYPES(monitor_type)).observe(max(seconds, 0.0))
 
 
 def beat() -> None:
@@ -178,7 +226,7 @@ class IncidentMetrics:
 
     def __call__(self, events: Sequence[IncidentEvent]) -> None:
         for ev in events:
-            INCIDENT_EVENTS.labels(ev.type).inc()
+            INCIDENT_EVENTS.labels(_EVENT_TYPES(ev.type)).inc()
         timed = [ev for ev in events if ev.type == "opened" or ev.state == IncidentState.resolved]
         if not timed:
             return

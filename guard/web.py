@@ -2,10 +2,15 @@
 
 - ``/healthz`` (liveness): the scheduler is running and its heartbeat job ticked within
   ``STALE_AFTER`` seconds, and the database takes a real write (a ``guard:healthz`` state row,
-  committed). 200 or 503, with a JSON body saying which part failed.
+  committed). 200 or 503, with a JSON body saying which part failed. The write is made at most
+  once per ``PROBE_EVERY`` however often the endpoint is asked (it needs no credentials, so a
+  flood of probes must not become a flood of writes): requests in between get the last result
+  and its age, and while a write hangs no second one starts.
 - ``/readyz`` (readiness): the runtime has started and every enabled monitor is on the check
   schedule (``guard.checks``); a standby: it has started and waits to lead. 503 before that,
-  after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby.
+  after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby;
+  the replica id, fencing token and monitors only to a client on loopback (the port listens on
+  every interface by default).
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 
 The server is the standard library's ``asyncio.start_server`` with a deliberately tiny HTTP/1.1
@@ -23,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +36,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import metrics
+from guard.plainhttp import is_loopback
 from guard.records import utcnow
 from guard.runtime import Runtime, Schedule
 from guard.store.state import put_state
@@ -40,6 +47,7 @@ if TYPE_CHECKING:
 
 HEARTBEAT = 5.0  # seconds between scheduler heartbeats
 STALE_AFTER = 3 * HEARTBEAT
+PROBE_EVERY = HEARTBEAT  # seconds: /healthz writes to the database at most this often
 DB_TIMEOUT = 5.0
 REQUEST_DEADLINE = 5.0
 MAX_REQUEST_BYTES = 8192
@@ -58,7 +66,13 @@ class WebServer:
     ``start()``."""
 
     def __init__(
-        self, guard: Runtime, scheduler: AsyncIOScheduler, checks: Schedule | None = None
+        self,
+        guard: Runtime,
+        scheduler: AsyncIOScheduler,
+        checks: Schedule | None = None,
+        *,
+        probe_every: float = PROBE_EVERY,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.guard = guard
         self.scheduler = scheduler
@@ -69,6 +83,10 @@ class WebServer:
         self._beat_at: float | None = None
         self._ready = False
         self._db_lock = asyncio.Lock()
+        self.probe_every = probe_every
+        self._clock = clock
+        self._probe: tuple[float, dict[str, Any]] | None = None  # when, and what it found
+        self._writing: asyncio.Future[None] | None = None  # the write in a worker thread
 
     async def start(self) -> None:
         """Schedule the heartbeat, then listen; called once monitors are scheduled."""
@@ -127,13 +145,25 @@ class WebServer:
         )
 
     async def _write_probe(self) -> dict[str, Any]:
-        started = time.monotonic()
         async with self._db_lock:  # a burst of probes queues behind one write at a time
-            try:
-                await asyncio.wait_for(asyncio.to_thread(self._write), DB_TIMEOUT)
-            except Exception as exc:
-                reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)[:300]
-                return {"writable": False, "error": reason}
+            if self._probe is None or self._clock() - self._probe[0] >= self.probe_every:
+                found = await self._probe_once()
+                self._probe = (self._clock(), found)  # the interval starts once it is known
+            at, found = self._probe
+        return {**found, "age_seconds": round(max(self._clock() - at, 0.0), 3)}
+
+    async def _probe_once(self) -> dict[str, Any]:
+        """One real write, unless the last one is still stuck (a thread cannot be cancelled)."""
+        if self._writing is not None and not self._writing.done():
+            return {"writable": False, "error": "timed out (the last write has not returned)"}
+        started = time.monotonic()
+        self._writing = asyncio.ensure_future(asyncio.to_thread(self._write))
+        self._writing.add_done_callback(_retrieve)  # a late failure is not "never retrieved"
+        try:
+            await asyncio.wait_for(asyncio.shield(self._writing), DB_TIMEOUT)
+        except Exception as exc:
+            reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)[:300]
+            return {"writable": False, "error": reason}
         return {"writable": True, "write_ms": round((time.monotonic() - started) * 1000, 1)}
 
     def _write(self) -> None:
@@ -142,7 +172,8 @@ class WebServer:
         with self.guard.db.session() as session:
             put_state(session, key, {"at": utcnow().isoformat()})
 
-    def readyz(self) -> Response:
+    def readyz(self, *, local: bool = False) -> Response:
+        """Readiness; the details only for ``local`` (loopback) clients."""
         leadership = self.guard.leadership
         role = leadership.role
         missing = [
@@ -153,23 +184,21 @@ class WebServer:
         if role != "leader":  # a standby is ready to take over; its monitors wait until then
             missing = []
         ready = self._ready and bool(self.scheduler.running) and not missing and role != "deposed"
-        return _json(
-            200 if ready else 503,
-            {
-                "status": "ready" if ready else "not ready",
-                "role": role,
+        body: dict[str, Any] = {"status": "ready" if ready else "not ready", "role": role}
+        if local:
+            body |= {
                 "replica": leadership.replica.id,
                 "fencing_token": leadership.token,
                 "monitors": len(self.guard.monitors),
                 "unscheduled": missing,
-            },
-        )
+            }
+        return _json(200 if ready else 503, body)
 
-    async def route(self, method: str, path: str) -> Response:
+    async def route(self, method: str, path: str, *, local: bool = False) -> Response:
         if path == "/healthz":
             return await self.healthz()
         if path == "/readyz":
-            return self.readyz()
+            return self.readyz(local=local)
         if path == "/metrics":
             body = await asyncio.to_thread(metrics.render)
             return 200, metrics.CONTENT_TYPE_LATEST, body
@@ -184,7 +213,9 @@ class WebServer:
             if method not in ("GET", "HEAD"):
                 status, ctype, body = _json(405, {"error": "only GET and HEAD"})
             else:  # bounded by DB_TIMEOUT
-                status, ctype, body = await self.route(method, path)
+                peer = writer.get_extra_info("peername")
+                local = isinstance(peer, tuple) and is_loopback(str(peer[0]))
+                status, ctype, body = await self.route(method, path, local=local)
             head = (
                 f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
                 f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
@@ -207,6 +238,11 @@ class WebServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+def _retrieve(done: asyncio.Future[None]) -> None:
+    if not done.cancelled():
+        done.exception()
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str]:

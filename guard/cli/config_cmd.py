@@ -36,6 +36,11 @@ def check_config(config: str | None = ConfigOption) -> None:
             SkillsRemote(settings).check_local()
         except SkillsRemoteError as exc:
             problems.append(f"skills.git_remote: {exc}")
+    if any(m.type == "kubernetes" for b in books for m in b.monitors):
+        from guard.k8s.client import cleartext_problem
+
+        if problem := cleartext_problem(settings.kubernetes):
+            problems.append(f"kubernetes.kubeconfig: {problem}")
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings

@@ -29,6 +29,7 @@ from kubernetes.watch import watch as _watch
 
 from guard.config import KubernetesSettings
 from guard.exceptions import KubernetesError
+from guard.plainhttp import cleartext_host
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -40,6 +41,22 @@ FIELD_MANAGER = "guard"  # who changed a field, in the object's managedFields
 client: Any = _client
 config: Any = _config
 iter_resp_lines: Any = _watch.iter_resp_lines
+
+
+class CleartextServer(KubernetesError):
+    """The kubeconfig would send its credentials over plain http off this machine."""
+
+
+def cleartext_problem(settings: KubernetesSettings) -> str | None:
+    """For ``guard check-config``: why the configured credentials would travel in clear, if
+    they would (a kubeconfig that does not load at all is left for ``guard run`` to report)."""
+    try:
+        load_configuration(settings)
+    except CleartextServer as exc:
+        return str(exc)
+    except KubernetesError:
+        return None
+    return None
 
 
 class WatchExpired(KubernetesError):
@@ -68,6 +85,15 @@ def load_configuration(settings: KubernetesSettings) -> Any:
             "(set kubernetes.kubeconfig / kubernetes.context, or run in "
             "a pod with a service account)"
         ) from None
+    host = cleartext_host(cfg.host)
+    has_credential = bool(cfg.api_key) or bool(cfg.password)
+    if host is not None and has_credential and not settings.allow_insecure_http:
+        raise CleartextServer(
+            f"the kubeconfig's server {cfg.host} is plain http to {host}: its token or password "
+            "would travel in clear; use the https server, or set "
+            "kubernetes.allow_insecure_http: true on a network you trust (loopback hosts are "
+            "always allowed)"
+        )
     return cfg
 
 

@@ -164,7 +164,7 @@ class KubernetesMonitor:
             monitor_id=self.id,
             source="kubernetes",
             target=target,
-            kind=f"k8s_event_{_snake(reason)}",
+            kind=f"k8s_event_{_snake(reason)}",  # guard.metrics counts it as k8s_event
             severity=Severity.warning,
             message=f"{reason}: {ev.get('message', '')}"[:1000],
             count=new,

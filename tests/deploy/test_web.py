@@ -91,20 +91,22 @@ def metric(text: str, name: str) -> float:
 
 
 def test_healthz_readyz_and_metrics(guard_run: Running, home: GuardHome) -> None:
+    before = datetime.now(UTC)
     r = guard_run.get("/healthz")
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["scheduler"]["running"] is True
     assert body["scheduler"]["heartbeat_age_seconds"] <= 15
     assert body["database"]["writable"] is True
+    assert body["database"]["age_seconds"] == 0
     # the probe really wrote: the row's time is after the request was sent
-    before = datetime.now(UTC)
-    assert guard_run.get("/healthz").status_code == 200
     with contextlib.closing(sqlite3.connect(home.root / "data" / "guard.db")) as con:
         (value,) = con.execute(
             "select value from monitor_state where key='guard:healthz'"
         ).fetchone()
     assert datetime.fromisoformat(json.loads(value)["at"]) >= before
+    again = guard_run.get("/healthz").json()["database"]  # within PROBE_EVERY: no new write
+    assert again["writable"] is True and again["write_ms"] == body["database"]["write_ms"]
 
     ready = guard_run.get("/readyz").json()
     assert {k: ready[k] for k in ("status", "role", "monitors", "unscheduled")} == {
@@ -148,7 +150,7 @@ def test_a_locked_database_makes_healthz_fail_and_recover(
     try:
         r = guard_run.get("/healthz", timeout=20)
         assert r.status_code == 503
-        assert r.json()["database"] == {"writable": False, "error": "timed out"}
+        assert r.json()["database"] == {"writable": False, "error": "timed out", "age_seconds": 0}
         assert guard_run.get("/readyz").status_code == 200  # readiness is not liveness
     finally:
         con.execute("ROLLBACK")
