@@ -72,6 +72,12 @@ class System:
     def log_format(self) -> str:
         return DECLARED_FORMATS.get(self.name, "auto")
 
+    @property
+    def multiline(self) -> str:
+        """The sample of tracebacks is labelled line by line: it is replayed as lines (a
+        traceback as one event is what tests/monitors/test_multiline.py checks)."""
+        return "none" if self.name == "Python" else "auto"
+
 
 def load_systems() -> list[System]:
     rows: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
@@ -169,6 +175,7 @@ def guard_run_once(system: System) -> list[int]:
             "path": str(log),
             "start": "beginning",
             "format": system.log_format,
+            "multiline": system.multiline,
             "rules": [{"kind": "log", "pattern": CATCH_ALL}],
         }
         (root / "playbooks" / "corpus.yaml").write_text(

@@ -154,6 +154,10 @@ def show(
         ),
     ]:
         out.print(f"  {label:<12} {printable(value)}", markup=False, soft_wrap=True)
+    if evidence := str((inc.details or {}).get("evidence") or ""):
+        out.print("  evidence:")  # the whole multi-line event, redacted and capped
+        for line in evidence.splitlines():
+            out.print(f"    {printable(line, newlines=False)}", markup=False, soft_wrap=True)
     out.print("  timeline:")
     for t in timeline:
         move = f" ({t.from_state} -> {t.to_state})" if t.from_state else ""

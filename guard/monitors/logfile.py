@@ -11,6 +11,10 @@ Lines are matched a block (up to 1 MiB of whole lines) at a time by ``LineMatche
 RE2 which lines can match before asking Python's ``re`` which rule does.
 Lines that group alike (by default: the same masked tokens once the header is off; see
 ``guard.grouping.rules``) fold into one signal with a count.
+Multi-line events (``multiline``; ``guard.monitors.multiline``) count once, by their summary
+line, with the whole block as evidence. The last event read may go on: a check holds it back
+(the position stays at its start) until a line ends it or the file has been quiet for
+``flush_after``, waiting that long once within the check, so it is neither cut nor late.
 
 "Start at the end" means the end when ``guard run`` starts (``baseline``), not when the first
 scheduled check happens to run: a line written once Guard says it is running is never skipped.
@@ -22,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +35,7 @@ from typing import Any, BinaryIO
 from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
+from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
 
@@ -45,9 +51,11 @@ class _Position:
     ino: int
     offset: int
     skipping: bool = False  # inside an over-long line whose start was already matched
+    event: dict[str, bool] | None = None  # inside a capped event already emitted (its context)
 
     def as_state(self) -> dict[str, Any]:
-        return {"dev": self.dev, "ino": self.ino, "offset": self.offset, "skipping": self.skipping}
+        state = {"dev": self.dev, "ino": self.ino, "offset": self.offset, "skipping": self.skipping}
+        return state if self.event is None else {**state, "event": self.event}
 
 
 @dataclass
@@ -60,20 +68,33 @@ class _Tally:
     counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
     def add(
-        self, rule: LogRule, grouper: RuleGrouper, line: str, cut_at: int | None = None
+        self,
+        rule: LogRule,
+        grouper: RuleGrouper,
+        line: str,
+        cut_at: int | None = None,
+        event: Event | None = None,
     ) -> None:
-        key, grouping = grouper.group(rule.kind, line)
+        """Count one matched line, or one multi-line ``event`` (``line``: what its rule matched;
+        the message and the template come from its summary)."""
+        summary = line if event is None else event.summary
+        key, grouping = grouper.group(
+            rule.kind, summary if grouper.group_by == "template" else line
+        )
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
         if key not in self.signals:
+            details: dict[str, Any] = {"rule": rule.pattern}
+            if event is not None:
+                details.update(evidence=event.evidence, event_lines=event.lines)
             self.signals[key] = Signal(
                 monitor_id=self.monitor_id,
                 source="logfile",
                 target=self.target,
                 kind=rule.kind,
                 severity=rule.severity,
-                message=line[:MESSAGE_CHARS],
-                details={"rule": rule.pattern},
+                message=summary[:MESSAGE_CHARS],
+                details=details,
                 grouping=grouping,
             )
         if cut_at is not None:  # over the line budget: only its first bytes were matched
@@ -113,11 +134,20 @@ class LogfileMonitor:
             default=spec.group_by,
             log_format=spec.format,
         )
+        self._framer = Framer(spec.multiline_spec)
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
+        self._held_for: float | None = None  # seconds until the event held back is complete
+        self._hold = False  # this scan leaves the last event for later
+        self._capped: Context | None = None  # a too-long event just counted: absorb its rest
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
-        return await asyncio.to_thread(self.scan, state)
+        obs = await asyncio.to_thread(self.scan, state, hold=True)
+        if self._held_for is not None:  # the last event may go on: give it flush_after, once
+            await asyncio.sleep(self._held_for)
+            more = await asyncio.to_thread(self.scan, obs.state, hold=True)
+            obs = Observation([*obs.signals, *more.signals], more.state)
+        return obs
 
     async def close(self) -> None:
         self._drop_handle()
@@ -134,8 +164,13 @@ class LogfileMonitor:
 
     # -- the scan, run in a worker thread -------------------------------------------------------
 
-    def scan(self, state: Mapping[str, Any]) -> Observation:
-        """Read what was appended since ``state``; return signals and the new position."""
+    def scan(self, state: Mapping[str, Any], *, hold: bool = False) -> Observation:
+        """Read what was appended since ``state``; return signals and the new position.
+
+        ``hold``: leave the last event for later if the file was written less than
+        ``flush_after`` ago (it may go on); otherwise everything read is counted now.
+        """
+        self._held_for = None
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -143,13 +178,15 @@ class LogfileMonitor:
         except OSError as exc:
             raise MonitorError(f"cannot stat log file {self.path}: {exc.strerror}") from None
         tally = _Tally(self.id, str(self.path))
+        quiet = time.time() - st.st_mtime
+        self._hold = hold and self._framer.enabled and quiet < self._framer.flush_after
         if not state or state.get("position") is None:
             appeared = bool(state)  # baselined while missing: everything in it is new
             offset = 0 if appeared or self.spec.start == "beginning" else st.st_size
             pos = _Position(st.st_dev, st.st_ino, offset)
             if offset == 0:
                 pos = self._read(pos, tally)
-            return Observation(tally.result(), {"position": pos.as_state()})
+            return self._observed(tally, pos, quiet)
         old = _Position(**state["position"])
         budget = MAX_BYTES_PER_CHECK
         if (old.dev, old.ino) != (st.st_dev, st.st_ino):
@@ -160,6 +197,11 @@ class LogfileMonitor:
         else:
             pos = old
         pos = self._read(pos, tally, budget=max(budget, CHUNK))
+        return self._observed(tally, pos, quiet)
+
+    def _observed(self, tally: _Tally, pos: _Position, quiet: float) -> Observation:
+        if self._held_for is not None:  # an event was held back: when it is complete
+            self._held_for = max(0.05, self._framer.flush_after - quiet)
         return Observation(tally.result(), {"position": pos.as_state()})
 
     def _finish_rotated(self, old: _Position, tally: _Tally) -> int:
@@ -169,7 +211,9 @@ class LogfileMonitor:
             return 0
         try:
             handle.seek(old.offset)
+            hold, self._hold = self._hold, False
             pos = self._consume(handle, old, tally, final=True, budget=MAX_BYTES_PER_CHECK)
+            self._hold = hold
             return pos.offset - old.offset
         finally:
             handle.close()
@@ -229,9 +273,15 @@ class LogfileMonitor:
         """Match every complete line from the handle's position; return the new position."""
         offset, skipping = pos.offset, pos.skipping
         limit = self.spec.max_line_bytes
-        for data, consumed, complete in _blocks(handle, limit, final=final, budget=budget):
+        framer = self._framer if self._framer.enabled else None
+        absorbing = context_of(pos.event)
+        self._capped = None
+        tail = None if framer is None else self._tail
+        blocks = _blocks(handle, limit, final=final, budget=budget, tail=tail, hold=self._hold)
+        for data, consumed, complete in blocks:
             offset += consumed
             if not complete:  # the start of an over-long line
+                absorbing = None
                 if not skipping:
                     self._tally(self._matcher.line(data, cut=True), tally)
                 skipping = True
@@ -240,9 +290,45 @@ class LogfileMonitor:
                 nl = data.find(b"\n")
                 data = b"" if nl < 0 else data[nl + 1 :]
                 skipping = False
-            for found in self._matcher.scan(data, limit):
-                self._tally(found, tally)
-        return _Position(pos.dev, pos.ino, offset, skipping)
+            if framer is None:
+                for found in self._matcher.scan(data, limit):
+                    self._tally(found, tally)
+                continue
+            if absorbing is not None:  # the rest of a capped event: already counted
+                at, absorbing = framer.absorb(data, absorbing)
+                data = data[at:]
+            self._frame(data, tally)
+            if self._capped is not None:  # its last event was too long to hold: absorb the rest
+                absorbing, self._capped = self._capped, None
+        if blocks.held:
+            self._held_for = 0.0
+        return _Position(
+            pos.dev, pos.ino, offset, skipping, None if absorbing is None else absorbing.as_state()
+        )
+
+    def _tail(self, buf: bytes, end: int) -> int:
+        """Where to cut ``buf[:end]`` (whole lines): before its last event, which may go on;
+        at ``end`` when that event is longer than ``max_bytes`` (it is counted, capped)."""
+        cut = self._framer.tail_start(buf, end)
+        if end - cut <= self._framer.max_bytes:
+            return cut
+        self._capped = self._framer.last_context(buf[:end], cut)
+        return end
+
+    def _frame(self, block: bytes, tally: _Tally) -> None:
+        """Count the matched lines and multi-line events of a block of whole lines."""
+        found = self._matcher.scan(block, self.spec.max_line_bytes)
+        for item in self._framer.frame(block, found):
+            if isinstance(item, Event):
+                tally.add(
+                    self._rules[item.index],
+                    self._groupers[item.index],
+                    item.line,
+                    cut_at=self.spec.max_line_bytes if item.cut else None,
+                    event=item,
+                )
+            else:
+                self._tally(item, tally)
 
     def _tally(self, found: Match | None, tally: _Tally) -> None:
         if found is not None:
@@ -254,9 +340,7 @@ class LogfileMonitor:
             )
 
 
-def _blocks(
-    handle: BinaryIO, limit: int, *, final: bool, budget: int
-) -> Iterator[tuple[bytes, int, bool]]:
+class _blocks:  # an iterator that also says what it held back
     """Yield ``(data, bytes consumed, complete)``: runs of whole lines, or over-long starts.
 
     A complete item holds whole lines (each ending in a newline). A line longer than ``limit``
@@ -264,21 +348,64 @@ def _blocks(
     cannot stall the monitor; the caller skips its continuation up to the next newline. A final
     partial line is yielded (as complete) only when ``final``: the file was rotated away and
     will not grow. Reading stops after ``budget`` bytes; the rest waits for the next check.
+    With ``tail`` (multi-line events), each run ends where ``tail(buf, end)`` cuts it, before
+    an event that may go on; at the end of the file that event is yielded too, unless
+    ``hold`` (then ``held`` is true and the caller's position stays at its start).
     """
-    buf = b""
-    read = 0
-    while read < budget:
-        chunk = handle.read(CHUNK)
-        if not chunk:
-            break
-        read += len(chunk)
-        buf = buf + chunk if buf else chunk
-        nl = buf.rfind(b"\n")
-        if nl >= 0:
-            yield (buf[: nl + 1], nl + 1, True)
-            buf = buf[nl + 1 :]
-        if len(buf) > limit:
-            yield (buf[:limit], len(buf), False)
-            buf = b""
-    if buf and final:
-        yield (buf, len(buf), True)
+
+    def __init__(
+        self,
+        handle: BinaryIO,
+        limit: int,
+        *,
+        final: bool,
+        budget: int,
+        tail: Callable[[bytes, int], int] | None = None,
+        hold: bool = False,
+    ) -> None:
+        self._items = self._run(handle, limit, final, budget, tail, hold)
+        self.held = False
+
+    def __iter__(self) -> Iterator[tuple[bytes, int, bool]]:
+        return self._items
+
+    def _run(
+        self,
+        handle: BinaryIO,
+        limit: int,
+        final: bool,
+        budget: int,
+        tail: Callable[[bytes, int], int] | None,
+        hold: bool,
+    ) -> Iterator[tuple[bytes, int, bool]]:
+        buf = b""
+        read = 0
+        eof = False
+        while read < budget:
+            chunk = handle.read(CHUNK)
+            if not chunk:
+                eof = True
+                break
+            read += len(chunk)
+            buf = buf + chunk if buf else chunk
+            nl = buf.rfind(b"\n")
+            if nl >= 0:
+                cut = nl + 1 if tail is None else tail(buf, nl + 1)
+                if cut:
+                    yield (buf[:cut], cut, True)
+                    buf = buf[cut:]
+            start = buf.rfind(b"\n") + 1  # whole lines held back come before the partial one
+            if len(buf) - start > limit:
+                if start:
+                    yield (buf[:start], start, True)
+                yield (buf[start : start + limit], len(buf) - start, False)
+                buf = b""
+        if final:
+            if buf:
+                yield (buf, len(buf), True)
+        elif tail is not None and eof:
+            whole = buf[: buf.rfind(b"\n") + 1]
+            if whole and hold:
+                self.held = True
+            elif whole:
+                yield (whole, len(whole), True)

@@ -64,14 +64,17 @@ _UNSAFE_ASCII = (b"\x00", b"\r", b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"
 
 class Match(tuple[int, str]):
     """``(index of the first matching rule, the line's text)``; ``cut``: the line was longer
-    than the limit and only its start was matched."""
+    than the limit and only its start was matched; ``start``/``stop``: where the line (with its
+    newline) is in the block ``scan`` was given."""
 
     cut: bool = False
+    start: int = 0
+    stop: int = 0
 
 
-def _match(index: int, text: str, cut: bool) -> Match:
+def _match(index: int, text: str, cut: bool, start: int = 0, stop: int = 0) -> Match:
     found = Match((index, text))
-    found.cut = cut
+    found.cut, found.start, found.stop = cut, start, stop
     return found
 
 
@@ -246,6 +249,7 @@ class LineMatcher:
                 block[start : min(stop, start + limit)], sorted(rules), cut=stop - start > limit + 1
             )
             if found is not None:
+                found.start, found.stop = start, stop
                 yield found
 
     def _re2_candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
@@ -263,21 +267,23 @@ class LineMatcher:
                     block[start : min(pos, start + limit)], cut=pos - start > limit + 1
                 )
             ) is not None:
+                found.start, found.stop = start, pos
                 yield found
 
     def _each_line(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
         """Ask the rule set about every line of ``block[pos:end]``, in one batch."""
-        texts, cuts = [], []
+        texts, cuts, spans = [], [], []
         while pos < end:
             j = block.find(b"\n", pos, end)
             stop = end if j < 0 else j + 1
             texts.append(_text(block[pos : min(stop, pos + limit)]))
             cuts.append(stop - pos > limit + 1)
+            spans.append((pos, stop))
             pos = stop
         answers = self._rules.first_many([(t, None) for t in texts])
-        for text, cut, index in zip(texts, cuts, answers, strict=True):
+        for text, cut, span, index in zip(texts, cuts, spans, answers, strict=True):
             if index is not None:
-                yield _match(index, text, cut)
+                yield _match(index, text, cut, *span)
 
 
 def _text(raw: bytes) -> str:

@@ -64,8 +64,49 @@ class LogRule(_Spec):
         return value
 
 
+MultilinePreset = Literal["auto", "python", "java", "go", "node", "none"]
+
+
+class MultilineSpec(_Spec):
+    """How lines join into one event: a preset's shapes, or a regex for starts or continuations."""
+
+    preset: MultilinePreset = Field(
+        default="auto", description="continuation shapes to recognise (ignored with start/continue)"
+    )
+    start: str | None = Field(
+        default=None, description="regex: a line that matches starts an event"
+    )
+    continue_: str | None = Field(
+        default=None, alias="continue", description="regex: a line that matches continues the event"
+    )
+    max_lines: int = Field(default=200, ge=1, description="lines of one event kept as evidence")
+    max_bytes: int = Field(
+        default=65536, ge=256, description="bytes of one event kept (evidence; an event held back)"
+    )
+    flush_after: Duration = Field(
+        default=1.0, description="an event with no new line for this long is complete"
+    )
+
+    @field_validator("start", "continue_")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        return valid_regex(value)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> MultilineSpec:
+        if self.start is not None and self.continue_ is not None:
+            raise ValueError("give start or continue, not both")
+        return self
+
+
 class _LogRules(_Spec):
     """What a monitor with log rules says about grouping them."""
+
+    multiline: MultilinePreset | MultilineSpec = Field(
+        default="auto",
+        description="multi-line events: auto (default), python, java, go, node, none, or "
+        "{start: REGEX} / {continue: REGEX} with max_lines, max_bytes, flush_after",
+    )
 
     group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
     format: str = Field(
@@ -82,6 +123,13 @@ class _LogRules(_Spec):
         if problem:
             raise ValueError(problem)
         return value
+
+    @property
+    def multiline_spec(self) -> MultilineSpec:
+        """``multiline`` as a ``MultilineSpec`` (a preset name is its shapes, default limits)."""
+        if isinstance(self.multiline, str):
+            return MultilineSpec(preset=self.multiline)
+        return self.multiline
 
     def _rules_have_groups(self, rules: list[LogRule]) -> None:
         for rule in rules:
