@@ -12,6 +12,8 @@ anywhere.
 
 from __future__ import annotations
 
+import asyncio
+
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
@@ -85,7 +87,10 @@ class Diagnoser:
                 parts.append(f"$ {step.describe()}{self._unapproved(skill)}\n{out.summary}")
             except Exception as exc:
                 parts.append(f"$ {step.describe()}\n(could not run: {exc})")
-        evidence = self.redactor.redact("\n".join(parts))[:EVIDENCE_LIMIT]
+        # up to every step's output limit of text: redacted in a worker, not on the event loop
+        evidence = (await asyncio.to_thread(self.redactor.redact, "\n".join(parts)))[
+            :EVIDENCE_LIMIT
+        ]
         if evidence:
             self.lifecycle.move(
                 inc.id, IncidentState.diagnosing, "evidence collected", evidence=evidence

@@ -112,10 +112,13 @@ class LocalSandbox:
             code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
             if code is None:
                 raise SandboxError("local command vanished without an exit status")
+            # redacting up to output_limit of hostile text is CPU work: off the event loop
+            stdout = await asyncio.to_thread(out.text, self.redactor)
+            stderr = await asyncio.to_thread(err.text, self.redactor)
             return ExecResult(
                 code if code >= 0 else 128 - code,
-                out.text(self.redactor),
-                err.text(self.redactor),
+                stdout,
+                stderr,
                 time.monotonic() - t0,
                 timed_out=timed_out,
                 stdout_truncated=out.dropped,
