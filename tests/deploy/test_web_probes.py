@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy import event
+from sqlalchemy.orm import Session
 
 from guard.app import Guard
 from guard.store.state import get_state
@@ -120,8 +121,13 @@ async def test_readyz_shows_replica_and_token_only_on_loopback(served: Served) -
 
 
 async def test_a_hung_write_is_not_started_again(served: Served, home: GuardHome) -> None:
-    begun: list[int] = []  # connections the probe takes (each write blocks on the lock below)
-    event.listen(served.guard.db.engine, "checkout", lambda *_: begun.append(1))
+    begun: list[int] = []  # transactions the probe starts (each then blocks on the lock below)
+
+    def started(_session: Any, transaction: Any) -> None:
+        if transaction.parent is None:
+            begun.append(1)
+
+    event.listen(Session, "after_transaction_create", started)
     locker = sqlite3.connect(home.root / "data" / "guard.db", timeout=1, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")  # another writer holds the database for a long while
     try:
@@ -136,3 +142,4 @@ async def test_a_hung_write_is_not_started_again(served: Served, home: GuardHome
     finally:
         locker.execute("ROLLBACK")
         locker.close()
+        event.remove(Session, "after_transaction_create", started)
