@@ -36,7 +36,7 @@ from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
-from guard.playbooks.models import LogfileMonitorSpec, LogRule
+from guard.playbooks.models import DockerMonitorSpec, LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
 
 CHUNK = 1 << 20
@@ -64,6 +64,7 @@ class _Tally:
 
     monitor_id: str
     target: str
+    source: str = "logfile"
     signals: dict[tuple[str, ...], Signal] = field(default_factory=dict)
     counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
@@ -74,23 +75,30 @@ class _Tally:
         line: str,
         cut_at: int | None = None,
         event: Event | None = None,
+        stream: str | None = None,
+        target: str | None = None,
     ) -> None:
         """Count one matched line, or one multi-line ``event`` (``line``: what its rule matched;
-        the message and the template come from its summary)."""
+        the message and the template come from its summary). ``target`` and ``stream``: the
+        container and its stdout/stderr, for container logs."""
         summary = line if event is None else event.summary
         key, grouping = grouper.group(
             rule.kind, summary if grouper.group_by == "template" else line
         )
+        if target is not None:
+            key = (target, stream or "", *key)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
         if key not in self.signals:
             details: dict[str, Any] = {"rule": rule.pattern}
             if event is not None:
                 details.update(evidence=event.evidence, event_lines=event.lines)
+            if stream is not None:
+                details["stream"] = stream
             self.signals[key] = Signal(
                 monitor_id=self.monitor_id,
-                source="logfile",
-                target=self.target,
+                source=self.source,
+                target=self.target if target is None else target,
                 kind=rule.kind,
                 severity=rule.severity,
                 message=summary[:MESSAGE_CHARS],
@@ -107,6 +115,18 @@ class _Tally:
             Signal(**{**_fields(sig), "count": self.counts[key], "observed_at": now})
             for key, sig in self.signals.items()
         ]
+
+
+def groupers_of(spec: LogfileMonitorSpec | DockerMonitorSpec) -> list[RuleGrouper]:
+    """One ``RuleGrouper`` per rule of a monitor with log rules."""
+    return rule_groupers(
+        [
+            (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+            for r in spec.rules
+        ],
+        default=spec.group_by,
+        log_format=spec.format,
+    )
 
 
 def _fields(sig: Signal) -> dict[str, Any]:
@@ -126,14 +146,7 @@ class LogfileMonitor:
         self.path = Path(spec.path).absolute()  # the target, whatever the working directory
         self._rules = list(spec.rules)
         self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
-        self._groupers = rule_groupers(
-            [
-                (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-                for r in spec.rules
-            ],
-            default=spec.group_by,
-            log_format=spec.format,
-        )
+        self._groupers = groupers_of(spec)
         self._framer = Framer(spec.multiline_spec)
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
