@@ -297,7 +297,7 @@ class DockerMonitor:
 
 
 def _container_logs(spec: DockerMonitorSpec) -> ContainerLogs:
-    from guard.monitors.logfile import _Tally, groupers_of
+    from guard.monitors.logfile import Tally, groupers_of
     from guard.monitors.matcher import LineMatcher
     from guard.monitors.multiline import Framer
 
@@ -308,5 +308,5 @@ def _container_logs(spec: DockerMonitorSpec) -> ContainerLogs:
         groupers_of(spec),
         Framer(spec.multiline_spec),
         spec.max_line_bytes,
-        lambda: _Tally(spec.id, "", source="docker"),
+        lambda: Tally(spec.id, "", source="docker"),
     )

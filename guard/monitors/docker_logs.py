@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import calendar
 import contextlib
+import socket
 import struct
 import threading
 import time
@@ -137,13 +138,15 @@ class ContainerLogs:
         }
         put = self._put
         try:
-            res = api._get(api._url("/containers/{0}/logs", cid), params=params, stream=True)
-            api._raise_for_status(res)
-            self._streaming[name] = res
+            # APIClient is a requests Session; the SDK's logs() drops which stream a frame is from
+            url = f"{api.base_url}/v{api.api_version}/containers/{cid}/logs"
+            res = api.get(url, params=params, stream=True, timeout=(30, None))  # quiet for hours
+            res.raise_for_status()
+            self._streaming[name] = res.raw.connection.sock
             parts: dict[int, bytes] = {}
             over: set[int] = set()  # streams inside a line longer than the limit
             keep = self._limit + 64  # the line and its timestamp
-            for stream, data in _frames(api, res, tty):
+            for stream, data in _frames(res, tty):
                 lines: list[bytes] = []
                 if stream in over:  # drop the rest of an over-long line; its start is kept
                     nl = data.find(b"\n")
@@ -173,13 +176,17 @@ class ContainerLogs:
     def _put(self, item: Item) -> None:
         loop, queue = self._loop, self._queue
         if loop is not None and queue is not None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+            with contextlib.suppress(RuntimeError):  # the loop has closed: Guard is stopping
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
     def close(self) -> None:
-        for res in list(self._streaming.values()):
+        """End every stream: shutting its socket down wakes the thread blocked reading it
+        (closing the response from here would wait for that thread's lock)."""
+        for sock in list(self._streaming.values()):
             with contextlib.suppress(Exception):
-                res.close()
+                sock.shutdown(socket.SHUT_RDWR)
         self._streaming.clear()
+        self._loop = None  # what the ending threads still hand over is dropped
 
     # -- the async side -------------------------------------------------------------------------
 
@@ -273,10 +280,9 @@ class ContainerLogs:
         del pending.lines[:upto], pending.stamps[:upto]
 
 
-def _frames(api: Any, res: Any, tty: bool) -> Iterator[tuple[int, bytes]]:
+def _frames(res: Any, tty: bool) -> Iterator[tuple[int, bytes]]:
     """``(stream number, bytes)`` of the response: multiplexed frames, or raw TTY output (all
     of it stdout). The body is chunked: read through urllib3, never from the bare socket."""
-    api._disable_socket_timeout(api._get_raw_response_socket(res))
     raw = res.raw
     if tty:
         chunks = raw.read_chunked() if raw.chunked else raw.stream(4096)

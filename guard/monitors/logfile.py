@@ -59,7 +59,7 @@ class _Position:
 
 
 @dataclass
-class _Tally:
+class Tally:
     """Folds matched lines into at most ``MAX_DISTINCT`` signals."""
 
     monitor_id: str
@@ -190,7 +190,7 @@ class LogfileMonitor:
             raise MonitorError(f"log file {self.path} does not exist (check the path)") from None
         except OSError as exc:
             raise MonitorError(f"cannot stat log file {self.path}: {exc.strerror}") from None
-        tally = _Tally(self.id, str(self.path))
+        tally = Tally(self.id, str(self.path))
         quiet = time.time() - st.st_mtime
         self._hold = hold and self._framer.enabled and quiet < self._framer.flush_after
         if not state or state.get("position") is None:
@@ -212,12 +212,12 @@ class LogfileMonitor:
         pos = self._read(pos, tally, budget=max(budget, CHUNK))
         return self._observed(tally, pos, quiet)
 
-    def _observed(self, tally: _Tally, pos: _Position, quiet: float) -> Observation:
+    def _observed(self, tally: Tally, pos: _Position, quiet: float) -> Observation:
         if self._held_for is not None:  # an event was held back: when it is complete
             self._held_for = max(0.05, self._framer.flush_after - quiet)
         return Observation(tally.result(), {"position": pos.as_state()})
 
-    def _finish_rotated(self, old: _Position, tally: _Tally) -> int:
+    def _finish_rotated(self, old: _Position, tally: Tally) -> int:
         """Read the rest of the file we were following before it was rotated away."""
         handle = self._held_handle(old) or self._find_rotated(old)
         if handle is None:
@@ -258,7 +258,7 @@ class LogfileMonitor:
                     return None
         return None
 
-    def _read(self, pos: _Position, tally: _Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
+    def _read(self, pos: _Position, tally: Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
         handle = self._open_current(pos)
         handle.seek(pos.offset)
         return self._consume(handle, pos, tally, final=False, budget=budget)
@@ -281,7 +281,7 @@ class LogfileMonitor:
         self._handle, self._handle_id = None, None
 
     def _consume(
-        self, handle: BinaryIO, pos: _Position, tally: _Tally, *, final: bool, budget: int
+        self, handle: BinaryIO, pos: _Position, tally: Tally, *, final: bool, budget: int
     ) -> _Position:
         """Match every complete line from the handle's position; return the new position."""
         offset, skipping = pos.offset, pos.skipping
@@ -328,7 +328,7 @@ class LogfileMonitor:
         self._capped = self._framer.last_context(buf[:end], cut)
         return end
 
-    def _frame(self, block: bytes, tally: _Tally) -> None:
+    def _frame(self, block: bytes, tally: Tally) -> None:
         """Count the matched lines and multi-line events of a block of whole lines."""
         found = self._matcher.scan(block, self.spec.max_line_bytes)
         for item in self._framer.frame(block, found):
@@ -343,7 +343,7 @@ class LogfileMonitor:
             else:
                 self._tally(item, tally)
 
-    def _tally(self, found: Match | None, tally: _Tally) -> None:
+    def _tally(self, found: Match | None, tally: Tally) -> None:
         if found is not None:
             tally.add(
                 self._rules[found[0]],

@@ -117,7 +117,9 @@ async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(c
     monitor.baseline({})
     async with Following(monitor) as run:
         c = containers.run(
-            "py", f"sleep 0.3; printf '%s' '{script}' >&2; sleep 300", labels={"guard.watch.test": value}
+            "py",
+            f"sleep 0.3; printf '%s' '{script}' >&2; sleep 300",
+            labels={"guard.watch.test": value},
         )
         deadline = time.monotonic() + 10
         while sum(s.count for o in run.seen for s in o.signals if s.kind == "app_error") < 5:
