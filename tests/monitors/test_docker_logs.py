@@ -154,3 +154,23 @@ async def test_a_tty_container_and_one_started_later_are_read(containers):
     by_target = {s.target: s for o in run.seen for s in o.signals if s.kind == "boom"}
     assert by_target[early.name].message == "BOOM early"  # the TTY's \r is gone
     assert by_target[late.name].details["stream"] == "stdout"
+
+
+async def test_a_container_recreated_under_the_same_name_is_read_again(containers, docker_client):
+    value = uuid.uuid4().hex[:12]
+    rules = [{"kind": "boom", "pattern": "BOOM", "group_by": "rule"}]
+    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules, multiline="none"))
+    monitor.baseline({})
+    labels = {"guard.watch.test": value}
+    async with Following(monitor) as run:
+        old = containers.run("re", "echo BOOM first; sleep 300", labels=labels)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(old.remove, force=True)  # compose up: same name, new container
+        new = containers.run("re", "echo BOOM second; sleep 300", labels=labels)
+        deadline = time.monotonic() + 10
+        while sum(s.count for o in run.seen for s in o.signals if s.kind == "boom") < 2:
+            assert time.monotonic() < deadline, run.seen
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+    booms = [s for o in run.seen for s in o.signals if s.kind == "boom"]
+    assert [(s.target, s.count) for s in booms] == [(new.name, 1), (new.name, 1)]
