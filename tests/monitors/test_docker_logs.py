@@ -174,3 +174,24 @@ async def test_a_container_recreated_under_the_same_name_is_read_again(container
         await asyncio.sleep(0.5)
     booms = [s for o in run.seen for s in o.signals if s.kind == "boom"]
     assert [(s.target, s.count) for s in booms] == [(new.name, 1), (new.name, 1)]
+
+
+async def test_a_10_mb_line_and_binary_output_stay_bounded(containers):
+    value = uuid.uuid4().hex[:12]
+    rules = [{"kind": "boom", "pattern": "BOOM", "group_by": "rule"}]
+    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules, max_line_bytes=4096))
+    monitor.baseline({})
+    script = (
+        "sleep 0.3; printf 'BOOM huge '; head -c 10000000 /dev/zero | tr '\\0' x; echo; "
+        "head -c 3000 /dev/urandom; echo; echo BOOM after; sleep 300"
+    )
+    async with Following(monitor) as run:
+        containers.run("big", script, labels={"guard.watch.test": value})
+        deadline = time.monotonic() + 20
+        while sum(s.count for o in run.seen for s in o.signals if s.kind == "boom") < 2:
+            assert time.monotonic() < deadline, run.seen
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.5)  # nothing more comes of the rest of the huge line
+    booms = [s for o in run.seen for s in o.signals if s.kind == "boom"]
+    assert sum(s.count for s in booms) == 2
+    assert booms[0].message.startswith("BOOM huge xxx") and len(booms[0].message) <= 1000
