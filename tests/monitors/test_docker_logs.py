@@ -195,3 +195,42 @@ async def test_a_10_mb_line_and_binary_output_stay_bounded(containers):
     booms = [s for o in run.seen for s in o.signals if s.kind == "boom"]
     assert sum(s.count for s in booms) == 2
     assert booms[0].message.startswith("BOOM huge xxx") and len(booms[0].message) <= 1000
+
+
+async def test_guard_opens_an_incident_from_stderr_and_a_restart_counts_nothing_twice(
+    home, containers
+):
+    from tests.monitors.test_docker_monitor import running_guard, wait_for_incident
+
+    value = uuid.uuid4().hex[:12]
+    monitor = {
+        "id": "containers",
+        "type": "docker",
+        "selector": {"label": f"guard.watch.test={value}"},
+        "every": "1h",
+        "multiline": "none",
+        "rules": [{"kind": "payment_failed", "pattern": "payment failed"}],
+    }
+    home.playbook("containers", [monitor])
+    g, task = await running_guard(home)
+    try:
+        c = containers.run(
+            "pay",
+            'for i in 1 2 3; do echo "ERROR payment failed for order $i" >&2; done; sleep 300',
+            labels={"guard.watch.test": value},
+        )
+        inc = await wait_for_incident(home, lambda i: i.kind == "payment_failed" and i.count == 3)
+        assert inc.target == c.name and inc.details["stream"] == "stderr"
+    finally:
+        g.stop()
+        await task
+    g, task = await running_guard(home)  # a restart: the stored positions hold
+    try:
+        await asyncio.sleep(1.5)
+    finally:
+        g.stop()
+        await task
+    again = await wait_for_incident(home, lambda i: i.kind == "payment_failed")
+    assert again.count == 3
+    shown = home.cli("incidents", "show", str(again.id)).stdout
+    assert "stream       stderr" in shown
