@@ -139,6 +139,7 @@ def show(
         ("last seen", inc.last_seen.isoformat()),
         ("fingerprint", inc.fingerprint),
         ("message", inc.message),
+        *([("stream", str(inc.details["stream"]))] if "stream" in (inc.details or {}) else []),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),
         *(
             [

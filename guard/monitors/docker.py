@@ -5,6 +5,8 @@ OOM-killed, restarting, unhealthy, paused, or fine. Following (``follow``) react
 ``oom``, ``start`` and ``health_status`` events within milliseconds, and resumes from the last
 event's time after the stream drops, so a reconnect neither misses nor repeats a kill. The SDK
 is blocking, so its calls run in worker threads; errors become ``MonitorError``.
+With ``rules``, ``follow`` also reads the selected containers' stdout and stderr
+(``guard.monitors.docker_logs``), attaching to each container that starts later.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from docker.errors import DockerException, NotFound
 from guard.docker_client import Timeouts, docker_client
 from guard.exceptions import MonitorError
 from guard.monitors.base import Emit
+from guard.monitors.docker_logs import ContainerLogs
 from guard.playbooks.models import DockerMonitorSpec
 from guard.records import Observation, Severity, Signal
 
@@ -49,6 +52,16 @@ class DockerMonitor:
             self._filters["label"] = spec.selector.labels
         if spec.selector.name:
             self._filters["name"] = spec.selector.name
+        self._logs = _container_logs(spec) if spec.rules else None
+
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Log positions: resume from the stored ones, or start from now."""
+        if self._logs is None:
+            return None
+        if state:
+            self._logs.restore(dict(state))
+            return None
+        return self._logs.state()
 
     def _docker(self) -> Any:
         if self._client is None:
@@ -181,6 +194,7 @@ class DockerMonitor:
 
         thread = threading.Thread(target=pump, name=f"docker-events-{self.id}", daemon=True)
         thread.start()
+        logs = None if self._logs is None else asyncio.create_task(self._follow_logs(emit))
         try:
             while True:
                 item = await queue.get()
@@ -189,6 +203,8 @@ class DockerMonitor:
                 if isinstance(item, Exception):
                     raise _engine_error(item)
                 self._since = item.get("time", since)
+                if logs is not None and item.get("Action") == "start":
+                    await asyncio.to_thread(self._attach, str(item.get("id", "")))
                 sig = await asyncio.to_thread(self._from_event, item)
                 if sig is not None:
                     await emit(Observation([sig]))
@@ -196,6 +212,31 @@ class DockerMonitor:
             stopping.set()
             with contextlib.suppress(Exception):
                 stream.close()
+            if logs is not None:
+                logs.cancel()
+                await asyncio.gather(logs, return_exceptions=True)
+                assert self._logs is not None
+                self._logs.close()
+
+    async def _follow_logs(self, emit: Emit) -> None:
+        """Attach to every selected container, then count their lines until cancelled."""
+        assert self._logs is not None
+        self._logs.bind()
+        client = self._docker()
+        found = await asyncio.to_thread(client.containers.list, all=True, filters=self._filters)
+        for c in found:
+            await asyncio.to_thread(self._attach, c.id)
+        await self._logs.run(emit)
+
+    def _attach(self, container_id: str) -> None:
+        api = self._docker().api
+        try:
+            attrs = api.inspect_container(container_id)
+        except DockerException:
+            return
+        assert self._logs is not None
+        name = str(attrs.get("Name") or container_id).lstrip("/")
+        self._logs.attach(api, container_id, name, bool((attrs.get("Config") or {}).get("Tty")))
 
     def _from_event(self, event: Mapping[str, Any]) -> Signal | None:
         action = str(event.get("Action") or event.get("status") or "")
@@ -248,6 +289,24 @@ class DockerMonitor:
         return dict(attrs.get("State") or {})
 
     async def close(self) -> None:
+        if self._logs is not None:
+            self._logs.close()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
+
+
+def _container_logs(spec: DockerMonitorSpec) -> ContainerLogs:
+    from guard.monitors.logfile import Tally, groupers_of
+    from guard.monitors.matcher import LineMatcher
+    from guard.monitors.multiline import Framer
+
+    return ContainerLogs(
+        spec.id,
+        list(spec.rules),
+        LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules]),
+        groupers_of(spec),
+        Framer(spec.multiline_spec),
+        spec.max_line_bytes,
+        lambda: Tally(spec.id, "", source="docker"),
+    )

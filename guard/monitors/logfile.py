@@ -36,7 +36,7 @@ from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
-from guard.playbooks.models import LogfileMonitorSpec, LogRule
+from guard.playbooks.models import DockerMonitorSpec, LogfileMonitorSpec, LogRule
 from guard.records import Observation, Signal, utcnow
 
 CHUNK = 1 << 20
@@ -59,11 +59,12 @@ class _Position:
 
 
 @dataclass
-class _Tally:
+class Tally:
     """Folds matched lines into at most ``MAX_DISTINCT`` signals."""
 
     monitor_id: str
     target: str
+    source: str = "logfile"
     signals: dict[tuple[str, ...], Signal] = field(default_factory=dict)
     counts: dict[tuple[str, ...], int] = field(default_factory=dict)
 
@@ -74,23 +75,30 @@ class _Tally:
         line: str,
         cut_at: int | None = None,
         event: Event | None = None,
+        stream: str | None = None,
+        target: str | None = None,
     ) -> None:
         """Count one matched line, or one multi-line ``event`` (``line``: what its rule matched;
-        the message and the template come from its summary)."""
+        the message and the template come from its summary). ``target`` and ``stream``: the
+        container and its stdout/stderr, for container logs."""
         summary = line if event is None else event.summary
         key, grouping = grouper.group(
             rule.kind, summary if grouper.group_by == "template" else line
         )
+        if target is not None:
+            key = (target, stream or "", *key)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:
             key = (rule.kind, "<more distinct messages>")
         if key not in self.signals:
             details: dict[str, Any] = {"rule": rule.pattern}
             if event is not None:
                 details.update(evidence=event.evidence, event_lines=event.lines)
+            if stream is not None:
+                details["stream"] = stream
             self.signals[key] = Signal(
                 monitor_id=self.monitor_id,
-                source="logfile",
-                target=self.target,
+                source=self.source,
+                target=self.target if target is None else target,
                 kind=rule.kind,
                 severity=rule.severity,
                 message=summary[:MESSAGE_CHARS],
@@ -107,6 +115,18 @@ class _Tally:
             Signal(**{**_fields(sig), "count": self.counts[key], "observed_at": now})
             for key, sig in self.signals.items()
         ]
+
+
+def groupers_of(spec: LogfileMonitorSpec | DockerMonitorSpec) -> list[RuleGrouper]:
+    """One ``RuleGrouper`` per rule of a monitor with log rules."""
+    return rule_groupers(
+        [
+            (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
+            for r in spec.rules
+        ],
+        default=spec.group_by,
+        log_format=spec.format,
+    )
 
 
 def _fields(sig: Signal) -> dict[str, Any]:
@@ -126,14 +146,7 @@ class LogfileMonitor:
         self.path = Path(spec.path).absolute()  # the target, whatever the working directory
         self._rules = list(spec.rules)
         self._matcher = LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules])
-        self._groupers = rule_groupers(
-            [
-                (r.group_by, re.compile(r.pattern, re.IGNORECASE if r.ignore_case else 0))
-                for r in spec.rules
-            ],
-            default=spec.group_by,
-            log_format=spec.format,
-        )
+        self._groupers = groupers_of(spec)
         self._framer = Framer(spec.multiline_spec)
         self._handle: BinaryIO | None = None
         self._handle_id: tuple[int, int] | None = None
@@ -177,7 +190,7 @@ class LogfileMonitor:
             raise MonitorError(f"log file {self.path} does not exist (check the path)") from None
         except OSError as exc:
             raise MonitorError(f"cannot stat log file {self.path}: {exc.strerror}") from None
-        tally = _Tally(self.id, str(self.path))
+        tally = Tally(self.id, str(self.path))
         quiet = time.time() - st.st_mtime
         self._hold = hold and self._framer.enabled and quiet < self._framer.flush_after
         if not state or state.get("position") is None:
@@ -199,12 +212,12 @@ class LogfileMonitor:
         pos = self._read(pos, tally, budget=max(budget, CHUNK))
         return self._observed(tally, pos, quiet)
 
-    def _observed(self, tally: _Tally, pos: _Position, quiet: float) -> Observation:
+    def _observed(self, tally: Tally, pos: _Position, quiet: float) -> Observation:
         if self._held_for is not None:  # an event was held back: when it is complete
             self._held_for = max(0.05, self._framer.flush_after - quiet)
         return Observation(tally.result(), {"position": pos.as_state()})
 
-    def _finish_rotated(self, old: _Position, tally: _Tally) -> int:
+    def _finish_rotated(self, old: _Position, tally: Tally) -> int:
         """Read the rest of the file we were following before it was rotated away."""
         handle = self._held_handle(old) or self._find_rotated(old)
         if handle is None:
@@ -245,7 +258,7 @@ class LogfileMonitor:
                     return None
         return None
 
-    def _read(self, pos: _Position, tally: _Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
+    def _read(self, pos: _Position, tally: Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
         handle = self._open_current(pos)
         handle.seek(pos.offset)
         return self._consume(handle, pos, tally, final=False, budget=budget)
@@ -268,7 +281,7 @@ class LogfileMonitor:
         self._handle, self._handle_id = None, None
 
     def _consume(
-        self, handle: BinaryIO, pos: _Position, tally: _Tally, *, final: bool, budget: int
+        self, handle: BinaryIO, pos: _Position, tally: Tally, *, final: bool, budget: int
     ) -> _Position:
         """Match every complete line from the handle's position; return the new position."""
         offset, skipping = pos.offset, pos.skipping
@@ -315,7 +328,7 @@ class LogfileMonitor:
         self._capped = self._framer.last_context(buf[:end], cut)
         return end
 
-    def _frame(self, block: bytes, tally: _Tally) -> None:
+    def _frame(self, block: bytes, tally: Tally) -> None:
         """Count the matched lines and multi-line events of a block of whole lines."""
         found = self._matcher.scan(block, self.spec.max_line_bytes)
         for item in self._framer.frame(block, found):
@@ -330,7 +343,7 @@ class LogfileMonitor:
             else:
                 self._tally(item, tally)
 
-    def _tally(self, found: Match | None, tally: _Tally) -> None:
+    def _tally(self, found: Match | None, tally: Tally) -> None:
         if found is not None:
             tally.add(
                 self._rules[found[0]],

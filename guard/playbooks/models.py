@@ -213,12 +213,19 @@ class DockerSelector(_Spec):
         return [self.label] if isinstance(self.label, str) else list(self.label)
 
 
-class DockerMonitorSpec(_MonitorBase):
+class DockerMonitorSpec(_MonitorBase, _LogRules):
     type: Literal["docker"]
     selector: DockerSelector = Field(default_factory=DockerSelector)
     every: Duration = 30.0
     events: bool = Field(default=True, description="also follow the Docker events stream")
     severity: Severity = Severity.critical
+    rules: list[LogRule] = Field(
+        default_factory=list,
+        description="matched against the containers' stdout and stderr (needs events: true)",
+    )
+    max_line_bytes: int = Field(
+        default=65536, ge=256, description="longer lines are cut for matching"
+    )
 
     @model_validator(mode="after")
     def _selects_something(self) -> DockerMonitorSpec:
@@ -226,6 +233,9 @@ class DockerMonitorSpec(_MonitorBase):
             raise ValueError(
                 "selector needs a label or a name (watching every container is unsafe)"
             )
+        if self.rules and not self.events:
+            raise ValueError("rules follow the containers' logs: they need events: true")
+        self._rules_have_groups(self.rules)
         return self
 
 
