@@ -67,7 +67,7 @@ class Skill:
         changed since it was loaded)."""
         candidate = (self.path / name).resolve()
         scripts = (self.path / "scripts").resolve()
-        if scripts not in candidate.parents:
+        if self.path.is_symlink() or scripts not in candidate.parents:
             return None
         path = self.path
         for part in Path(name).parts:

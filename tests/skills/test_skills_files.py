@@ -136,6 +136,13 @@ def test_links_on_disk_are_quarantined_at_load_and_never_read(
     (good / "scripts").rename(good / "real")
     (good / "scripts").symlink_to(host_file.parent)
     assert fine.script("scripts/secret.txt") is None
+    # the whole skill folder swapped for a link to a look-alike outside: still never read
+    decoy = write_skill(host_file.parent, "decoy", trusted("echo decoy"))
+    (decoy / "scripts").mkdir()
+    (decoy / "scripts" / "diag.sh").write_text(host_file.read_text())
+    good.rename(tmp_path / "fine-away")
+    good.symlink_to(decoy)
+    assert fine.script("scripts/diag.sh") is None
 
 
 @pytest.fixture
