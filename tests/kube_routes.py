@@ -1,7 +1,7 @@
 """The REST surface of the fake API server (tests/kube_server.py): lists, watches, patches.
 
 Paths and answers follow the Kubernetes API: ``/api/v1/namespaces/{ns}/pods`` (list, or watch
-with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../events``,
+with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../pods/{name}/log`` (tests/kube_logs.py), ``.../events``,
 ``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
 patch), ``.../deployments/{name}/scale``, ``.../replicasets`` and
 ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`` (POST; GET, PUT). Errors are
@@ -57,6 +57,12 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], bo
                 if n == ns and selects(query.get("labelSelector"), p["metadata"]["labels"])
             ]
             return h.reply(200, listing("PodList", st.rv, items))
+    if (
+        m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log", path)
+    ) and method == "GET":
+        from tests.kube_logs import log_route
+
+        return log_route(server, h, m.group(1), m.group(2), query)
     m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
     if m and method == "DELETE":
         obj = st.delete_pod(m.group(1), m.group(2))

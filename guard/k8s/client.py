@@ -208,6 +208,51 @@ class KubeClient:
             resp.close()
             resp.release_conn()
 
+    def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        follow: bool = False,
+        previous: bool = False,
+        since_time: str | None = None,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        """``GET .../pods/{pod}/log`` for one container, as the undecoded urllib3 response
+        (the caller reads it in pieces and releases it). Lines carry their timestamps
+        (``timestamps=true``). The generated ``read_namespaced_pod_log`` has no ``sinceTime``,
+        so the request is built here; authentication and TLS stay the client's."""
+        query: list[tuple[str, Any]] = [("container", container), ("timestamps", True)]
+        for key, value in (
+            ("follow", follow or None),
+            ("previous", previous or None),
+            ("sinceTime", since_time),
+            ("tailLines", tail_lines),
+            ("limitBytes", limit_bytes),
+        ):
+            if value is not None:
+                query.append((key, value))
+
+        def get(**kwargs: Any) -> Any:
+            request = self.api.param_serialize(
+                "GET",
+                "/api/v1/namespaces/{namespace}/pods/{name}/log",
+                path_params={"namespace": namespace, "name": pod},
+                query_params=query,
+                header_params={"Accept": "text/plain"},
+                auth_settings=["BearerToken"],
+            )
+            return self.api.call_api(*request, _request_timeout=kwargs["_request_timeout"]).response
+
+        return self._call(
+            f"logs of {namespace}/{pod} container {container}",
+            get,
+            _request_timeout=(self.settings.timeout, read_timeout or self.settings.timeout),
+        )
+
     def list_warning_events(self, namespace: str) -> dict[str, Any]:
         return self._json(
             f"list events in {namespace}",

@@ -11,6 +11,11 @@ cannot be reached at all does ``follow`` raise, for the runtime to reconnect wit
 ``check`` lists pods (it also catches pods that stay not-ready without any event) and reports
 Warning events not reported before; the state keeps each event's uid and count, so a repeated
 event counts once per occurrence and a restart does not re-report it.
+
+A crash signal carries the last lines of the container instance that died
+(``guard.monitors.kubernetes_previous``). With ``logs`` rules, ``follow`` also follows the
+running containers' logs (``guard.monitors.kubernetes_logs``); their positions share the
+monitor's state with the events.
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from guard.exceptions import KubernetesError, MonitorError
 from guard.k8s.client import KubeClient, WatchExpired
 from guard.k8s.pods import problems, ready, workload
 from guard.monitors.base import Emit
+from guard.monitors.kubernetes_previous import PreviousLines
 from guard.playbooks.models import KubernetesMonitorSpec
 from guard.records import Observation, Severity, Signal
 
 RECONNECTS = 3  # consecutive failed reconnects before follow() gives up
+RESYNC = 10.0  # seconds between looks for containers whose log stream has ended
 
 
 def _snake(reason: str) -> str:
@@ -59,6 +66,21 @@ class KubernetesMonitor:
         self._rv: str | None = None  # last resourceVersion processed
         self.relists = 0  # 410 Gone recoveries, and reconnects (for tests and logs)
         self.reconnects = 0
+        self.previous = PreviousLines(spec.namespace, spec.previous_tail)
+        self._logs = None
+        if spec.logs:
+            from guard.monitors.kubernetes_logs import pod_logs
+
+            self._logs = pod_logs(spec)
+
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Log positions: resume from the stored ones, or start from now."""
+        if self._logs is None:
+            return None
+        if state:
+            self._logs.restore(dict(state))
+            return None
+        return self._logs.state()
 
     def _client(self) -> KubeClient:
         if self._kube is None:
@@ -69,6 +91,8 @@ class KubernetesMonitor:
         return self._kube
 
     async def close(self) -> None:
+        if self._logs is not None:
+            self._logs.close()
         if self._kube is not None:
             with contextlib.suppress(Exception):
                 self._kube.close()
@@ -132,15 +156,21 @@ class KubernetesMonitor:
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
         try:
-            return await asyncio.to_thread(self._poll, state)
+            obs = await asyncio.to_thread(self._poll, state)
         except KubernetesError as exc:
             raise MonitorError(f"kubernetes {self.spec.namespace}: {exc}") from None
+        if self._logs is None:
+            return obs
+        self._logs.carry = obs.state  # the log positions are this state's too
+        return Observation(obs.signals, self._logs.state())
 
     def _poll(self, state: Mapping[str, Any]) -> Observation:
         kube = self._client()
         pods = kube.list_pods(self.spec.namespace, self.spec.selector).get("items") or []
-        signals = self._judge(pods)
+        by_name = {p["metadata"]["name"]: p for p in pods}
+        signals = self.previous.add_to(kube, self._judge(pods), by_name)
         new_state: dict[str, Any] = {"events": {}}
+        first = "events" not in state  # a first check reports no event that happened before
         if self.spec.warnings:
             seen: dict[str, int] = dict(state.get("events") or {})
             names = {p["metadata"]["name"]: workload(p)[1] for p in pods}
@@ -151,7 +181,7 @@ class KubernetesMonitor:
                 uid, count = ev["metadata"]["uid"], int(ev.get("count") or 1)
                 new_state["events"][uid] = count
                 new = count - seen.get(uid, 0)
-                if state and new > 0:
+                if not first and new > 0:
                     signals.append(self._event_signal(ev, names, new))
         return Observation(signals, new_state)
 
@@ -227,9 +257,17 @@ class KubernetesMonitor:
             target=pump, args=(self._rv,), daemon=True, name=f"k8s-watch-{self.id}"
         )
         thread.start()
+        logs = None
+        if self._logs is not None:
+            self._logs.bind()
+            logs = asyncio.create_task(self._logs.run(emit))
         try:
             while True:
-                what, item = await queue.get()
+                try:
+                    what, item = await asyncio.wait_for(queue.get(), RESYNC if logs else None)
+                except TimeoutError:  # quiet: follow again what stopped being followed
+                    self._sync_logs(kube)
+                    continue
                 if what == "error":
                     raise MonitorError(f"kubernetes watch in {self.spec.namespace}: {item}")
                 if what == "relist":
@@ -239,13 +277,32 @@ class KubernetesMonitor:
                 elif what == "list":
                     self._pods = {p["metadata"]["name"]: p for p in item.get("items") or []}
                     self._rv = str(item["metadata"]["resourceVersion"])
-                    signals = self._judge(list(self._pods.values()))
-                    if signals:
-                        await emit(Observation(signals))
+                    await self._report(self._judge(list(self._pods.values())), emit)
                 elif what == "event":
                     await self._apply_event(item, emit)
+                if logs is not None and logs.done():
+                    logs.result()  # the counting failed: say so (follow is started again)
         finally:
             stopping.set()
+            if logs is not None:
+                logs.cancel()
+                await asyncio.gather(logs, return_exceptions=True)
+                assert self._logs is not None
+                self._logs.close()
+
+    def _sync_logs(self, kube: KubeClient) -> None:
+        if self._logs is not None:
+            self._logs.sync(kube, list(self._pods.values()))
+
+    async def _report(self, signals: list[Signal], emit: Emit) -> None:
+        """Emit ``signals`` with the lines of any crashed container; follow the logs."""
+        kube = self._client()
+        self._sync_logs(kube)
+        if signals:
+            pods = dict(self._pods)
+            await emit(
+                Observation(await asyncio.to_thread(self.previous.add_to, kube, signals, pods))
+            )
 
     async def _apply_event(self, event: dict[str, Any], emit: Emit) -> None:
         obj = event["object"]
@@ -257,6 +314,4 @@ class KubernetesMonitor:
             self._pods.pop(name, None)
         else:
             self._pods[name] = obj
-        signals = self._judge(list(self._pods.values()), only=workload(obj))
-        if signals:
-            await emit(Observation(signals))
+        await self._report(self._judge(list(self._pods.values()), only=workload(obj)), emit)

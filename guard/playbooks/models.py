@@ -268,8 +268,9 @@ class RailwayMonitorSpec(_MonitorBase, _LogRules):
         return self
 
 
-class KubernetesMonitorSpec(_MonitorBase):
-    """Pods chosen by namespace and label selector, followed through the watch API."""
+class KubernetesMonitorSpec(_MonitorBase, _LogRules):
+    """Pods chosen by namespace and label selector, followed through the watch API; ``logs``
+    rules over their containers' logs."""
 
     type: Literal["kubernetes"]
     namespace: str = "default"
@@ -281,6 +282,32 @@ class KubernetesMonitorSpec(_MonitorBase):
         default=120.0, description="a running pod not ready for this long is a signal"
     )
     severity: Severity = Severity.critical
+    logs: list[LogRule] = Field(
+        default_factory=list,
+        description="matched against the selected pods' container logs (needs events: true)",
+    )
+    max_line_bytes: int = Field(
+        default=65536, ge=256, description="longer lines are cut for matching"
+    )
+    previous_tail: int = Field(
+        default=50,
+        ge=0,
+        le=1000,
+        description="last lines of a crashed container's previous instance attached to the "
+        "incident as evidence (0: none)",
+    )
+
+    @model_validator(mode="after")
+    def _logs_follow(self) -> KubernetesMonitorSpec:
+        if self.logs and not self.events:
+            raise ValueError("logs follow the pods' containers: they need events: true")
+        self._rules_have_groups(self.logs)
+        return self
+
+    @property
+    def rules(self) -> list[LogRule]:
+        """The log rules (``logs``), under the name the other log monitors use."""
+        return self.logs
 
 
 MonitorSpec = Annotated[

@@ -73,7 +73,10 @@ async def test_crashloop_from_the_watch_opens_incident_and_rollout_restart_heals
         assert inc.target == "shop/api" and inc.source == "kubernetes"
         assert inc.details["pod"] == "api-7d9f8b6c5d-x2k4p"
         assert inc.details["deployment"] == "api" and inc.details["restart_count"] == 4
-        assert len(kube.sent("GET", "/pods")) == 3  # check's list, follow's list, the watch
+        lists = [r for r in kube.sent("GET", "/pods") if not r.path.endswith("/log")]
+        assert len(lists) == 3  # check's list, follow's list, the watch
+        [log] = kube.sent("GET", "/log")  # the crashed instance's last lines, asked for once
+        assert log.query["previous"] == "true" and log.query["tailLines"] == "50"
 
         result = (
             await ActionRegistry()
@@ -178,7 +181,8 @@ async def test_expired_resource_version_relists_then_watches_again(home, kube):
         # The cut connection resumes, gets ERROR 410 Expired, lists again: the OOM is not lost.
         await wait_until(lambda: any(s.kind == "k8s_oom_killed" for s in seen))
         assert monitor.relists == 1
-        pod_lists = [r for r in kube.sent("GET", "/pods") if "watch" not in r.query]
+        pod_lists = [r for r in kube.sent("GET", "/pods") if r.path.endswith("/pods")]
+        pod_lists = [r for r in pod_lists if "watch" not in r.query]
         assert len(pod_lists) == 2
         watches = [r for r in kube.sent("GET", "/pods") if r.query.get("watch") == "true"]
         await wait_until(

@@ -220,6 +220,7 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
     assert granted_by_rbac() == {
         ("", "pods", "list"),
         ("", "pods", "watch"),
+        ("", "pods/log", "get"),
         ("", "events", "list"),
         ("", "pods", "delete"),
         ("apps", "deployments", "get"),

@@ -1,0 +1,203 @@
+"""Follow the selected pods' container logs and turn lines that match a ``logs`` rule into signals.
+
+The counting is the Docker log monitor's (``guard.monitors.docker_logs.ContainerLogs``): lines
+join into multi-line events, positions are ``[timestamp ns, lines at it]`` per stream and are
+stored with the incidents. Only the stream differs: each running container instance (its
+``containerID``) is read through ``GET .../pods/{pod}/log?follow=true&timestamps=true
+&sinceTime=...&container=c`` in a worker thread. ``sinceTime`` has whole-second precision, so the
+server sends again the lines of the stored second; lines at or before the stored nanosecond
+timestamp (and as many at it as were counted) are skipped, so a restart counts nothing twice.
+
+A stream ends when its instance stops (the kubelet closes it) or the connection drops. The
+monitor calls ``sync`` on every pod it learns about (and every ``RESYNC`` seconds): an instance
+that runs and is not followed is followed, from the stored position; a new instance of a
+container is followed once the old stream has ended. At most ``MAX_STREAMS`` containers are
+followed at once; a line longer than ``max_line_bytes`` keeps its first bytes only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from loguru import logger
+
+from guard.k8s.pods import workload
+from guard.monitors.docker_logs import ContainerLogs, parse_ts
+from guard.monitors.logfile import Tally
+from guard.playbooks.models import KubernetesMonitorSpec, LogRule
+from guard.records import Signal
+
+MAX_STREAMS = 100  # containers followed at once; more are named in a warning, not followed
+READ = 64 * 1024  # bytes read from a stream at a time
+QUIET = 3600.0  # a follow stream silent this long is reopened (from the stored position)
+STREAM = "log"  # the API interleaves stdout and stderr: one position per container
+
+
+def parse_stamp(raw: bytes) -> int:
+    """Nanoseconds since the epoch of an RFC 3339 timestamp (``Z`` or a ``+hh:mm`` offset)."""
+    text, shift = raw.strip(), 0
+    if len(text) > 6 and text[-6:-5] in (b"+", b"-") and text[-3:-2] == b":":
+        sign = 1 if text[-6:-5] == b"+" else -1
+        shift = sign * (int(text[-5:-3]) * 3600 + int(text[-2:]) * 60)
+        text = text[:-6]
+    return parse_ts(text) - shift * 1_000_000_000
+
+
+def since_time(ns: int) -> str:
+    """``sinceTime`` for a position: its second (the server's precision), in RFC 3339."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ns // 1_000_000_000))
+
+
+def split_lines(chunks: Iterable[bytes], keep: int) -> Iterator[bytes]:
+    """The whole lines of a byte stream, each cut to its first ``keep`` bytes (the rest of an
+    over-long line is dropped as it arrives, so an endless line holds ``keep`` bytes)."""
+    part, over = b"", False
+    for data in chunks:
+        if over:
+            nl = data.find(b"\n")
+            if nl < 0:
+                continue
+            yield part
+            part, over, data = b"", False, data[nl + 1 :]
+        *whole, rest = (part + data).split(b"\n")
+        for line in whole:
+            yield line[:keep]
+        part, over = rest[:keep], len(rest) > keep
+
+
+class PodTally(Tally):
+    """A ``Tally`` whose signals name the pod's container and carry its workload."""
+
+    def __init__(self, monitor_id: str, namespace: str, about: dict[str, dict[str, Any]]) -> None:
+        super().__init__(monitor_id, "", source="kubernetes")
+        self.namespace, self.about = namespace, about
+
+    def add(
+        self,
+        rule: LogRule,
+        grouper: Any,
+        line: str,
+        cut_at: int | None = None,
+        event: Any = None,
+        stream: str | None = None,
+        target: str | None = None,
+    ) -> None:
+        super().add(rule, grouper, line, cut_at, event, None, f"{self.namespace}/{target}")
+
+    def result(self) -> list[Signal]:
+        cut = len(self.namespace) + 1
+        return [
+            replace(s, details={**self.about.get(s.target[cut:], {}), **s.details})
+            for s in super().result()
+        ]
+
+
+class PodLogs(ContainerLogs):
+    """The log side of one kubernetes monitor: a ``ContainerLogs`` read from the pods' API."""
+
+    def __init__(self, spec: KubernetesMonitorSpec, **parts: Any) -> None:
+        super().__init__(spec.id, tally=self._tally, **parts)
+        self.namespace = spec.namespace
+        self.about: dict[str, dict[str, Any]] = {}  # "pod/container" -> details of its signals
+        self.carry: dict[str, Any] = {}  # the rest of the monitor's state (its events)
+        self._ids: dict[str, str] = {}  # "pod/container" -> the instance followed
+        self._warned = False
+
+    def _tally(self) -> PodTally:
+        return PodTally(self.monitor_id, self.namespace, self.about)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self.carry = {k: v for k, v in state.items() if k not in ("since", "logs")}
+
+    def state(self) -> dict[str, Any]:
+        return {**self.carry, "since": self.since, "logs": copy.deepcopy(self.positions)}
+
+    # -- which containers to follow (on the event loop) -----------------------------------------
+
+    def sync(self, kube: Any, pods: Iterable[dict[str, Any]]) -> None:
+        """Follow every running container instance of ``pods`` (all the pods known) that is not
+        followed; forget the positions of containers that are gone."""
+        about: dict[str, dict[str, Any]] = {}
+        running: dict[str, str] = {}
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            kind, owner = workload(pod)
+            base = {"namespace": self.namespace, "pod": name, "workload_kind": kind}
+            base.update(workload=owner, **({"deployment": owner} if kind == "Deployment" else {}))
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                key = f"{name}/{cs.get('name')}"
+                about[key] = {**base, "container": cs.get("name")}
+                if "running" in (cs.get("state") or {}) and cs.get("containerID"):
+                    running[key] = str(cs["containerID"])
+        self.about.clear()
+        self.about.update(about)
+        for gone in set(self.positions) - set(about):
+            del self.positions[gone]
+        keys = sorted(running)
+        if len(keys) > MAX_STREAMS and not self._warned:
+            self._warned = True
+            logger.warning(
+                "monitor {}: {} containers run; following the logs of the first {} only",
+                self.monitor_id,
+                len(keys),
+                MAX_STREAMS,
+            )
+        for key in keys[:MAX_STREAMS]:
+            if key in self._streaming and self._ids.get(key) == running[key]:
+                continue
+            self._ids[key] = running[key]
+            self.attach(kube, running[key], key, False)
+
+    # -- one stream (a worker thread) -----------------------------------------------------------
+
+    def _pump(self, api: Any, cid: str, name: str, tty: bool, since: int) -> None:
+        pod, container = name.split("/", 1)
+        put = self._put
+        res = None
+        try:
+            res = api.pod_log(
+                self.namespace,
+                pod,
+                container,
+                follow=True,
+                since_time=since_time(since),
+                read_timeout=QUIET,
+            )
+            with contextlib.suppress(AttributeError):
+                self._streaming[name] = res.connection.sock
+            for line in split_lines(res.stream(READ), self._limit + 64):
+                stamp, _, text = line.partition(b" ")
+                try:
+                    ts = parse_stamp(stamp)
+                except (ValueError, OverflowError):
+                    continue
+                put((name, STREAM, ts, text.rstrip(b"\r")))
+        except Exception as exc:  # the instance stopped, the pod went away, the API dropped it
+            logger.debug("the log stream of {}/{} ended: {}", self.namespace, name, exc)
+        finally:
+            if res is not None:
+                with contextlib.suppress(Exception):
+                    res.close()
+            put((name, None, 0, b""))
+
+
+def pod_logs(spec: KubernetesMonitorSpec) -> PodLogs:
+    """The log side of a kubernetes monitor with ``logs`` rules."""
+    from guard.monitors.logfile import groupers_of
+    from guard.monitors.matcher import LineMatcher
+    from guard.monitors.multiline import Framer
+
+    return PodLogs(
+        spec,
+        rules=list(spec.logs),
+        matcher=LineMatcher([(r.pattern, r.ignore_case) for r in spec.logs]),
+        groupers=groupers_of(spec),
+        framer=Framer(spec.multiline_spec),
+        limit=spec.max_line_bytes,
+    )
