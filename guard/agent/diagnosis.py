@@ -2,7 +2,9 @@
 
 The playbook's diagnostics for the incident's kind, then the best candidate skill's, run in the
 incident's sandbox (with the grants the remedy would get); a Docker incident with none gets the
-container's last log lines. Evidence is redacted and capped.
+container's last log lines. A Kubernetes crash's evidence opens with the last lines of the
+container instance that died (kept on the incident by its monitor). Evidence is redacted and
+capped.
 
 A skill that may not run unasked (``trust: approval``, or pending review) came from a commit no
 human has approved for this system: its diagnostics run with no grant at all (no network, no
@@ -19,6 +21,7 @@ from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
+from guard.k8s.evidence import previous_block
 from guard.playbooks.models import Playbook
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants
@@ -27,6 +30,7 @@ from guard.skills.model import Step
 from guard.store.models import Incident, IncidentState
 
 EVIDENCE_LIMIT = 8000
+PREVIOUS_LIMIT = 4000  # of it, for a crashed container's last lines (the last of them)
 
 
 class Diagnoser:
@@ -75,6 +79,8 @@ class Diagnoser:
         assert inc.id is not None
         reached("agent.diagnosing")
         parts: list[str] = []
+        if previous := previous_block(inc.details or {}, chars=PREVIOUS_LIMIT):
+            parts.append(previous)
         for step, skill in self.steps_for(inc, candidates):
             try:
                 if step.kind == "action":

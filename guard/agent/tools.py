@@ -22,6 +22,7 @@ from guard.actions import ActionError, ActionRegistry
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
 from guard.commandtext import oddities
+from guard.k8s.evidence import previous_block
 from guard.memory import IncidentMemory
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
@@ -192,6 +193,8 @@ class Toolbox:
             return f"{out.summary}\n(container: {json.dumps(out.result)})"
         if self.inc.source == "logfile":
             return await asyncio.to_thread(_tail, Path(self.inc.target), lines)
+        if self.inc.source == "kubernetes" and (kept := previous_block(self.inc.details, lines)):
+            return kept
         return f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
 
     async def search_memory(self, query: str) -> str:

@@ -13,6 +13,7 @@ bytes asked for (``limitBytes``) and read, ``LINE_CHARS`` per line, ``TEXT_CHARS
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
@@ -69,7 +70,7 @@ class PreviousLines:
     def __init__(self, namespace: str, tail: int) -> None:
         self.namespace, self.tail = namespace, tail
         self._seen: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self.fetches = 0  # requests made (for tests and logs)
+        self._lock = threading.Lock()  # the poll and the watch may both see one crash
 
     def add_to(
         self, kube: Any, signals: list[Signal], pods: Mapping[str, Mapping[str, Any]]
@@ -83,7 +84,8 @@ class PreviousLines:
             pod = pods.get(str(sig.details.get("pod")))
             found = None
             if sig.kind in KINDS and pod is not None and "container" in sig.details:
-                found = self._lines(kube, pod, str(sig.details["container"]))
+                with self._lock:
+                    found = self._lines(kube, pod, str(sig.details["container"]))
             out.append(sig if found is None else replace(sig, details={**sig.details, **found}))
         return out
 
@@ -97,7 +99,6 @@ class PreviousLines:
             return self._seen[cid]
         name = str(pod["metadata"]["name"])
         about: dict[str, Any] = {"pod": name, "container": container, "previous": previous}
-        self.fetches += 1
         try:
             res = kube.pod_log(
                 self.namespace,
@@ -110,7 +111,7 @@ class PreviousLines:
             try:
                 data = res.read(READ_LIMIT)
             finally:
-                res.release_conn()
+                res.close()  # what is left unread (a server ignoring limitBytes) is dropped
         except (KubernetesError, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
             found: dict[str, Any] = {"previous_logs": {**about, "error": str(exc)[:500]}}
         else:

@@ -1,0 +1,329 @@
+"""Pod logs: ``logs:`` rules over the selected pods' containers, and a crash's last lines.
+
+Against the local API server's log endpoint (tests/kube_logs.py): ``follow`` streams chunked
+text with RFC 3339 timestamps, ``sinceTime`` has whole-second precision, ``previous=true`` is
+the instance that died. Positions are stored like the Docker log monitor's and a restart counts
+nothing twice, even lines at the same nanosecond.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from guard.app import Guard
+from guard.config import KubernetesSettings
+from guard.exceptions import KubernetesError
+from guard.k8s.client import KubeClient
+from guard.monitors import kubernetes_logs
+from guard.monitors.kubernetes import KubernetesMonitor
+from guard.monitors.kubernetes_logs import since_time, split_lines
+from guard.playbooks.models import KubernetesMonitorSpec
+from guard.records import Observation, Signal
+from tests.agent_helpers import show
+from tests.kube_logs import crash, start_again, started, write_log
+from tests.kube_server import KubeServer, deployment, pod
+from tests.kubernetes.test_kubernetes import incidents, kube_home, wait_until
+from tests.model_server import ModelServer, call
+from tests.telegram_helpers import configure, guard_run, incident_message
+
+POD = "api-7d9f8b6c5d-x2k4p"
+RULES = [
+    {"kind": "payment_timeout", "pattern": r"payment gateway timeout"},
+    {"kind": "app_error", "pattern": r"\bERROR\b|Error:"},
+]
+
+
+def monitor_for(home: Any, kube: KubeServer, **spec: Any) -> KubernetesMonitor:
+    settings = kube_home(home, kube)
+    model = KubernetesMonitorSpec.model_validate(
+        {
+            "id": "shop-pods",
+            "type": "kubernetes",
+            "namespace": "shop",
+            "selector": "app=api",
+            "logs": RULES,
+            **spec,
+        }
+    )
+    return KubernetesMonitor(model, settings, watch_timeout=30)
+
+
+class Collected:
+    """What ``follow`` emitted."""
+
+    def __init__(self) -> None:
+        self.observations: list[Observation] = []
+
+    async def __call__(self, obs: Observation) -> None:
+        self.observations.append(obs)
+
+    def signals(self, kind: str) -> list[Signal]:
+        return [s for o in self.observations for s in o.signals if s.kind == kind]
+
+
+async def following(monitor: KubernetesMonitor) -> tuple[Collected, asyncio.Task[None]]:
+    seen = Collected()
+    return seen, asyncio.create_task(monitor.follow(seen))
+
+
+async def stop(task: asyncio.Task[None], monitor: KubernetesMonitor) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await monitor.close()
+
+
+def log_requests(kube: KubeServer, **query: str) -> list[Any]:
+    return [
+        r for r in kube.sent("GET", "/log") if all(r.query.get(k) == v for k, v in query.items())
+    ]
+
+
+async def test_a_matching_line_opens_an_incident_on_the_pod_container(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    write_log(kube.state, "shop", POD, "app", "ERROR written before Guard started")
+    settings = kube_home(home, kube, every="1h", logs=RULES)
+    guard = Guard(settings, home.playbooks_loaded())
+    task = asyncio.create_task(guard.run())
+    try:
+        await wait_until(lambda: log_requests(kube, follow="true"), within=30)
+        write_log(kube.state, "shop", POD, "app", "INFO charge ok", "ERROR payment gateway timeout")
+        [inc] = await wait_until(lambda: incidents(home, "payment_timeout"), within=30)
+        assert inc.target == f"shop/{POD}/app" and inc.source == "kubernetes"
+        assert inc.details["pod"] == POD and inc.details["container"] == "app"
+        assert inc.details["deployment"] == "api" and inc.details["namespace"] == "shop"
+        assert inc.message == "ERROR payment gateway timeout" and "stream" not in inc.details
+        assert incidents(home, "app_error") == []  # the line before Guard started: not counted
+        [req] = log_requests(kube, follow="true")
+        assert req.path == f"/api/v1/namespaces/shop/pods/{POD}/log"
+        assert req.query["container"] == "app" and req.query["timestamps"] == "true"
+        assert req.query["sinceTime"].endswith("Z") and len(req.query["sinceTime"]) == 20
+    finally:
+        guard.stop()
+        await task
+
+
+async def test_a_restart_resumes_with_since_time_and_counts_nothing_twice(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    settings = kube_home(home, kube, every="1h", logs=RULES)
+
+    def db_errors() -> int:
+        found = incidents(home, "app_error")
+        return found[0].count if found else 0
+
+    guard = Guard(settings, home.playbooks_loaded())
+    task = asyncio.create_task(guard.run())
+    try:
+        await wait_until(lambda: log_requests(kube, follow="true"), within=30)
+        # two lines at one nanosecond: a position is a timestamp and how many lines had it
+        stamp = time.time_ns()
+        write_log(kube.state, "shop", POD, "app", "ERROR db down", "ERROR db down", at=stamp)
+        await wait_until(lambda: db_errors() == 2, within=30)
+    finally:
+        guard.stop()
+        await task
+    # While Guard is stopped: one more line at that very nanosecond, then later ones.
+    write_log(kube.state, "shop", POD, "app", "ERROR db down", at=stamp)
+    write_log(kube.state, "shop", POD, "app", "ERROR db down", "ERROR payment gateway timeout")
+    guard = Guard(settings, home.playbooks_loaded())
+    task = asyncio.create_task(guard.run())
+    try:  # the last line counted: every line before it was read
+        await wait_until(lambda: incidents(home, "payment_timeout"), within=30)
+    finally:
+        guard.stop()
+        await task
+    assert db_errors() == 4  # 2 before, 2 after: neither of the first two again
+    resumed = log_requests(kube, follow="true")[-1]
+    assert resumed.query["sinceTime"] == since_time(stamp)  # the stored second, again
+
+
+async def test_a_traceback_in_a_pod_log_is_one_event(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    monitor = monitor_for(home, kube)
+    monitor.baseline({})
+    seen, task = await following(monitor)
+    try:
+        await wait_until(lambda: log_requests(kube, follow="true"), within=30)
+        write_log(
+            kube.state,
+            "shop",
+            POD,
+            "app",
+            "INFO handling order 42",
+            "Traceback (most recent call last):",
+            '  File "/app/shop/pay.py", line 88, in charge',
+            "    raise GatewayError(code)",
+            "shop.pay.GatewayError: ERROR 503 from the gateway",
+            "INFO next request",
+        )
+        [sig] = await wait_until(lambda: seen.signals("app_error"), within=30)
+        assert sig.count == 1 and sig.details["event_lines"] == 4
+        assert sig.message == "shop.pay.GatewayError: ERROR 503 from the gateway"
+        assert sig.details["evidence"].splitlines()[0] == "Traceback (most recent call last):"
+        assert sig.target == f"shop/{POD}/app"
+        positions = seen.observations[-1].state["logs"]
+        assert list(positions) == [f"{POD}/app"]
+    finally:
+        await stop(task, monitor)
+
+
+async def test_every_container_of_a_pod_is_followed_by_name(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app"), started("sidecar")]))
+    client = KubeClient(KubernetesSettings(kubeconfig=kube.kubeconfig(home.root), timeout=5))
+    with pytest.raises(KubernetesError) as bare:  # what Guard never sends: no container
+        client._json("logs", client.core.read_namespaced_pod_log, POD, "shop")
+    assert bare.value.status == 400
+    assert str(bare.value).endswith(
+        f"a container name must be specified for pod {POD}, choose one of: [app sidecar]"
+    )
+    monitor = monitor_for(home, kube)
+    monitor.baseline({})
+    seen, task = await following(monitor)
+    try:
+        await wait_until(lambda: len(log_requests(kube, follow="true")) == 2, within=30)
+        write_log(kube.state, "shop", POD, "sidecar", "ERROR envoy upstream reset")
+        [sig] = await wait_until(lambda: seen.signals("app_error"), within=30)
+        assert sig.target == f"shop/{POD}/sidecar" and sig.details["container"] == "sidecar"
+        assert sorted(r.query["container"] for r in log_requests(kube, follow="true")) == [
+            "app",
+            "sidecar",
+        ]
+    finally:
+        await stop(task, monitor)
+        client.close()
+
+
+async def test_a_crash_looping_pod_carries_the_previous_containers_last_lines(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    lines = [f"INFO step {i}" for i in range(40)] + ["FATAL cannot reach the database"]
+    write_log(kube.state, "shop", POD, "app", *lines)
+    crash(kube.state, "shop", POD, "app")
+    monitor = monitor_for(home, kube, previous_tail=10)
+    seen, task = await following(monitor)
+    try:
+        [sig] = await wait_until(lambda: seen.signals("k8s_crash_loop_back_off"), within=30)
+        assert sig.details["evidence"].splitlines() == lines[-10:]
+        kept = sig.details["previous_logs"]
+        assert kept["pod"] == POD and kept["container"] == "app" and kept["lines"] == 10
+        [req] = log_requests(kube, previous="true")
+        assert req.query["tailLines"] == "10" and req.query["container"] == "app"
+        # The next signal about the same dead instance does not ask again...
+        start_again(kube.state, "shop", POD, "app")
+        write_log(kube.state, "shop", POD, "app", "INFO up again", "FATAL still no database")
+        crash(kube.state, "shop", POD, "app")
+        found = await wait_until(
+            lambda: [s for s in seen.signals("k8s_crash_loop_back_off") if s is not sig],
+            within=30,
+        )
+        # ...a new instance that died is asked for once, and its lines are its own.
+        assert found[-1].details["evidence"].splitlines() == [
+            "INFO up again",
+            "FATAL still no database",
+        ]
+        assert len(log_requests(kube, previous="true")) == 2
+    finally:
+        await stop(task, monitor)
+
+
+def test_an_endless_line_stays_bounded_in_memory():
+    def endless() -> Iterator[bytes]:
+        for _ in range(1600):  # 100 MiB without a newline, then one
+            yield b"x" * 65536
+        yield b"\nERROR after it\n"
+
+    tracemalloc.start()
+    try:
+        lines = list(split_lines(endless(), 4096))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lines == [b"x" * 4096, b"ERROR after it"]
+    assert peak < 2 * 1024 * 1024  # bytes held: one read and the kept start, not 100 MiB
+
+
+async def test_a_huge_line_in_a_pod_log_is_cut_and_the_next_line_still_counts(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    monitor = monitor_for(home, kube, max_line_bytes=1024)
+    monitor.baseline({})
+    seen, task = await following(monitor)
+    try:
+        await wait_until(lambda: log_requests(kube, follow="true"), within=30)
+        write_log(kube.state, "shop", POD, "app", "ERROR " + "y" * (8 << 20), "ERROR short one")
+        found = await wait_until(lambda: len(seen.signals("app_error")) >= 2, within=60)
+        assert found
+        messages = [s.message for s in seen.signals("app_error")]
+        assert "ERROR short one" in messages
+        assert max(len(m) for m in messages) <= 1000  # a message is capped; the line was cut
+    finally:
+        await stop(task, monitor)
+
+
+async def test_many_pods_follow_at_most_max_streams(home, kube, monkeypatch):
+    monkeypatch.setattr(kubernetes_logs, "MAX_STREAMS", 2)
+    for i in range(4):
+        kube.state.put_pod(pod(f"api-7d9f8b6c5d-p{i}", statuses=[started("app")]))
+    monitor = monitor_for(home, kube)
+    monitor.baseline({})
+    seen, task = await following(monitor)
+    try:
+        await wait_until(lambda: len(log_requests(kube, follow="true")) == 2, within=30)
+        write_log(kube.state, "shop", "api-7d9f8b6c5d-p0", "app", "ERROR marker")
+        await wait_until(lambda: seen.signals("app_error"), within=30)
+        assert len(log_requests(kube, follow="true")) == 2
+    finally:
+        await stop(task, monitor)
+
+
+def test_guard_run_shows_a_crash_loops_last_lines_to_the_human_and_the_model(home, kube, tg):
+    """Real ``guard run``: the incident the crash opens keeps the dead instance's last lines
+    (``incidents show --json``), the Telegram question shows them (cut to fit), and the
+    model's ``recent_logs`` returns them; a password in them is redacted everywhere."""
+    kube.state.add_deployment(deployment("api"))
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    lines = [f"INFO warming cache {i}" for i in range(60)] + [
+        "FATAL cannot connect: postgres://shop:s3cr3t-pass-81x@db:5432/shop",
+        "FATAL giving up after 5 attempts",
+    ]
+    write_log(kube.state, "shop", POD, "app", *lines)
+    crash(kube.state, "shop", POD, "app")
+    model = ModelServer("openai")
+    model.script = [
+        call("recent_logs", lines=5),
+        call("propose_remedy", fix="echo check the db secret", reason="db", confidence=0.4),
+    ]
+    try:
+        configure(home, tg, kubernetes={"kubeconfig": str(kube.kubeconfig(home.root))})
+        config = yaml.safe_load(home.config.read_text())
+        home.write_config({**config, "llm": model.config()})
+        spec = {"id": "shop-pods", "type": "kubernetes", "namespace": "shop"}
+        home.playbook("k8s", [{**spec, "selector": "app=api", "previous_tail": 20}])
+        with guard_run(home):
+            message = incident_message(tg, 1, within=60)
+        shown = show(home, 1)
+        assert shown["kind"] == "k8s_crash_loop_back_off" and shown["target"] == "shop/api"
+        redacted = "FATAL cannot connect: postgres://shop:[REDACTED:url-password]@db:5432/shop"
+        kept = shown["details"]["previous_logs"]
+        assert kept["lines"] == 20 and kept["text"].splitlines()[-2] == redacted
+        evidence = shown["details"]["evidence"].splitlines()
+        assert (
+            evidence[0] == f"$ last 20 lines of the previous instance of container app in pod {POD}"
+        )
+        assert evidence[1:21] == [*lines[-20:-2], redacted, lines[-1]]
+        assert "FATAL giving up after 5 attempts" in message["text"]
+        assert "s3cr3t-pass-81x" not in message["text"] + json.dumps(shown) + model.sent
+        # the model asked recent_logs for 5 lines: the last 5 of the kept ones
+        assert f"$ last 5 lines of the previous instance of container app in pod {POD}" in (
+            model.sent
+        )
+        assert "INFO warming cache 57" in model.sent
+        [req] = log_requests(kube, previous="true")
+        assert req.query["tailLines"] == "20"
+    finally:
+        model.close()
