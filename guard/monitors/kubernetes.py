@@ -75,12 +75,7 @@ class KubernetesMonitor:
 
     def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         """Log positions: resume from the stored ones, or start from now."""
-        if self._logs is None:
-            return None
-        if state:
-            self._logs.restore(dict(state))
-            return None
-        return self._logs.state()
+        return None if self._logs is None else self._logs.baseline(state)
 
     def _client(self) -> KubeClient:
         if self._kube is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -110,6 +110,13 @@ class PodLogs(ContainerLogs):
 
     def _tally(self) -> PodTally:
         return PodTally(self.monitor_id, self.namespace, self.about)
+
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Resume from the stored positions (None), or start from now (the state to store)."""
+        if not state:
+            return self.state()
+        self.restore(dict(state))
+        return None
 
     def restore(self, state: dict[str, Any]) -> None:
         super().restore(state)
