@@ -261,8 +261,9 @@ class KubernetesMonitor:
                 try:
                     what, item = await asyncio.wait_for(queue.get(), RESYNC if logs else None)
                 except TimeoutError:  # quiet: follow again what stopped being followed
-                    self._sync_logs(kube)
-                    continue
+                    what, item = "resync", None
+                if logs is not None and logs.done():
+                    logs.result()  # the counting failed: say so (follow is started again)
                 if what == "error":
                     raise MonitorError(f"kubernetes watch in {self.spec.namespace}: {item}")
                 if what == "relist":
@@ -275,8 +276,8 @@ class KubernetesMonitor:
                     await self._report(self._judge(list(self._pods.values())), emit)
                 elif what == "event":
                     await self._apply_event(item, emit)
-                if logs is not None and logs.done():
-                    logs.result()  # the counting failed: say so (follow is started again)
+                elif what == "resync":
+                    self._sync_logs(kube)
         finally:
             stopping.set()
             if logs is not None:

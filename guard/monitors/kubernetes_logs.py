@@ -12,13 +12,15 @@ A stream ends when its instance stops (the kubelet closes it) or the connection 
 monitor calls ``sync`` on every pod it learns about (and every ``RESYNC`` seconds): an instance
 that runs and is not followed is followed, from the stored position; a new instance of a
 container is followed once the old stream has ended. At most ``MAX_STREAMS`` containers are
-followed at once; a line longer than ``max_line_bytes`` keeps its first bytes only.
+followed at once; a line longer than ``max_line_bytes`` keeps its first bytes only; a stream
+waits while more than ``BACKLOG`` of its lines wait to be counted.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -36,6 +38,7 @@ MAX_STREAMS = 100  # containers followed at once; more are named in a warning, n
 READ = 64 * 1024  # bytes read from a stream at a time
 QUIET = 3600.0  # a follow stream silent this long is reopened (from the stored position)
 STREAM = "log"  # the API interleaves stdout and stderr: one position per container
+BACKLOG = 1000  # lines read but not yet taken by the counting; a stream waits above it
 
 
 def parse_stamp(raw: bytes) -> int:
@@ -107,6 +110,8 @@ class PodLogs(ContainerLogs):
         self.carry: dict[str, Any] = {}  # the rest of the monitor's state (its events)
         self._ids: dict[str, str] = {}  # "pod/container" -> the instance followed
         self._warned = False
+        self._handed_lock = threading.Lock()  # streams hand lines over from their threads
+        self._handed = self._arrived = 0
 
     def _tally(self) -> PodTally:
         return PodTally(self.monitor_id, self.namespace, self.about)
@@ -184,6 +189,7 @@ class PodLogs(ContainerLogs):
                     ts = parse_stamp(stamp)
                 except (ValueError, OverflowError):
                     continue
+                self._wait_for_room()
                 put((name, STREAM, ts, text.rstrip(b"\r")))
         except Exception as exc:  # the instance stopped, the pod went away, the API dropped it
             logger.debug("the log stream of {}/{} ended: {}", self.namespace, name, exc)
@@ -192,6 +198,27 @@ class PodLogs(ContainerLogs):
                 with contextlib.suppress(Exception):
                     res.close()
             put((name, None, 0, b""))
+
+    def _put(self, item: Any) -> None:
+        loop, queue = self._loop, self._queue
+        if loop is not None and queue is not None:
+            with self._handed_lock:
+                self._handed += 1
+            with contextlib.suppress(RuntimeError):  # the loop has closed: Guard is stopping
+                loop.call_soon_threadsafe(self._arrive, queue, item)
+
+    def _arrive(self, queue: Any, item: Any) -> None:
+        self._arrived += 1  # on the event loop only
+        queue.put_nowait(item)
+
+    def _wait_for_room(self) -> None:
+        """Hold the stream while the counting is behind (the server's side then waits in TCP):
+        a stream that never ends holds about ``BACKLOG`` lines, not all it sends. Lines handed
+        over are those on their way to the queue and those in it."""
+        while (queue := self._queue) is not None and self._loop is not None:
+            if self._handed - self._arrived + queue.qsize() <= BACKLOG:
+                return
+            time.sleep(0.02)
 
 
 def pod_logs(spec: KubernetesMonitorSpec) -> PodLogs:

@@ -327,3 +327,40 @@ def test_guard_run_shows_a_crash_loops_last_lines_to_the_human_and_the_model(hom
         assert req.query["tailLines"] == "20"
     finally:
         model.close()
+
+
+async def test_a_stream_waits_while_the_counting_is_behind_and_loses_nothing(
+    home, kube, monkeypatch
+):
+    monkeypatch.setattr(kubernetes_logs, "BACKLOG", 50)
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    monitor = monitor_for(home, kube, multiline="none")
+    assert monitor._logs is not None
+    logs = monitor._logs
+    logs.since = 0  # every line the pod has
+    write_log(kube.state, "shop", POD, "app", *[f"ERROR job {i} failed" for i in range(500)])
+    logs.bind()  # streams on this loop, but nothing counts yet
+    logs.sync(monitor._client(), kube.state.pods.values())
+    queue = logs._queue
+    assert queue is not None
+    await wait_until(lambda: queue.qsize() > 50, within=30)
+    await asyncio.sleep(0.3)  # the 500 lines are in the socket: a stream that did not wait
+    assert queue.qsize() == 51  # would have handed them all over by now
+    seen = Collected()
+    counting = asyncio.create_task(logs.run(seen))
+    try:
+        await wait_until(lambda: sum(s.count for s in seen.signals("app_error")) == 500, within=60)
+    finally:
+        counting.cancel()
+        await asyncio.gather(counting, return_exceptions=True)
+        await monitor.close()
+
+
+def test_logs_need_the_watch_and_previous_tail_is_bounded():
+    base = {"id": "p", "type": "kubernetes", "logs": [{"kind": "e", "pattern": "ERROR"}]}
+    with pytest.raises(ValueError, match="logs follow the pods' containers: they need events"):
+        KubernetesMonitorSpec.model_validate({**base, "events": False})
+    with pytest.raises(ValueError, match="previous_tail"):
+        KubernetesMonitorSpec.model_validate({**base, "previous_tail": 5000})
+    spec = KubernetesMonitorSpec.model_validate({**base, "multiline": {"start": "^\\S"}})
+    assert spec.previous_tail == 50 and spec.multiline_spec.start == "^\\S"
