@@ -9,10 +9,12 @@
   deployment's template and annotations back to it.
 - ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource.
 - ``k8s.delete_pod`` = ``kubectl delete pod``: its controller replaces it.
+- ``k8s.logs`` = ``kubectl logs --tail=N -c CONTAINER``: a container's last lines (evidence;
+  changes nothing), redacted and bounded.
 
 Names come from the arguments or, failing that, from the incident's details (a kubernetes
-monitor records ``namespace``, ``deployment`` and ``pod``). The client blocks, so each action
-runs in a worker thread. The RBAC these need is in ``deploy/kubernetes/rbac.yaml``.
+monitor records ``namespace``, ``deployment``, ``pod`` and ``container``). The client blocks, so
+each action runs in a worker thread. The RBAC these need is in ``deploy/kubernetes/rbac.yaml``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from guard.actions.base import ActionContext, ActionError, ActionResult
 from guard.exceptions import KubernetesError
 from guard.k8s.client import JSON_PATCH, STRATEGIC_MERGE, KubeClient
+from guard.k8s.evidence import log_text
 
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 REVISION = "deployment.kubernetes.io/revision"
@@ -39,6 +42,7 @@ SKIP_ANNOTATIONS = {
     "deprecated.deployment.rollback.to",
 }
 MAX_REPLICAS = 100
+MAX_TAIL = 1000
 
 
 def label_selector(selector: Mapping[str, Any]) -> str:
@@ -239,4 +243,35 @@ class RolloutUndo(_KubeAction):
         )
 
 
-ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo()]
+class Logs(_KubeAction):
+    name = "k8s.logs"
+    description = "a pod container's last log lines (evidence; changes nothing)"
+    params = ("pod", "container", "tail", "namespace")
+    target = "pod"
+
+    async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
+        details = (ctx.incident or {}).get("details") or ctx.incident or {}
+        container = args.get("container") or details.get("container")
+        if not container:
+            raise ActionError("k8s.logs needs a container, e.g. 'k8s.logs api-x2k4p container=app'")
+        return await super().run({**args, "container": str(container)}, ctx)
+
+    def act(
+        self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
+    ) -> ActionResult:
+        try:
+            tail = min(max(int(args.get("tail", 50)), 1), MAX_TAIL)
+        except (TypeError, ValueError):
+            raise ActionError(
+                f"k8s.logs: tail must be a number, not {args.get('tail')!r}"
+            ) from None
+        container = str(args["container"])
+        text, count = log_text(kube.tail_log(namespace, name, container, tail))
+        return ActionResult(
+            True,
+            text or "(no log output)",
+            {"namespace": namespace, "pod": name, "container": container, "lines": count},
+        )
+
+
+ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo(), Logs()]

@@ -193,8 +193,14 @@ class Toolbox:
             return f"{out.summary}\n(container: {json.dumps(out.result)})"
         if self.inc.source == "logfile":
             return await asyncio.to_thread(_tail, Path(self.inc.target), lines)
-        if self.inc.source == "kubernetes" and (kept := previous_block(self.inc.details, lines)):
-            return kept
+        if self.inc.source == "kubernetes":
+            if kept := previous_block(self.inc.details, lines):
+                return kept  # a crash: the last lines of the instance that died
+            try:
+                out = await self.runner.action("k8s.logs", {"tail": lines}, self.inc, keep=20000)
+            except ActionError as exc:
+                raise ToolError(str(exc)) from None
+            return f"{out.summary}\n(container: {json.dumps(out.result)})"
         return f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
 
     async def search_memory(self, query: str) -> str:

@@ -35,6 +35,7 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 FIELD_MANAGER = "guard"  # who changed a field, in the object's managedFields
+LOG_READ_LIMIT = 256 * 1024  # bytes of a log tail read
 
 
 # The package is only partly annotated; treat its entry points as untyped.
@@ -252,6 +253,28 @@ class KubeClient:
             get,
             _request_timeout=(self.settings.timeout, read_timeout or self.settings.timeout),
         )
+
+    def tail_log(
+        self, namespace: str, pod: str, container: str, tail: int, *, previous: bool = False
+    ) -> bytes:
+        """The last ``tail`` lines of a container's log (of its previous instance), at most
+        ``LOG_READ_LIMIT`` bytes of them (``limitBytes``; no more is read whatever is sent)."""
+        res = self.pod_log(
+            namespace,
+            pod,
+            container,
+            previous=previous,
+            tail_lines=tail,
+            limit_bytes=LOG_READ_LIMIT,
+        )
+        try:
+            return bytes(res.read(LOG_READ_LIMIT))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise KubernetesError(
+                f"logs of {namespace}/{pod} container {container} broke: {type(exc).__name__}"
+            ) from None
+        finally:
+            res.close()  # what is left unread is dropped with the connection
 
     def list_warning_events(self, namespace: str) -> dict[str, Any]:
         return self._json(

@@ -1,14 +1,39 @@
-"""The last lines of a crashed container, as the kubernetes monitor kept them on an incident.
+"""Container log lines as evidence: the text of a log read, and what an incident kept of it.
 
+``log_text`` turns the body of ``GET .../pods/{pod}/log?timestamps=true&tailLines=N`` into
+redacted text: timestamps off, each line and the whole bounded (the last lines kept).
 ``details.previous_logs`` (see ``guard.monitors.kubernetes_previous``) says which pod and
-container they came from and holds their text (redacted). The diagnosis puts them first in the
+container a crash's lines came from and holds their text; the diagnosis puts them first in the
 evidence shown to the human; the model's ``recent_logs`` returns them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
+
+from guard.redact import redact
+
+LINE_CHARS = 2000
+TEXT_CHARS = 16 * 1024
+STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ")
+
+
+def log_text(data: bytes) -> tuple[str, int]:
+    """The lines of a log read without their timestamps, each cut to ``LINE_CHARS``, the last
+    ``TEXT_CHARS`` of them, redacted; and how many lines that is."""
+    lines = []
+    for raw in data.split(b"\n"):
+        if stamp := STAMP.match(raw):
+            raw = raw[stamp.end() :]
+        lines.append(raw.rstrip(b"\r").decode("utf-8", "replace")[:LINE_CHARS])
+    while lines and not lines[-1]:
+        lines.pop()
+    text = "\n".join(lines)
+    if len(text) > TEXT_CHARS:  # the last lines matter most
+        text = text[-TEXT_CHARS:].partition("\n")[2]
+    return redact(text), len(text.splitlines())
 
 
 def previous_block(

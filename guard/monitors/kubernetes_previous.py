@@ -6,30 +6,24 @@ They are fetched once per dead instance (its ``containerID`` in ``lastState.term
 container killed and not restarted: its own instance), kept for the next signals about it, and
 put in the signal's details: ``evidence`` (the text, which ``incidents show`` prints) and
 ``previous_logs`` (which container and instance, how many lines, the text again for the
-diagnosis and the model's ``recent_logs``). The text is redacted and bounded: ``READ_LIMIT``
-bytes asked for (``limitBytes``) and read, ``LINE_CHARS`` per line, ``TEXT_CHARS`` in all.
+diagnosis and the model's ``recent_logs``). The text is redacted and bounded
+(``guard.k8s.evidence.log_text``): 256 KiB asked for (``limitBytes``) and read, 2,000
+characters a line, 16 KiB in all.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-import urllib3
-
 from guard.exceptions import KubernetesError
-from guard.monitors.kubernetes_logs import parse_stamp
+from guard.k8s.evidence import log_text
 from guard.records import Signal
-from guard.redact import redact
 
 KINDS = {"k8s_crash_loop_back_off", "k8s_oom_killed", "k8s_container_error"}
-READ_LIMIT = 256 * 1024
-LINE_CHARS = 2000
-TEXT_CHARS = 16 * 1024
 REMEMBERED = 256  # dead instances whose lines are kept
 
 
@@ -45,23 +39,6 @@ def _instance(pod: Mapping[str, Any], container: str) -> tuple[str, bool] | None
         if now.get("containerID"):
             return str(now["containerID"]), False
     return None
-
-
-def _text(data: bytes) -> tuple[str, int]:
-    """The lines without their timestamps, each and all bounded, redacted; and how many."""
-    lines = []
-    for raw in data.split(b"\n"):
-        stamp, _, rest = raw.partition(b" ")
-        with contextlib.suppress(ValueError, OverflowError):
-            parse_stamp(stamp)
-            raw = rest
-        lines.append(raw.rstrip(b"\r").decode("utf-8", "replace")[:LINE_CHARS])
-    while lines and not lines[-1]:
-        lines.pop()
-    text = "\n".join(lines)
-    if len(text) > TEXT_CHARS:  # the last lines matter most
-        text = text[-TEXT_CHARS:].partition("\n")[2]
-    return redact(text), len(text.splitlines())
 
 
 class PreviousLines:
@@ -100,22 +77,11 @@ class PreviousLines:
         name = str(pod["metadata"]["name"])
         about: dict[str, Any] = {"pod": name, "container": container, "previous": previous}
         try:
-            res = kube.pod_log(
-                self.namespace,
-                name,
-                container,
-                previous=previous,
-                tail_lines=self.tail,
-                limit_bytes=READ_LIMIT,
-            )
-            try:
-                data = res.read(READ_LIMIT)
-            finally:
-                res.close()  # what is left unread (a server ignoring limitBytes) is dropped
-        except (KubernetesError, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
+            data = kube.tail_log(self.namespace, name, container, self.tail, previous=previous)
+        except KubernetesError as exc:
             found: dict[str, Any] = {"previous_logs": {**about, "error": str(exc)[:500]}}
         else:
-            text, count = _text(data)
+            text, count = log_text(data)
             found = {"previous_logs": {**about, "lines": count, "text": text}}
             if text:
                 found["evidence"] = text

@@ -27,7 +27,7 @@ from guard.monitors.kubernetes import KubernetesMonitor
 from guard.monitors.kubernetes_logs import since_time, split_lines
 from guard.playbooks.models import KubernetesMonitorSpec
 from guard.records import Observation, Signal
-from tests.agent_helpers import show
+from tests.agent_helpers import show, wait_for
 from tests.kube_logs import crash, start_again, started, write_log
 from tests.kube_server import KubeServer, deployment, pod
 from tests.kubernetes.test_kubernetes import incidents, kube_home, wait_until
@@ -364,3 +364,72 @@ def test_logs_need_the_watch_and_previous_tail_is_bounded():
         KubernetesMonitorSpec.model_validate({**base, "previous_tail": 5000})
     spec = KubernetesMonitorSpec.model_validate({**base, "multiline": {"start": "^\\S"}})
     assert spec.previous_tail == 50 and spec.multiline_spec.start == "^\\S"
+
+
+async def test_a_restarted_container_is_followed_again_and_nothing_counts_twice(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    monitor = monitor_for(home, kube, previous_tail=0)
+    monitor.baseline({})
+    seen, task = await following(monitor)
+
+    def errors() -> int:
+        return sum(s.count for s in seen.signals("app_error"))
+
+    try:
+        await wait_until(lambda: log_requests(kube, follow="true"), within=30)
+        write_log(kube.state, "shop", POD, "app", "ERROR first instance")
+        await wait_until(lambda: errors() == 1, within=30)
+        crash(kube.state, "shop", POD, "app")  # the kubelet ends the stream
+        start_again(kube.state, "shop", POD, "app")
+        await wait_until(lambda: len(log_requests(kube, follow="true")) == 2, within=30)
+        write_log(kube.state, "shop", POD, "app", "ERROR second instance")
+        await wait_until(lambda: errors() == 2, within=30)
+        messages = sorted(s.message for s in seen.signals("app_error"))
+        assert messages == ["ERROR first instance", "ERROR second instance"]
+        assert log_requests(kube, previous="true") == []  # previous_tail: 0 asks for nothing
+    finally:
+        await stop(task, monitor)
+
+
+def test_recent_logs_of_a_log_rule_incident_reads_the_containers_last_lines(home, kube, tg):
+    """No crash, so nothing was kept: the model's ``recent_logs`` reads the pod container's
+    last lines through ``k8s.logs`` (``tailLines``), timestamps off and redacted."""
+    kube.state.put_pod(pod(POD, statuses=[started("app")]))
+    model = ModelServer("openai")
+    model.script = [
+        call("recent_logs", lines=3),
+        call("propose_remedy", fix="echo raise the pool", reason="pool", confidence=0.4),
+    ]
+    try:
+        configure(home, tg, kubernetes={"kubeconfig": str(kube.kubeconfig(home.root))})
+        config = yaml.safe_load(home.config.read_text())
+        home.write_config({**config, "llm": model.config()})
+        spec = {"id": "shop-pods", "type": "kubernetes", "namespace": "shop", "logs": RULES}
+        home.playbook("k8s", [{**spec, "selector": "app=api"}])
+        with guard_run(home):
+            wait_for(lambda: log_requests(kube, follow="true"), 60, "the log stream")
+            write_log(
+                kube.state,
+                "shop",
+                POD,
+                "app",
+                "INFO pool at 19/20",
+                "WARN token=ghp_0123456789abcdefghijABCDEFGHIJ012345 refreshed",
+                "INFO pool at 20/20",
+                "ERROR payment gateway timeout",
+            )
+            incident_message(tg, 1, within=60)
+        [req] = [r for r in log_requests(kube) if r.query.get("follow") != "true"]
+        assert req.query["tailLines"] == "3" and req.query["container"] == "app"
+        [result] = {
+            str(m["content"]) for r in model.requests for m in r["messages"] if m["role"] == "tool"
+        }
+        lines = result.splitlines()
+        at = lines.index("INFO pool at 20/20")
+        assert lines[at - 1] == "WARN token=[REDACTED:github-token] refreshed"
+        assert lines[at + 1] == "ERROR payment gateway timeout"
+        assert "INFO pool at 19/20" not in result  # three lines, as asked
+        assert "ghp_0123456789abcdefghij" not in model.sent
+        assert show(home, 1)["target"] == f"shop/{POD}/app"
+    finally:
+        model.close()
