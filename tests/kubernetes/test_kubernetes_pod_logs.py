@@ -13,6 +13,7 @@ import json
 import time
 import tracemalloc
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -84,6 +85,37 @@ def log_requests(kube: KubeServer, **query: str) -> list[Any]:
     return [
         r for r in kube.sent("GET", "/log") if all(r.query.get(k) == v for k, v in query.items())
     ]
+
+
+@contextmanager
+def investigated(
+    home: Any, kube: KubeServer, tg: Any, *, lines: int, **monitor: Any
+) -> Iterator[ModelServer]:
+    """``guard run`` (Telegram, a scripted model that calls ``recent_logs {lines}`` then
+    proposes) over the ``shop-pods`` kubernetes monitor; yields the model server."""
+    model = ModelServer("openai")
+    model.script = [
+        call("recent_logs", lines=lines),
+        call("propose_remedy", fix="echo look", reason="logs", confidence=0.4),
+    ]
+    try:
+        configure(home, tg, kubernetes={"kubeconfig": str(kube.kubeconfig(home.root))})
+        config = yaml.safe_load(home.config.read_text())
+        home.write_config({**config, "llm": model.config()})
+        spec = {"id": "shop-pods", "type": "kubernetes", "namespace": "shop", "selector": "app=api"}
+        home.playbook("k8s", [{**spec, **monitor}])
+        yield model
+    finally:
+        model.close()
+
+
+def tool_result(model: ModelServer) -> str:
+    """What the one tool the model called (``recent_logs``) returned to it (fenced: its first
+    line opens the untrusted-data fence)."""
+    [result] = {
+        str(m["content"]) for r in model.requests for m in r["messages"] if m["role"] == "tool"
+    }
+    return result
 
 
 async def test_a_matching_line_opens_an_incident_on_the_pod_container(home, kube):
@@ -293,17 +325,7 @@ def test_guard_run_shows_a_crash_loops_last_lines_to_the_human_and_the_model(hom
     ]
     write_log(kube.state, "shop", POD, "app", *lines)
     crash(kube.state, "shop", POD, "app")
-    model = ModelServer("openai")
-    model.script = [
-        call("recent_logs", lines=5),
-        call("propose_remedy", fix="echo check the db secret", reason="db", confidence=0.4),
-    ]
-    try:
-        configure(home, tg, kubernetes={"kubeconfig": str(kube.kubeconfig(home.root))})
-        config = yaml.safe_load(home.config.read_text())
-        home.write_config({**config, "llm": model.config()})
-        spec = {"id": "shop-pods", "type": "kubernetes", "namespace": "shop"}
-        home.playbook("k8s", [{**spec, "selector": "app=api", "previous_tail": 20}])
+    with investigated(home, kube, tg, lines=5, previous_tail=20) as model:
         with guard_run(home):
             message = incident_message(tg, 1, within=60)
         shown = show(home, 1)
@@ -319,14 +341,10 @@ def test_guard_run_shows_a_crash_loops_last_lines_to_the_human_and_the_model(hom
         assert "FATAL giving up after 5 attempts" in message["text"]
         assert "s3cr3t-pass-81x" not in message["text"] + json.dumps(shown) + model.sent
         # the model asked recent_logs for 5 lines: the last 5 of the kept ones
-        assert f"$ last 5 lines of the previous instance of container app in pod {POD}" in (
-            model.sent
-        )
-        assert "INFO warming cache 57" in model.sent
+        head = f"$ last 5 lines of the previous instance of container app in pod {POD}"
+        assert tool_result(model).splitlines()[1:7] == [head, *lines[-5:-2], redacted, lines[-1]]
         [req] = log_requests(kube, previous="true")
         assert req.query["tailLines"] == "20"
-    finally:
-        model.close()
 
 
 async def test_a_stream_waits_while_the_counting_is_behind_and_loses_nothing(
@@ -395,17 +413,7 @@ def test_recent_logs_of_a_log_rule_incident_reads_the_containers_last_lines(home
     """No crash, so nothing was kept: the model's ``recent_logs`` reads the pod container's
     last lines through ``k8s.logs`` (``tailLines``), timestamps off and redacted."""
     kube.state.put_pod(pod(POD, statuses=[started("app")]))
-    model = ModelServer("openai")
-    model.script = [
-        call("recent_logs", lines=3),
-        call("propose_remedy", fix="echo raise the pool", reason="pool", confidence=0.4),
-    ]
-    try:
-        configure(home, tg, kubernetes={"kubeconfig": str(kube.kubeconfig(home.root))})
-        config = yaml.safe_load(home.config.read_text())
-        home.write_config({**config, "llm": model.config()})
-        spec = {"id": "shop-pods", "type": "kubernetes", "namespace": "shop", "logs": RULES}
-        home.playbook("k8s", [{**spec, "selector": "app=api"}])
+    with investigated(home, kube, tg, lines=3, logs=RULES) as model:
         with guard_run(home):
             wait_for(lambda: log_requests(kube, follow="true"), 60, "the log stream")
             write_log(
@@ -421,9 +429,7 @@ def test_recent_logs_of_a_log_rule_incident_reads_the_containers_last_lines(home
             incident_message(tg, 1, within=60)
         [req] = [r for r in log_requests(kube) if r.query.get("follow") != "true"]
         assert req.query["tailLines"] == "3" and req.query["container"] == "app"
-        [result] = {
-            str(m["content"]) for r in model.requests for m in r["messages"] if m["role"] == "tool"
-        }
+        result = tool_result(model)
         lines = result.splitlines()
         at = lines.index("INFO pool at 20/20")
         assert lines[at - 1] == "WARN token=[REDACTED:github-token] refreshed"
@@ -431,5 +437,3 @@ def test_recent_logs_of_a_log_rule_incident_reads_the_containers_last_lines(home
         assert "INFO pool at 19/20" not in result  # three lines, as asked
         assert "ghp_0123456789abcdefghij" not in model.sent
         assert show(home, 1)["target"] == f"shop/{POD}/app"
-    finally:
-        model.close()
