@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from guard.actions.base import ActionContext, ActionError
+from guard.actions.registry import ActionRegistry
 from guard.app import Guard
 from guard.config import KubernetesSettings
 from guard.exceptions import KubernetesError
@@ -437,3 +439,17 @@ def test_recent_logs_of_a_log_rule_incident_reads_the_containers_last_lines(home
         assert "INFO pool at 19/20" not in result  # three lines, as asked
         assert "ghp_0123456789abcdefghij" not in model.sent
         assert show(home, 1)["target"] == f"shop/{POD}/app"
+
+
+async def test_k8s_logs_reads_a_named_container_and_says_what_is_missing(home, kube):
+    kube.state.put_pod(pod(POD, statuses=[started("app"), started("sidecar")]))
+    write_log(kube.state, "shop", POD, "sidecar", "one", "two", "three")
+    settings = kube_home(home, kube)
+    logs = ActionRegistry().get("k8s.logs")
+    incident = {"details": {"namespace": "shop", "pod": POD}}
+    with pytest.raises(ActionError, match=r"k8s\.logs needs a container"):
+        await logs.run({}, ActionContext(settings, incident=incident))
+    out = await logs.run({"container": "sidecar", "tail": 2}, ActionContext(settings, incident))
+    assert out.ok and out.message == "two\nthree" and out.details["lines"] == 2
+    with pytest.raises(ActionError, match=r'404 pods "gone" not found'):
+        await logs.run({"pod": "gone", "container": "app"}, ActionContext(settings, incident))
