@@ -151,20 +151,23 @@ class PodLogs(ContainerLogs):
         self.about.update(about)
         for gone in set(self.positions) - set(about):
             del self.positions[gone]
-        keys = sorted(running)
-        if len(keys) > MAX_STREAMS and not self._warned:
-            self._warned = True
-            logger.warning(
-                "monitor {}: {} containers run; following the logs of the first {} only",
-                self.monitor_id,
-                len(keys),
-                MAX_STREAMS,
-            )
-        for key in keys[:MAX_STREAMS]:
+        left_out = 0
+        for key in sorted(running):
             if key in self._streaming and self._ids.get(key) == running[key]:
+                continue
+            if key not in self._streaming and len(self._streaming) >= MAX_STREAMS:
+                left_out += 1
                 continue
             self._ids[key] = running[key]
             self.attach(kube, running[key], key, False)
+        if left_out and not self._warned:
+            self._warned = True
+            logger.warning(
+                "monitor {}: {} more containers run than the {} whose logs are followed",
+                self.monitor_id,
+                left_out,
+                MAX_STREAMS,
+            )
 
     # -- one stream (a worker thread) -----------------------------------------------------------
 
@@ -183,6 +186,8 @@ class PodLogs(ContainerLogs):
             )
             with contextlib.suppress(AttributeError):
                 self._streaming[name] = res.connection.sock
+            if self._loop is None:  # closed while the request was on its way
+                return
             for line in split_lines(res.stream(READ), self._limit + 64):
                 stamp, _, text = line.partition(b" ")
                 try:

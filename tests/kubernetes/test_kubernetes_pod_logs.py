@@ -143,6 +143,7 @@ async def test_every_container_of_a_pod_is_followed_by_name(home, kube):
         client.close()
 
 
+@pytest.mark.unit
 def test_an_endless_line_stays_bounded_in_memory():
     def endless() -> Iterator[bytes]:
         for _ in range(1600):  # 100 MiB without a newline, then one
@@ -219,6 +220,7 @@ async def test_a_stream_waits_while_the_counting_is_behind_and_loses_nothing(
         await monitor.close()
 
 
+@pytest.mark.unit
 def test_logs_need_the_watch_and_previous_tail_is_bounded():
     base = {"id": "p", "type": "kubernetes", "logs": [{"kind": "e", "pattern": "ERROR"}]}
     with pytest.raises(ValueError, match="logs follow the pods' containers: they need events"):
