@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from bench import (
+    compare,
     detection,
     diagnosis,
     grouping,
@@ -39,8 +40,18 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2_000_000)
     parser.add_argument("--idle-minutes", type=float, default=10)
     parser.add_argument("--soak-minutes", type=float, default=60)
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run the quick profile and print each figure beside docs/BENCHMARKS.md's record",
+    )
+    parser.add_argument("--only", default="", help="with --compare: comma-separated benchmarks")
+    parser.add_argument("--strict", action="store_true", help="with --compare: exit 1 on a flag")
     args = parser.parse_args()
     quiet()
+    if args.compare:
+        only = {name for name in args.only.split(",") if name} or None
+        raise SystemExit(compare.main(only, strict=args.strict))
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine()}
     report["detection"] = asyncio.run(detection.run(args.kills))
