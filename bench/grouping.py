@@ -21,7 +21,8 @@ Printed per system and on average:
 ``--compare-drain3`` also runs drain3 (``pip install drain3``) on the same masked tokens with the
 same similarity and depth: the evaluation behind docs/GROUPING.md's choice of miner.
 
-Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--compare-drain3] [--json]``.
+Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--all-auto] [--compare-drain3]
+[--json]``; ``--all-auto`` leaves every system on ``format: auto`` (no declared header).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import yaml
 from bench.common import REPO, machine
 from bench.grouping_samples import samples
 from guard.fingerprint import mask
-from guard.grouping.rules import rule_groupers
+from guard.grouping.rules import learn_headers, rule_groupers
 from guard.grouping.templates import TemplateBook
 from guard.store.db import open_database
 
@@ -68,9 +69,11 @@ class System:
     ) -> None:
         self.name, self.lines, self.labels, self.public = name, lines, labels, public
 
+    all_auto = False  # ``--all-auto``: no declared format anywhere, as a new user runs it
+
     @property
     def log_format(self) -> str:
-        return DECLARED_FORMATS.get(self.name, "auto")
+        return "auto" if self.all_auto else DECLARED_FORMATS.get(self.name, "auto")
 
     @property
     def multiline(self) -> str:
@@ -130,6 +133,7 @@ def replay(system: System) -> tuple[list[object], float]:
     book = TemplateBook()
     groups: list[object] = []
     started = time.process_time()  # CPU time: figures hold on a busy machine too
+    learn_headers([grouper], "".join(f"{line}\n" for line in system.lines).encode())
     with db.session() as session:
         for line in system.lines:
             _, grouping = grouper.group("log", line)
@@ -156,6 +160,7 @@ def drain3_replay(system: System) -> tuple[list[object], float]:
     config.drain_sim_th, config.drain_depth = TemplateBook().similarity, TemplateBook().depth
     config.profiling_enabled = False
     miner = TemplateMiner(config=config)
+    learn_headers([grouper], "".join(f"{line}\n" for line in system.lines).encode())
     contents = [grouper.group("log", line)[1].content for line in system.lines]
     started = time.process_time()
     groups: list[object] = [miner.add_log_message(c)["cluster_id"] for c in contents]
@@ -223,7 +228,7 @@ def measure(system: System, *, guard_run: bool, drain3: bool = False) -> dict[st
     result: dict[str, Any] = {
         "system": system.name,
         "lines": len(system.lines),
-        "format": "declared" if system.name in DECLARED_FORMATS else "auto",
+        "format": "auto" if system.log_format == "auto" else "declared",
         "cost_us_per_line": round(cost, 1),
     }
     for label_set, truth in system.labels.items():
@@ -338,8 +343,14 @@ def main() -> None:
         action="store_true",
         help="also cluster with drain3 (pip install drain3)",
     )
+    parser.add_argument(
+        "--all-auto",
+        action="store_true",
+        help="format: auto on every system (no declared header patterns)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    System.all_auto = args.all_auto
     only = [s for s in args.systems.split(",") if s]
     report = {
         "machine": machine(),

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
-from guard.grouping.rules import RuleGrouper, rule_groupers
+from guard.grouping.rules import RuleGrouper, learn_headers, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import DockerMonitorSpec, LogfileMonitorSpec, LogRule
@@ -303,6 +303,7 @@ class LogfileMonitor:
                 nl = data.find(b"\n")
                 data = b"" if nl < 0 else data[nl + 1 :]
                 skipping = False
+            learn_headers(self._groupers, data)  # format: auto learns from the first lines
             if framer is None:
                 for found in self._matcher.scan(data, limit):
                     self._tally(found, tally)
