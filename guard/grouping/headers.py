@@ -107,7 +107,11 @@ class LogFormat:
         for pattern in self._patterns:
             found = pattern.match(line)
             if found is not None:
+                if self._learner is not None:
+                    self._learner.seen(line, True)
                 return found.group("message") or "", True
+        if self._learner is not None:
+            self._learner.seen(line, False)
         return line, False
 
     def _preset(self, line: str) -> bool:

@@ -160,8 +160,10 @@ def _column(
 
 
 class HeaderLearner:
-    """One source's learned header: sampled from its first lines, learned again when half of
-    the last ``WINDOW`` lines stop fitting it. ``generation`` changes whenever it does."""
+    """One source's learned header: sampled from its first lines, learned again from the lines
+    no format recognised when they make half of the last ``WINDOW`` (a header that changed);
+    an attempt that learns nothing waits twice as long before the next. ``generation`` changes
+    whenever the header does."""
 
     def __init__(self, fits: Callable[[str], bool] = lambda line: False) -> None:
         self.pattern: re.Pattern[str] | None = None
@@ -170,7 +172,9 @@ class HeaderLearner:
         self._sample: list[str] = []
         self._tried = 0  # sample size at the last attempt
         self._recent: deque[bool] = deque(maxlen=WINDOW)
-        self._misfits: deque[str] = deque(maxlen=SAMPLE)
+        self._misfits: deque[str] = deque(maxlen=WINDOW)
+        self._patience = WINDOW  # lines between two attempts to learn again
+        self._wait = 0
 
     @property
     def learning(self) -> bool:
@@ -192,25 +196,35 @@ class HeaderLearner:
             self._settle(self._sample)
 
     def header(self, line: str) -> re.Match[str] | None:
-        """The learned header's match on ``line`` (None: no header learned, or it does not fit;
-        when half of the recent lines do not fit, the header is learned again from them)."""
+        """The learned header's match on ``line`` (None: none learned, or it does not fit)."""
         if self.learning:
             self.feed((line,))
-        if self.pattern is None:
-            return None
-        found = self.pattern.match(line)
-        self._recent.append(found is not None)
-        if found is None:
-            self._misfits.append(line[:CHARS])
-            if len(self._recent) == WINDOW and self._recent.count(False) * 2 >= WINDOW:
-                self._recent.clear()
-                self._settle(list(self._misfits)[-WINDOW:])
-                self._misfits.clear()
+        found = None if self.pattern is None else self.pattern.match(line)
+        if found is not None:
+            self.seen(line, True)
         return found
+
+    def seen(self, line: str, recognised: bool) -> None:
+        """Whether some format recognised ``line``; lines none did may hold a new header."""
+        if self.learning:
+            return
+        self._recent.append(recognised)
+        self._wait -= 1
+        if not recognised:
+            self._misfits.append(line[:CHARS])
+            half = self._recent.count(False) * 2 >= WINDOW
+            if self._wait <= 0 and len(self._recent) == WINDOW and half:
+                before = self.generation
+                self._settle(list(self._misfits))
+                self._recent.clear()
+                self._patience = WINDOW if self.generation != before else self._patience * 2
+                self._wait = min(self._patience, 64 * WINDOW)
 
     def _settle(self, sample: Sequence[str]) -> None:
         known = sum(1 for line in sample if self._fits_otherwise(line))
         learned = None if known >= SHARE * len(sample) else learn_header(sample)
+        if learned is None and self.pattern is not None and not self.learning:
+            return  # lines of several shapes: keep the header that fits the others
         if learned != self.pattern:
             self.pattern = learned
             self.generation += 1
