@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from guard.fingerprint import mask
 
 SAMPLE = 200  # lines a header is learned from
+KEPT = 4  # learned headers tried on a line (a source may hold lines of a few writers)
 WINDOW = 64  # recent lines: when half of them stop fitting the header, it is learned again
 CHARS = 300  # of a line, what learning looks at
 MIN_LINES = 8  # distinct (masked) lines needed before learning
@@ -160,13 +161,13 @@ def _column(
 
 
 class HeaderLearner:
-    """One source's learned header: sampled from its first lines, learned again from the lines
-    no format recognised when they make half of the last ``WINDOW`` (a header that changed);
-    an attempt that learns nothing waits twice as long before the next. ``generation`` changes
-    whenever the header does."""
+    """One source's learned headers: the first learned from its first lines; another from the
+    lines no format recognised once they make half of the last ``WINDOW`` (a header changed, or
+    a second writer with its own). The ``KEPT`` most recent are tried, newest first; an attempt
+    that learns nothing waits twice as long before the next. ``generation`` counts changes."""
 
     def __init__(self, fits: Callable[[str], bool] = lambda line: False) -> None:
-        self.pattern: re.Pattern[str] | None = None
+        self.patterns: list[re.Pattern[str]] = []
         self.generation = 0
         self._fits_otherwise = fits  # a line some other format already knows
         self._sample: list[str] = []
@@ -193,16 +194,18 @@ class HeaderLearner:
         # learn at 8, 16, 32, ... lines and at SAMPLE: cheap while lines come one by one
         if len(self._sample) >= max(MIN_LINES, 2 * self._tried) or not self.learning:
             self._tried = len(self._sample)
-            self._settle(self._sample)
+            self._settle(self._sample, first=True)
 
     def header(self, line: str) -> re.Match[str] | None:
         """The learned header's match on ``line`` (None: none learned, or it does not fit)."""
         if self.learning:
             self.feed((line,))
-        found = None if self.pattern is None else self.pattern.match(line)
-        if found is not None:
-            self.seen(line, True)
-        return found
+        for pattern in self.patterns:
+            found = pattern.match(line)
+            if found is not None:
+                self.seen(line, True)
+                return found
+        return None
 
     def seen(self, line: str, recognised: bool) -> None:
         """Whether some format recognised ``line``; lines none did may hold a new header."""
@@ -215,16 +218,19 @@ class HeaderLearner:
             half = self._recent.count(False) * 2 >= WINDOW
             if self._wait <= 0 and len(self._recent) == WINDOW and half:
                 before = self.generation
-                self._settle(list(self._misfits))
+                self._settle(list(self._misfits), first=False)
                 self._recent.clear()
                 self._patience = WINDOW if self.generation != before else self._patience * 2
                 self._wait = min(self._patience, 64 * WINDOW)
 
-    def _settle(self, sample: Sequence[str]) -> None:
+    def _settle(self, sample: Sequence[str], *, first: bool) -> None:
         known = sum(1 for line in sample if self._fits_otherwise(line))
         learned = None if known >= SHARE * len(sample) else learn_header(sample)
-        if learned is None and self.pattern is not None and not self.learning:
-            return  # lines of several shapes: keep the header that fits the others
-        if learned != self.pattern:
-            self.pattern = learned
+        if first:  # from the first lines: the best guess so far replaces the last
+            guess = [] if learned is None else [learned]
+            if guess != self.patterns:
+                self.patterns = guess
+                self.generation += 1
+        elif learned is not None and learned not in self.patterns:
+            self.patterns = [learned, *self.patterns][:KEPT]
             self.generation += 1

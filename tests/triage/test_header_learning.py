@@ -150,6 +150,19 @@ def test_a_header_that_changes_mid_file_is_learned_again():
     assert all(fmt.content(line) == (text, True) for line, text in then[WINDOW:])
 
 
+def test_two_writers_with_their_own_headers_are_both_learned():
+    first = lines_of("epoch-host-pipes", 300, seed=2)
+    a, b = lines_of("epoch-host-pipes", 400, seed=3), lines_of("bracketed-component-pid", 400)
+    mixed = [row for pair in zip(a, b, strict=True) for row in pair]  # one line each in turn
+    fmt = LogFormat("auto")
+    fmt.learn(line for line, _ in first)
+    for line, _ in mixed[: 2 * WINDOW]:
+        fmt.content(line)
+    generation = fmt.generation
+    assert all(fmt.content(line) == (text, True) for line, text in mixed[2 * WINDOW :])
+    assert fmt.generation == generation  # and neither pushes the other out
+
+
 def test_a_declared_format_wins_and_learns_nothing():
     lines = lines_of("bracketed-component-pid", 300)
     fmt = LogFormat(r"^(?P<message>.*)$")
