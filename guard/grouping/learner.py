@@ -39,7 +39,7 @@ COLUMNS = 12  # header fields at most
 NAMES = 3  # name columns that may wait for a stronger field after them
 
 _BRACKET = r"\[[^\]\n]*\]|\([^)\n]*\)|<[^>\n]*>"
-_TOKEN = r"(?:\[[^\]\n]*\]|\([^)\n]*\)|[^\s|\[(\"])+"
+_TOKEN = r"(?:[^\s|\[(\"]++|\[[^\]\n]*\]|\([^)\n]*\))++"  # possessive: misfits fail fast
 _SEP = r"(?:\s*\|\s*|\s+)"
 _LEVELS = (
     r"(?i:trace|debug|info|information|notice|warn|warning|error|err|severe|fatal|critical"
@@ -55,9 +55,9 @@ SHAPES: dict[str, str] = {
     "level": _LEVELS,
     "month": f"(?:{_MONTHS})",
     "day": f"(?:{_DAYS})",
-    "number": r"[+-]?\d+",
-    "time": r"\d[\d\-/.:,T_+Z]*",
-    "component": _TOKEN + r"(?<=[^\s:]):",
+    "number": r"[+-]?\d++",
+    "time": r"\d[\d\-/.:,T_+Z]*+",
+    "component": _TOKEN + r"(?<=[^\s:]:)",
     "name": _TOKEN,
 }
 _STRONG = {"dash", "bracket", "level", "month", "day", "number", "time"}
