@@ -55,6 +55,15 @@ class RuleGrouper:
         default_factory=dict, compare=False, repr=False
     )
 
+    def learn(self, block: bytes, *, cut: bool = False) -> None:
+        """Show an ``auto`` format lines its monitor read (all of them, matched or not) while
+        it learns the source's header; ``cut``: the block starts inside a line. The rules of
+        one monitor share their format: one grouper's call is enough."""
+        if self.format.learning:
+            text = block[:LEARN_BYTES].decode("utf-8", "replace")
+            lines = text.splitlines()
+            self.format.learn(lines[1:] if cut else lines)
+
     def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
         """``(fold key, grouping)`` of a line this rule matched.
 
@@ -90,13 +99,9 @@ class RuleGrouper:
 
 
 def learn_headers(groupers: Sequence[RuleGrouper], block: bytes) -> None:
-    """Show the ``auto`` formats of ``groupers`` a block of whole lines their monitor read (all
-    of them, matched or not), while they still learn the source's header."""
-    formats = {id(g.format): g.format for g in groupers if g.format.learning}
-    if formats:
-        lines = block[:LEARN_BYTES].decode("utf-8", "replace").splitlines()
-        for fmt in formats.values():
-            fmt.learn(lines)
+    """``RuleGrouper.learn`` once per distinct format of ``groupers``."""
+    for grouper in {id(g.format): g for g in groupers}.values():
+        grouper.learn(block)
 
 
 def rule_groupers(

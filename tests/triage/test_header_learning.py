@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Callable
@@ -201,6 +202,29 @@ def test_a_log_monitor_learns_from_every_line_it_reads_not_only_matched_ones(tmp
         "start": "beginning",
         "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
     }
-    (signal,) = LogfileMonitor(LogfileMonitorSpec.model_validate(spec)).scan({}).signals
+    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
+    (signal,) = monitor.scan({}).signals
+    asyncio.run(monitor.close())
     assert signal.grouping is not None
     assert signal.grouping.content == "ERROR disk sda full"  # header learned off 300 lines
+
+
+def test_a_monitor_starting_at_the_end_learns_from_the_lines_already_there(tmp_path: Path):
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"{line}\n" for line, _ in lines_of("bracketed-component-pid", 300)))
+    spec = {
+        "id": "app",
+        "type": "logfile",
+        "path": str(log),
+        "start": "end",
+        "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
+    }
+    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
+    state = monitor.baseline({})
+    assert state is not None
+    with open(log, "a") as f:  # one new line: too few to learn from on its own
+        f.write("09:15:07.123 [scheduler] 4121 ERROR disk sda full\n")
+    (signal,) = monitor.scan(state).signals
+    asyncio.run(monitor.close())
+    assert signal.grouping is not None
+    assert signal.grouping.content == "ERROR disk sda full"
