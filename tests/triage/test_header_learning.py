@@ -190,41 +190,37 @@ def test_a_grouper_forgets_what_it_worked_out_before_the_header_was_learned():
     assert after == " ".join(template_tokens(lines[0][1]))
 
 
+def disk_full_content(log: Path, start: str, appended: str = "") -> str:
+    """The grouping content of the one ``ERROR disk ... full`` line a monitor on ``log`` sees
+    (``appended``: written after the monitor took its starting position)."""
+    spec = {
+        "id": "app",
+        "type": "logfile",
+        "path": str(log),
+        "start": start,
+        "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
+    }
+    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
+    state = monitor.baseline({}) or {}
+    with open(log, "a") as f:
+        f.write(appended)
+    (signal,) = monitor.scan(state).signals
+    asyncio.run(monitor.close())
+    assert signal.grouping is not None
+    return signal.grouping.content
+
+
 def test_a_log_monitor_learns_from_every_line_it_reads_not_only_matched_ones(tmp_path: Path):
     rows = lines_of("bracketed-component-pid", 300)
     rows[-1] = (rows[-1][0].replace(rows[-1][1], "ERROR disk sda full"), "ERROR disk sda full")
     log = tmp_path / "app.log"
     log.write_text("".join(f"{line}\n" for line, _ in rows))
-    spec = {
-        "id": "app",
-        "type": "logfile",
-        "path": str(log),
-        "start": "beginning",
-        "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
-    }
-    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
-    (signal,) = monitor.scan({}).signals
-    asyncio.run(monitor.close())
-    assert signal.grouping is not None
-    assert signal.grouping.content == "ERROR disk sda full"  # header learned off 300 lines
+    assert disk_full_content(log, "beginning") == "ERROR disk sda full"  # learned off 300 lines
 
 
 def test_a_monitor_starting_at_the_end_learns_from_the_lines_already_there(tmp_path: Path):
     log = tmp_path / "app.log"
     log.write_text("".join(f"{line}\n" for line, _ in lines_of("bracketed-component-pid", 300)))
-    spec = {
-        "id": "app",
-        "type": "logfile",
-        "path": str(log),
-        "start": "end",
-        "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
-    }
-    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
-    state = monitor.baseline({})
-    assert state is not None
-    with open(log, "a") as f:  # one new line: too few to learn from on its own
-        f.write("09:15:07.123 [scheduler] 4121 ERROR disk sda full\n")
-    (signal,) = monitor.scan(state).signals
-    asyncio.run(monitor.close())
-    assert signal.grouping is not None
-    assert signal.grouping.content == "ERROR disk sda full"
+    # one new line: too few to learn from on its own
+    new = "09:15:07.123 [scheduler] 4121 ERROR disk sda full\n"
+    assert disk_full_content(log, "end", new) == "ERROR disk sda full"
