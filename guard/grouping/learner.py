@@ -11,7 +11,9 @@ least ``SHARE`` of the lines agree on its shape:
 - a column of timestamps, numbers, levels, month or day names, ``-`` or brackets is a header
   field;
 - a column of names (``node-246``, ``combo``, ``chrome.exe``) is one only if such a field
-  follows within ``NAMES`` columns: names alone are as likely to be the message's first words;
+  follows within ``NAMES`` columns (and, when the line starts with names, the header holds two
+  such fields or ends with one of the two below): names alone are as likely to be the
+  message's first words;
 - a ``component:`` column (a name ending in a colon) is the last field;
 - a field present on some lines only (Proxifier's ``*64``) is optional when, without it, the
   next field still lines up;
@@ -104,6 +106,7 @@ def learn_header(lines: Sequence[str]) -> re.Pattern[str] | None:
     alive = [(row, 0) for row in rows]  # (shapes, where the next column starts)
     columns: list[str] = []  # the header's fields, as patterns
     names: list[str] = []  # name columns waiting for a stronger field
+    loose, strong, ends = False, 0, False  # it starts with names; strong fields; how it ends
     while len(columns) + len(names) < COLUMNS:
         step = _column(alive)
         if step is None:
@@ -116,13 +119,16 @@ def learn_header(lines: Sequence[str]) -> re.Pattern[str] | None:
             names.append(pattern)
             continue
         ends = kind == "component" or (kind == "dash" and bool(columns or names))
+        if names and not columns and not ends:  # it starts with names ("GET /cart 200 ..."):
+            loose = True  # a header only if a second strong field comes
+        strong += kind in _STRONG
         if ends and kind == "dash":  # "prog - message": a name or two more may come before it
             pattern = f"(?:{_TOKEN}[,;]?{_SEP}){{0,2}}?" + pattern
         columns += [*names, pattern]
         names = []
         if ends:  # "component:" and "... - " end a header
             break
-    if not columns:
+    if not columns or (loose and strong < 2 and not ends):
         return None
     return re.compile("^" + "".join(columns) + r"(?P<message>.*)$", re.DOTALL)
 

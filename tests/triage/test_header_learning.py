@@ -127,6 +127,16 @@ def test_a_repeated_message_is_not_taken_for_a_header():
     assert learn_header(lines) is None
 
 
+def test_words_and_a_number_at_the_start_are_message_not_header():
+    rng = random.Random(9)
+    lines = [
+        f"{rng.choice(['GET', 'POST', 'PUT'])} /{rng.choice(WORDS)}/{rng.randint(1, 99)} "
+        f"{rng.choice([200, 404, 500])} {rng.randint(1, 900)}ms {message(rng)}"
+        for _ in range(200)
+    ]
+    assert learn_header(lines) is None
+
+
 def test_an_optional_field_before_a_dash_is_part_of_the_header():
     rng = random.Random(5)
     rows = []
