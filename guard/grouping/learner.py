@@ -14,7 +14,8 @@ least ``SHARE`` of the lines agree on its shape:
   follows within ``NAMES`` columns (and, when the line starts with names, the header holds two
   such fields or ends with one of the two below): names alone are as likely to be the
   message's first words;
-- a ``component:`` column (a name ending in a colon) is the last field;
+- a ``component:`` column (a name ending in a colon) is the last field, and so is a ``-``
+  after other fields (``chrome.exe - message``; a name or two more may come before it);
 - a field present on some lines only (Proxifier's ``*64``) is optional when, without it, the
   next field still lines up;
 - quoted text is always message.
