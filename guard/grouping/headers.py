@@ -3,15 +3,20 @@
 A header differs between two lines of one event (the time, the pid, the thread) and can be the
 same for two different events, so templates are mined from the *content* only: the line with
 its header taken off. ``LogFormat`` knows how: a named preset, a pattern of the user's with a
-``message`` group (``format:`` on a monitor), or ``auto``, which tries the presets in order on
-each line and, when none fits, skips leading tokens that only a header has (timestamps, numbers,
-levels, bracketed ids: ``tokens.skip_header``). A line no format fits is its own content.
+``message`` group (``format:`` on a monitor), or ``auto``. ``auto`` learns the source's header
+from its first lines when the presets do not fit them (``learner.HeaderLearner``), and on each
+line tries that header, then the presets in order; when none fits, it skips leading tokens that
+only a header has (timestamps, numbers, levels, bracketed ids: ``tokens.skip_header``). A line
+no format fits is its own content. One ``LogFormat`` is one source (a monitor's log).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from guard.grouping.learner import HeaderLearner
 
 _TS = (
     r"(?:\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
@@ -69,17 +74,48 @@ class LogFormat:
     """Takes a line's header off: ``auto``, a preset name, or a pattern with ``(?P<message>)``."""
 
     spec: str = "auto"
+    _patterns: list[re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _learner: HeaderLearner | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_patterns", _compile(self.spec))
+        patterns = _compile(self.spec)
+        object.__setattr__(self, "_patterns", patterns)
+        learner = HeaderLearner(self._preset) if self.spec == "auto" else None
+        object.__setattr__(self, "_learner", learner)
+
+    @property
+    def learning(self) -> bool:
+        """``auto`` still wants the source's first lines (``learn``)."""
+        return self._learner is not None and self._learner.learning
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the learned header does (what ``content`` returns may change)."""
+        return 0 if self._learner is None else self._learner.generation
+
+    def learn(self, lines: Iterable[str]) -> None:
+        """Show ``auto`` lines of the source (every line read, not only matched ones)."""
+        if self._learner is not None:
+            self._learner.feed(lines)
 
     def content(self, line: str) -> tuple[str, bool]:
         """What ``line`` says without its header, and whether a format recognised one."""
-        for pattern in self._patterns:  # type: ignore[attr-defined]
-            found = pattern.match(line)
+        if self._learner is not None:
+            found = self._learner.header(line)
             if found is not None:
                 return found.group("message") or "", True
+        for pattern in self._patterns:
+            found = pattern.match(line)
+            if found is not None:
+                if self._learner is not None:
+                    self._learner.seen(line, True)
+                return found.group("message") or "", True
+        if self._learner is not None:
+            self._learner.seen(line, False)
         return line, False
+
+    def _preset(self, line: str) -> bool:
+        return any(pattern.match(line) for pattern in self._patterns)
 
 
 def _compile(spec: str) -> list[re.Pattern[str]]:

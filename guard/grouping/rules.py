@@ -29,6 +29,7 @@ GroupBy = str | list[str]
 CONTENT_CHARS = 1000  # what of a line a template is mined from
 _RE2 = re2.Options()
 _RE2.log_errors = False
+LEARN_BYTES = 1 << 16  # of a block read, what header learning looks at
 CACHED = 4096  # masked lines whose template tokens are remembered (a storm repeats a few)
 
 
@@ -50,9 +51,18 @@ class RuleGrouper:
                 linear = None
             object.__setattr__(self, "_linear", linear)
 
-    _cache: dict[str, tuple[tuple[str, ...], Grouping]] = field(
+    _cache: dict[str, tuple[int, tuple[str, ...], Grouping]] = field(
         default_factory=dict, compare=False, repr=False
     )
+
+    def learn(self, block: bytes, *, cut: bool = False) -> None:
+        """Show an ``auto`` format lines its monitor read (all of them, matched or not) while
+        it learns the source's header; ``cut``: the block starts inside a line. The rules of
+        one monitor share their format: one grouper's call is enough."""
+        if self.format.learning:
+            text = block[:LEARN_BYTES].decode("utf-8", "replace")
+            lines = text.splitlines()
+            self.format.learn(lines[1:] if cut else lines)
 
     def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
         """``(fold key, grouping)`` of a line this rule matched.
@@ -73,17 +83,25 @@ class RuleGrouper:
             line = line[:CONTENT_CHARS]
         seen = mask(line)
         known = self._cache.get(seen)
-        if known is None:
+        generation = self.format.generation
+        if known is None or known[0] != generation:  # (a header learned since: work it out)
             if len(self._cache) >= CACHED:
                 self._cache.clear()
             content, recognised = self.format.content(line)
             # a leaked credential is one placeholder before it can become template text
             masked = " ".join(template_tokens(redact(content), header=not recognised))
             known = self._cache[seen] = (
+                self.format.generation,
                 (kind, "template", masked),
                 Grouping("template", content=masked),
             )
-        return known
+        return known[1], known[2]
+
+
+def learn_headers(groupers: Sequence[RuleGrouper], block: bytes) -> None:
+    """``RuleGrouper.learn`` once per distinct format of ``groupers``."""
+    for grouper in {id(g.format): g for g in groupers}.values():
+        grouper.learn(block)
 
 
 def rule_groupers(

@@ -17,10 +17,13 @@ import re
 
 from guard.fingerprint import mask
 
+_DURATION = re.compile(r"[<>~]?=?<num> ?(?:m?secs?|seconds?|ms|mins?|minutes?|hours?|hrs?|days?)\b")
+
 # (pattern, replacement); applied in order, after ``mask``.
 _EXTRA: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b[a-z][\w+.-]*://[^\s\"'<>]+"), "<url>"),  # before paths: URLs hold them
     (re.compile(r"'[^'\s][^']{0,200}'"), "<str>"),
+    (re.compile(r'(?<==)"[^"\n]{0,200}"'), "<str>"),  # key="a value": one token
     (re.compile(r"(?<![\w.<>])(?:[A-Za-z]:)?(?:[\\/][\w.@%+~$<>-]+){2,}[\\/]?"), "<path>"),
     (re.compile(r"\b[\w-]+(?:\.[\w-]+)+:(?:\d+\b|<num>)"), "<addr>"),  # host:port
     (re.compile(r" \(<num>(?:\.<num>)?(?: ?[A-Za-z]{1,3})?\)"), ""),  # "123 bytes (0.1 KB)"
@@ -28,6 +31,9 @@ _EXTRA: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{6,}\b"), "<id>"),
     (re.compile(r"(?<=[A-Za-z_])-?<(?:id|num|hex)>"), "<num>"),  # blk_-<id> is blk_<num>
     (re.compile(r"(?<!<)\b\d+(?!>)"), "<num>"),  # what is left of numbers (-123, 12abc)
+    # a duration is one value whatever its shape: "<1 sec", "5 ms" and "00:21" are one token each
+    (_DURATION, "<num>"),
+    (re.compile(r"(?<![\w<>-])-(?=<(?:num|hex|id)>)"), ""),  # a sign: -102 is a number like 5
 ]
 
 _HEADER_TOKEN = re.compile(r"\S*<\w+>\S*|[\[(]?[-|*:]+[\])]?:?")

@@ -45,6 +45,7 @@ from guard.playbooks.models import (
 from guard.records import Observation, Signal, utcnow
 
 CHUNK = 1 << 20
+LEARN_BYTES = 1 << 16  # read before the position to learn a header from (format: auto)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
 MAX_DISTINCT = 1000  # distinct messages kept per check; more fold into one overflow signal
 MESSAGE_CHARS = 1000
@@ -267,6 +268,11 @@ class LogfileMonitor:
 
     def _read(self, pos: _Position, tally: Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
         handle = self._open_current(pos)
+        if pos.offset and self._groupers[0].format.learning:  # start: end, or a restart: learn
+            handle.seek(max(0, pos.offset - LEARN_BYTES))  # the header from the lines there
+            self._groupers[0].learn(
+                handle.read(min(pos.offset, LEARN_BYTES)), cut=pos.offset > LEARN_BYTES
+            )
         handle.seek(pos.offset)
         return self._consume(handle, pos, tally, final=False, budget=budget)
 
@@ -310,6 +316,7 @@ class LogfileMonitor:
                 nl = data.find(b"\n")
                 data = b"" if nl < 0 else data[nl + 1 :]
                 skipping = False
+            self._groupers[0].learn(data)  # format: auto learns the header from the first lines
             if framer is None:
                 for found in self._matcher.scan(data, limit):
                     self._tally(found, tally)

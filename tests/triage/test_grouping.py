@@ -129,6 +129,20 @@ def test_masks_values_glued_to_words_paths_and_hosts():
     assert tokens("connect api.example.com:443 failed") == tokens("connect db.local:5432 failed")
 
 
+def test_a_duration_a_sign_and_a_quoted_value_do_not_change_the_token_count():
+    # Proxifier's lifetimes, Spark's "boot = -102", Android's tag="View Lock"
+    short, long = (
+        tokens("close, 0 bytes, lifetime <1 sec"),
+        tokens("close, 12 bytes, lifetime 04:00"),
+    )
+    assert short == "close, <num> bytes, lifetime <num>"
+    assert len(long.split()) == len(short.split())
+    assert tokens("took 5 ms") == tokens("took 30 seconds") == "took <num>"
+    assert tokens("Times: boot = -102, init = 141") == tokens("Times: boot = 7, init = 150")
+    assert tokens('acquire tag="View Lock", uid=3') == tokens('acquire tag="RILJ", uid=9')
+    assert tokens("range 1-5 done") == "range <num>-<num> done"  # a hyphen is not a sign
+
+
 def test_a_template_generalises_and_keeps_its_id():
     miner = TemplateMiner(similarity=0.7)
     first = miner.found(1, ["ERROR", "user", "alice", "not", "found"])

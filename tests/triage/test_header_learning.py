@@ -1,0 +1,236 @@
+"""``format: auto`` learns a source's header from its first lines (guard/grouping/learner.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from guard.grouping.headers import LogFormat
+from guard.grouping.learner import SAMPLE, WINDOW, learn_header
+from guard.grouping.rules import learn_headers, rule_groupers
+from guard.grouping.tokens import template_tokens
+from guard.monitors.logfile import LogfileMonitor
+from guard.playbooks.models import LogfileMonitorSpec
+
+pytestmark = pytest.mark.unit
+
+WORDS = [
+    "disk",
+    "cache",
+    "queue",
+    "worker",
+    "client",
+    "session",
+    "lease",
+    "backup",
+    "index",
+    "shard",
+    "replica",
+]
+VERBS = [
+    "failed",
+    "started",
+    "stopped",
+    "retried",
+    "timed-out",
+    "recovered",
+    "dropped",
+    "opened",
+    "closed",
+]
+HOSTS = ["web1", "web2", "db-3", "cache7", "api.internal"]
+LEVELS = ["INFO", "WARN", "ERROR", "DEBUG"]
+
+
+def message(rng: random.Random) -> str:
+    """A message of varied shape: words, a value or two, lengths 3 to 8."""
+    words = [rng.choice(WORDS), rng.choice(VERBS)]
+    for _ in range(rng.randint(1, 6)):
+        words.append(rng.choice([*WORDS, *VERBS, "on", "for", "after", str(rng.randint(1, 999))]))
+    return " ".join(words)
+
+
+def ts(rng: random.Random) -> str:
+    return f"2026-12-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"
+
+
+# header shapes: name -> a function making (header, message) for one line
+SHAPES: dict[str, Callable[[random.Random], str]] = {
+    "syslog": lambda r: (
+        f"Dec {r.randint(1, 28):2d} {r.randint(0, 23):02d}:{r.randint(0, 59):02d}:07 "
+        f"{r.choice(HOSTS)} {r.choice(['sshd', 'cron', 'kernel'])}[{r.randint(1, 99999)}]:"
+    ),
+    "iso-level": lambda r: f"{ts(r)} {r.choice(LEVELS)}",
+    "bracketed-component-pid": lambda r: (
+        f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:07.{r.randint(0, 999):03d} "
+        f"[{r.choice(['scheduler', 'http', 'db-pool'])}] {r.randint(1, 99999)}"
+    ),
+    "epoch-host-pipes": lambda r: (
+        f"{r.randint(10**9, 2 * 10**9)}|{r.choice(HOSTS)}|{r.choice(LEVELS).lower()}|"
+    ),
+    "category-or-dash": lambda r: (
+        f"{r.choice(['-', '-', '-', '-', 'KERNDTLB'])} {r.randint(10**9, 2 * 10**9)} "
+        f"{r.choice(HOSTS)} {r.choice(['RAS', 'APP'])} {r.choice(LEVELS)}"
+    ),
+}
+
+
+def lines_of(shape: str, n: int, seed: int = 7) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        header, text = SHAPES[shape](rng), message(rng)
+        out.append((f"{header}{'' if header.endswith('|') else ' '}{text}", text))
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_learned_header_leaves_exactly_the_message(shape):
+    lines = lines_of(shape, 400)
+    pattern = learn_header([line for line, _ in lines[:SAMPLE]])
+    assert pattern is not None, f"no header learned from {shape} lines"
+    for line, text in lines:  # the later lines too: learned once, it fits them all
+        assert message_of(pattern, line) == text, line
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_auto_takes_the_learned_header_off_every_line(shape):
+    fmt = LogFormat("auto")
+    lines = lines_of(shape, 300)
+    fmt.learn(line for line, _ in lines)
+    assert not fmt.learning
+    assert all(fmt.content(line) == (text, True) for line, text in lines)
+
+
+def test_without_a_header_nothing_is_learned_and_lines_are_their_own_content():
+    rng = random.Random(3)
+    lines = [message(rng) for _ in range(300)]
+    assert learn_header(lines) is None
+    fmt = LogFormat("auto")
+    fmt.learn(lines)
+    assert [fmt.content(line) for line in lines] == [(line, False) for line in lines]
+
+
+def message_of(pattern: re.Pattern[str], line: str) -> str | None:
+    found = pattern.match(line)
+    return None if found is None else found.group("message")
+
+
+def test_a_repeated_message_is_not_taken_for_a_header():
+    # one event 200 times: its words line up like header fields, but it is one masked form
+    lines = [f"{ts(random.Random(i))} ERROR PacketResponder 1 for block 42" for i in range(200)]
+    assert learn_header(lines) is None
+
+
+def test_words_and_a_number_at_the_start_are_message_not_header():
+    rng = random.Random(9)
+    lines = [
+        f"{rng.choice(['GET', 'POST', 'PUT'])} /{rng.choice(WORDS)}/{rng.randint(1, 99)} "
+        f"{rng.choice([200, 404, 500])} {rng.randint(1, 900)}ms {message(rng)}"
+        for _ in range(200)
+    ]
+    assert learn_header(lines) is None
+
+
+def test_an_optional_field_before_a_dash_is_part_of_the_header():
+    rng = random.Random(5)
+    rows = []
+    for _ in range(200):
+        extra = " *64" if rng.random() < 0.4 else ""
+        text = message(rng)
+        rows.append((f"[10.30 16:49:{rng.randint(10, 59)}] chrome.exe{extra} - {text}", text))
+    pattern = learn_header([line for line, _ in rows])
+    assert pattern is not None
+    assert all(message_of(pattern, line) == text for line, text in rows)
+
+
+def test_a_header_that_changes_mid_file_is_learned_again():
+    first, then = lines_of("iso-level", 300, seed=1), lines_of("bracketed-component-pid", 300)
+    fmt = LogFormat("auto")
+    fmt.learn(line for line, _ in first)
+    generation = fmt.generation
+    assert all(fmt.content(line) == (text, True) for line, text in first)
+    for line, _ in then[:WINDOW]:  # half a window of lines that do not fit: learned again
+        fmt.content(line)
+    assert fmt.generation > generation
+    assert all(fmt.content(line) == (text, True) for line, text in then[WINDOW:])
+
+
+def test_two_writers_with_their_own_headers_are_both_learned():
+    first = lines_of("epoch-host-pipes", 300, seed=2)
+    a, b = lines_of("epoch-host-pipes", 400, seed=3), lines_of("bracketed-component-pid", 400)
+    mixed = [row for pair in zip(a, b, strict=True) for row in pair]  # one line each in turn
+    fmt = LogFormat("auto")
+    fmt.learn(line for line, _ in first)
+    for line, _ in mixed[: 2 * WINDOW]:
+        fmt.content(line)
+    generation = fmt.generation
+    assert all(fmt.content(line) == (text, True) for line, text in mixed[2 * WINDOW :])
+    assert fmt.generation == generation  # and neither pushes the other out
+
+
+def test_a_declared_format_wins_and_learns_nothing():
+    lines = lines_of("bracketed-component-pid", 300)
+    fmt = LogFormat(r"^(?P<message>.*)$")
+    fmt.learn(line for line, _ in lines)
+    assert not fmt.learning and fmt.generation == 0
+    assert fmt.content(lines[0][0]) == (lines[0][0], True)
+
+
+def test_presets_that_fit_keep_today_behaviour():
+    lines = [line for line, _ in lines_of("syslog", 300)]
+    fmt = LogFormat("auto")
+    fmt.learn(lines)
+    assert fmt.generation == 0  # the syslog preset fits them: nothing else was learned
+    assert fmt.content(lines[0])[1]
+
+
+def test_a_grouper_forgets_what_it_worked_out_before_the_header_was_learned():
+    (grouper,) = rule_groupers([(None, re.compile("."))], default="template", log_format="auto")
+    lines = lines_of("bracketed-component-pid", 300)
+    before = grouper.group("log", lines[0][0])[1].content  # learning: one line is not enough
+    learn_headers([grouper], "".join(f"{line}\n" for line, _ in lines).encode())
+    after = grouper.group("log", lines[0][0])[1].content
+    assert before != after
+    assert after == " ".join(template_tokens(lines[0][1]))
+
+
+def disk_full_content(log: Path, start: str, appended: str = "") -> str:
+    """The grouping content of the one ``ERROR disk ... full`` line a monitor on ``log`` sees
+    (``appended``: written after the monitor took its starting position)."""
+    spec = {
+        "id": "app",
+        "type": "logfile",
+        "path": str(log),
+        "start": start,
+        "rules": [{"kind": "disk_full", "pattern": r"ERROR disk \S+ full"}],
+    }
+    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
+    state = monitor.baseline({}) or {}
+    with open(log, "a") as f:
+        f.write(appended)
+    (signal,) = monitor.scan(state).signals
+    asyncio.run(monitor.close())
+    assert signal.grouping is not None
+    return signal.grouping.content
+
+
+def test_a_log_monitor_learns_from_every_line_it_reads_not_only_matched_ones(tmp_path: Path):
+    rows = lines_of("bracketed-component-pid", 300)
+    rows[-1] = (rows[-1][0].replace(rows[-1][1], "ERROR disk sda full"), "ERROR disk sda full")
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"{line}\n" for line, _ in rows))
+    assert disk_full_content(log, "beginning") == "ERROR disk sda full"  # learned off 300 lines
+
+
+def test_a_monitor_starting_at_the_end_learns_from_the_lines_already_there(tmp_path: Path):
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"{line}\n" for line, _ in lines_of("bracketed-component-pid", 300)))
+    # one new line: too few to learn from on its own
+    new = "09:15:07.123 [scheduler] 4121 ERROR disk sda full\n"
+    assert disk_full_content(log, "end", new) == "ERROR disk sda full"
