@@ -129,7 +129,7 @@ class Mapper:
             message=_text(found.get("message"), TEXT_LIMIT),
             resolved=status in RESOLVED,
             alert_id=None if dedup in (None, "") else _text(dedup, NAME_LIMIT),
-            delivery=None if dedup in (None, "") else f"dedup:{_text(dedup, NAME_LIMIT)}",
+            delivery=None if dedup in (None, "") else f"dedup:{_text(dedup, NAME_LIMIT)}@",
             found={"dedup_key": dedup, "status": status},
             fields={k: v for k, v in body.items() if isinstance(v, str | int | float | bool)},
         )
