@@ -116,8 +116,8 @@ def signature(body: bytes, key: str = HMAC_KEY) -> str:
     return hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
 
 
-async def eventually(probe: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    end = time.monotonic() + timeout
+async def eventually(probe: Callable[[], Any], what: str, within: float = 30) -> Any:
+    end = time.monotonic() + within
     while True:
         found = probe()
         if found:

@@ -115,7 +115,7 @@ class Mapper:
     # -- any JSON -------------------------------------------------------------------------------
 
     def _webhook(self, body: dict[str, Any]) -> Signal:
-        found = {n: self._fields[n].search(body) for n in self._fields}
+        found = {n: self._search(n, body) for n in self._fields}
         for name in ("kind", "target"):
             if found[name] in (None, "", [], {}):
                 text = self.source.field_sources()[name]
@@ -133,6 +133,13 @@ class Mapper:
             found={"dedup_key": dedup, "status": status},
             fields={k: v for k, v in body.items() if isinstance(v, str | int | float | bool)},
         )
+
+    def _search(self, name: str, body: dict[str, Any]) -> Any:
+        try:
+            return self._fields[name].search(body)
+        except Exception as exc:  # a function given the wrong type by this body
+            text = self.source.field_sources()[name]
+            raise BadPayload(f"{name}: the JMESPath {text!r} fails on the body: {exc}") from None
 
     # -- both -----------------------------------------------------------------------------------
 

@@ -35,7 +35,9 @@ async def test_firing_opens_and_resolved_resolves(home: GuardHome) -> None:
 
 async def test_a_grouped_notification_is_one_incident_per_alert(home: GuardHome) -> None:
     async with serving(home, [am_source()]) as hook:
-        alerts = [am_alert("DiskFull", f"node-{i}:9100", severity="warning") for i in range(15)]  # under the storm cap (20)
+        alerts = [
+            am_alert("DiskFull", f"node-{i}:9100", severity="warning") for i in range(15)
+        ]  # under the storm cap (20)
         answer = await hook.post("am", am_payload(*alerts))
         assert answer.json() == {"stored": 15}
         found = hook.incidents()
