@@ -127,6 +127,10 @@ class WebServer:
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.01)
+        if self._serving.done():  # it could not start: logged, and monitoring goes on
+            failed = self._serving.exception() if not self._serving.cancelled() else None
+            logger.error("the web server did not start: {}; monitoring continues", failed)
+            return
         paths = "/healthz, /readyz, /metrics" + (" and /hooks" if self.hooks.sources else "")
         logger.info("serving {} on http://{}:{}", paths, self.host, self.port)
 

@@ -92,6 +92,15 @@ async def test_group_by_rule_folds_alerts_of_one_kind_and_target(home: GuardHome
         assert incident.count == 2
 
 
+async def test_group_by_labels_folds_alerts_that_share_them(home: GuardHome) -> None:
+    async with serving(home, [am_source(group_by=["severity"])]) as hook:
+        page = [am_alert("Errors", "api", fingerprint=f"bb{i:014d}") for i in range(3)]
+        warn = am_alert("Errors", "api", severity="warning", fingerprint="cc00000000000001")
+        await hook.post("am", am_payload(*page, warn))
+        found = sorted((i.severity, i.count) for i in hook.incidents())
+        assert found == [("critical", 3), ("warning", 1)]
+
+
 async def test_templates_map_labels_and_severity(home: GuardHome) -> None:
     source = am_source(
         kind="{{ labels.alertname | lower }}",
