@@ -370,10 +370,12 @@ class Triage:
         ).all()
         if not open_ones:
             self._quiet[sig.check_key] = now
-        open_ones = [i for i in open_ones if redelivery.resolves(i.details, sig)]
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:
+                continue
+            incident.details, resolves = redelivery.settle(incident.details, sig)
+            if not resolves:  # another alert of it still fires, or this ends an older one
                 continue
             transition(
                 session,

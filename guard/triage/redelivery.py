@@ -1,13 +1,20 @@
-"""Redelivered alerts count once.
+"""Redelivered alerts count once; an incident of several alerts resolves with the last of them.
 
-An alert that comes in through a hook (``guard.hooks``) carries a delivery key: Alertmanager's
-and Grafana's fingerprint with the alert's ``startsAt``, or a webhook's ``dedup_key``. The keys
-an incident has counted are kept on it (``details["deliveries"]``), in the same transaction as
-its count, so the sender's retry of a notification Guard stored before answering, a repeat
-notification (Alertmanager's ``repeat_interval``) or a group re-sent because another alert
-joined it never adds to the count, across restarts too. A ``resolved`` alert only resolves an
-incident whose last counted firing of that alert it ends (a late resolution of an earlier
-firing leaves a newer one open).
+An alert that comes in through a hook (``guard.hooks``) carries a delivery key,
+``<alert>@<occurrence>``: Alertmanager's and Grafana's fingerprint with the alert's
+``startsAt``, or a webhook's ``dedup_key``. An incident keeps the keys it counted
+(``details["deliveries"]``) and the alerts of it still firing (``details["firing"]``), in the
+same transaction as its count. So:
+
+- the sender's retry of a notification Guard stored before answering, a repeat notification
+  (Alertmanager's ``repeat_interval``) or a group re-sent because another alert joined it never
+  adds to the count, across restarts too, and never reopens a resolved incident;
+- the same alert firing again later (a new occurrence) counts, and reopens;
+- a ``resolved`` alert ends only the occurrence it names (a late resolution of an earlier
+  firing leaves a newer one open), and an incident of several alerts (``group_by``) resolves
+  once none of them fires.
+
+Signals without a key (every monitor's) are untouched by all of this.
 """
 
 from __future__ import annotations
@@ -16,14 +23,19 @@ from typing import Any
 
 from guard.records import Signal
 
-KEEP = 200  # delivery keys kept per incident (the oldest go first)
+KEEP = 200  # delivery keys (and firing alerts) kept per incident; the oldest go first
 DELIVERY = "delivery"  # the key's name in a signal's details
 DELIVERIES = "deliveries"  # the counted keys' name in an incident's details
+FIRING = "firing"  # the alerts of the incident that fire
 
 
 def delivery(sig: Signal) -> str | None:
     key = sig.details.get(DELIVERY)
     return str(key) if key else None
+
+
+def _alert(key: str) -> str:
+    return key.rpartition("@")[0] or key
 
 
 def counted(details: dict[str, Any], sig: Signal) -> bool:
@@ -33,21 +45,25 @@ def counted(details: dict[str, Any], sig: Signal) -> bool:
 
 
 def remember(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
-    """``details`` with ``sig``'s delivery key counted (a new dict: the column sees a change)."""
+    """``details`` with ``sig``'s delivery counted and its alert firing (a new dict: the
+    column sees the change)."""
     key = delivery(sig)
     if key is None:
         return details
     kept = [k for k in details.get(DELIVERIES, ()) if k != key][-(KEEP - 1) :]
-    return {**details, DELIVERIES: [*kept, key]}
+    firing = [a for a in details.get(FIRING, ()) if a != _alert(key)][-(KEEP - 1) :]
+    return {**details, DELIVERIES: [*kept, key], FIRING: [*firing, _alert(key)]}
 
 
-def resolves(details: dict[str, Any], sig: Signal) -> bool:
-    """Whether an ``ok`` ``sig`` may resolve the incident with ``details``: a signal without a
-    delivery key always may; one with a key (``<alert>@<occurrence>``) only if it is the last
-    occurrence of that alert the incident counted."""
+def settle(details: dict[str, Any], sig: Signal) -> tuple[dict[str, Any], bool]:
+    """An ``ok`` ``sig`` on the incident with ``details``: its details after it, and whether
+    the incident resolves. Without a key it does; with one, only if it ends the last counted
+    occurrence of its alert and no other alert of the incident still fires."""
     key = delivery(sig)
     if key is None or DELIVERIES not in details:
-        return True
-    alert = key.rpartition("@")[0] or key
-    same = [k for k in details[DELIVERIES] if (k.rpartition("@")[0] or k) == alert]
-    return bool(same) and same[-1] == key
+        return details, True
+    same = [k for k in details[DELIVERIES] if _alert(k) == _alert(key)]
+    if not same or same[-1] != key:
+        return details, False
+    firing = [a for a in details.get(FIRING, ()) if a != _alert(key)]
+    return {**details, FIRING: firing}, not firing

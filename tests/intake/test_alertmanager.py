@@ -90,6 +90,16 @@ async def test_group_by_rule_folds_alerts_of_one_kind_and_target(home: GuardHome
         await hook.post("am", am_payload(a, b))
         [incident] = hook.incidents()
         assert incident.count == 2
+        gone = {**a, "status": "resolved", "endsAt": "2026-12-05T07:10:00Z"}
+        await hook.post("am", am_payload(gone, b))  # one resolves, the other fires on
+        assert hook.incidents()[0].state == "open"
+        await hook.post("am", am_payload(a))  # a late retry of the resolved one: stale
+        gone_b = {**b, "status": "resolved", "endsAt": "2026-12-05T07:11:00Z"}
+        await hook.post("am", am_payload(gone_b))  # the last one resolves: so does it
+        [incident] = hook.incidents()
+        assert (incident.state, incident.count) == ("resolved", 2)
+        await hook.post("am", am_payload(b))  # a late retry after it all: not reopened
+        assert hook.incidents()[0].state == "resolved"
 
 
 async def test_group_by_labels_folds_alerts_that_share_them(home: GuardHome) -> None:
