@@ -255,7 +255,8 @@ class Triage:
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
         if redelivery.counted(incident.details, sig):  # a redelivered alert counts once
             return
-        if incident.kind != storm.STORM_KIND:  # a storm counts signals, its details are its own
+        # a storm counts signals (redeliveries too): its details are the storm's own
+        if redelivery.delivery(sig) and incident.kind != storm.STORM_KIND:
             incident.details = redelivery.remember(incident.details, sig)
         incident.count += sig.count
         incident.last_seen = max(incident.last_seen, sig.observed_at)
@@ -374,7 +375,9 @@ class Triage:
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:
                 continue
-            incident.details, resolves = redelivery.settle(incident.details, sig)
+            details, resolves = redelivery.settle(incident.details, sig)
+            if details is not incident.details:  # keyed alerts only: others change nothing
+                incident.details = details
             if not resolves:  # another alert of it still fires, or this ends an older one
                 continue
             transition(
