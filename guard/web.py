@@ -141,12 +141,12 @@ class WebServer:
         if server is None or serving is None:
             return
         server.should_exit = True  # finishes in-flight requests, then returns
-        try:
-            await asyncio.wait_for(asyncio.shield(serving), SHUTDOWN)
+        try:  # uvicorn gives in-flight requests SHUTDOWN seconds; this waits a little longer
+            await asyncio.wait_for(asyncio.shield(serving), SHUTDOWN + 2)
         except Exception:
             server.force_exit = True
             serving.cancel()
-            with contextlib.suppress(BaseException):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await serving
 
     def app(self) -> Starlette:
