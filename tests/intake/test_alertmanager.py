@@ -102,6 +102,17 @@ async def test_group_by_rule_folds_alerts_of_one_kind_and_target(home: GuardHome
         assert hook.incidents()[0].state == "resolved"
 
 
+async def test_group_by_template_folds_messages_that_differ_in_numbers(home: GuardHome) -> None:
+    async with serving(home, [am_source(group_by="template")]) as hook:
+        alerts = [am_alert("Disk", "db", fingerprint=f"dd{i:014d}") for i in range(3)]
+        for i, alert in enumerate(alerts):
+            alert["annotations"]["summary"] = f"disk {90 + i}% full on /dev/sd{i}"
+        other = am_alert("Disk", "db", fingerprint="ee00000000000001")
+        other["annotations"]["summary"] = "inode table corrupted"
+        await hook.post("am", am_payload(*alerts, other))
+        assert sorted(i.count for i in hook.incidents()) == [1, 3]
+
+
 async def test_group_by_labels_folds_alerts_that_share_them(home: GuardHome) -> None:
     async with serving(home, [am_source(group_by=["severity"])]) as hook:
         page = [am_alert("Errors", "api", fingerprint=f"bb{i:014d}") for i in range(3)]
