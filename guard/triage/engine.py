@@ -44,6 +44,7 @@ from guard.triage import redelivery, storm
 ACTOR = "triage"
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
+CACHED_CHECKS = 20_000  # check states kept in memory (each intake alert is a check of its own)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,9 @@ class Triage:
             self._written.clear()
             self._quiet.clear()
             raise
+        if len(self._written) + len(self._checks) > CACHED_CHECKS:  # alerts are unbounded:
+            self._written.clear()  # these are caches, re-read from the store when needed
+            self._quiet.clear()
         self._written.update(self._checks)
         return events
 

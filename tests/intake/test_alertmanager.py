@@ -4,9 +4,11 @@ comes once the signals are stored, so the incidents are there when the 200 is.""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from guard.skills.library import SkillLibrary
+from guard.triage import engine
 from tests.conftest import GuardHome
 from tests.intake_helpers import am_alert, am_payload, am_source, serving
 from tests.skills.test_skills_files import SECTIONS
@@ -164,3 +166,16 @@ async def test_skills_trigger_on_intake_incidents_by_source_kind_and_target(
         api, db = hook.incidents()
     assert [c.skill.name for c in library.candidates(api)] == ["restart-api-node"]
     assert library.candidates(db) == []  # the target glob does not match
+
+
+async def test_memory_for_alerts_stays_bounded(
+    home: GuardHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "CACHED_CHECKS", 5)  # every alert is a check of its own
+    async with serving(home, [am_source()]) as hook:
+        batches = [[am_alert("Down", f"n{b}-{i}") for i in range(4)] for b in range(3)]
+        for alerts in batches:
+            await hook.post("am", am_payload(*alerts))
+        assert len(hook.guard.triage._written) == 4  # not 12: the cache was let go
+        await hook.post("am", am_payload(*batches[0]))  # forgotten in memory, not in the store
+        assert sorted(i.count for i in hook.incidents()) == [1] * 12
