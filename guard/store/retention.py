@@ -7,6 +7,7 @@ What goes, once it is older than the retention (``store.retention``, default 90 
   members and outbox rows (signals are not stored one by one: they are the incidents' counts
   and timelines);
 - conversation and outbox rows of no incident;
+- the check states of intake alerts (``check:intake:*``, one per alert) not touched since;
 - audit entries, but never silently: the head is anchored, then the cut is recorded as an
   ``audit.cut`` entry (keyed under ``audit.key``) and a cut line ``{"seq", "hash", "at", "cut":
   true, ...}`` in ``audit-anchors.jsonl`` (fsynced before any row goes), and a ``store.pruned``
@@ -42,6 +43,7 @@ from guard.store.models import (
     Incident,
     IncidentState,
     IncidentTimeline,
+    MonitorState,
     OutboxMessage,
     RemediationRun,
     TelegramGroupMember,
@@ -130,6 +132,15 @@ def prune(
                 col(OutboxMessage.incident_id).is_(None),
                 col(OutboxMessage.status).not_in(("pending", "in_flight")),
                 col(OutboxMessage.created_at) < cutoff,
+            ),
+        )
+        done.add(
+            "monitor_state",
+            _delete(
+                session,
+                MonitorState,
+                col(MonitorState.key).startswith("check:intake:"),
+                col(MonitorState.updated_at) < cutoff,
             ),
         )
     _cut_audit(db, cutoff, anchors, done, actor)

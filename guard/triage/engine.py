@@ -38,12 +38,13 @@ from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transitio
 from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
-from guard.store.state import get_state, put_states
-from guard.triage import storm
+from guard.store.state import get_state, get_states, put_states
+from guard.triage import redelivery, storm
 
 ACTOR = "triage"
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
+CACHED_CHECKS = 20_000  # check states kept in memory (each intake alert is a check of its own)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Triage:
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
+        self._fetched: dict[str, dict[str, Any]] = {}  # this batch's, read at its start
         self._quiet: dict[str, float] = {}  # check key -> when it had nothing to resolve
         self._calmed_at = -CALM_EVERY
         self._templates_begun = False
@@ -98,6 +100,7 @@ class Triage:
             self._templates_begun = False  # begun by the batch's first template signal
             with self.db.session() as session:
                 states: dict[str, dict[str, Any]] = {}  # written together, at the batch's end
+                self._prefetch(session, observations)
                 for obs in observations:
                     for sig in obs.signals:
                         reached("triage.signal_stored")
@@ -124,12 +127,22 @@ class Triage:
             self._written.clear()
             self._quiet.clear()
             raise
+        if len(self._written) + len(self._checks) > CACHED_CHECKS:  # alerts are unbounded:
+            self._written.clear()  # these are caches, re-read from the store when needed
+            self._quiet.clear()
         self._written.update(self._checks)
         return events
 
+    def _prefetch(self, session: Session, observations: Sequence[Observation]) -> None:
+        """Read the batch's check states not known yet in one go (a notification of a
+        thousand new alerts is two SELECTs, not a thousand)."""
+        keys = {f"check:{s.check_key}" for o in observations for s in o.signals}
+        unknown = [k for k in keys if k not in self._written]
+        self._fetched = get_states(session, unknown) if unknown else {}
+
     def _check(self, session: Session, key: str) -> dict[str, Any]:
         if key not in self._checks:
-            known = self._written.get(key)
+            known = self._written.get(key, self._fetched.get(key))
             self._checks[key] = dict(known) if known is not None else get_state(session, key)
         return self._checks[key]
 
@@ -182,7 +195,8 @@ class Triage:
                 return
             recent = self._recently_resolved(session, fp, sig.observed_at)
             if recent is not None:
-                self._reopen(session, recent, sig, events)
+                if not redelivery.counted(recent.details, sig):  # not a late retry
+                    self._reopen(session, recent, sig, events)
                 return
         if self._storms.over_cap(session, sig.monitor_id):
             self._fold_into_storm(session, sig, events, template_id)
@@ -252,6 +266,11 @@ class Triage:
             events.append(self._event(incident, "resolved"))
 
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
+        if redelivery.counted(incident.details, sig):  # a redelivered alert counts once
+            return
+        # a storm counts signals (redeliveries too): its details are the storm's own
+        if redelivery.delivery(sig) and incident.kind != storm.STORM_KIND:
+            incident.details = redelivery.remember(incident.details, sig)
         incident.count += sig.count
         incident.last_seen = max(incident.last_seen, sig.observed_at)
         incident.severity = _max_severity(incident.severity, sig.severity.value)
@@ -296,9 +315,12 @@ class Triage:
             opened_at=utcnow(),
             first_seen=sig.observed_at,
             last_seen=sig.observed_at,
-            details=dict(sig.details)
-            if template_id is None
-            else {**sig.details, "template_id": template_id},
+            details=redelivery.remember(
+                dict(sig.details)
+                if template_id is None
+                else {**sig.details, "template_id": template_id},
+                sig,
+            ),
         )
         session.add(incident)
         session.flush()
@@ -365,6 +387,11 @@ class Triage:
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:
+                continue
+            details, resolves = redelivery.settle(incident.details, sig)
+            if details is not incident.details:  # keyed alerts only: others change nothing
+                incident.details = details
+            if not resolves:  # another alert of it still fires, or this ends an older one
                 continue
             transition(
                 session,

@@ -19,6 +19,7 @@ from guard.store.models import (
     ConversationMessage,
     Incident,
     IncidentTimeline,
+    MonitorState,
     RemediationRun,
 )
 from guard.store.retention import prune
@@ -109,3 +110,23 @@ def test_store_stats_and_prune_on_the_command_line(home: GuardHome) -> None:
     stats = json.loads(home.cli("store", "stats", "--json").stdout)
     assert stats["tables"]["incident"]["rows"] == 1
     assert home.cli("audit", "verify").returncode == 0
+
+
+@pytest.mark.unit
+def test_prune_removes_old_intake_check_states_only(home: GuardHome) -> None:
+    db = home.database()
+    old = utcnow() - timedelta(days=100)
+    keys = {
+        "check:intake:am|api|alert:aa": old,  # an alert last seen 100 days ago: goes
+        "check:intake:am|api|alert:bb": utcnow(),  # recent: stays
+        "check:web|http://api": old,  # a monitor's check: stays, however old
+        "monitor:log": old,
+    }
+    with db.session() as s:
+        for key, at in keys.items():
+            s.add(MonitorState(key=key, value={"failures": 0}, updated_at=at))
+    done = prune(db, 95 * DAY, home.root / "data" / audit.ANCHORS)
+    with db.session() as s:
+        left = {m.key for m in s.exec(select(MonitorState))} & set(keys)
+    assert left == set(keys) - {"check:intake:am|api|alert:aa"}
+    assert done.rows["monitor_state"] == 1
