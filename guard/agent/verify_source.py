@@ -1,0 +1,109 @@
+"""Verification by the source: a remedy for an alert worked once the alert stops firing.
+
+An incident that an ``intake:`` source opened (``source`` alertmanager, grafana or webhook) has
+no check Guard could re-run; the system that sent the alert tells instead:
+
+- its ``resolved`` notification for the alert arrived: triage stores it as the check's last
+  signal (``ok``, in the same transaction as the signal), so it is read from the store;
+- for Alertmanager with ``alertmanager_url``: its API (``GET /api/v2/alerts``) no longer lists
+  the alert's fingerprint (Alertmanager drops an alert from that list once it resolved).
+
+Both are polled, backing off from the verify step's ``interval``, until the source's
+``verify_within`` (default 5 minutes) runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import httpx
+
+from guard.crashpoints import reached
+from guard.skills.model import VerifySpec
+from guard.store.db import Database
+from guard.store.state import get_state
+
+ALERT_SOURCES = frozenset({"alertmanager", "grafana", "webhook"})
+DEFAULT_WITHIN = 300.0  # seconds: ``verify_within`` when the source does not say
+MAX_INTERVAL = 10.0  # seconds: the longest pause between two looks
+
+
+class AlertSource(Protocol):
+    """What verification needs of an ``intake:`` source's configuration."""
+
+    id: str
+    type: str
+    alertmanager_url: str | None
+    verify_within: float
+
+
+def fires_in(alerts: Iterable[dict[str, Any]], fingerprint: str) -> bool:
+    """Whether Alertmanager's alert list (API v2) still holds the alert ``fingerprint``.
+
+    The list holds only unresolved alerts; ``suppressed`` (silenced, inhibited) still fire."""
+    return any(a.get("fingerprint") == fingerprint for a in alerts)
+
+
+def label_filter(labels: dict[str, Any]) -> list[str]:
+    """Alertmanager ``filter`` matchers selecting the alert by its labels (``name="value"``)."""
+    return [f"{k}={json.dumps(str(v))}" for k, v in sorted(labels.items())]
+
+
+class SourceVerifier:
+    """Asks the source whether the alert behind an incident still fires."""
+
+    def __init__(self, db: Database, sources: Iterable[AlertSource]) -> None:
+        self.db = db
+        self.sources = {s.id: s for s in sources}
+
+    async def verify(self, incident: Any, spec: VerifySpec) -> tuple[bool, str, int]:
+        """(passed, reason, attempts) for ``incident``, polling until ``verify_within``."""
+        source = self.sources.get(incident.monitor_id)
+        within = source.verify_within if source is not None else DEFAULT_WITHIN
+        url = source.alertmanager_url if source is not None else None
+        deadline = time.monotonic() + within
+        attempts, pause, reason = 0, max(spec.interval, 0.2), "not checked"
+        while True:
+            attempts += 1
+            passed, reason = await self._once(incident, url)
+            reached("verify.during")
+            if passed:
+                return True, reason, attempts
+            if time.monotonic() + pause > deadline:
+                return False, f"still firing after {within:g}s: {reason}", attempts
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_INTERVAL)
+
+    async def _once(self, incident: Any, url: str | None) -> tuple[bool, str]:
+        if await asyncio.to_thread(self._resolved_arrived, incident):
+            return True, f"{incident.source} sent the alert resolved"
+        details = incident.details or {}
+        fingerprint = details.get("fingerprint")
+        if not url or not fingerprint:
+            return False, f"no resolved alert from {incident.monitor_id} yet"
+        try:
+            firing = await self._asks(url, str(fingerprint), details.get("labels") or {})
+        except (httpx.HTTPError, ValueError) as exc:
+            return False, f"Alertmanager did not answer: {type(exc).__name__}: {exc}"
+        if not firing:
+            return True, f"Alertmanager no longer lists alert {fingerprint} as firing"
+        return False, f"Alertmanager still lists alert {fingerprint} as firing"
+
+    def _resolved_arrived(self, incident: Any) -> bool:
+        with self.db.session() as session:
+            return get_state(session, f"check:{incident.check_key}").get("last") == "ok"
+
+    @staticmethod
+    async def _asks(url: str, fingerprint: str, labels: dict[str, Any]) -> bool:
+        params = {"filter": label_filter(labels)}
+        async with httpx.AsyncClient(timeout=10) as client:
+            response = await client.get(url.rstrip("/") + "/api/v2/alerts", params=params)
+            response.raise_for_status()
+            alerts = response.json()
+        if not isinstance(alerts, list):
+            raise ValueError("GET /api/v2/alerts did not answer a list")
+        return fires_in(alerts, fingerprint)
