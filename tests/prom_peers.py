@@ -3,8 +3,8 @@
 
 Prometheus scrapes the ``victim`` job every second and fires ``VictimDown`` as soon as a scrape
 fails (``for: 0s``); Alertmanager routes every alert to one webhook receiver (Guard's hook) with
-a bearer token, waiting ``group_wait: 1s``. ``alertmanager_config`` is the very receiver the docs
-show (docs/INTAKE.md), so the docs are what the test runs.
+a bearer token, waiting ``group_wait: 1s``. The rule and Alertmanager's route and receiver are
+read from docs/ALERTMANAGER.md (``doc_block``), so the docs are what the tests run.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import httpx
 import pytest
 import yaml
 
+from guard.durations import parse_duration
 from tests.agent_helpers import free_port
 
-GROUP_WAIT = 1.0  # seconds: Alertmanager's group_wait in these tests
 RULE = "VictimDown"
 
 
@@ -39,29 +39,29 @@ def _binary(name: str) -> str:
     return found
 
 
-def alertmanager_config(hook_url: str, token: str) -> dict[str, Any]:
-    """Alertmanager's configuration: one route to Guard's hook (as in docs/INTAKE.md)."""
-    return {
-        "route": {
-            "receiver": "guard",
-            "group_by": ["alertname", "instance"],
-            "group_wait": "1s",
-            "group_interval": "1s",
-            "repeat_interval": "2s",
-        },
-        "receivers": [
-            {
-                "name": "guard",
-                "webhook_configs": [
-                    {
-                        "url": hook_url,
-                        "send_resolved": True,
-                        "http_config": {"authorization": {"type": "Bearer", "credentials": token}},
-                    }
-                ],
-            }
-        ],
-    }
+DOC = Path(__file__).resolve().parent.parent / "docs" / "ALERTMANAGER.md"
+
+
+def doc_block(name: str) -> Any:
+    """The YAML block after ``<!-- test: NAME -->`` in docs/ALERTMANAGER.md, parsed."""
+    text = DOC.read_text()
+    marker = f"<!-- test: {name} -->\n```yaml\n"
+    start = text.index(marker) + len(marker)
+    return yaml.safe_load(text[start : text.index("```", start)])
+
+
+def group_wait() -> float:
+    """Alertmanager's ``group_wait`` in the docs' route (seconds)."""
+    return parse_duration(doc_block("alertmanager")["route"]["group_wait"])
+
+
+def alertmanager_config(hook_url: str, token_file: Path) -> dict[str, Any]:
+    """The docs' Alertmanager configuration, pointed at ``hook_url`` and ``token_file``."""
+    config: dict[str, Any] = doc_block("alertmanager")
+    webhook = config["receivers"][0]["webhook_configs"][0]
+    webhook["url"] = hook_url
+    webhook["http_config"]["authorization"]["credentials_file"] = str(token_file)
+    return config
 
 
 def prometheus_config(target: str, labels: dict[str, str], alertmanager: str) -> dict[str, Any]:
@@ -74,24 +74,6 @@ def prometheus_config(target: str, labels: dict[str, str], alertmanager: str) ->
             {"job_name": "victim", "static_configs": [{"targets": [target], "labels": labels}]}
         ],
     }
-
-
-RULES = {
-    "groups": [
-        {
-            "name": "guard-test",
-            "rules": [
-                {
-                    "alert": RULE,
-                    "expr": 'up{job="victim"} == 0',
-                    "for": "0s",
-                    "labels": {"severity": "critical"},
-                    "annotations": {"summary": "{{ $labels.instance }} does not answer scrapes"},
-                }
-            ],
-        }
-    ]
-}
 
 
 @dataclass
@@ -152,8 +134,10 @@ def _wait_ready(peer: Peer, what: str, within: float = 60.0) -> None:
 def alertmanager(folder: Path, hook_url: str, token: str) -> Iterator[Peer]:
     """Alertmanager routing every alert to ``hook_url`` with ``token``; no cluster gossip."""
     folder.mkdir(parents=True, exist_ok=True)
+    token_file = folder / "guard-token"
+    token_file.write_text(token)
     config = folder / "alertmanager.yml"
-    config.write_text(yaml.safe_dump(alertmanager_config(hook_url, token), sort_keys=False))
+    config.write_text(yaml.safe_dump(alertmanager_config(hook_url, token_file), sort_keys=False))
     port = free_port()
     args = [
         _binary("prometheus-alertmanager"),
@@ -176,7 +160,9 @@ def prometheus(
     am = alertmanager_url.removeprefix("http://")
     config = folder / "prometheus.yml"
     config.write_text(yaml.safe_dump(prometheus_config(target, labels, am), sort_keys=False))
-    (folder / "rules.yml").write_text(yaml.safe_dump(RULES, sort_keys=False))
+    (folder / "rules.yml").write_text(
+        yaml.safe_dump(doc_block("prometheus-rules"), sort_keys=False)
+    )
     port = free_port()
     args = [
         _binary("prometheus"),

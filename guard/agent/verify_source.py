@@ -62,7 +62,8 @@ class SourceVerifier:
 
     async def verify(self, incident: Any, spec: VerifySpec) -> tuple[bool, str, int]:
         """(passed, reason, attempts) for ``incident``, polling until ``verify_within``."""
-        source = self.sources.get(incident.monitor_id)
+        details = incident.details or {}
+        source = self.sources.get(str(details.get("intake") or incident.monitor_id))
         within = source.verify_within if source is not None else DEFAULT_WITHIN
         url = source.alertmanager_url if source is not None else None
         deadline = time.monotonic() + within
@@ -81,12 +82,12 @@ class SourceVerifier:
     async def _once(self, incident: Any, url: str | None) -> tuple[bool, str]:
         if await asyncio.to_thread(self._resolved_arrived, incident):
             return True, f"{incident.source} sent the alert resolved"
-        details = incident.details or {}
-        fingerprint = details.get("fingerprint")
+        alert = (incident.details or {}).get("alert") or {}
+        fingerprint = alert.get("fingerprint")
         if not url or not fingerprint:
             return False, f"no resolved alert from {incident.monitor_id} yet"
         try:
-            firing = await self._asks(url, str(fingerprint), details.get("labels") or {})
+            firing = await self._asks(url, str(fingerprint), alert.get("labels") or {})
         except (httpx.HTTPError, ValueError) as exc:
             return False, f"Alertmanager did not answer: {type(exc).__name__}: {exc}"
         if not firing:

@@ -48,13 +48,14 @@ def db(tmp_path: Path) -> Database:
 
 def _signal(status: str, fingerprint: str = "e23fc42ff8c9d4cc") -> Signal:
     return Signal(
-        monitor_id="am",
+        monitor_id="intake:am",
         source="alertmanager",
         target=LABELS["instance"],
         kind="VictimDown",
         message=f"VictimDown {status}",
         status="ok" if status == "resolved" else "firing",
-        details={"fingerprint": fingerprint, "labels": LABELS},
+        details={"intake": "am", "alert": {"fingerprint": fingerprint, "labels": LABELS}},
+        check=f"alert:{fingerprint}",
     )
 
 
