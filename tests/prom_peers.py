@@ -182,10 +182,14 @@ def active_alerts(am: Peer, alertname: str = RULE) -> list[dict[str, Any]]:
     return [a for a in alerts if a["status"]["state"] == "active"]
 
 
+def failed(am: Peer) -> float:
+    """Webhook notifications that failed (each retry counts)."""
+    return am.metric("alertmanager_notifications_failed_total", integration="webhook")
+
+
 def delivered(am: Peer) -> float:
     """Webhook notifications Alertmanager delivered (sent minus failed)."""
-    sent = am.metric("alertmanager_notifications_total", integration="webhook")
-    return sent - am.metric("alertmanager_notifications_failed_total", integration="webhook")
+    return am.metric("alertmanager_notifications_total", integration="webhook") - failed(am)
 
 
 VICTIM = "mkdir -p /tmp/www && echo 'victim_up 1' > /tmp/www/metrics && exec httpd -f -p 8080 -h /tmp/www"
