@@ -97,7 +97,9 @@ def monitor_ok_signal(monitor: Monitor) -> Signal:
 
 
 def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[str, TriagePolicy]:
-    return {
+    """Each monitor's policy; an intake source's alerts resolve when the sender says so."""
+    hooks = {f"intake:{s.id}": TriagePolicy(auto_resolve=True) for s in settings.intake}
+    return hooks | {
         spec.id: TriagePolicy(
             for_count=spec.for_count,
             auto_resolve=settings.triage.auto_resolve

@@ -35,6 +35,7 @@ from pydantic_settings import (
 
 from guard.durations import Duration
 from guard.exceptions import ConfigError
+from guard.intake_config import IntakeSource, check_sources
 from guard.plainhttp import cleartext_host
 from guard.validation import format_validation_error
 
@@ -607,6 +608,14 @@ class Settings(BaseSettings):
     ha: HASettings = Field(default_factory=HASettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    intake: list[IntakeSource] = Field(
+        default_factory=list, description="alert sources served at POST /hooks/<id>"
+    )
+
+    @field_validator("intake")
+    @classmethod
+    def _intake_ids(cls, value: list[IntakeSource]) -> list[IntakeSource]:
+        return check_sources(value)
 
     @model_validator(mode="after")
     def _default_database(self) -> Settings:
@@ -644,6 +653,7 @@ class Settings(BaseSettings):
             )
             if s is not None
         ]
+        found += [v for source in self.intake for v in source.secrets()]
         if self.skills.git_token is not None:  # as git sends it, too
             found.append(basic_credentials(self.skills.git_token.get_secret_value()))
         return [v for v in found if len(v) >= 4]

@@ -6,6 +6,9 @@ line. While the store is unavailable (locked, full, Postgres away) a batch is re
 is stored, and the queue fills up to its bound, so the checks wait instead of piling up in
 memory. A batch that fails for any other reason is given up after 3 tries, so it cannot hold
 up every later one.
+
+``submit`` is the same path for a sender that must know its observation is stored (a hook
+answers 2xx only then): it waits, boundedly, for the transaction that holds it.
 """
 
 from __future__ import annotations
@@ -43,6 +46,31 @@ class Intake:
         self._forget = forget  # drops a monitor's state in memory: re-read from the store
         self._stopping = stopping
         self.queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
+        self._waiting: dict[int, asyncio.Future[bool]] = {}  # id(observation) -> stored?
+        self.consuming = False
+
+    async def submit(self, obs: Observation, wait: float) -> bool:
+        """Queue ``obs`` and wait until it is stored: True once committed; False when it was
+        given up or not stored within ``wait`` seconds (it may still be, later: a sender's
+        retry is then a redelivery)."""
+        if not self.consuming:
+            return False
+        stored = asyncio.get_running_loop().create_future()
+        self._waiting[id(obs)] = stored  # ``obs`` is held by the queue: its id stays its own
+        try:
+            async with asyncio.timeout(wait):
+                await self.queue.put(obs)
+                return bool(await stored)
+        except TimeoutError:
+            return False
+        finally:
+            self._waiting.pop(id(obs), None)
+
+    def _settle(self, batch: list[Observation], stored: bool) -> None:
+        for obs in batch:
+            waiter = self._waiting.get(id(obs))
+            if waiter is not None and not waiter.done():
+                waiter.set_result(stored)
 
     async def put(self, obs: Observation) -> None:
         await self.queue.put(obs)
@@ -55,6 +83,13 @@ class Intake:
         once; while busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the
         next one, so a thousand checks a minute cost tens of transactions, not a thousand."""
         last = -BATCH_EVERY
+        self.consuming = True
+        try:
+            await self._consume(last)
+        finally:
+            self.consuming = False
+
+    async def _consume(self, last: float) -> None:
         while True:
             batch = [await self.queue.get()]
             wait = last + BATCH_EVERY - time.monotonic()
@@ -84,9 +119,11 @@ class Intake:
                 await asyncio.to_thread(self._apply, batch)
                 if attempt > 1:
                     logger.info("stored {} observations (attempt {})", len(batch), attempt)
+                self._settle(batch, True)
                 return
             except NotLeader as exc:  # deposed: this replica's observations do not count
                 logger.warning("{} observation(s) not stored: {}", len(batch), exc)
+                self._settle(batch, False)
                 return
             except Exception as exc:
                 # a store that is locked, full or away comes back; anything else (a bug, a
@@ -98,6 +135,7 @@ class Intake:
                     )
                     for obs in batch:  # the next check re-reads these monitors from the store
                         self._forget(obs.monitor_id)
+                    self._settle(batch, False)
                     return
                 if attempt == 1 or attempt % 10 == 0:
                     logger.error(

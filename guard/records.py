@@ -76,11 +76,14 @@ class Signal:
     observed_at: datetime = field(default_factory=utcnow)
     details: dict[str, Any] = field(default_factory=dict)
     grouping: Grouping | None = None
+    check: str = ""  # one of many checks by one monitor on one target (an intake source's alerts)
 
     @property
     def check_key(self) -> str:
-        """Identifies the check that produced this signal: one monitor watching one target."""
-        return f"{self.monitor_id}|{self.target}"
+        """Identifies the check that produced this signal: one monitor watching one target
+        (and, with ``check``, one of its checks there: an ``ok`` resolves only that one's)."""
+        base = f"{self.monitor_id}|{self.target}"
+        return f"{base}|{self.check}" if self.check else base
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from guard.config import Settings
+from guard.records import Observation
 from guard.store.db import Database
 
 
@@ -45,6 +46,14 @@ class Role(Protocol):
     def replica(self) -> ReplicaRef: ...
 
 
+class Submit(Protocol):
+    """The triage intake (``guard.intake``), as a hook sees it."""
+
+    async def submit(self, obs: Observation, wait: float) -> bool:
+        """Queue ``obs``; True once it is stored, False if not within ``wait`` seconds."""
+        ...
+
+
 class Runtime(HealthSource, Protocol):
     """A running Guard: its settings, its store, its monitors and its role."""
 
@@ -59,6 +68,9 @@ class Runtime(HealthSource, Protocol):
 
     @property
     def monitors(self) -> Sequence[MonitorRef]: ...
+
+    @property
+    def intake(self) -> Submit: ...
 
 
 class Schedule(Protocol):

@@ -1,4 +1,4 @@
-"""``/healthz``, ``/readyz`` and ``/metrics`` over HTTP, inside ``guard run``.
+"""Guard's web stack: ``/healthz``, ``/readyz``, ``/metrics`` and the hooks, in ``guard run``.
 
 - ``/healthz`` (liveness): the scheduler is running and its heartbeat job ticked within
   ``STALE_AFTER`` seconds, and the database takes a real write (a ``guard:healthz`` state row,
@@ -12,14 +12,15 @@
   the replica id, fencing token and monitors only to a client on loopback (the port listens on
   every interface by default).
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
+- ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
 
-The server is the standard library's ``asyncio.start_server`` with a deliberately tiny HTTP/1.1
-reader: three read-only GETs, no bodies, ``Connection: close``, 5 s to send a request, 8 KiB per
-line. aiohttp or starlette+uvicorn would bring a router, middleware, and ~10-20 MB of
-imports for nothing Guard uses; the probes and Prometheus need only this. Database work runs
-in a worker thread so a slow disk never blocks the event loop. If the port cannot be bound the
-error is logged and Guard keeps monitoring: the orchestrator's failing health check is the
-alarm, and the appliance does not stop watching because of its own endpoint.
+The server is Starlette served by uvicorn, run as a task of Guard's own event loop (no signal
+handlers of its own: Guard's SIGTERM stops it; no access log). Both are imported only when the
+server starts, so ``guard`` CLI commands never pay for them. Probes answer ``Connection: close``
+as before. Database work runs in a worker thread so a slow disk never blocks the event loop. If
+the port cannot be bound the error is logged and Guard keeps monitoring: the orchestrator's
+failing health check is the alarm, and the appliance does not stop watching because of its own
+endpoint. docs/ARCHITECTURE.md says why this stack.
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import socket
 import time
-from collections.abc import Callable
-from http import HTTPStatus
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import metrics
+from guard.hooks import Hooks
 from guard.plainhttp import is_loopback
 from guard.records import utcnow
 from guard.runtime import Runtime, Schedule
@@ -43,15 +46,17 @@ from guard.store.state import put_state
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response as HTTPResponse
 
 
 HEARTBEAT = 5.0  # seconds between scheduler heartbeats
 STALE_AFTER = 3 * HEARTBEAT
 PROBE_EVERY = HEARTBEAT  # seconds: /healthz writes to the database at most this often
 DB_TIMEOUT = 5.0
-REQUEST_DEADLINE = 5.0
-MAX_REQUEST_BYTES = 8192
-MAX_HEADERS = 64
+STARTUP = 10.0  # seconds to wait for the server to listen
+SHUTDOWN = 5.0  # seconds in-flight requests get to finish on the way out
 JSON = "application/json"
 
 Response = tuple[int, str, bytes]
@@ -79,7 +84,9 @@ class WebServer:
         self.checks = checks
         self.host = guard.settings.http_host
         self.port = guard.settings.http_port
-        self._server: asyncio.Server | None = None
+        self._server: Any = None  # a uvicorn.Server, once started
+        self._serving: asyncio.Task[None] | None = None
+        self.hooks = Hooks(guard)
         self._beat_at: float | None = None
         self._ready = False
         self._db_lock = asyncio.Lock()
@@ -102,9 +109,7 @@ class WebServer:
         )
         self._ready = True
         try:
-            self._server = await asyncio.start_server(
-                self._handle, self.host, self.port, limit=MAX_REQUEST_BYTES
-            )
+            sock = _bind(self.host, self.port)
         except OSError as exc:
             logger.error(
                 "cannot serve /healthz and /metrics on {}:{}: {} (set PORT or "
@@ -114,17 +119,57 @@ class WebServer:
                 exc.strerror or exc,
             )
             return
-        bound = self._server.sockets[0].getsockname()
-        self.port = int(bound[1])
-        logger.info("serving /healthz, /readyz and /metrics on http://{}:{}", self.host, self.port)
+        self.port = int(sock.getsockname()[1])
+        self._server = _server(self.app())
+        self._serving = asyncio.create_task(self._server.serve(sockets=[sock]), name="web")
+        deadline = time.monotonic() + STARTUP
+        while not self._server.started and not self._serving.done():
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        paths = "/healthz, /readyz, /metrics" + (" and /hooks" if self.hooks.sources else "")
+        logger.info("serving {} on http://{}:{}", paths, self.host, self.port)
 
     async def close(self) -> None:
         self._ready = False
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-            self._server = None
+        server, serving = self._server, self._serving
+        self._server = self._serving = None
+        if server is None or serving is None:
+            return
+        server.should_exit = True  # finishes in-flight requests, then returns
+        try:
+            await asyncio.wait_for(asyncio.shield(serving), SHUTDOWN)
+        except Exception:
+            server.force_exit = True
+            serving.cancel()
+            with contextlib.suppress(BaseException):
+                await serving
+
+    def app(self) -> Starlette:
+        """The ASGI app: probes, metrics and the hooks (more mounts come here: the console, MCP)."""
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(
+            routes=[
+                Route("/healthz", self._healthz_route, methods=["GET"]),
+                Route("/readyz", self._readyz_route, methods=["GET"]),
+                Route("/metrics", self._metrics_route, methods=["GET"]),
+                Route("/hooks/{hook_id}", self.hooks.handle, methods=["POST"]),
+            ],
+            exception_handlers={404: _not_found, 405: _not_allowed},
+        )
+
+    async def _healthz_route(self, request: Request) -> HTTPResponse:
+        return _respond(await self.healthz())
+
+    async def _readyz_route(self, request: Request) -> HTTPResponse:
+        client = request.client
+        return _respond(self.readyz(local=client is not None and is_loopback(client.host)))
+
+    async def _metrics_route(self, request: Request) -> HTTPResponse:
+        body = await asyncio.to_thread(metrics.render)
+        return _respond((200, metrics.CONTENT_TYPE_LATEST, body))
 
     async def _beat(self) -> None:
         self._beat_at = time.monotonic()
@@ -194,66 +239,83 @@ class WebServer:
             }
         return _json(200 if ready else 503, body)
 
-    async def route(self, method: str, path: str, *, local: bool = False) -> Response:
-        if path == "/healthz":
-            return await self.healthz()
-        if path == "/readyz":
-            return self.readyz(local=local)
-        if path == "/metrics":
-            body = await asyncio.to_thread(metrics.render)
-            return 200, metrics.CONTENT_TYPE_LATEST, body
-        return _json(404, {"error": f"no such path {path}; try /healthz, /readyz, /metrics"})
 
-    # -- HTTP -----------------------------------------------------------------------------------
+def _respond(found: Response) -> HTTPResponse:
+    from starlette.responses import Response as HTTPResponse
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            async with asyncio.timeout(REQUEST_DEADLINE):
-                method, path = await _read_request(reader)
-            if method not in ("GET", "HEAD"):
-                status, ctype, body = _json(405, {"error": "only GET and HEAD"})
-            else:  # bounded by DB_TIMEOUT
-                peer = writer.get_extra_info("peername")
-                local = isinstance(peer, tuple) and is_loopback(str(peer[0]))
-                status, ctype, body = await self.route(method, path, local=local)
-            head = (
-                f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
-                f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                "Cache-Control: no-store\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + (b"" if method == "HEAD" else body))
-            async with asyncio.timeout(REQUEST_DEADLINE):
-                await writer.drain()
-        except (
-            TimeoutError,
-            ConnectionError,
-            ValueError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-        ):
-            pass  # a slow, broken or oversized request just gets the connection closed
-        except Exception:
-            logger.exception("the health endpoint failed a request")
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+    status, ctype, body = found  # probes close the connection, as they always have
+    headers = {"Cache-Control": "no-store", "Connection": "close"}
+    return HTTPResponse(body, status_code=status, media_type=ctype, headers=headers)
+
+
+async def _not_found(request: Request, exc: Exception) -> HTTPResponse:
+    path = request.url.path
+    return _respond(_json(404, {"error": f"no such path {path}; try /healthz, /readyz, /metrics"}))
+
+
+async def _not_allowed(request: Request, exc: Exception) -> HTTPResponse:
+    allowed = "POST" if request.url.path.startswith("/hooks/") else "GET and HEAD"
+    return _respond(_json(405, {"error": f"only {allowed}"}))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (0: any free port), bound here so a taken port is
+    known at once and the bound port can be read back."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _server(app: Starlette) -> Any:
+    """A uvicorn server for ``app`` that leaves signals to Guard and logs through loguru."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def install_signal_handlers(self) -> None:  # older uvicorn
+            pass
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:  # Guard's SIGTERM handler stops it
+            yield
+
+    _uvicorn_logs_to_loguru()
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=int(SHUTDOWN),
+    )
+    return Server(config)
+
+
+class _ToLoguru(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "ERROR" if record.levelno >= logging.ERROR else "DEBUG"
+        logger.opt(exception=record.exc_info).log(level, "web: {}", record.getMessage())
+
+
+def _uvicorn_logs_to_loguru() -> None:
+    """uvicorn's own messages go to loguru (and its redaction); all but errors at debug."""
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        log = logging.getLogger(name)
+        if not any(isinstance(h, _ToLoguru) for h in log.handlers):
+            log.handlers = [_ToLoguru()]
+        log.propagate = False
 
 
 def _retrieve(done: asyncio.Future[None]) -> None:
     if not done.cancelled():
         done.exception()
-
-
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str]:
-    """The method and path of one request; the headers are read and ignored."""
-    line = (await reader.readuntil(b"\n")).decode("latin-1").split()
-    if len(line) != 3 or not line[2].startswith("HTTP/"):
-        raise ValueError("not an HTTP request line")
-    for _ in range(MAX_HEADERS):
-        if (await reader.readuntil(b"\n")).strip() == b"":
-            break
-    else:
-        raise ValueError("too many headers")
-    path = line[1].split("?", 1)[0]
-    return line[0].upper(), path

@@ -39,7 +39,7 @@ from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, put_states
-from guard.triage import storm
+from guard.triage import redelivery, storm
 
 ACTOR = "triage"
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
@@ -182,7 +182,8 @@ class Triage:
                 return
             recent = self._recently_resolved(session, fp, sig.observed_at)
             if recent is not None:
-                self._reopen(session, recent, sig, events)
+                if not redelivery.counted(recent.details, sig):  # not a late retry
+                    self._reopen(session, recent, sig, events)
                 return
         if self._storms.over_cap(session, sig.monitor_id):
             self._fold_into_storm(session, sig, events, template_id)
@@ -252,6 +253,9 @@ class Triage:
             events.append(self._event(incident, "resolved"))
 
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
+        if redelivery.counted(incident.details, sig):  # a redelivered alert counts once
+            return
+        incident.details = redelivery.remember(incident.details, sig)
         incident.count += sig.count
         incident.last_seen = max(incident.last_seen, sig.observed_at)
         incident.severity = _max_severity(incident.severity, sig.severity.value)
@@ -296,9 +300,12 @@ class Triage:
             opened_at=utcnow(),
             first_seen=sig.observed_at,
             last_seen=sig.observed_at,
-            details=dict(sig.details)
-            if template_id is None
-            else {**sig.details, "template_id": template_id},
+            details=redelivery.remember(
+                dict(sig.details)
+                if template_id is None
+                else {**sig.details, "template_id": template_id},
+                sig,
+            ),
         )
         session.add(incident)
         session.flush()
@@ -362,6 +369,7 @@ class Triage:
         ).all()
         if not open_ones:
             self._quiet[sig.check_key] = now
+        open_ones = [i for i in open_ones if redelivery.resolves(i.details, sig)]
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:

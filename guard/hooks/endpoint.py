@@ -1,0 +1,122 @@
+"""``POST /hooks/<id>``: one alert notification in, its signals stored, then 2xx.
+
+In order, each refusal before any work the next one would cost:
+
+- 404: no source has that id; 413: a ``Content-Length`` over ``MAX_BODY``;
+- 401: a wrong or missing bearer token (before the body is read);
+- 429: past the source's ``rate`` (``Retry-After`` says when to come back);
+- 413: a body that grows past ``MAX_BODY`` (never read further); 401: a wrong HMAC signature;
+- 400: not JSON, or a field of the payload missing or wrong (the answer names it);
+- 200 once every signal of the notification is stored (the same intake and triage path as
+  monitors' signals, ``Intake.submit``); 503 if that does not happen within ``STORE_WAIT``
+  (the store is away, the replica is a standby): the sender retries, and the retry is a
+  redelivery that counts once (``guard.triage.redelivery``). Nothing answered 2xx is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from guard.hooks.guards import RateLimit, Refusals, authentic
+from guard.hooks.mapping import BadPayload, Mapper
+from guard.records import Observation
+from guard.runtime import Runtime
+from guard.store import audit
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+MAX_BODY = 1024 * 1024  # bytes
+STORE_WAIT = 8.0  # seconds a hook waits for its signals to be stored before answering 503
+
+
+class Hooks:
+    """The ``intake:`` sources of one running Guard, as HTTP handlers."""
+
+    def __init__(self, guard: Runtime) -> None:
+        self.guard = guard
+        self.sources = {s.id: s for s in guard.settings.intake}
+        self._mappers = {i: Mapper(s) for i, s in self.sources.items()}
+        self._limits = {i: RateLimit.of(s) for i, s in self.sources.items()}
+        self._refusals = {i: Refusals(i) for i in self.sources}
+        self.store_wait = STORE_WAIT
+
+    async def handle(self, request: Request) -> Response:
+        hook_id = str(request.path_params["hook_id"])
+        source = self.sources.get(hook_id)
+        if source is None:
+            return _answer(404, f"no intake source {hook_id!r} (see intake: in the config)")
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            return _answer(413 if length.isdigit() else 400, _length_problem(length))
+        if not authentic(source, request.headers, None):
+            return await self._refuse(hook_id, request)
+        if not self._limits[hook_id].allow():
+            return _answer(429, f"more than {source.rate} (burst {source.burst})", retry=1)
+        body = await _read(request)
+        if body is None:
+            return _answer(413, f"body: over {MAX_BODY} bytes")
+        if source.hmac_secret is not None and not authentic(source, request.headers, body):
+            return await self._refuse(hook_id, request)
+        try:
+            signals = self._mappers[hook_id].signals(json.loads(body))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return _answer(400, f"body: not JSON ({exc})")
+        except BadPayload as exc:
+            return _answer(400, str(exc))
+        if signals and not await self.guard.intake.submit(Observation(signals), self.store_wait):
+            logger.warning("intake {}: {} alert(s) not stored in time: 503", hook_id, len(signals))
+            return _answer(503, "not stored; retry later", retry=5)
+        return _json(200, {"stored": len(signals)})
+
+    async def _refuse(self, hook_id: str, request: Request) -> Response:
+        peer = request.client.host if request.client else "?"
+        told = self._refusals[hook_id].refuse(peer)
+        if told is not None:
+            try:
+                await asyncio.to_thread(self._audit, hook_id, told)
+            except Exception:
+                logger.exception("intake {}: could not audit refused credentials", hook_id)
+        return _answer(401, "wrong or missing credential", auth=True)
+
+    def _audit(self, hook_id: str, data: dict[str, Any]) -> None:
+        with self.guard.db.session() as session:
+            audit.append(
+                session,
+                actor="intake",
+                action="intake.unauthorized",
+                subject=f"intake:{hook_id}",
+                data=data,
+            )
+
+
+async def _read(request: Request) -> bytes | None:
+    """The body, or None once it passes ``MAX_BODY`` (the rest is never read)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            return None
+    return bytes(body)
+
+
+def _length_problem(length: str) -> str:
+    return f"body: over {MAX_BODY} bytes" if length.isdigit() else "Content-Length: not a number"
+
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _answer(status: int, error: str, *, retry: int = 0, auth: bool = False) -> Response:
+    headers = {"Retry-After": str(retry)} if retry else {}
+    if auth:
+        headers["WWW-Authenticate"] = 'Bearer realm="guard"'
+    return _json(status, {"error": error}, headers)
