@@ -55,7 +55,7 @@ class Verifier:
     async def verify(self, incident: Any, spec: VerifySpec) -> Verdict:
         mspec = self.specs.get(incident.monitor_id)
         if mspec is None and incident.source in ALERT_SOURCES:
-            sources = getattr(self.settings, "intake", None) or []
+            sources = self.settings.intake if self.settings is not None else []
             return Verdict(*await SourceVerifier(self.db, sources).verify(incident, spec))
         if mspec is None:
             return Verdict(False, f"monitor {incident.monitor_id!r} is no longer configured", 0)

@@ -18,11 +18,12 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
 from guard.crashpoints import reached
+from guard.intake_config import IntakeSource
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
 from guard.store.state import get_state
@@ -30,15 +31,6 @@ from guard.store.state import get_state
 ALERT_SOURCES = frozenset({"alertmanager", "grafana", "webhook"})
 DEFAULT_WITHIN = 300.0  # seconds: ``verify_within`` when the source does not say
 MAX_INTERVAL = 10.0  # seconds: the longest pause between two looks
-
-
-class AlertSource(Protocol):
-    """What verification needs of an ``intake:`` source's configuration."""
-
-    id: str
-    type: str
-    alertmanager_url: str | None
-    verify_within: float
 
 
 def fires_in(alerts: Iterable[dict[str, Any]], fingerprint: str) -> bool:
@@ -56,7 +48,7 @@ def label_filter(labels: dict[str, Any]) -> list[str]:
 class SourceVerifier:
     """Asks the source whether the alert behind an incident still fires."""
 
-    def __init__(self, db: Database, sources: Iterable[AlertSource]) -> None:
+    def __init__(self, db: Database, sources: Iterable[IntakeSource]) -> None:
         self.db = db
         self.sources = {s.id: s for s in sources}
 

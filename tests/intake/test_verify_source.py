@@ -8,7 +8,6 @@ alert (by fingerprint) still fires.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from guard.agent.verify import Verifier
 from guard.agent.verify_source import SourceVerifier, fires_in, label_filter
 from guard.config import TriageSettings
 from guard.incidents.lifecycle import transition
+from guard.intake_config import IntakeSource
 from guard.records import Observation, Signal
 from guard.skills.model import VerifySpec
 from guard.store.db import Database, open_database
@@ -32,13 +32,8 @@ LABELS = {"alertname": "VictimDown", "instance": "10.0.0.7:9100", "job": "victim
 FAST = VerifySpec(timeout=60, interval=0.05)
 
 
-@dataclass
-class Source:
-    id: str = "am"
-    type: str = "alertmanager"
-    alertmanager_url: str | None = None
-    verify_within: float = 0.5
-    extra: dict[str, Any] = field(default_factory=dict)
+def source(**fields: Any) -> IntakeSource:
+    return IntakeSource.model_validate({"id": "am", "type": "alertmanager", "token": "t"} | fields)
 
 
 @pytest.fixture
@@ -75,7 +70,7 @@ def _remediating(db: Database, triage: Triage, fingerprint: str = "e23fc42ff8c9d
 def test_the_resolved_notification_passes_verification(db: Database):
     triage = Triage(db, TriageSettings())
     incident = _remediating(db, triage)
-    verifier = SourceVerifier(db, [Source(verify_within=0.3)])
+    verifier = SourceVerifier(db, [source(verify_within=0.3)])
     passed, reason, _ = asyncio.run(verifier.verify(incident, FAST))
     assert not passed and "still firing after 0.3s" in reason
 
@@ -123,7 +118,7 @@ def test_a_real_alertmanager_says_whether_the_alert_still_fires(db: Database, tm
         assert len(listed) == 1
         fingerprint = listed[0]["fingerprint"]
         incident = _remediating(db, Triage(db, TriageSettings()), fingerprint)
-        verifier = SourceVerifier(db, [Source(alertmanager_url=am.url, verify_within=0.5)])
+        verifier = SourceVerifier(db, [source(alertmanager_url=am.url, verify_within=0.5)])
         passed, reason, attempts = asyncio.run(verifier.verify(incident, FAST))
         assert not passed and attempts > 1
         assert f"Alertmanager still lists alert {fingerprint} as firing" in reason
