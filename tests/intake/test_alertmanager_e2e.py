@@ -143,6 +143,7 @@ def test_an_alert_opens_an_incident_a_skill_heals_and_the_source_verifies(
         assert "docker.restart" in story
         assert "alertmanager sent the alert resolved" in story or "no longer lists" in story
         assert "check passed again" not in story  # the remedy's verification closed it
+        print(home.cli("incidents", "show", str(incident["id"])).stdout)
 
 
 def test_alertmanager_retries_through_a_guard_restart_count_once(
