@@ -3,8 +3,8 @@
 An incident that an ``intake:`` source opened (``source`` alertmanager, grafana or webhook) has
 no check Guard could re-run; the system that sent the alert tells instead:
 
-- its ``resolved`` notification for the alert arrived: triage stores it as the check's last
-  signal (``ok``, in the same transaction as the signal), so it is read from the store;
+- its ``resolved`` notification for the alert's latest firing arrived: triage stores it as the
+  alert's check's last signal (``ok``, with its delivery key), so it is read from the store;
 - for Alertmanager with ``alertmanager_url``: its API (``GET /api/v2/alerts``) no longer lists
   the alert's fingerprint (Alertmanager drops an alert from that list once it resolved).
 
@@ -26,7 +26,9 @@ from guard.crashpoints import reached
 from guard.intake_config import IntakeSource
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
+from guard.store.models import Incident
 from guard.store.state import get_state
+from guard.triage.redelivery import DELIVERIES
 
 ALERT_SOURCES = frozenset({"alertmanager", "grafana", "webhook"})
 DEFAULT_WITHIN = 300.0  # seconds: ``verify_within`` when the source does not say
@@ -87,8 +89,13 @@ class SourceVerifier:
         return False, f"Alertmanager still lists alert {fingerprint} as firing"
 
     def _resolved_arrived(self, incident: Any) -> bool:
+        """Whether the check's last signal is the resolution of the incident's latest firing
+        (a late resolution of an earlier firing of the same alert is not)."""
         with self.db.session() as session:
-            return get_state(session, f"check:{incident.check_key}").get("last") == "ok"
+            check = get_state(session, f"check:{incident.check_key}")
+            fresh = session.get(Incident, incident.id)
+            counted = (fresh.details if fresh is not None else {}).get(DELIVERIES) or [None]
+        return check.get("last") == "ok" and check.get("delivery") in (None, counted[-1])
 
     @staticmethod
     async def _asks(url: str, fingerprint: str, labels: dict[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 from sqlmodel import select
 
 from guard.agent.verify import Verifier
@@ -41,7 +42,8 @@ def db(tmp_path: Path) -> Database:
     return open_database(f"sqlite:///{tmp_path / 'guard.db'}")
 
 
-def _signal(status: str, fingerprint: str = "e23fc42ff8c9d4cc") -> Signal:
+def _signal(status: str, fingerprint: str = "e23fc42ff8c9d4cc", starts: str = "T1") -> Signal:
+    """One alert as the hook maps it: its check is the alert; its delivery, fingerprint@startsAt."""
     return Signal(
         monitor_id="intake:am",
         source="alertmanager",
@@ -49,7 +51,11 @@ def _signal(status: str, fingerprint: str = "e23fc42ff8c9d4cc") -> Signal:
         kind="VictimDown",
         message=f"VictimDown {status}",
         status="ok" if status == "resolved" else "firing",
-        details={"intake": "am", "alert": {"fingerprint": fingerprint, "labels": LABELS}},
+        details={
+            "intake": "am",
+            "alert": {"fingerprint": fingerprint, "labels": LABELS},
+            "delivery": f"{fingerprint}@{starts}",
+        },
         check=f"alert:{fingerprint}",
     )
 
@@ -80,9 +86,33 @@ def test_the_resolved_notification_passes_verification(db: Database):
     with db.session() as session:  # triage left it to the agent: verification closes it
         assert session.exec(select(Incident)).one().state == IncidentState.remediating
 
-    triage.process([Observation([_signal("firing")])])  # it fires again: no longer verified
+    triage.process([Observation([_signal("firing", starts="T2")])])  # it fires again
     passed, _, _ = asyncio.run(verifier.verify(incident, FAST))
     assert not passed
+    triage.process([Observation([_signal("resolved")])])  # a late retry of T1's resolution
+    passed, _, _ = asyncio.run(verifier.verify(incident, FAST))
+    assert not passed
+    triage.process([Observation([_signal("resolved", starts="T2")])])
+    passed, _, _ = asyncio.run(verifier.verify(incident, FAST))
+    assert passed
+
+
+@pytest.mark.unit
+def test_another_alerts_resolution_does_not_verify(db: Database):
+    triage = Triage(db, TriageSettings())
+    incident = _remediating(db, triage)
+    triage.process([Observation([_signal("resolved", fingerprint="0000000000000000")])])
+    verifier = SourceVerifier(db, [source(verify_within=0.2)])
+    passed, reason, _ = asyncio.run(verifier.verify(incident, FAST))
+    assert not passed and "no resolved alert from intake:am yet" in reason
+
+
+@pytest.mark.unit
+def test_verify_within_is_a_duration_named_when_wrong():
+    assert source().verify_within == 300.0  # 5 minutes unless the source says
+    assert source(verify_within="2m").verify_within == 120.0
+    with pytest.raises(ValidationError, match="verify_within"):
+        source(verify_within="soon")
 
 
 @pytest.mark.unit
