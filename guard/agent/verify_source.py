@@ -82,6 +82,8 @@ class SourceVerifier:
             return False, f"no resolved alert from {incident.monitor_id} yet"
         try:
             firing = await self._asks(url, str(fingerprint), alert.get("labels") or {})
+        except httpx.HTTPStatusError as exc:  # its text holds the URL: say only the status
+            return False, f"Alertmanager answered {exc.response.status_code}"
         except (httpx.HTTPError, ValueError) as exc:
             return False, f"Alertmanager did not answer: {type(exc).__name__}: {exc}"
         if not firing:

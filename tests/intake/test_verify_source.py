@@ -158,6 +158,10 @@ def test_a_real_alertmanager_says_whether_the_alert_still_fires(db: Database, tm
         assert passed, reason
         assert f"Alertmanager no longer lists alert {fingerprint} as firing" in reason
 
+        wrong = SourceVerifier(db, [source(alertmanager_url=am.url + "/nope", verify_within=0.1)])
+        passed, reason, _ = asyncio.run(wrong.verify(incident, FAST))
+        assert not passed and "Alertmanager answered 404" in reason
+
     # Alertmanager gone: not verified, and the reason says why
     passed, reason, _ = asyncio.run(verifier.verify(incident, FAST))
     assert not passed and "Alertmanager did not answer: ConnectError" in reason
