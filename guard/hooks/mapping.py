@@ -115,7 +115,7 @@ class Mapper:
     # -- any JSON -------------------------------------------------------------------------------
 
     def _webhook(self, body: dict[str, Any]) -> Signal:
-        found = {n: self._fields[n].search(body) for n in self._fields}
+        found = {n: self._search(n, body) for n in self._fields}
         for name in ("kind", "target"):
             if found[name] in (None, "", [], {}):
                 text = self.source.field_sources()[name]
@@ -129,10 +129,17 @@ class Mapper:
             message=_text(found.get("message"), TEXT_LIMIT),
             resolved=status in RESOLVED,
             alert_id=None if dedup in (None, "") else _text(dedup, NAME_LIMIT),
-            delivery=None if dedup in (None, "") else f"dedup:{_text(dedup, NAME_LIMIT)}",
+            delivery=None if dedup in (None, "") else f"dedup:{_text(dedup, NAME_LIMIT)}@",
             found={"dedup_key": dedup, "status": status},
             fields={k: v for k, v in body.items() if isinstance(v, str | int | float | bool)},
         )
+
+    def _search(self, name: str, body: dict[str, Any]) -> Any:
+        try:
+            return self._fields[name].search(body)
+        except Exception as exc:  # a function given the wrong type by this body
+            text = self.source.field_sources()[name]
+            raise BadPayload(f"{name}: the JMESPath {text!r} fails on the body: {exc}") from None
 
     # -- both -----------------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ an incident has counted are kept on it (``details["deliveries"]``), in the same 
 its count, so the sender's retry of a notification Guard stored before answering, a repeat
 notification (Alertmanager's ``repeat_interval``) or a group re-sent because another alert
 joined it never adds to the count, across restarts too. A ``resolved`` alert only resolves an
-incident that counted its firing (a late resolution of an earlier firing leaves a newer one).
+incident whose last counted firing of that alert it ends (a late resolution of an earlier
+firing leaves a newer one open).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def remember(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
 
 def resolves(details: dict[str, Any], sig: Signal) -> bool:
     """Whether an ``ok`` ``sig`` may resolve the incident with ``details``: a signal without a
-    delivery key always may; one with a key only if the incident counted that firing."""
+    delivery key always may; one with a key (``<alert>@<occurrence>``) only if it is the last
+    occurrence of that alert the incident counted."""
     key = delivery(sig)
-    return key is None or DELIVERIES not in details or key in details[DELIVERIES]
+    if key is None or DELIVERIES not in details:
+        return True
+    alert = key.rpartition("@")[0] or key
+    same = [k for k in details[DELIVERIES] if (k.rpartition("@")[0] or k) == alert]
+    return bool(same) and same[-1] == key
