@@ -55,11 +55,15 @@ def group_wait() -> float:
     return parse_duration(doc_block("alertmanager")["route"]["group_wait"])
 
 
-def alertmanager_config(hook_url: str, token_file: Path) -> dict[str, Any]:
-    """The docs' Alertmanager configuration, pointed at ``hook_url`` and ``token_file``."""
+def alertmanager_config(
+    hook_url: str, token_file: Path, send_resolved: bool = True
+) -> dict[str, Any]:
+    """The docs' Alertmanager configuration, pointed at ``hook_url`` and ``token_file``
+    (``send_resolved=False``: Guard hears only of firing alerts)."""
     config: dict[str, Any] = doc_block("alertmanager")
     webhook = config["receivers"][0]["webhook_configs"][0]
     webhook["url"] = hook_url
+    webhook["send_resolved"] = send_resolved
     webhook["http_config"]["authorization"]["credentials_file"] = str(token_file)
     return config
 
@@ -131,13 +135,16 @@ def _wait_ready(peer: Peer, what: str, within: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def alertmanager(folder: Path, hook_url: str, token: str) -> Iterator[Peer]:
+def alertmanager(
+    folder: Path, hook_url: str, token: str, *, send_resolved: bool = True
+) -> Iterator[Peer]:
     """Alertmanager routing every alert to ``hook_url`` with ``token``; no cluster gossip."""
     folder.mkdir(parents=True, exist_ok=True)
     token_file = folder / "guard-token"
     token_file.write_text(token)
     config = folder / "alertmanager.yml"
-    config.write_text(yaml.safe_dump(alertmanager_config(hook_url, token_file), sort_keys=False))
+    routed = alertmanager_config(hook_url, token_file, send_resolved)
+    config.write_text(yaml.safe_dump(routed, sort_keys=False))
     port = free_port()
     args = [
         _binary("prometheus-alertmanager"),

@@ -106,44 +106,58 @@ def _alert_incident(home: GuardHome) -> dict[str, Any] | None:
     return find(home, source="alertmanager", kind=prom_peers.RULE)
 
 
+@pytest.mark.parametrize("by_api", [False, True], ids=["resolved-notification", "api"])
 def test_an_alert_opens_an_incident_a_skill_heals_and_the_source_verifies(
-    home: GuardHome, docker_client: Any, busybox_image: str, tmp_path: Path
+    home: GuardHome, docker_client: Any, busybox_image: str, tmp_path: Path, by_api: bool
 ):
+    """``by_api``: Alertmanager does not send resolutions; Guard asks its API instead."""
     hook, token = _setup(home, skill=True)
     name = f"guard-victim-{uuid.uuid4().hex[:8]}"
     with (
         prom_peers.victim(docker_client, busybox_image, name, {}) as (box, target),
-        running_guard(home),
-        prom_peers.alertmanager(tmp_path / "am", hook, token) as am,
-        prom_peers.prometheus(tmp_path / "prom", target, {"container": name}, am.url) as prom,
+        prom_peers.alertmanager(tmp_path / "am", hook, token, send_resolved=not by_api) as am,
     ):
-        wait_for(lambda: _scraped_up(prom), 60, "Prometheus to scrape the target")
-        box.stop(timeout=1)
-        alert = wait_for(lambda: prom_peers.active_alerts(am), 60, "the alert in Alertmanager")[0]
-        incident = wait_for(lambda: _alert_incident(home), 60, "the incident")
-        assert incident["target"] == name
-        opened = show(home, incident["id"])
-        fired = _at(alert["startsAt"])
-        latency = (_at(opened["opened_at"]) - fired).total_seconds()
-        print(
-            f"MEASURED firing (startsAt) -> incident opened: {latency:.2f}s "
-            f"(group_wait {prom_peers.group_wait():g}s)"
-        )
-        assert opened["details"]["alert"]["fingerprint"] == alert["fingerprint"]
+        if by_api:
+            config = yaml.safe_load(home.config.read_text())
+            config["intake"][0]["alertmanager_url"] = am.url
+            home.config.write_text(yaml.safe_dump(config))
+        labels = {"container": name}
+        with (
+            running_guard(home),
+            prom_peers.prometheus(tmp_path / "prom", target, labels, am.url) as prom,
+        ):
+            wait_for(lambda: _scraped_up(prom), 60, "Prometheus to scrape the target")
+            box.stop(timeout=1)
+            alert = wait_for(lambda: prom_peers.active_alerts(am), 60, "the alert")[0]
+            incident = wait_for(lambda: _alert_incident(home), 60, "the incident")
+            assert incident["target"] == name
+            opened = show(home, incident["id"])
+            latency = (_at(opened["opened_at"]) - _at(alert["startsAt"])).total_seconds()
+            print(
+                f"MEASURED firing (startsAt) -> incident opened: {latency:.2f}s "
+                f"(group_wait {prom_peers.group_wait():g}s)"
+            )
+            fingerprint = alert["fingerprint"]
+            assert opened["details"]["alert"]["fingerprint"] == fingerprint
 
-        resolved = wait_for(
-            lambda: (i := show(home, incident["id"]))["state"] == "resolved" and i,
-            120,
-            "the incident to resolve",
-        )
-        box.reload()
-        assert box.status == "running"  # the skill restarted it
-        assert prom_peers.active_alerts(am) == []  # resolved in Alertmanager too
-        story = json.dumps(resolved["timeline"])
-        assert "docker.restart" in story
-        assert "verify recovery: done (alertmanager sent the alert resolved)" in story
-        assert "check passed again" not in story  # the remedy's verification closed it
-        print(home.cli("incidents", "show", str(incident["id"])).stdout)
+            resolved = wait_for(
+                lambda: (i := show(home, incident["id"]))["state"] == "resolved" and i,
+                120,
+                "the incident to resolve",
+            )
+            box.reload()
+            assert box.status == "running"  # the skill restarted it
+            assert prom_peers.active_alerts(am) == []  # resolved in Alertmanager too
+            story = json.dumps(resolved["timeline"])
+            assert "docker.restart" in story
+            said = (
+                f"Alertmanager no longer lists alert {fingerprint} as firing"
+                if by_api
+                else "alertmanager sent the alert resolved"
+            )
+            assert f"verify recovery: done ({said})" in story
+            assert "check passed again" not in story  # the remedy's verification closed it
+            print(home.cli("incidents", "show", str(incident["id"])).stdout)
 
 
 def test_alertmanager_retries_through_a_guard_restart_count_once(
