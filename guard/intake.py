@@ -25,6 +25,9 @@ from guard.exceptions import NotLeader
 from guard.records import Observation
 
 BATCH = 500
+BATCH_SIGNALS = 250  # a batch closes at this many signals: one transaction holds the store's
+# write lock for a bounded time (a hook's notification can carry hundreds of alerts), so a
+# /healthz write or a check's state waits at most one short transaction
 QUEUE_BOUND = 10_000  # observations waiting for triage
 BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 TRIES = 3  # for a batch that fails for another reason than an unavailable store
@@ -95,8 +98,10 @@ class Intake:
             wait = last + BATCH_EVERY - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            while len(batch) < BATCH and not self.queue.empty():
+            signals = len(batch[0].signals)
+            while len(batch) < BATCH and signals < BATCH_SIGNALS and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
+                signals += len(batch[-1].signals)
             last = time.monotonic()
             await self.store(batch)
 

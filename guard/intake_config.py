@@ -83,12 +83,20 @@ def compile_template(text: str) -> Any:
 
 def compile_jmespath(text: str) -> Any:
     import jmespath
-    from jmespath.exceptions import JMESPathError
+    from jmespath.exceptions import JMESPathError, ParseError
 
     try:
         return jmespath.compile(text)
     except JMESPathError as exc:
-        raise ValueError(f"JMESPath {text!r}: {str(exc).splitlines()[0]}") from None
+        where = getattr(exc, "lex_position", None)
+        if type(exc).__name__.startswith("Incomplete"):
+            what = "incomplete expression"
+        elif isinstance(exc, ParseError):
+            what = str(exc.msg)
+        else:
+            what = str(exc).splitlines()[0]
+        at = f" at column {where}" if isinstance(where, int) else ""
+        raise ValueError(f"JMESPath {text!r}: {what}{at}") from None
 
 
 class IntakeSource(BaseModel):
@@ -126,8 +134,10 @@ class IntakeSource(BaseModel):
         description="which alerts are one incident: alert (one per alert, default), rule (one "
         "per kind and target), template (the message's template) or a list of label names",
     )
-    rate: str = Field(default="50/s", description="requests per second past which it gets 429")
-    burst: int = Field(default=200, ge=1, description="requests above the rate let through")
+    rate: str = Field(
+        default="50/s", description="alerts per second (averaged) past which a request gets 429"
+    )
+    burst: int = Field(default=500, ge=1, description="alerts let in at once above the rate")
 
     @field_validator("alertmanager_url")
     @classmethod

@@ -4,7 +4,7 @@ In order, each refusal before any work the next one would cost:
 
 - 404: no source has that id; 413: a ``Content-Length`` over ``MAX_BODY``;
 - 401: a wrong or missing bearer token (before the body is read);
-- 429: past the source's ``rate`` (``Retry-After`` says when to come back);
+- 429: past the source's ``rate`` of alerts (``Retry-After`` says when to come back);
 - 413: a body that grows past ``MAX_BODY`` (never read further); 401: a wrong HMAC signature;
 - 400: not JSON, or a field of the payload missing or wrong (the answer names it);
 - 200 once every signal of the notification is stored (the same intake and triage path as
@@ -57,7 +57,7 @@ class Hooks:
         if not authentic(source, request.headers, None):
             return await self._refuse(hook_id, request)
         if not self._limits[hook_id].allow():
-            return _answer(429, f"more than {source.rate} (burst {source.burst})", retry=1)
+            return _answer(429, f"more than {source.rate} alerts (burst {source.burst})", retry=1)
         body = await _read(request)
         if body is None:
             return _answer(413, f"body: over {MAX_BODY} bytes")
@@ -69,6 +69,7 @@ class Hooks:
             return _answer(400, f"body: not JSON ({exc})")
         except BadPayload as exc:
             return _answer(400, str(exc))
+        self._limits[hook_id].charge(len(signals))
         if signals and not await self.guard.intake.submit(Observation(signals), self.store_wait):
             logger.warning("intake {}: {} alert(s) not stored in time: 503", hook_id, len(signals))
             return _answer(503, "not stored; retry later", retry=5)

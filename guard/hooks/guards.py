@@ -2,7 +2,10 @@
 
 - ``authentic``: the bearer token and/or the HMAC signature (hex sha256 of the raw body, an
   optional ``sha256=`` prefix), compared in constant time.
-- ``RateLimit``: a token bucket per source (``rate``, ``burst``); past it a request gets 429.
+- ``RateLimit``: a token bucket of alerts per source (``rate``, ``burst``). A request is let in
+  while the bucket holds a token, then charged one per alert it carries (the bucket may go into
+  debt: one large group still passes, and what follows waits for the refill); past that a
+  request gets 429, before its body is read.
 - ``Refusals``: a refused credential is logged and audited at most once per ``EVERY`` seconds
   per source, with how many were refused since, so a flood of bad tokens is neither a flood of
   log lines nor of audit rows. The credential itself is never logged.
@@ -46,22 +49,24 @@ def authentic(source: IntakeSource, headers: Mapping[str, str], body: bytes | No
 
 @dataclass
 class RateLimit:
-    """A token bucket: ``rate`` per second, up to ``burst`` at once."""
+    """A token bucket: ``rate`` alerts per second, up to ``burst`` at once, with debt."""
 
     rate: float
     burst: int
     clock: Callable[[], float] = time.monotonic
-    _tokens: float = field(default=-1.0)
+    _tokens: float = field(default=0.0)
     _at: float = 0.0
+    _started: bool = False
 
     @classmethod
     def of(cls, source: IntakeSource) -> RateLimit:
         return cls(parse_rate(source.rate), source.burst)
 
     def allow(self) -> bool:
+        """Whether a request may come in (it is charged one alert now)."""
         now = self.clock()
-        if self._tokens < 0:
-            self._tokens = float(self.burst)
+        if not self._started:
+            self._tokens, self._started = float(self.burst), True
         else:
             self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
         self._at = now
@@ -69,6 +74,10 @@ class RateLimit:
             return False
         self._tokens -= 1
         return True
+
+    def charge(self, alerts: int) -> None:
+        """Charge the alerts a request let in carried beyond the first."""
+        self._tokens -= max(alerts - 1, 0)
 
 
 @dataclass

@@ -255,7 +255,8 @@ class Triage:
     def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
         if redelivery.counted(incident.details, sig):  # a redelivered alert counts once
             return
-        incident.details = redelivery.remember(incident.details, sig)
+        if incident.kind != storm.STORM_KIND:  # a storm counts signals, its details are its own
+            incident.details = redelivery.remember(incident.details, sig)
         incident.count += sig.count
         incident.last_seen = max(incident.last_seen, sig.observed_at)
         incident.severity = _max_severity(incident.severity, sig.severity.value)

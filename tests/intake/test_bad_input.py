@@ -7,10 +7,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from loguru import logger
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
+from guard.hooks.guards import RateLimit
 from guard.store.models import AuditEntry
 from tests.conftest import GuardHome
 from tests.intake_helpers import (
@@ -178,3 +180,18 @@ async def test_a_standby_answers_503(home: GuardHome) -> None:
         hook.guard.intake.consuming = False  # what a replica that does not lead has
         answer = await hook.post("am", am_payload(am_alert("A", "x")))
         assert answer.status_code == 503
+
+
+@pytest.mark.unit
+def test_the_rate_counts_alerts_and_a_large_group_still_passes() -> None:
+    now = [0.0]
+    limit = RateLimit(rate=10.0, burst=20, clock=lambda: now[0])
+    assert limit.allow()
+    limit.charge(100)  # one notification of 100 alerts: let in, the bucket is in debt
+    assert not limit.allow()
+    now[0] += 8.0  # 80 refilled: still 1 short of a token
+    assert not limit.allow()
+    now[0] += 0.2
+    assert limit.allow()
+    now[0] += 1000.0  # never more than the burst
+    assert sum(limit.allow() for _ in range(30)) == 20
