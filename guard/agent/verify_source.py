@@ -24,6 +24,7 @@ import httpx
 
 from guard.crashpoints import reached
 from guard.intake_config import IntakeSource
+from guard.redact import PLACEHOLDER
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
 from guard.store.models import Incident
@@ -43,8 +44,14 @@ def fires_in(alerts: Iterable[dict[str, Any]], fingerprint: str) -> bool:
 
 
 def label_filter(labels: dict[str, Any]) -> list[str]:
-    """Alertmanager ``filter`` matchers selecting the alert by its labels (``name="value"``)."""
-    return [f"{k}={json.dumps(str(v))}" for k, v in sorted(labels.items())]
+    """Alertmanager ``filter`` matchers selecting the alert by its labels (``name="value"``).
+
+    A label Guard stored redacted is left out: its stored value is not the alert's."""
+    return [
+        f"{k}={json.dumps(str(v))}"
+        for k, v in sorted(labels.items())
+        if PLACEHOLDER.search(str(v)) is None
+    ]
 
 
 class SourceVerifier:
@@ -64,7 +71,7 @@ class SourceVerifier:
         attempts, pause, reason = 0, max(spec.interval, 0.2), "not checked"
         while True:
             attempts += 1
-            passed, reason = await self._once(incident, url)
+            passed, reason = await self._once(incident, url, deadline)
             reached("verify.during")
             if passed:
                 return True, reason, attempts
@@ -73,15 +80,16 @@ class SourceVerifier:
             await asyncio.sleep(pause)
             pause = min(pause * 2, MAX_INTERVAL)
 
-    async def _once(self, incident: Any, url: str | None) -> tuple[bool, str]:
+    async def _once(self, incident: Any, url: str | None, deadline: float) -> tuple[bool, str]:
         if await asyncio.to_thread(self._resolved_arrived, incident):
             return True, f"{incident.source} sent the alert resolved"
         alert = (incident.details or {}).get("alert") or {}
         fingerprint = alert.get("fingerprint")
-        if not url or not fingerprint:
+        if not url or not fingerprint or PLACEHOLDER.search(str(fingerprint)):
             return False, f"no resolved alert from {incident.monitor_id} yet"
+        wait = max(1.0, min(10.0, deadline - time.monotonic()))
         try:
-            firing = await self._asks(url, str(fingerprint), alert.get("labels") or {})
+            firing = await self._asks(url, str(fingerprint), alert.get("labels") or {}, wait)
         except httpx.HTTPStatusError as exc:  # its text holds the URL: say only the status
             return False, f"Alertmanager answered {exc.response.status_code}"
         except (httpx.HTTPError, ValueError) as exc:
@@ -100,9 +108,9 @@ class SourceVerifier:
         return check.get("last") == "ok" and check.get("delivery") in (None, counted[-1])
 
     @staticmethod
-    async def _asks(url: str, fingerprint: str, labels: dict[str, Any]) -> bool:
+    async def _asks(url: str, fingerprint: str, labels: dict[str, Any], wait: float) -> bool:
         params = {"filter": label_filter(labels)}
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=wait) as client:
             response = await client.get(url.rstrip("/") + "/api/v2/alerts", params=params)
             response.raise_for_status()
             alerts = response.json()

@@ -127,6 +127,9 @@ def test_the_verifier_hands_an_alert_incident_to_its_source(db: Database):
 @pytest.mark.unit
 def test_alertmanager_filters_and_fingerprints():
     assert label_filter({"job": 'a"b', "alertname": "X"}) == ['alertname="X"', 'job="a\\"b"']
+    assert label_filter({"alertname": "X", "dsn": "pg://u:[REDACTED:password]@db"}) == [
+        'alertname="X"'
+    ]  # a value stored redacted is not the alert's: it selects nothing
     alerts = [{"fingerprint": "aa", "status": {"state": "suppressed"}}]
     assert fires_in(alerts, "aa") and not fires_in(alerts, "bb")
 
