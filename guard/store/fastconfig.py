@@ -40,6 +40,7 @@ FIELDS = frozenset(
         "skills_dir",
         "loop_stall_warning",
         "log_level",
+        "intake",  # a list of sources: their token and hmac_secret are secrets
         "log_format",
         "http_host",
         "http_port",
@@ -145,7 +146,7 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
         url = f"sqlite:///{Path(data_dir) / 'guard.db'}"
 
     extra, allow = _redact(sections["redact"])
-    return Resolved(url, extra, allow, _secrets(sections))
+    return Resolved(url, extra, allow, _secrets(sections, file.get("intake") or []))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -178,6 +179,8 @@ def _environment(env: Mapping[str, str]) -> tuple[dict[str, str], dict[tuple[str
         seen.add(name)
         field = name.removeprefix("guard_")
         section, _, key = field.partition("__")
+        if section == "intake":
+            raise Unsure(f"{raw}: intake sources (and their secrets) from the environment")
         if not key:
             if field in SECTIONS:
                 raise Unsure(f"{raw}: a whole section from the environment")
@@ -200,7 +203,7 @@ def _section(file: Mapping[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
-def _secrets(sections: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
+def _secrets(sections: Mapping[str, Mapping[str, Any]], intake: Any = ()) -> tuple[str, ...]:
     """``Settings.secret_values``."""
     values: list[str] = []
     for section, key in SECRETS:
@@ -223,6 +226,13 @@ def _secrets(sections: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
             raise Unsure("an llm.fallback api_key is not a string")
         if api_key is not None:
             values.append(api_key)
+    if not isinstance(intake, list) or not all(isinstance(s, dict) for s in intake):
+        raise Unsure("intake is not a list of mappings")
+    for source in intake:
+        found = [source.get("token"), source.get("hmac_secret")]
+        if not all(v is None or isinstance(v, str) for v in found):
+            raise Unsure("an intake token or hmac_secret is not a string")
+        values += [v for v in found if v is not None]
     token = sections["skills"].get("git_token")
     if isinstance(token, str):
         values.append(base64.b64encode(f"{GIT_USER}:{token}".encode()).decode())

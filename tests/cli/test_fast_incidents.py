@@ -218,6 +218,10 @@ SECRETS = {
     },
     "audit": {"key": "an-audit-key-of-16+chars"},
     "skills": {"git_token": "ghp_gittoken5"},
+    "intake": [
+        {"id": "am", "type": "alertmanager", "token": "hook-token-6"},
+        {"id": "up", "type": "grafana", "hmac_secret": "hook-hmac-7", "hmac_header": "X-Sig"},
+    ],
 }
 REDACT = {
     "redact": {
@@ -294,6 +298,7 @@ UNSURE: dict[str, tuple[dict[str, Any] | None, dict[str, str]]] = {
     "section as JSON": ({}, {"GUARD_TELEGRAM": '{"bot_token": "abcdef"}'}),
     "redact from env": ({}, {"GUARD_REDACT__ALLOW": '["x"]'}),
     "fallback from env": ({}, {"GUARD_LLM__FALLBACK": "[]"}),
+    "intake from env": ({}, {"GUARD_INTAKE": "[]"}),
     "unknown key": ({"colour": "blue"}, {}),
     "short audit key": ({"audit": {"key": "short"}}, {}),
     "bad pattern": ({"redact": {"extra_patterns": ["("]}}, {}),
@@ -319,7 +324,7 @@ def test_resolver_leaves_the_unusual_to_load_settings(
         path.write_text(yaml.safe_dump(content))
         explicit = str(path)
     assert fastconfig.resolve(explicit) is None
-    if case in ("section as JSON", "redact from env", "fallback from env"):
+    if case in ("section as JSON", "redact from env", "fallback from env", "intake from env"):
         load_settings(explicit)  # valid, merely beyond the resolver
     else:
         with pytest.raises(ConfigError):

@@ -35,6 +35,7 @@ class Running:
     def __init__(self, proc: subprocess.Popen[str], port: int) -> None:
         self.proc, self.port = proc, port
         self.url = f"http://127.0.0.1:{port}"
+        self.err = ""  # its stderr, once it has stopped
 
     def get(self, path: str, timeout: float = 10) -> httpx.Response:
         return httpx.get(self.url + path, timeout=timeout)
@@ -52,22 +53,14 @@ class Running:
         raise AssertionError("guard run never became ready")
 
 
-@pytest.fixture
-def guard_run(home: GuardHome) -> Iterator[Running]:
-    home.playbook(
-        "web", [{"id": "down", "type": "http", "url": "http://127.0.0.1:1/", "every": "1s"}]
-    )
-    port = free_port()
-    env = {
-        **os.environ,
-        "GUARD_CONFIG": str(home.config),
-        "PORT": str(port),
-        "GUARD_HTTP_HOST": "127.0.0.1",
-    }
+@contextlib.contextmanager
+def guard_running(home: GuardHome, port: int, **env: str) -> Iterator[Running]:
+    """``guard run --no-agent`` until the block ends, then SIGTERM: it must exit 0 (its stderr
+    is left on ``Running.err``)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "guard.cli", "run", "--no-agent"],
         cwd=home.root,
-        env=env,
+        env={**os.environ, "GUARD_CONFIG": str(home.config), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -78,9 +71,19 @@ def guard_run(home: GuardHome) -> Iterator[Running]:
         yield running
     finally:
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
-    assert f"on http://127.0.0.1:{port}" in err
+        _out, running.err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, running.err
+
+
+@pytest.fixture
+def guard_run(home: GuardHome) -> Iterator[Running]:
+    home.playbook(
+        "web", [{"id": "down", "type": "http", "url": "http://127.0.0.1:1/", "every": "1s"}]
+    )
+    port = free_port()
+    with guard_running(home, port, PORT=str(port), GUARD_HTTP_HOST="127.0.0.1") as running:
+        yield running
+    assert f"on http://127.0.0.1:{port}" in running.err
 
 
 def metric(text: str, name: str) -> float:

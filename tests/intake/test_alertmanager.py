@@ -4,11 +4,12 @@ comes once the signals are stored, so the incidents are there when the 200 is.""
 
 from __future__ import annotations
 
-import pytest
+import yaml
 
-from guard.skills.model import Trigger
+from guard.skills.library import SkillLibrary
 from tests.conftest import GuardHome
 from tests.intake_helpers import am_alert, am_payload, am_source, serving
+from tests.skills.test_skills_files import SECTIONS
 
 
 async def test_firing_opens_and_resolved_resolves(home: GuardHome) -> None:
@@ -108,18 +109,28 @@ async def test_templates_map_labels_and_severity(home: GuardHome) -> None:
         assert found["odd"].severity == "error"  # default_severity
 
 
-@pytest.mark.parametrize("source", ["alertmanager", "grafana", "webhook"])
-def test_skill_triggers_match_intake_incidents_by_source(source: str) -> None:
-    trigger = Trigger(source=source, kind="InstanceDown", target="api:*")
-
-    class Found:
-        kind = "InstanceDown"
-        target = "api:9100"
-        message = "InstanceDown on api:9100"
-
-    hit = Found()
-    hit.source = source  # type: ignore[attr-defined]
-    assert trigger.match(hit) is not None
-    miss = Found()
-    miss.source = "docker"  # type: ignore[attr-defined]
-    assert trigger.match(miss) is None
+async def test_skills_trigger_on_intake_incidents_by_source_kind_and_target(
+    home: GuardHome,
+) -> None:
+    skills = home.root / "skills"
+    for name, trigger in {
+        "restart-api-node": {"source": "alertmanager", "kind": "InstanceDown", "target": "api:*"},
+        "grafana-only": {"source": "grafana", "kind": "InstanceDown"},
+        "docker-only": {"source": "docker", "kind": "InstanceDown"},
+    }.items():
+        folder = skills / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Brings a node back when its alert fires.\n---\n"
+            f"\n# {name}\n{SECTIONS}"
+        )
+        spec = {"triggers": [trigger], "steps": [{"run": "echo fix"}], "trust": "trusted"}
+        (folder / "skill.yaml").write_text(yaml.safe_dump(spec))
+    library = SkillLibrary(skills)
+    assert library.quarantined == {}
+    async with serving(home, [am_source()]) as hook:
+        await hook.post("am", am_payload(am_alert("InstanceDown", "api:9100")))
+        await hook.post("am", am_payload(am_alert("InstanceDown", "db:9100")))
+        api, db = hook.incidents()
+    assert [c.skill.name for c in library.candidates(api)] == ["restart-api-node"]
+    assert library.candidates(db) == []  # the target glob does not match

@@ -4,17 +4,13 @@ redelivery after a restart counts once, and SIGTERM still stops it cleanly."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 
 from tests.conftest import GuardHome
-from tests.deploy.test_web import Running, free_port
+from tests.deploy.test_web import Running, free_port, guard_running
 from tests.intake_helpers import TOKEN, am_alert, am_payload, am_source
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -22,25 +18,10 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @contextmanager
 def guard_run(home: GuardHome, port: int) -> Iterator[Running]:
-    env = {**os.environ, "GUARD_CONFIG": str(home.config)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "guard.cli", "run", "--no-agent"],
-        cwd=home.root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    running = Running(proc, port)
-    try:
-        running.wait_ready()
+    with guard_running(home, port) as running:
         yield running
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
-        assert proc.returncode == 0, err
-        assert f"and /hooks on http://127.0.0.1:{port}" in err
-        assert TOKEN not in err
+    assert f"and /hooks on http://127.0.0.1:{port}" in running.err
+    assert TOKEN not in running.err
 
 
 def incidents(home: GuardHome) -> list[dict]:
