@@ -128,6 +128,7 @@ _KINDS = _Bounded("kind")
 _SOURCES = _Bounded("source")
 _TYPES = _Bounded("type")
 _EVENT_TYPES = _Bounded("type")
+_HOOKS = _Bounded("source")
 
 LOOP_STALL = Gauge(
     "guard_event_loop_max_stall_seconds",
@@ -142,6 +143,12 @@ SIGNALS = Counter(
 )
 INCIDENT_EVENTS = Counter(
     "guard_incident_events", "Incident events emitted by triage.", ["type"], registry=REGISTRY
+)
+INTAKE_REQUESTS = Counter(
+    "guard_intake_requests",
+    "Requests to the intake hooks, by source id (unknown: no such source) and HTTP status.",
+    ["source", "code"],
+    registry=REGISTRY,
 )
 REMEDIATIONS = Counter(
     "guard_remediations",
@@ -189,6 +196,11 @@ def count_signals(observations: Iterable[Observation]) -> None:
         for sig in obs.signals:
             status = sig.status if sig.status in ("firing", "ok") else "other"
             SIGNALS.labels(_SOURCES(sig.source), kind_label(sig.kind), status).inc(sig.count)
+
+
+def count_intake(source: str, code: int) -> None:
+    """Count one hook request; ``source`` is a configured id or ``unknown``."""
+    INTAKE_REQUESTS.labels(_HOOKS(source), str(code)).inc()
 
 
 def record_remediation(outcome: str) -> None:

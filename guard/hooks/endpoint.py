@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from guard import metrics
 from guard.hooks.guards import RateLimit, Refusals, authentic
 from guard.hooks.mapping import BadPayload, Mapper
 from guard.records import Observation
@@ -48,6 +49,11 @@ class Hooks:
 
     async def handle(self, request: Request) -> Response:
         hook_id = str(request.path_params["hook_id"])
+        answer = await self._handle(hook_id, request)
+        metrics.count_intake(hook_id if hook_id in self.sources else "unknown", answer.status_code)
+        return answer
+
+    async def _handle(self, hook_id: str, request: Request) -> Response:
         source = self.sources.get(hook_id)
         if source is None:
             return _answer(404, f"no intake source {hook_id!r} (see intake: in the config)")

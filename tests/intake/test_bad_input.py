@@ -12,6 +12,7 @@ from loguru import logger
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
+from guard import metrics
 from guard.hooks.guards import RateLimit
 from guard.store.models import AuditEntry
 from tests.conftest import GuardHome
@@ -131,9 +132,15 @@ async def test_malformed_bodies_get_400_naming_the_field(home: GuardHome) -> Non
 
 async def test_unknown_hook_is_404_and_only_post_is_allowed(home: GuardHome) -> None:
     async with serving(home, [am_source()]) as hook:
+        unknown = metrics.INTAKE_REQUESTS.labels("unknown", "404")
+        before = unknown._value.get()
         assert (await hook.post("nope", am_payload())).status_code == 404
+        assert (await hook.post("nope2", am_payload())).status_code == 404
+        assert unknown._value.get() == before + 2  # ids not configured: one label value
         assert (await hook.client.get("/hooks/am")).status_code == 405
         assert (await hook.client.put("/hooks/am", content=b"{}")).status_code == 405
+        text = (await hook.client.get("/metrics")).text
+        assert 'guard_intake_requests_total{code="404",source="unknown"}' in text
 
 
 async def test_past_the_rate_429_and_every_acknowledged_alert_is_stored(home: GuardHome) -> None:
