@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from guard.durations import Duration
 from guard.plainhttp import cleartext_host
 from guard.records import Severity
 
@@ -117,6 +118,9 @@ class IntakeSource(BaseModel):
     allow_insecure_http: bool = False
     alertmanager_url: str | None = Field(
         default=None, description="Alertmanager's API, for verification by the source"
+    )
+    verify_within: Duration = Field(
+        default=300.0, description="how long a remedy waits for the alert to resolve"
     )
     kind: str | None = None
     target: str | None = None

@@ -4,6 +4,7 @@ A check that reports on the target (docker, http, railway, kubernetes) passes on
 signal for it. A log rule (a log file's, or a Railway deployment's logs) has no ``ok``: it passes
 when a whole ``quiet`` period goes by with no new line of the incident's kind, read from where
 the running monitor is. A ``monitor_error`` incident passes when the monitor works.
+An incident that an ``intake:`` source opened is verified by that source (``verify_source``).
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
 attempt costs no lookups) but never writes it, so the running monitors still see every line.
 """
@@ -15,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from guard.agent.verify_source import ALERT_SOURCES, SourceVerifier
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.monitors import Monitor, build_monitor
@@ -52,6 +54,9 @@ class Verifier:
 
     async def verify(self, incident: Any, spec: VerifySpec) -> Verdict:
         mspec = self.specs.get(incident.monitor_id)
+        if mspec is None and incident.source in ALERT_SOURCES:
+            sources = self.settings.intake if self.settings is not None else []
+            return Verdict(*await SourceVerifier(self.db, sources).verify(incident, spec))
         if mspec is None:
             return Verdict(False, f"monitor {incident.monitor_id!r} is no longer configured", 0)
         monitor = build_monitor(mspec, settings=self.settings)

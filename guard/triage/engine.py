@@ -372,6 +372,8 @@ class Triage:
         check = self._check(session, key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
+        if redelivery.delivery(sig) is not None:  # which firing resolved (verify_source)
+            self._checks[key]["delivery"] = redelivery.delivery(sig)
         if not self.policy(sig.monitor_id).auto_resolve:
             return
         now = time.monotonic()
