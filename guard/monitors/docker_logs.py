@@ -106,6 +106,7 @@ class _Pending:
     lines: list[bytes] = field(default_factory=list)
     stamps: list[int] = field(default_factory=list)
     last_at: float = 0.0
+    wait: float = 1.0  # how long the last event waits after its last line (``Framer.wait_for``)
 
 
 class ContainerLogs:
@@ -282,14 +283,16 @@ class ContainerLogs:
                     continue
                 if not self._new_line(name, stream, ts):
                     continue
-                pending = self._pending.setdefault((name, stream), _Pending())
+                pending = self._pending.setdefault(
+                    (name, stream), _Pending(wait=self._framer.flush_after)
+                )
                 pending.lines.append(line)
                 pending.stamps.append(ts)
                 pending.last_at = time.monotonic()
                 touched.add((name, stream))
             now = time.monotonic()
             for key, pending in list(self._pending.items()):
-                quiet = now - pending.last_at >= self._framer.flush_after
+                quiet = now - pending.last_at >= pending.wait
                 if key in touched or quiet:
                     self._count(key, pending, tally, final=quiet or not self._framer.enabled)
                 if not pending.lines:
@@ -301,8 +304,8 @@ class ContainerLogs:
     def _next_flush(self) -> float | None:
         if not self._pending:
             return None
-        oldest = min(p.last_at for p in self._pending.values())
-        return max(0.01, oldest + self._framer.flush_after - time.monotonic())
+        due = min(p.last_at + p.wait for p in self._pending.values())
+        return max(0.01, due - time.monotonic())
 
     def _count(self, key: tuple[str, str], pending: _Pending, tally: Any, *, final: bool) -> None:
         """Count the pending lines but the last event (all of them when ``final``)."""
@@ -312,6 +315,7 @@ class ContainerLogs:
             cut = self._framer.tail_start(block, len(block))
             if len(block) - cut > self._framer.max_bytes:
                 cut = len(block)
+            pending.wait = self._framer.wait_for(block, cut)
             upto = block.count(b"\n", 0, cut)
         if upto == 0:
             return
