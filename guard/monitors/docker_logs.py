@@ -29,7 +29,7 @@ from loguru import logger
 from guard.grouping.rules import RuleGrouper
 from guard.monitors.docker_stream import Demux, engine_session
 from guard.monitors.matcher import LineMatcher
-from guard.monitors.multiline import Event, Framer
+from guard.monitors.multiline import Context, Event, Framer
 from guard.playbooks.models import LogRule
 from guard.records import Observation
 
@@ -106,6 +106,7 @@ class _Pending:
     lines: list[bytes] = field(default_factory=list)
     stamps: list[int] = field(default_factory=list)
     last_at: float = 0.0
+    absorbing: Context | None = None  # inside an event counted capped: its rest is skipped
     wait: float = 1.0  # how long the last event waits after its last line (``Framer.wait_for``)
 
 
@@ -295,7 +296,9 @@ class ContainerLogs:
                 quiet = now - pending.last_at >= pending.wait
                 if key in touched or quiet:
                     self._count(key, pending, tally, final=quiet or not self._framer.enabled)
-                if not pending.lines:
+                if quiet:  # no line for its wait: an event being absorbed has ended too
+                    pending.absorbing = None
+                if not pending.lines and pending.absorbing is None:
                     del self._pending[key]
             signals = tally.result()
             if signals or touched:
@@ -308,14 +311,19 @@ class ContainerLogs:
         return max(0.01, due - time.monotonic())
 
     def _count(self, key: tuple[str, str], pending: _Pending, tally: Any, *, final: bool) -> None:
-        """Count the pending lines but the last event (all of them when ``final``)."""
-        block = b"".join(line + b"\n" for line in pending.lines)
+        """Count the pending lines but the last event (all of them when ``final``); lines that
+        continue an event already counted capped (``absorbing``) are consumed silently."""
+        if pending.absorbing is not None:
+            at, pending.absorbing = self._framer.absorb(_block(pending.lines), pending.absorbing)
+            self._consumed(key, pending, _block(pending.lines).count(b"\n", 0, at))
+        block = _block(pending.lines)
         cut, upto = len(block), len(pending.lines)
         if not final:
             cut = self._framer.tail_start(block, len(block))
-            if len(block) - cut > self._framer.max_bytes:
-                cut = len(block)
             pending.wait = self._framer.wait_for(block, cut)
+            if len(block) - cut > self._framer.max_bytes:  # too long to hold: counted, capped
+                pending.absorbing = self._framer.last_context(block, cut)
+                cut = len(block)
             upto = block.count(b"\n", 0, cut)
         if upto == 0:
             return
@@ -335,6 +343,13 @@ class ContainerLogs:
                 stream=stream,
                 target=name,
             )
+        self._consumed(key, pending, upto)
+
+    def _consumed(self, key: tuple[str, str], pending: _Pending, upto: int) -> None:
+        """Move the stored position past the first ``upto`` pending lines and drop them."""
+        if upto == 0:
+            return
+        name, stream = key
         last = pending.stamps[upto - 1]
         same = sum(1 for ts in pending.stamps[:upto] if ts == last)
         stored = self.positions.setdefault(name, {}).get(stream)
@@ -342,3 +357,7 @@ class ContainerLogs:
             same += stored[1]
         self.positions[name][stream] = [last, same]
         del pending.lines[:upto], pending.stamps[:upto]
+
+
+def _block(lines: list[bytes]) -> bytes:
+    return b"".join(line + b"\n" for line in lines)

@@ -131,3 +131,29 @@ async def test_300_containers_are_followed_without_a_thread_each(docker_client, 
 
 def _again(run: Following) -> set[str]:
     return {s.target for s in booms(run) if s.message.startswith("BOOM again")}
+
+
+async def test_a_10000_frame_traceback_from_a_container_is_one_capped_event(containers):
+    value = uuid.uuid4().hex[:12]
+    rules = [
+        {"kind": "app_error", "pattern": "Error|Traceback", "group_by": "rule"},
+        {"kind": "after", "pattern": "done after it"},
+    ]
+    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules))
+    monitor.baseline({})
+    trace = (
+        "echo 'Traceback (most recent call last):'; i=0; while [ $i -lt 10000 ]; do "
+        'echo "  File \\"/app/r.py\\", line $i, in f"; echo \'    f()\'; i=$((i+1)); done; '
+        "echo 'RecursionError: maximum recursion depth exceeded'"
+    )
+    script = f"sleep 0.3; {{ {trace}; {trace}; echo 'done after it'; }} >&2; sleep 300"
+    async with Following(monitor) as run:
+        containers.run("deep", script, labels={"guard.watch.test": value})
+        await wait_until(
+            lambda: any(s.kind == "after" for o in run.seen for s in o.signals), 60, "the end"
+        )
+        await asyncio.sleep(1.5)
+    errors = [s for o in run.seen for s in o.signals if s.kind == "app_error"]
+    assert sum(s.count for s in errors) == 2  # one event per traceback, 20 002 lines each
+    assert all(len(s.details["evidence"]) <= 65536 for s in errors)
+    assert all(s.details["evidence"].startswith("Traceback (most recent") for s in errors)
