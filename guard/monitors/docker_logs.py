@@ -40,11 +40,15 @@ QUEUE_LINES = 10_000  # lines read but not yet counted; a full queue pauses the 
 
 
 def parse_ts(raw: bytes) -> int:
-    """Nanoseconds since the epoch of an RFC 3339 timestamp as the engine writes it."""
-    text = raw.decode("ascii", "replace").rstrip("Z")
-    whole, _, frac = text.partition(".")
-    seconds = calendar.timegm(time.strptime(whole[:19], "%Y-%m-%dT%H:%M:%S"))
-    return seconds * 1_000_000_000 + int((frac[:9] or "0").ljust(9, "0"))
+    """Nanoseconds since the epoch of an RFC 3339 timestamp as the engine writes it
+    (``2026-12-05T06:53:04.009592904Z``; ValueError for anything else). Read per line, on
+    the loop: fields by position, not ``strptime`` (5x the cost)."""
+    whole, _, frac = raw.rstrip(b"Z").partition(b".")
+    if len(whole) != 19 or whole[4:5] != b"-" or whole[10:11] not in (b"T", b" "):
+        raise ValueError(f"not an engine timestamp: {raw[:40]!r}")
+    fields = (whole[0:4], whole[5:7], whole[8:10], whole[11:13], whole[14:16], whole[17:19])
+    seconds = calendar.timegm((*map(int, fields), 0, 0, 0))
+    return seconds * 1_000_000_000 + int((frac[:9] or b"0").ljust(9, b"0"))
 
 
 class _Lines:
