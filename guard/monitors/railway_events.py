@@ -2,10 +2,11 @@
 
 Railway hands each line of a stack trace over as a log line of its own, so the lines a check
 reads are framed as one block by ``guard.monitors.multiline`` (a message holding newlines is
-one line of the block). The last event may go on in lines Railway has not returned yet: unless
-its newest line is older than ``Framer.wait_for`` (``flush_after`` for an event begun, 0.2 s
-for a lone line that heads nothing), by Railway's timestamps, it is not counted by this check
-and the cursor stays before it, so the next check reads it again, whole. Nothing is held in
+one line of the block). The last event may go on in lines Railway has not returned yet: an
+event of several lines, or a line that may head one (``Framer.wait_for``), whose newest line
+is younger than ``flush_after`` by Railway's timestamps is not counted by this check, and the
+cursor stays before it, so the next check reads it again, whole. A lone line that heads
+nothing is counted at once (waiting for it would cost a whole ``every``). Nothing is held in
 memory between checks; an event longer than ``max_bytes`` is counted at once (capped).
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from guard.monitors.matcher import Match
-from guard.monitors.multiline import Event, Framer
+from guard.monitors.multiline import SETTLE, Event, Framer
 from guard.railway.cursor import normalise
 from guard.railway.models import LogLine
 
@@ -46,9 +47,12 @@ def complete(framer: Framer, lines: Sequence[LogLine], texts: Sequence[str]) -> 
     if len(block) - cut > framer.max_bytes:
         return len(lines)
     first = bisect_right(offsets, cut) - 1
+    wait = framer.wait_for(block, cut)
+    if wait <= SETTLE:  # a lone line that heads nothing
+        return len(lines)
     newest = max(_when(line) for line in lines[first:])
     quiet = (datetime.now(UTC) - newest).total_seconds()
-    return len(lines) if quiet >= framer.wait_for(block, cut) else first
+    return len(lines) if quiet >= wait else first
 
 
 def matched(framer: Framer, texts: Sequence[str], indexes: Sequence[int | None]) -> Iterator[Found]:

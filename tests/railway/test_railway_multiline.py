@@ -91,3 +91,16 @@ async def test_multiline_none_counts_every_line_as_before(home, railway):
     setup_home(home, railway, playbook=BOOK.format(extra="    multiline: none\n"))
     await run_guard(home)
     assert sum(i.count for i in incidents(home, "app_error")) == 3  # Traceback, raise, ShopError
+
+
+async def test_a_lone_line_logged_just_now_counts_at_once_and_a_young_head_waits(home, railway):
+    dep = railway.state.deploy(status="SUCCESS")
+    now = datetime.now(UTC)
+    railway.state.log(dep["id"], "WARN upstream timeout", at=iso(now))
+    book = BOOK.replace('"Error|Exception|Traceback"', '"upstream timeout|Error"')
+    setup_home(home, railway, playbook=book.format(extra="    multiline: {flush_after: 30s}\n"))
+    await run_guard(home)
+    assert [i.count for i in incidents(home, "app_error")] == [1]  # nothing can follow it
+    railway.state.log(dep["id"], "Error: connect ECONNREFUSED", at=iso(now + timedelta(0, 1)))
+    await run_guard(home)  # a node stack may follow that line: it waits
+    assert sum(i.count for i in incidents(home, "app_error")) == 1
