@@ -150,7 +150,10 @@ class ContainerLogs:
         self.positions = {n: {s: list(p) for s, p in v.items()} for n, v in logs.items()}
 
     def state(self) -> dict[str, Any]:
-        return {"since": self.since, "logs": self.positions}
+        """A copy of the positions: the observation that carries them may be stored after later
+        lines moved them on, and must not claim lines whose signals are not stored with it."""
+        logs = {n: {s: list(p) for s, p in v.items()} for n, v in self.positions.items()}
+        return {"since": self.since, "logs": logs}
 
     def _start_ns(self, name: str) -> int:
         streams = self.positions.get(name)

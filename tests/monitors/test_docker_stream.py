@@ -56,3 +56,26 @@ def test_engine_timestamps_parse_to_nanoseconds():
     for bad in (b"", b"garbage", b"2026-12-05Tab:53:04.1Z", b"\x00" * 30):
         with pytest.raises(ValueError):
             parse_ts(bad)
+
+
+def test_the_positions_an_observation_carries_do_not_move_on_with_later_lines():
+    """The runtime stores an observation later, maybe after more lines were counted: its state
+    must be the positions of its own signals, or a kill in between loses those lines."""
+    from guard.monitors.docker import _container_logs
+    from guard.monitors.docker_logs import _Pending
+    from guard.playbooks.models import DockerMonitorSpec
+
+    spec = DockerMonitorSpec.model_validate(
+        {
+            "id": "c",
+            "type": "docker",
+            "selector": {"label": "x"},
+            "rules": [{"kind": "k", "pattern": "x"}],
+        }
+    )
+    logs = _container_logs(spec)
+    logs.positions = {"web": {"stdout": [5, 1]}}
+    carried = logs.state()
+    logs._consumed(("web", "stdout"), _Pending(lines=[b"later"], stamps=[9]), 1)
+    assert carried["logs"] == {"web": {"stdout": [5, 1]}}
+    assert logs.state()["logs"] == {"web": {"stdout": [9, 1]}}
