@@ -204,7 +204,7 @@ class DockerMonitor:
                     raise _engine_error(item)
                 self._since = item.get("time", since)
                 if logs is not None and item.get("Action") == "start":
-                    await asyncio.to_thread(self._attach, str(item.get("id", "")))
+                    await self._attach(str(item.get("id", "")))
                 sig = await asyncio.to_thread(self._from_event, item)
                 if sig is not None:
                     await emit(Observation([sig]))
@@ -216,27 +216,27 @@ class DockerMonitor:
                 logs.cancel()
                 await asyncio.gather(logs, return_exceptions=True)
                 assert self._logs is not None
-                self._logs.close()
+                await self._logs.aclose()
 
     async def _follow_logs(self, emit: Emit) -> None:
         """Attach to every selected container, then count their lines until cancelled."""
         assert self._logs is not None
-        self._logs.bind()
         client = self._docker()
+        await self._logs.bind(client.api)
         found = await asyncio.to_thread(client.containers.list, all=True, filters=self._filters)
         for c in found:
-            await asyncio.to_thread(self._attach, c.id)
+            await self._attach(c.id)
         await self._logs.run(emit)
 
-    def _attach(self, container_id: str) -> None:
+    async def _attach(self, container_id: str) -> None:
         api = self._docker().api
         try:
-            attrs = api.inspect_container(container_id)
+            attrs = await asyncio.to_thread(api.inspect_container, container_id)
         except DockerException:
             return
         assert self._logs is not None
         name = str(attrs.get("Name") or container_id).lstrip("/")
-        self._logs.attach(api, container_id, name, bool((attrs.get("Config") or {}).get("Tty")))
+        self._logs.attach(container_id, name, bool((attrs.get("Config") or {}).get("Tty")))
 
     def _from_event(self, event: Mapping[str, Any]) -> Signal | None:
         action = str(event.get("Action") or event.get("status") or "")
@@ -290,7 +290,7 @@ class DockerMonitor:
 
     async def close(self) -> None:
         if self._logs is not None:
-            self._logs.close()
+            await self._logs.aclose()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()

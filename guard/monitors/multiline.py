@@ -40,6 +40,7 @@ SHAPES: dict[str, frozenset[str]] = {
 }
 SHAPES["auto"] = frozenset().union(*SHAPES.values())
 TAIL_LINES = 10  # the last lines of a capped event, kept after the first ones
+SETTLE = 0.2  # seconds a lone line that heads nothing waits for a continuation
 CAUSES = 5  # Java ``Caused by:`` lines that join a summary
 
 # A line that could continue another in some preset (a superset, checked first and fast).
@@ -47,6 +48,10 @@ _MAYBE = re.compile(
     rb"[ \t]|\r?\n|Caused by:|Suppressed:|Traceback \(most recent call last\):"
     rb"|During handling of the above exception|The above exception was the direct cause"
     rb"|goroutine \d+ \[|\[signal |\.\.\. ?\d+ more|created by "
+)
+# A lone line that may head a multi-line event (an exception, a panic, a header ending in ':').
+_HEAD = re.compile(
+    rb"Traceback|Exception|Error|Throwable|panic|fatal|goroutine|Caused by|:[ \t]*$",
 )
 _GOROUTINE = re.compile(rb"goroutine \d+ \[[^\]]*\]:")
 _MORE = re.compile(rb"\.\.\. ?\d+ more")
@@ -146,6 +151,17 @@ class Framer:
             return 0
         last = block.rfind(b"\n", 0, end - 1) + 1
         return self._back(block, last, 0)
+
+    def wait_for(self, block: bytes, start: int) -> float:
+        """Seconds the last event of ``block`` (from ``start``; whole lines) waits for more
+        lines after its last one: ``flush_after`` for an event of several lines or a line that
+        may head one; ``SETTLE`` for a lone line of any other kind (``ERROR payment failed``),
+        whose continuation lines would have been written with it, so it is not held ~1 s."""
+        if self._start is not None or self._cont is not None:
+            return self.flush_after
+        if block.count(b"\n", start) > 1 or _HEAD.search(block, start, start + 4096):
+            return self.flush_after
+        return min(SETTLE, self.flush_after)
 
     # -- the exact shapes -----------------------------------------------------------------------
 

@@ -14,6 +14,9 @@ request on it again.
   ``...:build``), so a deployment turning ``SUCCESS`` does not resolve a log incident.
 - On the first check ever, ``start: end`` skips the history already there; a deployment that
   appears later is read from its first line.
+- Lines join into multi-line events (``multiline``; ``guard.monitors.railway_events``): a
+  trace counts once by its summary line, with its lines as evidence; a last event that may go
+  on is left for the next check (the cursor stays before it).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 from guard.config import Settings
 from guard.exceptions import MonitorError, RailwayError
 from guard.grouping.rules import rule_groupers
+from guard.monitors.multiline import Event, Framer
+from guard.monitors.railway_events import complete, matched
 from guard.playbooks.models import LogRule, RailwayMonitorSpec
 from guard.railway.client import RailwayClient
 from guard.railway.cursor import LogCursor, normalise
@@ -62,6 +67,7 @@ class RailwayMonitor:
             list(spec.build_rules),
             RuleSet([(r.pattern, r.ignore_case) for r in spec.build_rules]),
         )
+        self._framer = Framer(spec.multiline_spec)
         self._groupers = {
             key: rule_groupers(
                 [
@@ -137,11 +143,16 @@ class RailwayMonitor:
                 since = None if skip else normalise(deployment.created_at.isoformat())
                 cursor = LogCursor(deployment.id, since)
             lines = await fetch(deployment.id, since=cursor.timestamp, filter=self.spec.log_filter)
+            before = LogCursor(cursor.deployment_id, cursor.timestamp, list(cursor.digests))
             fresh = cursor.advance(lines)
             if not skip:  # off the event loop: matching costs up to a budget per line
-                signals.extend(
-                    await asyncio.to_thread(self._match, target, deployment, key, rules, fresh)
+                found, upto = await asyncio.to_thread(
+                    self._match, target, deployment, key, rules, fresh
                 )
+                signals.extend(found)
+                if upto < len(fresh):  # the last event may go on: read it again next check
+                    before.advance(fresh[:upto])
+                    cursor = before
             new_state[key] = cursor.as_state()
         return Observation(signals, new_state)
 
@@ -194,39 +205,42 @@ class RailwayMonitor:
         key: str,
         rules: tuple[list[LogRule], RuleSet],
         lines: list[LogLine],
-    ) -> list[Signal]:
-        """Fold matching lines into one signal per (rule, group), with counts.
+    ) -> tuple[list[Signal], int]:
+        """Fold matching lines and multi-line events into one signal per (rule, group), with
+        counts; also how many of ``lines`` were counted (a last event that may go on waits).
 
         Each message is matched on its first ``MAX_LINE_CHARS`` characters (the signal says
         when it was cut), by the same bounded engines as log files (``guard.saferegex``)."""
         specs, ruleset = rules
         groupers = self._groupers[key]
         texts = [line.message[:MAX_LINE_CHARS] for line in lines]
-        found: dict[tuple[str, ...], tuple[LogRule, LogLine, Grouping]] = {}
+        upto = complete(self._framer, lines, texts)
+        lines, texts = lines[:upto], texts[:upto]
+        found: dict[tuple[str, ...], tuple[LogRule, LogLine, Grouping, str, Event | None]] = {}
         counts: dict[tuple[str, ...], int] = {}
         cut: set[tuple[str, ...]] = set()
-        for line, text, index in zip(
-            lines, texts, ruleset.first_many([(t, None) for t in texts]), strict=True
-        ):
-            if index is None:
-                continue
-            rule = specs[index]
-            fold, grouping = groupers[index].group(rule.kind, text)
+        indexes = ruleset.first_many([(t, None) for t in texts])
+        for i, index, event in matched(self._framer, texts, indexes):
+            rule, line = specs[index], lines[i]
+            summary = texts[i] if event is None else event.summary
+            grouper = groupers[index]
+            by = summary if grouper.group_by == "template" else (event.line if event else summary)
+            fold, grouping = grouper.group(rule.kind, by)
             if fold not in found and len(found) >= MAX_DISTINCT:
                 fold = (rule.kind, "<more distinct messages>")
-            found.setdefault(fold, (rule, line, grouping))
+            found.setdefault(fold, (rule, line, grouping, summary, event))
             counts[fold] = counts.get(fold, 0) + 1
             if len(line.message) > MAX_LINE_CHARS:
                 cut.add(fold)
         where = f"{target.label}:{key}"
-        return [
+        signals = [
             Signal(
                 monitor_id=self.id,
                 source="railway",
                 target=where,
                 kind=rule.kind,
                 severity=rule.severity if rule.severity else Severity.error,
-                message=line.message[:MESSAGE_CHARS],
+                message=summary[:MESSAGE_CHARS],
                 count=counts[fold],
                 details={
                     **self._details(target, deployment),
@@ -235,8 +249,10 @@ class RailwayMonitor:
                     "timestamp": line.timestamp,
                     "log_severity": line.severity,
                     **({"line_cut_at_chars": MAX_LINE_CHARS} if fold in cut else {}),
+                    **({"evidence": event.evidence, "event_lines": event.lines} if event else {}),
                 },
                 grouping=grouping,
             )
-            for fold, (rule, line, grouping) in found.items()
+            for fold, (rule, line, grouping, summary, event) in found.items()
         ]
+        return signals, upto

@@ -134,6 +134,27 @@ async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(c
     assert signals[0].details["evidence"] == python_trace(1, 503).rstrip("\n")
 
 
+async def test_a_traceback_written_slowly_is_still_one_event(containers):
+    """A lone line is counted once it settled (0.2 s), not after ``flush_after``; a traceback
+    whose lines come 0.5 s apart still waits for its end, and is one event."""
+    value = uuid.uuid4().hex[:12]
+    rules = [{"kind": "app_error", "pattern": "Error|Traceback"}]
+    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules))
+    monitor.baseline({})
+    lines = python_trace(1, 503).splitlines()
+    slow = "; ".join(f"echo '{line}' >&2; sleep 0.5" for line in lines)
+    async with Following(monitor) as run:
+        containers.run("slow", f"sleep 0.3; {slow}; sleep 300", labels={"guard.watch.test": value})
+        deadline = time.monotonic() + 20
+        while not any(s.kind == "app_error" for o in run.seen for s in o.signals):
+            assert time.monotonic() < deadline, run.seen
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.5)
+    [signal] = [s for o in run.seen for s in o.signals if s.kind == "app_error"]
+    assert signal.count == 1 and signal.details["event_lines"] == len(lines)
+    assert signal.message == lines[-1]
+
+
 async def test_a_tty_container_and_one_started_later_are_read(containers):
     value = uuid.uuid4().hex[:12]
     rules = [{"kind": "boom", "pattern": "BOOM", "group_by": "rule"}]

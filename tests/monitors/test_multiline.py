@@ -229,3 +229,25 @@ def test_incidents_show_prints_the_evidence(home: GuardHome, tmp_path: Path):
     assert '        raise ShopError(f"upstream {code}")' in text
     shown = json.loads(home.cli("incidents", "show", "1", "--json").stdout)
     assert shown["details"]["evidence"].startswith("Traceback (most recent call last):")
+
+
+def test_a_lone_line_waits_only_to_settle_and_an_event_begun_waits_flush_after():
+    from guard.monitors.multiline import SETTLE, Framer
+    from guard.playbooks.models import MultilineSpec
+
+    framer = Framer(MultilineSpec(flush_after=1.0))
+    lone = b"2026-12-05 ERROR payment failed for order 7\n"
+    assert framer.wait_for(lone, 0) == SETTLE < 1.0
+    block = b"INFO started\n" + lone
+    assert framer.wait_for(block, block.index(b"2026")) == SETTLE
+    for head in (
+        b"Traceback (most recent call last):\n",  # its frames come next
+        b'Exception in thread "main" java.lang.IllegalStateException: boom\n',
+        b"Error: connect ECONNREFUSED 10.0.0.7:5432\n",  # node: its stack comes next
+        b"panic: runtime error: index out of range\n",
+        b"Stack trace:\n",
+        python_trace(1, 500).encode(),  # several lines: more frames may follow
+    ):
+        assert framer.wait_for(head, 0) == 1.0, head
+    custom = Framer(MultilineSpec(start=r"^\d{4}-", flush_after=2.0))
+    assert custom.wait_for(lone, 0) == 2.0  # the user's regex decides: no guessing
