@@ -36,7 +36,12 @@ from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
-from guard.playbooks.models import DockerMonitorSpec, LogfileMonitorSpec, LogRule
+from guard.playbooks.models import (
+    DockerMonitorSpec,
+    JournaldMonitorSpec,
+    LogfileMonitorSpec,
+    LogRule,
+)
 from guard.records import Observation, Signal, utcnow
 
 CHUNK = 1 << 20
@@ -117,7 +122,9 @@ class Tally:
         ]
 
 
-def groupers_of(spec: LogfileMonitorSpec | DockerMonitorSpec) -> list[RuleGrouper]:
+def groupers_of(
+    spec: LogfileMonitorSpec | DockerMonitorSpec | JournaldMonitorSpec,
+) -> list[RuleGrouper]:
     """One ``RuleGrouper`` per rule of a monitor with log rules."""
     return rule_groupers(
         [

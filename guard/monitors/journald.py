@@ -1,0 +1,233 @@
+"""Follow the systemd journal (``type: journald``) and turn matching entries into signals.
+
+``follow`` runs ``journalctl --directory DIR --output=json --follow`` (with ``--unit`` for each
+of ``units`` and ``--priority``) as a subprocess and counts its entries as they come
+(``guard.monitors.journal_tail``), emitting each batch with the new position: the journal
+cursor, stored with the incidents in one transaction, so a restart of Guard resumes with
+``--after-cursor`` and counts nothing twice. When ``journalctl`` exits, ``follow`` raises
+``MonitorError`` and the runner starts it again with backoff.
+
+``check`` is a health check while ``follow`` runs (``journalctl`` and ``directory`` are there).
+When nothing follows (``guard run --once``, verification) it reads once, from the stored cursor
+to the end of the journal, with the same counting: its signals and the new position.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from guard.exceptions import MonitorError
+from guard.monitors.base import Emit
+from guard.monitors.journal_entries import FIELDS, TAIL, Lines, parse
+from guard.monitors.journal_tail import JournalTail
+from guard.playbooks.models import JournaldMonitorSpec
+from guard.records import Observation
+
+CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
+MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues
+STDERR_KEPT = 2000
+
+
+class JournaldMonitor:
+    """The journal of a host (its journal directory, mounted), filtered by unit and priority."""
+
+    type = "journald"
+
+    def __init__(self, spec: JournaldMonitorSpec) -> None:
+        from guard.monitors.logfile import groupers_of
+        from guard.monitors.matcher import LineMatcher
+        from guard.monitors.multiline import Framer
+
+        self.spec = spec
+        self.id = spec.id
+        self.interval = spec.every
+        self.jitter = spec.jitter
+        self._tail = JournalTail(
+            list(spec.rules),
+            LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules]),
+            groupers_of(spec),
+            Framer(spec.multiline_spec),
+            spec.max_line_bytes,
+        )
+        self._own = False  # the position is this instance's (baselined, or read by it)
+        self._lock = asyncio.Lock()  # one reader at a time: follow, or a check's read
+        self._following = False
+        self._broken: str | None = None  # why the last journalctl of follow ended
+        self._procs: set[asyncio.subprocess.Process] = set()
+
+    # -- position -------------------------------------------------------------------------------
+
+    def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Resume from the stored position, or start at the end of the journal as it is now."""
+        self._own = True
+        if state:
+            self._tail.restore(dict(state))
+            return None
+        now = time.time_ns() // 1000
+        if self.spec.start == "beginning":
+            self._tail.restore({})
+        else:
+            cursor = self._last_cursor()
+            self._tail.restore({"cursor": cursor} if cursor else {"since": now})
+        return self._tail.state()
+
+    def _last_cursor(self) -> str | None:
+        """The cursor of the journal's last entry (None: empty, or it cannot be read now)."""
+        exe = shutil.which("journalctl")
+        if exe is None or not os.path.isdir(self.spec.directory):
+            return None
+        cmd = [exe, "--directory", self.spec.directory, "--output=json", "--lines=1"]
+        cmd += ["--no-pager", "--output-fields=PRIORITY"]
+        try:
+            out = subprocess.run(cmd, capture_output=True, timeout=60, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        lines = out.strip().splitlines()
+        entry = parse(lines[-1], None, 0) if lines else None
+        return entry.cursor if entry is not None else None
+
+    # -- journalctl -----------------------------------------------------------------------------
+
+    def _journalctl(self) -> str:
+        """The journalctl binary; ``MonitorError`` when it or ``directory`` is missing."""
+        exe = shutil.which("journalctl")
+        if exe is None:
+            raise MonitorError(
+                f"monitor {self.id} (type: journald) needs journalctl, which is not installed "
+                "(the appliance image has it; elsewhere install systemd's journalctl)"
+            )
+        folder = self.spec.directory
+        if not os.path.isdir(folder):
+            raise MonitorError(
+                f"directory {folder} does not exist: mount the host's journal there "
+                "(-v /var/log/journal:/var/log/journal:ro; see docs/DEPLOY.md)"
+            )
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise MonitorError(f"directory {folder} is not readable by Guard (user {os.getuid()})")
+        return exe
+
+    def command(self, *, follow: bool) -> list[str]:
+        """The journalctl command reading from the current position."""
+        cmd = [self._journalctl(), "--directory", self.spec.directory, "--output=json", "--all"]
+        cmd += ["--no-pager", "--no-tail", f"--output-fields={','.join(FIELDS)}"]
+        if follow:
+            cmd.append("--follow")
+        for unit in self.spec.units:
+            cmd += ["--unit", unit]
+        if self.spec.priority_level is not None:
+            cmd += ["--priority", str(self.spec.priority_level)]
+        if self._tail.cursor:
+            cmd += ["--after-cursor", self._tail.cursor]
+        elif self._tail.since:
+            cmd += ["--since", f"@{self._tail.since // 1_000_000}"]
+        return cmd
+
+    async def _spawn(self, follow: bool) -> asyncio.subprocess.Process:
+        cmd = self.command(follow=follow)
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=CHUNK,
+        )
+        self._procs.add(proc)
+        return proc
+
+    async def _end(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        with contextlib.suppress(Exception):
+            await proc.wait()
+        self._procs.discard(proc)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def _read(self, proc: asyncio.subprocess.Process, emit: Emit | None) -> Observation:
+        """Count the entries journalctl prints. Following (``emit``): emit each batch, until
+        journalctl exits (``MonitorError``). Once: to its end, or ``MAX_BYTES_PER_CHECK``."""
+        from guard.monitors.logfile import Tally
+
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = asyncio.create_task(_last_bytes(proc.stderr, STDERR_KEPT))
+        limit = self.spec.max_line_bytes
+        lines = Lines(6 * limit + TAIL)  # MESSAGE as JSON: up to 6 bytes per byte
+        tally = Tally(self.id, "", source="journald")
+        read = 0
+        try:
+            while True:
+                wait = self._tail.next_flush() if emit is not None else None
+                try:
+                    chunk: bytes | None = await asyncio.wait_for(proc.stdout.read(CHUNK), wait)
+                except TimeoutError:
+                    chunk = None
+                read += len(chunk or b"")
+                entries = [parse(*line, limit) for line in lines.feed(chunk or b"")]
+                touched = self._tail.add(e for e in entries if e is not None)
+                if emit is None:  # once: everything to the end is complete
+                    self._tail.count(tally, touched, final=chunk == b"")
+                    if chunk == b"" or read >= MAX_BYTES_PER_CHECK:
+                        break
+                    continue
+                self._tail.count(tally, touched)  # what is pending when journalctl ends waits
+                signals = tally.result()
+                if signals or entries:
+                    await emit(Observation(signals, self._tail.state()))
+                tally = Tally(self.id, "", source="journald")
+                if chunk == b"":
+                    break
+        finally:
+            await self._end(proc)
+            stderr = (await errors).decode("utf-8", "replace").strip()
+        if emit is not None or proc.returncode not in (0, -9):
+            self._broken = f"journalctl exited with {proc.returncode}" + (
+                f": {stderr}" if stderr else ""
+            )
+            raise MonitorError(self._broken)
+        return Observation(tally.result(), self._tail.state())
+
+    async def follow(self, emit: Emit) -> None:
+        """Count entries as journalctl prints them, until cancelled; raise when it exits."""
+        if not self._own:
+            await asyncio.to_thread(self.baseline, {})
+        self._following = True
+        try:
+            async with self._lock:
+                self._tail.restore(self._tail.state())  # what was pending is read again
+                proc = await self._spawn(follow=True)
+                self._broken = None
+                await self._read(proc, emit)
+        finally:
+            self._following = False
+
+    async def check(self, state: Mapping[str, Any]) -> Observation:
+        self._journalctl()
+        if self._following:
+            if self._broken:
+                raise MonitorError(self._broken)
+            return Observation([])
+        async with self._lock:
+            if not self._own:
+                await asyncio.to_thread(self.baseline, state)
+            self._tail.restore(self._tail.state())
+            return await self._read(await self._spawn(follow=False), None)
+
+    async def close(self) -> None:
+        for proc in list(self._procs):
+            await self._end(proc)
+
+
+async def _last_bytes(stream: asyncio.StreamReader, keep: int) -> bytes:
+    """Read a stream to its end; return its last ``keep`` bytes."""
+    kept = b""
+    while chunk := await stream.read(65536):
+        kept = (kept + chunk)[-keep:]
+    return kept
