@@ -107,6 +107,8 @@ class JournalTail:
         touched: set[Key] = set()
         now = time.monotonic()
         for entry in entries:
+            if entry.cursor == self.cursor:  # read from it (``--cursor``): counted before
+                continue
             self._seq += 1
             mark = _Mark(self._seq, entry.cursor, entry.realtime, self._last)
             self._last = entry.cursor

@@ -3,8 +3,8 @@
 ``follow`` runs ``journalctl --directory DIR --output=json --follow`` (with ``--unit`` for each
 of ``units`` and ``--priority``) as a subprocess and counts its entries as they come
 (``guard.monitors.journal_tail``), emitting each batch with the new position: the journal
-cursor, stored with the incidents in one transaction, so a restart of Guard resumes with
-``--after-cursor`` and counts nothing twice. When ``journalctl`` exits, ``follow`` raises
+cursor, stored with the incidents in one transaction, so a restart of Guard resumes at that
+cursor and counts nothing twice. When ``journalctl`` exits, ``follow`` raises
 ``MonitorError`` and the runner starts it again with backoff.
 
 ``check`` is a health check while ``follow`` runs (``journalctl`` and ``directory`` are there).
@@ -123,8 +123,8 @@ class JournaldMonitor:
             cmd += ["--unit", unit]
         if self.spec.priority_level is not None:
             cmd += ["--priority", str(self.spec.priority_level)]
-        if self._tail.cursor:
-            cmd += ["--after-cursor", self._tail.cursor]
+        if self._tail.cursor:  # not --after-cursor: with a filter the cursor's entry may not
+            cmd += ["--cursor", self._tail.cursor]  # match, and journalctl 252 skips one more
         elif self._tail.since:
             cmd += ["--since", f"@{self._tail.since // 1_000_000}"]
         return cmd
@@ -141,7 +141,12 @@ class JournaldMonitor:
         self._procs.add(proc)
         return proc
 
-    async def _end(self, proc: asyncio.subprocess.Process) -> None:
+    async def _end(self, proc: asyncio.subprocess.Process, *, ending: bool = False) -> None:
+        """Stop journalctl (``ending``: it closed its output; let it exit first, since killing
+        polls, and a poll that reaps it leaves asyncio's watcher with no exit status)."""
+        if ending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 10)
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -161,7 +166,7 @@ class JournaldMonitor:
         limit = self.spec.max_line_bytes
         lines = Lines(6 * limit + TAIL)  # MESSAGE as JSON: up to 6 bytes per byte
         tally = Tally(self.id, "", source="journald")
-        read = 0
+        read, chunk = 0, None
         try:
             while True:
                 wait = self._tail.next_flush() if emit is not None else None
@@ -185,7 +190,7 @@ class JournaldMonitor:
                 if chunk == b"":
                     break
         finally:
-            await self._end(proc)
+            await self._end(proc, ending=chunk == b"")
             stderr = (await errors).decode("utf-8", "replace").strip()
         if emit is not None or proc.returncode not in (0, -9):
             self._broken = f"journalctl exited with {proc.returncode}" + (

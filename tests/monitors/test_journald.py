@@ -1,0 +1,220 @@
+"""The journal, from real journal files (systemd-journal-remote) read by the real journalctl:
+units and priority, tracebacks as one event, resume by cursor, bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guard.monitors import build_monitor
+from guard.monitors.journald import JournaldMonitor
+from guard.playbooks.models import JournaldMonitorSpec
+from guard.records import Observation, Signal
+from tests.journal_helpers import Journal
+from tests.monitors.test_multiline import python_trace
+
+RULES = [{"kind": "err", "pattern": r"ERROR (?P<n>\d+)", "group_by": ["n"]}]
+
+
+def spec(folder: Path, **kw: Any) -> JournaldMonitorSpec:
+    return JournaldMonitorSpec.model_validate(
+        {"id": "j", "type": "journald", "directory": str(folder), "every": "1h", **kw}
+    )
+
+
+def monitor(folder: Path, **kw: Any) -> JournaldMonitor:
+    built = build_monitor(spec(folder, **{"rules": RULES, **kw}))
+    assert isinstance(built, JournaldMonitor)
+    return built
+
+
+class Following:
+    """A monitor's ``follow`` in a task, with what it emitted (as triage would store it)."""
+
+    def __init__(self, monitor: JournaldMonitor) -> None:
+        self.monitor, self.seen = monitor, list[Observation]()
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Following:
+        async def emit(obs: Observation) -> None:
+            self.seen.append(obs)
+
+        self.task = asyncio.create_task(self.monitor.follow(emit))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()  # like SIGKILL: nothing after the last emit is kept
+        await asyncio.gather(self.task, return_exceptions=True)
+        await self.monitor.close()
+
+    def signals(self, kind: str | None = None) -> list[Signal]:
+        return [s for o in self.seen for s in o.signals if kind is None or s.kind == kind]
+
+    def state(self) -> dict[str, Any]:
+        return next((o.state for o in reversed(self.seen) if o.state), {})
+
+    async def until(self, done: Callable[[], bool], within: float = 60.0) -> None:
+        """Wait (bounded) until ``done()``; fail with what was seen."""
+        deadline = time.monotonic() + within
+        while not done():
+            assert self.task is not None and not self.task.done(), self.task
+            assert time.monotonic() < deadline, self.seen
+            await asyncio.sleep(0.05)
+
+
+def numbers(signals: list[Signal]) -> Counter[tuple[str, str]]:
+    """``(unit, n)`` of each ``ERROR n`` counted, with its count."""
+    out: Counter[tuple[str, str]] = Counter()
+    for sig in signals:
+        assert sig.grouping is not None
+        out[(sig.target, dict(sig.grouping.fields)["n"])] += sig.count
+    return out
+
+
+async def test_units_and_priority_choose_the_entries(tmp_path):
+    journal = Journal(tmp_path / "journal")
+    journal.write(
+        [
+            journal.entry("ERROR 1 api failed", unit="api.service", priority=3),
+            journal.entry("ERROR 2 api at info", unit="api.service", priority=6),
+            journal.entry("ERROR 3 web failed", unit="web.service", priority=3),
+            journal.entry("ERROR 4 db critical", unit="db.service", priority=2),
+            journal.entry("ERROR 5 db warning", unit="db.service", priority=4),
+        ]
+    )
+    picky = monitor(journal.folder, units=["api.service", "db"], priority="err", start="beginning")
+    obs = await picky.check({})
+    assert numbers(obs.signals) == {("api.service", "1"): 1, ("db.service", "4"): 1}
+    assert {s.source for s in obs.signals} == {"journald"}
+    warning = monitor(journal.folder, priority=4, start="beginning")  # a number: 4 is warning
+    got = numbers((await warning.check({})).signals)
+    assert set(got) == {("api.service", "1"), ("web.service", "3"), ("db.service", "4"),
+                        ("db.service", "5")}  # fmt: skip
+    everything = monitor(journal.folder, start="beginning")
+    assert len(numbers((await everything.check({})).signals)) == 5
+    follower = monitor(journal.folder, units=["web.service"], priority="err")
+    follower.baseline({})  # Guard's start: what is in the journal now is not new
+    async with Following(follower) as run:
+        journal.write(
+            [
+                journal.entry("ERROR 6 web again", unit="web.service", priority=3),
+                journal.entry("ERROR 7 api again", unit="api.service", priority=3),
+                journal.entry("ERROR 8 web info", unit="web.service", priority=6),
+                journal.entry("ERROR 9 web alert", unit="web.service", priority=1),
+            ]
+        )
+        await run.until(lambda: ("web.service", "9") in numbers(run.signals()))
+    assert numbers(run.signals()) == {("web.service", "6"): 1, ("web.service", "9"): 1}
+
+
+async def test_a_python_traceback_of_one_entry_a_line_is_one_event(tmp_path):
+    journal = Journal(tmp_path / "journal")
+    trace = python_trace(7, 503).splitlines()
+    entries = []
+    for i, line in enumerate(trace):  # another unit writes in between; systemd splits lines
+        entries.append(journal.entry(line, unit="worker.service", priority=3))
+        entries.append(journal.entry(f"GET /health {i} 200", unit="web.service"))
+    entries.append(journal.entry("worker ready", unit="worker.service"))
+    rules = [{"kind": "app_error", "pattern": "Error|Traceback"}]
+    async with Following(monitor(journal.folder, rules=rules, start="beginning")) as run:
+        journal.write(entries)
+        await run.until(lambda: bool(run.signals("app_error")))
+    [sig] = run.signals("app_error")
+    assert sig.target == "worker.service" and sig.count == 1
+    assert sig.message == "clients.shop.ShopError: upstream 503 for order 7"
+    assert sig.details["event_lines"] == len(trace) == 6
+    assert sig.details["evidence"].splitlines() == trace  # no web.service line inside
+
+
+async def test_resume_by_cursor_counts_nothing_twice_and_skips_nothing(tmp_path):
+    """Guard is killed with a traceback half written and another unit counted after it; more
+    entries arrive while it is down, in the same journal file and in a new one."""
+    journal = Journal(tmp_path / "journal")
+    journal.write([journal.entry(f"ERROR {n} before Guard", unit="old.service") for n in range(3)])
+    rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
+    kw = {"rules": rules, "multiline": {"flush_after": "1h"}}
+    first = monitor(journal.folder, **kw)
+    assert first.baseline({}) is not None  # Guard's start: the end of the journal
+    trace = python_trace(1, 502).splitlines()
+    async with Following(first) as run:
+        journal.write(
+            [journal.entry(f"ERROR {n}", unit="api.service") for n in range(10)]
+            + [journal.entry(line, unit="worker.service") for line in trace[:3]]
+            + [journal.entry(f"ERROR {n}", unit="web.service") for n in range(10, 15)]
+        )
+        # the last entry of each unit is held (its event might go on): ERROR 9 and 14
+        await run.until(lambda: len(numbers(run.signals("err"))) == 13)
+    assert not run.signals("app_error")  # the traceback was pending: not counted
+    journal.write(
+        [journal.entry(line, unit="worker.service") for line in trace[3:]]
+        + [journal.entry("worker ready", unit="worker.service")]
+        + [journal.entry("ERROR 15", unit="api.service")]
+    )
+    journal.write(
+        [journal.entry(f"ERROR {n}", unit="web.service") for n in range(16, 20)], "y.journal"
+    )
+    second = monitor(journal.folder, **kw)
+    assert second.baseline(run.state()) is None
+    async with Following(second) as run2:
+        await run2.until(lambda: len(numbers(run.signals("err") + run2.signals("err"))) == 18)
+        await run2.until(lambda: bool(run2.signals("app_error")))
+    got = numbers(run.signals("err") + run2.signals("err"))
+    held = {15, 19}  # the last entries of api and web
+    assert got == {(u, str(n)): 1 for n, u in _units(20) if n not in held}
+    [trace_sig] = run2.signals("app_error")
+    assert trace_sig.count == 1 and trace_sig.details["event_lines"] == 6
+    # a check where nothing follows (guard run --once) resumes from there and reads to the end
+    third = monitor(journal.folder, **kw)
+    obs = await third.check(run2.state())
+    assert numbers(obs.signals) == {("api.service", "15"): 1, ("web.service", "19"): 1}
+    assert not (await third.check(obs.state)).signals
+
+
+def _units(n: int) -> list[tuple[int, str]]:
+    """``(n, unit)`` of ``ERROR n`` in the resume test."""
+    return [(i, "api.service" if i < 10 or i == 15 else "web.service") for i in range(n)]
+
+
+async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
+    journal = Journal(tmp_path / "journal")
+    huge = b"BOOM huge " + b"x" * (16 << 20)
+    journal.write(
+        [
+            journal.entry(huge, unit="big.service", priority=3),
+            journal.entry(b"BOOM binary \xff\xfe\x00 end", unit="big.service", priority=3),
+            journal.entry("BOOM after", unit="big.service", priority=3),
+        ]
+    )
+    rules = [{"kind": "boom", "pattern": "BOOM", "group_by": "rule"}]
+    reader = monitor(journal.folder, rules=rules, start="beginning", max_line_bytes=4096)
+    tracemalloc.start()
+    try:
+        obs = await reader.check({})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak  # half the message: it was never held whole
+    [sig] = obs.signals
+    assert sig.count == 3 and sig.details["line_cut_at_bytes"] == 4096
+    assert sig.message.startswith("BOOM huge xxx") and len(sig.message) <= 1000
+    assert obs.state["cursor"]
+
+
+@pytest.mark.unit
+def test_a_missing_directory_or_journalctl_names_what_to_fix(tmp_path, monkeypatch):
+    from guard.exceptions import MonitorError
+
+    gone = monitor(tmp_path / "nowhere")
+    with pytest.raises(MonitorError, match=r"directory .*nowhere does not exist.*DEPLOY"):
+        gone.command(follow=True)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MonitorError, match=r"monitor j \(type: journald\) needs journalctl"):
+        monitor(tmp_path).command(follow=True)
