@@ -21,8 +21,8 @@ from typing import Any
 TAIL = 4096  # bytes kept of the end of an over-long line (its last fields)
 TARGETS = ("UNIT", "USER_UNIT", "_SYSTEMD_UNIT", "_SYSTEMD_USER_UNIT", "SYSLOG_IDENTIFIER", "_COMM")
 FIELDS = ("MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER", "_COMM", "_PID", *TARGETS[:4])
-_SMALL = re.compile(rb'"(__CURSOR|__REALTIME_TIMESTAMP|[A-Z_]+)":"((?:[^"\\]|\\.){0,1024})"')
-_MESSAGE = re.compile(rb'"MESSAGE":(?:"((?:[^"\\]|\\.)*)|\[([0-9,]*))')
+_SMALL = re.compile(rb'"([A-Z0-9_]+)" ?: ?"((?:[^"\\]|\\.){0,1024})"')
+_MESSAGE = re.compile(rb'"MESSAGE" ?: ?(?:"((?:[^"\\]|\\.)*)|\[([0-9, ]*))')
 _PARTIAL_ESCAPE = re.compile(rb"\\u[0-9a-fA-F]{0,3}$")
 
 
@@ -116,8 +116,8 @@ def _salvage(head: bytes, tail: bytes) -> tuple[dict[str, str], bytes]:
         return fields, b""
     if found.group(1) is not None:
         return fields, _unescape(found.group(1)).encode("utf-8", "replace")
-    numbers = found.group(2).split(b",")
-    if not found.group(2).endswith(b","):
+    numbers = found.group(2).replace(b" ", b"").split(b",")
+    if not found.group(2).rstrip().endswith(b","):
         numbers = numbers[:-1]  # the last may be cut
     return fields, bytes(n for n in (int(x) for x in numbers if x.isdigit()) if n <= 255)
 
