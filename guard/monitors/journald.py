@@ -166,12 +166,13 @@ class JournaldMonitor:
         limit = self.spec.max_line_bytes
         lines = Lines(6 * limit + TAIL)  # MESSAGE as JSON: up to 6 bytes per byte
         tally = Tally(self.id, "", source="journald")
-        read, chunk = 0, None
+        read = 0
+        chunk: bytes | None = None
         try:
             while True:
                 wait = self._tail.next_flush() if emit is not None else None
                 try:
-                    chunk: bytes | None = await asyncio.wait_for(proc.stdout.read(CHUNK), wait)
+                    chunk = await asyncio.wait_for(proc.stdout.read(CHUNK), wait)
                 except TimeoutError:
                     chunk = None
                 read += len(chunk or b"")

@@ -6,7 +6,7 @@ unknown fields so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -284,7 +284,7 @@ class KubernetesMonitorSpec(_MonitorBase):
 
 
 JournalPriority = Literal["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"]
-JOURNAL_PRIORITIES: tuple[str, ...] = JournalPriority.__args__  # index = syslog level
+JOURNAL_PRIORITIES: tuple[str, ...] = get_args(JournalPriority)  # index = syslog level
 
 
 class JournaldMonitorSpec(_MonitorBase, _LogRules):

@@ -4,10 +4,11 @@ units and priority, tracebacks as one event, resume by cursor, bounded memory.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import tracemalloc
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +36,15 @@ def monitor(folder: Path, **kw: Any) -> JournaldMonitor:
     return built
 
 
-class Following:
-    """A monitor's ``follow`` in a task, with what it emitted (as triage would store it)."""
+class Run:
+    """What a monitor's ``follow`` emitted (as triage would store it)."""
 
-    def __init__(self, monitor: JournaldMonitor) -> None:
-        self.monitor, self.seen = monitor, list[Observation]()
+    def __init__(self) -> None:
+        self.seen: list[Observation] = []
         self.task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> Following:
-        async def emit(obs: Observation) -> None:
-            self.seen.append(obs)
-
-        self.task = asyncio.create_task(self.monitor.follow(emit))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.task is not None
-        self.task.cancel()  # like SIGKILL: nothing after the last emit is kept
-        await asyncio.gather(self.task, return_exceptions=True)
-        await self.monitor.close()
+    async def emit(self, obs: Observation) -> None:
+        self.seen.append(obs)
 
     def signals(self, kind: str | None = None) -> list[Signal]:
         return [s for o in self.seen for s in o.signals if kind is None or s.kind == kind]
@@ -68,6 +59,20 @@ class Following:
             assert self.task is not None and not self.task.done(), self.task
             assert time.monotonic() < deadline, self.seen
             await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def following(watcher: JournaldMonitor) -> AsyncIterator[Run]:
+    """``watcher.follow`` in a task; cancelled at the end like a SIGKILL (nothing after the
+    last emit is kept)."""
+    run = Run()
+    run.task = asyncio.create_task(watcher.follow(run.emit))
+    try:
+        yield run
+    finally:
+        run.task.cancel()
+        await asyncio.gather(run.task, return_exceptions=True)
+        await watcher.close()
 
 
 def numbers(signals: list[Signal]) -> Counter[tuple[str, str]]:
@@ -102,7 +107,7 @@ async def test_units_and_priority_choose_the_entries(tmp_path):
     assert len(numbers((await everything.check({})).signals)) == 5
     follower = monitor(journal.folder, units=["web.service"], priority="err")
     follower.baseline({})  # Guard's start: what is in the journal now is not new
-    async with Following(follower) as run:
+    async with following(follower) as run:
         journal.write(
             [
                 journal.entry("ERROR 6 web again", unit="web.service", priority=3),
@@ -124,7 +129,7 @@ async def test_a_python_traceback_of_one_entry_a_line_is_one_event(tmp_path):
         entries.append(journal.entry(f"GET /health {i} 200", unit="web.service"))
     entries.append(journal.entry("worker ready", unit="worker.service"))
     rules = [{"kind": "app_error", "pattern": "Error|Traceback"}]
-    async with Following(monitor(journal.folder, rules=rules, start="beginning")) as run:
+    async with following(monitor(journal.folder, rules=rules, start="beginning")) as run:
         journal.write(entries)
         await run.until(lambda: bool(run.signals("app_error")))
     [sig] = run.signals("app_error")
@@ -144,7 +149,7 @@ async def test_resume_by_cursor_counts_nothing_twice_and_skips_nothing(tmp_path)
     first = monitor(journal.folder, **kw)
     assert first.baseline({}) is not None  # Guard's start: the end of the journal
     trace = python_trace(1, 502).splitlines()
-    async with Following(first) as run:
+    async with following(first) as run:
         journal.write(
             [journal.entry(f"ERROR {n}", unit="api.service") for n in range(10)]
             + [journal.entry(line, unit="worker.service") for line in trace[:3]]
@@ -163,7 +168,7 @@ async def test_resume_by_cursor_counts_nothing_twice_and_skips_nothing(tmp_path)
     )
     second = monitor(journal.folder, **kw)
     assert second.baseline(run.state()) is None
-    async with Following(second) as run2:
+    async with following(second) as run2:
         await run2.until(lambda: len(numbers(run.signals("err") + run2.signals("err"))) == 18)
         await run2.until(lambda: bool(run2.signals("app_error")))
     got = numbers(run.signals("err") + run2.signals("err"))
@@ -218,3 +223,49 @@ def test_a_missing_directory_or_journalctl_names_what_to_fix(tmp_path, monkeypat
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(MonitorError, match=r"monitor j \(type: journald\) needs journalctl"):
         monitor(tmp_path).command(follow=True)
+
+
+async def test_guard_opens_an_incident_from_the_journal_and_a_restart_counts_nothing_twice(
+    home, tmp_path
+):
+    from tests.monitors.test_docker_monitor import running_guard, wait_for_incident
+
+    journal = Journal(tmp_path / "journal")
+    pay = [journal.entry("ERROR payment failed before Guard", unit="pay.service", priority=3)]
+    journal.write(pay)  # already there when Guard starts: not new
+    rules = [
+        {"kind": "payment_failed", "pattern": "payment failed"},
+        {"kind": "sentinel", "pattern": "SENTINEL (?P<n>\\d+)", "group_by": ["n"]},
+    ]
+    watch: dict[str, Any] = {"id": "journal", "type": "journald", "directory": str(journal.folder)}
+    watch |= {"units": ["pay.service"], "priority": "err", "every": "1h", "rules": rules}
+    home.playbook("host", [watch])
+
+    def failed(n: int) -> list[bytes]:
+        return [
+            journal.entry(f"ERROR payment failed for order {n}", unit="pay.service", priority=3),
+            journal.entry(f"payment failed for order {n}, retrying", unit="pay.service"),  # info
+            journal.entry(f"payment failed for order {n}", unit="shop.service", priority=3),
+        ]
+
+    def payment(inc: Any) -> bool:
+        return inc.kind == "payment_failed"
+
+    g, task = await running_guard(home)
+    try:
+        journal.write(failed(1) + failed(2) + failed(3))
+        inc = await wait_for_incident(home, lambda i: payment(i) and i.count == 3, within=60)
+        assert inc.target == "pay.service" and inc.source == "journald"
+    finally:
+        g.stop()
+        await task
+    journal.write(failed(4) + failed(5))  # while Guard is down
+    g, task = await running_guard(home)  # resumes at the stored cursor
+    try:
+        journal.write([journal.entry("SENTINEL 1", unit="pay.service", priority=2)])
+        await wait_for_incident(home, lambda i: i.kind == "sentinel", within=60)
+    finally:
+        g.stop()
+        await task
+    again = await wait_for_incident(home, payment)
+    assert again.count == 5  # the two written while down, once; nothing before Guard or twice
