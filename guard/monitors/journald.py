@@ -8,8 +8,10 @@ cursor and counts nothing twice. When ``journalctl`` exits, ``follow`` raises
 ``MonitorError`` and the runner starts it again with backoff.
 
 ``check`` is a health check while ``follow`` runs (``journalctl`` and ``directory`` are there).
-When nothing follows (``guard run --once``, verification) it reads once, from the stored cursor
-to the end of the journal, with the same counting: its signals and the new position.
+When nothing follows (``guard run --once``, verification, ``follow`` waiting to start again)
+it reads once, from the position to the end of the journal, with the same counting: its
+signals and the new position. A monitor the runner baselined keeps its own position (the
+runner's copy lags behind what ``follow`` emitted); any other reads from the state it is given.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class JournaldMonitor:
             Framer(spec.multiline_spec),
             spec.max_line_bytes,
         )
-        self._own = False  # the position is this instance's (baselined, or read by it)
+        self._baselined = False  # the position is this instance's, not the caller's
         self._lock = asyncio.Lock()  # one reader at a time: follow, or a check's read
         self._following = False
         self._broken: str | None = None  # why the last journalctl of follow ended
@@ -65,8 +67,12 @@ class JournaldMonitor:
     # -- position -------------------------------------------------------------------------------
 
     def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Resume from the stored position, or start at the end of the journal as it is now."""
-        self._own = True
+        """Resume from the stored position, or start at the end of the journal as it is now.
+        From then on this instance keeps the position (the runner's copy may lag behind)."""
+        self._baselined = True
+        return self._start(state)
+
+    def _start(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         if state:
             self._tail.restore(dict(state))
             return None
@@ -80,8 +86,8 @@ class JournaldMonitor:
 
     def _last_cursor(self) -> str | None:
         """The cursor of the journal's last entry (None: empty, or it cannot be read now)."""
-        exe = shutil.which("journalctl")
-        if exe is None or not os.path.isdir(self.spec.directory):
+        exe = _reader(self.spec.directory)
+        if exe is None:
             return None
         cmd = [exe, "--directory", self.spec.directory, "--output=json", "--lines=1"]
         cmd += ["--no-pager", "--output-fields=PRIORITY"]
@@ -184,7 +190,7 @@ class JournaldMonitor:
                         break
                     continue
                 self._tail.count(tally, touched)  # what is pending when journalctl ends waits
-                signals = tally.result()
+                signals = self._signals(tally)
                 if signals or entries:
                     await emit(Observation(signals, self._tail.state()))
                 tally = Tally(self.id, "", source="journald")
@@ -198,11 +204,18 @@ class JournaldMonitor:
                 f": {stderr}" if stderr else ""
             )
             raise MonitorError(self._broken)
-        return Observation(tally.result(), self._tail.state())
+        return Observation(self._signals(tally), self._tail.state())
+
+    def _signals(self, tally: Any) -> list[Any]:
+        """The tally's signals, saying which journal they are from (``recent_logs`` reads it)."""
+        signals: list[Any] = tally.result()
+        for sig in signals:
+            sig.details["directory"] = self.spec.directory
+        return signals
 
     async def follow(self, emit: Emit) -> None:
         """Count entries as journalctl prints them, until cancelled; raise when it exits."""
-        if not self._own:
+        if not self._baselined:
             await asyncio.to_thread(self.baseline, {})
         self._following = True
         try:
@@ -221,14 +234,46 @@ class JournaldMonitor:
                 raise MonitorError(self._broken)
             return Observation([])
         async with self._lock:
-            if not self._own:
-                await asyncio.to_thread(self.baseline, state)
-            self._tail.restore(self._tail.state())
+            if self._baselined:  # the runner's: resume where follow or the last check was
+                self._tail.restore(self._tail.state())
+            else:  # once, or verification: from the stored position, each time
+                await asyncio.to_thread(self._start, state)
             return await self._read(await self._spawn(follow=False), None)
 
     async def close(self) -> None:
         for proc in list(self._procs):
             await self._end(proc)
+
+
+def _reader(directory: str) -> str | None:
+    """journalctl, if it is installed and ``directory`` is there (None: not both)."""
+    exe = shutil.which("journalctl")
+    return exe if exe is not None and os.path.isdir(directory) else None
+
+
+UNIT_SUFFIXES = (".service", ".scope", ".socket", ".timer", ".mount", ".slice", ".path", ".swap")
+
+
+async def recent_entries(directory: str, target: str, lines: int, keep: int = 20000) -> str:
+    """The last ``lines`` entries of a target (a unit, or a syslog identifier) as journalctl
+    shows them (its last ``keep`` characters); ``MonitorError`` when they cannot be read."""
+    exe = _reader(directory)
+    if exe is None:
+        raise MonitorError(f"cannot read the journal in {directory} (journalctl or the mount)")
+    which = "--unit" if target.endswith(UNIT_SUFFIXES) else "--identifier"
+    cmd = [exe, "--directory", directory, which, target, f"--lines={lines}", "--no-pager"]
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, "--output=short-iso", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise MonitorError("journalctl took longer than 30s") from None
+    if proc.returncode:
+        raise MonitorError(f"journalctl exited with {proc.returncode}: {err.decode()[-500:]}")
+    return out.decode("utf-8", "replace")[-keep:] or "(no entries)"
 
 
 async def _last_bytes(stream: asyncio.StreamReader, keep: int) -> bytes:

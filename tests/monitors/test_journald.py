@@ -269,3 +269,53 @@ async def test_guard_opens_an_incident_from_the_journal_and_a_restart_counts_not
         await task
     again = await wait_for_incident(home, payment)
     assert again.count == 5  # the two written while down, once; nothing before Guard or twice
+
+
+async def test_the_model_reads_the_recent_journal_of_the_incidents_unit(tmp_path):
+    from types import SimpleNamespace
+
+    from guard.agent.tools import Toolbox
+
+    journal = Journal(tmp_path / "journal")
+    journal.write(
+        [journal.entry(f"pay line {n}", unit="pay.service") for n in range(5)]
+        + [journal.entry("shop line", unit="shop.service")]
+    )
+    obs = await monitor(journal.folder, start="beginning").check({})
+    inc = SimpleNamespace(source="journald", target="pay.service", details={}, message="")
+    inc.details = {"directory": str(journal.folder)}  # as the signals carry it
+    assert all(s.details["directory"] == str(journal.folder) for s in obs.signals)
+    box = Toolbox(inc, *([None] * 5), timeout=10)  # type: ignore[arg-type,misc]
+    out = await box.call("recent_logs", {"lines": 2})
+    assert [line.split(": ", 1)[1] for line in out.splitlines()] == ["pay line 3", "pay line 4"]
+    inc.details = {"directory": str(tmp_path / "gone")}
+    with pytest.raises(Exception, match="cannot read the journal"):
+        await box.call("recent_logs", {"lines": 2})
+
+
+async def test_verification_reads_the_journal_from_where_the_monitor_is(tmp_path):
+    from types import SimpleNamespace
+
+    from guard.agent.verify import Verifier
+    from guard.skills.model import VerifySpec
+    from guard.store.db import open_database
+    from guard.store.state import put_state
+
+    journal = Journal(tmp_path / "journal")
+    journal.write([journal.entry("ERROR 1 before the fix", unit="pay.service")])
+    watch = spec(journal.folder, rules=RULES, start="beginning", multiline="none")
+    running = build_monitor(watch)
+    obs = await running.check({})  # the running monitor counted it and stored its cursor
+    [sig] = obs.signals
+    db = open_database(f"sqlite:///{tmp_path / 'guard.db'}")
+    with db.session() as session:
+        put_state(session, "monitor:j", obs.state)
+    inc = SimpleNamespace(
+        monitor_id="j", source="journald", target="pay.service", kind="err", details=sig.details
+    )
+    verifier = Verifier(db, {"j": watch})
+    quick = VerifySpec(timeout=0.5, interval=0.1, quiet=0.05)
+    assert (await verifier.verify(inc, quick)).passed  # nothing new since the cursor
+    journal.write([journal.entry("ERROR 2 after the fix", unit="pay.service")])
+    verdict = await verifier.verify(inc, quick)
+    assert not verdict.passed and "ERROR 2 after the fix" in verdict.reason
