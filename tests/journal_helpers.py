@@ -49,8 +49,8 @@ class Journal:
         ident: str | None = None,
         **extra: str,
     ) -> bytes:
-        """One entry in the export format, 1 ms after the previous one."""
-        self._clock += 1000
+        """One entry in the export format, stamped now (and after the previous one)."""
+        self._clock = max(self._clock + 1, time.time_ns() // 1000)
         self._mono += 1000
         fields = {
             "__REALTIME_TIMESTAMP": str(self._clock),

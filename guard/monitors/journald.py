@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -182,8 +183,9 @@ class JournaldMonitor:
                 except TimeoutError:
                     chunk = None
                 read += len(chunk or b"")
-                entries = [parse(*line, limit) for line in lines.feed(chunk or b"")]
-                touched = self._tail.add(e for e in entries if e is not None)
+                parsed = (parse(*line, limit) for line in lines.feed(chunk or b""))
+                entries = [e for e in parsed if e is not None]
+                touched = self._tail.add(entries)
                 if emit is None:  # once: everything to the end is complete
                     self._tail.count(tally, touched, final=chunk == b"")
                     if chunk == b"" or read >= MAX_BYTES_PER_CHECK:
@@ -203,6 +205,10 @@ class JournaldMonitor:
             self._broken = f"journalctl exited with {proc.returncode}" + (
                 f": {stderr}" if stderr else ""
             )
+            if proc.returncode and self._tail.cursor and "cursor" in stderr.lower():
+                since = _cursor_time(self._tail.cursor) or time.time_ns() // 1000
+                self._tail.restore({"since": since})  # a cursor it cannot seek to: its time
+                self._broken += " (the stored cursor is dropped: reading on from its time)"
             raise MonitorError(self._broken)
         return Observation(self._signals(tally), self._tail.state())
 
@@ -274,6 +280,12 @@ async def recent_entries(directory: str, target: str, lines: int, keep: int = 20
     if proc.returncode:
         raise MonitorError(f"journalctl exited with {proc.returncode}: {err.decode()[-500:]}")
     return out.decode("utf-8", "replace")[-keep:] or "(no entries)"
+
+
+def _cursor_time(cursor: str) -> int | None:
+    """The realtime (microseconds) a journal cursor holds (``t=`` in hex), if any."""
+    found = re.search(r"(?:^|;)t=([0-9a-f]+)(?:;|$)", cursor)
+    return int(found.group(1), 16) if found else None
 
 
 async def _last_bytes(stream: asyncio.StreamReader, keep: int) -> bytes:

@@ -319,3 +319,18 @@ async def test_verification_reads_the_journal_from_where_the_monitor_is(tmp_path
     journal.write([journal.entry("ERROR 2 after the fix", unit="pay.service")])
     verdict = await verifier.verify(inc, quick)
     assert not verdict.passed and "ERROR 2 after the fix" in verdict.reason
+
+
+async def test_a_cursor_journalctl_cannot_seek_to_is_dropped_for_its_time(tmp_path):
+    from guard.exceptions import MonitorError
+
+    journal = Journal(tmp_path / "journal")
+    journal.write([journal.entry("ERROR 1 long ago", unit="api.service")])
+    watcher = monitor(journal.folder, multiline="none")
+    watcher.baseline({"cursor": "t=zz;garbage"})  # a state from elsewhere, or damaged
+    with pytest.raises(MonitorError, match="cursor is dropped"):
+        await watcher.check({})
+    journal.write([journal.entry("ERROR 2 now", unit="api.service")])
+    obs = await watcher.check({})  # from now (the cursor held no time): only what is new
+    assert numbers(obs.signals) == {("api.service", "2"): 1}
+    assert obs.state["cursor"]
