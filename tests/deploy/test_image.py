@@ -177,7 +177,7 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     )
     assert code == 0, out.decode()[-2000:]
     assert image.attrs["Config"]["User"] == "guard"
-    code, out = first.exec_run(["journalctl", "--version"])  # type: journald reads with it
+    code, out = first.exec_run(["journalctl", "--version"])  # journald monitors read with it
     assert code == 0 and out.startswith(b"systemd "), out
     code, uid = first.exec_run(["id", "-u"])
     assert code == 0 and uid.decode().strip() != "0"
