@@ -213,6 +213,33 @@ async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
     assert obs.state["cursor"]
 
 
+async def test_a_flood_and_an_endless_traceback_stay_bounded(tmp_path):
+    journal = Journal(tmp_path / "journal")
+    entries = [journal.entry("Traceback (most recent call last):", unit="worker.service")]
+    for n in range(5_000):
+        entries.append(journal.entry(f"ERROR {n} flood", unit="flood.service", priority=3))
+        entries.append(
+            journal.entry(f'  File "/app/loop.py", line {n}, in f', unit="worker.service")
+        )
+    journal.write(entries)
+    rules = [
+        {"kind": "flood", "pattern": "ERROR", "group_by": "rule"},
+        {"kind": "trace", "pattern": "Traceback|File", "group_by": "rule"},
+    ]
+    reader = monitor(journal.folder, rules=rules, start="beginning", multiline={"max_bytes": 4096})
+    tracemalloc.start()
+    try:
+        obs = await reader.check({})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak  # the journal's JSON is ~4 MB: never held whole
+    by_kind = {s.kind: s for s in obs.signals}
+    assert by_kind["flood"].count == 5_000
+    trace = by_kind["trace"]  # an endless trace: events of at most max_bytes, not one per line
+    assert trace.count < 200 and len(trace.details["evidence"]) <= 4096
+
+
 @pytest.mark.unit
 def test_a_missing_directory_or_journalctl_names_what_to_fix(tmp_path, monkeypatch):
     from guard.exceptions import MonitorError
