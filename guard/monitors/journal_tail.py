@@ -75,6 +75,10 @@ class JournalTail:
         for target, ident, cursor, realtime in state.get("done") or []:
             self._done[(target, ident)] = _Mark(AHEAD, cursor, int(realtime), None)
 
+    def reopen(self) -> None:
+        """Read on after the last entry read (journalctl reads from ``cursor`` on, inclusive)."""
+        self.cursor = self._last
+
     def state(self) -> dict[str, Any]:
         cursor, upto = self._last, AHEAD - 1
         if self._pending:

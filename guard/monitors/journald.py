@@ -26,6 +26,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from loguru import logger
+
 from guard.exceptions import MonitorError
 from guard.monitors.base import Emit
 from guard.monitors.journal_entries import FIELDS, TAIL, Lines, parse
@@ -36,6 +38,7 @@ from guard.records import Observation
 CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues
 STDERR_KEPT = 2000
+POLL_EVERY = 1.0  # seconds between reads when journalctl cannot follow
 
 
 class JournaldMonitor:
@@ -63,6 +66,8 @@ class JournaldMonitor:
         self._lock = asyncio.Lock()  # one reader at a time: follow, or a check's read
         self._following = False
         self._broken: str | None = None  # why the last journalctl of follow ended
+        self._said = ""  # what a journalctl that ended by itself said
+        self._polling = False  # journalctl could not follow: it is run every POLL_EVERY
         self._procs: set[asyncio.subprocess.Process] = set()
 
     # -- position -------------------------------------------------------------------------------
@@ -166,13 +171,11 @@ class JournaldMonitor:
     async def _read(self, proc: asyncio.subprocess.Process, emit: Emit | None) -> Observation:
         """Count the entries journalctl prints. Following (``emit``): emit each batch, until
         journalctl exits (``MonitorError``). Once: to its end, or ``MAX_BYTES_PER_CHECK``."""
-        from guard.monitors.logfile import Tally
-
         assert proc.stdout is not None and proc.stderr is not None
         errors = asyncio.create_task(_last_bytes(proc.stderr, STDERR_KEPT))
         limit = self.spec.max_line_bytes
         lines = Lines(6 * limit + TAIL)  # MESSAGE as JSON: up to 6 bytes per byte
-        tally = Tally(self.id, "", source="journald")
+        tally = self._tally()
         read = 0
         chunk: bytes | None = None
         try:
@@ -195,12 +198,15 @@ class JournaldMonitor:
                 signals = self._signals(tally)
                 if signals or entries:
                     await emit(Observation(signals, self._tail.state()))
-                tally = Tally(self.id, "", source="journald")
+                tally = self._tally()
                 if chunk == b"":
                     break
         finally:
             await self._end(proc, ending=chunk == b"")
             stderr = (await errors).decode("utf-8", "replace").strip()
+        if emit is not None and proc.returncode == 0:  # it ended by itself: it cannot follow
+            self._said = stderr
+            return Observation([])
         if emit is not None or proc.returncode not in (0, -9):
             self._broken = f"journalctl exited with {proc.returncode}" + (
                 f": {stderr}" if stderr else ""
@@ -212,6 +218,11 @@ class JournaldMonitor:
             raise MonitorError(self._broken)
         return Observation(self._signals(tally), self._tail.state())
 
+    def _tally(self) -> Any:
+        from guard.monitors.logfile import Tally
+
+        return Tally(self.id, "", source="journald")
+
     def _signals(self, tally: Any) -> list[Any]:
         """The tally's signals, saying which journal they are from (``recent_logs`` reads it)."""
         signals: list[Any] = tally.result()
@@ -220,18 +231,43 @@ class JournaldMonitor:
         return signals
 
     async def follow(self, emit: Emit) -> None:
-        """Count entries as journalctl prints them, until cancelled; raise when it exits."""
+        """Count entries as journalctl prints them, until cancelled; raise when it exits. One
+        that cannot follow (no inotify instance left, say: it prints "Reverting to -n" and
+        ends) is run again every ``POLL_EVERY`` seconds instead, and follows once it can."""
         if not self._baselined:
             await asyncio.to_thread(self.baseline, {})
         self._following = True
         try:
             async with self._lock:
                 self._tail.restore(self._tail.state())  # what was pending is read again
-                proc = await self._spawn(follow=True)
-                self._broken = None
-                await self._read(proc, emit)
+                while True:
+                    proc = await self._spawn(follow=True)
+                    self._broken = None
+                    await self._read(proc, emit)
+                    if not self._polling:
+                        logger.warning(
+                            "monitor {}: journalctl cannot follow the journal ({}); reading it "
+                            "every {}s instead",
+                            self.id,
+                            self._said or "it ended",
+                            POLL_EVERY,
+                        )
+                    self._polling = True
+                    await self._idle(emit, POLL_EVERY)
+                    self._tail.reopen()
         finally:
             self._following = False
+
+    async def _idle(self, emit: Emit, seconds: float) -> None:
+        """Wait ``seconds``, counting pending events as they become complete."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, self._tail.next_flush() or left))
+            tally = self._tally()
+            self._tail.count(tally, set())
+            signals = self._signals(tally)
+            if signals:
+                await emit(Observation(signals, self._tail.state()))
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
         self._journalctl()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import time
 import tracemalloc
 from collections import Counter
@@ -186,6 +188,70 @@ async def test_resume_by_cursor_counts_nothing_twice_and_skips_nothing(tmp_path)
 def _units(n: int) -> list[tuple[int, str]]:
     """``(n, unit)`` of ``ERROR n`` in the resume test."""
     return [(i, "api.service" if i < 10 or i == 15 else "web.service") for i in range(n)]
+
+
+async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stopped(tmp_path):
+    """As the runner does: a check while following is a health check; when journalctl ends,
+    follow raises; a check meanwhile reads on; follow again starts after that."""
+    from guard.exceptions import MonitorError
+
+    journal = Journal(tmp_path / "journal")
+    watcher = monitor(journal.folder, multiline="none")
+    watcher.baseline({})
+    seen: list[Signal] = []
+    async with following(watcher) as run:
+        journal.write([journal.entry("ERROR 1", unit="api.service")])
+        await run.until(lambda: bool(run.signals()))
+        assert (await watcher.check({})).signals == []  # following: only health
+        [journalctl] = watcher._procs
+        journalctl.kill()  # it ends (a crash, an OOM kill)
+        assert run.task is not None
+        with pytest.raises(MonitorError, match="journalctl exited with -9"):
+            await asyncio.wait_for(asyncio.shield(run.task), 60)
+        seen += run.signals()
+    journal.write([journal.entry(f"ERROR {n}", unit="api.service") for n in (2, 3)])
+    seen += (await watcher.check({})).signals  # the runner's check while follow waits
+    journal.write([journal.entry("ERROR 4", unit="api.service")])
+    async with following(watcher) as run:
+        await run.until(lambda: bool(run.signals()))
+        seen += run.signals()
+    assert numbers(seen) == {("api.service", str(n)): 1 for n in (1, 2, 3, 4)}
+
+
+async def test_a_journalctl_that_cannot_follow_is_run_again_and_counts_once(tmp_path, monkeypatch):
+    """With no inotify instance left, journalctl --follow says so, prints what there is and
+    ends (this wrapper makes it behave so); Guard reads on every second from where it was."""
+    real = shutil.which("journalctl")
+    wrapper = tmp_path / "bin" / "journalctl"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        '#!/bin/sh\nfor a do shift; [ "$a" = --follow ] || set -- "$@" "$a"; done\n'
+        "echo 'Insufficient watch descriptors available. Reverting to -n.' >&2\n"
+        f'exec {real} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    journal = Journal(tmp_path / "journal")
+    rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
+    watcher = monitor(journal.folder, rules=rules, multiline={"flush_after": "1h"})
+    watcher.baseline({})
+    trace = python_trace(5, 502).splitlines()
+    async with following(watcher) as run:
+        journal.write(
+            [journal.entry(f"ERROR {n}", unit="api.service") for n in range(3)]
+            + [journal.entry(line, unit="worker.service") for line in trace[:2]]
+        )
+        await run.until(lambda: len(numbers(run.signals("err"))) == 2)  # ERROR 2 is held
+        journal.write(
+            [journal.entry(line, unit="worker.service") for line in trace[2:]]
+            + [journal.entry("worker ready", unit="worker.service")]
+            + [journal.entry(f"ERROR {n}", unit="api.service") for n in range(3, 6)]
+        )
+        await run.until(lambda: bool(run.signals("app_error")))
+        await run.until(lambda: len(numbers(run.signals("err"))) == 5)
+    assert numbers(run.signals("err")) == {("api.service", str(n)): 1 for n in range(5)}
+    [event] = run.signals("app_error")
+    assert event.count == 1 and event.details["event_lines"] == 6
 
 
 async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
