@@ -190,11 +190,15 @@ def _units(n: int) -> list[tuple[int, str]]:
     return [(i, "api.service" if i < 10 or i == 15 else "web.service") for i in range(n)]
 
 
-async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stopped(tmp_path):
+async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stopped(
+    tmp_path, monkeypatch
+):
     """As the runner does: a check while following is a health check; when journalctl ends,
     follow raises; a check meanwhile reads on; follow again starts after that."""
     from guard.exceptions import MonitorError
 
+    broken = tmp_path / "broken"  # while it exists, journalctl fails at once (a wrapper)
+    wrap(tmp_path, monkeypatch, f"[ -e {broken} ] && echo 'journalctl: broken' >&2 && exit 1")
     journal = Journal(tmp_path / "journal")
     watcher = monitor(journal.folder, multiline="none")
     watcher.baseline({})
@@ -203,12 +207,16 @@ async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stoppe
         journal.write([journal.entry("ERROR 1", unit="api.service")])
         await run.until(lambda: bool(run.signals()))
         assert (await watcher.check({})).signals == []  # following: only health
-        [journalctl] = watcher._procs
-        journalctl.kill()  # it ends (a crash, an OOM kill)
+        broken.touch()
+        for journalctl in list(watcher._procs):  # it ends (a crash, an OOM kill)
+            journalctl.kill()
         assert run.task is not None
-        with pytest.raises(MonitorError, match="journalctl exited with -9"):
+        with pytest.raises(MonitorError, match="journalctl exited with"):
             await asyncio.wait_for(asyncio.shield(run.task), 60)
+        with pytest.raises(MonitorError, match="journalctl exited with 1: journalctl: broken"):
+            await watcher.check({})
         seen += run.signals()
+    broken.unlink()
     journal.write([journal.entry(f"ERROR {n}", unit="api.service") for n in (2, 3)])
     seen += (await watcher.check({})).signals  # the runner's check while follow waits
     journal.write([journal.entry("ERROR 4", unit="api.service")])
@@ -218,19 +226,23 @@ async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stoppe
     assert numbers(seen) == {("api.service", str(n)): 1 for n in (1, 2, 3, 4)}
 
 
-async def test_a_journalctl_that_cannot_follow_is_run_again_and_counts_once(tmp_path, monkeypatch):
-    """With no inotify instance left, journalctl --follow says so, prints what there is and
-    ends (this wrapper makes it behave so); Guard reads on every second from where it was."""
+def wrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, follow: bool = True) -> None:
+    """Put a ``journalctl`` first on PATH that runs ``before``, then the real one (without
+    ``--follow`` unless ``follow``)."""
     real = shutil.which("journalctl")
     wrapper = tmp_path / "bin" / "journalctl"
     wrapper.parent.mkdir()
-    wrapper.write_text(
-        '#!/bin/sh\nfor a do shift; [ "$a" = --follow ] || set -- "$@" "$a"; done\n'
-        "echo 'Insufficient watch descriptors available. Reverting to -n.' >&2\n"
-        f'exec {real} "$@"\n'
-    )
+    drop = "" if follow else 'for a do shift; [ "$a" = --follow ] || set -- "$@" "$a"; done\n'
+    wrapper.write_text(f'#!/bin/sh\n{before}\n{drop}exec {real} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+
+
+async def test_a_journalctl_that_cannot_follow_is_run_again_and_counts_once(tmp_path, monkeypatch):
+    """With no inotify instance left, journalctl --follow says so, prints what there is and
+    ends (this wrapper makes it behave so); Guard reads on every second from where it was."""
+    say = "echo 'Insufficient watch descriptors available. Reverting to -n.' >&2"
+    wrap(tmp_path, monkeypatch, say, follow=False)
     journal = Journal(tmp_path / "journal")
     rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
     watcher = monitor(journal.folder, rules=rules, multiline={"flush_after": "1h"})
