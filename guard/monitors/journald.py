@@ -4,8 +4,8 @@
 of ``units`` and ``--priority``) as a subprocess and counts its entries as they come
 (``guard.monitors.journal_tail``), emitting each batch with the new position: the journal
 cursor, stored with the incidents in one transaction, so a restart of Guard resumes at that
-cursor and counts nothing twice. When ``journalctl`` exits, ``follow`` raises
-``MonitorError`` and the runner starts it again with backoff.
+cursor and counts nothing twice. When ``journalctl`` fails, ``follow`` raises ``MonitorError``
+and the runner starts it again with backoff; one that cannot follow is polled instead.
 
 ``check`` is a health check while ``follow`` runs (``journalctl`` and ``directory`` are there).
 When nothing follows (``guard run --once``, verification, ``follow`` waiting to start again)
@@ -39,6 +39,7 @@ CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues
 STDERR_KEPT = 2000
 POLL_EVERY = 1.0  # seconds between reads when journalctl cannot follow
+QUIET_RESTART = 300.0  # a journalctl silent this long is started again (new files are seen)
 
 
 class JournaldMonitor:
@@ -68,6 +69,7 @@ class JournaldMonitor:
         self._broken: str | None = None  # why the last journalctl of follow ended
         self._said = ""  # what a journalctl that ended by itself said
         self._polling = False  # journalctl could not follow: it is run every POLL_EVERY
+        self._quiet = False  # the last journalctl was stopped for being silent too long
         self._procs: set[asyncio.subprocess.Process] = set()
 
     # -- position -------------------------------------------------------------------------------
@@ -176,16 +178,24 @@ class JournaldMonitor:
         limit = self.spec.max_line_bytes
         lines = Lines(6 * limit + TAIL)  # MESSAGE as JSON: up to 6 bytes per byte
         tally = self._tally()
-        read = 0
+        read, heard = 0, time.monotonic()
         chunk: bytes | None = None
+        self._quiet = False
         try:
             while True:
                 wait = self._tail.next_flush() if emit is not None else None
+                if emit is not None:
+                    left = heard + QUIET_RESTART - time.monotonic()
+                    if left <= 0:
+                        self._quiet = True
+                        break
+                    wait = left if wait is None else min(wait, left)
                 try:
                     chunk = await asyncio.wait_for(proc.stdout.read(CHUNK), wait)
                 except TimeoutError:
                     chunk = None
                 read += len(chunk or b"")
+                heard = time.monotonic() if chunk else heard
                 parsed = (parse(*line, limit) for line in lines.feed(chunk or b""))
                 entries = [e for e in parsed if e is not None]
                 touched = self._tail.add(entries)
@@ -204,6 +214,8 @@ class JournaldMonitor:
         finally:
             await self._end(proc, ending=chunk == b"")
             stderr = (await errors).decode("utf-8", "replace").strip()
+        if self._quiet:
+            return Observation([])
         if emit is not None and proc.returncode == 0:  # it ended by itself: it cannot follow
             self._said = stderr
             return Observation([])
@@ -233,7 +245,9 @@ class JournaldMonitor:
     async def follow(self, emit: Emit) -> None:
         """Count entries as journalctl prints them, until cancelled; raise when it exits. One
         that cannot follow (no inotify instance left, say: it prints "Reverting to -n" and
-        ends) is run again every ``POLL_EVERY`` seconds instead, and follows once it can."""
+        ends) is run again every ``POLL_EVERY`` seconds instead, and follows once it can. One
+        silent for ``QUIET_RESTART`` is started again (a journal file it could not watch is
+        read then). Each run reads on after the last entry read; pending events are kept."""
         if not self._baselined:
             await asyncio.to_thread(self.baseline, {})
         self._following = True
@@ -244,23 +258,24 @@ class JournaldMonitor:
                     proc = await self._spawn(follow=True)
                     self._broken = None
                     await self._read(proc, emit)
-                    if not self._polling:
-                        logger.warning(
-                            "monitor {}: journalctl cannot follow the journal ({}); reading it "
-                            "every {}s instead",
-                            self.id,
-                            self._said or "it ended",
-                            POLL_EVERY,
-                        )
-                    self._polling = True
-                    await self._idle(emit, POLL_EVERY)
+                    if not self._quiet:  # it ended by itself: it cannot follow
+                        await self._poll(emit)
                     self._tail.reopen()
         finally:
             self._following = False
 
-    async def _idle(self, emit: Emit, seconds: float) -> None:
-        """Wait ``seconds``, counting pending events as they become complete."""
-        deadline = time.monotonic() + seconds
+    async def _poll(self, emit: Emit) -> None:
+        """Wait ``POLL_EVERY`` before journalctl runs again, counting pending events as they
+        become complete (said once: journalctl cannot follow)."""
+        if not self._polling:
+            logger.warning(
+                "monitor {}: journalctl cannot follow the journal ({}); reading it every {}s",
+                self.id,
+                self._said or "it ended",
+                POLL_EVERY,
+            )
+        self._polling = True
+        deadline = time.monotonic() + POLL_EVERY
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(left, self._tail.next_flush() or left))
             tally = self._tally()

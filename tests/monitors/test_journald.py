@@ -266,6 +266,39 @@ async def test_a_journalctl_that_cannot_follow_is_run_again_and_counts_once(tmp_
     assert event.count == 1 and event.details["event_lines"] == 6
 
 
+async def test_a_silent_journalctl_is_started_again_and_counts_once(tmp_path, monkeypatch):
+    from guard.monitors import journald
+
+    monkeypatch.setattr(journald, "QUIET_RESTART", 0.3)
+    starts = tmp_path / "starts"
+    wrap(tmp_path, monkeypatch, f"echo started >> {starts}")
+    journal = Journal(tmp_path / "journal")
+    rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
+    watcher = monitor(journal.folder, rules=rules, multiline={"flush_after": "1h"})
+    watcher.baseline({})
+    trace = python_trace(6, 504).splitlines()
+    async with following(watcher) as run:
+        for n in range(4):  # each after a silence: a journalctl started again reads it
+            api, worker = f"ERROR {n}", trace[n]
+            journal.write(
+                [
+                    journal.entry(api, unit="api.service"),
+                    journal.entry(worker, unit="worker.service"),
+                ]
+            )
+            runs = n + 2
+            await run.until(lambda: starts.read_text().count("started") >= runs)
+        journal.write(
+            [journal.entry(line, unit="worker.service") for line in [*trace[4:], "ready"]]
+            + [journal.entry("ERROR 4", unit="api.service")]
+        )
+        await run.until(lambda: len(numbers(run.signals("err"))) == 4)  # ERROR 4 is held
+        await run.until(lambda: bool(run.signals("app_error")))
+    assert numbers(run.signals("err")) == {("api.service", str(n)): 1 for n in range(4)}
+    [event] = run.signals("app_error")  # its lines came over four journalctl runs
+    assert event.count == 1 and event.details["event_lines"] == 6
+
+
 async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
     journal = Journal(tmp_path / "journal")
     huge = b"BOOM huge " + b"x" * (16 << 20)
