@@ -286,8 +286,11 @@ async def test_a_silent_journalctl_is_started_again_and_counts_once(tmp_path, mo
                     journal.entry(worker, unit="worker.service"),
                 ]
             )
-            runs = n + 2
-            await run.until(lambda: starts.read_text().count("started") >= runs)
+
+            def restarted(runs: int = n + 2) -> bool:
+                return starts.read_text().count("started") >= runs
+
+            await run.until(restarted)
         journal.write(
             [journal.entry(line, unit="worker.service") for line in [*trace[4:], "ready"]]
             + [journal.entry("ERROR 4", unit="api.service")]
