@@ -141,6 +141,21 @@ async def test_a_python_traceback_of_one_entry_a_line_is_one_event(tmp_path):
     assert sig.details["evidence"].splitlines() == trace  # no web.service line inside
 
 
+async def test_multiline_start_and_max_lines_apply_to_the_journal(tmp_path):
+    journal = Journal(tmp_path / "journal")
+    lines = ["[job 7] FAILED step 3", *(f"detail {n}" for n in range(20)), "[job 8] ok"]
+    journal.write([journal.entry(line, unit="batch.service") for line in lines])
+    rules = [{"kind": "job_failed", "pattern": "FAILED"}]
+    multiline = {"start": r"^\[job ", "max_lines": 3}
+    obs = await monitor(journal.folder, rules=rules, start="beginning", multiline=multiline).check(
+        {}
+    )
+    [sig] = obs.signals
+    assert sig.details["event_lines"] == 21 and sig.message == "[job 7] FAILED step 3"
+    kept = sig.details["evidence"].splitlines()  # the first max_lines, and the last 10
+    assert kept == [*lines[:3], "... 8 more lines ...", *lines[11:21]]
+
+
 async def test_resume_by_cursor_counts_nothing_twice_and_skips_nothing(tmp_path):
     """Guard is killed with a traceback half written and another unit counted after it; more
     entries arrive while it is down, in the same journal file and in a new one."""
