@@ -2,10 +2,12 @@
 
 ``follow`` runs ``journalctl --directory DIR --output=json --follow`` (with ``--unit`` for each
 of ``units`` and ``--priority``) as a subprocess and counts its entries as they come
-(``guard.monitors.journal_tail``), emitting each batch with the new position: the journal
+(``guard.monitors.journal_tail``), emitting their signals with the new position: the journal
 cursor, stored with the incidents in one transaction, so a restart of Guard resumes at that
-cursor and counts nothing twice. When ``journalctl`` fails, ``follow`` raises ``MonitorError``
-and the runner starts it again with backoff; one that cannot follow is polled instead.
+cursor and counts nothing twice. Entries that make no signal move the stored position at most
+every ``STATE_EVERY`` (a chatty journal is not a write per line); lost, they are read again.
+When ``journalctl`` fails, ``follow`` raises ``MonitorError`` and the runner starts it again
+with backoff; one that cannot follow is polled instead.
 
 ``check`` is a health check while ``follow`` runs (``journalctl`` and ``directory`` are there).
 When nothing follows (``guard run --once``, verification, ``follow`` waiting to start again)
@@ -39,6 +41,7 @@ CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues
 STDERR_KEPT = 2000
 POLL_EVERY = 1.0  # seconds between reads when journalctl cannot follow
+STATE_EVERY = 5.0  # seconds between stores of the position when no signal carries it
 QUIET_RESTART = 300.0  # a journalctl silent this long is started again (new files are seen)
 
 
@@ -70,6 +73,7 @@ class JournaldMonitor:
         self._said = ""  # what a journalctl that ended by itself said
         self._polling = False  # journalctl could not follow: it is run every POLL_EVERY
         self._quiet = False  # the last journalctl was stopped for being silent too long
+        self._stored = 0.0  # when follow last emitted the position
         self._procs: set[asyncio.subprocess.Process] = set()
 
     # -- position -------------------------------------------------------------------------------
@@ -206,7 +210,8 @@ class JournaldMonitor:
                     continue
                 self._tail.count(tally, touched)  # what is pending when journalctl ends waits
                 signals = self._signals(tally)
-                if signals or entries:
+                if signals or (entries and time.monotonic() - self._stored >= STATE_EVERY):
+                    self._stored = time.monotonic()  # entries with no signal: read again if lost
                     await emit(Observation(signals, self._tail.state()))
                 tally = self._tally()
                 if chunk == b"":
