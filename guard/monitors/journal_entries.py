@@ -77,22 +77,27 @@ def parse(line: bytes, tail: bytes | None, limit: int) -> Entry | None:
             return None
         if not isinstance(doc, dict):
             return None
-        fields = {k: v for k, v in doc.items() if isinstance(v, str) and k != "MESSAGE"}
+        fields = doc  # only its string values are read below
         text = _message(doc.get("MESSAGE"))
     else:
         fields, text = _salvage(line, tail)
-    cursor = fields.get("__CURSOR")
+    cursor = _text(fields, "__CURSOR")
     if not cursor:
         return None
-    target = next((fields[k] for k in TARGETS if fields.get(k)), "journal")
-    ident = fields.get("SYSLOG_IDENTIFIER") or fields.get("_COMM") or ""
+    target = next((t for k in TARGETS if (t := _text(fields, k))), "journal")
+    ident = _text(fields, "SYSLOG_IDENTIFIER") or _text(fields, "_COMM")
     try:
-        realtime = int(fields.get("__REALTIME_TIMESTAMP") or 0)
+        realtime = int(_text(fields, "__REALTIME_TIMESTAMP") or 0)
     except ValueError:
         realtime = 0
     text = text[: limit + 1]  # one byte over: the matcher says the line was cut
     lines = [part.rstrip(b"\r") for part in text.split(b"\n")]
     return Entry(cursor, realtime, target[:256], ident[:256], lines)
+
+
+def _text(fields: dict[str, Any], name: str) -> str:
+    value = fields.get(name)
+    return value if isinstance(value, str) else ""
 
 
 def _message(value: Any) -> bytes:
