@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -157,6 +158,7 @@ class JournaldMonitor:
             limit=CHUNK,
         )
         self._procs.add(proc)
+        _widen_pipe(proc)
         return proc
 
     async def _end(self, proc: asyncio.subprocess.Process, *, ending: bool = False) -> None:
@@ -305,6 +307,16 @@ class JournaldMonitor:
     async def close(self) -> None:
         for proc in list(self._procs):
             await self._end(proc)
+
+
+def _widen_pipe(proc: asyncio.subprocess.Process) -> None:
+    """Let journalctl write up to ``CHUNK`` ahead (Linux; the default pipe holds 64 KiB): on
+    a busy machine each read costs a wake-up of both processes, so fewer, larger ones."""
+    transport = getattr(proc, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    raw = pipe.get_extra_info("pipe") if pipe is not None else None
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        fcntl.fcntl(raw.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
 
 
 def _reader(directory: str) -> str | None:
