@@ -312,11 +312,11 @@ class JournaldMonitor:
 def _widen_pipe(proc: asyncio.subprocess.Process) -> None:
     """Let journalctl write up to ``CHUNK`` ahead (Linux; the default pipe holds 64 KiB): on
     a busy machine each read costs a wake-up of both processes, so fewer, larger ones."""
-    transport = getattr(proc, "_transport", None)
-    pipe = transport.get_pipe_transport(1) if transport is not None else None
-    raw = pipe.get_extra_info("pipe") if pipe is not None else None
     with contextlib.suppress(AttributeError, OSError, ValueError):
-        fcntl.fcntl(raw.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
+        pipe: Any = getattr(proc, "_transport").get_pipe_transport(1)  # noqa: B009
+        fcntl.fcntl(
+            pipe.get_extra_info("pipe").fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK
+        )
 
 
 def _reader(directory: str) -> str | None:
