@@ -43,6 +43,7 @@ MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check con
 STDERR_KEPT = 2000
 POLL_EVERY = 1.0  # seconds between reads when journalctl cannot follow
 STATE_EVERY = 5.0  # seconds between stores of the position when no signal carries it
+HEALTHY_AFTER = 5.0  # a journalctl that failed is well again once one has run this long
 QUIET_RESTART = 300.0  # a journalctl silent this long is started again (new files are seen)
 
 
@@ -75,6 +76,7 @@ class JournaldMonitor:
         self._polling = False  # journalctl could not follow: it is run every POLL_EVERY
         self._quiet = False  # the last journalctl was stopped for being silent too long
         self._stored = 0.0  # when follow last emitted the position
+        self._spawned = 0.0  # when the last journalctl started
         self._procs: set[asyncio.subprocess.Process] = set()
 
     # -- position -------------------------------------------------------------------------------
@@ -158,6 +160,7 @@ class JournaldMonitor:
             limit=CHUNK,
         )
         self._procs.add(proc)
+        self._spawned = time.monotonic()
         _widen_pipe(proc)
         return proc
 
@@ -166,7 +169,8 @@ class JournaldMonitor:
         polls, and a poll that reaps it leaves asyncio's watcher with no exit status)."""
         if ending:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), 10)
+                async with asyncio.timeout(10):
+                    await proc.wait()
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -196,8 +200,15 @@ class JournaldMonitor:
                         self._quiet = True
                         break
                     wait = left if wait is None else min(wait, left)
-                try:
-                    chunk = await asyncio.wait_for(proc.stdout.read(CHUNK), wait)
+                    if self._broken is not None:  # healthy again once it has run a while
+                        since = time.monotonic() - self._spawned
+                        if chunk or since >= HEALTHY_AFTER:
+                            self._broken = None
+                        else:
+                            wait = min(wait, HEALTHY_AFTER - since)
+                try:  # not wait_for: in 3.11 it can swallow a cancel that meets a read
+                    async with asyncio.timeout(wait):
+                        chunk = await proc.stdout.read(CHUNK)
                 except TimeoutError:
                     chunk = None
                 read += len(chunk or b"")
@@ -263,8 +274,8 @@ class JournaldMonitor:
                 self._tail.restore(self._tail.state())  # what was pending is read again
                 while True:
                     proc = await self._spawn(follow=True)
-                    self._broken = None
                     await self._read(proc, emit)
+                    self._broken = None  # it worked (and ended by itself, or went quiet)
                     if not self._quiet:  # it ended by itself: it cannot follow
                         await self._poll(emit)
                     self._tail.reopen()

@@ -238,6 +238,7 @@ async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stoppe
     async with following(watcher) as run:
         await run.until(lambda: bool(run.signals()))
         seen += run.signals()
+        assert (await watcher.check({})).signals == []  # healthy again: the failure is over
     assert numbers(seen) == {("api.service", str(n)): 1 for n in (1, 2, 3, 4)}
 
 
