@@ -241,6 +241,11 @@ class JournaldMonitor:
             self._broken = f"journalctl exited with {proc.returncode}" + (
                 f": {stderr}" if stderr else ""
             )
+            if "insufficient permissions" in stderr:
+                self._broken += (
+                    f" (Guard's user {os.getuid()} cannot read the journal files: add their "
+                    "group, --group-add; see docs/DEPLOY.md)"
+                )
             if proc.returncode and self._tail.cursor and "cursor" in stderr.lower():
                 since = _cursor_time(self._tail.cursor) or time.time_ns() // 1000
                 self._tail.restore({"since": since})  # a cursor it cannot seek to: its time

@@ -7,6 +7,9 @@ import asyncio
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections import Counter
@@ -491,3 +494,29 @@ async def test_a_cursor_journalctl_cannot_seek_to_is_dropped_for_its_time(tmp_pa
     obs = await watcher.check({})  # from now (the cursor held no time): only what is new
     assert numbers(obs.signals) == {("api.service", "2"): 1}
     assert obs.state["cursor"]
+
+
+def test_journal_files_guard_may_not_read_are_named_with_the_fix():
+    """As the unprivileged guard user without the journal's group (a process that drops to uid
+    10001 once it has loaded everything: root's Python is not readable by that user)."""
+    with tempfile.TemporaryDirectory() as tmp:  # not under pytest's folder: it is root's only
+        Path(tmp).chmod(0o755)
+        out = _as_guard_user(Path(tmp))
+    assert out.returncode != 0
+    assert "No journal files were opened due to insufficient permissions" in out.stderr
+    assert "cannot read the journal files: add their group, --group-add" in out.stderr
+
+
+def _as_guard_user(tmp: Path) -> subprocess.CompletedProcess[str]:
+    journal = Journal(tmp / "journal")
+    journal.write([journal.entry("ERROR 1", unit="api.service")])
+    journal.folder.chmod(0o755)  # the folder is open, the file (0640, root's group) is not
+    code = (
+        "import asyncio, concurrent.futures.thread, os; from tests.monitors.test_journald import monitor;"
+        f"m = monitor({str(journal.folder)!r}, start='beginning');"
+        "os.setgroups([]); os.setgid(10001); os.setuid(10001);"
+        "asyncio.run(m.check({}))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
