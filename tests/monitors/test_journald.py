@@ -512,7 +512,8 @@ def _as_guard_user(tmp: Path) -> subprocess.CompletedProcess[str]:
     journal.write([journal.entry("ERROR 1", unit="api.service")])
     journal.folder.chmod(0o755)  # the folder is open, the file (0640, root's group) is not
     code = (
-        "import asyncio, concurrent.futures.thread, os; from tests.monitors.test_journald import monitor;"
+        "import asyncio, concurrent.futures.thread, os;"
+        "from tests.monitors.test_journald import monitor;"
         f"m = monitor({str(journal.folder)!r}, start='beginning');"
         "os.setgroups([]); os.setgid(10001); os.setuid(10001);"
         "asyncio.run(m.check({}))"
