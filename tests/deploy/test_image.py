@@ -160,7 +160,7 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     report = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     if report is not None:
         report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
-    # 600 MB, and journalctl for journald monitors (Debian's systemd: ~17 MB installed)
+    # 600 MB, and journalctl for journald monitors (Debian's systemd: 15 MB)
     assert size_mb <= 620, f"the image is {size_mb:.1f} MB (goal: 620 MB; see deploy/slim.sh)"
     # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers, Postgres.
     code, out = first.exec_run(
