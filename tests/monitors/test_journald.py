@@ -1,92 +1,20 @@
 """The journal, from real journal files (systemd-journal-remote) read by the real journalctl:
-units and priority, tracebacks as one event, resume by cursor, bounded memory."""
+units and priority, tracebacks as one event, resume by cursor, bounded memory, Guard end to
+end, the investigation's recent_logs and verification. (journalctl failing, unable to follow
+or silent: test_journald_process.py.)"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 import tracemalloc
-from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from guard.monitors import build_monitor
 from guard.monitors.journald import JournaldMonitor
-from guard.playbooks.models import JournaldMonitorSpec
-from guard.records import Observation, Signal
-from tests.journal_helpers import Journal
+from guard.records import Observation
+from tests.journal_helpers import RULES, Journal, following, monitor, numbers, spec
 from tests.monitors.test_multiline import python_trace
-
-RULES = [{"kind": "err", "pattern": r"ERROR (?P<n>\d+)", "group_by": ["n"]}]
-
-
-def spec(folder: Path, **kw: Any) -> JournaldMonitorSpec:
-    return JournaldMonitorSpec.model_validate(
-        {"id": "j", "type": "journald", "directory": str(folder), "every": "1h", **kw}
-    )
-
-
-def monitor(folder: Path, **kw: Any) -> JournaldMonitor:
-    built = build_monitor(spec(folder, **{"rules": RULES, **kw}))
-    assert isinstance(built, JournaldMonitor)
-    return built
-
-
-class Run:
-    """What a monitor's ``follow`` emitted (as triage would store it)."""
-
-    def __init__(self) -> None:
-        self.seen: list[Observation] = []
-        self.task: asyncio.Task[None] | None = None
-
-    async def emit(self, obs: Observation) -> None:
-        self.seen.append(obs)
-
-    def signals(self, kind: str | None = None) -> list[Signal]:
-        return [s for o in self.seen for s in o.signals if kind is None or s.kind == kind]
-
-    def state(self) -> dict[str, Any]:
-        return next((o.state for o in reversed(self.seen) if o.state), {})
-
-    async def until(self, done: Callable[[], bool], within: float = 60.0) -> None:
-        """Wait (bounded) until ``done()``; fail with what was seen."""
-        deadline = time.monotonic() + within
-        while not done():
-            assert self.task is not None and not self.task.done(), self.task
-            assert time.monotonic() < deadline, self.seen
-            await asyncio.sleep(0.05)
-
-
-@contextlib.asynccontextmanager
-async def following(watcher: JournaldMonitor) -> AsyncIterator[Run]:
-    """``watcher.follow`` in a task; cancelled at the end like a SIGKILL (nothing after the
-    last emit is kept)."""
-    run = Run()
-    run.task = asyncio.create_task(watcher.follow(run.emit))
-    try:
-        yield run
-    finally:
-        run.task.cancel()
-        await asyncio.gather(run.task, return_exceptions=True)
-        await watcher.close()
-
-
-def numbers(signals: list[Signal]) -> Counter[tuple[str, str]]:
-    """``(unit, n)`` of each ``ERROR n`` counted, with its count."""
-    out: Counter[tuple[str, str]] = Counter()
-    for sig in signals:
-        assert sig.grouping is not None
-        out[(sig.target, dict(sig.grouping.fields)["n"])] += sig.count
-    return out
 
 
 async def test_units_and_priority_choose_the_entries(tmp_path):
@@ -208,117 +136,14 @@ def _units(n: int) -> list[tuple[int, str]]:
     return [(i, "api.service" if i < 10 or i == 15 else "web.service") for i in range(n)]
 
 
-async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stopped(
-    tmp_path, monkeypatch
-):
-    """As the runner does: a check while following is a health check; when journalctl ends,
-    follow raises; a check meanwhile reads on; follow again starts after that."""
-    from guard.exceptions import MonitorError
-
-    broken = tmp_path / "broken"  # while it exists, journalctl fails at once (a wrapper)
-    wrap(tmp_path, monkeypatch, f"[ -e {broken} ] && echo 'journalctl: broken' >&2 && exit 1")
-    journal = Journal(tmp_path / "journal")
-    watcher = monitor(journal.folder, multiline="none")
-    watcher.baseline({})
-    seen: list[Signal] = []
-    async with following(watcher) as run:
-        journal.write([journal.entry("ERROR 1", unit="api.service")])
-        await run.until(lambda: bool(run.signals()))
-        assert (await watcher.check({})).signals == []  # following: only health
-        broken.touch()
-        for journalctl in list(watcher._procs):  # it ends (a crash, an OOM kill)
-            journalctl.kill()
-        assert run.task is not None
-        with pytest.raises(MonitorError, match="journalctl exited with"):
-            await asyncio.wait_for(asyncio.shield(run.task), 60)
-        with pytest.raises(MonitorError, match="journalctl exited with 1: journalctl: broken"):
-            await watcher.check({})
-        seen += run.signals()
-    broken.unlink()
-    journal.write([journal.entry(f"ERROR {n}", unit="api.service") for n in (2, 3)])
-    seen += (await watcher.check({})).signals  # the runner's check while follow waits
-    journal.write([journal.entry("ERROR 4", unit="api.service")])
-    async with following(watcher) as run:
-        await run.until(lambda: bool(run.signals()))
-        seen += run.signals()
-        assert (await watcher.check({})).signals == []  # healthy again: the failure is over
-    assert numbers(seen) == {("api.service", str(n)): 1 for n in (1, 2, 3, 4)}
-
-
-def wrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, follow: bool = True) -> None:
-    """Put a ``journalctl`` first on PATH that runs ``before``, then the real one (without
-    ``--follow`` unless ``follow``)."""
-    real = shutil.which("journalctl")
-    wrapper = tmp_path / "bin" / "journalctl"
-    wrapper.parent.mkdir()
-    drop = "" if follow else 'for a do shift; [ "$a" = --follow ] || set -- "$@" "$a"; done\n'
-    wrapper.write_text(f'#!/bin/sh\n{before}\n{drop}exec {real} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
-
-
-async def test_a_journalctl_that_cannot_follow_is_run_again_and_counts_once(tmp_path, monkeypatch):
-    """With no inotify instance left, journalctl --follow says so, prints what there is and
-    ends (this wrapper makes it behave so); Guard reads on every second from where it was."""
-    say = "echo 'Insufficient watch descriptors available. Reverting to -n.' >&2"
-    wrap(tmp_path, monkeypatch, say, follow=False)
-    journal = Journal(tmp_path / "journal")
-    rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
-    watcher = monitor(journal.folder, rules=rules, multiline={"flush_after": "1h"})
-    watcher.baseline({})
-    trace = python_trace(5, 502).splitlines()
-    async with following(watcher) as run:
-        journal.write(
-            [journal.entry(f"ERROR {n}", unit="api.service") for n in range(3)]
-            + [journal.entry(line, unit="worker.service") for line in trace[:2]]
-        )
-        await run.until(lambda: len(numbers(run.signals("err"))) == 2)  # ERROR 2 is held
-        journal.write(
-            [journal.entry(line, unit="worker.service") for line in trace[2:]]
-            + [journal.entry("worker ready", unit="worker.service")]
-            + [journal.entry(f"ERROR {n}", unit="api.service") for n in range(3, 6)]
-        )
-        await run.until(lambda: bool(run.signals("app_error")))
-        await run.until(lambda: len(numbers(run.signals("err"))) == 5)
-    assert numbers(run.signals("err")) == {("api.service", str(n)): 1 for n in range(5)}
-    [event] = run.signals("app_error")
-    assert event.count == 1 and event.details["event_lines"] == 6
-
-
-async def test_a_silent_journalctl_is_started_again_and_counts_once(tmp_path, monkeypatch):
-    from guard.monitors import journald
-
-    monkeypatch.setattr(journald, "QUIET_RESTART", 0.3)
-    starts = tmp_path / "starts"
-    wrap(tmp_path, monkeypatch, f"echo started >> {starts}")
-    journal = Journal(tmp_path / "journal")
-    rules = [*RULES, {"kind": "app_error", "pattern": "ShopError"}]
-    watcher = monitor(journal.folder, rules=rules, multiline={"flush_after": "1h"})
-    watcher.baseline({})
-    trace = python_trace(6, 504).splitlines()
-    async with following(watcher) as run:
-        for n in range(4):  # each after a silence: a journalctl started again reads it
-            api, worker = f"ERROR {n}", trace[n]
-            journal.write(
-                [
-                    journal.entry(api, unit="api.service"),
-                    journal.entry(worker, unit="worker.service"),
-                ]
-            )
-
-            def restarted(runs: int = n + 2) -> bool:
-                return starts.read_text().count("started") >= runs
-
-            await run.until(restarted)
-        journal.write(
-            [journal.entry(line, unit="worker.service") for line in [*trace[4:], "ready"]]
-            + [journal.entry("ERROR 4", unit="api.service")]
-        )
-        await run.until(lambda: len(numbers(run.signals("err"))) == 4)  # ERROR 4 is held
-        await run.until(lambda: bool(run.signals("app_error")))
-    assert numbers(run.signals("err")) == {("api.service", str(n)): 1 for n in range(4)}
-    [event] = run.signals("app_error")  # its lines came over four journalctl runs
-    assert event.count == 1 and event.details["event_lines"] == 6
+async def checked_with_peak(reader: JournaldMonitor) -> tuple[Observation, int]:
+    """One check from the beginning, and the peak of Python's allocations meanwhile."""
+    tracemalloc.start()
+    try:
+        obs = await reader.check({})
+        return obs, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
@@ -333,12 +158,7 @@ async def test_a_huge_message_and_a_binary_one_stay_bounded(tmp_path):
     )
     rules = [{"kind": "boom", "pattern": "BOOM", "group_by": "rule"}]
     reader = monitor(journal.folder, rules=rules, start="beginning", max_line_bytes=4096)
-    tracemalloc.start()
-    try:
-        obs = await reader.check({})
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    obs, peak = await checked_with_peak(reader)
     assert peak < 8 << 20, peak  # half the message: it was never held whole
     [sig] = obs.signals
     assert sig.count == 3 and sig.details["line_cut_at_bytes"] == 4096
@@ -360,29 +180,12 @@ async def test_a_flood_and_an_endless_traceback_stay_bounded(tmp_path):
         {"kind": "trace", "pattern": "Traceback|File", "group_by": "rule"},
     ]
     reader = monitor(journal.folder, rules=rules, start="beginning", multiline={"max_bytes": 4096})
-    tracemalloc.start()
-    try:
-        obs = await reader.check({})
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    obs, peak = await checked_with_peak(reader)
     assert peak < 4 << 20, peak  # the journal's JSON is ~4 MB: never held whole
     by_kind = {s.kind: s for s in obs.signals}
     assert by_kind["flood"].count == 5_000
     trace = by_kind["trace"]  # an endless trace: events of at most max_bytes, not one per line
     assert trace.count < 200 and len(trace.details["evidence"]) <= 4096
-
-
-@pytest.mark.unit
-def test_a_missing_directory_or_journalctl_names_what_to_fix(tmp_path, monkeypatch):
-    from guard.exceptions import MonitorError
-
-    gone = monitor(tmp_path / "nowhere")
-    with pytest.raises(MonitorError, match=r"directory .*nowhere does not exist.*DEPLOY"):
-        gone.command(follow=True)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(MonitorError, match=r"monitor j \(type: journald\) needs journalctl"):
-        monitor(tmp_path).command(follow=True)
 
 
 async def test_guard_opens_an_incident_from_the_journal_and_a_restart_counts_nothing_twice(
@@ -479,45 +282,3 @@ async def test_verification_reads_the_journal_from_where_the_monitor_is(tmp_path
     journal.write([journal.entry("ERROR 2 after the fix", unit="pay.service")])
     verdict = await verifier.verify(inc, quick)
     assert not verdict.passed and "ERROR 2 after the fix" in verdict.reason
-
-
-async def test_a_cursor_journalctl_cannot_seek_to_is_dropped_for_its_time(tmp_path):
-    from guard.exceptions import MonitorError
-
-    journal = Journal(tmp_path / "journal")
-    journal.write([journal.entry("ERROR 1 long ago", unit="api.service")])
-    watcher = monitor(journal.folder, multiline="none")
-    watcher.baseline({"cursor": "t=zz;garbage"})  # a state from elsewhere, or damaged
-    with pytest.raises(MonitorError, match="cursor is dropped"):
-        await watcher.check({})
-    journal.write([journal.entry("ERROR 2 now", unit="api.service")])
-    obs = await watcher.check({})  # from now (the cursor held no time): only what is new
-    assert numbers(obs.signals) == {("api.service", "2"): 1}
-    assert obs.state["cursor"]
-
-
-def test_journal_files_guard_may_not_read_are_named_with_the_fix():
-    """As the unprivileged guard user without the journal's group (a process that drops to uid
-    10001 once it has loaded everything: root's Python is not readable by that user)."""
-    with tempfile.TemporaryDirectory() as tmp:  # not under pytest's folder: it is root's only
-        Path(tmp).chmod(0o755)
-        out = _as_guard_user(Path(tmp))
-    assert out.returncode != 0
-    assert "No journal files were opened due to insufficient permissions" in out.stderr
-    assert "cannot read the journal files: add their group, --group-add" in out.stderr
-
-
-def _as_guard_user(tmp: Path) -> subprocess.CompletedProcess[str]:
-    journal = Journal(tmp / "journal")
-    journal.write([journal.entry("ERROR 1", unit="api.service")])
-    journal.folder.chmod(0o755)  # the folder is open, the file (0640, root's group) is not
-    code = (
-        "import asyncio, concurrent.futures.thread, os;"
-        "from tests.monitors.test_journald import monitor;"
-        f"m = monitor({str(journal.folder)!r}, start='beginning');"
-        "os.setgroups([]); os.setgid(10001); os.setuid(10001);"
-        "asyncio.run(m.check({}))"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
