@@ -5,8 +5,9 @@ The Dockerfile starts ``FROM python:3.11-slim``, which cannot be pulled here. Th
 the two things a registry would have supplied, then runs the *same* Dockerfile:
 
 1. a base image equivalent to python:3.11-slim (Debian bookworm, python3 3.11, venv, CA
-   certificates) made with ``debootstrap --variant=minbase`` and ``docker import``, and the same
-   with binutils for the build stage (it strips shared objects); each is tagged by a hash of its
+   certificates; and systemd, for journalctl, which the Dockerfile would install) made with
+   ``debootstrap --variant=minbase`` and ``docker import``, and the same with binutils instead
+   of systemd for the build stage (it strips shared objects); each is tagged by a hash of its
    package list, so it is built once per machine;
 2. a wheelhouse (``deploy/wheelhouse``) of Guard's dependencies, built by the host's pip (which
    may reach PyPI or a local mirror); the image build then installs with ``--no-index`` and runs
@@ -43,6 +44,7 @@ IMAGE_REPO = "guard"
 WHEELHOUSE = REPO / "deploy" / "wheelhouse"
 BUILD_TOOLS = ("setuptools>=77", "wheel")  # the build backend pip needs to build /src offline
 BUILD_PACKAGES = (*BASE_PACKAGES, "binutils")  # the build stage strips shared objects
+RUNTIME_PACKAGES = (*BASE_PACKAGES, "systemd")  # journalctl, for journald monitors
 INPUTS = ("deploy/Dockerfile", "deploy/build_offline.py", "deploy/slim.sh", ".dockerignore",
           "pyproject.toml", "README.md")
 
@@ -136,9 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     if image_exists(tag) and not args.force:
         report["cached"] = True
     else:
-        base, builder = base_tag(), base_tag(BUILD_PACKAGES)
+        base, builder = base_tag(RUNTIME_PACKAGES), base_tag(BUILD_PACKAGES)
         t = time.monotonic()
-        for tag_, packages in ((base, BASE_PACKAGES), (builder, BUILD_PACKAGES)):
+        for tag_, packages in ((base, RUNTIME_PACKAGES), (builder, BUILD_PACKAGES)):
             if not image_exists(tag_):
                 build_base(tag_, packages)
                 report["base_seconds"] = round(time.monotonic() - t, 1)

@@ -201,6 +201,8 @@ class Toolbox:
             except ActionError as exc:
                 raise ToolError(str(exc)) from None
             return f"{out.summary}\n(container: {json.dumps(out.result)})"
+        if self.inc.source == "journald":
+            return await _journal(self.inc, lines)
         return f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
 
     async def search_memory(self, query: str) -> str:
@@ -231,6 +233,17 @@ def _tail(path: Path, lines: int) -> str:
             return "".join(deque(f, maxlen=lines)) or "(empty)"
     except OSError as exc:
         raise ToolError(f"cannot read {path}: {exc.strerror}") from None
+
+
+async def _journal(inc: Incident, lines: int) -> str:
+    from guard.exceptions import MonitorError
+    from guard.monitors.journald import recent_entries
+
+    folder = str((inc.details or {}).get("directory") or "/var/log/journal")
+    try:
+        return await recent_entries(folder, inc.target, lines)
+    except MonitorError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _text(args: dict[str, Any], key: str) -> str:

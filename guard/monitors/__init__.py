@@ -7,6 +7,7 @@ from guard.monitors.base import BaseliningMonitor, Emit, Monitor, StreamingMonit
 from guard.playbooks.models import (
     DockerMonitorSpec,
     HttpMonitorSpec,
+    JournaldMonitorSpec,
     KubernetesMonitorSpec,
     LogfileMonitorSpec,
     MonitorSpec,
@@ -36,6 +37,10 @@ def build_monitor(spec: MonitorSpec, *, settings: Settings | None = None) -> Mon
         from guard.monitors.kubernetes import KubernetesMonitor
 
         return KubernetesMonitor(spec, settings or Settings())
+    if isinstance(spec, JournaldMonitorSpec):
+        from guard.monitors.journald import JournaldMonitor
+
+        return JournaldMonitor(spec)
     raise TypeError(f"no monitor for {type(spec).__name__}")
 
 

@@ -87,7 +87,7 @@ class KubernetesMonitor:
 
     async def close(self) -> None:
         if self._logs is not None:
-            self._logs.close()
+            await self._logs.aclose()
         if self._kube is not None:
             with contextlib.suppress(Exception):
                 self._kube.close()
@@ -254,7 +254,7 @@ class KubernetesMonitor:
         thread.start()
         logs = None
         if self._logs is not None:
-            self._logs.bind()
+            await self._logs.bind()
             logs = asyncio.create_task(self._logs.run(emit))
         try:
             while True:
@@ -284,7 +284,7 @@ class KubernetesMonitor:
                 logs.cancel()
                 await asyncio.gather(logs, return_exceptions=True)
                 assert self._logs is not None
-                self._logs.close()
+                await self._logs.aclose()
 
     def _sync_logs(self, kube: KubeClient) -> None:
         if self._logs is not None:

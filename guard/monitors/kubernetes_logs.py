@@ -4,7 +4,8 @@ The counting is the Docker log monitor's (``guard.monitors.docker_logs.Container
 join into multi-line events, positions are ``[timestamp ns, lines at it]`` per stream and are
 stored with the incidents. Only the stream differs: each running container instance (its
 ``containerID``) is read through ``GET .../pods/{pod}/log?follow=true&timestamps=true
-&sinceTime=...&container=c`` in a worker thread. ``sinceTime`` has whole-second precision, so the
+&sinceTime=...&container=c`` by a stream task whose blocking read runs in a worker thread.
+``sinceTime`` has whole-second precision, so the
 server sends again the lines of the stored second; lines at or before the stored nanosecond
 timestamp (and as many at it as were counted) are skipped, so a restart counts nothing twice.
 
@@ -13,23 +14,26 @@ monitor calls ``sync`` on every pod it learns about (and every ``RESYNC`` second
 that runs and is not followed is followed, from the stored position; a new instance of a
 container is followed once the old stream has ended. At most ``MAX_STREAMS`` containers are
 followed at once; a line longer than ``max_line_bytes`` keeps its first bytes only; a stream
-waits while more than ``BACKLOG`` of its lines wait to be counted.
+waits while ``BACKLOG`` lines wait to be counted.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import copy
+import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from loguru import logger
 
 from guard.k8s.pods import workload
-from guard.monitors.docker_logs import ContainerLogs, parse_ts
+from guard.monitors.docker_logs import ContainerLogs, Queue, parse_ts
 from guard.monitors.logfile import Tally
 from guard.playbooks.models import KubernetesMonitorSpec, LogRule
 from guard.records import Signal
@@ -101,7 +105,11 @@ class PodTally(Tally):
 
 
 class PodLogs(ContainerLogs):
-    """The log side of one kubernetes monitor: a ``ContainerLogs`` read from the pods' API."""
+    """The log side of one kubernetes monitor: a ``ContainerLogs`` read from the pods' API.
+
+    The counting, positions and stream tasks are the base class's; only ``_read`` differs: the
+    Kubernetes client is blocking, so each stream is read in a worker thread that hands its
+    lines to the (bounded) queue and so waits while the counting is behind."""
 
     def __init__(self, spec: KubernetesMonitorSpec, **parts: Any) -> None:
         super().__init__(spec.id, tally=self._tally, **parts)
@@ -109,9 +117,8 @@ class PodLogs(ContainerLogs):
         self.about: dict[str, dict[str, Any]] = {}  # "pod/container" -> details of its signals
         self.carry: dict[str, Any] = {}  # the rest of the monitor's state (its events)
         self._ids: dict[str, str] = {}  # "pod/container" -> the instance followed
+        self._kube: Any = None
         self._warned = False
-        self._handed_lock = threading.Lock()  # streams hand lines over from their threads
-        self._handed = self._arrived = 0
 
     def _tally(self) -> PodTally:
         return PodTally(self.monitor_id, self.namespace, self.about)
@@ -130,11 +137,21 @@ class PodLogs(ContainerLogs):
     def state(self) -> dict[str, Any]:
         return {**self.carry, "since": self.since, "logs": copy.deepcopy(self.positions)}
 
+    async def bind(self, api: Any = None) -> None:
+        """Start (again) on the running loop: nothing read but not counted is kept. The queue
+        holds at most ``BACKLOG`` lines and the end of a stream, so a stream that never ends
+        waits in TCP rather than in memory."""
+        await self.aclose()
+        self._queue = asyncio.Queue(maxsize=BACKLOG + 1)
+        self._pending.clear()
+        self._again.clear()
+
     # -- which containers to follow (on the event loop) -----------------------------------------
 
     def sync(self, kube: Any, pods: Iterable[dict[str, Any]]) -> None:
         """Follow every running container instance of ``pods`` (all the pods known) that is not
         followed; forget the positions of containers that are gone."""
+        self._kube = kube
         about: dict[str, dict[str, Any]] = {}
         running: dict[str, str] = {}
         for pod in pods:
@@ -153,13 +170,13 @@ class PodLogs(ContainerLogs):
             del self.positions[gone]
         left_out = 0
         for key in sorted(running):
-            if key in self._streaming and self._ids.get(key) == running[key]:
+            if key in self._tasks and self._ids.get(key) == running[key]:
                 continue
-            if key not in self._streaming and len(self._streaming) >= MAX_STREAMS:
+            if key not in self._tasks and len(self._tasks) >= MAX_STREAMS:
                 left_out += 1
                 continue
             self._ids[key] = running[key]
-            self.attach(kube, running[key], key, False)
+            self.attach(running[key], key, False)
         if left_out and not self._warned:
             self._warned = True
             logger.warning(
@@ -169,14 +186,40 @@ class PodLogs(ContainerLogs):
                 MAX_STREAMS,
             )
 
-    # -- one stream (a worker thread) -----------------------------------------------------------
+    # -- one stream (a worker thread, for the blocking client) ----------------------------------
 
-    def _pump(self, api: Any, cid: str, name: str, tty: bool, since: int) -> None:
+    async def _read(self, cid: str, name: str, tty: bool, since: int, queue: Queue) -> None:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        opened: dict[str, Any] = {}
+
+        def pump() -> None:  # a thread of its own: a stream blocks it for as long as it lasts
+            try:
+                self._pump(name, since, queue, loop, opened)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop has closed: Guard stopped
+                    loop.call_soon_threadsafe(_settle, ended)
+
+        threading.Thread(target=pump, name=f"k8s-logs-{name}", daemon=True).start()
+        try:
+            await ended
+        finally:  # cancelled (Guard stops): shutting the socket down wakes the reading thread
+            if (sock := opened.get("sock")) is not None:
+                with contextlib.suppress(Exception):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def _pump(
+        self,
+        name: str,
+        since: int,
+        queue: Queue,
+        loop: asyncio.AbstractEventLoop,
+        opened: dict[str, Any],
+    ) -> None:
         pod, container = name.split("/", 1)
-        put = self._put
         res = None
         try:
-            res = api.pod_log(
+            res = self._kube.pod_log(
                 self.namespace,
                 pod,
                 container,
@@ -185,8 +228,8 @@ class PodLogs(ContainerLogs):
                 read_timeout=QUIET,
             )
             with contextlib.suppress(AttributeError):
-                self._streaming[name] = res.connection.sock
-            if self._loop is None:  # closed while the request was on its way
+                opened["sock"] = res.connection.sock
+            if self._queue is not queue:  # closed while the request was on its way
                 return
             for line in split_lines(res.stream(READ), self._limit + 64):
                 stamp, _, text = line.partition(b" ")
@@ -194,36 +237,38 @@ class PodLogs(ContainerLogs):
                     ts = parse_stamp(stamp)
                 except (ValueError, OverflowError):
                     continue
-                self._wait_for_room()
-                put((name, STREAM, ts, text.rstrip(b"\r")))
+                if self._queue is not queue:  # closed, or bound again: this stream is over
+                    return
+                item = (name, STREAM, ts, text.rstrip(b"\r"))
+                if not _hand_over(queue, item, loop, lambda: self._queue is queue):
+                    return
         except Exception as exc:  # the instance stopped, the pod went away, the API dropped it
             logger.debug("the log stream of {}/{} ended: {}", self.namespace, name, exc)
         finally:
             if res is not None:
                 with contextlib.suppress(Exception):
                     res.close()
-            put((name, None, 0, b""))
 
-    def _put(self, item: Any) -> None:
-        loop, queue = self._loop, self._queue
-        if loop is not None and queue is not None:
-            with self._handed_lock:
-                self._handed += 1
-            with contextlib.suppress(RuntimeError):  # the loop has closed: Guard is stopping
-                loop.call_soon_threadsafe(self._arrive, queue, item)
 
-    def _arrive(self, queue: Any, item: Any) -> None:
-        self._arrived += 1  # on the event loop only
-        queue.put_nowait(item)
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
-    def _wait_for_room(self) -> None:
-        """Hold the stream while the counting is behind (the server's side then waits in TCP):
-        a stream that never ends holds about ``BACKLOG`` lines, not all it sends. Lines handed
-        over are those on their way to the queue and those in it."""
-        while (queue := self._queue) is not None and self._loop is not None:
-            if self._handed - self._arrived + queue.qsize() <= BACKLOG:
-                return
-            time.sleep(0.02)
+
+def _hand_over(
+    queue: Queue, item: Any, loop: asyncio.AbstractEventLoop, current: Callable[[], bool]
+) -> bool:
+    """Put ``item`` on the loop's queue from a thread, waiting while it is full; False once the
+    queue is no longer the one being counted (closed or bound again) or the loop is gone."""
+    future = asyncio.run_coroutine_threadsafe(queue.put(item), loop)
+    while True:
+        try:
+            future.result(timeout=1.0)
+            return True
+        except concurrent.futures.TimeoutError:
+            if not current() or loop.is_closed():
+                future.cancel()
+                return False
 
 
 def pod_logs(spec: KubernetesMonitorSpec) -> PodLogs:

@@ -38,6 +38,7 @@ from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import (
     DockerMonitorSpec,
+    JournaldMonitorSpec,
     KubernetesMonitorSpec,
     LogfileMonitorSpec,
     LogRule,
@@ -124,7 +125,7 @@ class Tally:
 
 
 def groupers_of(
-    spec: LogfileMonitorSpec | DockerMonitorSpec | KubernetesMonitorSpec,
+    spec: LogfileMonitorSpec | DockerMonitorSpec | KubernetesMonitorSpec | JournaldMonitorSpec,
 ) -> list[RuleGrouper]:
     """One ``RuleGrouper`` per rule of a monitor with log rules."""
     return rule_groupers(

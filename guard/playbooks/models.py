@@ -6,7 +6,7 @@ unknown fields so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -310,15 +310,56 @@ class KubernetesMonitorSpec(_MonitorBase, _LogRules):
         return self.logs
 
 
+JournalPriority = Literal["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"]
+JOURNAL_PRIORITIES: tuple[str, ...] = get_args(JournalPriority)  # index = syslog level
+
+
+class JournaldMonitorSpec(_MonitorBase, _LogRules):
+    """The systemd journal (a mounted journal directory), read by ``journalctl --follow``."""
+
+    type: Literal["journald"]
+    units: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="only these units (journalctl -u; default: all)"
+    )
+    priority: JournalPriority | Annotated[int, Field(ge=0, le=7)] | None = Field(
+        default=None,
+        description="only entries this severe or more (journalctl -p): emerg..debug or 0..7",
+    )
+    directory: str = Field(
+        default="/var/log/journal", description="the journal directory (the host's, mounted)"
+    )
+    every: Duration = 30.0
+    start: Literal["end", "beginning"] = Field(
+        default="end", description="where to begin in a journal never read before"
+    )
+    rules: list[LogRule] = Field(min_length=1, description="matched against each MESSAGE")
+    max_line_bytes: int = Field(
+        default=65536, ge=256, description="longer messages are cut for matching"
+    )
+
+    @model_validator(mode="after")
+    def _group_names(self) -> JournaldMonitorSpec:
+        self._rules_have_groups(self.rules)
+        return self
+
+    @property
+    def priority_level(self) -> int | None:
+        """``priority`` as a syslog level (0 emerg .. 7 debug)."""
+        if isinstance(self.priority, str):
+            return JOURNAL_PRIORITIES.index(self.priority)
+        return self.priority
+
+
 MonitorSpec = Annotated[
     LogfileMonitorSpec
     | HttpMonitorSpec
     | DockerMonitorSpec
     | RailwayMonitorSpec
-    | KubernetesMonitorSpec,
+    | KubernetesMonitorSpec
+    | JournaldMonitorSpec,
     Field(discriminator="type"),
 ]
-MONITOR_TYPES = ("logfile", "http", "docker", "railway", "kubernetes")
+MONITOR_TYPES = ("logfile", "http", "docker", "railway", "kubernetes", "journald")
 
 
 class Diagnostic(_Spec):

@@ -160,7 +160,8 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     report = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     if report is not None:
         report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
-    assert size_mb <= 600, f"the image is {size_mb:.1f} MB (goal: 600 MB; see deploy/slim.sh)"
+    # 600 MB, and journalctl for journald monitors (Debian's systemd: 15 MB)
+    assert size_mb <= 620, f"the image is {size_mb:.1f} MB (goal: 620 MB; see deploy/slim.sh)"
     # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers, Postgres.
     code, out = first.exec_run(
         [
@@ -176,6 +177,8 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     )
     assert code == 0, out.decode()[-2000:]
     assert image.attrs["Config"]["User"] == "guard"
+    code, out = first.exec_run(["journalctl", "--version"])  # journald monitors read with it
+    assert code == 0 and out.startswith(b"systemd "), out
     code, uid = first.exec_run(["id", "-u"])
     assert code == 0 and uid.decode().strip() != "0"
     env = dict(e.split("=", 1) for e in first.attrs["Config"]["Env"])

@@ -203,7 +203,7 @@ async def test_a_stream_waits_while_the_counting_is_behind_and_loses_nothing(
     logs = monitor._logs
     logs.since = 0  # every line the pod has
     write_log(kube.state, "shop", POD, "app", *[f"ERROR job {i} failed" for i in range(500)])
-    logs.bind()  # streams on this loop, but nothing counts yet
+    await logs.bind()  # streams on this loop, but nothing counts yet
     logs.sync(monitor._client(), kube.state.pods.values())
     queue = logs._queue
     assert queue is not None
