@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ from guard.sandbox.docker import LABEL, LABEL_INCIDENT
 
 BUSYBOX_IMAGE = "guard-test-busybox:sandbox"
 TOOLBOX_IMAGE = "guard-toolbox:latest"
-TEST_PREFIX = "test-"
+TEST_PREFIX = f"test{os.getpid()}-"  # this process only: tests run in parallel workers
 
 
 def vm_kib(field: str) -> int:

@@ -182,7 +182,8 @@ def test_a_restart_between_remediation_and_verification_does_not_repeat_it(
     )
     victim = containers.run("victim", "sleep 600", labels=labels)
     with guard_process(home) as proc:
-        killed_at = time.time_ns()
+        victim.reload()
+        started_before = victim.attrs["State"]["StartedAt"]
         victim.kill()
         wait_for(
             lambda: (
@@ -193,6 +194,9 @@ def test_a_restart_between_remediation_and_verification_does_not_repeat_it(
         )
         proc.send_signal(signal.SIGKILL)  # Guard dies between the restart and verification
         proc.wait(10)
+    victim.reload()
+    started_by_the_skill = victim.attrs["State"]["StartedAt"]
+    assert started_by_the_skill != started_before  # the skill's restart ran
     steps = db_rows(home, "select kind, status from agent_step order by id")
     assert steps == [("action", "done"), ("wait", "running"), ("verify", "pending")]
     with guard_process(home):
@@ -203,17 +207,10 @@ def test_a_restart_between_remediation_and_verification_does_not_repeat_it(
         )
     steps = db_rows(home, "select kind, status from agent_step order by id")
     assert steps == [("action", "done"), ("wait", "done"), ("verify", "done")]
-    starts = [
-        e
-        for e in docker_client.events(
-            since=killed_at // 10**9,
-            until=int(time.time()) + 1,
-            filters={"container": victim.id, "event": "start"},
-            decode=True,
-        )
-        if e["timeNano"] > killed_at
-    ]
-    assert len(starts) == 1, starts  # restarted once, not twice
+    victim.reload()  # restarted once, not twice: the start is still the skill's own
+    # (the engine's event history is a ring shared with every other test, so not asked)
+    assert victim.attrs["State"]["Running"]
+    assert victim.attrs["State"]["StartedAt"] == started_by_the_skill
     timeline = show(home, inc["id"])["timeline"]
     assert any(
         "docker-start-exited" in t["message"] for t in timeline if t["to_state"] == "resolved"

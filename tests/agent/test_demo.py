@@ -16,16 +16,14 @@ pytestmark = pytest.mark.docker
 def test_demo_runs_and_cleans_up(docker_client):
     tmp = Path(tempfile.gettempdir())
     before = set(tmp.glob("guard-demo-*"))
-    sandboxes = {
-        c.id for c in docker_client.containers.list(all=True, filters={"label": "guard.sandbox=1"})
-    }
-    proc = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, "-m", "guard.cli", "demo", "--json"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
-        check=False,
-    )
+    ) as demo:
+        stdout, stderr = demo.communicate(timeout=300)
+    proc = subprocess.CompletedProcess(demo.args, demo.returncode, stdout, stderr)
     assert proc.returncode == 0, proc.stderr
     timings = json.loads(proc.stdout)
     assert set(timings) == {
@@ -40,7 +38,6 @@ def test_demo_runs_and_cleans_up(docker_client):
     assert docker_client.containers.list(all=True, filters={"label": "guard.demo"}) == []
     assert not [i for i in docker_client.images.list() if "guard-demo-victim:latest" in i.tags]
     assert set(tmp.glob("guard-demo-*")) == before
-    left = {
-        c.id for c in docker_client.containers.list(all=True, filters={"label": "guard.sandbox=1"})
-    } - sandboxes
-    assert left == set()  # no diagnostics sandbox outlives the demo either
+    mine = {"label": ["guard.sandbox=1", f"guard.pid={demo.pid}"]}  # other tests run alongside
+    left = docker_client.containers.list(all=True, filters=mine)
+    assert left == []  # no diagnostics sandbox outlives the demo either

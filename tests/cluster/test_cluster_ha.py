@@ -22,7 +22,7 @@ from tests.conftest import GuardHome
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN, buttons
 from tests.telegram_server import TelegramServer
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.serial]  # lease timings: not beside other tests
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ from tests.cluster.helpers import Replicas
 from tests.conftest import GuardHome
 from tests.kube_server import KubeServer, serve_kube
 
+pytestmark = pytest.mark.serial  # lease timings: not beside other tests
+
 
 @pytest.fixture
 def kube() -> Iterator[KubeServer]:
