@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Iterator
 from typing import Any
 
 BUSYBOX_IMAGE = "guard-test-busybox:sandbox"  # the same image the sandbox tests use
+
+
+LOCK = "/tmp/guard-test-image-build.lock"
+
+
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """One image build at a time across the test workers (pytest-xdist runs several processes
+    on one engine, and the offline builds share their debootstrap caches): the second worker
+    waits, then finds the image built."""
+    with open(LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def ensure_busybox_image(client: Any, name: str = BUSYBOX_IMAGE) -> str:
@@ -13,10 +32,11 @@ def ensure_busybox_image(client: Any, name: str = BUSYBOX_IMAGE) -> str:
 
     from guard.sandbox import images
 
-    try:
-        labels = client.images.get(name).labels or {}
-    except ImageNotFound:
-        labels = {}
-    if labels.get("guard.busybox") != "1":
-        images.build_busybox(client, name)
+    with build_lock():
+        try:
+            labels = client.images.get(name).labels or {}
+        except ImageNotFound:
+            labels = {}
+        if labels.get("guard.busybox") != "1":
+            images.build_busybox(client, name)
     return name

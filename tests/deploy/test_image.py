@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.images import build_lock
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
@@ -42,6 +43,11 @@ def _builder() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def appliance_image(docker_client: Any, pytestconfig: pytest.Config) -> str:
+    with build_lock():  # one offline build at a time across the test workers
+        return _appliance_image(pytestconfig)
+
+
+def _appliance_image(pytestconfig: pytest.Config) -> str:
     builder = _builder()
     tag: str = builder.image_tag()
     if builder.image_exists(tag):

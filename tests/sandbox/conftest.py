@@ -18,6 +18,7 @@ import pytest
 from guard.config import SandboxSettings
 from guard.sandbox import images
 from guard.sandbox.docker import DockerSandbox, connect
+from tests.images import build_lock, ensure_busybox_image
 from tests.sandbox_helpers import BUSYBOX_IMAGE, TEST_PREFIX, TOOLBOX_IMAGE, leftover_containers
 
 
@@ -31,20 +32,15 @@ def sbx_client() -> Iterator[docker.DockerClient]:
 @pytest.fixture(scope="session")
 def sbx_busybox_image(sbx_client: docker.DockerClient) -> str:
     """A 2 MB static-busybox image (user 65534), built in about a second if absent."""
-    try:
-        labels = sbx_client.images.get(BUSYBOX_IMAGE).labels or {}
-    except docker.errors.ImageNotFound:
-        labels = {}
-    if labels.get("guard.busybox") != "1":
-        images.build_busybox(sbx_client, BUSYBOX_IMAGE)
-    return BUSYBOX_IMAGE
+    return ensure_busybox_image(sbx_client, BUSYBOX_IMAGE)
 
 
 @pytest.fixture(scope="session")
 def sbx_toolbox_image(sbx_client: docker.DockerClient) -> str:
     """The real toolbox image; built offline (debootstrap, 1-3 min; cached after) if absent."""
-    if not images.image_exists(sbx_client, TOOLBOX_IMAGE):
-        images.build_offline(sbx_client, TOOLBOX_IMAGE)
+    with build_lock():
+        if not images.image_exists(sbx_client, TOOLBOX_IMAGE):
+            images.build_offline(sbx_client, TOOLBOX_IMAGE)
     return TOOLBOX_IMAGE
 
 
