@@ -13,7 +13,7 @@ import pytest
 from guard.monitors.docker import DockerMonitor
 from guard.playbooks.models import DockerMonitorSpec
 from guard.records import Observation
-from tests.monitors.test_multiline import python_trace
+from tests.monitors.test_multiline import go_panic, java_trace, python_trace
 
 pytestmark = pytest.mark.docker
 
@@ -132,6 +132,39 @@ async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(c
     assert signals[1].message == "KeyError: 'sku'"
     assert signals[0].target == c.name and signals[0].details["stream"] == "stderr"
     assert signals[0].details["evidence"] == python_trace(1, 503).rstrip("\n")
+
+
+async def test_java_traces_and_go_panics_from_a_container_are_one_signal_each(containers):
+    value = uuid.uuid4().hex[:12]
+    text = (
+        java_trace(1)
+        + java_trace(2)
+        + "".join(go_panic(i) + "2026/12/04 10:00:00 restarting\n" for i in (5, 7))
+    )
+    script = text.replace("'", "'\"'\"'")
+    rules = [{"kind": "app_error", "pattern": "Error|Exception|Traceback|panic"}]
+    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules))
+    monitor.baseline({})
+    async with Following(monitor) as run:
+        containers.run(
+            "jvm",
+            f"sleep 0.3; printf '%s' '{script}'; sleep 300",
+            labels={"guard.watch.test": value},
+        )
+        deadline = time.monotonic() + 20
+        while sum(s.count for o in run.seen for s in o.signals if s.kind == "app_error") < 4:
+            assert time.monotonic() < deadline, run.seen
+            await asyncio.sleep(0.1)
+    found = [s for o in run.seen for s in o.signals if s.kind == "app_error"]
+    counts = Counter(s.message.split(":")[0] for s in found for _ in range(s.count))
+    assert counts == {'Exception in thread "main" java.lang.IllegalStateException': 2, "panic": 2}
+    assert len({s.grouping.content for s in found if s.grouping}) == 2  # one template each
+    java = next(s for s in found if s.message.startswith("Exception"))
+    go = next(s for s in found if s.message.startswith("panic"))
+    assert "| Caused by: java.io.IOException: upstream answered" in java.message
+    assert java.details["evidence"] == java_trace(1).rstrip("\n")
+    assert go.details["evidence"] == go_panic(5).rstrip("\n")
+    assert go.details["stream"] == "stdout"
 
 
 async def test_a_traceback_written_slowly_is_still_one_event(containers):
