@@ -131,7 +131,11 @@ class WebServer:
             failed = self._serving.exception() if not self._serving.cancelled() else None
             logger.error("the web server did not start: {}; monitoring continues", failed)
             return
-        paths = "/healthz, /readyz, /metrics" + (" and /hooks" if self.hooks.sources else "")
+        paths = (
+            "/healthz, /readyz, /metrics and /hooks"
+            if self.hooks.sources
+            else "/healthz, /readyz and /metrics"  # as before the hooks: log readers match it
+        )
         logger.info("serving {} on http://{}:{}", paths, self.host, self.port)
 
     async def close(self) -> None:
