@@ -24,6 +24,8 @@ import yaml
 from sqlmodel import select
 
 from bench.common import REPO, machine, percentiles, quiet
+from bench.spans import steps
+from guard import spans
 from guard.app import Guard
 from guard.config import Settings
 from guard.playbooks.models import Playbook
@@ -55,7 +57,11 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
         for n in names
     ]
     times: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="guard-bench-mttr-") as tmp:
+    killed: dict[str, float] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="guard-bench-mttr-") as tmp,
+        spans.recording() as marks,
+    ):
         root = Path(tmp)
         (root / "skills").mkdir()
         _skills(root / "skills")
@@ -94,7 +100,7 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
         try:
             await asyncio.sleep(2.0)  # monitors scheduled, stream attached, memory warm
             for name, victim in zip(names, victims, strict=True):
-                t0 = time.monotonic()
+                t0 = killed[name] = time.monotonic()
                 await asyncio.to_thread(victim.kill)
                 deadline = t0 + 60
                 while time.monotonic() < deadline:  # polling the store
@@ -108,7 +114,13 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
             await asyncio.wait_for(task, 60)
             for v in victims:
                 v.remove(force=True)
-    return {**percentiles(times), "missed": kills - len(times), "unit": "s"}
+    return {
+        **percentiles(times),
+        "missed": kills - len(times),
+        "unit": "s",
+        "each_s": [round(t, 3) for t in times],
+        "spans_ms": steps(marks, killed),
+    }
 
 
 def _bare(client: Any, image: str, kills: int) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 LanceDB and pyarrow cost about 150 MB of resident memory once imported, more than the rest of
 ``guard run`` together, and they are native code: a crash in them would take the watchdog down
-with it. ``MemoryProcess`` keeps them in a child (``python -m guard.memory.process``) started on
-the first recall and ended after ``memory.idle_timeout`` without one, so an idle appliance stays
-small and a native crash costs one recall, not the appliance.
+with it. ``MemoryProcess`` keeps them in a child (``python -m guard.memory.process``), started
+in the background when Guard starts (``warm``: so the first recall does not wait for the import)
+or by the first recall after it left, and ended after ``memory.idle_timeout`` without a recall,
+so an idle appliance stays small and a native crash costs one recall, not the appliance.
 
 The protocol is one JSON object a line: requests on the child's stdin, answers on a private
 copy of its stdout (the child points fd 1 at stderr, so a library that prints cannot corrupt
@@ -83,7 +84,9 @@ class MemoryProcess:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def warm(self) -> None:
-        """Nothing to warm: the child starts with the first recall, and leaves when idle."""
+        """Start the child and let it import LanceDB and open the table now (in a thread of
+        its caller: it takes a second or more); it still leaves after ``idle_timeout``."""
+        self._call({"op": "warm"})
 
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
@@ -226,6 +229,9 @@ def _serve(folder: Path, idle_timeout: float) -> int:
 
 
 def _handle(memory: SemanticMemory, request: dict[str, Any]) -> Any:
+    if request["op"] == "warm":
+        memory.warm()
+        return None
     if request["op"] == "search":
         return [vars(r) for r in memory.search(request["text"], limit=int(request["limit"]))]
     if request["op"] == "remember":

@@ -158,3 +158,15 @@ def test_a_failed_request_does_not_pause_the_helper(tmp_path: Path) -> None:
         assert memory.pid is not None  # the same helper answered both
     finally:
         memory.close()
+
+
+def test_warm_starts_the_helper_with_lancedb_loaded(memory: MemoryProcess) -> None:
+    """``guard run`` warms the helper in the background, so the first recall does not wait."""
+    assert memory.pid is None
+    memory.warm()
+    pid = memory.pid
+    assert pid is not None
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    assert "_lancedb" in maps  # LanceDB's native library is loaded before any recall
+    assert memory.search("api exited") == []
+    assert memory.pid == pid  # the warm helper answered

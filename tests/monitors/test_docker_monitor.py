@@ -87,6 +87,15 @@ async def test_oom_kill_is_recorded_as_such(home, containers):
         inc = await wait_for_incident(home, lambda i: i.kind == "container_oom_killed")
         assert inc.target == hog.name
         assert "OOM-killed" in inc.message
+        # the ``die`` that follows the ``oom`` event is the same fault, told without asking
+        # the engine: it lands on the same incident, and no "exited" incident opens
+        inc = await wait_for_incident(
+            home, lambda i: i.kind == "container_oom_killed" and i.count >= 2
+        )
+        db = home.database()
+        with db.session() as s:
+            kinds = {i.kind for i in s.exec(select(Incident)).all() if i.target == hog.name}
+        assert kinds == {"container_oom_killed"}
     finally:
         g.stop()
         await task
