@@ -19,11 +19,13 @@ from loguru import logger
 from sqlalchemy.exc import OperationalError
 
 from guard.exceptions import NotLeader
+from guard.pacing import Pace
 from guard.records import Observation
 
 BATCH = 500
 QUEUE_BOUND = 10_000  # observations waiting for triage
 BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
+BURST = 3  # transactions that may follow one another at once after a quiet spell
 TRIES = 3  # for a batch that fails for another reason than an unavailable store
 
 Apply = Callable[[list[Observation]], Any]
@@ -52,17 +54,19 @@ class Intake:
 
     async def consume(self) -> None:
         """Apply observations in batches, forever. After a quiet spell the first one goes at
-        once; while busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the
-        next one, so a thousand checks a minute cost tens of transactions, not a thousand."""
-        last = -BATCH_EVERY
+        once, even right after a transaction (a kill's ``die`` just after a passing check);
+        while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.pacing``) and
+        what arrives meanwhile joins the next one, so a storm costs tens of transactions a
+        second, not one per line."""
+        pace = Pace(BATCH_EVERY, BURST, time.monotonic())
         while True:
             batch = [await self.queue.get()]
-            wait = last + BATCH_EVERY - time.monotonic()
+            wait = pace.wait(time.monotonic())
             if wait > 0:
                 await asyncio.sleep(wait)
             while len(batch) < BATCH and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
-            last = time.monotonic()
+            pace.spend(time.monotonic())
             await self.store(batch)
 
     async def drain(self) -> None:
