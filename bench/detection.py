@@ -16,10 +16,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,37 @@ NOISE = (
     "while true; do i=0; while [ $i -lt 500 ]; do "
     'echo "ERROR req $i: upstream timed out after 30s"; i=$((i+1)); done; sleep 0.1; done'
 )
+
+
+# A bare subscriber in a process of its own: it sees each kill's ``die`` beside Guard
+FLOOR = """
+import sys, time, docker
+events = docker.from_env().events(
+    decode=True, filters={"type": "container", "event": "die", "label": sys.argv[1]}
+)
+print("ready", flush=True)
+for e in events:
+    print(e["Actor"]["Attributes"]["name"], time.monotonic(), flush=True)
+"""
+
+
+@contextlib.contextmanager
+def floor(label: str) -> Iterator[dict[str, float]]:
+    """While the block runs, a bare SDK subscriber notes when it got each ``die`` (the
+    monotonic clock is the machine's, so its times compare with this process's)."""
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR, label], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()  # subscribed
+    seen: dict[str, float] = {}
+    try:
+        yield seen
+    finally:
+        time.sleep(0.5)  # the last die reaches it
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+        for line in out.splitlines():
+            name, at = line.split()
+            seen.setdefault(name, float(at))
 
 
 def with_p99(values: list[float]) -> dict[str, Any]:
@@ -114,6 +148,7 @@ async def _measure(
     with (
         tempfile.TemporaryDirectory(prefix="guard-bench-detect-") as tmp,
         spans.recording() as marks,
+        floor(f"guard.bench={value}") as dies,
     ):
         settings = Settings(
             data_dir=Path(tmp), playbooks_dir=Path(tmp), http_port=0, http_host="127.0.0.1"
@@ -167,6 +202,13 @@ async def _measure(
                 v.remove(force=True)
     result = with_p99(latencies)
     found = {**result, "missed": kills - len(latencies), "unit": "s"}
+    same = [dies[n] - killed[n] for n in names if n in dies and n in opened]
+    if same:  # the bare subscriber's kill -> die for the very kills Guard was timed on
+        found["bare_subscriber_same_kills"] = with_p99(same)
+        found["ratio_p50_same_kills"] = round(result["p50"] / percentiles(same)["p50"], 2)
+        found["guard_minus_bare_ms"] = with_p99(
+            [round((opened[n] - dies[n]) * 1000, 1) for n in names if n in dies and n in opened]
+        )
     if events:
         found["spans_ms"] = steps(marks, killed)
     return found

@@ -5,14 +5,17 @@ so database writes are serialised and a log storm costs one transaction per batc
 line. While the store is unavailable (locked, full, Postgres away) a batch is retried until it
 is stored, and the queue fills up to its bound, so the checks wait instead of piling up in
 memory. A batch that fails for any other reason is given up after 3 tries, so it cannot hold
-up every later one.
+up every later one. Batches are stored on a thread of their own, so a signal never waits for a
+worker thread that the agent or the monitors hold (a recall waiting for the memory helper).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from loguru import logger
@@ -45,6 +48,7 @@ class Intake:
         self._forget = forget  # drops a monitor's state in memory: re-read from the store
         self._stopping = stopping
         self.queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="triage")
 
     async def put(self, obs: Observation) -> None:
         await self.queue.put(obs)
@@ -85,7 +89,10 @@ class Intake:
         while True:
             attempt += 1
             try:
-                await asyncio.to_thread(self._apply, batch)
+                context = contextvars.copy_context()  # as ``asyncio.to_thread`` does
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, context.run, self._apply, batch
+                )
                 if attempt > 1:
                     logger.info("stored {} observations (attempt {})", len(batch), attempt)
                 return
