@@ -3,8 +3,11 @@
 Side by side in one run: Guard (events stream, the built-in ``docker-start-exited`` skill with
 no extra wait, verification polling every 200 ms) against a bare ``docker restart`` issued the
 moment the container is killed (the fastest a human or a script with perfect knowledge could
-do, with no detection or verification). One container per kill, so the skill's rate limit
-(3 runs per target per hour) does not apply. Run alone: ``python -m bench.mttr [--kills N]``.
+do, with no detection or verification), both as a phase of its own after Guard's and one
+right after each of Guard's kills (``alongside``: the same moment of a shared machine). One
+container per kill, so the skill's rate limit (3 runs per target per hour) does not apply.
+``guard.spans`` says where Guard's time goes, step by step (``spans_ms``).
+Run alone: ``python -m bench.mttr [--kills N]``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
     victims = sleepers(client, image, kills, "guard-bench-mttr", value)
     names = [v.name for v in victims]
     times: list[float] = []
+    alongside: list[float] = []  # a bare restart right after each of Guard's kills
     killed: dict[str, float] = {}
     with (
         tempfile.TemporaryDirectory(prefix="guard-bench-mttr-") as tmp,
@@ -102,6 +106,7 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
                     await asyncio.sleep(0.02)
                 if time.monotonic() < deadline:
                     times.append(time.monotonic() - t0)
+                alongside.append(await asyncio.to_thread(_bare_one, client, image))
         finally:
             guard.stop()
             await asyncio.wait_for(task, 60)
@@ -113,29 +118,33 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
         "unit": "s",
         "each_s": [round(t, 3) for t in times],
         "spans_ms": steps(marks, killed),
+        "bare_restart_alongside": {**percentiles(alongside), "unit": "s"},
     }
 
 
+def _bare_one(client: Any, image: str) -> float:
+    """Kill a container Guard does not watch and ``docker restart`` it at once: seconds until
+    it runs again."""
+    c = client.containers.run(
+        image,
+        ["sleep", "600"],
+        name=f"guard-bench-bare-{uuid.uuid4().hex[:10]}",
+        detach=True,
+        network_mode="none",
+    )
+    try:
+        t0 = time.monotonic()
+        c.kill()
+        c.restart(timeout=0)
+        while c.reload() or c.status != "running":
+            time.sleep(0.005)
+        return time.monotonic() - t0
+    finally:
+        c.remove(force=True)
+
+
 def _bare(client: Any, image: str, kills: int) -> dict[str, Any]:
-    times = []
-    for i in range(kills):
-        c = client.containers.run(
-            image,
-            ["sleep", "600"],
-            name=f"guard-bench-bare-{i}-{uuid.uuid4().hex[:6]}",
-            detach=True,
-            network_mode="none",
-        )
-        try:
-            t0 = time.monotonic()
-            c.kill()
-            c.restart(timeout=0)
-            while c.reload() or c.status != "running":
-                time.sleep(0.005)
-            times.append(time.monotonic() - t0)
-        finally:
-            c.remove(force=True)
-    return {**percentiles(times), "unit": "s"}
+    return {**percentiles([_bare_one(client, image) for _ in range(kills)]), "unit": "s"}
 
 
 async def run(kills: int = 10) -> dict[str, Any]:
@@ -147,11 +156,20 @@ async def run(kills: int = 10) -> dict[str, Any]:
         bare = await asyncio.to_thread(_bare, client, image, kills)
     finally:
         client.close()
+    alongside = guard.pop("bare_restart_alongside")
+
+    def ratio(q: str, anchor: dict[str, Any]) -> float | None:
+        return round(guard[q] / anchor[q], 2) if guard.get(q) else None
+
     return {
         "what": f"container killed -> verified healthy, {kills} kills",
         "guard_trusted_skill": guard,
         "bare_docker_restart": bare,
-        "ratio_p50": round(guard["p50"] / bare["p50"], 2) if guard.get("p50") else None,
+        "ratio_p50": ratio("p50", bare),
+        "ratio_p95": ratio("p95", bare),
+        "bare_docker_restart_alongside": alongside,
+        "ratio_p50_alongside": ratio("p50", alongside),
+        "ratio_p95_alongside": ratio("p95", alongside),
     }
 
 
