@@ -1,9 +1,11 @@
 """Verification: re-run the check that opened an incident until it passes or time runs out.
 
 A check that reports on the target (docker, http, railway, kubernetes) passes on an ``ok``
-signal for it. A log rule (a log file's, or a Railway deployment's logs) has no ``ok``: it passes
-when a whole ``quiet`` period goes by with no new line of the incident's kind, read from where
-the running monitor is. A ``monitor_error`` incident passes when the monitor works.
+signal for it; a monitor that can look at one target alone (``TargetedMonitor``: Docker, one
+``inspect``) is asked about that target only. A log rule (a log file's, or a Railway
+deployment's logs) has no ``ok``: it passes when a whole ``quiet`` period goes by with no new
+line of the incident's kind, read from where the running monitor is. A ``monitor_error``
+incident passes when the monitor works.
 The first check runs as soon as the remedy returns; while it fails, the next ones follow after
 ``FIRST_RECHECK``, then twice as long each time, up to the step's ``interval``.
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
@@ -20,7 +22,7 @@ from typing import Any
 from guard import spans
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.monitors import Monitor, build_monitor
+from guard.monitors import Monitor, TargetedMonitor, build_monitor
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
@@ -88,7 +90,11 @@ class Verifier:
         if log_rule:
             await asyncio.sleep(spec.quiet)
         try:
-            obs = await monitor.check(state)
+            alone = not stateful and incident.kind != "monitor_error"
+            if alone and isinstance(monitor, TargetedMonitor):
+                obs = await monitor.check_target(incident.target)  # the target alone: cheaper
+            else:
+                obs = await monitor.check(state)
         except Exception as exc:
             return False, f"check failed: {exc}"
         if incident.kind == "monitor_error":

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from docker.errors import DockerException
+from docker.errors import DockerException, NotFound
 
 from guard import spans
 from guard.docker_client import Timeouts, docker_client
@@ -152,6 +152,21 @@ class DockerMonitor:
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
         return await asyncio.to_thread(self._poll)
+
+    async def check_target(self, target: str) -> Observation:
+        """One container by name: one ``inspect``, where ``check`` lists the selection and
+        inspects each container in it."""
+        return await asyncio.to_thread(self._poll_one, target)
+
+    def _poll_one(self, name: str) -> Observation:
+        try:
+            attrs = self._docker().api.inspect_container(name)
+        except NotFound:
+            return Observation([])
+        except DockerException as exc:
+            raise _engine_error(exc) from None
+        sig = self.classify(str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {})
+        return Observation([sig] if sig is not None else [])
 
     def _poll(self) -> Observation:
         client = self._docker()
