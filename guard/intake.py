@@ -34,6 +34,18 @@ TRIES = 3  # for a batch that fails for another reason than an unavailable store
 Apply = Callable[[list[Observation]], Any]
 
 
+def lanes(batch: list[Observation]) -> list[list[Observation]]:
+    """``batch`` as the transactions to store it in: the observations that carry log lines
+    (grouped signals, saved positions) after the others, in a transaction of their own, so a
+    kill's ``die`` is not stored behind a storm's lines and their template mining."""
+    others: list[Observation] = []
+    lines: list[Observation] = []
+    for o in batch:
+        carries = bool(o.state) or any(s.grouping is not None for s in o.signals)
+        (lines if carries else others).append(o)
+    return [others, lines] if others and lines else [batch]
+
+
 class Intake:
     """The queue in front of triage, and its one consumer."""
 
@@ -61,7 +73,8 @@ class Intake:
         once, even right after a transaction (a kill's ``die`` just after a passing check);
         while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.pacing``) and
         what arrives meanwhile joins the next one, so a storm costs tens of transactions a
-        second, not one per line."""
+        second, not one per line. A batch that mixes log lines with other signals stores the
+        others first (``lanes``)."""
         pace = Pace(BATCH_EVERY, BURST, time.monotonic())
         while True:
             batch = [await self.queue.get()]
@@ -71,7 +84,8 @@ class Intake:
             while len(batch) < BATCH and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
             pace.spend(time.monotonic())
-            await self.store(batch)
+            for lane in lanes(batch):
+                await self.store(lane)
 
     async def drain(self) -> None:
         """Store what is queued now (on the way out)."""
