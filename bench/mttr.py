@@ -6,7 +6,8 @@ moment the container is killed (the fastest a human or a script with perfect kno
 do, with no detection or verification), both as a phase of its own after Guard's and one
 right after each of Guard's kills (``alongside``: the same moment of a shared machine). One
 container per kill, so the skill's rate limit (3 runs per target per hour) does not apply.
-``guard.spans`` says where Guard's time goes, step by step (``spans_ms``).
+``guard.spans`` says where Guard's time goes, step by step (``spans_ms``); Guard's clock stops
+at its ``resolved`` mark (the resolved state committed), not when the bench's poll sees it.
 Run alone: ``python -m bench.mttr [--kills N]``.
 """
 
@@ -104,8 +105,9 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
                     if await asyncio.to_thread(resolved, name):
                         break
                     await asyncio.sleep(0.02)
-                if time.monotonic() < deadline:
-                    times.append(time.monotonic() - t0)
+                if time.monotonic() < deadline:  # when the store said so, not when polled
+                    at = [m for p, k, m in marks if p == "resolved" and k == name]
+                    times.append((at[0] if at else time.monotonic()) - t0)
                 alongside.append(await asyncio.to_thread(_bare_one, client, image))
         finally:
             guard.stop()
