@@ -77,6 +77,22 @@ def tree_rss_mb(pid: int) -> float:
     return round(total, 1)
 
 
+def sleepers(client: Any, image: str, n: int, prefix: str, value: str) -> list[Any]:
+    """``n`` containers sleeping 10 min, named ``{prefix}-{value}-{i}``, labelled
+    ``guard.bench={value}`` (what a bench's Docker monitor selects), with no network."""
+    return [
+        client.containers.run(
+            image,
+            ["sleep", "600"],
+            name=f"{prefix}-{value}-{i}",
+            detach=True,
+            labels={"guard.bench": value},
+            network_mode="none",
+        )
+        for i in range(n)
+    ]
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     q = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else ordered

@@ -2,10 +2,14 @@
 
 Each caller names its purpose's timeout from ``Timeouts``: a monitor's liveness check must fail
 fast, an action may wait for a container's stop grace, an image import may take minutes.
+The API version is negotiated with the engine once per ``DOCKER_HOST``; a later client that pings
+the engine reuses it, so a client for one action or one verification costs one ``/_ping`` (which
+still tells an unreachable engine at once), not a ``/version`` and a ping.
 """
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
 from typing import Any
 
@@ -22,14 +26,20 @@ class Timeouts(IntEnum):
     build = 900  # importing a rootfs as an image
 
 
+_versions: dict[str, str] = {}  # DOCKER_HOST -> the API version negotiated with it
+
+
 class EngineUnreachable(DockerException):  # type: ignore[misc]
     """The engine named by ``DOCKER_HOST`` (default: the local socket) did not answer."""
 
 
 def docker_client(timeout: Timeouts | float = Timeouts.call, *, ping: bool = True) -> Any:
     """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer."""
+    host = os.environ.get("DOCKER_HOST", "")
     try:
-        client = docker.from_env(timeout=int(timeout))
+        known = _versions.get(host) if ping else None  # without a ping: /version checks
+        client = docker.from_env(timeout=int(timeout), version=known)
+        _versions[host] = client.api.api_version
         if ping:
             client.ping()
     except DockerException as exc:

@@ -5,7 +5,8 @@ so database writes are serialised and a log storm costs one transaction per batc
 line. While the store is unavailable (locked, full, Postgres away) a batch is retried until it
 is stored, and the queue fills up to its bound, so the checks wait instead of piling up in
 memory. A batch that fails for any other reason is given up after 3 tries, so it cannot hold
-up every later one.
+up every later one. Batches are stored on a thread of their own, so a signal never waits for a
+worker thread that the agent or the monitors hold (a recall waiting for the memory helper).
 
 ``submit`` is the same path for a sender that must know its observation is stored (a hook
 answers 2xx only then): it waits, boundedly, for the transaction that holds it.
@@ -14,14 +15,17 @@ answers 2xx only then): it waits, boundedly, for the transaction that holds it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from loguru import logger
 from sqlalchemy.exc import OperationalError
 
 from guard.exceptions import NotLeader
+from guard.pacing import Pace
 from guard.records import Observation
 
 BATCH = 500
@@ -30,9 +34,22 @@ BATCH_SIGNALS = 250  # a batch closes at this many signals: one transaction hold
 # /healthz write or a check's state waits at most one short transaction
 QUEUE_BOUND = 10_000  # observations waiting for triage
 BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
+BURST = 3  # transactions that may follow one another at once after a quiet spell
 TRIES = 3  # for a batch that fails for another reason than an unavailable store
 
 Apply = Callable[[list[Observation]], Any]
+
+
+def lanes(batch: list[Observation]) -> list[list[Observation]]:
+    """``batch`` as the transactions to store it in: the observations that carry log lines
+    (grouped signals, saved positions) after the others, in a transaction of their own, so a
+    kill's ``die`` is not stored behind a storm's lines and their template mining."""
+    others: list[Observation] = []
+    lines: list[Observation] = []
+    for o in batch:
+        carries = bool(o.state) or any(s.grouping is not None for s in o.signals)
+        (lines if carries else others).append(o)
+    return [others, lines] if others and lines else [batch]
 
 
 class Intake:
@@ -49,6 +66,7 @@ class Intake:
         self._forget = forget  # drops a monitor's state in memory: re-read from the store
         self._stopping = stopping
         self.queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="triage")
         self._waiting: dict[int, asyncio.Future[bool]] = {}  # id(observation) -> stored?
         self.consuming = False
 
@@ -83,27 +101,30 @@ class Intake:
 
     async def consume(self) -> None:
         """Apply observations in batches, forever. After a quiet spell the first one goes at
-        once; while busy, what arrives within ``BATCH_EVERY`` of the last transaction joins the
-        next one, so a thousand checks a minute cost tens of transactions, not a thousand."""
-        last = -BATCH_EVERY
+        once, even right after a transaction (a kill's ``die`` just after a passing check);
+        while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.pacing``) and
+        what arrives meanwhile joins the next one, so a storm costs tens of transactions a
+        second, not one per line. A batch that mixes log lines with other signals stores the
+        others first (``lanes``)."""
         self.consuming = True
         try:
-            await self._consume(last)
+            await self._consume(Pace(BATCH_EVERY, BURST, time.monotonic()))
         finally:
             self.consuming = False
 
-    async def _consume(self, last: float) -> None:
+    async def _consume(self, pace: Pace) -> None:
         while True:
             batch = [await self.queue.get()]
-            wait = last + BATCH_EVERY - time.monotonic()
+            wait = pace.wait(time.monotonic())
             if wait > 0:
                 await asyncio.sleep(wait)
             signals = len(batch[0].signals)
             while len(batch) < BATCH and signals < BATCH_SIGNALS and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
                 signals += len(batch[-1].signals)
-            last = time.monotonic()
-            await self.store(batch)
+            pace.spend(time.monotonic())
+            for lane in lanes(batch):
+                await self.store(lane)
 
     async def drain(self) -> None:
         """Store what is queued now (on the way out)."""
@@ -121,7 +142,10 @@ class Intake:
         while True:
             attempt += 1
             try:
-                await asyncio.to_thread(self._apply, batch)
+                context = contextvars.copy_context()  # as ``asyncio.to_thread`` does
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, context.run, self._apply, batch
+                )
                 if attempt > 1:
                     logger.info("stored {} observations (attempt {})", len(batch), attempt)
                 self._settle(batch, True)

@@ -22,7 +22,7 @@ def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _client() -> Any:
     try:
-        return docker_client(Timeouts.call, ping=False)
+        return docker_client(Timeouts.call)
     except DockerException as exc:
         raise ActionError(f"cannot reach the Docker engine: {exc}") from None
 

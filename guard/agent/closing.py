@@ -9,6 +9,7 @@ from typing import Any
 
 from loguru import logger
 
+from guard import spans
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.memory import IncidentMemory
@@ -47,6 +48,7 @@ class Closer:
         done = self.lifecycle.move(
             incident_id, IncidentState.resolved, reason, resolved_by=resolved_by, **details
         )
+        spans.mark("resolved", done.target)
         logger.info("incident #{} resolved: {}", incident_id, reason)
         await self.remember(done, resolution, skill)
         self.lifecycle.release(incident_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
+from guard import spans
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
@@ -102,4 +103,5 @@ class Diagnoser:
                 inc.id, IncidentState.diagnosing, "evidence collected", evidence=evidence
             )
             self.lifecycle.note(inc.id, "diagnosed", evidence[:1000])
+        spans.mark("diagnosis.done", inc.target)
         return evidence

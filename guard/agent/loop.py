@@ -32,7 +32,7 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, spans
 from guard.actions import ActionRegistry
 from guard.agent import limits, policy
 from guard.agent.asking import Asker
@@ -376,6 +376,7 @@ class Agent:
             inc = self.lifecycle.load(incident_id)
             if inc is None or inc.state not in WORKABLE:
                 return
+            spans.mark("agent.picked", inc.target)
             muted = await asyncio.to_thread(mutes.active, self.db, inc.target)
             if muted is not None and inc.state == S.open:
                 self.lifecycle.move(
@@ -409,8 +410,7 @@ class Agent:
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """The skills that match ``inc``, best first (ranked with semantic memory)."""
-        ranked, _ = await self.recaller.recall(inc)
-        return ranked
+        return (await self.recaller.recall(inc))[0]
 
     async def decide(self, inc: Incident) -> None:
         """Recall, diagnose and decide until the incident is resolved or a human is asked."""

@@ -7,6 +7,7 @@ import asyncio
 
 from loguru import logger
 
+from guard import spans
 from guard.agent import policy
 from guard.memory import IncidentMemory
 from guard.memory.semantic import summary
@@ -36,4 +37,5 @@ class Recaller:
         # In a thread: a trigger's regex may need the (budgeted) Python worker.
         candidates = await asyncio.to_thread(self.library.candidates, inc)
         similar = await self.similar(inc)
+        spans.mark("recall.done", inc.target)
         return policy.rank(candidates, similar), similar

@@ -15,7 +15,7 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, spans
 from guard.actions import ActionContext, ActionError, ActionRegistry
 from guard.agent.templating import incident_context, render, render_args
 from guard.agent.verify import Verifier
@@ -201,7 +201,11 @@ class StepRunner:
             return StepOutcome(verdict.passed, verdict.reason, {"attempts": verdict.attempts})
         if step.kind == "action":
             assert step.action is not None
-            return await self.action(step.action, render_args(step.args, ctx), incident)
+            spans.mark("action.start", incident.target)
+            try:
+                return await self.action(step.action, render_args(step.args, ctx), incident)
+            finally:
+                spans.mark("action.end", incident.target)
         assert step.run is not None
         return await self.sandbox_run(step, incident, skill, grants, ctx)
 

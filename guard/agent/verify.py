@@ -1,10 +1,14 @@
 """Verification: re-run the check that opened an incident until it passes or time runs out.
 
 A check that reports on the target (docker, http, railway, kubernetes) passes on an ``ok``
-signal for it. A log rule (a log file's, or a Railway deployment's logs) has no ``ok``: it passes
-when a whole ``quiet`` period goes by with no new line of the incident's kind, read from where
-the running monitor is. A ``monitor_error`` incident passes when the monitor works.
-An incident that an ``intake:`` source opened is verified by that source (``verify_source``).
+signal for it; a monitor that can look at one target alone (``TargetedMonitor``: Docker, one
+``inspect``) is asked about that target only. A log rule (a log file's, or a Railway
+deployment's logs) has no ``ok``: it passes when a whole ``quiet`` period goes by with no new
+line of the incident's kind, read from where the running monitor is. A ``monitor_error``
+incident passes when the monitor works. An incident that an ``intake:`` source opened is
+verified by that source (``verify_source``).
+The first check runs as soon as the remedy returns; while it fails, the next ones follow after
+``FIRST_RECHECK``, then twice as long each time, up to the step's ``interval``.
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
 attempt costs no lookups) but never writes it, so the running monitors still see every line.
 """
@@ -16,14 +20,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from guard import spans
 from guard.agent.verify_source import ALERT_SOURCES, SourceVerifier
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.monitors import Monitor, build_monitor
+from guard.monitors import Monitor, TargetedMonitor, build_monitor
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
 from guard.store.state import get_state
+
+FIRST_RECHECK = 0.05  # seconds before the second check; the wait doubles up to ``interval``
 
 
 @dataclass(frozen=True)
@@ -68,15 +75,18 @@ class Verifier:
     async def _loop(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> Verdict:
         deadline = time.monotonic() + spec.timeout
         attempts, reason = 0, "not checked"
+        delay = min(FIRST_RECHECK, spec.interval)
         while True:
             attempts += 1
             passed, reason = await self._once(monitor, incident, spec)
+            spans.mark("verify.check", incident.target)
             reached("verify.during")
             if passed:
                 return Verdict(True, reason, attempts)
-            if time.monotonic() + spec.interval > deadline:
+            if time.monotonic() + delay > deadline:
                 return Verdict(False, f"still failing after {spec.timeout:g}s: {reason}", attempts)
-            await asyncio.sleep(spec.interval)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, spec.interval)
 
     async def _once(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> tuple[bool, str]:
         log_rule = is_log_rule(incident)
@@ -85,7 +95,11 @@ class Verifier:
         if log_rule:
             await asyncio.sleep(spec.quiet)
         try:
-            obs = await monitor.check(state)
+            alone = not stateful and incident.kind != "monitor_error"
+            if alone and isinstance(monitor, TargetedMonitor):
+                obs = await monitor.check_target(incident.target)  # the target alone: cheaper
+            else:
+                obs = await monitor.check(state)
         except Exception as exc:
             return False, f"check failed: {exc}"
         if incident.kind == "monitor_error":

@@ -2,9 +2,11 @@
 
 LanceDB and pyarrow cost about 150 MB of resident memory once imported, more than the rest of
 ``guard run`` together, and they are native code: a crash in them would take the watchdog down
-with it. ``MemoryProcess`` keeps them in a child (``python -m guard.memory.process``) started on
-the first recall and ended after ``memory.idle_timeout`` without one, so an idle appliance stays
-small and a native crash costs one recall, not the appliance.
+with it. ``MemoryProcess`` keeps them in a child (``python -m guard.memory.process``), started
+in the background when Guard starts with incidents to recall (``warm``: so the first recall
+does not wait for the import), else by the first recall, and ended after
+``memory.idle_timeout`` without a recall, so an idle appliance stays small and a native crash
+costs one recall, not the appliance.
 
 The protocol is one JSON object a line: requests on the child's stdin, answers on a private
 copy of its stdout (the child points fd 1 at stderr, so a library that prints cannot corrupt
@@ -29,7 +31,7 @@ from typing import IO, Any
 from loguru import logger
 
 from guard.exceptions import GuardError
-from guard.memory.semantic import Recollection, SemanticMemory
+from guard.memory.semantic import TABLE, Recollection, SemanticMemory
 
 ANSWER_TIMEOUT = 60.0  # a search or an insert; the first one imports LanceDB (a few seconds)
 COOLDOWN = 60.0  # after the helper crashed or hung, calls fail at once for this long
@@ -83,7 +85,11 @@ class MemoryProcess:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def warm(self) -> None:
-        """Nothing to warm: the child starts with the first recall, and leaves when idle."""
+        """Start the child and let it import LanceDB and open the table now (in a thread of
+        its caller: it takes a second or more); it still leaves after ``idle_timeout``. With
+        nothing remembered yet there is nothing to recall: no child is started."""
+        if (self.folder / f"{TABLE}.lance").exists():
+            self._call({"op": "warm"})
 
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
         """Store (or replace) what resolved ``incident``."""
@@ -226,6 +232,9 @@ def _serve(folder: Path, idle_timeout: float) -> int:
 
 
 def _handle(memory: SemanticMemory, request: dict[str, Any]) -> Any:
+    if request["op"] == "warm":
+        memory.warm()
+        return None
     if request["op"] == "search":
         return [vars(r) for r in memory.search(request["text"], limit=int(request["limit"]))]
     if request["op"] == "remember":

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from guard.config import Settings
-from guard.monitors.base import BaseliningMonitor, Emit, Monitor, StreamingMonitor
+from guard.monitors.base import (
+    BaseliningMonitor,
+    Emit,
+    Monitor,
+    StreamingMonitor,
+    TargetedMonitor,
+)
 from guard.playbooks.models import (
     DockerMonitorSpec,
     HttpMonitorSpec,
@@ -44,4 +50,11 @@ def build_monitor(spec: MonitorSpec, *, settings: Settings | None = None) -> Mon
     raise TypeError(f"no monitor for {type(spec).__name__}")
 
 
-__all__ = ["BaseliningMonitor", "Emit", "Monitor", "StreamingMonitor", "build_monitor"]
+__all__ = [
+    "BaseliningMonitor",
+    "Emit",
+    "Monitor",
+    "StreamingMonitor",
+    "TargetedMonitor",
+    "build_monitor",
+]

@@ -46,6 +46,15 @@ class StreamingMonitor(Monitor, Protocol):
 
 
 @runtime_checkable
+class TargetedMonitor(Monitor, Protocol):
+    """A monitor that can look at one of its targets alone (verification does, after a remedy)."""
+
+    async def check_target(self, target: str) -> Observation:
+        """Observe ``target`` once, as ``check`` would: its signal, or none if it is not found."""
+        ...
+
+
+@runtime_checkable
 class BaseliningMonitor(Monitor, Protocol):
     """A monitor that starts "from now" and must fix where now is when ``guard run`` starts."""
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from docker.errors import DockerException, NotFound
 
+from guard import spans
 from guard.docker_client import Timeouts, docker_client
 from guard.exceptions import MonitorError
 from guard.monitors.base import Emit
@@ -47,6 +48,7 @@ class DockerMonitor:
         self.jitter = spec.jitter
         self._client = client
         self._since: float | None = None  # time of the last event seen, to resume from
+        self._oom: set[str] = set()  # containers with an ``oom`` event and no ``die`` since
         self._filters: dict[str, Any] = {}
         if spec.selector.labels:
             self._filters["label"] = spec.selector.labels
@@ -151,6 +153,21 @@ class DockerMonitor:
     async def check(self, state: Mapping[str, Any]) -> Observation:
         return await asyncio.to_thread(self._poll)
 
+    async def check_target(self, target: str) -> Observation:
+        """One container by name: one ``inspect``, where ``check`` lists the selection and
+        inspects each container in it."""
+        return await asyncio.to_thread(self._poll_one, target)
+
+    def _poll_one(self, name: str) -> Observation:
+        try:
+            attrs = self._docker().api.inspect_container(name)
+        except NotFound:
+            return Observation([])
+        except DockerException as exc:
+            raise _engine_error(exc) from None
+        sig = self.classify(str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {})
+        return Observation([sig] if sig is not None else [])
+
     def _poll(self) -> Observation:
         client = self._docker()
         try:
@@ -184,6 +201,8 @@ class DockerMonitor:
         def pump() -> None:
             try:
                 for event in stream:
+                    if spans.enabled() and event.get("Action") == "die":
+                        spans.mark("event.received", _event_name(event))
                     loop.call_soon_threadsafe(queue.put_nowait, event)
                     if stopping.is_set():
                         break
@@ -205,9 +224,10 @@ class DockerMonitor:
                 self._since = item.get("time", since)
                 if logs is not None and item.get("Action") == "start":
                     await self._attach(str(item.get("id", "")))
-                sig = await asyncio.to_thread(self._from_event, item)
+                sig = self._from_event(item)
                 if sig is not None:
                     await emit(Observation([sig]))
+                    spans.mark("signal.queued", sig.target)
         finally:
             stopping.set()
             with contextlib.suppress(Exception):
@@ -241,15 +261,17 @@ class DockerMonitor:
     def _from_event(self, event: Mapping[str, Any]) -> Signal | None:
         action = str(event.get("Action") or event.get("status") or "")
         attrs = (event.get("Actor") or {}).get("Attributes") or {}
-        name = attrs.get("name") or str(event.get("id", ""))[:12]
+        name = _event_name(event)
         detected: dict[str, Any] = {"event": action, "event_time_ns": event.get("timeNano")}
+        cid = str(event.get("id", ""))
         if action == "oom":
+            self._oom.add(cid)
             return self._signal(
                 name, "container_oom_killed", f"container {name} was OOM-killed", **detected
             )
         if action == "die":
-            state = self._inspect_state(str(event.get("id", "")))
-            if state.get("OOMKilled"):
+            if cid in self._oom:  # the engine sends ``oom`` before the ``die`` it causes
+                self._oom.discard(cid)
                 return self._signal(
                     name,
                     "container_oom_killed",
@@ -267,6 +289,7 @@ class DockerMonitor:
                 **detected,
             )
         if action == "start":
+            self._oom.discard(cid)
             return self._signal(
                 name, "container_running", f"container {name} is running", ok=True, **detected
             )
@@ -281,19 +304,18 @@ class DockerMonitor:
                 )
         return None
 
-    def _inspect_state(self, container_id: str) -> dict[str, Any]:
-        try:
-            attrs = self._docker().api.inspect_container(container_id)
-        except (NotFound, DockerException, MonitorError):
-            return {}
-        return dict(attrs.get("State") or {})
-
     async def close(self) -> None:
         if self._logs is not None:
             await self._logs.aclose()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
+
+
+def _event_name(event: Mapping[str, Any]) -> str:
+    """The container an engine event is about (its name; its short id without one)."""
+    attrs = (event.get("Actor") or {}).get("Attributes") or {}
+    return str(attrs.get("name") or str(event.get("id", ""))[:12])
 
 
 def _container_logs(spec: DockerMonitorSpec) -> ContainerLogs:

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from guard import cluster
+from guard import cluster, spans
 from guard.config import TriageSettings
 from guard.crashpoints import reached
 from guard.fingerprint import fingerprint, keyed_fingerprint
@@ -94,6 +94,9 @@ class Triage:
     def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
         """Apply a batch of observations; return what happened to incidents."""
         events: list[IncidentEvent] = []
+        targets = [s.target for o in observations for s in o.signals] if spans.enabled() else []
+        for target in targets:
+            spans.mark("triage.taken", target)
         self._storms = storm.StormBatch(self.settings.max_new_incidents, self.settings.storm_window)
         self._checks = {}
         try:
@@ -131,6 +134,8 @@ class Triage:
             self._written.clear()  # these are caches, re-read from the store when needed
             self._quiet.clear()
         self._written.update(self._checks)
+        for target in targets:
+            spans.mark("incident.stored", target)
         return events
 
     def _prefetch(self, session: Session, observations: Sequence[Observation]) -> None:

@@ -158,3 +158,27 @@ def test_a_failed_request_does_not_pause_the_helper(tmp_path: Path) -> None:
         assert memory.pid is not None  # the same helper answered both
     finally:
         memory.close()
+
+
+def test_warm_starts_the_helper_with_lancedb_loaded(tmp_path: Path) -> None:
+    """``guard run`` warms the helper in the background, so the first recall does not wait."""
+    first = MemoryProcess(tmp_path / "memory.lance")
+    first.remember(incident(1, "api exited with code 137"), resolution="restarted")
+    first.close()
+    memory = MemoryProcess(tmp_path / "memory.lance")  # a restart of Guard
+    try:
+        assert memory.pid is None
+        memory.warm()
+        pid = memory.pid
+        assert pid is not None
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert "_lancedb" in maps  # LanceDB's native library is loaded before any recall
+        assert memory.search("api exited")[0].incident_id == 1
+        assert memory.pid == pid  # the warm helper answered
+    finally:
+        memory.close()
+
+
+def test_warm_with_nothing_remembered_starts_no_helper(memory: MemoryProcess) -> None:
+    memory.warm()
+    assert memory.pid is None  # an appliance with no past incidents stays small

@@ -87,6 +87,15 @@ async def test_oom_kill_is_recorded_as_such(home, containers):
         inc = await wait_for_incident(home, lambda i: i.kind == "container_oom_killed")
         assert inc.target == hog.name
         assert "OOM-killed" in inc.message
+        # the ``die`` that follows the ``oom`` event is the same fault, told without asking
+        # the engine: it lands on the same incident, and no "exited" incident opens
+        inc = await wait_for_incident(
+            home, lambda i: i.kind == "container_oom_killed" and i.count >= 2
+        )
+        db = home.database()
+        with db.session() as s:
+            kinds = {i.kind for i in s.exec(select(Incident)).all() if i.target == hog.name}
+        assert kinds == {"container_oom_killed"}
     finally:
         g.stop()
         await task
@@ -136,3 +145,33 @@ def test_classify_restarting_and_paused():
     running: Any = m.classify("api", {"Status": "running", "Health": {"Status": "healthy"}})
     assert running.status == "ok"
     assert m.classify("api", {"Status": "created"}) is None
+
+
+async def test_one_target_is_told_as_the_whole_check_tells_it(containers):
+    """Verification asks about the incident's container alone: the same signal as a check."""
+    label, labels = watch_label()
+    crashed = containers.run("crashed", "exit 3", labels=labels)
+    fine = containers.run("fine", "sleep 300", labels=labels)
+    deadline = time.monotonic() + 20
+    while crashed.reload() or crashed.status != "exited":
+        assert time.monotonic() < deadline, "the container never exited"
+        await asyncio.sleep(0.1)
+    m = DockerMonitor(
+        DockerMonitorSpec.model_validate(
+            {"id": "d", "type": "docker", "selector": {"label": label}}
+        )
+    )
+    try:
+        whole = {s.target: s for s in (await m.check({})).signals}
+        for c in (crashed, fine):
+            (alone,) = (await m.check_target(c.name)).signals
+            assert (alone.target, alone.kind, alone.status, alone.message) == (
+                whole[c.name].target,
+                whole[c.name].kind,
+                whole[c.name].status,
+                whole[c.name].message,
+            )
+        assert alone.status == "ok" and whole[crashed.name].details["exit_code"] == 3
+        assert (await m.check_target(f"{fine.name}-gone")).signals == []
+    finally:
+        await m.close()
