@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 # (pattern, placeholder, literals that must all be in the text for the pattern to match: a cheap
 # `in` test skips a regex pass that could not change anything; order matters, as each pass sees
@@ -66,6 +67,22 @@ def mask(message: str) -> str:
         if all(literal in out for literal in needs):
             out = pattern.sub(placeholder, out)
     return " ".join(out.split())  # runs of whitespace (re's \s, str.isspace) become one space
+
+
+def mask_many(messages: Sequence[str]) -> list[str]:
+    """``[mask(m) for m in messages]``, with one regex pass per mask over all of them.
+
+    The messages are joined with NUL, which no mask matches and which bounds ``\\b`` as the
+    ends of a text do, so each keeps exactly its own result; a message holding a NUL is
+    masked on its own.
+    """
+    if len(messages) < 2 or any("\x00" in m for m in messages):
+        return [mask(m) for m in messages]
+    out = "\x00".join(messages)
+    for pattern, placeholder, needs in _MASKS:
+        if all(literal in out for literal in needs):
+            out = pattern.sub(placeholder, out)
+    return [" ".join(part.split()) for part in out.split("\x00")]
 
 
 def fingerprint(source: str, target: str, kind: str, message: str) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
-from guard.grouping.rules import RuleGrouper, rule_groupers
+from guard.grouping.rules import RuleGrouper, masks, rule_groupers
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import (
@@ -84,13 +84,15 @@ class Tally:
         event: Event | None = None,
         stream: str | None = None,
         target: str | None = None,
+        seen: str | None = None,
     ) -> None:
         """Count one matched line, or one multi-line ``event`` (``line``: what its rule matched;
         the message and the template come from its summary). ``target`` and ``stream``: the
-        container and its stdout/stderr, for container logs."""
+        container and its stdout/stderr, for container logs; ``seen``: the summary's mask,
+        when it was worked out with a batch (``guard.grouping.rules.masks``)."""
         summary = line if event is None else event.summary
         key, grouping = grouper.group(
-            rule.kind, summary if grouper.group_by == "template" else line
+            rule.kind, summary if grouper.group_by == "template" else line, seen
         )
         if target is not None:
             key = (target, stream or "", *key)
@@ -319,8 +321,7 @@ class LogfileMonitor:
                 skipping = False
             self._groupers[0].learn(data)  # format: auto learns the header from the first lines
             if framer is None:
-                for found in self._matcher.scan(data, limit):
-                    self._tally(found, tally)
+                self._count(list(self._matcher.scan(data, limit)), tally)
                 continue
             if absorbing is not None:  # the rest of a capped event: already counted
                 at, absorbing = framer.absorb(data, absorbing)
@@ -346,26 +347,32 @@ class LogfileMonitor:
     def _frame(self, block: bytes, tally: Tally) -> None:
         """Count the matched lines and multi-line events of a block of whole lines."""
         found = self._matcher.scan(block, self.spec.max_line_bytes)
-        for item in self._framer.frame(block, found):
+        self._count(list(self._framer.frame(block, found)), tally)
+
+    def _count(self, items: list[Match | Event], tally: Tally) -> None:
+        """Count a block's matched lines and events, their masks worked out in one batch."""
+        seen = masks(
+            self._groupers,
+            [(i.index, i.summary) if isinstance(i, Event) else i for i in items],
+        )
+        cut_at = self.spec.max_line_bytes
+        for item, mask in zip(items, seen, strict=True):
             if isinstance(item, Event):
-                tally.add(
-                    self._rules[item.index],
-                    self._groupers[item.index],
-                    item.line,
-                    cut_at=self.spec.max_line_bytes if item.cut else None,
-                    event=item,
-                )
+                index, line, cut, event = item.index, item.line, item.cut, item
             else:
-                self._tally(item, tally)
+                (index, line), cut, event = item, item.cut, None
+            tally.add(
+                self._rules[index],
+                self._groupers[index],
+                line,
+                cut_at=cut_at if cut else None,
+                event=event,
+                seen=mask,
+            )
 
     def _tally(self, found: Match | None, tally: Tally) -> None:
         if found is not None:
-            tally.add(
-                self._rules[found[0]],
-                self._groupers[found[0]],
-                found[1],
-                cut_at=self.spec.max_line_bytes if found.cut else None,
-            )
+            self._count([found], tally)
 
 
 class _blocks:  # an iterator that also says what it held back
