@@ -232,8 +232,10 @@ class LineMatcher:
     def _lines_ending(
         self, block: bytes, pos: int, end: int, ends: list[tuple[int, int]], limit: int
     ) -> Iterator[Match]:
-        """Match, once each, the lines in which a prefilter match ends, asking Python only the
-        rules that matched there (a rule Python matches in a line ends a match in that line)."""
+        """Match, once each, the lines in which a prefilter match ends, asking only the rules
+        that matched there (a rule Python matches in a line ends a match in that line). The
+        stretch is plain (``_safe``), so RE2 gives Python's answer with no text to check."""
+        first = self._rules.first_plain
         k = 0
         while k < len(ends):
             last = ends[k][0] - 1  # the match's last byte (no empty matches here)
@@ -245,12 +247,10 @@ class LineMatcher:
             while k < len(ends) and ends[k][0] - 1 < stop:
                 rules.add(ends[k][1])
                 k += 1
-            found = self.line(
-                block[start : min(stop, start + limit)], sorted(rules), cut=stop - start > limit + 1
-            )
-            if found is not None:
-                found.start, found.stop = start, stop
-                yield found
+            raw = block[start : min(stop, start + limit)].rstrip(b"\n")
+            index = first(raw, sorted(rules))  # a stretch of plain lines: RE2 answers
+            if index is not None:
+                yield _match(index, raw.decode("ascii"), stop - start > limit + 1, start, stop)
 
     def _re2_candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
         search = self._prefilter.search
