@@ -139,6 +139,18 @@ def test_masking_many_at_once_gives_each_its_own_mask():
         assert mask_many(batch) == [mask(m) for m in batch], batch
 
 
+def test_masking_many_plain_ascii_skips_only_passes_that_find_nothing():
+    import random
+
+    plain = [p for p in _PIECES if p.isascii() and p.isprintable()] + ["Dec  2 18:06:48", "1:2:3:4"]
+    rng = random.Random(6)
+    for _ in range(1000):
+        batch = [
+            "".join(rng.choices(plain, k=rng.randrange(0, 8))) for _ in range(rng.randrange(2, 12))
+        ]
+        assert mask_many(batch) == [mask(m) for m in batch], batch
+
+
 def test_masking_many_keeps_a_message_with_a_nul_apart():
     batch = ["id 89bbae50\x00", "\x0012ms", "2026-12-02T18:06:48Z x"]
     assert mask_many(batch) == [mask(m) for m in batch]
