@@ -27,13 +27,14 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
 from guard.grouping.rules import RuleGrouper, masks, rule_groupers
+from guard.monitors.logblocks import CHUNK, Blocks
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import (
@@ -45,7 +46,6 @@ from guard.playbooks.models import (
 )
 from guard.records import Observation, Signal, utcnow
 
-CHUNK = 1 << 20
 LEARN_BYTES = 1 << 16  # read before the position to learn a header from (format: auto)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
 MAX_DISTINCT = 1000  # distinct messages kept per check; more fold into one overflow signal
@@ -306,7 +306,15 @@ class LogfileMonitor:
         absorbing = context_of(pos.event)
         self._capped = None
         tail = None if framer is None else self._tail
-        blocks = _blocks(handle, limit, final=final, budget=budget, tail=tail, hold=self._hold)
+        blocks = Blocks(
+            handle,
+            limit,
+            final=final,
+            budget=budget,
+            tail=tail,
+            tail_start=self._framer.tail_start,
+            hold=self._hold,
+        )
         for data, consumed, complete in blocks:
             offset += consumed
             if not complete:  # the start of an over-long line
@@ -373,74 +381,3 @@ class LogfileMonitor:
     def _tally(self, found: Match | None, tally: Tally) -> None:
         if found is not None:
             self._count([found], tally)
-
-
-class _blocks:  # an iterator that also says what it held back
-    """Yield ``(data, bytes consumed, complete)``: runs of whole lines, or over-long starts.
-
-    A complete item holds whole lines (each ending in a newline). A line longer than ``limit``
-    with no newline yet is yielded incomplete as its first ``limit`` bytes, so one endless line
-    cannot stall the monitor; the caller skips its continuation up to the next newline. A final
-    partial line is yielded (as complete) only when ``final``: the file was rotated away and
-    will not grow. Reading stops after ``budget`` bytes; the rest waits for the next check.
-    With ``tail`` (multi-line events), each run ends where ``tail(buf, end)`` cuts it, before
-    an event that may go on; at the end of the file that event is yielded too, unless
-    ``hold`` (then ``held`` is true and the caller's position stays at its start).
-    """
-
-    def __init__(
-        self,
-        handle: BinaryIO,
-        limit: int,
-        *,
-        final: bool,
-        budget: int,
-        tail: Callable[[bytes, int], int] | None = None,
-        hold: bool = False,
-    ) -> None:
-        self._items = self._run(handle, limit, final, budget, tail, hold)
-        self.held = False
-
-    def __iter__(self) -> Iterator[tuple[bytes, int, bool]]:
-        return self._items
-
-    def _run(
-        self,
-        handle: BinaryIO,
-        limit: int,
-        final: bool,
-        budget: int,
-        tail: Callable[[bytes, int], int] | None,
-        hold: bool,
-    ) -> Iterator[tuple[bytes, int, bool]]:
-        buf = b""
-        read = 0
-        eof = False
-        while read < budget:
-            chunk = handle.read(CHUNK)
-            if not chunk:
-                eof = True
-                break
-            read += len(chunk)
-            buf = buf + chunk if buf else chunk
-            nl = buf.rfind(b"\n")
-            if nl >= 0:
-                cut = nl + 1 if tail is None else tail(buf, nl + 1)
-                if cut:
-                    yield (buf[:cut], cut, True)
-                    buf = buf[cut:]
-            start = buf.rfind(b"\n") + 1  # whole lines held back come before the partial one
-            if len(buf) - start > limit:
-                if start:
-                    yield (buf[:start], start, True)
-                yield (buf[start : start + limit], len(buf) - start, False)
-                buf = b""
-        if final:
-            if buf:
-                yield (buf, len(buf), True)
-        elif tail is not None and eof:
-            whole = buf[: buf.rfind(b"\n") + 1]
-            if whole and hold:
-                self.held = True
-            elif whole:
-                yield (whole, len(whole), True)
