@@ -6,8 +6,13 @@ lines matching. Guard runs ``LogfileMonitor.scan`` from the start of the file, a
 ``multiline: auto``, the default, and side by side with ``multiline: none``):
 read, match (first rule wins), fold matched lines into signals (masking timestamps and ids);
 with Hyperscan as the prefilter (x86-64) and, for machines without it, with RE2 only.
-grep only counts. The counts are compared, so a fast wrong answer cannot pass unnoticed. Best
-of ``--repeat`` runs each, page cache warm. Run alone: ``python -m bench.logscan``.
+grep only counts. ``stages``: the scan again with lines folded by rule (no masking or
+templates), so the grouping's cost is the difference, and ``redact`` timed over the messages the
+scan redacts (one per distinct masked line) beside every matched line; the redaction policy
+(its 284 compiled rules) is built once per process before any scan is timed, and what that
+took is printed apart (``redaction_policy_load_seconds``). The counts are
+compared, so a fast wrong answer cannot pass unnoticed. Best of ``--repeat`` runs each, page
+cache warm. Run alone: ``python -m bench.logscan``.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.common import machine
+from guard.fingerprint import mask
+from guard.monitors.logblocks import CHUNK
 from guard.monitors.logfile import LogfileMonitor
 from guard.monitors.matcher import Engine, LineMatcher
 from guard.playbooks.models import LogfileMonitorSpec
+from guard.redact import policy, redact
 
 PATTERNS = [
     r"\bFATAL\b",
@@ -102,8 +111,15 @@ def write_log(path: Path, lines: int, match_every: int, seed: int = 1) -> None:
 
 
 def guard_scan(
-    path: Path, engines: tuple[Engine, ...] = ("hyperscan", "re2"), multiline: str = "auto"
+    path: Path,
+    engines: tuple[Engine, ...] = ("hyperscan", "re2"),
+    multiline: str = "auto",
+    *,
+    grouping: bool = True,
 ) -> tuple[float, int]:
+    """Seconds and lines counted by one ``LogfileMonitor.scan``; ``grouping=False`` folds by
+    rule (no masking, no template, no redaction of template text): the grouping's cost is the
+    difference."""
     spec = LogfileMonitorSpec.model_validate(
         {
             "id": "bench",
@@ -116,6 +132,8 @@ def guard_scan(
     )
     monitor = LogfileMonitor(spec)
     monitor._matcher = LineMatcher([(p, False) for p in PATTERNS], engines=engines)
+    if not grouping:
+        monitor._groupers = [replace(g, group_by="rule") for g in monitor._groupers]
     t = time.perf_counter()
     obs = monitor.scan({})
     elapsed = time.perf_counter() - t
@@ -134,6 +152,41 @@ def grep_count(path: Path, patterns: Path) -> tuple[float, int]:
     return time.perf_counter() - t, int(out.stdout.strip() or 0)
 
 
+def matched_lines(path: Path) -> list[str]:
+    """Every line some rule matches (what the scan groups), in order."""
+    matcher, data, lines = LineMatcher([(p, False) for p in PATTERNS]), path.read_bytes(), []
+    start = 0
+    while start < len(data):  # blocks of whole lines, as the scan reads them
+        end = data.rfind(b"\n", start, start + CHUNK) + 1 or len(data)
+        lines += [m[1] for m in matcher.scan(data[start:end], 1 << 16)]
+        start = end
+    return lines
+
+
+def stage_costs(path: Path, repeat: int) -> dict[str, Any]:
+    """What grouping and redaction cost within the scan (``multiline: auto``, Hyperscan)."""
+    bare = min(guard_scan(path, grouping=False)[0] for _ in range(repeat))
+    whole = min(guard_scan(path)[0] for _ in range(repeat))
+    texts = matched_lines(path)
+    distinct = list({mask(t): t for t in texts}.values())  # the scan redacts one per masked line
+    t = time.perf_counter()
+    for text in distinct:
+        redact(text)
+    as_scanned = time.perf_counter() - t
+    t = time.perf_counter()
+    for text in texts:
+        redact(text)
+    every = time.perf_counter() - t
+    return {
+        "scan_without_grouping": {"seconds": round(bare, 3)},
+        "grouping_seconds": round(max(0.0, whole - bare), 3),
+        "grouping_share": f"{max(0.0, whole - bare) / whole * 100:.0f} %",
+        "redaction_seconds": round(as_scanned, 4),
+        "redacted_messages": len(distinct),
+        "redaction_every_matched_line_seconds": round(every, 4),
+    }
+
+
 def one(workdir: Path, lines: int, match_every: int, repeat: int) -> dict[str, Any]:
     log, patterns = workdir / "big.log", workdir / "patterns.txt"
     write_log(log, lines, match_every)
@@ -144,6 +197,7 @@ def one(workdir: Path, lines: int, match_every: int, repeat: int) -> dict[str, A
         n = min(n, guard_scan(log, multiline="none"))
     r = min(guard_scan(log, ("re2",)) for _ in range(repeat))
     e = min(grep_count(log, patterns) for _ in range(repeat))
+    stages = stage_costs(log, repeat)
     size = log.stat().st_size
     log.unlink()
     return {
@@ -160,6 +214,7 @@ def one(workdir: Path, lines: int, match_every: int, repeat: int) -> dict[str, A
         "guard_re2_only": {"seconds": round(r[0], 3), "lines_per_s": round(lines / r[0])},
         "grep": {"seconds": round(e[0], 3), "lines_per_s": round(lines / e[0])},
         "guard_vs_grep": round(e[0] / g[0], 2),
+        "stages": stages,
     }
 
 
@@ -169,10 +224,14 @@ def run(lines: int = 2_000_000, repeat: int = 2) -> dict[str, Any]:
     grep_version = subprocess.run(
         ["grep", "--version"], capture_output=True, text=True
     ).stdout.splitlines()[0]
+    t = time.perf_counter()
+    policy()  # built once per process (``guard run`` builds it at its first signal)
+    load = time.perf_counter() - t
     with tempfile.TemporaryDirectory(prefix="guard-bench-logscan-") as tmp:
         return {
             "what": "logfile monitor scan vs grep -E -c -f, same file and patterns",
             "grep_version": grep_version,
+            "redaction_policy_load_seconds": round(load, 3),
             "one_percent_matching": one(Path(tmp), lines, 100, repeat),
             "one_in_1000_matching": one(Path(tmp), lines, 1000, repeat),
         }

@@ -109,6 +109,18 @@ class RuleSet:
     def first(self, text: str, among: Iterable[int] | None = None) -> int | None:
         return self.first_many([(text, None if among is None else list(among))])[0]
 
+    def first_plain(self, data: bytes, among: Iterable[int]) -> int | None:
+        """``first`` for a line of printable ASCII and tabs (``data``, no newline), where RE2
+        answers every rule that compiles there exactly as Python would: no text to encode or
+        check, no batch to build (the matched lines of a big scan)."""
+        for i in among:
+            rx = self._re2[i]
+            if rx is None:
+                return self.first(data.decode(), among)
+            if _hit(rx, data):
+                return i
+        return None
+
     def first_many(self, items: Sequence[tuple[str, list[int] | None]]) -> list[int | None]:
         """``first`` for many texts at once (one worker request for those that need one)."""
         answers: list[int | None] = []

@@ -19,7 +19,7 @@ from typing import Any
 
 import re2
 
-from guard.fingerprint import mask
+from guard.fingerprint import mask, mask_many
 from guard.grouping.headers import LogFormat
 from guard.grouping.tokens import template_tokens
 from guard.records import Grouping
@@ -64,12 +64,14 @@ class RuleGrouper:
             lines = text.splitlines()
             self.format.learn(lines[1:] if cut else lines)
 
-    def group(self, kind: str, line: str) -> tuple[tuple[str, ...], Grouping]:
+    def group(
+        self, kind: str, line: str, seen: str | None = None
+    ) -> tuple[tuple[str, ...], Grouping]:
         """``(fold key, grouping)`` of a line this rule matched.
 
         Lines equal once masked (they differ in times, ids, numbers) get the same template
         tokens, so those are worked out once per masked line: the repeats of one fault in a
-        storm cost one ``mask`` each.
+        storm cost one ``mask`` each. ``seen``: that mask, already worked out (``masks``).
         """
         if self.group_by == "rule":
             return (kind, "rule"), Grouping("rule")
@@ -81,7 +83,8 @@ class RuleGrouper:
             return (kind, "fields", *(v for _, v in fields)), Grouping("fields", fields=fields)
         if len(line) > CONTENT_CHARS:
             line = line[:CONTENT_CHARS]
-        seen = mask(line)
+        if seen is None:
+            seen = mask(line)
         known = self._cache.get(seen)
         generation = self.format.generation
         if known is None or known[0] != generation:  # (a header learned since: work it out)
@@ -96,6 +99,17 @@ class RuleGrouper:
                 Grouping("template", content=masked),
             )
         return known[1], known[2]
+
+
+def masks(groupers: Sequence[RuleGrouper], found: Sequence[tuple[int, str]]) -> list[str | None]:
+    """The ``seen`` argument of ``group`` for many ``(rule index, line)`` at once: the masks of
+    the lines whose rule groups by template, worked out together (``mask_many``)."""
+    wanted = [n for n, (i, _) in enumerate(found) if groupers[i].group_by == "template"]
+    out: list[str | None] = [None] * len(found)
+    texts = [found[n][1][:CONTENT_CHARS] for n in wanted]
+    for n, seen in zip(wanted, mask_many(texts), strict=True):
+        out[n] = seen
+    return out
 
 
 def learn_headers(groupers: Sequence[RuleGrouper], block: bytes) -> None:

@@ -93,8 +93,9 @@ class PodTally(Tally):
         event: Any = None,
         stream: str | None = None,
         target: str | None = None,
+        seen: str | None = None,
     ) -> None:
-        super().add(rule, grouper, line, cut_at, event, None, f"{self.namespace}/{target}")
+        super().add(rule, grouper, line, cut_at, event, None, f"{self.namespace}/{target}", seen)
 
     def result(self) -> list[Signal]:
         cut = len(self.namespace) + 1

@@ -27,13 +27,14 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.exceptions import MonitorError
-from guard.grouping.rules import RuleGrouper, rule_groupers
+from guard.grouping.rules import RuleGrouper, masks, rule_groupers
+from guard.monitors.logblocks import CHUNK, Blocks
 from guard.monitors.matcher import LineMatcher, Match
 from guard.monitors.multiline import Context, Event, Framer, context_of
 from guard.playbooks.models import (
@@ -45,7 +46,6 @@ from guard.playbooks.models import (
 )
 from guard.records import Observation, Signal, utcnow
 
-CHUNK = 1 << 20
 LEARN_BYTES = 1 << 16  # read before the position to learn a header from (format: auto)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
 MAX_DISTINCT = 1000  # distinct messages kept per check; more fold into one overflow signal
@@ -84,13 +84,15 @@ class Tally:
         event: Event | None = None,
         stream: str | None = None,
         target: str | None = None,
+        seen: str | None = None,
     ) -> None:
         """Count one matched line, or one multi-line ``event`` (``line``: what its rule matched;
         the message and the template come from its summary). ``target`` and ``stream``: the
-        container and its stdout/stderr, for container logs."""
+        container and its stdout/stderr, for container logs; ``seen``: the summary's mask,
+        when it was worked out with a batch (``guard.grouping.rules.masks``)."""
         summary = line if event is None else event.summary
         key, grouping = grouper.group(
-            rule.kind, summary if grouper.group_by == "template" else line
+            rule.kind, summary if grouper.group_by == "template" else line, seen
         )
         if target is not None:
             key = (target, stream or "", *key)
@@ -304,7 +306,15 @@ class LogfileMonitor:
         absorbing = context_of(pos.event)
         self._capped = None
         tail = None if framer is None else self._tail
-        blocks = _blocks(handle, limit, final=final, budget=budget, tail=tail, hold=self._hold)
+        blocks = Blocks(
+            handle,
+            limit,
+            final=final,
+            budget=budget,
+            tail=tail,
+            tail_start=self._framer.tail_start,
+            hold=self._hold,
+        )
         for data, consumed, complete in blocks:
             offset += consumed
             if not complete:  # the start of an over-long line
@@ -319,8 +329,7 @@ class LogfileMonitor:
                 skipping = False
             self._groupers[0].learn(data)  # format: auto learns the header from the first lines
             if framer is None:
-                for found in self._matcher.scan(data, limit):
-                    self._tally(found, tally)
+                self._count(list(self._matcher.scan(data, limit)), tally)
                 continue
             if absorbing is not None:  # the rest of a capped event: already counted
                 at, absorbing = framer.absorb(data, absorbing)
@@ -346,94 +355,29 @@ class LogfileMonitor:
     def _frame(self, block: bytes, tally: Tally) -> None:
         """Count the matched lines and multi-line events of a block of whole lines."""
         found = self._matcher.scan(block, self.spec.max_line_bytes)
-        for item in self._framer.frame(block, found):
+        self._count(list(self._framer.frame(block, found)), tally)
+
+    def _count(self, items: list[Match | Event], tally: Tally) -> None:
+        """Count a block's matched lines and events, their masks worked out in one batch."""
+        seen = masks(
+            self._groupers,
+            [(i.index, i.summary) if isinstance(i, Event) else i for i in items],
+        )
+        cut_at = self.spec.max_line_bytes
+        for item, mask in zip(items, seen, strict=True):
             if isinstance(item, Event):
-                tally.add(
-                    self._rules[item.index],
-                    self._groupers[item.index],
-                    item.line,
-                    cut_at=self.spec.max_line_bytes if item.cut else None,
-                    event=item,
-                )
+                index, line, cut, event = item.index, item.line, item.cut, item
             else:
-                self._tally(item, tally)
+                (index, line), cut, event = item, item.cut, None
+            tally.add(
+                self._rules[index],
+                self._groupers[index],
+                line,
+                cut_at=cut_at if cut else None,
+                event=event,
+                seen=mask,
+            )
 
     def _tally(self, found: Match | None, tally: Tally) -> None:
         if found is not None:
-            tally.add(
-                self._rules[found[0]],
-                self._groupers[found[0]],
-                found[1],
-                cut_at=self.spec.max_line_bytes if found.cut else None,
-            )
-
-
-class _blocks:  # an iterator that also says what it held back
-    """Yield ``(data, bytes consumed, complete)``: runs of whole lines, or over-long starts.
-
-    A complete item holds whole lines (each ending in a newline). A line longer than ``limit``
-    with no newline yet is yielded incomplete as its first ``limit`` bytes, so one endless line
-    cannot stall the monitor; the caller skips its continuation up to the next newline. A final
-    partial line is yielded (as complete) only when ``final``: the file was rotated away and
-    will not grow. Reading stops after ``budget`` bytes; the rest waits for the next check.
-    With ``tail`` (multi-line events), each run ends where ``tail(buf, end)`` cuts it, before
-    an event that may go on; at the end of the file that event is yielded too, unless
-    ``hold`` (then ``held`` is true and the caller's position stays at its start).
-    """
-
-    def __init__(
-        self,
-        handle: BinaryIO,
-        limit: int,
-        *,
-        final: bool,
-        budget: int,
-        tail: Callable[[bytes, int], int] | None = None,
-        hold: bool = False,
-    ) -> None:
-        self._items = self._run(handle, limit, final, budget, tail, hold)
-        self.held = False
-
-    def __iter__(self) -> Iterator[tuple[bytes, int, bool]]:
-        return self._items
-
-    def _run(
-        self,
-        handle: BinaryIO,
-        limit: int,
-        final: bool,
-        budget: int,
-        tail: Callable[[bytes, int], int] | None,
-        hold: bool,
-    ) -> Iterator[tuple[bytes, int, bool]]:
-        buf = b""
-        read = 0
-        eof = False
-        while read < budget:
-            chunk = handle.read(CHUNK)
-            if not chunk:
-                eof = True
-                break
-            read += len(chunk)
-            buf = buf + chunk if buf else chunk
-            nl = buf.rfind(b"\n")
-            if nl >= 0:
-                cut = nl + 1 if tail is None else tail(buf, nl + 1)
-                if cut:
-                    yield (buf[:cut], cut, True)
-                    buf = buf[cut:]
-            start = buf.rfind(b"\n") + 1  # whole lines held back come before the partial one
-            if len(buf) - start > limit:
-                if start:
-                    yield (buf[:start], start, True)
-                yield (buf[start : start + limit], len(buf) - start, False)
-                buf = b""
-        if final:
-            if buf:
-                yield (buf, len(buf), True)
-        elif tail is not None and eof:
-            whole = buf[: buf.rfind(b"\n") + 1]
-            if whole and hold:
-                self.held = True
-            elif whole:
-                yield (whole, len(whole), True)
+            self._count([found], tally)

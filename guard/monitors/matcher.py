@@ -232,25 +232,30 @@ class LineMatcher:
     def _lines_ending(
         self, block: bytes, pos: int, end: int, ends: list[tuple[int, int]], limit: int
     ) -> Iterator[Match]:
-        """Match, once each, the lines in which a prefilter match ends, asking Python only the
-        rules that matched there (a rule Python matches in a line ends a match in that line)."""
-        k = 0
-        while k < len(ends):
-            last = ends[k][0] - 1  # the match's last byte (no empty matches here)
-            i = block.rfind(b"\n", pos, last)
+        """Match, once each, the lines in which a prefilter match ends, asking only the rules
+        that matched there (a rule Python matches in a line ends a match in that line). The
+        stretch is plain (``_safe``), so RE2 gives Python's answer with no text to check."""
+        first, rfind, find = self._rules.first_plain, block.rfind, block.find
+        k, n = 0, len(ends)
+        while k < n:
+            last, rule = ends[k]
+            last -= 1  # the match's last byte (no empty matches here)
+            i = rfind(b"\n", pos, last)
             start = pos if i < 0 else i + 1
-            j = block.find(b"\n", last, end)
+            j = find(b"\n", last, end)
             stop = end if j < 0 else j + 1
-            rules = set()
-            while k < len(ends) and ends[k][0] - 1 < stop:
-                rules.add(ends[k][1])
-                k += 1
-            found = self.line(
-                block[start : min(stop, start + limit)], sorted(rules), cut=stop - start > limit + 1
-            )
-            if found is not None:
-                found.start, found.stop = start, stop
-                yield found
+            k += 1
+            among: Iterable[int] = (rule,)  # mostly one match a line
+            if k < n and ends[k][0] <= stop:
+                rules = {rule}
+                while k < n and ends[k][0] <= stop:
+                    rules.add(ends[k][1])
+                    k += 1
+                among = sorted(rules)
+            raw = block[start : min(stop, start + limit)].rstrip(b"\n")
+            index = first(raw, among)  # a stretch of plain lines: RE2 answers
+            if index is not None:
+                yield _match(index, raw.decode("ascii"), stop - start > limit + 1, start, stop)
 
     def _re2_candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
         search = self._prefilter.search

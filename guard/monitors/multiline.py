@@ -49,6 +49,8 @@ _MAYBE = re.compile(
     rb"|During handling of the above exception|The above exception was the direct cause"
     rb"|goroutine \d+ \[|\[signal |\.\.\. ?\d+ more|created by "
 )
+_MAYBE_FIRST = frozenset(b" \t\r\nCSTDg[.c")  # the bytes ``_MAYBE`` can start with
+
 # A lone line that may head a multi-line event (an exception, a panic, a header ending in ':').
 _HEAD = re.compile(
     rb"Traceback|Exception|Error|Throwable|panic|fatal|goroutine|Caused by|:[ \t]*$",
@@ -132,7 +134,7 @@ class Framer:
             return False
         if self._start is not None or self._cont is not None:
             return self._custom(block[pos : _eol(block, pos, len(block))])
-        if _MAYBE.match(block, pos):
+        if block[pos] in _MAYBE_FIRST and _MAYBE.match(block, pos):
             return True
         p = block.rfind(b"\n", floor, pos - 1) + 1 or floor
         return block[p : p + 1] in (b" ", b"\t") or block.startswith(

@@ -136,6 +136,7 @@ def test_a_lapsed_term_is_not_renewed_even_by_its_holder(lease_for, kube, db):
         a_lease.fence(session, "a", 1)
 
 
+@pytest.mark.serial  # six threads must all reach the API server before one creates the Lease
 def test_racing_replicas_create_the_lease_exactly_once(lease_for, kube, db):
     leases = [lease_for() for _ in range(6)]
     barrier = threading.Barrier(len(leases))

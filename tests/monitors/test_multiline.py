@@ -251,3 +251,30 @@ def test_a_lone_line_waits_only_to_settle_and_an_event_begun_waits_flush_after()
         assert framer.wait_for(head, 0) == 1.0, head
     custom = Framer(MultilineSpec(start=r"^\d{4}-", flush_after=2.0))
     assert custom.wait_for(lone, 0) == 2.0  # the user's regex decides: no guessing
+
+
+@pytest.mark.unit
+def test_the_first_byte_screen_lets_through_every_line_that_may_continue():
+    from guard.monitors.multiline import _MAYBE, _MAYBE_FIRST
+
+    shapes = [
+        b" x",
+        b"\tat a.b(C.java:1)",
+        b"\r\n",
+        b"\n",
+        b"Caused by: x",
+        b"Suppressed: x",
+        b"Traceback (most recent call last):",
+        b"During handling of the above exception, another exception occurred:",
+        b"The above exception was the direct cause of the following exception:",
+        b"goroutine 7 [running]:",
+        b"[signal SIGSEGV: segmentation violation]",
+        b"... 3 more",
+        b"...12 more",
+        b"created by main.main",
+    ]
+    for line in shapes:
+        assert _MAYBE.match(line), line
+        assert line[0] in _MAYBE_FIRST, line
+    others = [bytes([b]) + b"aused by: goroutine 1 [" for b in range(256) if b not in _MAYBE_FIRST]
+    assert not any(_MAYBE.match(line) for line in others)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.fingerprint import fingerprint, mask
+from guard.fingerprint import fingerprint, mask, mask_many
 
 pytestmark = pytest.mark.unit
 
@@ -100,3 +100,60 @@ def test_skipping_passes_that_cannot_match_changes_nothing():
     for _ in range(20_000):
         message = "".join(rng.choices(pieces, k=rng.randrange(0, 12)))
         assert mask(message) == _mask_every_pass(message), repr(message)
+
+
+_PIECES = [
+    "2026-12-02T18:06:48.123Z",
+    "Dec  2 18:06:48",
+    "02/Dec/2026:18:06:48 +0000",
+    "6f1c2a9e-1b2c-4d5e-8f90-123456789abc",
+    "10.0.0.7:5432",
+    "fe80::1:2:3",
+    "0xdeadBEEF",
+    "89bbae50",
+    "12ms",
+    "42",
+    "E031",
+    "-",
+    ":",
+    " ",
+    "\t",
+    "\u2003",
+    "\x1c",
+    "\n",
+    "é",
+    "x",
+    "Dec",
+]
+
+
+def test_masking_many_at_once_gives_each_its_own_mask():
+    import random
+
+    rng = random.Random(5)
+    for _ in range(500):
+        batch = [
+            "".join(rng.choices(_PIECES, k=rng.randrange(0, 8)))
+            for _ in range(rng.randrange(0, 30))
+        ]
+        assert mask_many(batch) == [mask(m) for m in batch], batch
+
+
+def test_masking_many_plain_ascii_skips_only_passes_that_find_nothing():
+    import random
+
+    plain = [p for p in _PIECES if p.isascii() and p.isprintable()] + ["Dec  2 18:06:48", "1:2:3:4"]
+    rng = random.Random(6)
+    for _ in range(1000):
+        batch = [
+            "".join(rng.choices(plain, k=rng.randrange(0, 8))) for _ in range(rng.randrange(2, 12))
+        ]
+        assert mask_many(batch) == [mask(m) for m in batch], batch
+
+
+def test_masking_many_keeps_a_message_with_a_nul_apart():
+    batch = ["id 89bbae50\x00", "\x0012ms", "2026-12-02T18:06:48Z x"]
+    assert mask_many(batch) == [mask(m) for m in batch]
+    # a timestamp or an id never spans two messages
+    assert mask("89bbae50") == "<id>"
+    assert mask_many(["89bb", "ae50"]) == ["89bb", "ae50"]

@@ -385,3 +385,31 @@ async def test_the_console_announces_the_first_at_once_and_the_rest_together(db)
         assert len(said) == 3 and "Incident #1 needs a human" in said[2]
     finally:
         logger.remove(sink)
+
+
+@pytest.mark.unit
+def test_masks_worked_out_for_a_block_group_lines_as_one_at_a_time():
+    import re
+
+    from guard.fingerprint import mask
+    from guard.grouping.rules import masks, rule_groupers
+
+    rules = [
+        (None, re.compile("ERROR")),
+        ("rule", re.compile("FATAL")),
+        (["code"], re.compile(r"code=(?P<code>\w+)")),
+    ]
+    lines = [
+        (0, "2026-12-02T18:00:01Z ERROR req=00001f47 timed out after 3000ms token=hunter2x"),
+        (1, "2026-12-02T18:00:02Z FATAL database is down"),
+        (2, "2026-12-02T18:00:03Z error code=E031 in billing"),
+        (0, "2026-12-02T18:00:04Z ERROR req=00002a11 timed out after 12ms token=hunter2x"),
+    ]
+    seen = masks(rule_groupers(rules, default="template", log_format="auto"), lines)
+    assert seen == [mask(lines[0][1]), None, None, mask(lines[3][1])]
+    batched = rule_groupers(rules, default="template", log_format="auto")
+    alone = rule_groupers(rules, default="template", log_format="auto")
+    for (index, line), known in zip(lines, seen, strict=True):
+        assert batched[index].group(f"k{index}", line, known) == alone[index].group(
+            f"k{index}", line
+        )
