@@ -21,6 +21,8 @@ THIRD_PARTY_INTERNALS = {
     ("guard/saferegex.py", "_regexp"),
     ("guard/redact_engine.py", "_Anchor"),  # the same low-level match, for the spans of groups
     ("guard/redact_engine.py", "_regexp"),
+    ("guard/fingerprint.py", "_Anchor"),  # the same low-level match, to skip a mask's pass
+    ("guard/fingerprint.py", "_regexp"),
     ("guard/stalls.py", "_current_frames"),  # sys: the only way to see another thread's stack
 }
 
