@@ -166,10 +166,12 @@ def past_flap_window(home: GuardHome, incident_id: int, window: float = 1.0) -> 
 
 
 def sandboxes_of(docker_client: Any, incident_id: int, pid: int) -> list[Any]:
-    """The sandbox containers that Guard process ``pid`` holds for an incident."""
+    """The sandbox containers that Guard process ``pid`` holds for an incident (one removed
+    between the engine's list and the SDK's look at it is not held: ``ignore_removed``)."""
     return list(
         docker_client.containers.list(
             all=True,
+            ignore_removed=True,
             filters={
                 "label": ["guard.sandbox=1", f"guard.incident={incident_id}", f"guard.pid={pid}"]
             },

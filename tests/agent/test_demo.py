@@ -35,9 +35,14 @@ def test_demo_runs_and_cleans_up(docker_client):
     assert all(v > 0 for v in timings.values())
     assert "needs a human" in proc.stderr and "saved as skill learned-" in proc.stderr
     assert "healed by itself" in proc.stderr
-    assert docker_client.containers.list(all=True, filters={"label": "guard.demo"}) == []
+    assert (
+        docker_client.containers.list(
+            all=True, ignore_removed=True, filters={"label": "guard.demo"}
+        )
+        == []
+    )
     assert not [i for i in docker_client.images.list() if "guard-demo-victim:latest" in i.tags]
     assert set(tmp.glob("guard-demo-*")) == before
     mine = {"label": ["guard.sandbox=1", f"guard.pid={demo.pid}"]}  # other tests run alongside
-    left = docker_client.containers.list(all=True, filters=mine)
+    left = docker_client.containers.list(all=True, ignore_removed=True, filters=mine)
     assert left == []  # no diagnostics sandbox outlives the demo either

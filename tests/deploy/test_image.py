@@ -96,7 +96,7 @@ def volume(docker_client: Any) -> Iterator[str]:
     name = f"guard-test-data-{os.getpid()}"
     docker_client.volumes.create(name)
     yield name
-    for c in docker_client.containers.list(all=True, filters={"volume": name}):
+    for c in docker_client.containers.list(all=True, ignore_removed=True, filters={"volume": name}):
         c.remove(force=True)
     with contextlib.suppress(Exception):
         docker_client.volumes.get(name).remove(force=True)

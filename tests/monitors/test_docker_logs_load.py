@@ -98,7 +98,7 @@ def many_containers(client: Any, image: str, count: int, labels: dict[str, str])
         yield started
     finally:
         label = ",".join(f"{k}={v}" for k, v in labels.items())
-        left = client.containers.list(all=True, filters={"label": label})
+        left = client.containers.list(all=True, ignore_removed=True, filters={"label": label})
         list(pool.map(remove, {c.id: c for c in [*started, *left]}.values()))
         pool.shutdown()
 
