@@ -87,7 +87,9 @@ def _detection() -> dict[str, float | None]:
     r = asyncio.run(detection.run(5))
     p50 = _get(r, "events_stream", "p50")
     bare = _get(r, "bare_sdk_subscriber_die", "p50")
-    storm = next((v for k, v in r.items() if k.startswith("events_stream_during_")), {})
+    storm: dict[str, Any] = next(
+        (v for k, v in r.items() if k.startswith("events_stream_during_")), {}
+    )
     p95 = _get(storm, "p95")
     return {
         "detection.p50_ms": p50 * 1000 if p50 is not None else None,

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import operator
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +110,7 @@ def _bare(client: Any, image: str, kills: int) -> dict[str, Any]:
             t0 = time.monotonic()
             victim.kill()
             with got:
-                got.wait_for(lambda v=victim: v.name in seen, 30)
+                got.wait_for(partial(operator.contains, seen, victim.name), 30)
             if victim.name in seen:
                 latencies.append(seen[victim.name] - t0)
     finally:
