@@ -12,7 +12,7 @@ import pytest
 
 from guard.monitors.docker import DockerMonitor
 from guard.playbooks.models import DockerMonitorSpec
-from guard.records import Observation
+from guard.records import Observation, Signal
 from tests.monitors.test_multiline import go_panic, java_trace, python_trace
 
 pytestmark = pytest.mark.docker
@@ -107,25 +107,33 @@ async def test_every_line_counts_once_across_guard_kills_and_a_container_restart
     assert all(len(r.seen) > 0 for r in runs)
 
 
-async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(containers):
+async def printed_events(
+    containers: Any, text: str, *, stderr: bool, expect: int, within: float
+) -> tuple[Any, list[Signal]]:
+    """A container prints ``text`` once (to stderr or stdout) under a monitor with one
+    ``app_error`` rule; its container and the rule's signals once ``expect`` lines counted."""
     value = uuid.uuid4().hex[:12]
-    traces = [python_trace(1, 503), python_trace(2, 502), python_trace(3, 504)]
-    traces[1:1] = [python_trace(9, 0, exc="KeyError: 'sku'")] * 2
-    script = "".join(t for t in traces).replace("'", "'\"'\"'")
-    rules = [{"kind": "app_error", "pattern": "Error|Exception|Traceback"}]
+    script = text.replace("'", "'\"'\"'")
+    rules = [{"kind": "app_error", "pattern": "Error|Exception|Traceback|panic"}]
     monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules))
     monitor.baseline({})
     async with Following(monitor) as run:
         c = containers.run(
-            "py",
-            f"sleep 0.3; printf '%s' '{script}' >&2; sleep 300",
+            "printer",
+            f"sleep 0.3; printf '%s' '{script}'{' >&2' if stderr else ''}; sleep 300",
             labels={"guard.watch.test": value},
         )
-        deadline = time.monotonic() + 10
-        while sum(s.count for o in run.seen for s in o.signals if s.kind == "app_error") < 5:
+        deadline = time.monotonic() + within
+        while sum(s.count for o in run.seen for s in o.signals if s.kind == "app_error") < expect:
             assert time.monotonic() < deadline, run.seen
             await asyncio.sleep(0.1)
-    found = (s for o in run.seen for s in o.signals if s.kind == "app_error")
+    return c, [s for o in run.seen for s in o.signals if s.kind == "app_error"]
+
+
+async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(containers):
+    traces = [python_trace(1, 503), python_trace(2, 502), python_trace(3, 504)]
+    traces[1:1] = [python_trace(9, 0, exc="KeyError: 'sku'")] * 2
+    c, found = await printed_events(containers, "".join(traces), stderr=True, expect=5, within=10)
     signals = sorted(found, key=lambda s: -s.count)
     assert [s.count for s in signals] == [3, 2]
     assert signals[0].message.startswith("clients.shop.ShopError: upstream 503")
@@ -135,27 +143,12 @@ async def test_python_tracebacks_from_a_container_are_one_signal_per_exception(c
 
 
 async def test_java_traces_and_go_panics_from_a_container_are_one_signal_each(containers):
-    value = uuid.uuid4().hex[:12]
     text = (
         java_trace(1)
         + java_trace(2)
         + "".join(go_panic(i) + "2026/12/04 10:00:00 restarting\n" for i in (5, 7))
     )
-    script = text.replace("'", "'\"'\"'")
-    rules = [{"kind": "app_error", "pattern": "Error|Exception|Traceback|panic"}]
-    monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=rules))
-    monitor.baseline({})
-    async with Following(monitor) as run:
-        containers.run(
-            "jvm",
-            f"sleep 0.3; printf '%s' '{script}'; sleep 300",
-            labels={"guard.watch.test": value},
-        )
-        deadline = time.monotonic() + 20
-        while sum(s.count for o in run.seen for s in o.signals if s.kind == "app_error") < 4:
-            assert time.monotonic() < deadline, run.seen
-            await asyncio.sleep(0.1)
-    found = [s for o in run.seen for s in o.signals if s.kind == "app_error"]
+    _, found = await printed_events(containers, text, stderr=False, expect=4, within=20)
     counts = Counter(s.message.split(":")[0] for s in found for _ in range(s.count))
     assert counts == {'Exception in thread "main" java.lang.IllegalStateException': 2, "panic": 2}
     assert len({s.grouping.content for s in found if s.grouping}) == 2  # one template each
