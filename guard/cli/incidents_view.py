@@ -121,8 +121,9 @@ def fast_listing(
 
     On success the redaction policy is the one the settings describe, as ``settings_from``
     would have made it."""
+    from guard.config import fast as fastconfig
     from guard.redact import use as use_policy
-    from guard.store import fastconfig, fastread
+    from guard.store import fastread
 
     resolved = fastconfig.resolve(config)
     if resolved is None:

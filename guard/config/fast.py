@@ -2,11 +2,12 @@
 
 ``guard incidents list`` needs two things from the settings: the database URL and the redaction
 policy (``redact.*`` and Guard's own secrets, which it masks on the way out). Loading
-``guard.config`` costs pydantic-settings and pydantic (~0.3 s), so ``resolve`` reads the same
-sources the same way, strongest first: ``GUARD_<FIELD>`` environment variables (any case,
-``__`` nests), then the YAML file (``--config``, else ``GUARD_CONFIG``, else ``./guard.yaml`` if
-present), then the defaults (``data_dir`` from ``RAILWAY_VOLUME_MOUNT_PATH`` or ``./data``;
-an empty ``database_url`` is SQLite at ``data_dir/guard.db``).
+``guard.config.Settings`` costs pydantic-settings and pydantic (~0.3 s), so ``resolve`` reads
+the same sources the same way (``guard.config.sources`` serves both), strongest first:
+``GUARD_<FIELD>`` environment variables (any case, ``__`` nests), then the YAML file
+(``--config``, else ``GUARD_CONFIG``, else ``./guard.yaml`` if present), then the defaults
+(``data_dir`` from ``RAILWAY_VOLUME_MOUNT_PATH`` or ``./data``; an empty ``database_url`` is
+SQLite at ``data_dir/guard.db``).
 
 It answers only when that is plainly what ``load_settings`` would make of them, and returns
 None otherwise, for the caller to take the full path: a missing or unreadable file, a top-level
@@ -20,7 +21,6 @@ and environments.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 from collections.abc import Mapping
@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guard.config.credentials import basic_credentials
+from guard.config.sources import config_path, default_data_dir
 from guard.redact import ExtraPattern, Policy
 
 # ``guard.config.Settings``'s fields (a test keeps the two equal); the sections are models.
@@ -74,7 +76,6 @@ SECRETS = (
     ("audit", "key"),
     ("skills", "git_token"),
 )
-GIT_USER = "x-access-token"  # guard.config.GIT_USER
 _KIND = re.compile(r"[a-z]+(?:-[a-z]+)*")
 
 
@@ -111,18 +112,8 @@ def resolve(
         return None
 
 
-def _config_path(explicit: str | Path | None, env: Mapping[str, str]) -> Path | None:
-    """``guard.config.config_path``, reading ``env``."""
-    if explicit:
-        return Path(explicit)
-    if value := env.get("GUARD_CONFIG"):
-        return Path(value)
-    default = Path("guard.yaml")
-    return default if default.is_file() else None
-
-
 def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
-    path = _config_path(explicit, env)
+    path = config_path(explicit, env)
     file: dict[str, Any] = _read_yaml(path) if path is not None else {}
     unknown = set(file) - FIELDS - SECTIONS
     if unknown:
@@ -137,8 +128,8 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
         data_dir = top["data_dir"]
     elif "data_dir" in file:
         data_dir = file["data_dir"]
-    else:  # guard.config._default_data_dir
-        data_dir = env.get("RAILWAY_VOLUME_MOUNT_PATH") or "./data"
+    else:
+        data_dir = str(default_data_dir(env))
     url = top["database_url"] if "database_url" in top else file.get("database_url", "")
     if not isinstance(data_dir, str) or not isinstance(url, str):
         raise Unsure("data_dir or database_url is not a string")
@@ -235,7 +226,7 @@ def _secrets(sections: Mapping[str, Mapping[str, Any]], intake: Any = ()) -> tup
         values += [v for v in found if v is not None]
     token = sections["skills"].get("git_token")
     if isinstance(token, str):
-        values.append(base64.b64encode(f"{GIT_USER}:{token}".encode()).decode())
+        values.append(basic_credentials(token))
     return tuple(v for v in values if len(v) >= 4)
 
 

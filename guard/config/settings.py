@@ -1,0 +1,135 @@
+"""The root model: top-level fields, one nested section each, and the sources read."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from guard.config.connections import (
+    KubernetesSettings,
+    LLMSettings,
+    RailwaySettings,
+    TelegramSettings,
+)
+from guard.config.credentials import basic_credentials
+from guard.config.operations import (
+    AgentSettings,
+    HASettings,
+    MemorySettings,
+    ReportSettings,
+    SandboxSettings,
+    SchedulerSettings,
+    StoreSettings,
+    TriageSettings,
+)
+from guard.config.safety import AuditSettings, RedactSettings
+from guard.config.skills import SkillsSettings
+from guard.config.sources import default_data_dir, default_http_port
+from guard.durations import Duration
+from guard.intake_config import IntakeSource, check_sources
+
+# the YAML file ``load_settings`` is reading, for ``settings_customise_sources``
+yaml_path: ContextVar[Path | None] = ContextVar("guard_yaml_path", default=None)
+
+
+class Settings(BaseSettings):
+    """The root of Guard's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="GUARD_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = Field(default_factory=lambda: default_data_dir())
+    database_url: str = ""  # empty: SQLite (WAL) at data_dir/guard.db
+    playbooks_dir: Path = Path("./playbooks")
+    playbooks_watch_every: Duration = Field(
+        default=5.0,
+        description="how often `guard run` looks for edited playbooks and applies them; an "
+        "invalid edit keeps the last good config and opens a playbook_invalid incident (0: never)",
+    )
+    skills_dir: Path = Path("./skills")
+    loop_stall_warning: Duration = Field(
+        default=5.0,
+        description="when `guard run`'s event loop (every check, every message) has not run "
+        "for this long, log where it is stuck, once per stall (0: never)",
+    )
+    log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    http_host: str = "0.0.0.0"  # where `guard run` serves /healthz, /readyz, /metrics
+    http_port: int = Field(default_factory=default_http_port, ge=0, le=65535)  # 0: any free
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    railway: RailwaySettings = Field(default_factory=RailwaySettings)
+    kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    ha: HASettings = Field(default_factory=HASettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    intake: list[IntakeSource] = Field(
+        default_factory=list, description="alert sources served at POST /hooks/<id>"
+    )
+
+    @field_validator("intake")
+    @classmethod
+    def _intake_ids(cls, value: list[IntakeSource]) -> list[IntakeSource]:
+        return check_sources(value)
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'guard.db'}"
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = yaml_path.get()
+        if path is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=path))
+        return tuple(sources)
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret's value, for redaction from logs and messages."""
+        found = [
+            s.get_secret_value()
+            for s in (
+                self.telegram.bot_token,
+                self.railway.token,
+                self.railway.project_token,
+                self.llm.api_key,
+                self.audit.key,
+                self.skills.git_token,
+                *(f.api_key for f in self.llm.fallback),
+            )
+            if s is not None
+        ]
+        found += [v for source in self.intake for v in source.secrets()]
+        if self.skills.git_token is not None:  # as git sends it, too
+            found.append(basic_credentials(self.skills.git_token.get_secret_value()))
+        return [v for v in found if len(v) >= 4]
