@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import yaml
@@ -25,30 +25,41 @@ import yaml
 from tests.conftest import GuardHome
 from tests.images import BUSYBOX_IMAGE
 
+if TYPE_CHECKING:
+    from guard.store.models import Incident
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-def stored_incident(session: Any, state: str = "open") -> Any:
-    """An HTTP incident written straight into the store (flushed: it has its id)."""
+def new_incident(*, state: str = "open", at: datetime | None = None, **fields: Any) -> Incident:
+    """An incident row, not stored: HTTP ``http_status`` on ``http://svc``, critical, "down",
+    unless ``fields`` (any column) say otherwise; ``at``: when it was opened, first and last seen
+    (default: now)."""
     from guard.records import utcnow
     from guard.store.models import Incident, IncidentState
 
-    now = utcnow()
-    inc = Incident(
-        fingerprint="fp",
-        check_key="k",
-        monitor_id="web",
-        source="http",
-        target="http://svc",
-        kind="http_status",
-        severity="critical",
-        title="down",
-        message="down",
-        state=IncidentState(state),
-        opened_at=now,
-        first_seen=now,
-        last_seen=now,
-    )
+    when = at or utcnow()
+    row: dict[str, Any] = {
+        "fingerprint": "fp",
+        "check_key": "k",
+        "monitor_id": "web",
+        "source": "http",
+        "target": "http://svc",
+        "kind": "http_status",
+        "severity": "critical",
+        "title": "down",
+        "message": "down",
+        "state": IncidentState(state),
+        "opened_at": when,
+        "first_seen": when,
+        "last_seen": when,
+    }
+    return Incident(**(row | fields))
+
+
+def stored_incident(session: Any, state: str = "open", **fields: Any) -> Any:
+    """``new_incident`` written straight into the store (flushed: it has its id)."""
+    inc = new_incident(state=state, **fields)
     session.add(inc)
     session.flush()
     assert inc.id is not None

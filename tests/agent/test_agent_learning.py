@@ -16,6 +16,7 @@ from tests.agent_helpers import (
     find,
     guard_process,
     incidents,
+    new_incident,
     past_flap_window,
     setup_docker_home,
     show,
@@ -25,7 +26,7 @@ from tests.agent_helpers import (
 
 def past(**fields: Any) -> Incident:
     """A past incident as semantic memory sees it (only what it reads)."""
-    return Incident(**fields)
+    return new_incident(**fields)
 
 
 # Resolved incidents that have nothing to do with a container exiting.

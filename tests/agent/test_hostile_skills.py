@@ -16,12 +16,11 @@ from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
 from guard.config import load_settings
 from guard.incidents.commands import queue_command
-from guard.records import utcnow
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
 from guard.skills.writer import SkillWriter, message_regex, shell_generalise
 from guard.store.models import HumanCommand, Incident, IncidentState
-from tests.agent_helpers import find, running_guard, wait_for
+from tests.agent_helpers import find, running_guard, stored_incident, wait_for
 from tests.conftest import GuardHome
 from tests.telegram_helpers import Service, http_playbook
 
@@ -148,26 +147,14 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
     settings = load_settings(home.config)
     db = home.database()
     agent = Agent(settings, db, home.playbooks_loaded())
-    now = utcnow()
     with db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
+        inc = stored_incident(
+            s,
+            IncidentState.awaiting_human,
             check_key="web",
-            monitor_id="web",
-            source="http",
             target=f"{svc.base}/healthz",
-            kind="http_status",
-            severity="critical",
-            title="down",
             message="HTTP 503",
-            state=IncidentState.awaiting_human,
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
         )
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
         inc_id = inc.id
     # A Go template (Jinja used to refuse it) and a quoted argv, as `guard reply` now keeps it.
     fix = (
@@ -207,24 +194,16 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
 
 
 def test_guard_reply_keeps_argv_quoting(home: GuardHome) -> None:
-    now = utcnow()
     with home.database().session() as s:
-        s.add(
-            Incident(
-                fingerprint="fp",
-                check_key="k",
-                monitor_id="gone",
-                source="http",
-                target="t",
-                kind="k",
-                severity="error",
-                title="t",
-                message="m",
-                state=IncidentState.resolved,
-                opened_at=now,
-                first_seen=now,
-                last_seen=now,
-            )
+        stored_incident(
+            s,
+            IncidentState.resolved,
+            monitor_id="gone",
+            target="t",
+            kind="k",
+            severity="error",
+            title="t",
+            message="m",
         )
     home.cli("reply", "1", "--", "sh", "-c", "echo a; echo b", check=False)
     with home.database().session() as s:

@@ -12,30 +12,24 @@ from guard.records import utcnow
 from guard.skills.library import Candidate, Skill
 from guard.skills.model import SkillFrontmatter, SkillSpec
 from guard.store.db import Database, open_database
-from guard.store.models import Incident, RemediationRun, RunStatus
+from guard.store.models import RemediationRun, RunStatus
+from tests.agent_helpers import stored_incident
 
 pytestmark = pytest.mark.unit
 
 
 def db_with_incident() -> Database:
     db = open_database("sqlite://")
-    now = utcnow()
     with db.session() as s:
-        s.add(
-            Incident(
-                fingerprint="fp",
-                check_key="k",
-                monitor_id="m",
-                source="docker",
-                target="api-1",
-                kind="container_exit",
-                severity="error",
-                title="t",
-                message="m",
-                opened_at=now,
-                first_seen=now,
-                last_seen=now,
-            )
+        stored_incident(
+            s,
+            monitor_id="m",
+            source="docker",
+            target="api-1",
+            kind="container_exit",
+            severity="error",
+            title="t",
+            message="m",
         )
     return db
 

@@ -16,7 +16,6 @@ from guard.agent.loop import Agent
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
-from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import (
     CommandStatus,
@@ -25,6 +24,7 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
+from tests.agent_helpers import stored_incident
 
 pytestmark = pytest.mark.unit
 
@@ -102,25 +102,13 @@ def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
     db = open_database(settings.database_url)
     notifier = Notifier()
     agent = Agent(settings, db, [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
-    now = utcnow()
     with db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
+        inc = stored_incident(
+            s,
             check_key="web",
-            monitor_id="web",
-            source="http",
             target="http://svc/healthz",
-            kind="http_status",
-            severity="critical",
-            title="down",
             message="HTTP 503 service unavailable",
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
         )
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
         return agent, db, notifier, inc.id
 
 

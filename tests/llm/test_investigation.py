@@ -16,8 +16,8 @@ from guard.commandtext import digest
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
-from guard.records import utcnow
-from guard.store.models import Incident, IncidentTimeline, RemediationRun, Trajectory
+from guard.store.models import IncidentTimeline, RemediationRun, Trajectory
+from tests.agent_helpers import stored_incident
 from tests.model_server import ModelServer, call, error
 
 pytestmark = pytest.mark.unit
@@ -63,25 +63,8 @@ def make_agent(
     (tmp_path / "skills").mkdir(parents=True, exist_ok=True)
     notifier = Notifier()
     agent = Agent(settings, settings_db(settings), [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
-    now = utcnow()
     with agent.db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
-            check_key="web",
-            monitor_id="web",
-            source=source,
-            target=target,
-            kind="http_status",
-            severity="critical",
-            title="down",
-            message=message,
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
-        )
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
+        inc = stored_incident(s, check_key="web", source=source, target=target, message=message)
         return agent, notifier, inc.id
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from guard.notify.telegram.messages import esc
 from guard.records import utcnow
-from guard.store.models import Incident, IncidentState, IncidentTimeline
+from guard.store.models import IncidentTimeline
 from guard.textsafe import printable
+from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
 
 TITLE = "api error [/x] on [bold]/srv/api.log[/]"
@@ -16,9 +17,8 @@ MESSAGE = "ERROR \x1b]0;pwned\x07\x1b[2J\x1b[H cleared \u202eevil\x9b31m"
 def _hostile_incident(home: GuardHome) -> None:
     now = utcnow()
     with home.database().session() as s:
-        inc = Incident(
-            fingerprint="fp",
-            check_key="k",
+        inc = stored_incident(
+            s,
             monitor_id="m",
             source="logfile",
             target="/srv/api.log",
@@ -26,14 +26,8 @@ def _hostile_incident(home: GuardHome) -> None:
             severity="error",
             title=TITLE,
             message=MESSAGE,
-            state=IncidentState.open,
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
+            at=now,
         )
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
         s.add(IncidentTimeline(incident_id=inc.id, type="opened", message=MESSAGE, at=now))
 
 

@@ -18,6 +18,7 @@ from guard.records import Observation, Signal
 from guard.redact import Policy, Redactor, redact
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentTimeline
+from tests.agent_helpers import new_incident
 from tests.secret_corpus import ordinary_lines, secrets
 
 pytestmark = pytest.mark.unit
@@ -162,9 +163,8 @@ def test_the_store_scrubs_any_row_and_migrates_rows_stored_in_clear(tmp_path: Pa
     leak = secrets()[8][2]  # a postgres:// URL with a password
     with db.session() as s:  # whatever writes a row, only redacted text is stored
         s.add(
-            Incident(
+            new_incident(
                 fingerprint="f",
-                check_key="k",
                 monitor_id="m",
                 source="s",
                 target="t",

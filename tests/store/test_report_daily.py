@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 from guard.notify.telegram.gateway import TelegramGateway
 from guard.records import utcnow
-from guard.store.models import Approval, Incident, IncidentTimeline
+from guard.store.models import Approval, IncidentTimeline
+from tests.agent_helpers import new_incident
 from tests.telegram_helpers import CHAT, configure
 
 DAY = datetime(2024, 3, 10, tzinfo=UTC)
@@ -20,7 +21,7 @@ def at(h: int, m: int = 0, days: int = 0) -> datetime:
 
 def seed(db) -> None:
     def inc(target, opened, resolved=None, state="resolved", count=1, **details):
-        return Incident(
+        return new_incident(
             fingerprint=f"{target}{opened}",
             check_key=target,
             monitor_id="m",
@@ -32,9 +33,7 @@ def seed(db) -> None:
             message="x",
             state=state,
             count=count,
-            opened_at=opened,
-            first_seen=opened,
-            last_seen=opened,
+            at=opened,
             resolved_at=resolved,
             details=details,
         )

@@ -17,9 +17,9 @@ from telegram import Bot, Update
 from guard.config import Settings, TelegramSettings
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
-from guard.records import utcnow
 from guard.store.db import Database, open_database
-from guard.store.models import Incident, IncidentState, TelegramMessage
+from guard.store.models import IncidentState, TelegramMessage
+from tests.agent_helpers import stored_incident
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
 from tests.telegram_server import TelegramServer
 
@@ -97,26 +97,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         telegram=TelegramSettings(allowed_user_ids=[ADMIN]),
     )
     db = open_database(settings.database_url)
-    now = utcnow()
     with db.session() as s:
-        inc = Incident(
-            fingerprint="fp",
-            check_key="k",
-            monitor_id="web",
-            source="http",
-            target="http://svc",
-            kind="http_status",
-            severity="critical",
-            title="down",
-            message="down",
-            state=IncidentState.awaiting_human,
-            opened_at=now,
-            first_seen=now,
-            last_seen=now,
-        )
-        s.add(inc)
-        s.flush()
-        assert inc.id is not None
+        inc = stored_incident(s, IncidentState.awaiting_human)
         s.add(
             TelegramMessage(
                 chat_id=str(CHAT),

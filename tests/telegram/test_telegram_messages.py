@@ -11,7 +11,8 @@ from sqlmodel import col, select
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.telegram.gateway import TelegramGateway
 from guard.notify.telegram.messages import LIMIT, REPORT_POINTER, cut, pointer, render_request
-from guard.store.models import Incident, IncidentState, OutboxMessage
+from guard.store.models import IncidentState, OutboxMessage
+from tests.agent_helpers import new_incident
 from tests.telegram_helpers import configure
 from tests.telegram_server import parse_html
 
@@ -64,21 +65,15 @@ def long_report_home(home, tg) -> None:
     with home.database().session() as s:
         for i in range(200):
             s.add(
-                Incident(
+                new_incident(
                     fingerprint=f"fp{i}",
-                    check_key="k",
                     monitor_id="m",
-                    source="http",
                     target=f"api<{i}>&co",
-                    kind="http_status",
                     severity="error",
-                    title="down",
                     message="x",
                     state=IncidentState.resolved,
                     count=1,
-                    opened_at=day,
-                    first_seen=day,
-                    last_seen=day,
+                    at=day,
                     resolved_at=day + timedelta(minutes=5),
                     details={
                         "asked": True,
