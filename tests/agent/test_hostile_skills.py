@@ -15,6 +15,7 @@ import yaml
 from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
 from guard.config import load_settings
+from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.records import utcnow
 from guard.skills.library import SkillLibrary, load_skill
@@ -174,7 +175,14 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         f"curl -fsS -X POST {svc.base}/fix >/dev/null && "
         "printf '%s\\n' '{{.State.Status}}' 'two words'"
     )
-    cmd = queue_command(db, incident_id=inc_id, verb="reply", actor="cli:ann", fix=fix)
+    cmd = queue_command(
+        db,
+        incident_id=inc_id,
+        verb="reply",
+        actor=Actor("cli", "ann"),
+        gate=default_gate({}),
+        fix=fix,
+    )
     try:
         await agent.process_command(cmd)
         with db.session() as s:

@@ -14,6 +14,7 @@ from sqlmodel import select
 
 from guard.agent.loop import Agent
 from guard.config import Settings
+from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.records import utcnow
@@ -138,7 +139,9 @@ async def test_a_bare_approval_runs_the_first_option_the_human_was_shown(tmp_pat
             inc = s.get(Incident, inc_id)
             assert inc is not None and inc.state == "awaiting_human"
             assert inc.details["options"] == ["b", "a"]
-        cmd = queue_command(db, incident_id=inc_id, verb="approve", actor="cli:ann")
+        cmd = queue_command(
+            db, incident_id=inc_id, verb="approve", actor=Actor("cli", "ann"), gate=default_gate({})
+        )
         await agent.process_command(cmd)
         with db.session() as s:
             runs = s.exec(select(RemediationRun)).all()
@@ -158,13 +161,26 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
     try:
         await agent.handle(inc_id)
         await agent.process_command(
-            queue_command(db, incident_id=inc_id, verb="deny", actor="cli:bob")
+            queue_command(
+                db,
+                incident_id=inc_id,
+                verb="deny",
+                actor=Actor("cli", "bob"),
+                gate=default_gate({}),
+            )
         )
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
         released: list[int] = []
         agent.lifecycle.on_release(released.append)
         await agent.process_command(
-            queue_command(db, incident_id=inc_id, verb="mute", actor="cli:bob", fix="600")
+            queue_command(
+                db,
+                incident_id=inc_id,
+                verb="mute",
+                actor=Actor("cli", "bob"),
+                gate=default_gate({}),
+                fix="600",
+            )
         )
         assert agent.lifecycle.load(inc_id).state == "muted"  # type: ignore[union-attr]
         assert released == [inc_id]
