@@ -15,14 +15,13 @@ import yaml
 from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
 from guard.config import load_settings
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.records import utcnow
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
 from guard.skills.writer import SkillWriter, message_regex, shell_generalise
 from guard.store.models import HumanCommand, Incident, IncidentState
-from tests.agent_helpers import find, running_guard, wait_for
+from tests.agent_helpers import as_cli, find, running_guard, wait_for
 from tests.conftest import GuardHome
 from tests.telegram_helpers import Service, http_playbook
 
@@ -179,8 +178,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         db,
         incident_id=inc_id,
         verb="reply",
-        actor=Actor("cli", "ann"),
-        gate=default_gate({}),
+        **as_cli("ann"),
         fix=fix,
     )
     try:

@@ -14,7 +14,6 @@ from sqlmodel import select
 
 from guard.agent.loop import Agent
 from guard.config import Settings
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.records import utcnow
@@ -26,6 +25,7 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
+from tests.agent_helpers import as_cli
 
 pytestmark = pytest.mark.unit
 
@@ -139,9 +139,7 @@ async def test_a_bare_approval_runs_the_first_option_the_human_was_shown(tmp_pat
             inc = s.get(Incident, inc_id)
             assert inc is not None and inc.state == "awaiting_human"
             assert inc.details["options"] == ["b", "a"]
-        cmd = queue_command(
-            db, incident_id=inc_id, verb="approve", actor=Actor("cli", "ann"), gate=default_gate({})
-        )
+        cmd = queue_command(db, incident_id=inc_id, verb="approve", **as_cli("ann"))
         await agent.process_command(cmd)
         with db.session() as s:
             runs = s.exec(select(RemediationRun)).all()
@@ -165,8 +163,7 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
                 db,
                 incident_id=inc_id,
                 verb="deny",
-                actor=Actor("cli", "bob"),
-                gate=default_gate({}),
+                **as_cli("bob"),
             )
         )
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
@@ -177,8 +174,7 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
                 db,
                 incident_id=inc_id,
                 verb="mute",
-                actor=Actor("cli", "bob"),
-                gate=default_gate({}),
+                **as_cli("bob"),
                 fix="600",
             )
         )

@@ -14,11 +14,11 @@ from sqlmodel import col, select
 from guard.agent.loop import Agent
 from guard.commandtext import digest
 from guard.config import Settings
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.records import utcnow
 from guard.store.models import Incident, IncidentTimeline, RemediationRun, Trajectory
+from tests.agent_helpers import as_cli
 from tests.model_server import ModelServer, call, error
 
 pytestmark = pytest.mark.unit
@@ -157,8 +157,7 @@ async def test_the_proposal_is_shown_first_and_runs_only_when_a_human_approves(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "ann"),
-            gate=default_gate({}),
+            **as_cli("ann"),
             fix=request.options[0].digest,  # what the button or `guard approve` was shown
         )
         await agent.process_command(cmd)

@@ -12,11 +12,11 @@ from sqlmodel import select
 
 from guard.agent.tools import Proposal
 from guard.commandtext import digest, oddities, short
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.console import ConsoleNotifier
 from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
+from tests.agent_helpers import as_cli
 from tests.llm.test_investigation import make_agent, timeline, tool_results
 from tests.model_server import ModelServer, call
 
@@ -72,8 +72,7 @@ async def test_a_padded_proposal_is_refused_and_the_human_told_why(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "ann"),
-            gate=default_gate({}),
+            **as_cli("ann"),
         )
         await agent.process_command(cmd)
         assert runs(agent) == []
@@ -103,8 +102,7 @@ async def test_a_proposal_changed_after_it_was_shown_does_not_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "ann"),
-            gate=default_gate({}),
+            **as_cli("ann"),
             fix=shown.digest,
         )
         await agent.process_command(stale)
@@ -115,8 +113,7 @@ async def test_a_proposal_changed_after_it_was_shown_does_not_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "bob"),
-            gate=default_gate({}),
+            **as_cli("bob"),
         )
         await agent.process_command(unbound)
         assert outcome(agent, unbound)[0] == "failed"
@@ -127,8 +124,7 @@ async def test_a_proposal_changed_after_it_was_shown_does_not_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "ann"),
-            gate=default_gate({}),
+            **as_cli("ann"),
             fix=digest("echo SECOND-PROPOSAL-RAN"),
         )
         await agent.process_command(fresh)
@@ -159,8 +155,7 @@ async def test_a_proposal_no_human_could_read_is_neither_offered_nor_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor=Actor("cli", "ann"),
-            gate=default_gate({}),
+            **as_cli("ann"),
             skill="proposal",
             fix=digest(PADDED),
         )

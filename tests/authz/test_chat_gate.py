@@ -1,0 +1,81 @@
+"""A chat channel asks the same gate at its front door: a policy put before the allowlist (here
+a read-only role) changes what an allowlisted Telegram user may do, through the real handlers,
+with each refusal audited once and nothing queued or spent."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import pytest
+from sqlmodel import select
+
+from guard.incidents.authz import VIEW, Actor, Gate, Refused
+from guard.records import utcnow
+from guard.store.models import (
+    Approval,
+    AuditEntry,
+    ConversationMessage,
+    HumanCommand,
+    Incident,
+    OutboxMessage,
+    TelegramMessage,
+)
+from tests.telegram.conftest import INCIDENT_MESSAGE, world
+from tests.telegram_helpers import ADMIN
+
+if TYPE_CHECKING:
+    from tests.telegram.conftest import World
+
+pytestmark = pytest.mark.unit
+__all__ = ["world"]  # the fixture, shared with tests/telegram/
+
+
+class ReadOnly:
+    """A role: these actors may look, not act; no opinion on anyone else."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def decide(self, actor: Actor, verb: str, incident: Incident | None) -> Refused | None:
+        if actor.name in self.names and verb != VIEW:
+            return Refused(f"{actor.name} may only look ({verb} needs another role)")
+        return None
+
+
+async def test_a_policy_before_the_allowlist_refuses_an_allowlisted_user(world: World) -> None:
+    auth = world.handlers.auth
+    auth.gate = Gate([ReadOnly({f"telegram:{ADMIN}"}), *auth.gate.policies])
+    with world.db.session() as s:
+        s.add(
+            Approval(
+                id="deny-1",
+                incident_id=world.incident_id,
+                kind="deny",
+                expires_at=utcnow() + timedelta(hours=1),
+            )
+        )
+        msg = s.exec(select(TelegramMessage)).one()
+        msg.approvals = ["deny-1"]
+        s.add(msg)
+
+    await world.text(ADMIN, "/incidents", reply_to=None)  # viewing is allowed
+    await world.text(ADMIN, "docker.restart api")  # a fix is not
+    press = world.press(ADMIN, "deny-1", INCIDENT_MESSAGE)
+    await world.handlers.remember(press, None)  # type: ignore[arg-type]
+    await world.handlers.on_callback(press, None)  # type: ignore[arg-type]
+
+    refused = AuditEntry.action == "telegram.refused"
+    with world.db.session() as s:
+        (entry,) = s.exec(select(AuditEntry).where(refused)).all()  # once a window
+        said = [m.text for m in s.exec(select(OutboxMessage)).all()]
+        approval = s.get(Approval, "deny-1")
+    assert entry.actor == f"telegram:{ADMIN}"
+    assert entry.data["reason"] == f"telegram:{ADMIN} may only look (reply needs another role)"
+    assert world.count(AuditEntry, AuditEntry.action == "human.refused") == 0  # not twice
+    assert world.count(HumanCommand) == 0
+    assert approval is not None and approval.used_at is None  # the question is still open
+    assert any("open incident" in t for t in said)  # /incidents was answered
+    assert any(t.startswith("⛔ Refused: telegram:42 may only look") for t in said)
+    # refused for acting, not for looking: the user's messages are still remembered
+    assert world.count(ConversationMessage, ConversationMessage.direction == "in") == 3
