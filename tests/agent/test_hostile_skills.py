@@ -174,13 +174,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         f"curl -fsS -X POST {svc.base}/fix >/dev/null && "
         "printf '%s\\n' '{{.State.Status}}' 'two words'"
     )
-    cmd = queue_command(
-        db,
-        incident_id=inc_id,
-        verb="reply",
-        **as_cli("ann"),
-        fix=fix,
-    )
+    cmd = queue_command(db, incident_id=inc_id, verb="reply", **as_cli("ann"), fix=fix)
     try:
         await agent.process_command(cmd)
         with db.session() as s:

@@ -159,24 +159,13 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
     try:
         await agent.handle(inc_id)
         await agent.process_command(
-            queue_command(
-                db,
-                incident_id=inc_id,
-                verb="deny",
-                **as_cli("bob"),
-            )
+            queue_command(db, incident_id=inc_id, verb="deny", **as_cli("bob"))
         )
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
         released: list[int] = []
         agent.lifecycle.on_release(released.append)
         await agent.process_command(
-            queue_command(
-                db,
-                incident_id=inc_id,
-                verb="mute",
-                **as_cli("bob"),
-                fix="600",
-            )
+            queue_command(db, incident_id=inc_id, verb="mute", **as_cli("bob"), fix="600")
         )
         assert agent.lifecycle.load(inc_id).state == "muted"  # type: ignore[union-attr]
         assert released == [inc_id]
