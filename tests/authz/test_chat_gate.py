@@ -5,6 +5,7 @@ with each refusal audited once and nothing queued or spent."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -79,3 +80,44 @@ async def test_a_policy_before_the_allowlist_refuses_an_allowlisted_user(world: 
     assert any(t.startswith("⛔ Refused: telegram:42 may only look") for t in said)
     # refused for acting, not for looking: the user's messages are still remembered
     assert world.count(ConversationMessage, ConversationMessage.direction == "in") == 3
+
+
+class RefuseAtTheQueue:
+    """Allows at the door, refuses in the queue's transaction (a policy that reads state which
+    changed in between, e.g. an on-call rota that just rotated)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def decide(self, actor: Actor, verb: str, incident: Incident | None) -> Refused | None:
+        self.asked += 1
+        return Refused("your on-call shift just ended") if self.asked > 1 else None
+
+
+async def test_a_press_the_queue_refuses_leaves_the_question_open(world: World) -> None:
+    auth = world.handlers.auth
+    auth.gate = Gate([RefuseAtTheQueue(), *auth.gate.policies])
+    world.handlers.gw.notifier = SimpleNamespace(  # type: ignore[assignment]
+        closed_text=lambda incident_id, state, said: f"#{incident_id} {state}: {said}"
+    )
+    with world.db.session() as s:
+        s.add(
+            Approval(
+                id="deny-2",
+                incident_id=world.incident_id,
+                kind="deny",
+                expires_at=utcnow() + timedelta(hours=1),
+            )
+        )
+        msg = s.exec(select(TelegramMessage)).one()
+        msg.approvals = ["deny-2"]
+        s.add(msg)
+    await world.handlers.on_callback(world.press(ADMIN, "deny-2", INCIDENT_MESSAGE), None)  # type: ignore[arg-type]
+    with world.db.session() as s:
+        (entry,) = s.exec(select(AuditEntry).where(AuditEntry.action == "human.refused")).all()
+        approval = s.get(Approval, "deny-2")
+        live = s.exec(select(TelegramMessage)).one().live
+    assert entry.data["reason"] == "your on-call shift just ended"
+    assert approval is not None and approval.used_at is None and live  # nothing spent or closed
+    assert world.count(HumanCommand) == 0
+    assert world.count(OutboxMessage, OutboxMessage.method == "edit") == 0

@@ -29,7 +29,7 @@ from guard.commandtext import approval_key, short
 from guard.durations import format_duration
 from guard.exceptions import GuardError
 from guard.incidents.approvals import CONFIRM_KINDS, verb_for
-from guard.incidents.authz import VIEW, Refused
+from guard.incidents.authz import VIEW, NotAuthorised, Refused
 from guard.incidents.commands import queue_command
 from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox, updates
@@ -130,6 +130,9 @@ class Handlers(SlashCommands):
             claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)
             reason = claimed.reason if isinstance(claimed, Refused) else "already answered"
             await q.answer(f"Refused: {reason}", show_alert=True)
+            return
+        except NotAuthorised as exc:  # the gate changed its mind since the door: still open
+            await q.answer(f"Refused: {exc}"[:190], show_alert=True)
             return
         except GuardError as exc:  # the incident went away between the press and now
             failed = await asyncio.to_thread(
