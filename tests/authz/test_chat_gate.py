@@ -44,21 +44,26 @@ class ReadOnly:
         return None
 
 
-async def test_a_policy_before_the_allowlist_refuses_an_allowlisted_user(world: World) -> None:
-    auth = world.handlers.auth
-    auth.gate = Gate([ReadOnly({f"telegram:{ADMIN}"}), *auth.gate.policies])
+def deny_button(world: World, approval_id: str) -> None:
+    """A live [Deny] button on the incident's message."""
     with world.db.session() as s:
         s.add(
             Approval(
-                id="deny-1",
+                id=approval_id,
                 incident_id=world.incident_id,
                 kind="deny",
                 expires_at=utcnow() + timedelta(hours=1),
             )
         )
         msg = s.exec(select(TelegramMessage)).one()
-        msg.approvals = ["deny-1"]
+        msg.approvals = [approval_id]
         s.add(msg)
+
+
+async def test_a_policy_before_the_allowlist_refuses_an_allowlisted_user(world: World) -> None:
+    auth = world.handlers.auth
+    auth.gate = Gate([ReadOnly({f"telegram:{ADMIN}"}), *auth.gate.policies])
+    deny_button(world, "deny-1")
 
     await world.text(ADMIN, "/incidents", reply_to=None)  # viewing is allowed
     await world.text(ADMIN, "docker.restart api")  # a fix is not
@@ -100,18 +105,7 @@ async def test_a_press_the_queue_refuses_leaves_the_question_open(world: World) 
     world.handlers.gw.notifier = SimpleNamespace(  # type: ignore[assignment]
         closed_text=lambda incident_id, state, said: f"#{incident_id} {state}: {said}"
     )
-    with world.db.session() as s:
-        s.add(
-            Approval(
-                id="deny-2",
-                incident_id=world.incident_id,
-                kind="deny",
-                expires_at=utcnow() + timedelta(hours=1),
-            )
-        )
-        msg = s.exec(select(TelegramMessage)).one()
-        msg.approvals = ["deny-2"]
-        s.add(msg)
+    deny_button(world, "deny-2")
     await world.handlers.on_callback(world.press(ADMIN, "deny-2", INCIDENT_MESSAGE), None)  # type: ignore[arg-type]
     with world.db.session() as s:
         (entry,) = s.exec(select(AuditEntry).where(AuditEntry.action == "human.refused")).all()
