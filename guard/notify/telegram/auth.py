@@ -26,15 +26,10 @@ from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Approval, Incident, TelegramMessage
 
-CONFIRM_KINDS = approvals.CONFIRM_KINDS
-
 
 def telegram_actor(user_id: int | None) -> Actor:
+    """A sender as the gate and the audit log know them (``telegram:<from.id>``)."""
     return Actor("telegram", str(user_id) if user_id is not None else "unknown")
-
-
-def actor(user_id: int) -> str:
-    return telegram_actor(user_id).name
 
 
 REFUSAL_WINDOW = 60.0  # seconds: one audit row and one answer per stranger per window
@@ -89,7 +84,7 @@ class Authoriser:
         with self.db.session() as session:
             audit.append(
                 session,
-                actor=actor(key),
+                actor=telegram_actor(key).name,
                 action="telegram.refused",
                 subject=what,
                 data={"reason": reason, **data, **extra},

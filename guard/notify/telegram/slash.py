@@ -12,7 +12,7 @@ from telegram import Update
 
 from guard.durations import parse_duration
 from guard.incidents.authz import UNMUTE, VIEW, Refused
-from guard.notify.telegram.auth import actor
+from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
 from guard.notify.telegram.handling import Ctx, _skipped, handled
 from guard.notify.telegram.messages import esc
@@ -65,7 +65,9 @@ class SlashCommands(Replies):
             if len(args) != 1:
                 await self.say(chat, "Usage: <code>/unmute TARGET</code>", update=update)
                 return
-            n = await asyncio.to_thread(mutes.unmute, self.db, args[0], actor(user.id))
+            n = await asyncio.to_thread(
+                mutes.unmute, self.db, args[0], telegram_actor(user.id).name
+            )
             await self.say(
                 chat,
                 f"Unmuted {esc(args[0])} ({n} mute(s) ended)."
@@ -86,7 +88,9 @@ class SlashCommands(Replies):
                 update=update,
             )
             return
-        row = await asyncio.to_thread(mutes.mute, self.db, args[0], seconds, actor(uid))
+        row = await asyncio.to_thread(
+            mutes.mute, self.db, args[0], seconds, telegram_actor(uid).name
+        )
         await self.say(
             chat,
             f"Muted {esc(args[0])} until {row.until:%Y-%m-%d %H:%M} UTC: its "
