@@ -38,6 +38,7 @@ from bench.common import machine, quiet
 from guard.app import Guard
 from guard.commandtext import digest
 from guard.config import Settings
+from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.playbooks.models import Playbook
 from guard.store.models import CommandStatus, HumanCommand, Incident, Trajectory
@@ -311,7 +312,12 @@ async def _one(guard: Guard, bench: Bench, fault: Fault, name: str, t0: float) -
     out["proposal"] = proposal["fix"]
     assert inc.id is not None
     cmd = queue_command(  # bound to the text shown, as the button and `guard approve` are
-        db, incident_id=inc.id, verb="approve", actor="bench:human", fix=digest(proposal["fix"])
+        db,
+        incident_id=inc.id,
+        verb="approve",
+        actor=Actor("bench", "human"),
+        gate=default_gate({}, trusted=["bench"]),
+        fix=digest(proposal["fix"]),
     )
 
     def settled() -> HumanCommand | None:

@@ -26,6 +26,7 @@ from sqlmodel import select
 
 from guard.app import Guard
 from guard.config import Settings, load_settings
+from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
 from guard.playbooks import load_playbooks
 from guard.store.models import Incident
@@ -158,7 +159,14 @@ class Demo:
             fix = f"docker.restart {victim.name}"
             self.say(f"   [green]$ guard reply {first.id} -- {fix}[/green]")
             self.t.mark("replied")
-            queue_command(db, incident_id=first.id, verb="reply", actor="demo:human", fix=fix)
+            queue_command(
+                db,
+                incident_id=first.id,
+                verb="reply",
+                actor=Actor("demo", "human"),
+                gate=default_gate({}, trusted=["demo"]),
+                fix=fix,
+            )
             done = await _until(lambda: incident(id=first.id, state="resolved"), 60, "the fix")
             self.t.mark("learned")
             skill, commit = done.details.get("learned_skill"), done.details.get("skill_commit")

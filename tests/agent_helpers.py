@@ -66,6 +66,13 @@ def stored_incident(session: Any, state: str = "open", **fields: Any) -> Any:
     return inc
 
 
+def as_cli(user: str) -> dict[str, Any]:
+    """``queue_command``'s actor and gate for ``guard approve|deny|reply`` run by ``user``."""
+    from guard.incidents.authz import Actor, default_gate
+
+    return {"actor": Actor("cli", user), "gate": default_gate({})}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,9 +1,10 @@
 """``guard approve|deny|reply``: a human's answer to an incident.
 
-The answer is queued in the database. When ``guard run`` is running, its agent picks it up
-within a second and this command waits for the outcome; otherwise the command runs the agent
-itself for this one answer. Either way the outcome is printed, and the exit code says whether
-the remedy worked (0) or not (1).
+The answer is queued in the database, through the authorisation gate Guard runs with (the
+CLI's actor is ``cli:<unix user>``; a refusal exits 1 and is audited). When ``guard run`` is
+running, its agent picks it up within a second and this command waits for the outcome;
+otherwise the command runs the agent itself for this one answer. Either way the outcome is
+printed, and the exit code says whether the remedy worked (0) or not (1).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from guard.cli.common import ConfigOption, config_failed, database, err, fail, o
 from guard.commandtext import approval_key, digest, oddities, short
 from guard.config import Settings
 from guard.exceptions import ConfigError
+from guard.incidents.authz import Actor, NotAuthorised
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
+from guard.notify.authz import gate_from_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database
 from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
@@ -31,11 +34,11 @@ from guard.textsafe import printable
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
 
 
-def _actor() -> str:
+def _actor() -> Actor:
     try:
-        return f"cli:{getpass.getuser()}"
+        return Actor("cli", getpass.getuser())
     except Exception:
-        return "cli:unknown"
+        return Actor("cli", "unknown")
 
 
 async def _process_here(settings: Settings, db: Database) -> None:
@@ -65,8 +68,16 @@ def answer(
     db = database(settings)
     try:
         cmd = queue_command(
-            db, incident_id=incident_id, verb=verb, actor=_actor(), skill=skill, fix=fix
+            db,
+            incident_id=incident_id,
+            verb=verb,
+            actor=_actor(),
+            gate=gate_from_settings(settings),
+            skill=skill,
+            fix=fix,
         )
+    except NotAuthorised as exc:
+        fail(f"refused: {exc}")
     except UnknownIncident as exc:
         fail(str(exc))
     if agent_alive(db):

@@ -1,7 +1,8 @@
 """Human answers to incidents (approve, deny, reply, mute), queued as ``HumanCommand`` rows.
 
-The CLI and the Telegram gateway queue them, in Guard's process or not; the agent takes them
-one incident at a time and settles each with an outcome.
+Every channel (the CLI, a chat gateway, the demo) queues them here, in Guard's process or not,
+and each passes the authorisation gate here first (``guard.incidents.authz``); the agent takes
+them one incident at a time and settles each with an outcome.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from guard.crashpoints import reached
 from guard.exceptions import GuardError
+from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.lifecycle import record
 from guard.memory.conversation import record_message
 from guard.records import utcnow
@@ -34,39 +36,59 @@ def queue_command(
     *,
     incident_id: int,
     verb: str,
-    actor: str,
-    channel: str = "cli",
+    actor: Actor,
+    gate: Gate,
     skill: str | None = None,
     fix: str | None = None,
     also: Callable[[Session], object] | None = None,
 ) -> HumanCommand:
     """Record a human's answer for the agent (and in conversation memory and the audit log).
 
-    ``also`` runs first in the same transaction (the Telegram gateway stores the update it
-    handles there, and queues its acknowledgement): if it raises, nothing is queued."""
+    ``gate`` decides first, in the same transaction and before anything is written: a refusal
+    is audited (``human.refused``) and raises ``NotAuthorised``; nothing else is written.
+    ``also`` runs next in the same transaction (a chat gateway stores the update it handles
+    there, and queues its acknowledgement): if it raises, nothing is queued."""
     with db.session() as session:
-        if also is not None:
-            also(session)
-        if session.get(Incident, incident_id) is None:
-            raise UnknownIncident(f"no incident {incident_id} (see `guard incidents list`)")
-        cmd = HumanCommand(
-            incident_id=incident_id, verb=verb, actor=actor, channel=channel, skill=skill, fix=fix
-        )
-        session.add(cmd)
-        audit.append(
-            session,
-            actor=actor,
-            action=f"human.{verb}",
-            subject=f"incident:{incident_id}",
-            data={"skill": skill, "fix": fix, "channel": channel},
-        )
+        incident = session.get(Incident, incident_id)
+        decision = gate.authorise(actor, verb, incident)
+        if isinstance(decision, Refused):  # audited here, once; the refusal alone is committed
+            audit.append(
+                session,
+                actor=actor.name,
+                action="human.refused",
+                subject=f"incident:{incident_id}",
+                data={"verb": verb, "reason": decision.reason, "channel": actor.channel},
+            )
+        else:
+            if also is not None:
+                also(session)
+            if incident is None:
+                raise UnknownIncident(f"no incident {incident_id} (see `guard incidents list`)")
+            cmd = HumanCommand(
+                incident_id=incident_id,
+                verb=verb,
+                actor=actor.name,
+                channel=actor.channel,
+                skill=skill,
+                fix=fix,
+            )
+            session.add(cmd)
+            audit.append(
+                session,
+                actor=actor.name,
+                action=f"human.{verb}",
+                subject=f"incident:{incident_id}",
+                data={"skill": skill, "fix": fix, "channel": actor.channel, "allowed": decision.by},
+            )
+    if isinstance(decision, Refused):
+        raise NotAuthorised(decision.reason)
     reached("command.queued")
     text = f"{verb} {skill or ''} {fix or ''}".strip()
     record_message(
         db,
-        chat=channel if channel != "cli" else "console",
+        chat=actor.channel if actor.channel != "cli" else "console",
         direction="in",
-        author=actor,
+        author=actor.name,
         text=text,
         incident_id=incident_id,
     )

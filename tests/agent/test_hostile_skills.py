@@ -20,7 +20,11 @@ from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
 from guard.skills.writer import SkillWriter, message_regex, shell_generalise
 from guard.store.models import HumanCommand, Incident, IncidentState
+<<<<<<< HEAD
 from tests.agent_helpers import find, running_guard, stored_incident, wait_for
+=======
+from tests.agent_helpers import as_cli, find, running_guard, wait_for
+>>>>>>> wt-authz
 from tests.conftest import GuardHome
 from tests.telegram_helpers import Service, http_playbook
 
@@ -161,7 +165,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         f"curl -fsS -X POST {svc.base}/fix >/dev/null && "
         "printf '%s\\n' '{{.State.Status}}' 'two words'"
     )
-    cmd = queue_command(db, incident_id=inc_id, verb="reply", actor="cli:ann", fix=fix)
+    cmd = queue_command(db, incident_id=inc_id, verb="reply", **as_cli("ann"), fix=fix)
     try:
         await agent.process_command(cmd)
         with db.session() as s:

@@ -24,7 +24,11 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
+<<<<<<< HEAD
 from tests.agent_helpers import stored_incident
+=======
+from tests.agent_helpers import as_cli
+>>>>>>> wt-authz
 
 pytestmark = pytest.mark.unit
 
@@ -126,7 +130,7 @@ async def test_a_bare_approval_runs_the_first_option_the_human_was_shown(tmp_pat
             inc = s.get(Incident, inc_id)
             assert inc is not None and inc.state == "awaiting_human"
             assert inc.details["options"] == ["b", "a"]
-        cmd = queue_command(db, incident_id=inc_id, verb="approve", actor="cli:ann")
+        cmd = queue_command(db, incident_id=inc_id, verb="approve", **as_cli("ann"))
         await agent.process_command(cmd)
         with db.session() as s:
             runs = s.exec(select(RemediationRun)).all()
@@ -146,13 +150,13 @@ async def test_a_deny_escalates_and_a_mute_releases(tmp_path: Path) -> None:
     try:
         await agent.handle(inc_id)
         await agent.process_command(
-            queue_command(db, incident_id=inc_id, verb="deny", actor="cli:bob")
+            queue_command(db, incident_id=inc_id, verb="deny", **as_cli("bob"))
         )
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
         released: list[int] = []
         agent.lifecycle.on_release(released.append)
         await agent.process_command(
-            queue_command(db, incident_id=inc_id, verb="mute", actor="cli:bob", fix="600")
+            queue_command(db, incident_id=inc_id, verb="mute", **as_cli("bob"), fix="600")
         )
         assert agent.lifecycle.load(inc_id).state == "muted"  # type: ignore[union-attr]
         assert released == [inc_id]

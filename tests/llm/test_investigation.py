@@ -17,7 +17,7 @@ from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.store.models import IncidentTimeline, RemediationRun, Trajectory
-from tests.agent_helpers import stored_incident
+from tests.agent_helpers import as_cli, stored_incident
 from tests.model_server import ModelServer, call, error
 
 pytestmark = pytest.mark.unit
@@ -139,7 +139,7 @@ async def test_the_proposal_is_shown_first_and_runs_only_when_a_human_approves(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor="cli:ann",
+            **as_cli("ann"),
             fix=request.options[0].digest,  # what the button or `guard approve` was shown
         )
         await agent.process_command(cmd)

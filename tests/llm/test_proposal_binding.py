@@ -16,6 +16,7 @@ from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.console import ConsoleNotifier
 from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
+from tests.agent_helpers import as_cli
 from tests.llm.test_investigation import make_agent, timeline, tool_results
 from tests.model_server import ModelServer, call
 
@@ -67,7 +68,7 @@ async def test_a_padded_proposal_is_refused_and_the_human_told_why(
         assert "HIDDEN-TAIL-RAN" not in request.evidence
         inc = agent.lifecycle.load(inc_id)
         assert inc is not None and "proposal" not in inc.details
-        cmd = queue_command(agent.db, incident_id=inc_id, verb="approve", actor="cli:ann")
+        cmd = queue_command(agent.db, incident_id=inc_id, verb="approve", **as_cli("ann"))
         await agent.process_command(cmd)
         assert runs(agent) == []
     finally:
@@ -93,13 +94,13 @@ async def test_a_proposal_changed_after_it_was_shown_does_not_run(
         agent.lifecycle.move(inc_id, inc.state, "a model proposed a fix", proposal=changed)
 
         stale = queue_command(
-            agent.db, incident_id=inc_id, verb="approve", actor="cli:ann", fix=shown.digest
+            agent.db, incident_id=inc_id, verb="approve", **as_cli("ann"), fix=shown.digest
         )
         await agent.process_command(stale)
         status, text = outcome(agent, stale)
         assert status == "failed" and "the proposal changed after it was shown" in text
         assert "nothing ran" in text
-        unbound = queue_command(agent.db, incident_id=inc_id, verb="approve", actor="cli:bob")
+        unbound = queue_command(agent.db, incident_id=inc_id, verb="approve", **as_cli("bob"))
         await agent.process_command(unbound)
         assert outcome(agent, unbound)[0] == "failed"
         assert runs(agent) == []
@@ -109,7 +110,7 @@ async def test_a_proposal_changed_after_it_was_shown_does_not_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor="cli:ann",
+            **as_cli("ann"),
             fix=digest("echo SECOND-PROPOSAL-RAN"),
         )
         await agent.process_command(fresh)
@@ -140,7 +141,7 @@ async def test_a_proposal_no_human_could_read_is_neither_offered_nor_run(
             agent.db,
             incident_id=inc_id,
             verb="approve",
-            actor="cli:ann",
+            **as_cli("ann"),
             skill="proposal",
             fix=digest(PADDED),
         )

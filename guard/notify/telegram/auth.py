@@ -1,17 +1,13 @@
-"""Who may do what from Telegram, and whether a button press is genuine.
+"""Telegram's side of authorisation: who a sender is, and the quiet window for strangers.
 
-Every update is authorised by the sender's ``from.id`` against ``telegram.allowed_user_ids``;
-the chat a message came from proves nothing (anyone can be in a group). An empty allowlist
-allows nobody: Guard fails closed.
+Every update is authorised by the sender's ``from.id`` (``telegram_actor``) through the gate
+(``guard.incidents.authz``, the allowlist its first policy); the chat a message came from proves
+nothing (anyone can be in a group). An empty allowlist allows nobody: Guard fails closed.
 
-Callback data comes from the client and can be forged or replayed, so it carries only an
-opaque approval id that is looked up here. A press is honoured only if that approval exists,
-has not been used, has not expired, and is one of the buttons of the *live* message it was
-pressed on (the message id and chat are Guard's own record, not the client's claim). Claiming
-is one conditional UPDATE, so two presses cannot both win; the other approvals of the same
-question are spent with it (one decision per question) and the message stops being live. Every
-refusal is written to the audit chain, but a user who is not on the allowlist at most once per
-``REFUSAL_WINDOW``: a stranger's flood cannot fill the audit log, the conversation or the outbox.
+Button presses spend approvals through ``guard.incidents.approvals``; this module finds the
+Telegram message a press came from (Guard's own record, not the client's claim). Every refusal is
+written to the audit chain, but a user the gate refuses at most once per ``REFUSAL_WINDOW``: a
+stranger's flood cannot fill the audit log, the conversation or the outbox.
 """
 
 from __future__ import annotations
@@ -20,20 +16,20 @@ import threading
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import update
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from guard.config import TelegramSettings
-from guard.records import utcnow
+from guard.incidents import approvals
+from guard.incidents.authz import Actor, Allowed, Gate, Refused
+from guard.notify.authz import allowlist_gate
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Approval, TelegramMessage
-
-CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own question
+from guard.store.models import Approval, Incident, TelegramMessage
 
 
-def actor(user_id: int) -> str:
-    return f"telegram:{user_id}"
+def telegram_actor(user_id: int | None) -> Actor:
+    """A sender as the gate and the audit log know them (``telegram:<from.id>``)."""
+    return Actor("telegram", str(user_id) if user_id is not None else "unknown")
 
 
 REFUSAL_WINDOW = 60.0  # seconds: one audit row and one answer per stranger per window
@@ -41,20 +37,27 @@ _MAX_TRACKED = 10_000  # strangers remembered at once (the oldest windows are dr
 
 
 @dataclass(frozen=True)
-class Refusal:
-    reason: str  # what the user is told, and what the audit entry says
+class Refusal(Refused):
     logged: bool = True  # False: inside the user's quiet window (not audited, not answered)
 
 
 class Authoriser:
-    def __init__(self, settings: TelegramSettings, db: Database) -> None:
-        self.allowed = frozenset(settings.allowed_user_ids)
+    def __init__(self, settings: TelegramSettings, db: Database, gate: Gate | None = None) -> None:
+        self.gate = gate or allowlist_gate(settings)
         self.db = db
         self._windows: dict[int, tuple[float, int]] = {}  # user -> (window start, dropped)
         self._lock = threading.Lock()
 
-    def user_allowed(self, user_id: int | None) -> bool:
-        return user_id is not None and user_id in self.allowed
+    def decide(
+        self, user_id: int | None, verb: str, incident_id: int | None = None
+    ) -> Allowed | Refused:
+        """The gate's decision on a sender (reads the incident: call it off the event loop when
+        ``incident_id`` is given)."""
+        incident = None
+        if incident_id is not None:
+            with self.db.session() as session:
+                incident = session.get(Incident, incident_id)
+        return self.gate.authorise(telegram_actor(user_id), verb, incident)
 
     def quiet(self, user_id: int | None) -> bool:
         """Whether a refused user is inside a window already audited and answered (their
@@ -81,7 +84,7 @@ class Authoriser:
         with self.db.session() as session:
             audit.append(
                 session,
-                actor=actor(key),
+                actor=telegram_actor(key).name,
                 action="telegram.refused",
                 subject=what,
                 data={"reason": reason, **data, **extra},
@@ -90,33 +93,26 @@ class Authoriser:
 
     def message_for(self, chat_id: int | str, message_id: int) -> TelegramMessage | None:
         with self.db.session() as session:
-            return session.exec(
-                select(TelegramMessage).where(
-                    TelegramMessage.chat_id == str(chat_id),
-                    TelegramMessage.message_id == message_id,
-                )
-            ).first()
-
-    def claim(
-        self, data: str, user_id: int | None, chat_id: int | str | None, message_id: int | None
-    ) -> Approval | Refusal:
-        """Spend the approval behind a button press, or say why the press is refused."""
-        what = f"callback:{data[:64]}"
-        if not self.user_allowed(user_id):
-            why = (
-                "no one is allowed yet (telegram.allowed_user_ids is empty)"
-                if not self.allowed
-                else "you are not on this Guard's allowlist"
-            )
-            return self.refuse(user_id, what, why, chat=str(chat_id))
-        assert user_id is not None
-        with self.db.session() as session:
-            return self.claim_in(session, data, user_id, chat_id, message_id)
+            return _message_in(session, chat_id, message_id)
 
     def preview(self, data: str) -> Approval | None:
         """The approval behind a button, as it is now (nothing spent)."""
+        return approvals.preview(self.db, data)
+
+    def claim(
+        self, data: str, user_id: int | None, chat_id: int | str | None, message_id: int | None
+    ) -> Approval | Refused:
+        """Spend the approval behind a button press, or say why the press is refused (the gate
+        first: a refused sender is audited once a window, and nothing is looked at further)."""
+        pressed = self.preview(data)
+        decision = self.decide(
+            user_id, approvals.verb_for(pressed), pressed.incident_id if pressed else None
+        )
+        if isinstance(decision, Refused):
+            return self.refuse(user_id, f"callback:{data[:64]}", decision.reason, chat=str(chat_id))
+        assert user_id is not None
         with self.db.session() as session:
-            return session.get(Approval, data)
+            return self.claim_in(session, data, user_id, chat_id, message_id)
 
     def claim_in(
         self,
@@ -125,88 +121,19 @@ class Authoriser:
         user_id: int,
         chat_id: int | str | None,
         message_id: int | None,
-    ) -> Approval | Refusal:
-        """``claim`` for an allowed user, in the caller's transaction (the gateway queues the
-        press's command in the same one: a crash cannot spend a press and lose its command)."""
-        what = f"callback:{data[:64]}"
-        now = utcnow()
-        approval = session.get(Approval, data)
-        if approval is None:
-            return self._refuse_in(session, user_id, what, "unknown or forged button")
-        if approval.used_at is not None:
-            why = (
-                "this question expired"
-                if approval.used_by == "expired"
-                else f"already answered by {approval.used_by}"
-            )
-            return self._refuse_in(session, user_id, what, why, incident=approval.incident_id)
-        if approval.expires_at <= now:
-            return self._refuse_in(
-                session, user_id, what, "this question expired", incident=approval.incident_id
-            )
+    ) -> Approval | Refused:
+        """``claim`` for an authorised sender, in the caller's transaction (the gateway queues
+        the press's command in the same one)."""
         msg = None
         if chat_id is not None and message_id is not None:
-            msg = session.exec(
-                select(TelegramMessage).where(
-                    TelegramMessage.chat_id == str(chat_id),
-                    TelegramMessage.message_id == message_id,
-                )
-            ).first()
-        if msg is None or not msg.live or data not in msg.approvals:
-            return self._refuse_in(
-                session,
-                user_id,
-                what,
-                "this button does not belong to that message",
-                incident=approval.incident_id,
-            )
-        won = session.execute(
-            update(Approval)
-            .where(col(Approval.id) == data, col(Approval.used_at).is_(None))
-            .values(used_at=now, used_by=actor(user_id))
-        )
-        if getattr(won, "rowcount", 0) != 1:
-            return self._refuse_in(session, user_id, what, "already answered")
-        family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
-        session.execute(
-            update(Approval)
-            .where(
-                col(Approval.incident_id) == approval.incident_id,
-                col(Approval.kind).in_(family)
-                if family
-                else col(Approval.kind).not_in(CONFIRM_KINDS),
-                col(Approval.used_at).is_(None),
-            )
-            .values(used_at=now, used_by=f"superseded:{data}")
-        )
-        if msg.role == "group":  # the other incidents' buttons of the message still work
-            spent = set(
-                session.exec(
-                    select(Approval.id).where(Approval.incident_id == approval.incident_id)
-                ).all()
-            )
-            msg.approvals = [a for a in msg.approvals if a not in spent]
-        else:
-            msg.live = False  # answered: the sync must not close it as "expired" meanwhile
-        session.add(msg)
-        audit.append(
-            session,
-            actor=actor(user_id),
-            action="telegram.pressed",
-            subject=f"incident:{approval.incident_id}",
-            data={"kind": approval.kind, "skill": approval.skill},
-        )
-        approval.used_at, approval.used_by = now, actor(user_id)
-        return approval
+            msg = _message_in(session, chat_id, message_id)
+        return approvals.claim_in(session, data, telegram_actor(user_id), msg)
 
-    def _refuse_in(
-        self, session: Session, user_id: int, what: str, reason: str, **data: object
-    ) -> Refusal:
-        audit.append(
-            session,
-            actor=actor(user_id),
-            action="telegram.refused",
-            subject=what,
-            data={"reason": reason, **data},
+
+def _message_in(session: Session, chat_id: int | str, message_id: int) -> TelegramMessage | None:
+    return session.exec(
+        select(TelegramMessage).where(
+            TelegramMessage.chat_id == str(chat_id),
+            TelegramMessage.message_id == message_id,
         )
-        return Refusal(reason)
+    ).first()
