@@ -22,7 +22,7 @@ from guard.agent.templating import incident_context
 from guard.commandtext import oddities
 from guard.exceptions import MonitorError
 from guard.memory import IncidentMemory
-from guard.monitors.kinds import monitor_kind
+from guard.monitors import monitor_kind
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
 from guard.skills.model import Step

@@ -25,8 +25,7 @@ from guard import spans
 from guard.agent.verify_source import SOURCE_VERIFIERS
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.monitors import Monitor, TargetedMonitor, build_monitor, monitor_kind
-from guard.monitors.kinds import Verification
+from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.db import Database

@@ -12,7 +12,9 @@ from guard.monitors.base import (
 )
 from guard.monitors.kinds import (
     MONITOR_KINDS,
+    FirstLook,
     MonitorKind,
+    Verification,
     monitor_kind,
     register_monitor_kind,
     unregister_monitor_kind,
@@ -32,10 +34,12 @@ __all__ = [
     "MONITOR_KINDS",
     "BaseliningMonitor",
     "Emit",
+    "FirstLook",
     "Monitor",
     "MonitorKind",
     "StreamingMonitor",
     "TargetedMonitor",
+    "Verification",
     "build_monitor",
     "monitor_kind",
     "register_monitor_kind",

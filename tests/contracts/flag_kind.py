@@ -13,8 +13,13 @@ from typing import Any, Literal
 
 from guard.config import Settings
 from guard.durations import Duration
-from guard.monitors import MonitorKind, register_monitor_kind, unregister_monitor_kind
-from guard.monitors.kinds import FirstLook, Verification
+from guard.monitors import (
+    FirstLook,
+    MonitorKind,
+    Verification,
+    register_monitor_kind,
+    unregister_monitor_kind,
+)
 from guard.playbooks.models import MonitorSpecBase
 from guard.records import Observation, Signal
 
