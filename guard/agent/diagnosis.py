@@ -23,6 +23,7 @@ from guard.agent.templating import incident_context
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.k8s.evidence import previous_block
+from guard.monitors import monitor_kind
 from guard.playbooks.models import Playbook
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants
@@ -59,8 +60,10 @@ class Diagnoser:
                 steps.append((Step(run=diag.run, timeout=diag.timeout), None))
         if candidates:
             steps += [(s, candidates[0].skill) for s in candidates[0].skill.spec.diagnostics]
-        if inc.source == "docker" and not steps:
-            steps.append((Step(action="docker.logs", args={"tail": 30}), None))
+        kind = monitor_kind(inc.source)
+        if kind is not None and kind.first_look is not None and not steps:
+            look = kind.first_look
+            steps.append((Step(action=look.action, args=dict(look.args)), None))
         return steps
 
     def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
 from guard.commandtext import oddities
-from guard.k8s.evidence import previous_block
+from guard.exceptions import MonitorError
 from guard.memory import IncidentMemory
+from guard.monitors import monitor_kind
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
 from guard.skills.model import Step
@@ -184,26 +183,21 @@ class Toolbox:
         return "\n".join(parts)
 
     async def recent_logs(self, lines: int) -> str:
+        """The target's last lines, as the incident's monitor kind reads them (if it can)."""
         lines = min(max(lines, 1), MAX_LOG_LINES)
-        if self.inc.source == "docker":
-            try:
-                out = await self.runner.action("docker.logs", {"tail": lines}, self.inc, keep=20000)
-            except ActionError as exc:
-                raise ToolError(str(exc)) from None
-            return f"{out.summary}\n(container: {json.dumps(out.result)})"
-        if self.inc.source == "logfile":
-            return await asyncio.to_thread(_tail, Path(self.inc.target), lines)
-        if self.inc.source == "kubernetes":
-            if kept := previous_block(self.inc.details, lines):
-                return kept  # a crash: the last lines of the instance that died
-            try:
-                out = await self.runner.action("k8s.logs", {"tail": lines}, self.inc, keep=20000)
-            except ActionError as exc:
-                raise ToolError(str(exc)) from None
-            return f"{out.summary}\n(container: {json.dumps(out.result)})"
-        if self.inc.source == "journald":
-            return await _journal(self.inc, lines)
-        return f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
+        kind = monitor_kind(self.inc.source)
+        if kind is None or kind.recent_lines is None:
+            return (
+                f"no log source for a {self.inc.source} incident; its message: {self.inc.message}"
+            )
+        try:
+            return await kind.recent_lines(self.inc, lines, self._run_action)
+        except (ActionError, MonitorError) as exc:
+            raise ToolError(str(exc)) from None
+
+    async def _run_action(self, name: str, args: dict[str, Any]) -> tuple[str, Any]:
+        out = await self.runner.action(name, args, self.inc, keep=20000)
+        return out.summary, out.result
 
     async def search_memory(self, query: str) -> str:
         try:
@@ -225,25 +219,6 @@ class Toolbox:
             if found
             else "[]"
         )
-
-
-def _tail(path: Path, lines: int) -> str:
-    try:
-        with path.open("r", errors="replace") as f:
-            return "".join(deque(f, maxlen=lines)) or "(empty)"
-    except OSError as exc:
-        raise ToolError(f"cannot read {path}: {exc.strerror}") from None
-
-
-async def _journal(inc: Incident, lines: int) -> str:
-    from guard.exceptions import MonitorError
-    from guard.monitors.journald import recent_entries
-
-    folder = str((inc.details or {}).get("directory") or "/var/log/journal")
-    try:
-        return await recent_entries(folder, inc.target, lines)
-    except MonitorError as exc:
-        raise ToolError(str(exc)) from None
 
 
 def _text(args: dict[str, Any], key: str) -> str:

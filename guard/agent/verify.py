@@ -5,8 +5,9 @@ signal for it; a monitor that can look at one target alone (``TargetedMonitor``:
 ``inspect``) is asked about that target only. A log rule (a log file's, or a Railway
 deployment's logs) has no ``ok``: it passes when a whole ``quiet`` period goes by with no new
 line of the incident's kind, read from where the running monitor is. A ``monitor_error``
-incident passes when the monitor works. An incident that an ``intake:`` source opened is
-verified by that source (``verify_source``).
+incident passes when the monitor works. What a kind needs (its monitor's state, log rules only)
+its ``MonitorKind.verification`` says. An incident that an ``intake:`` source opened is
+verified by that source (``verify_source.SOURCE_VERIFIERS``).
 The first check runs as soon as the remedy returns; while it fails, the next ones follow after
 ``FIRST_RECHECK``, then twice as long each time, up to the step's ``interval``.
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
@@ -21,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from guard import spans
-from guard.agent.verify_source import ALERT_SOURCES, SourceVerifier
+from guard.agent.verify_source import SOURCE_VERIFIERS
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.monitors import Monitor, TargetedMonitor, build_monitor
+from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
@@ -40,9 +41,14 @@ class Verdict:
     attempts: int
 
 
+def _verification(incident: Any) -> Verification:
+    kind = monitor_kind(incident.source)
+    return kind.verification if kind is not None else Verification()
+
+
 def is_log_rule(incident: Any) -> bool:
     """Whether a log rule opened ``incident`` (its signals carry the rule that matched)."""
-    return incident.source == "logfile" or "rule" in (incident.details or {})
+    return _verification(incident).log_rules_only or "rule" in (incident.details or {})
 
 
 class Verifier:
@@ -61,9 +67,10 @@ class Verifier:
 
     async def verify(self, incident: Any, spec: VerifySpec) -> Verdict:
         mspec = self.specs.get(incident.monitor_id)
-        if mspec is None and incident.source in ALERT_SOURCES:
+        by_source = SOURCE_VERIFIERS.get(incident.source)
+        if mspec is None and by_source is not None:
             sources = self.settings.intake if self.settings is not None else []
-            return Verdict(*await SourceVerifier(self.db, sources).verify(incident, spec))
+            return Verdict(*await by_source(self.db, sources).verify(incident, spec))
         if mspec is None:
             return Verdict(False, f"monitor {incident.monitor_id!r} is no longer configured", 0)
         monitor = build_monitor(mspec, settings=self.settings)
@@ -90,7 +97,7 @@ class Verifier:
 
     async def _once(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> tuple[bool, str]:
         log_rule = is_log_rule(incident)
-        stateful = log_rule or incident.source == "railway"
+        stateful = log_rule or _verification(incident).reads_state
         state = await asyncio.to_thread(self._state, monitor.id) if stateful else {}
         if log_rule:
             await asyncio.sleep(spec.quiet)

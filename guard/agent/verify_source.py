@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, get_args
 
 import httpx
 
 from guard.crashpoints import reached
-from guard.intake_config import IntakeSource
+from guard.intake_config import IntakeSource, IntakeType
 from guard.redact import PLACEHOLDER
 from guard.skills.model import VerifySpec
 from guard.store.db import Database
@@ -31,7 +31,6 @@ from guard.store.models import Incident
 from guard.store.state import get_state
 from guard.triage.redelivery import DELIVERIES
 
-ALERT_SOURCES = frozenset({"alertmanager", "grafana", "webhook"})
 DEFAULT_WITHIN = 300.0  # seconds: ``verify_within`` when the source does not say
 MAX_INTERVAL = 10.0  # seconds: the longest pause between two looks
 
@@ -117,3 +116,18 @@ class SourceVerifier:
         if not isinstance(alerts, list):
             raise ValueError("GET /api/v2/alerts did not answer a list")
         return fires_in(alerts, fingerprint)
+
+
+class SourceVerification(Protocol):
+    """Verifies an incident an intake source opened: (passed, reason, attempts)."""
+
+    async def verify(self, incident: Any, spec: VerifySpec) -> tuple[bool, str, int]: ...
+
+
+# How each intake source's incidents are verified, by their ``source`` (the intake ``type``):
+# every alert source verifies by the alert's state. A new intake type is verified this way
+# unless an entry here says otherwise.
+SOURCE_VERIFIERS: dict[str, Callable[[Database, Iterable[IntakeSource]], SourceVerification]] = {
+    name: SourceVerifier for name in get_args(IntakeType)
+}
+ALERT_SOURCES = frozenset(SOURCE_VERIFIERS)

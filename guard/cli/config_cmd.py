@@ -36,11 +36,12 @@ def check_config(config: str | None = ConfigOption) -> None:
             SkillsRemote(settings).check_local()
         except SkillsRemoteError as exc:
             problems.append(f"skills.git_remote: {exc}")
-    if any(m.type == "kubernetes" for b in books for m in b.monitors):
-        from guard.k8s.client import cleartext_problem
+    from guard.monitors.kinds import monitor_kind
 
-        if problem := cleartext_problem(settings.kubernetes):
-            problems.append(f"kubernetes.kubeconfig: {problem}")
+    for name in dict.fromkeys(m.type for b in books for m in b.monitors):
+        kind = monitor_kind(name)
+        if kind is not None and kind.config_problem and (problem := kind.config_problem(settings)):
+            problems.append(problem)
     if problems:
         config_failed(ConfigError(problems))
     from guard.railway.budget import railway_budget_warnings

@@ -1,4 +1,4 @@
-"""Monitors: the Monitor port and one module per kind of target."""
+"""Monitors: the Monitor port, the table of monitor kinds, and one module per kind of target."""
 
 from __future__ import annotations
 
@@ -10,51 +10,38 @@ from guard.monitors.base import (
     StreamingMonitor,
     TargetedMonitor,
 )
-from guard.playbooks.models import (
-    DockerMonitorSpec,
-    HttpMonitorSpec,
-    JournaldMonitorSpec,
-    KubernetesMonitorSpec,
-    LogfileMonitorSpec,
-    MonitorSpec,
-    RailwayMonitorSpec,
+from guard.monitors.kinds import (
+    MONITOR_KINDS,
+    FirstLook,
+    MonitorKind,
+    Verification,
+    monitor_kind,
+    register_monitor_kind,
+    unregister_monitor_kind,
 )
+from guard.playbooks.models import MonitorSpec
 
 
 def build_monitor(spec: MonitorSpec, *, settings: Settings | None = None) -> Monitor:
-    """The monitor for one playbook entry (imports each implementation only when used)."""
-    if isinstance(spec, LogfileMonitorSpec):
-        from guard.monitors.logfile import LogfileMonitor
-
-        return LogfileMonitor(spec)
-    if isinstance(spec, HttpMonitorSpec):
-        from guard.monitors.http import HttpMonitor
-
-        return HttpMonitor(spec)
-    if isinstance(spec, DockerMonitorSpec):
-        from guard.monitors.docker import DockerMonitor
-
-        return DockerMonitor(spec)
-    if isinstance(spec, RailwayMonitorSpec):
-        from guard.monitors.railway import RailwayMonitor
-
-        return RailwayMonitor(spec, settings or Settings())
-    if isinstance(spec, KubernetesMonitorSpec):
-        from guard.monitors.kubernetes import KubernetesMonitor
-
-        return KubernetesMonitor(spec, settings or Settings())
-    if isinstance(spec, JournaldMonitorSpec):
-        from guard.monitors.journald import JournaldMonitor
-
-        return JournaldMonitor(spec)
-    raise TypeError(f"no monitor for {type(spec).__name__}")
+    """The monitor for one playbook entry, built by its kind (which imports its module then)."""
+    kind = monitor_kind(spec.type)
+    if kind is None or not isinstance(spec, kind.spec):
+        raise TypeError(f"no monitor for {type(spec).__name__}")
+    return kind.build(spec, settings)
 
 
 __all__ = [
+    "MONITOR_KINDS",
     "BaseliningMonitor",
     "Emit",
+    "FirstLook",
     "Monitor",
+    "MonitorKind",
     "StreamingMonitor",
     "TargetedMonitor",
+    "Verification",
     "build_monitor",
+    "monitor_kind",
+    "register_monitor_kind",
+    "unregister_monitor_kind",
 ]

@@ -11,12 +11,12 @@ import yaml
 from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
-from guard.playbooks.models import MONITOR_TYPES, Playbook
+from guard.playbooks.models import Playbook, monitor_types
 from guard.validation import display_path, format_loc, format_validation_error, line_finder
 
 
 def _is_union_tag(loc: Sequence[int | str], i: int) -> bool:
-    return i > 0 and isinstance(loc[i - 1], int) and loc[i] in MONITOR_TYPES
+    return i > 0 and isinstance(loc[i - 1], int) and loc[i] in monitor_types()
 
 
 def _problems(label: str, text: str, exc: ValidationError) -> list[str]:
@@ -31,13 +31,13 @@ def _problems(label: str, text: str, exc: ValidationError) -> list[str]:
         loc = (*err["loc"], "type")
         tag = (err.get("ctx") or {}).get("tag", "?")
         msg = f"{label}: {format_loc(loc)}: unknown monitor type {tag!r} (expected one of: "
-        msg += ", ".join(MONITOR_TYPES) + ")"
+        msg += ", ".join(monitor_types()) + ")"
         line = line_of(loc)
         out.append(f"{msg} (line {line})" if line else msg)
     if rest:
         remaining = ValidationError.from_exception_data(exc.title, rest)
         out += format_validation_error(
-            label, remaining, skip=lambda i, p: p in MONITOR_TYPES, line_of=line_of
+            label, remaining, skip=lambda i, p: p in monitor_types(), line_of=line_of
         )
     return out
 

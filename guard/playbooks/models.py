@@ -1,147 +1,36 @@
 """Playbook files (``playbooks/*.yaml``): what to watch, and how to tell that it is broken.
 
 Each monitor entry is one of the ``*MonitorSpec`` models, chosen by its ``type``. Models forbid
-unknown fields so a typo is an error, not a silently ignored setting.
+unknown fields so a typo is an error, not a silently ignored setting. The monitor kinds a
+playbook accepts are the registered spec classes (``register_monitor_spec``; the built-in ones
+below); ``guard.monitors.kinds`` registers a kind's spec together with its behaviour.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar, Union, get_args
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from guard.durations import Duration
-from guard.grouping.headers import format_problem
-from guard.grouping.rules import group_by_problem
+from guard.playbooks.logrules import ID_PATTERN, LogRulesSpec, SpecModel
+from guard.playbooks.logrules import GroupBy as GroupBy  # re-exported: playbook models live here
+from guard.playbooks.logrules import LogRule as LogRule
+from guard.playbooks.logrules import MultilinePreset as MultilinePreset
+from guard.playbooks.logrules import MultilineSpec as MultilineSpec
 from guard.records import Severity
 from guard.sandbox.base import SandboxGrants
 from guard.validation import valid_regex
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
-GroupBy = Literal["template", "rule"] | list[str]
-_GROUP_BY_HELP = (
-    "which lines are one incident: template (the event template, default), rule "
-    "(every line of the rule), or a list of the pattern's named groups"
-)
+class MonitorSpecBase(SpecModel):
+    """The fields every monitor kind has; a kind's spec adds ``type: Literal["name"]``."""
 
+    if TYPE_CHECKING:
+        type: str
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class LogRule(_Spec):
-    """A line that matches ``pattern`` is a signal of ``kind``."""
-
-    kind: str = Field(
-        pattern=r"^[a-z0-9_.-]+$", description="machine name, e.g. db_too_many_connections"
-    )
-    pattern: str = Field(description="a regular expression searched in each line")
-    severity: Severity = Severity.error
-    ignore_case: bool = False
-    group_by: GroupBy | None = Field(
-        default=None, description=_GROUP_BY_HELP + " (default: the monitor's group_by)"
-    )
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        return valid_regex(value) or value
-
-    @field_validator("group_by")
-    @classmethod
-    def _names_groups(cls, value: GroupBy | None, info: ValidationInfo) -> GroupBy | None:
-        problem = group_by_problem(value, info.data.get("pattern", ""))
-        if problem:
-            raise ValueError(problem)
-        return value
-
-
-MultilinePreset = Literal["auto", "python", "java", "go", "node", "none"]
-
-
-class MultilineSpec(_Spec):
-    """How lines join into one event: a preset's shapes, or a regex for starts or continuations."""
-
-    preset: MultilinePreset = Field(
-        default="auto", description="continuation shapes to recognise (ignored with start/continue)"
-    )
-    start: str | None = Field(
-        default=None, description="regex: a line that matches starts an event"
-    )
-    continue_: str | None = Field(
-        default=None, alias="continue", description="regex: a line that matches continues the event"
-    )
-    max_lines: int = Field(default=200, ge=1, description="lines of one event kept as evidence")
-    max_bytes: int = Field(
-        default=65536, ge=256, description="bytes of one event kept (evidence; an event held back)"
-    )
-    flush_after: Duration = Field(
-        default=1.0, description="an event with no new line for this long is complete"
-    )
-
-    @field_validator("start", "continue_")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        return valid_regex(value)
-
-    @model_validator(mode="after")
-    def _one_way(self) -> MultilineSpec:
-        if self.start is not None and self.continue_ is not None:
-            raise ValueError("give start or continue, not both")
-        return self
-
-
-class _LogRules(_Spec):
-    """What a monitor with log rules says about grouping them."""
-
-    multiline: MultilinePreset | MultilineSpec = Field(
-        default="auto",
-        description="multi-line events: auto (default), python, java, go, node, none, or "
-        "{start: REGEX} / {continue: REGEX} with max_lines, max_bytes, flush_after",
-    )
-
-    group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
-    format: str = Field(
-        default="auto",
-        description="the lines' header: auto (detect), a preset (syslog, iso, "
-        "log4j, oslo, postgres, nginx-error, apache-error, glog, logcat, windows-cbs) or a "
-        "pattern with a (?P<message>...) group",
-    )
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        problem = format_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @property
-    def multiline_spec(self) -> MultilineSpec:
-        """``multiline`` as a ``MultilineSpec`` (a preset name is its shapes, default limits)."""
-        if isinstance(self.multiline, str):
-            return MultilineSpec(preset=self.multiline)
-        return self.multiline
-
-    def _rules_have_groups(self, rules: list[LogRule]) -> None:
-        for rule in rules:
-            problem = (
-                None if rule.group_by is not None else group_by_problem(self.group_by, rule.pattern)
-            )
-            if problem:
-                raise ValueError(f"group_by: rule {rule.kind!r}: {problem}")
-
-
-class _MonitorBase(_Spec):
-    id: str = Field(pattern=_ID, description="unique across all playbooks")
+    id: str = Field(pattern=ID_PATTERN, description="unique across all playbooks")
     enabled: bool = True
     for_count: int = Field(
         default=1,
@@ -156,7 +45,7 @@ class _MonitorBase(_Spec):
     jitter: Duration = Field(default=0.0, description="random delay added to each scheduled run")
 
 
-class LogfileMonitorSpec(_MonitorBase, _LogRules):
+class LogfileMonitorSpec(MonitorSpecBase, LogRulesSpec):
     type: Literal["logfile"]
     path: str
     every: Duration = 10.0
@@ -174,7 +63,7 @@ class LogfileMonitorSpec(_MonitorBase, _LogRules):
         return self
 
 
-class HttpMonitorSpec(_MonitorBase):
+class HttpMonitorSpec(MonitorSpecBase):
     type: Literal["http"]
     url: str = Field(pattern=r"^https?://")
     method: Literal["GET", "HEAD", "POST"] = "GET"
@@ -202,7 +91,7 @@ class HttpMonitorSpec(_MonitorBase):
         return self.expect_status if isinstance(self.expect_status, list) else [self.expect_status]
 
 
-class DockerSelector(_Spec):
+class DockerSelector(SpecModel):
     label: str | list[str] | None = Field(default=None, description="key=value or key")
     name: str | None = Field(default=None, description="container name (substring match)")
 
@@ -213,7 +102,7 @@ class DockerSelector(_Spec):
         return [self.label] if isinstance(self.label, str) else list(self.label)
 
 
-class DockerMonitorSpec(_MonitorBase, _LogRules):
+class DockerMonitorSpec(MonitorSpecBase, LogRulesSpec):
     type: Literal["docker"]
     selector: DockerSelector = Field(default_factory=DockerSelector)
     every: Duration = 30.0
@@ -239,7 +128,7 @@ class DockerMonitorSpec(_MonitorBase, _LogRules):
         return self
 
 
-class RailwayMonitorSpec(_MonitorBase, _LogRules):
+class RailwayMonitorSpec(MonitorSpecBase, LogRulesSpec):
     """A Railway service: its latest deployment's status, and rules over its logs."""
 
     type: Literal["railway"]
@@ -268,7 +157,7 @@ class RailwayMonitorSpec(_MonitorBase, _LogRules):
         return self
 
 
-class KubernetesMonitorSpec(_MonitorBase, _LogRules):
+class KubernetesMonitorSpec(MonitorSpecBase, LogRulesSpec):
     """Pods chosen by namespace and label selector, followed through the watch API; ``logs``
     rules over their containers' logs."""
 
@@ -314,7 +203,7 @@ JournalPriority = Literal["emerg", "alert", "crit", "err", "warning", "notice", 
 JOURNAL_PRIORITIES: tuple[str, ...] = get_args(JournalPriority)  # index = syslog level
 
 
-class JournaldMonitorSpec(_MonitorBase, _LogRules):
+class JournaldMonitorSpec(MonitorSpecBase, LogRulesSpec):
     """The systemd journal (a mounted journal directory), read by ``journalctl --follow``."""
 
     type: Literal["journald"]
@@ -350,19 +239,51 @@ class JournaldMonitorSpec(_MonitorBase, _LogRules):
         return self.priority
 
 
-MonitorSpec = Annotated[
-    LogfileMonitorSpec
-    | HttpMonitorSpec
-    | DockerMonitorSpec
-    | RailwayMonitorSpec
-    | KubernetesMonitorSpec
-    | JournaldMonitorSpec,
-    Field(discriminator="type"),
-]
-MONITOR_TYPES = ("logfile", "http", "docker", "railway", "kubernetes", "journald")
+MonitorSpec: TypeAlias = MonitorSpecBase  # for type hints: a playbook's monitors are these
+
+S = TypeVar("S", bound=type[MonitorSpecBase])
+_SPECS: dict[str, type[MonitorSpecBase]] = {}
 
 
-class Diagnostic(_Spec):
+def spec_type(spec: type[MonitorSpecBase]) -> str:
+    """The ``type`` a spec class answers to (its ``type: Literal["name"]`` field)."""
+    field = spec.model_fields.get("type")
+    names = get_args(field.annotation) if field is not None else ()
+    if len(names) != 1 or not isinstance(names[0], str):
+        raise TypeError(f"{spec.__name__} needs a field type: Literal['name']")
+    return names[0]
+
+
+def monitor_types() -> tuple[str, ...]:
+    """The monitor ``type`` names a playbook accepts, in registration order."""
+    return tuple(_SPECS)
+
+
+def monitor_union() -> Any:
+    """The discriminated union of the registered spec classes (``Playbook.monitors`` items)."""
+    return Annotated[Union[tuple(_SPECS.values())], Field(discriminator="type")]  # noqa: UP007
+
+
+def _add(spec: S) -> S:
+    name = spec_type(spec)
+    if _SPECS.get(name, spec) is not spec:
+        raise ValueError(f"monitor type {name!r} is already registered")
+    _SPECS[name] = spec
+    return spec
+
+
+for _builtin in (
+    LogfileMonitorSpec,
+    HttpMonitorSpec,
+    DockerMonitorSpec,
+    RailwayMonitorSpec,
+    KubernetesMonitorSpec,
+    JournaldMonitorSpec,
+):
+    _add(_builtin)
+
+
+class Diagnostic(SpecModel):
     """A read-only command run in the sandbox when one of this playbook's incidents opens."""
 
     run: str = Field(description="shell command; {{ incident.* }} values are shell-quoted")
@@ -370,12 +291,15 @@ class Diagnostic(_Spec):
     timeout: Duration = 30.0
 
 
-class Playbook(_Spec):
+class Playbook(SpecModel):
     """One playbook file."""
 
-    name: str = Field(pattern=_ID)
+    name: str = Field(pattern=ID_PATTERN)
     description: str = ""
-    monitors: list[MonitorSpec] = Field(default_factory=list)
+    if TYPE_CHECKING:
+        monitors: list[MonitorSpec]
+    else:
+        monitors: list[monitor_union()] = Field(default_factory=list)
     sandbox: SandboxGrants = Field(
         default_factory=SandboxGrants,
         description="what the sandbox may have for this playbook's incidents (default: nothing)",
@@ -386,3 +310,25 @@ class Playbook(_Spec):
         "`sandbox`'s grants (default: nothing: no network, no secrets, no mounts)",
     )
     diagnostics: list[Diagnostic] = Field(default_factory=list)
+
+
+def _rebuild_playbook() -> None:
+    Playbook.model_fields["monitors"] = FieldInfo.from_annotated_attribute(
+        list[monitor_union()],  # type: ignore[misc,arg-type]
+        Field(default_factory=list),
+    )
+    Playbook.model_rebuild(force=True)
+
+
+def register_monitor_spec(spec: S) -> S:
+    """Accept ``spec`` (a ``MonitorSpecBase`` with ``type: Literal["name"]``) in playbooks from
+    now on: the ``Playbook`` model is rebuilt with it in the union (and in its JSON Schema)."""
+    _add(spec)
+    _rebuild_playbook()
+    return spec
+
+
+def unregister_monitor_spec(name: str) -> None:
+    """Stop accepting monitor ``type`` ``name`` (tests that registered one undo it)."""
+    if _SPECS.pop(name, None) is not None:
+        _rebuild_playbook()
