@@ -19,7 +19,7 @@ from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
 from guard.records import utcnow
 from guard.store.db import Database, open_database
-from guard.store.models import Incident, IncidentState, TelegramMessage
+from guard.store.models import ChannelMessage, Incident, IncidentState
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
 from tests.telegram_server import TelegramServer
 
@@ -118,7 +118,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         s.flush()
         assert inc.id is not None
         s.add(
-            TelegramMessage(
+            ChannelMessage(
+                channel="telegram",
                 chat_id=str(CHAT),
                 message_id=INCIDENT_MESSAGE,
                 incident_id=inc.id,

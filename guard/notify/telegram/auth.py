@@ -27,7 +27,8 @@ from guard.config import TelegramSettings
 from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Approval, TelegramMessage
+from guard.store.models import Approval
+from guard.store.models import ChannelMessage as TelegramMessage
 
 CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own question
 

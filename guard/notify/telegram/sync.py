@@ -21,17 +21,18 @@ from loguru import logger
 from sqlmodel import Session, col, select
 
 from guard.notify.telegram import grouping, outbox
+from guard.notify.telegram.channel import NAME
 from guard.notify.telegram.messages import cut, esc, pointer
 from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import (
     Approval,
+    ChannelMessage,
     CommandStatus,
     HumanCommand,
     Incident,
     IncidentState,
-    TelegramGroupMember,
-    TelegramMessage,
+    MessageGroupMember,
 )
 from guard.store.state import get_state, put_state
 
@@ -42,7 +43,7 @@ EVERY = 1.0
 ASKING = frozenset({IncidentState.awaiting_human, IncidentState.escalated})
 REPORTED = "telegram:reported_command"
 # a question: its own message (None: a line of a group's), the message or line, its approvals
-Asked = tuple["TelegramMessage | None", "TelegramMessage | TelegramGroupMember", list[str]]
+Asked = tuple["ChannelMessage | None", "ChannelMessage | MessageGroupMember", list[str]]
 
 
 class Sync:
@@ -65,11 +66,13 @@ class Sync:
 
     def close_finished_questions(self) -> None:
         now = utcnow()
-        work: list[tuple[TelegramMessage | None, str, int, str, str]] = []
+        work: list[tuple[ChannelMessage | None, str, int, str, str]] = []
         with self.db.session() as session:
             live = session.exec(
-                select(TelegramMessage).where(
-                    col(TelegramMessage.live), col(TelegramMessage.role).in_(("incident", "group"))
+                select(ChannelMessage).where(
+                    ChannelMessage.channel == NAME,
+                    col(ChannelMessage.live),
+                    col(ChannelMessage.role).in_(("incident", "group")),
                 )
             ).all()
             asked: list[Asked] = [
@@ -107,7 +110,7 @@ class Sync:
             last = int(get_state(session, REPORTED).get("id", 0))
             rows = session.exec(
                 select(HumanCommand)
-                .where(HumanCommand.channel == "telegram", col(HumanCommand.id) > last)
+                .where(HumanCommand.channel == NAME, col(HumanCommand.id) > last)
                 .order_by(col(HumanCommand.id))
             ).all()
             done = []
@@ -143,7 +146,7 @@ class Sync:
             )
 
 
-def _approvals(member: TelegramGroupMember) -> list[str]:
+def _approvals(member: MessageGroupMember) -> list[str]:
     """A group line's approval codes (its buttons' callback data, bar the fix prompts)."""
     return [d for row in member.buttons for _, d in row if not str(d).startswith("fix:")]
 
