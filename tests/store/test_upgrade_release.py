@@ -35,10 +35,12 @@ from tests.telegram_helpers import CHAT, configure
 from tests.telegram_server import TelegramServer
 
 DUMP = Path(__file__).parent / "data" / "release-dbf7ca5.sql"
-OLD = ("telegram_outbox", "telegram_message", "telegram_group_member")
-OLD += ("telegram_in_flight", "telegram_update")
-PENDING = ("in flight when the release died", "still pending: the reply")
-PENDING += ("still pending: the report",)
+OLD = {f"telegram_{t}" for t in ("outbox", "message", "group_member", "in_flight", "update")}
+PENDING = [
+    "in flight when the release died",
+    "still pending: the reply",
+    "still pending: the report",
+]
 
 
 def release_db(path: Path) -> str:
@@ -63,7 +65,7 @@ def assert_everything_arrived(db: Database) -> None:
         OutboxStatus.pending,
     ]
     assert outbox[0].buttons == [[["▶ Run web-fix", "a1"]], [["✖ Deny", "d1"]]]
-    assert [r.text for r in outbox[4:]] == list(PENDING)
+    assert [r.text for r in outbox[4:]] == PENDING
     messages = sorted(rows(db, ChannelMessage), key=lambda m: m.id)
     assert [(m.channel, m.chat_id, m.message_id, m.role, m.live) for m in messages] == [
         ("telegram", str(CHAT), 1, "incident", False),
@@ -91,7 +93,7 @@ def test_a_release_database_is_upgraded_in_place_once(tmp_path: Path) -> None:
     assert not Database(url).schema_current()  # the old tables still hold rows
     db = open_database(url, read_only=True)  # a read-only command upgrades it too
     assert_everything_arrived(db)
-    assert not set(OLD) & set(inspect(db.engine).get_table_names())
+    assert not OLD & set(inspect(db.engine).get_table_names())
     assert db.schema_current()
     db.create_all()  # again: nothing moves twice
     assert_everything_arrived(db)
