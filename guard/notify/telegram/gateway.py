@@ -42,9 +42,9 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.crashpoints import reached
+from guard.notify.reports import report_calls
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
-from guard.notify.telegram.messages import REPORT_POINTER, cut
 from guard.notify.telegram.notifier import TelegramNotifier
 from guard.notify.telegram.sync import Sync
 from guard.runtime import HealthSource
@@ -214,24 +214,7 @@ class TelegramGateway:
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
         await asyncio.to_thread(  # the text and its chart: both queued, or neither
-            outbox.enqueue_all,
-            self.db,
-            [
-                {
-                    "method": "send",
-                    "chat_id": chat,
-                    "text": cut(text, more=REPORT_POINTER),
-                    "role": "report",
-                },
-                {
-                    "method": "photo",
-                    "chat_id": chat,
-                    "text": "Incidents per hour",
-                    "photo": png,
-                    "role": "report",
-                },
-            ],
-            also,
+            outbox.enqueue_all, self.db, report_calls(chat, text, png), also
         )
         reached("report.sending")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)
