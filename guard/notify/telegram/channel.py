@@ -18,6 +18,7 @@ above the floor (every sent id raises it), so a probe never changes a message of
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,7 @@ from loguru import logger
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.warnings import PTBDeprecationWarning
 
 from guard.notify.channel import Buttons, Post, Rejected, Retry, Unreachable
 from guard.notify.telegram.markup import HtmlMarkup
@@ -54,7 +56,9 @@ def errors() -> Iterator[None]:
     try:
         yield
     except RetryAfter as exc:
-        after: Any = exc.retry_after
+        with warnings.catch_warnings():  # an int today, a timedelta from PTB 23 on
+            warnings.simplefilter("ignore", PTBDeprecationWarning)
+            after: Any = exc.retry_after
         raise Retry(
             after.total_seconds() if hasattr(after, "total_seconds") else float(after)
         ) from exc
