@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from loguru import logger
 
@@ -38,17 +39,7 @@ class ChannelNotifier:
         with self.db.session() as session:
             inc = session.get(Incident, request.incident_id)
         text, buttons = self.markup.request(request, inc.message if inc else "")
-        await asyncio.to_thread(
-            queue.enqueue,
-            self.db,
-            self.channel,
-            method="send",
-            chat_id=self.chat_id,
-            text=text,
-            buttons=buttons,
-            incident_id=request.incident_id,
-            role="incident",
-        )
+        await self._send(text, buttons=buttons, incident_id=request.incident_id, role="incident")
         logger.info("incident #{}: asked on {}", request.incident_id, self.channel)
 
     def closed_text(self, incident_id: int, state: str, text: str) -> str:
@@ -76,24 +67,24 @@ class ChannelNotifier:
         )
         if target is not None and target.role == "group":
             return  # its line in the grouped message says it; no post per incident
+        text = self.markup.update(update)
+        await self._send(text, incident_id=update.incident_id, role="reply", reply_to_incident=True)
+
+    async def flush(self) -> None:
+        """Nothing waits here: grouping happens in the outbox, which survives a stop."""
+
+    async def send_text(self, text: str) -> None:
+        await self._send(text)
+
+    async def _send(self, text: str, **call: Any) -> None:
         await asyncio.to_thread(
             queue.enqueue,
             self.db,
             self.channel,
             method="send",
             chat_id=self.chat_id,
-            text=self.markup.update(update),
-            incident_id=update.incident_id,
-            role="reply",
-            reply_to_incident=True,
-        )
-
-    async def flush(self) -> None:
-        """Nothing waits here: grouping happens in the outbox, which survives a stop."""
-
-    async def send_text(self, text: str) -> None:
-        await asyncio.to_thread(
-            queue.enqueue, self.db, self.channel, method="send", chat_id=self.chat_id, text=text
+            text=text,
+            **call,
         )
 
 

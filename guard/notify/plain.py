@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
+from guard.notify.outbox import grouping
 from guard.store.models import Incident, MessageGroupMember
 from guard.textsafe import printable
 
@@ -100,10 +101,4 @@ class PlainMarkup:
             f"; {live} still need a human." if live else "."
         )
         text = self.cut("\n\n".join([head, *(m.text for m in members)]))
-        buttons: Buttons = [
-            [(str(label), str(data)) for label, data in row]
-            for m in members
-            if m.live
-            for row in m.buttons
-        ]
-        return text, buttons
+        return text, grouping.live_buttons(members)

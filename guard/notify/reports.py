@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from guard.config import Settings
 from guard.exceptions import ConfigError
 from guard.store.db import Database
@@ -18,16 +16,5 @@ def queue_daily_report(settings: Settings, db: Database, text: str, png: bytes) 
         )
     from guard.notify.telegram import outbox
 
-    outbox.enqueue_all(db, report_calls(str(settings.telegram.chat_id), text, png))
+    outbox.enqueue_all(db, outbox.report_calls(str(settings.telegram.chat_id), text, png))
     return "report queued for Telegram; `guard run` sends it"
-
-
-def report_calls(chat: str, text: str, png: bytes) -> list[dict[str, Any]]:
-    """The two outbox calls of a report in Telegram's chat ``chat``: its text, then its chart."""
-    from guard.notify.telegram.messages import REPORT_POINTER, cut
-
-    report = {"chat_id": chat, "role": "report"}
-    return [
-        {**report, "method": "send", "text": cut(text, more=REPORT_POINTER)},
-        {**report, "method": "photo", "text": "Incidents per hour", "photo": png},
-    ]

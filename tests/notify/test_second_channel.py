@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -153,7 +154,9 @@ async def test_an_approval_through_the_second_channel(db: Database, tmp_path: Pa
     authz = pytest.importorskip(
         "guard.incidents.authz", reason="needs guard.incidents.authz (wt-authz)"
     )
-    from guard.incidents.commands import queue_command
+    from guard.incidents import commands
+
+    queue_command: Any = commands.queue_command  # the gate's signature (wt-authz)
 
     channel = RecordingChannel(tmp_path / "room.json")
     [incident_id] = incidents(db, 1)

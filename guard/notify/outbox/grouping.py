@@ -69,6 +69,16 @@ def approvals(buttons: list[list[tuple[str, str]]] | list[object]) -> list[str]:
     return [str(d) for row in buttons for _, d in row if not str(d).startswith("fix:")]  # type: ignore[attr-defined]
 
 
+def live_buttons(members: list[MessageGroupMember]) -> Buttons:
+    """A group message's buttons: those of its incidents whose question is still open."""
+    return [
+        [(str(label), str(data)) for label, data in row]
+        for m in members
+        if m.live
+        for row in m.buttons
+    ]
+
+
 def members_of(
     session: Session, channel: str, chat_id: str, message_id: int
 ) -> list[MessageGroupMember]:

@@ -42,7 +42,6 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.crashpoints import reached
-from guard.notify.reports import report_calls
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.notifier import TelegramNotifier
@@ -214,7 +213,7 @@ class TelegramGateway:
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
         await asyncio.to_thread(  # the text and its chart: both queued, or neither
-            outbox.enqueue_all, self.db, report_calls(chat, text, png), also
+            outbox.enqueue_all, self.db, outbox.report_calls(chat, text, png), also
         )
         reached("report.sending")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
+from guard.notify.outbox import grouping
 from guard.notify.telegram import messages
 from guard.notify.telegram.messages import LIMIT, RUN_COMMAND, STATE_LABEL, cut, esc
 from guard.store.models import Incident, MessageGroupMember
@@ -42,13 +43,7 @@ def render(members: list[MessageGroupMember]) -> tuple[str, Buttons]:
         "Use the buttons, or reply <code>#ID FIX</code> to send a fix for one."
     )
     text = _fit(head, [m.text for m in members], [m.incident_id for m in members])
-    buttons: Buttons = [
-        [(str(label), str(data)) for label, data in row]
-        for m in members
-        if m.live
-        for row in m.buttons
-    ]
-    return text, buttons
+    return text, grouping.live_buttons(members)
 
 
 def _fit(head: str, lines: list[str], ids: list[int]) -> str:

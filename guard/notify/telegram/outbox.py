@@ -13,6 +13,7 @@ from guard.notify.outbox import queue
 from guard.notify.outbox import worker as _worker
 from guard.notify.outbox.queue import LOW_PRIORITY, claim_send, remember
 from guard.notify.telegram.channel import NAME, TelegramChannel
+from guard.notify.telegram.messages import REPORT_POINTER, cut
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, OutboxMessage
 
@@ -28,6 +29,7 @@ __all__ = [
     "incident_message",
     "pending",
     "remember",
+    "report_calls",
 ]
 
 
@@ -64,3 +66,12 @@ def pending(db: Database, limit: int | None = None) -> list[OutboxMessage]:
 def OutboxWorker(bot: Bot, db: Database, *, group_wait: float = 0.0) -> _worker.OutboxWorker:
     """The outbox worker for Telegram's rows."""
     return _worker.OutboxWorker(TelegramChannel(bot), db, group_wait=group_wait)
+
+
+def report_calls(chat: str, text: str, png: bytes) -> list[dict[str, Any]]:
+    """The two calls of a daily report in the chat ``chat``: its text, then its chart."""
+    report = {"chat_id": chat, "role": "report"}
+    return [
+        {**report, "method": "send", "text": cut(text, more=REPORT_POINTER)},
+        {**report, "method": "photo", "text": "Incidents per hour", "photo": png},
+    ]
