@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,22 @@ from guard.notify.fanout import ChannelNotifier, FanOut
 from guard.notify.outbox import queue
 from guard.notify.outbox.worker import OutboxWorker
 from guard.notify.plain import PlainMarkup
+from guard.notify.runner import ChannelRunner
+from guard.notify.sync import Sync
 from guard.notify.telegram.channel import TelegramChannel
 from guard.notify.telegram.markup import HtmlMarkup
+from guard.records import utcnow
 from guard.store.db import Database, open_database
-from guard.store.models import AuditEntry, ChannelMessage, HumanCommand, OutboxMessage, OutboxStatus
+from guard.store.models import (
+    Approval,
+    AuditEntry,
+    ChannelMessage,
+    HumanCommand,
+    Incident,
+    IncidentState,
+    OutboxMessage,
+    OutboxStatus,
+)
 from tests.agent_helpers import stored_incident
 from tests.notify.recording import RecordingChannel
 from tests.telegram_helpers import CHAT, TOKEN
@@ -62,8 +75,13 @@ def db(tmp_path: Path) -> Database:
 
 
 def incidents(db: Database, n: int) -> list[int]:
+    """Incidents awaiting a human, each with its approval of ``web-fix`` (``request``)."""
     with db.session() as s:
-        return [stored_incident(s, "awaiting_human").id for _ in range(n)]
+        ids = [stored_incident(s, "awaiting_human").id for _ in range(n)]
+        for i in ids:
+            expires = utcnow() + timedelta(hours=1)
+            s.add(Approval(id=f"a{i:021d}", incident_id=i, kind="skill", expires_at=expires))
+    return ids
 
 
 def request(incident_id: int) -> HumanRequest:
@@ -80,13 +98,17 @@ async def until_sent(db: Database, channel: str, within: float = 60) -> None:
 
 
 async def deliver(db: Database, channel: RecordingChannel) -> None:
+    """What ``guard run`` does for a channel (``ChannelRunner``), until its outbox is empty."""
+    runner = ChannelRunner(
+        channel, db, ChannelNotifier(db, NAME, ROOM, channel.markup), group_wait=1
+    )
     stop = asyncio.Event()
-    task = asyncio.create_task(OutboxWorker(channel, db, group_wait=1.0).run(stop))
+    await runner.start(stop)
     try:
         await until_sent(db, NAME)
     finally:
         stop.set()
-        await task
+        await runner.wait()
 
 
 async def test_announcements_are_grouped_and_edited_on_the_second_channel(
@@ -114,6 +136,26 @@ async def test_announcements_are_grouped_and_edited_on_the_second_channel(
         f"a{ids[2]:021d}"
     ]
     assert len(messages) == 3  # a grouped incident's outcome is its line, not a new post
+
+
+async def test_a_question_answered_elsewhere_is_closed_on_the_second_channel(
+    db: Database, tmp_path: Path
+) -> None:
+    channel = RecordingChannel(tmp_path / "room.json")
+    notifier = ChannelNotifier(db, NAME, ROOM, PlainMarkup())
+    [incident_id] = incidents(db, 1)
+    await notifier.ask(request(incident_id))
+    await deliver(db, channel)
+    with db.session() as s:  # healed from the CLI, say: nobody told the channel
+        incident = s.get(Incident, incident_id)
+        assert incident is not None
+        incident.state = IncidentState.resolved
+        s.add(incident)
+    Sync(db, NAME, ROOM, notifier.closed_text, channel.markup).once()
+    await deliver(db, channel)
+    [message] = channel.messages().values()
+    assert message["edits"] == 1 and message["buttons"] == []
+    assert "Handled outside this chat." in message["text"]
 
 
 @pytest.mark.parametrize("crash_at", ["outbox.sent_before_id", "outbox.sent_before_id:2"])
