@@ -22,7 +22,15 @@ class ChannelRunner:
 
     async def start(self, stop: asyncio.Event) -> None:
         """Settle what is in flight, then send and sync until ``stop`` is set."""
+        await self.recover()
+        self.run(stop)
+
+    async def recover(self) -> None:
+        """Settle the posts a crash left in flight (before a gateway takes replies to them)."""
         await self.worker.recover()
+
+    def run(self, stop: asyncio.Event) -> None:
+        """Send and sync in the background until ``stop`` is set."""
         name = self.worker.channel.name
         self._tasks = [
             asyncio.create_task(self.worker.run(stop), name=f"{name}:outbox"),
