@@ -289,7 +289,7 @@ class TelegramFix(Scenario):
     what = "an HTTP check fails, no skill; Guard asks on Telegram; the admin replies with a fix"
     points = (
         "agent.asking",
-        "telegram.sent_before_id",
+        "outbox.sent_before_id",
         "command.queued",
         "command.taken",
         "step.started",
@@ -433,7 +433,7 @@ class Storm(Logfile):
         "triage.storm_fold",
         "triage.storm_fold:6",
         "agent.opened_not_taken:3",
-        "telegram.sent_before_id:3",
+        "outbox.sent_before_id:3",
     )
     batches = (6, 6)
     opens = 2

@@ -354,7 +354,7 @@ class Soak:
         return sorted(set(self.waves) - seen)
 
     def outbox(self) -> dict[str, int]:
-        return dict(self.db("select status, count(*) from telegram_outbox group by status"))
+        return dict(self.db("select status, count(*) from outbox group by status"))
 
     def report(self, settle_s: float) -> dict[str, Any]:
         self.note_failures()
@@ -367,17 +367,16 @@ class Soak:
         )
         unannounced = self.db(  # a human was asked, but no message about it went out
             "select id from incident where state = 'awaiting_human' and id not in (select "
-            "incident_id from telegram_outbox where method in ('send', 'photo') and status = "
+            "incident_id from outbox where method in ('send', 'photo') and status = "
             "'sent' and incident_id is not null)"
         )
         never_taken = self.db("select id from incident where state = 'open'")
         rows_sent = self.db(
-            "select count(*) from telegram_outbox where method in ('send', 'photo') "
-            "and status = 'sent'"
+            "select count(*) from outbox where method in ('send', 'photo') and status = 'sent'"
         )[0][0]
         held = len(self.tg.bot_messages())
         stuck_row = self.db(
-            "select id, method, incident_id, attempts, error from telegram_outbox "
+            "select id, method, incident_id, attempts, error from outbox "
             "where status = 'pending' order by id limit 1"
         )
         last_send = max(

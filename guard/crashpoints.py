@@ -32,7 +32,7 @@ POINTS: dict[str, str] = {
     "verify.before_state": "the run is verified, before the run and incident are settled",
     "learning.files_written": "learning: the skill's files are written, not committed",
     "learning.committed": "learning: the skill is committed, the incident not resolved",
-    "telegram.sent_before_id": "Telegram: the message was sent, its id is not stored",
+    "outbox.sent_before_id": "outbox: a channel took the message, its id is not stored",
     "audit.append": "an audit entry is being appended, its transaction not committed",
     "command.queued": "a human command is queued, not taken by the agent",
     "command.taken": "a human command was taken, its fix has not started",

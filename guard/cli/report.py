@@ -1,8 +1,8 @@
 """``guard report daily``: the daily status report, from the store.
 
-``--print`` writes it to stdout (markup stripped); otherwise, with Telegram configured, it is
-queued in the outbox for the chat, text and chart, and ``guard run`` delivers it (this command
-does not talk to Telegram itself, so it works while Telegram is down).
+``--print`` writes it to stdout (markup stripped); otherwise it is queued in the outbox for the
+configured chat channels, text and chart, and ``guard run`` delivers it (this command does not
+talk to a channel itself, so it works while the channel is down).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import date
 import typer
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
+from guard.exceptions import ConfigError
 from guard.reports import daily
 from guard.reports.chart import incidents_per_hour
 
@@ -48,16 +49,9 @@ def daily_report(
     if print_:
         echo(daily.to_plain(text), nl=False)
         return
-    if not settings.telegram.configured:
-        fail("Telegram is not configured (telegram.bot_token and telegram.chat_id); use --print")
-    from guard.notify.telegram import outbox
-    from guard.notify.telegram.messages import REPORT_POINTER, cut
+    from guard.notify.reports import queue_daily_report
 
-    chat = str(settings.telegram.chat_id)
-    outbox.enqueue(
-        db, method="send", chat_id=chat, text=cut(text, more=REPORT_POINTER), role="report"
-    )
-    outbox.enqueue(
-        db, method="photo", chat_id=chat, text="Incidents per hour", photo=png, role="report"
-    )
-    out.print("report queued for Telegram; `guard run` sends it")
+    try:
+        out.print(queue_daily_report(settings, db, text, png))
+    except ConfigError as exc:
+        fail(str(exc))

@@ -1,8 +1,9 @@
-"""Notifiers: the Notifier port and its implementations (console; Telegram in notify/telegram).
+"""Notifiers: the Notifier port, the channel-neutral outbox behind it, and its channels.
 
-``build_notifier`` picks one from the settings: Telegram when a bot token and a chat id are
-configured, else the console. ``build_gateway`` returns the Telegram gateway for ``guard run``
-(or None). Telegram's modules are imported only when configured (they cost start-up time).
+``build_notifier`` returns a ``FanOut`` over every configured channel (today Telegram, when a
+bot token and a chat id are configured); with none configured, the console. ``build_gateway``
+returns the Telegram gateway for ``guard run`` (or None). Telegram's modules are imported only
+when configured (they cost start-up time).
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ if TYPE_CHECKING:
     from guard.store.db import Database
 
 
-def build_notifier(settings: Settings, db: Database) -> Notifier:
+def channel_notifiers(settings: Settings, db: Database) -> list[Notifier]:
+    """A notifier per configured chat channel."""
+    found: list[Notifier] = []
     if settings.telegram.configured:
         from guard.notify.telegram.notifier import TelegramNotifier
 
-        return TelegramNotifier(settings, db)
+        found.append(TelegramNotifier(settings, db))
+    return found
+
+
+def build_notifier(settings: Settings, db: Database) -> Notifier:
+    if found := channel_notifiers(settings, db):
+        from guard.notify.fanout import FanOut
+
+        return FanOut(found)
     from guard.notify.console import ConsoleNotifier
 
     return ConsoleNotifier(db, group_wait=settings.telegram.group_wait)

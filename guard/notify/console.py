@@ -15,7 +15,10 @@ from loguru import logger
 
 from guard.commandtext import oddities, short
 from guard.memory.conversation import record_message
+from guard.notify import inbound
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
+from guard.notify.channel import Buttons, Post, Rejected
+from guard.notify.plain import PlainMarkup
 from guard.store.db import Database
 
 CHAT = "console"
@@ -122,3 +125,40 @@ def option_lines(incident_id: int, opt: SkillOption) -> list[str]:
         "  runs exactly:",
         *(f"    | {line}" for line in opt.command.split("\n")),
     ]
+
+
+class ConsoleChannel:
+    """The console as a ``Channel`` of the outbox: a post or an edit is a log line (and a
+    conversation entry). A log cannot be searched, so ``find`` finds nothing: after a crash in
+    flight a line may be written twice, never lost."""
+
+    name = CHAT
+
+    def __init__(self, db: Database | None = None) -> None:
+        self.db = db
+        self.markup = PlainMarkup()
+        self._last = 0
+        self._known: set[int] = set()
+
+    def _write(self, text: str) -> None:
+        logger.warning("\n{}", text)
+        if self.db is not None:
+            record_message(self.db, chat=CHAT, direction="out", author="guard", text=text)
+
+    async def post(self, post: Post) -> int:
+        if self.db is not None and not self._last:  # go on from the ids stored before
+            with self.db.session() as session:
+                self._last = inbound.top(session, CHAT, post.chat)
+        self._last += 1
+        self._known.add(self._last)
+        lines = [post.text, *(f"  [{label}]" for row in post.buttons for label, _ in row)]
+        self._write("\n".join(lines))
+        return self._last
+
+    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+        if message_id not in self._known:
+            raise Rejected("message to edit not found")
+        self._write(f"(message {message_id} now says:)\n{text}")
+
+    async def find(self, post: Post, floor: int, known: int) -> int | None:
+        return None

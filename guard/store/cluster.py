@@ -42,7 +42,7 @@ class ClusterAction(SQLModel, table=True):
     __tablename__ = "cluster_action"
 
     id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(index=True)  # step, telegram.queue, telegram.send
+    kind: str = Field(index=True)  # step, outbox.queue, outbox.send
     ref: str = ""
     token: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))
     replica: str

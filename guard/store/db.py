@@ -14,8 +14,8 @@ from sqlmodel import Session, SQLModel, create_engine
 
 from guard.exceptions import StoreError
 from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
+from guard.store import legacy, scrub
 from guard.store import models as _models
-from guard.store import scrub
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -57,8 +57,9 @@ class Database:
             event.listen(self.engine, "begin", _begin_immediate)
 
     def create_all(self) -> None:
-        """Create missing tables (Guard's schema is additive), and redact rows stored in clear
-        by an older Guard (once; see ``guard.store.scrub``)."""
+        """Create missing tables (Guard's schema is additive), move the rows of an older
+        release's per-channel tables into them (once; ``guard.store.legacy``), and redact rows
+        stored in clear by an older Guard (once; see ``guard.store.scrub``)."""
         try:
             with self._schema_lock():
                 SQLModel.metadata.create_all(self.engine)
@@ -66,17 +67,20 @@ class Database:
                     for index in table.indexes:
                         if index.name in _models.LATER_INDEXES:
                             index.create(self.engine, checkfirst=True)
+                legacy.move(self.engine)
                 scrub.migrate(self.engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {self.engine.url!r}: {exc}") from None
 
     def schema_current(self) -> bool:
         """Whether ``create_all`` would change nothing: every table and every later index is
-        there, and the rows were scrubbed under the current rules. Read-only commands then
+        there, no older per-channel table waits to be moved, and the rows were scrubbed under
+        the current rules. Read-only commands then
         skip it (and its lock on Postgres)."""
         try:
             found = inspect(self.engine)
-            if not set(SQLModel.metadata.tables) <= set(found.get_table_names()):
+            names = set(found.get_table_names())
+            if not set(SQLModel.metadata.tables) <= names or legacy.pending(names):
                 return False
             for table in SQLModel.metadata.sorted_tables:
                 later = {i.name for i in table.indexes if i.name in _models.LATER_INDEXES}

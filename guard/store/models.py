@@ -102,7 +102,7 @@ class CommandStatus(StrEnum):
 
 class OutboxStatus(StrEnum):
     pending = "pending"
-    in_flight = "in_flight"  # sent to Telegram, outcome unknown (``TelegramInFlight``)
+    in_flight = "in_flight"  # posted, outcome unknown (``InFlight``)
     sent = "sent"
     failed = "failed"
     skipped = "skipped"
@@ -251,7 +251,7 @@ class SkillBlock(SQLModel, table=True):
 
 class Approval(SQLModel, table=True):
     """A single-use, expiring decision a human may take (its ``id`` is opaque and short enough
-    for Telegram's 64-byte callback data)."""
+    for a chat button's 64-byte callback data)."""
 
     id: str = Field(primary_key=True)
     incident_id: int = Field(foreign_key="incident.id", index=True)
@@ -274,7 +274,7 @@ class HumanCommand(SQLModel, table=True):
     skill: str | None = None
     fix: str | None = Field(default=None, sa_column=Column(Text))
     actor: str
-    channel: str = "cli"  # cli, telegram
+    channel: str = "cli"  # cli, or the chat channel it came through
     status: CommandStatus = _enum(CommandStatus.queued, index=True)
     outcome: str = Field(default="", sa_column=Column(Text, nullable=False))
     created_at: datetime = now_column(nullable=False)
@@ -287,7 +287,7 @@ class ConversationMessage(SQLModel, table=True):
     __tablename__ = "conversation"
 
     id: int | None = Field(default=None, primary_key=True)
-    chat: str = Field(index=True)  # "console", or a Telegram chat id
+    chat: str = Field(index=True)  # "console", or a channel's chat id
     direction: str  # in, out
     author: str
     text: str = Field(sa_column=Column(Text, nullable=False))
@@ -296,32 +296,38 @@ class ConversationMessage(SQLModel, table=True):
     meta: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
 
 
-# -- the Telegram gateway and mutes ------------------------------------------------------------
+# -- channels (the durable outbox and what it knows of each chat) and mutes ------------------
+# Every row names its ``channel`` (the name a channel adapter registers under) and a chat of it.
 
 
-class TelegramMessage(SQLModel, table=True):
-    """A message Guard sent to Telegram, so presses and replies map back to their incident."""
+class ChannelMessage(SQLModel, table=True):
+    """A message Guard posted in a channel's chat, so presses and replies map back to their
+    incident."""
 
-    __tablename__ = "telegram_message"
-    __table_args__ = (Index("ix_telegram_message_chat_msg", "chat_id", "message_id", unique=True),)
+    __tablename__ = "channel_message"
+    __table_args__ = (
+        Index("ix_channel_message_chat_msg", "channel", "chat_id", "message_id", unique=True),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
+    channel: str = Field(index=True)
     chat_id: str
     message_id: int
     incident_id: int | None = Field(default=None, index=True)
-    role: str = "text"  # incident (the one with buttons), prompt, reply, text, report
+    role: str = "text"  # incident (the one with buttons), group, prompt, reply, text, report
     live: bool = False  # its buttons still work
     approvals: list[str] = Field(default_factory=list, sa_column=Column(JSON))  # its buttons' ids
     created_at: datetime = now_column(nullable=False)
 
 
-class TelegramGroupMember(SQLModel, table=True):
-    """One incident of a grouped Telegram message (several incidents, one message): its line
-    and its buttons, so an answer or an update to one incident re-renders the whole message."""
+class MessageGroupMember(SQLModel, table=True):
+    """One incident of a grouped message (several incidents, one message): its line and its
+    buttons, so an answer or an update to one incident re-renders the whole message."""
 
-    __tablename__ = "telegram_group_member"
+    __tablename__ = "message_group_member"
 
     id: int | None = Field(default=None, primary_key=True)
+    channel: str = Field(index=True)
     chat_id: str = Field(index=True)
     message_id: int = Field(index=True)
     incident_id: int = Field(index=True)
@@ -331,11 +337,12 @@ class TelegramGroupMember(SQLModel, table=True):
 
 
 class OutboxMessage(SQLModel, table=True):
-    """One outgoing Telegram call, written before it is tried and marked when it is done."""
+    """One outgoing call to a channel, written before it is tried and marked when it is done."""
 
-    __tablename__ = "telegram_outbox"
+    __tablename__ = "outbox"
 
     id: int | None = Field(default=None, primary_key=True)
+    channel: str = Field(default="", index=True)  # set when queued (``outbox.queue.add``)
     method: str  # send, edit, photo
     chat_id: str
     incident_id: int | None = Field(default=None, index=True)
@@ -351,14 +358,15 @@ class OutboxMessage(SQLModel, table=True):
     sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
-class TelegramInFlight(SQLModel, table=True):
-    """A send to Telegram whose outcome is not known: committed before the call, removed in the
-    transaction that stores the message id. After a crash the outbox looks for the message above
-    ``floor`` before it sends again (``guard.notify.telegram.inflight``)."""
+class InFlight(SQLModel, table=True):
+    """A post whose outcome is not known: committed before the call, removed in the transaction
+    that stores the message id. After a crash the outbox asks the channel for the message above
+    ``floor`` before it posts again (``guard.notify.outbox.inflight``)."""
 
-    __tablename__ = "telegram_in_flight"
+    __tablename__ = "in_flight"
 
     id: int | None = Field(default=None, primary_key=True)
+    channel: str = Field(index=True)
     chat_id: str = Field(index=True)
     outbox_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON))
     method: str  # send, photo
@@ -368,13 +376,14 @@ class TelegramInFlight(SQLModel, table=True):
     created_at: datetime = now_column(nullable=False)
 
 
-class TelegramUpdate(SQLModel, table=True):
+class InboundUpdate(SQLModel, table=True):
     """An incoming update Guard handled, stored with what it did: one delivered again (Guard
-    died before ``getUpdates`` confirmed it) is skipped. Kept two days (Telegram keeps one).
-    Its message id also tells the outbox how far the chat's message ids have gone."""
+    died before the channel confirmed it) is skipped. Kept two days. Its message id also tells
+    the outbox how far the chat's message ids have gone."""
 
-    __tablename__ = "telegram_update"
+    __tablename__ = "inbound_update"
 
+    channel: str = Field(primary_key=True)
     update_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     chat_id: str = Field(default="", index=True)
     message_id: int | None = None

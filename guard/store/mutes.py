@@ -1,7 +1,7 @@
 """Mutes: a target whose incidents are recorded but neither announced nor remediated.
 
 A mute has an end (``until``); ``active`` ignores ended and cleared ones, so nothing needs to
-sweep them. The agent checks ``active`` before it handles an incident; the Telegram gateway's
+sweep them. The agent checks ``active`` before it handles an incident; a chat channel's
 mute button, ``/mute`` and ``/unmute`` write them. Every change is audited.
 """
 

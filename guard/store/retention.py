@@ -3,7 +3,7 @@
 What goes, once it is older than the retention (``store.retention``, default 90 days):
 
 - resolved incidents (by ``resolved_at``) with every row that hangs on them: timeline, agent
-  steps, remediation runs, approvals, human commands, conversation, Telegram messages, group
+  steps, remediation runs, approvals, human commands, conversation, channel messages, group
   members and outbox rows (signals are not stored one by one: they are the incidents' counts
   and timelines);
 - conversation and outbox rows of no incident;
@@ -38,16 +38,16 @@ from guard.store.models import (
     AgentStep,
     Approval,
     AuditEntry,
+    ChannelMessage,
     ConversationMessage,
     HumanCommand,
     Incident,
     IncidentState,
     IncidentTimeline,
+    MessageGroupMember,
     MonitorState,
     OutboxMessage,
     RemediationRun,
-    TelegramGroupMember,
-    TelegramMessage,
 )
 
 BATCH = 1000
@@ -59,8 +59,8 @@ _BY_INCIDENT: tuple[Any, ...] = (
     HumanCommand,
     RemediationRun,
     ConversationMessage,
-    TelegramMessage,
-    TelegramGroupMember,
+    ChannelMessage,
+    MessageGroupMember,
     OutboxMessage,
 )
 
@@ -125,7 +125,7 @@ def prune(
             ),
         )
         done.add(
-            "telegram_outbox",
+            "outbox",
             _delete(
                 session,
                 OutboxMessage,

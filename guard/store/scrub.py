@@ -1,7 +1,7 @@
 """The store keeps only redacted text: every row is scrubbed as it is flushed, old rows once.
 
 A ``before_flush`` hook on every session runs the redaction policy over the text and JSON
-columns of each new or changed row, whatever wrote it (triage, the agent, the Telegram outbox, a
+columns of each new or changed row, whatever wrote it (triage, the agent, the outbox, a
 human's fix). Audit entries are the exception: ``guard.store.audit`` redacts their data before it
 hashes them, and rewriting one afterwards would break the chain. Primary keys are left alone.
 

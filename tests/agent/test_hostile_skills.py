@@ -20,11 +20,7 @@ from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
 from guard.skills.writer import SkillWriter, message_regex, shell_generalise
 from guard.store.models import HumanCommand, Incident, IncidentState
-<<<<<<< HEAD
-from tests.agent_helpers import find, running_guard, stored_incident, wait_for
-=======
-from tests.agent_helpers import as_cli, find, running_guard, wait_for
->>>>>>> wt-authz
+from tests.agent_helpers import as_cli, find, running_guard, stored_incident, wait_for
 from tests.conftest import GuardHome
 from tests.telegram_helpers import Service, http_playbook
 

@@ -24,11 +24,7 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
-<<<<<<< HEAD
-from tests.agent_helpers import stored_incident
-=======
-from tests.agent_helpers import as_cli
->>>>>>> wt-authz
+from tests.agent_helpers import as_cli, stored_incident
 
 pytestmark = pytest.mark.unit
 

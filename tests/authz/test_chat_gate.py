@@ -16,11 +16,11 @@ from guard.records import utcnow
 from guard.store.models import (
     Approval,
     AuditEntry,
+    ChannelMessage,
     ConversationMessage,
     HumanCommand,
     Incident,
     OutboxMessage,
-    TelegramMessage,
 )
 from tests.telegram.conftest import INCIDENT_MESSAGE, world
 from tests.telegram_helpers import ADMIN
@@ -55,7 +55,7 @@ def deny_button(world: World, approval_id: str) -> None:
                 expires_at=utcnow() + timedelta(hours=1),
             )
         )
-        msg = s.exec(select(TelegramMessage)).one()
+        msg = s.exec(select(ChannelMessage)).one()
         msg.approvals = [approval_id]
         s.add(msg)
 
@@ -110,7 +110,7 @@ async def test_a_press_the_queue_refuses_leaves_the_question_open(world: World) 
     with world.db.session() as s:
         (entry,) = s.exec(select(AuditEntry).where(AuditEntry.action == "human.refused")).all()
         approval = s.get(Approval, "deny-2")
-        live = s.exec(select(TelegramMessage)).one().live
+        live = s.exec(select(ChannelMessage)).one().live
     assert entry.data["reason"] == "your on-call shift just ended"
     assert approval is not None and approval.used_at is None and live  # nothing spent or closed
     assert world.count(HumanCommand) == 0

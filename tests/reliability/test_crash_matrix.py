@@ -19,7 +19,7 @@ FAST = [
     ("http-skill", "incident.resolving"),
     ("telegram-fix", "command.queued"),  # a Telegram reply queued, not yet taken
     # regression: a message Telegram took before Guard stored its id was posted again
-    ("telegram-fix", "telegram.sent_before_id"),
+    ("telegram-fix", "outbox.sent_before_id"),
     # regression: a second answer after a fix that did not cure was not sent (harness), and
     # its acknowledgement repeated the first one's text
     ("telegram-fix", "step.started"),

@@ -18,7 +18,7 @@ from guard.config import Settings, TelegramSettings
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
 from guard.store.db import Database, open_database
-from guard.store.models import IncidentState, TelegramMessage
+from guard.store.models import ChannelMessage, IncidentState
 from tests.agent_helpers import stored_incident
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
 from tests.telegram_server import TelegramServer
@@ -100,7 +100,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     with db.session() as s:
         inc = stored_incident(s, IncidentState.awaiting_human)
         s.add(
-            TelegramMessage(
+            ChannelMessage(
+                channel="telegram",
                 chat_id=str(CHAT),
                 message_id=INCIDENT_MESSAGE,
                 incident_id=inc.id,

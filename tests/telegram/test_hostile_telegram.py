@@ -14,10 +14,10 @@ from guard.notify.telegram import auth as auth_module
 from guard.notify.telegram import outbox
 from guard.store.models import (
     AuditEntry,
+    ChannelMessage,
     ConversationMessage,
     HumanCommand,
     OutboxMessage,
-    TelegramMessage,
 )
 from tests.telegram_helpers import ADMIN, CHAT, STRANGER
 
@@ -66,7 +66,8 @@ async def test_a_chatty_reply_is_asked_about_not_run(world: World) -> None:
     assert [label for label, _ in question.buttons[0]] == ["Run", "Cancel"]
     with world.db.session() as s:  # what the outbox worker records when it sends the question
         s.add(
-            TelegramMessage(
+            ChannelMessage(
+                channel="telegram",
                 chat_id=str(CHAT),
                 message_id=500,
                 incident_id=world.incident_id,

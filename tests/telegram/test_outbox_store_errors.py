@@ -26,14 +26,14 @@ async def test_a_store_error_does_not_end_the_outbox(world: World) -> None:
     warnings: list[str] = []
     sink = logger.add(warnings.append, level="WARNING", format="{message}")
     with world.db.engine.begin() as conn:  # the store fails: the outbox table is away
-        conn.exec_driver_sql("ALTER TABLE telegram_outbox RENAME TO telegram_outbox_away")
+        conn.exec_driver_sql("ALTER TABLE outbox RENAME TO outbox_away")
     stop = asyncio.Event()
     task = asyncio.create_task(OutboxWorker(world.bot, world.db).run(stop))
     try:
         await _until(lambda: any("store failed" in w for w in warnings), 10, "the store error")
         assert not task.done()
         with world.db.engine.begin() as conn:  # the store is back
-            conn.exec_driver_sql("ALTER TABLE telegram_outbox_away RENAME TO telegram_outbox")
+            conn.exec_driver_sql("ALTER TABLE outbox_away RENAME TO outbox")
         enqueue(world.db, method="send", chat_id=CHAT, text="after the store came back")
         await _until(
             lambda: world.count(OutboxMessage, OutboxMessage.status == "sent") == 1,

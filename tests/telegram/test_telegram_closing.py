@@ -24,10 +24,10 @@ from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import (
     Approval,
+    ChannelMessage,
     Incident,
     IncidentState,
     OutboxMessage,
-    TelegramMessage,
 )
 from tests.agent_helpers import stored_incident
 
@@ -58,7 +58,8 @@ def asked(db: Database, state: str = "awaiting_human") -> tuple[int, int, list[s
                     expires_at=now + timedelta(hours=1),
                 )
             )
-        msg = TelegramMessage(
+        msg = ChannelMessage(
+            channel="telegram",
             chat_id=CHAT,
             message_id=500 + inc.id,
             incident_id=inc.id,
@@ -122,7 +123,7 @@ def test_the_agents_report_is_not_overwritten_by_the_sync(db: Database) -> None:
     sync(db).once()
     assert [e.text for e in edits(db)] == ["Healed by skill x"]
     with db.session() as s:
-        stored = s.get(TelegramMessage, msg)
+        stored = s.get(ChannelMessage, msg)
         assert stored is not None and stored.live is False
 
 

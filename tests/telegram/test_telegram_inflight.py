@@ -3,7 +3,7 @@ again; and the Bot API server answers edits as Telegram does, which is what find
 
 Guard's death is simulated in process: the send is begun (committed in flight) and made to the
 server exactly as the worker makes it, and a new worker recovers. ``bench.crash`` does the same
-with SIGKILL on a real ``guard run`` (``telegram-fix`` at ``telegram.sent_before_id``).
+with SIGKILL on a real ``guard run`` (``telegram-fix`` at ``outbox.sent_before_id``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from guard.notify.telegram.inflight import markup
 from guard.notify.telegram.outbox import OutboxWorker
 from guard.store.db import Database, open_database
 from guard.store.models import (
+    ChannelMessage,
+    InFlight,
+    MessageGroupMember,
     OutboxMessage,
     OutboxStatus,
-    TelegramGroupMember,
-    TelegramInFlight,
-    TelegramMessage,
 )
 from tests.telegram.test_telegram_limits import call, refused
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
@@ -130,8 +130,8 @@ def state(db: Database, row: OutboxMessage) -> tuple[OutboxStatus, list[int], in
     with db.session() as s:
         fresh = s.get(OutboxMessage, row.id)
         assert fresh is not None
-        ids = [m.message_id for m in s.exec(select(TelegramMessage)).all()]
-        left = len(s.exec(select(TelegramInFlight)).all())
+        ids = [m.message_id for m in s.exec(select(ChannelMessage)).all()]
+        left = len(s.exec(select(InFlight)).all())
     return fresh.status, ids, left
 
 
@@ -201,7 +201,8 @@ async def test_a_grouped_announcement_in_flight_is_adopted_for_all_its_incidents
         )
     rows = outbox.pending(db)
     members = [
-        TelegramGroupMember(
+        MessageGroupMember(
+            channel="telegram",
             chat_id=str(CHAT),
             message_id=0,
             incident_id=r.incident_id,
@@ -220,6 +221,6 @@ async def test_a_grouped_announcement_in_flight_is_adopted_for_all_its_incidents
     assert len(tg.sent("sendMessage")) == 2  # the earlier message and the group, once
     assert [state(db, r)[0] for r in rows] == [OutboxStatus.sent] * 2
     with db.session() as s:
-        group = s.exec(select(TelegramMessage).where(TelegramMessage.role == "group")).one()
-        stored = s.exec(select(TelegramGroupMember)).all()
+        group = s.exec(select(ChannelMessage).where(ChannelMessage.role == "group")).one()
+        stored = s.exec(select(MessageGroupMember)).all()
     assert group.message_id == 2 and [m.message_id for m in stored] == [2, 2]

@@ -118,10 +118,11 @@ def test_a_group_too_long_for_one_message_still_names_every_incident() -> None:
     """Thirty incidents with long lines: the lines that fit, then the ids of the others (a
     plain cut dropped the last incidents from the text without a word)."""
     from guard.notify.telegram import grouping
-    from guard.store.models import TelegramGroupMember
+    from guard.store.models import MessageGroupMember
 
     members = [
-        TelegramGroupMember(
+        MessageGroupMember(
+            channel="telegram",
             chat_id="1",
             message_id=0,
             incident_id=i,

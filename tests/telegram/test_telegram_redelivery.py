@@ -16,7 +16,7 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop
 
 from guard.notify.telegram.handlers import Handlers
-from guard.store.models import HumanCommand, OutboxMessage, TelegramUpdate
+from guard.store.models import HumanCommand, InboundUpdate, OutboxMessage
 from tests.telegram_helpers import ADMIN
 
 pytestmark = pytest.mark.unit
@@ -50,7 +50,7 @@ async def test_a_reply_delivered_again_after_a_restart_queues_one_command(world:
     await deliver(restarted(world), reply)  # the same update_id, to the restarted gateway
     assert world.count(HumanCommand) == 1
     assert len(texts(world, "Running your fix for incident")) == 1
-    assert world.count(TelegramUpdate, TelegramUpdate.update_id == reply.update_id) == 1
+    assert world.count(InboundUpdate, InboundUpdate.update_id == reply.update_id) == 1
     other = world.message(ADMIN, "docker.restart api", reply_to=77)  # a new update does count
     await deliver(restarted(world), other)
     assert world.count(HumanCommand) == 2
@@ -73,7 +73,7 @@ async def test_a_press_cut_short_before_its_command_counts_when_delivered_again(
 
     from guard.records import utcnow
     from guard.store import audit
-    from guard.store.models import Approval, TelegramMessage
+    from guard.store.models import Approval, ChannelMessage
     from tests.telegram.conftest import INCIDENT_MESSAGE
 
     with world.db.session() as s:
@@ -85,7 +85,7 @@ async def test_a_press_cut_short_before_its_command_counts_when_delivered_again(
                 expires_at=utcnow() + timedelta(hours=1),
             )
         )
-        msg = s.exec(select(TelegramMessage)).one()
+        msg = s.exec(select(ChannelMessage)).one()
         msg.approvals = ["deny-1"]
         s.add(msg)
     # the closing edit's text (the notifier renders it; its own tests cover that)

@@ -22,9 +22,10 @@ from guard.config import TelegramSettings
 from guard.incidents import approvals
 from guard.incidents.authz import Actor, Allowed, Gate, Refused
 from guard.notify.authz import allowlist_gate
+from guard.notify.telegram.channel import NAME as CHANNEL
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Approval, Incident, TelegramMessage
+from guard.store.models import Approval, ChannelMessage, Incident
 
 
 def telegram_actor(user_id: int | None) -> Actor:
@@ -91,7 +92,7 @@ class Authoriser:
             )
         return Refusal(reason)
 
-    def message_for(self, chat_id: int | str, message_id: int) -> TelegramMessage | None:
+    def message_for(self, chat_id: int | str, message_id: int) -> ChannelMessage | None:
         with self.db.session() as session:
             return _message_in(session, chat_id, message_id)
 
@@ -130,10 +131,11 @@ class Authoriser:
         return approvals.claim_in(session, data, telegram_actor(user_id), msg)
 
 
-def _message_in(session: Session, chat_id: int | str, message_id: int) -> TelegramMessage | None:
+def _message_in(session: Session, chat_id: int | str, message_id: int) -> ChannelMessage | None:
     return session.exec(
-        select(TelegramMessage).where(
-            TelegramMessage.chat_id == str(chat_id),
-            TelegramMessage.message_id == message_id,
+        select(ChannelMessage).where(
+            ChannelMessage.channel == CHANNEL,
+            ChannelMessage.chat_id == str(chat_id),
+            ChannelMessage.message_id == message_id,
         )
     ).first()

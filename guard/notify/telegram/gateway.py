@@ -42,9 +42,10 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.crashpoints import reached
+from guard.notify.runner import ChannelRunner
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
-from guard.notify.telegram.messages import REPORT_POINTER, cut
+from guard.notify.telegram.channel import TelegramChannel
 from guard.notify.telegram.notifier import TelegramNotifier
 from guard.notify.telegram.sync import Sync
 from guard.runtime import HealthSource
@@ -155,8 +156,11 @@ class TelegramGateway:
         await self.app.start()
         assert self.app.updater is not None
         tg = self.settings.telegram
-        worker = outbox.OutboxWorker(self.app.bot, self.db, group_wait=tg.group_wait)
-        await worker.recover()  # before any update: a reply may quote a message in flight
+        runner = ChannelRunner(
+            TelegramChannel(self.app.bot), self.db, self.notifier, group_wait=tg.group_wait
+        )
+        runner.sync = self.sync
+        await runner.recover()  # before any update: a reply may quote a message in flight
         if tg.mode == "webhook":
             assert tg.bot_token is not None
             secret = hashlib.sha256(tg.bot_token.get_secret_value().encode()).hexdigest()[:32]
@@ -174,8 +178,8 @@ class TelegramGateway:
                 allowed_updates=ALLOWED_UPDATES,
                 error_callback=self._polling_error,
             )
-        self._tasks.append(asyncio.create_task(worker.run(self.stopping), name="telegram:outbox"))
-        self._tasks.append(asyncio.create_task(self.sync.run(self.stopping), name="telegram:sync"))
+        runner.run(self.stopping)
+        self._tasks.append(asyncio.create_task(runner.wait(), name="telegram:channel"))
         self.ready.set()
         logger.info("telegram gateway connected as @{} ({})", self.app.bot.username, tg.mode)
 
@@ -214,24 +218,7 @@ class TelegramGateway:
         text = daily.render(report, self.settings)
         png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
         await asyncio.to_thread(  # the text and its chart: both queued, or neither
-            outbox.enqueue_all,
-            self.db,
-            [
-                {
-                    "method": "send",
-                    "chat_id": chat,
-                    "text": cut(text, more=REPORT_POINTER),
-                    "role": "report",
-                },
-                {
-                    "method": "photo",
-                    "chat_id": chat,
-                    "text": "Incidents per hour",
-                    "photo": png,
-                    "role": "report",
-                },
-            ],
-            also,
+            outbox.enqueue_all, self.db, outbox.report_calls(chat, text, png), also
         )
         reached("report.sending")
         logger.info("daily report queued for telegram ({} incidents opened)", report.opened)

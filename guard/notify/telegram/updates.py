@@ -1,82 +1,32 @@
-"""Incoming updates handled once, and how far a chat's message ids have gone.
+"""Telegram's incoming updates handled once (``guard.notify.inbound``, bound to this channel).
 
 Telegram redelivers every update that ``getUpdates`` has not confirmed yet (the next poll's
-``offset`` confirms it). If Guard dies after it handled an update and before that poll, the
-restarted Guard receives the update again. So the handler that acts on an update stores its
-``update_id`` (``mark``) in the same transaction as what it does (a queued command, an answer
-in the outbox), and ``seen`` skips an update stored before. Rows older than ``KEEP`` go as new
-ones come: Telegram keeps an unconfirmed update for 24 hours.
-
-Message ids in a chat are one sequence shared by users and the bot. ``top`` is the highest one
-Guard knows (sent, or seen in an update): the floor above which the outbox looks for a message
-whose send was cut short (``inflight``). It is also kept in the state table, which retention
-never prunes, so it only grows.
+``offset`` confirms it), and keeps an unconfirmed update for 24 hours.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from sqlmodel import Session
 
-from sqlalchemy import delete, func
-from sqlmodel import Session, col, select
-
-from guard.records import utcnow
+from guard.notify import inbound
+from guard.notify.telegram.channel import NAME
 from guard.store.db import Database
-from guard.store.models import TelegramMessage, TelegramUpdate
-from guard.store.state import get_state, put_state
 
-KEEP = timedelta(days=2)
+KEEP = inbound.KEEP
 
 
-class Handled:
-    """An update being handled: stored by ``mark`` in the transaction of its effect."""
-
+class Handled(inbound.Handled):
     def __init__(self, update_id: int, chat_id: int | str | None, message_id: int | None) -> None:
-        self.update_id = update_id
-        self.chat_id = "" if chat_id is None else str(chat_id)
-        self.message_id = message_id
-
-    def mark(self, session: Session) -> None:
-        """Store the update as handled (raises ``IntegrityError`` if it was, rolling back the
-        effect with it), raise the chat's top message id, prune old rows."""
-        session.add(
-            TelegramUpdate(
-                update_id=self.update_id, chat_id=self.chat_id, message_id=self.message_id
-            )
-        )
-        session.flush()
-        if self.chat_id and self.message_id is not None:
-            raise_top(session, self.chat_id, self.message_id)
-        session.execute(delete(TelegramUpdate).where(col(TelegramUpdate.at) < utcnow() - KEEP))
+        super().__init__(NAME, update_id, chat_id, message_id)
 
 
 def seen(db: Database, update_id: int) -> bool:
-    with db.session() as session:
-        return session.get(TelegramUpdate, update_id) is not None
-
-
-def _key(chat_id: str) -> str:
-    return f"telegram.top:{chat_id}"
+    return inbound.seen(db, NAME, update_id)
 
 
 def raise_top(session: Session, chat_id: str, message_id: int) -> None:
-    """The chat's messages reach ``message_id`` at least."""
-    state = get_state(session, _key(chat_id))
-    if int(state.get("message_id", 0)) < message_id:
-        put_state(session, _key(chat_id), {"message_id": message_id})
+    inbound.raise_top(session, NAME, chat_id, message_id)
 
 
 def top(session: Session, chat_id: str) -> int:
-    """The highest message id Guard knows in the chat (0 if none)."""
-    known = [
-        int(get_state(session, _key(chat_id)).get("message_id", 0)),
-        session.exec(
-            select(func.max(TelegramMessage.message_id)).where(TelegramMessage.chat_id == chat_id)
-        ).one()
-        or 0,
-        session.exec(
-            select(func.max(TelegramUpdate.message_id)).where(TelegramUpdate.chat_id == chat_id)
-        ).one()
-        or 0,
-    ]
-    return max(int(k) for k in known)
+    return inbound.top(session, NAME, chat_id)

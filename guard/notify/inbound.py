@@ -1,0 +1,96 @@
+"""Incoming updates handled once, and how far a chat's message ids have gone, per channel.
+
+A channel may deliver an update again until Guard confirms it (Telegram redelivers every update
+``getUpdates`` has not confirmed). If Guard dies after it handled an update and before it
+confirmed it, the restarted Guard receives the update again. So the handler that acts on an
+update stores its id (``Handled.mark``) in the same transaction as what it does (a queued
+command, an answer in the outbox), and ``seen`` skips an update stored before. Rows older than
+``KEEP`` go as new ones come.
+
+Message ids in a chat are one sequence shared by users and Guard. ``top`` is the highest one
+Guard knows (sent, or seen in an update): the floor above which the outbox looks for a message
+whose post was cut short (``guard.notify.outbox.inflight``). It is also kept in the state table,
+which retention never prunes, so it only grows.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import delete, func
+from sqlmodel import Session, col, select
+
+from guard.records import utcnow
+from guard.store.db import Database
+from guard.store.models import ChannelMessage, InboundUpdate
+from guard.store.state import get_state, put_state
+
+KEEP = timedelta(days=2)
+
+
+class Handled:
+    """An update being handled: stored by ``mark`` in the transaction of its effect."""
+
+    def __init__(
+        self, channel: str, update_id: int, chat_id: int | str | None, message_id: int | None
+    ) -> None:
+        self.channel = channel
+        self.update_id = update_id
+        self.chat_id = "" if chat_id is None else str(chat_id)
+        self.message_id = message_id
+
+    def mark(self, session: Session) -> None:
+        """Store the update as handled (raises ``IntegrityError`` if it was, rolling back the
+        effect with it), raise the chat's top message id, prune old rows."""
+        session.add(
+            InboundUpdate(
+                channel=self.channel,
+                update_id=self.update_id,
+                chat_id=self.chat_id,
+                message_id=self.message_id,
+            )
+        )
+        session.flush()
+        if self.chat_id and self.message_id is not None:
+            raise_top(session, self.channel, self.chat_id, self.message_id)
+        session.execute(
+            delete(InboundUpdate).where(
+                col(InboundUpdate.channel) == self.channel, col(InboundUpdate.at) < utcnow() - KEEP
+            )
+        )
+
+
+def seen(db: Database, channel: str, update_id: int) -> bool:
+    with db.session() as session:
+        return session.get(InboundUpdate, (channel, update_id)) is not None
+
+
+def _key(channel: str, chat_id: str) -> str:
+    return f"{channel}.top:{chat_id}"
+
+
+def raise_top(session: Session, channel: str, chat_id: str, message_id: int) -> None:
+    """The chat's messages reach ``message_id`` at least."""
+    state = get_state(session, _key(channel, chat_id))
+    if int(state.get("message_id", 0)) < message_id:
+        put_state(session, _key(channel, chat_id), {"message_id": message_id})
+
+
+def top(session: Session, channel: str, chat_id: str) -> int:
+    """The highest message id Guard knows in the chat (0 if none)."""
+    known = [
+        int(get_state(session, _key(channel, chat_id)).get("message_id", 0)),
+        session.exec(
+            select(func.max(ChannelMessage.message_id)).where(
+                ChannelMessage.channel == channel, ChannelMessage.chat_id == chat_id
+            )
+        ).one()
+        or 0,
+        session.exec(
+            select(func.max(InboundUpdate.message_id)).where(
+                InboundUpdate.channel == channel, InboundUpdate.chat_id == chat_id
+            )
+        ).one()
+        or 0,
+    ]
+    return max(int(k) for k in known)

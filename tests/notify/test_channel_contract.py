@@ -1,0 +1,177 @@
+"""The Channel port's contract, run against every implementation (as APScheduler 4 runs one
+suite against each data store): Telegram against the local Bot API server, the console, and the
+recording channel of the test suite. A new channel joins ``SUBJECTS`` and passes the same tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loguru import logger
+from sqlmodel import select
+from telegram import Bot
+
+from guard.notify.channel import Channel, Post, Rejected
+from guard.notify.console import ConsoleChannel
+from guard.notify.outbox import queue
+from guard.notify.outbox.worker import OutboxWorker
+from guard.notify.telegram.channel import TelegramChannel
+from guard.store.db import Database, open_database
+from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from tests.notify.recording import RecordingChannel
+from tests.telegram_helpers import CHAT, TOKEN
+from tests.telegram_server import TelegramServer
+
+SUBJECTS = ["telegram", "console", "recording"]
+BUTTONS = [[("Run web-fix", "a" * 22)], [("Deny", "d" * 22)]]
+
+
+@dataclass
+class Subject:
+    channel: Channel
+    chat: str
+    current: Callable[[int], tuple[str, list[list[tuple[str, str]]]] | None] | None
+    """The message as the channel shows it now; None for a channel that only appends."""
+    written: Callable[[], str]
+    """Everything the channel has shown, as text."""
+
+
+def _telegram_current(tg: TelegramServer, chat: str, message_id: int) -> Any:
+    msg = tg.messages.get((int(chat), message_id))
+    if msg is None:
+        return None
+    rows = msg.get("reply_markup", {}).get("inline_keyboard", [])
+    text = msg.get("text", msg.get("caption", ""))
+    return text, [[(b["text"], b["callback_data"]) for b in row] for row in rows]
+
+
+@pytest.fixture(params=SUBJECTS)
+async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Subject]:
+    chat = str(CHAT)
+    if request.param == "telegram":
+        tg = TelegramServer(TOKEN).start()
+        bot = Bot(TOKEN, base_url=tg.url + "/bot")
+        await bot.initialize()
+        try:
+            yield Subject(
+                TelegramChannel(bot),
+                chat,
+                lambda i: _telegram_current(tg, chat, i),
+                lambda: "\n".join(str(c["params"]) for c in tg.calls),
+            )
+        finally:
+            await bot.shutdown()
+            tg.stop()
+    elif request.param == "console":
+        lines: list[str] = []
+        sink = logger.add(lines.append, format="{message}")
+        try:
+            yield Subject(ConsoleChannel(), chat, None, lambda: "".join(lines))
+        finally:
+            logger.remove(sink)
+    else:
+        recording = RecordingChannel(tmp_path / "recording.json")
+
+        def current(i: int) -> Any:
+            m = recording.messages().get(i)
+            return None if m is None else (m["text"], [[tuple(b) for b in r] for r in m["buttons"]])
+
+        yield Subject(recording, chat, current, lambda: recording.path.read_text())
+
+
+async def test_a_post_gets_a_new_increasing_id_and_shows_its_text_and_buttons(subject: Subject):
+    first = await subject.channel.post(Post(subject.chat, "api down", BUTTONS))
+    second = await subject.channel.post(Post(subject.chat, "db down"))
+    assert second > first
+    assert "api down" in subject.written() and "db down" in subject.written()
+    if subject.current is not None:
+        assert subject.current(first) == ("api down", BUTTONS)
+        assert subject.current(second) == ("db down", [])
+
+
+async def test_an_edit_replaces_text_and_buttons_and_the_same_edit_again_is_no_error(
+    subject: Subject,
+):
+    message_id = await subject.channel.post(Post(subject.chat, "api down", BUTTONS))
+    await subject.channel.edit(subject.chat, message_id, "api healed", [])
+    await subject.channel.edit(subject.chat, message_id, "api healed", [])
+    assert "api healed" in subject.written()
+    if subject.current is not None:
+        assert subject.current(message_id) == ("api healed", [])
+
+
+async def test_an_edit_of_a_message_that_is_not_there_is_rejected(subject: Subject):
+    with pytest.raises(Rejected):
+        await subject.channel.edit(subject.chat, 4242, "nothing here", [])
+
+
+async def test_a_reply_and_a_picture_are_new_messages(subject: Subject):
+    first = await subject.channel.post(Post(subject.chat, "api down"))
+    reply = await subject.channel.post(Post(subject.chat, "healed", reply_to=first))
+    picture = await subject.channel.post(Post(subject.chat, "per hour", photo=b"\x89PNG"))
+    assert first < reply < picture
+    assert "per hour" in subject.written()
+
+
+async def test_find_knows_a_post_above_the_floor_and_nothing_else(subject: Subject):
+    before = await subject.channel.post(Post(subject.chat, "earlier"))
+    posted = Post(subject.chat, "cut short", BUTTONS)
+    message_id = await subject.channel.post(posted)
+    found = await subject.channel.find(posted, before, before)
+    # nothing above the floor (the highest id Guard knew before the call): the post never went
+    never = await subject.channel.find(Post(subject.chat, "never posted"), message_id, message_id)
+    assert never is None
+    if subject.current is not None:  # an append-only channel cannot look back: it finds none
+        assert found == message_id
+    else:
+        assert found is None
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_database(f"sqlite:///{tmp_path / 'guard.db'}")
+
+
+async def test_the_outbox_groups_announcements_and_edits_them_through_the_channel(
+    subject: Subject, db: Database
+):
+    name, chat = subject.channel.name, subject.chat
+    for incident_id in (1, 2, 3):
+        queue.enqueue(
+            db, name, method="send", chat_id=chat, text=f"incident {incident_id} down",
+            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
+            role="incident",
+        )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(OutboxWorker(subject.channel, db, group_wait=1.0).run(stop))
+    try:
+        await _until(lambda: not queue.pending(db, name), "the announcements")
+        queue.close_question(db, name, chat_id=chat, incident_id=2, text="incident 2\n\nhealed")
+        await _until(lambda: not queue.pending(db, name), "the edit")
+    finally:
+        stop.set()
+        await task
+    with db.session() as s:
+        posted = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).all()
+        rows = s.exec(select(OutboxMessage)).all()
+    assert [m.role for m in posted] == ["incident", "group"]  # the first alone, then a group
+    assert {r.status for r in rows} == {OutboxStatus.sent}
+    if subject.current is not None:
+        shown = subject.current(posted[1].message_id)
+        assert shown is not None
+        text, buttons = shown
+        assert "2 incidents" in text and "healed" in text  # incident 2's line says how
+        assert [data for row in buttons for _, data in row] == ["d3" * 4]  # its button went
+
+
+async def _until(predicate: Callable[[], bool], what: str, within: float = 30) -> None:
+    for _ in range(int(within * 10)):
+        if predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
