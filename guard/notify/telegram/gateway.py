@@ -42,6 +42,7 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.crashpoints import reached
+from guard.notify.authz import gate_from_settings
 from guard.notify.runner import ChannelRunner
 from guard.notify.telegram import handlers, logbridge, outbox
 from guard.notify.telegram.auth import Authoriser
@@ -64,7 +65,7 @@ class TelegramGateway:
         self.db = db
         self.runtime = runtime
         self.chat_id = str(tg.chat_id)
-        self.auth = Authoriser(tg, db)
+        self.auth = Authoriser(tg, db, gate_from_settings(settings))  # the gate every entry uses
         self.notifier = TelegramNotifier(settings, db)
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()
