@@ -13,8 +13,14 @@ human / escalate.
 - With a model configured (``llm.provider``), an incident that would go to a human is first
   investigated (``Investigator``, read-only tools); its proposal is the first option shown,
   and runs only once a human approves it. Every handling is recorded as a trajectory.
-- ``Remediator`` runs and settles; a failed run is retried only while the rate limit and the
-  circuit breaker allow, then the incident escalates. It never loops.
+- ``Remediator`` runs a skill or a human's fix and settles it, in one direction: remediation
+  -> learning (a human's fix that cured the incident becomes a skill) -> closing (resolved,
+  remembered, the human told), each returning what it did. A failed run is retried only
+  while the rate limit and the circuit breaker allow, then the incident escalates. It never
+  loops.
+- Parts of ``Agent``: ``Orchestration`` (one incident's recall, diagnosis and decision) and
+  ``Recovery`` (interrupted work after a restart or a failed worker); this module wires the
+  parts and polls human commands.
 - A sandbox stays warm only while its incident needs work: ``Lifecycle.release`` frees it when
   the incident resolves (by a remedy, or because triage saw the check pass again) or is muted.
 """
