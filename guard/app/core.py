@@ -13,14 +13,17 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import cluster, metrics
 from guard.app.monitoring import MonitorRunner
 from guard.app.reload import PlaybookReloader
-from guard.app.selfhealth import Housekeeping, freeze_startup_heap, skill_invalid_signals
+from guard.app.selfhealth import (
+    Housekeeping,
+    freeze_startup_heap,
+    skill_invalid_signals,
+    start_scheduler,
+)
 from guard.app.wiring import build_agent, triage_policies
 from guard.checks import CheckScheduler
 from guard.config import Settings
@@ -212,37 +215,12 @@ class Guard:
         with cluster.installed(self.leadership):
             await self._run()
 
-    def _schedule_jobs(self, scheduler: AsyncIOScheduler) -> None:
-        """The periodic jobs: playbook reload and housekeeping (``guard.app.selfhealth``)."""
-        jobs = {
-            "playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every),
-            **self.housekeeping.jobs(),
-        }
-        for job_id, (job, every) in jobs.items():
-            if every:  # 0: never
-                scheduler.add_job(
-                    job, IntervalTrigger(seconds=every), id=job_id, coalesce=True, max_instances=1
-                )
-        if self.settings.store.retention:
-            scheduler.add_job(
-                self.housekeeping.prune,
-                IntervalTrigger(hours=24),
-                id="store:prune",
-                coalesce=True,
-                max_instances=1,
-                next_run_time=datetime.now(UTC),
-            )
-
     async def _run(self) -> None:
         self._audit(
             "guard.started",
             {"monitors": [m.id for m in self.monitors], "replica": self.leadership.replica.id},
         )
-        # a job late because the loop was busy (or the clock jumped) runs, once, not "missed"
-        scheduler = AsyncIOScheduler(
-            timezone=UTC, job_defaults={"misfire_grace_time": None, "coalesce": True}
-        )
-        scheduler.start()
+        scheduler = start_scheduler()
         web = WebServer(self, scheduler)
         release = asyncio.Event()  # set last: the lease is held until the work is put away
         lease = asyncio.create_task(self.leadership.run(release, self._deposed), name="lease")
@@ -270,7 +248,10 @@ class Guard:
         )
         checks.start()
         web.checks = self.monitoring.checks = checks
-        self._schedule_jobs(scheduler)
+        self.housekeeping.schedule(
+            scheduler,
+            {"playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every)},
+        )
         from guard.notify import build_gateway
 
         gateway = build_gateway(self.settings, self.db, self)

@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard.config import Settings
@@ -71,6 +74,16 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
+def start_scheduler() -> AsyncIOScheduler:
+    """The scheduler of Guard's periodic jobs, started (its jobs are added once Guard leads)."""
+    # a job late because the loop was busy (or the clock jumped) runs, once, not "missed"
+    scheduler = AsyncIOScheduler(
+        timezone=UTC, job_defaults={"misfire_grace_time": None, "coalesce": True}
+    )
+    scheduler.start()
+    return scheduler
+
+
 class Housekeeping:
     """Guard's periodic jobs on itself; each logs or raises an incident, never fails the run."""
 
@@ -79,13 +92,29 @@ class Housekeeping:
         self.db = db
         self._put = put
 
-    def jobs(self) -> dict[str, tuple[Job, float]]:
-        """Job id -> (job, every how many seconds; 0: never)."""
+    def schedule(self, scheduler: AsyncIOScheduler, more: dict[str, tuple[Job, float]]) -> None:
+        """Add the housekeeping jobs and ``more`` (job id -> (job, every how many seconds; 0:
+        never)) to ``scheduler``; pruning (``store.retention``) runs at once, then daily."""
         s = self.settings
-        return {
+        jobs = {
+            **more,
             "skills:sync": (self.sync_skills, s.skills.sync_every if s.skills.git_remote else 0),
             "audit:anchor": (self.anchor, s.audit.anchor_every),
         }
+        for job_id, (job, every) in jobs.items():
+            if every:  # 0: never
+                scheduler.add_job(
+                    job, IntervalTrigger(seconds=every), id=job_id, coalesce=True, max_instances=1
+                )
+        if s.store.retention:
+            scheduler.add_job(
+                self.prune,
+                IntervalTrigger(hours=24),
+                id="store:prune",
+                coalesce=True,
+                max_instances=1,
+                next_run_time=datetime.now(UTC),
+            )
 
     async def sync_skills(self) -> None:
         """Fetch the skills remote and fast-forward (``guard.skills.remote``); a failure is an
