@@ -1,7 +1,7 @@
 """Asking a human: the question, its options (single-use, expiring approvals), and the message.
 
 The options shown are kept on the incident (``details.options``), so a bare approval
-(``guard approve N``, the Telegram button) runs the first option the human saw. A model's
+(``guard approve N``, a channel's approve button) runs the first option the human saw. A model's
 proposal is offered only if a human can read it whole (``guard.commandtext.oddities``); its
 option carries the exact command and its digest, and its approval is bound to that digest.
 """
@@ -43,7 +43,9 @@ class Asker:
     ) -> str:
         """A single-use approval; ``bound``: the digest of the command it may run, and only
         while the command still has it."""
-        approval_id = secrets.token_urlsafe(16)  # 22 chars: fits Telegram's 64-byte limit
+        approval_id = secrets.token_urlsafe(
+            16
+        )  # 22 chars: fits a channel's button payload limit (64 bytes)
         with self.db.session() as session:
             if bound:
                 put_state(session, approval_key(approval_id), {"digest": bound})

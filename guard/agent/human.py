@@ -1,7 +1,7 @@
 """Human answers as inputs to the agent: approve a skill, deny, mute, or reply with a fix that
 Guard runs, verifies and, if it cured the incident, learns as a new skill.
 
-Commands arrive through ``guard.incidents.commands`` (the CLI and Telegram queue them); the
+Commands arrive through ``guard.incidents.commands`` (the CLI and each channel queue them); the
 agent hands each to ``HumanAnswers.process`` in the incident's worker, so an answer never races
 the agent's own work on the same incident.
 """
@@ -58,6 +58,8 @@ class HumanAnswers:
         recaller: Recaller,
         library: SkillLibrary,
         actions: ActionRegistry,
+        *,
+        mute_for: float,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -66,6 +68,7 @@ class HumanAnswers:
         self.recaller = recaller
         self.library = library
         self.actions = actions
+        self.mute_for = mute_for  # seconds a mute lasts when the command names none
 
     def finish(self, cmd: HumanCommand, status: CommandStatus, outcome: str) -> None:
         finish_command(self.db, cmd, status, outcome)
@@ -104,7 +107,7 @@ class HumanAnswers:
         self.finish(cmd, Done, "denied; no remedy will run")
 
     def _mute(self, cmd: HumanCommand, inc: Incident) -> None:
-        seconds = float(cmd.fix or self.settings.telegram.mute_for)
+        seconds = float(cmd.fix or self.mute_for)
         mutes.mute(self.db, inc.target, seconds, cmd.actor)
         if inc.state != S.muted:
             self.lifecycle.move(
@@ -179,9 +182,5 @@ class HumanAnswers:
         step = fix_step(
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
         )
-        verified = await self.remediator.run_fix(cmd.incident_id, step, fix=fix, actor=cmd.actor)
-        outcome = self.lifecycle.load(cmd.incident_id)
-        text = (outcome.details.get("learned_message") if outcome else None) or (
-            "verified" if verified else "did not cure it"
-        )
-        self.finish(cmd, Done if verified else Failed, text)
+        settled = await self.remediator.run_fix(cmd.incident_id, step, fix=fix, actor=cmd.actor)
+        self.finish(cmd, Done if settled.verified else Failed, settled.message)

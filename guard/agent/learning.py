@@ -1,9 +1,12 @@
-"""After a human's fix ran: learn it as a skill if it cured the incident; otherwise say why not
-and give the incident back to the human."""
+"""Learning, after a run cured an incident or a human's fix did not: a human's fix that cured it
+is learned as a skill, then the incident is closed (``guard.agent.closing``: resolved and
+remembered); a fix that did not is given back to the human with the reason. Called by
+remediation; it calls only closing, and returns what happened (``Settled``) to its caller."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
@@ -16,7 +19,16 @@ from guard.incidents.lifecycle import Lifecycle
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
 from guard.skills.writer import LearnedSkill, SkillWriter
-from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun
+from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun, RunOrigin
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a finished run settled its incident."""
+
+    verified: bool  # the run cured the incident
+    message: str  # what the human was told (a human command's outcome)
+    skill: str | None  # the skill that cured it (ran, or learned from the fix); None: none
 
 
 class Learner:
@@ -38,9 +50,20 @@ class Learner:
         self.library = library
         self.remote = remote  # skills.git_remote: a learned skill is pushed for review
 
-    async def settle(self, run: RemediationRun, inc: Incident, verified: bool, reason: str) -> None:
-        """Learn ``run``'s fix if ``verified``; either way, tell the human how it went."""
-        assert inc.id is not None and run.fix is not None
+    async def settle(
+        self, run: RemediationRun, inc: Incident, verified: bool, reason: str
+    ) -> Settled:
+        """Close the incident a skill's ``run`` cured; learn a human's fix if ``verified`` and
+        close the incident, or give it back; either way, tell the human how it went."""
+        assert inc.id is not None
+        if run.origin == RunOrigin.skill:  # a known skill cured it: nothing new to learn
+            assert verified
+            text = f"healed by skill {run.skill}: {reason}"
+            await self.closer.resolve(
+                inc.id, text, resolved_by=run.skill, resolution=reason, skill=run.skill
+            )
+            return Settled(True, text, run.skill)
+        assert run.fix is not None
         if not verified:
             text = (
                 f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
@@ -53,7 +76,7 @@ class Learner:
                 learned_message=text,
             )
             await self.closer.tell(inc, IncidentState.awaiting_human, text)
-            return
+            return Settled(False, text, None)
         saved, learned = self._save(run, inc, reason)
         reached("learning.committed")
         detail: dict[str, Any] = {}
@@ -76,6 +99,7 @@ class Learner:
             learned_message=text,
             **detail,
         )
+        return Settled(True, text, name or None)
 
     def _save(
         self, run: RemediationRun, inc: Incident, verdict: str

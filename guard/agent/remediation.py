@@ -2,9 +2,10 @@
 
 A run is persisted before it starts (``RemediationRun`` and its ``AgentStep``s), so a restart
 resumes it without repeating a step. It always ends by re-running the check that fired. A
-skill's run that cured the incident resolves it; one that did not counts toward the circuit
-breaker. A human's run goes to the ``Learner``. At most ``agent.max_concurrent_remediations``
-runs at once (``slot``).
+skill's run that did not cure the incident counts toward the circuit breaker; every other
+finished run goes on to the ``Learner`` (which hands it on to closing): remediation ->
+learning -> closing, each returning what it did to the one before. At most
+``agent.max_concurrent_remediations`` runs at once (``slot``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from guard.agent import limits, policy
-from guard.agent.closing import Closer
-from guard.agent.learning import Learner
+from guard.agent.learning import Learner, Settled
 from guard.agent.steps import StepRunner
 from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
@@ -46,7 +46,6 @@ class Remediator:
         lifecycle: Lifecycle,
         runner: StepRunner,
         library: SkillLibrary,
-        closer: Closer,
         learner: Learner,
         books: dict[str, Playbook],
     ) -> None:
@@ -55,7 +54,6 @@ class Remediator:
         self.lifecycle = lifecycle
         self.runner = runner
         self.library = library
-        self.closer = closer
         self.learner = learner
         self.books = books
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
@@ -92,10 +90,10 @@ class Remediator:
                 ),
                 list(skill.spec.steps),
             )
-            return await self.execute(run, inc, skill)
+            return (await self.execute(run, inc, skill)).verified
 
-    async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> bool:
-        """Run a human's fix (one step, as written); True when verified (and learned)."""
+    async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> Settled:
+        """Run a human's fix (one step, as written); how it settled (learned if verified)."""
         async with self.slot:
             inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
             run = self._start(
@@ -130,7 +128,7 @@ class Remediator:
             skill = self.library.get(run.skill) if run.origin == RunOrigin.skill else None
             await self.execute(run, inc, skill)
 
-    async def execute(self, run: RemediationRun, inc: Incident, skill: Skill | None) -> bool:
+    async def execute(self, run: RemediationRun, inc: Incident, skill: Skill | None) -> Settled:
         """Run ``run``'s pending steps, record how it ended, and settle the incident."""
         assert run.id is not None and inc.id is not None
         run_id = run.id
@@ -138,31 +136,23 @@ class Remediator:
         reached("verify.before_state")
         run = self._finish(run_id, verified, reason)
         record_remediation(self.runner.outcome(run_id, verified))
-        await self.settle(run, inc)
-        return verified
+        return await self.settle(run, inc)
 
-    async def settle(self, run: RemediationRun, inc: Incident) -> None:
-        """Settle the incident after its finished ``run``: resolve it, learn the fix, or count
-        the failure (also after a restart that came between the run's end and this)."""
+    async def settle(self, run: RemediationRun, inc: Incident) -> Settled:
+        """Settle the incident after its finished ``run``: count a skill's failure here; hand
+        any other outcome on to learning, which closes the incident or gives it back to the
+        human (also after a restart that came between the run's end and this)."""
         assert inc.id is not None
         verified, reason = run.status == RunStatus.verified, run.message
+        if run.origin == RunOrigin.skill:
+            self.trajectories.settle(inc.id, verified=verified, skill=run.skill)
+            if not verified:
+                self._failed(inc, run, reason)
+                return Settled(False, f"skill {run.skill} did not cure it: {reason}", None)
+        settled = await self.learner.settle(run, inc, verified, reason)
         if run.origin == RunOrigin.human:
-            await self.learner.settle(run, inc, verified, reason)
-            after = self.lifecycle.load(inc.id)
-            learned = after.details.get("learned_skill") if after is not None else None
-            self.trajectories.settle(inc.id, verified=verified, skill=learned)
-            return
-        self.trajectories.settle(inc.id, verified=verified, skill=run.skill)
-        if verified:
-            await self.closer.resolve(
-                inc.id,
-                f"healed by skill {run.skill}: {reason}",
-                resolved_by=run.skill,
-                resolution=reason,
-                skill=run.skill,
-            )
-        else:
-            self._failed(inc, run, reason)
+            self.trajectories.settle(inc.id, verified=verified, skill=settled.skill)
+        return settled
 
     def _finish(self, run_id: int, verified: bool, reason: str) -> RemediationRun:
         with self.db.session() as session:

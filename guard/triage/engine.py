@@ -35,13 +35,13 @@ from guard.crashpoints import reached
 from guard.fingerprint import fingerprint, keyed_fingerprint
 from guard.grouping.templates import TemplateBook
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
-from guard.records import IncidentEvent, Observation, Severity, Signal, utcnow
+from guard.records import IncidentEvent, Observation, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, get_states, put_states
-from guard.triage import redelivery, storm
+from guard.triage import counting, redelivery, storm
+from guard.triage.counting import ACTOR, incident_event
 
-ACTOR = "triage"
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
 CACHED_CHECKS = 20_000  # check states kept in memory (each intake alert is a check of its own)
@@ -57,13 +57,6 @@ class TriagePolicy:
 
 def incident_title(sig: Signal) -> str:
     return f"{sig.kind.replace('_', ' ')} on {sig.target}"
-
-
-def _max_severity(a: str, b: str) -> str:
-    try:
-        return a if Severity(a).rank >= Severity(b).rank else b
-    except ValueError:
-        return b
 
 
 class Triage:
@@ -122,7 +115,7 @@ class Triage:
                         reached("logfile.cursor_save")  # saved, in the batch's transaction
                 self._storms.write()
                 if time.monotonic() - self._calmed_at >= CALM_EVERY:
-                    self._calm_storms(session, events)
+                    storm.calm_storms(session, self.settings.storm_window, events)
                     self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
@@ -196,90 +189,20 @@ class Triage:
                 .limit(1)
             ).first()
             if incident is not None:
-                self._count(session, incident, sig)
+                counting.count(session, incident, sig)
                 return
             recent = self._recently_resolved(session, fp, sig.observed_at)
             if recent is not None:
                 if not redelivery.counted(recent.details, sig):  # not a late retry
                     self._reopen(session, recent, sig, events)
                 return
-        if self._storms.over_cap(session, sig.monitor_id):
-            self._fold_into_storm(session, sig, events, template_id)
+        if self._storms.over_cap(session, sig.monitor_id):  # the storm breaker takes it
+            text = self.templates.text(template_id) if template_id is not None else None
+            key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
+            self._storms.take(session, sig, key, text or sig.message, events)
             return
         self._storms.opened(sig.monitor_id)
         self._open(session, sig, fp, failures, policy, events, template_id)
-
-    def _fold_into_storm(
-        self, session: Session, sig: Signal, events: list[IncidentEvent], template_id: int | None
-    ) -> None:
-        incident = self._storms.storm(session, sig.monitor_id)
-        if incident is None:
-            incident = Incident(
-                fingerprint=storm.storm_fingerprint(sig.monitor_id),
-                check_key=storm.storm_check_key(sig.monitor_id),
-                monitor_id=sig.monitor_id,
-                source="guard",
-                target=sig.monitor_id,
-                kind=storm.STORM_KIND,
-                severity=sig.severity.value,
-                title="",
-                message=sig.message,
-                count=0,
-                opened_at=utcnow(),
-                first_seen=sig.observed_at,
-                last_seen=sig.observed_at,
-                details={
-                    "max_new_incidents": self.settings.max_new_incidents,
-                    "storm_window": self.settings.storm_window,
-                },
-            )
-            new_storm = True
-        else:
-            new_storm = False
-        text = self.templates.text(template_id) if template_id is not None else None
-        key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
-        self._storms.fold(incident, sig, key, text or sig.message)
-        self._count(session, incident, sig)
-        reached("triage.storm_fold")
-        if new_storm:
-            incident.title = storm.storm_title(sig.monitor_id, sig.count, 1)
-            session.flush()
-            opened(
-                session,
-                incident,
-                f"more than {self.settings.max_new_incidents} new incidents on "
-                f"{sig.monitor_id} within {self.settings.storm_window:g}s; what follows "
-                f"folds into this storm. First: {sig.message}",
-                actor=ACTOR,
-                fingerprint=incident.fingerprint,
-                kind=incident.kind,
-                target=incident.target,
-                severity=incident.severity,
-            )
-            events.append(self._event(incident, "opened"))
-
-    def _calm_storms(self, session: Session, events: list[IncidentEvent]) -> None:
-        for incident in storm.quiet_storms(session, self.settings.storm_window):
-            transition(
-                session,
-                incident,
-                IncidentState.resolved,
-                actor=ACTOR,
-                reason=f"storm over: nothing new for {self.settings.storm_window:g}s "
-                f"({incident.count:,} signals in all)",
-            )
-            events.append(self._event(incident, "resolved"))
-
-    def _count(self, session: Session, incident: Incident, sig: Signal) -> None:
-        if redelivery.counted(incident.details, sig):  # a redelivered alert counts once
-            return
-        # a storm counts signals (redeliveries too): its details are the storm's own
-        if redelivery.delivery(sig) and incident.kind != storm.STORM_KIND:
-            incident.details = redelivery.remember(incident.details, sig)
-        incident.count += sig.count
-        incident.last_seen = max(incident.last_seen, sig.observed_at)
-        incident.severity = _max_severity(incident.severity, sig.severity.value)
-        session.add(incident)
 
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
         since = now - timedelta(seconds=self.settings.flap_window)
@@ -340,14 +263,14 @@ class Triage:
             severity=sig.severity.value,
             details=sig.details,
         )
-        events.append(self._event(incident, "opened"))
+        events.append(incident_event(incident, "opened"))
 
     def _reopen(
         self, session: Session, incident: Incident, sig: Signal, events: list[IncidentEvent]
     ) -> None:
         incident.reopen_count += 1
         reached("triage.flap_reopen")
-        self._count(session, incident, sig)
+        counting.count(session, incident, sig)
         transition(
             session,
             incident,
@@ -366,9 +289,9 @@ class Triage:
                 f"passes for {self.settings.flap_window:g}s",
                 actor=ACTOR,
             )
-            events.append(self._event(incident, "flapping"))
+            events.append(incident_event(incident, "flapping"))
         elif not incident.flapping:
-            events.append(self._event(incident, "reopened"))
+            events.append(incident_event(incident, "reopened"))
 
     # -- passing checks -------------------------------------------------------------------------
 
@@ -408,15 +331,4 @@ class Triage:
                 reason=f"check passed again: {sig.message}",
             )
             incident.flapping = False
-            events.append(self._event(incident, "resolved"))
-
-    @staticmethod
-    def _event(incident: Incident, type_: str) -> IncidentEvent:
-        assert incident.id is not None
-        return IncidentEvent(
-            incident_id=incident.id,
-            type=type_,
-            state=incident.state,
-            title=incident.title,
-            severity=incident.severity,
-        )
+            events.append(incident_event(incident, "resolved"))

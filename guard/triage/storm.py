@@ -4,7 +4,11 @@ Past that, what would have opened a new incident folds into one *storm* incident
 monitor ("storm on api-log: 4,180 signals in 937 templates"), announced once like any incident.
 Its details keep the most frequent templates with their counts. Signals that belong to an
 incident already open still count there. The storm resolves once a whole window passes with
-nothing folded into it (``quiet_storms``), so the next storm is a new announcement.
+nothing folded into it (``calm_storms``), so the next storm is a new announcement.
+
+Triage (``engine``) asks whether a monitor is over its cap, and if so hands the signal here;
+everything a storm does (open, fold, count, title, calm down) happens in this module, which
+never calls back into the engine.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from guard.crashpoints import reached
 from guard.fingerprint import keyed_fingerprint
-from guard.incidents.lifecycle import AUTO_RESOLVABLE
-from guard.records import Signal, utcnow
-from guard.store.models import ACTIVE_STATES, Incident
+from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, transition
+from guard.records import IncidentEvent, Signal, utcnow
+from guard.store.models import ACTIVE_STATES, Incident, IncidentState
+from guard.triage.counting import ACTOR, STORM_KIND, count, incident_event
 
-STORM_KIND = "storm"
 TOP = 10  # templates shown in a storm's details
 KEPT = 500  # distinct templates counted one by one; more are counted as "other"
 
@@ -94,6 +99,53 @@ class StormBatch:
             return self._storms[monitor_id][0]
         return active_storm(session, monitor_id)
 
+    def take(
+        self, session: Session, sig: Signal, key: str, label: str, events: list[IncidentEvent]
+    ) -> None:
+        """Fold ``sig`` (its template ``key``, named ``label``) into its monitor's storm,
+        opening the storm (announced once, like any incident) if none is active."""
+        incident = self.storm(session, sig.monitor_id)
+        new_storm = incident is None
+        if incident is None:
+            incident = self._new_storm(sig)
+        self.fold(incident, sig, key, label)
+        count(session, incident, sig)
+        reached("triage.storm_fold")
+        if new_storm:
+            incident.title = storm_title(sig.monitor_id, sig.count, 1)
+            session.flush()
+            opened(
+                session,
+                incident,
+                f"more than {self.max_new_incidents} new incidents on "
+                f"{sig.monitor_id} within {self.window:g}s; what follows "
+                f"folds into this storm. First: {sig.message}",
+                actor=ACTOR,
+                fingerprint=incident.fingerprint,
+                kind=incident.kind,
+                target=incident.target,
+                severity=incident.severity,
+            )
+            events.append(incident_event(incident, "opened"))
+
+    def _new_storm(self, sig: Signal) -> Incident:
+        return Incident(
+            fingerprint=storm_fingerprint(sig.monitor_id),
+            check_key=storm_check_key(sig.monitor_id),
+            monitor_id=sig.monitor_id,
+            source="guard",
+            target=sig.monitor_id,
+            kind=STORM_KIND,
+            severity=sig.severity.value,
+            title="",
+            message=sig.message,
+            count=0,
+            opened_at=utcnow(),
+            first_seen=sig.observed_at,
+            last_seen=sig.observed_at,
+            details={"max_new_incidents": self.max_new_incidents, "storm_window": self.window},
+        )
+
     def fold(self, incident: Incident, sig: Signal, key: str, label: str) -> None:
         """Count ``sig`` in under its template ``key`` (named ``label``, its latest text)."""
         if sig.monitor_id not in self._storms:
@@ -150,3 +202,16 @@ def quiet_storms(session: Session, window: float, now: datetime | None = None) -
             )
         ).all()
     )
+
+
+def calm_storms(session: Session, window: float, events: list[IncidentEvent]) -> None:
+    """Resolve the storms gone quiet for a whole ``window``."""
+    for incident in quiet_storms(session, window):
+        transition(
+            session,
+            incident,
+            IncidentState.resolved,
+            actor=ACTOR,
+            reason=f"storm over: nothing new for {window:g}s ({incident.count:,} signals in all)",
+        )
+        events.append(incident_event(incident, "resolved"))

@@ -1,0 +1,44 @@
+"""What a signal does to the incident it lands on (count, last seen, worst severity), and the
+event that tells the hooks; shared by triage (``engine``) and the storm breaker (``storm``)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from guard.records import IncidentEvent, Severity, Signal
+from guard.store.models import Incident
+from guard.triage import redelivery
+
+ACTOR = "triage"
+STORM_KIND = "storm"
+
+
+def max_severity(a: str, b: str) -> str:
+    try:
+        return a if Severity(a).rank >= Severity(b).rank else b
+    except ValueError:
+        return b
+
+
+def count(session: Session, incident: Incident, sig: Signal) -> None:
+    """Count ``sig`` on ``incident`` (a redelivered alert counts once)."""
+    if redelivery.counted(incident.details, sig):
+        return
+    # a storm counts signals (redeliveries too): its details are the storm's own
+    if redelivery.delivery(sig) and incident.kind != STORM_KIND:
+        incident.details = redelivery.remember(incident.details, sig)
+    incident.count += sig.count
+    incident.last_seen = max(incident.last_seen, sig.observed_at)
+    incident.severity = max_severity(incident.severity, sig.severity.value)
+    session.add(incident)
+
+
+def incident_event(incident: Incident, type_: str) -> IncidentEvent:
+    assert incident.id is not None
+    return IncidentEvent(
+        incident_id=incident.id,
+        type=type_,
+        state=incident.state,
+        title=incident.title,
+        severity=incident.severity,
+    )
