@@ -34,7 +34,7 @@ from guard.incidents.commands import queue_command
 from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox, updates
 from guard.notify.telegram.auth import telegram_actor
-from guard.notify.telegram.handling import Ctx, _skipped, handled
+from guard.notify.telegram.handling import Ctx, handled, skipped
 from guard.notify.telegram.slash import INCIDENT_ID, SlashCommands
 from guard.store.models import OutboxMessage
 from guard.store.state import get_state
@@ -53,7 +53,7 @@ class Handlers(SlashCommands):
         """Skip an update handled before; keep every other incoming message and press in
         conversation memory (group -1: first)."""
         if await asyncio.to_thread(updates.seen, self.db, update.update_id):
-            _skipped(update)
+            skipped(update)
             raise ApplicationHandlerStop
         user = update.effective_user
         chat = update.effective_chat
@@ -124,7 +124,7 @@ class Handlers(SlashCommands):
                 self._press_and_queue, press, verb, preview.skill, closed, mute_for, bound
             )
         except IntegrityError:
-            _skipped(update)
+            skipped(update)
             return
         except PressRefused:  # spent meanwhile: say why, as an audited refusal
             claimed = await asyncio.to_thread(self.auth.claim, data, uid, chat_id, message_id)

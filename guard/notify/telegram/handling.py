@@ -53,7 +53,7 @@ class HandlerBase:
                 also=handled(update).mark if update is not None else None,
             )
         except IntegrityError:
-            _skipped(update)
+            skipped(update)
 
     async def decide(
         self, user_id: int | None, verb: str, incident_id: int | None = None
@@ -78,6 +78,6 @@ def handled(update: Update) -> updates.Handled:
     )
 
 
-def _skipped(update: Update | None) -> None:
+def skipped(update: Update | None) -> None:
     if update is not None:
         logger.info("telegram update {} was handled before; skipped", update.update_id)

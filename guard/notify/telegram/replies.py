@@ -17,7 +17,7 @@ from guard.incidents.commands import queue_command
 from guard.notify.telegram import confirm, outbox
 from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.grouping import group_reply
-from guard.notify.telegram.handling import Ctx, HandlerBase, _skipped, handled
+from guard.notify.telegram.handling import Ctx, HandlerBase, handled, skipped
 from guard.notify.telegram.messages import esc
 from guard.store.models import HumanCommand, OutboxMessage
 
@@ -129,7 +129,7 @@ class Replies(HandlerBase):
                 also=also,
             )
         except IntegrityError:
-            _skipped(update)
+            skipped(update)
             return
         except GuardError as exc:
             await self.say(chat.id, f"Could not take that fix: {esc(exc)}", update=update)

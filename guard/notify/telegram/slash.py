@@ -14,7 +14,7 @@ from guard.durations import parse_duration
 from guard.incidents.authz import UNMUTE, VIEW, Refused
 from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
-from guard.notify.telegram.handling import Ctx, _skipped, handled
+from guard.notify.telegram.handling import Ctx, handled, skipped
 from guard.notify.telegram.messages import esc
 from guard.notify.telegram.replies import Replies
 from guard.store import mutes
@@ -52,7 +52,7 @@ class SlashCommands(Replies):
             try:
                 await gw.send_report(str(chat), also=handled(update).mark)
             except IntegrityError:
-                _skipped(update)
+                skipped(update)
         elif name == "fix":
             if len(args) < 2 or not INCIDENT_ID.fullmatch(args[0]):  # not isdigit: "²" is one
                 await self.say(chat, "Usage: <code>/fix ID COMMAND</code>", update=update)
