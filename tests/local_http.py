@@ -22,7 +22,7 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, s
     """Start serving ``handler`` on a free port; returns the server and its base URL."""
     server = QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}"
 
 

@@ -349,7 +349,7 @@ class TelegramServer:
         self.port = httpd.server_port
         self._server = httpd
         self.up = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:
