@@ -98,6 +98,7 @@ def _append(path: Path, data: bytes) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # it measures the event loop's worst stall: alone, not beside 3 other workers
 @pytest.mark.timeout(900)
 async def test_ten_thousand_hostile_lines_through_logs_and_telegram(
     tmp_path: Path, world: World
