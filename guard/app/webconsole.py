@@ -16,11 +16,9 @@ if TYPE_CHECKING:
 
 def console_routes(guard: Runtime) -> list[BaseRoute]:
     """The console's routes for ``guard``'s web server."""
-    access = getattr(guard.settings, "access", None)
-    proxies = Proxies(
-        getattr(access, "proxy_header", None) or "", getattr(access, "trusted_proxies", ())
-    )
+    access = guard.settings.access
+    proxies = Proxies(access.proxy_header or "", access.trusted_proxies)
     console = Console(
-        guard, gate_from_settings(guard.settings), StoreTokens(guard.db), proxies=proxies
+        guard, gate_from_settings(guard.settings, guard.db), StoreTokens(guard.db), proxies=proxies
     )
     return routes(console)

@@ -145,6 +145,35 @@ def incident_page(db: Database, incident_id: int) -> IncidentPage | None:
         )
 
 
+def open_by_monitor(db: Database) -> dict[str, int]:
+    """How many incidents are open, per monitor id."""
+    with db.session() as session:
+        rows = session.exec(
+            select(Incident.monitor_id, func.count())
+            .where(col(Incident.state).in_(OPEN))
+            .group_by(Incident.monitor_id)
+        ).all()
+    return {m: int(n) for m, n in rows}
+
+
+def monitor_states(health: list[dict[str, Any]], open_: dict[str, int]) -> list[dict[str, Any]]:
+    """Each monitor with its ``state``: ``down`` while it has open incidents or its check
+    fails, ``up`` once checked with none, ``not checked yet`` before its first check."""
+    shown = []
+    for m in health:
+        n = open_.get(str(m["id"]), 0)
+        if m["healthy"] is False:
+            state = "down (the check itself fails)"
+        elif n:
+            state = f"down ({n} open incident{'s' if n != 1 else ''})"
+        elif m["healthy"] is None:
+            state = "not checked yet"
+        else:
+            state = "up"
+        shown.append({**m, "open": n, "state": state, "up": state == "up"})
+    return shown
+
+
 def recent_audit(db: Database, limit: int = AUDIT_LIMIT) -> list[AuditEntry]:
     """The newest ``limit`` audit entries, newest first."""
     with db.session() as session:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from guard.commandtext import digest
+from guard.config import Settings
 from guard.incidents.authz import Actor, Allowed, Gate, Refused
 from guard.records import IncidentState
-from guard.runtime import Runtime
+from guard.runtime import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
 from guard.skills.library import Skill, load_library
 from guard.store import audit
+from guard.store.db import Database
 from guard.webui import reads
 from guard.webui.auth import COOKIE, Limiter, Proxies, Signer, Tokens, Who, load_key
 from guard.webui.render import render
@@ -34,12 +36,22 @@ SECURITY_HEADERS = {
 }
 
 
+class Source(HealthSource, Protocol):
+    """What the console reads of a running Guard (``guard.runtime.Runtime`` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+
 class Console:
     """The web console of one running Guard."""
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: Source,
         gate: Gate,
         tokens: Tokens | None,
         *,
@@ -207,9 +219,9 @@ class Console:
         if not isinstance(who, Who):
             return who
         o = await asyncio.to_thread(reads.overview, self.db)
-        health = self.runtime.health()
-        up = sum(1 for m in health if m["healthy"] is True)
-        down = sum(1 for m in health if m["healthy"] is False)
+        monitors = await self._monitors()
+        up = sum(1 for m in monitors if m["up"])
+        down = sum(1 for m in monitors if m["state"].startswith("down"))
         return await self.rendered(who, "overview.html.j2", o=o, up=up, down=down)
 
     async def incident(self, request: Request) -> Response:
@@ -273,7 +285,11 @@ class Console:
         who = await self.viewer(request)
         if not isinstance(who, Who):
             return who
-        return await self.rendered(who, "monitors.html.j2", monitors=self.runtime.health())
+        return await self.rendered(who, "monitors.html.j2", monitors=await self._monitors())
+
+    async def _monitors(self) -> list[dict[str, Any]]:
+        open_ = await asyncio.to_thread(reads.open_by_monitor, self.db)
+        return reads.monitor_states(self.runtime.health(), open_)
 
     async def audit(self, request: Request) -> Response:
         who = await self.viewer(request)
