@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlmodel import Session, col, func, select
 
@@ -112,35 +112,27 @@ def overview(db: Database) -> Overview:
         )
 
 
+Row = TypeVar("Row", IncidentTimeline, RemediationRun, HumanCommand)
+
+
+def _newest(session: Session, model: type[Row], incident_id: int, limit: int) -> list[Row]:
+    """An incident's newest ``limit`` rows of ``model`` (by its indexed ``incident_id``)."""
+    query = select(model).where(model.incident_id == incident_id)
+    return list(session.exec(query.order_by(col(model.id).desc()).limit(limit)))
+
+
 def incident_page(db: Database, incident_id: int) -> IncidentPage | None:
     """An incident with its newest timeline entries, remedies, commands and open approvals."""
     with db.session() as session:
         incident = session.get(Incident, incident_id)
         if incident is None:
             return None
-        timeline = session.exec(
-            select(IncidentTimeline)
-            .where(IncidentTimeline.incident_id == incident_id)
-            .order_by(col(IncidentTimeline.id).desc())
-            .limit(TIMELINE_LIMIT)
-        ).all()
-        runs = session.exec(
-            select(RemediationRun)
-            .where(RemediationRun.incident_id == incident_id)
-            .order_by(col(RemediationRun.id).desc())
-            .limit(20)
-        ).all()
-        commands = session.exec(
-            select(HumanCommand)
-            .where(HumanCommand.incident_id == incident_id)
-            .order_by(col(HumanCommand.id).desc())
-            .limit(20)
-        ).all()
+        timeline = _newest(session, IncidentTimeline, incident_id, TIMELINE_LIMIT)
         return IncidentPage(
             incident=incident,
             timeline=list(reversed(timeline)),
-            runs=list(runs),
-            commands=list(commands),
+            runs=_newest(session, RemediationRun, incident_id, 20),
+            commands=_newest(session, HumanCommand, incident_id, 20),
             approvals=_pending(session, incident_id, 20),
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,10 +19,24 @@ from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
 from guard.webui import Console, routes
 from guard.webui.auth import Proxies, StoreTokens
-from tests.agent_helpers import stored_incident
+from tests.agent_helpers import stored_incident, wait_for
 from tests.conftest import GuardHome
 
 CSRF = re.compile(r'name="csrf" value="([^"]*)"')
+PORT = re.compile(r"web console on http://127\.0\.0\.1:(\d+)/")
+LOCAL = {"http_host": "127.0.0.1", "http_port": 0}  # a free port: Guards in parallel never collide
+
+
+def cli_token(home: GuardHome, name: str, role: str) -> str:
+    """``guard access token create``: the token alone on the last line of its output."""
+    out = home.cli("access", "token", "create", name, "--role", role).stdout
+    return out.strip().splitlines()[-1]
+
+
+def console_url(log: Path) -> str:
+    """The console's address, from ``guard run``'s log."""
+    found = wait_for(lambda: PORT.search(log.read_text()), 30, "the console's address")
+    return f"http://127.0.0.1:{found.group(1)}"
 
 
 @dataclass

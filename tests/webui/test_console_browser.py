@@ -6,7 +6,6 @@ approve form; a forged post without the CSRF token is refused. The screenshots i
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -17,17 +16,11 @@ from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import REPO, GuardHome
 from tests.telegram_helpers import Service, http_playbook, write_http_skill
 from tests.webui.browser import chromium
+from tests.webui.helpers import LOCAL, cli_token, console_url
 
 pytestmark = pytest.mark.browser
 
 SHOTS = REPO / "docs" / "img"
-PORT = re.compile(r"web console on http://127\.0\.0\.1:(\d+)/")
-
-
-def token(home: GuardHome, name: str, role: str) -> str:
-    """``guard access token create``: the token alone on the last line of its output."""
-    out = home.cli("access", "token", "create", name, "--role", role).stdout
-    return out.strip().splitlines()[-1]
 
 
 def awaiting(home: GuardHome) -> int | None:
@@ -61,8 +54,7 @@ def test_approve_in_chromium_heals_a_real_fault(home: GuardHome, service: Servic
 
     home.write_config(
         {
-            "http_host": "127.0.0.1",
-            "http_port": 0,
+            **LOCAL,
             "sandbox": {"backend": "local"},
             "agent": {"verify_timeout": "5s", "poll_interval": "200ms"},
             "skills": {"git_author": "Guard Test <guard@test>"},
@@ -70,10 +62,9 @@ def test_approve_in_chromium_heals_a_real_fault(home: GuardHome, service: Servic
     )
     http_playbook(home, service)
     write_http_skill(home, service)  # trust: approval, so Guard asks first
-    ann, vic = token(home, "ann", "approver"), token(home, "vic", "viewer")
+    ann, vic = cli_token(home, "ann", "approver"), cli_token(home, "vic", "viewer")
     with running_guard(home) as (_, log), chromium() as driver:
-        port = wait_for(lambda: PORT.search(log.read_text()), 30, "the console's address")
-        base = f"http://127.0.0.1:{port.group(1)}"
+        base = console_url(log)
         inc = wait_for(lambda: awaiting(home), 60, "the incident to ask for approval")
 
         sign_in(driver, base, ann)
