@@ -83,6 +83,14 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
+def _same(a: str, b: str) -> bool:
+    """Constant-time equality of two strings, any characters (``compare_digest`` on ``str``
+    refuses non-ASCII, which a forged cookie or form may hold)."""
+    return hmac.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
+
+
 class Signer:
     """Session cookies and CSRF tokens under one key."""
 
@@ -100,7 +108,7 @@ class Signer:
     def read(self, cookie: str) -> Who | None:
         """The session a cookie holds, if its signature holds and it has not expired."""
         payload, _, mac = cookie.partition(".")
-        if not hmac.compare_digest(mac, self._mac("session", payload)):
+        if not _same(mac, self._mac("session", payload)):
             return None
         try:
             name, issued, nonce = base64.urlsafe_b64decode(payload + "==").decode().split("|")
@@ -116,7 +124,7 @@ class Signer:
         return self._mac("csrf", bound)
 
     def csrf_ok(self, bound: str, given: str) -> bool:
-        return bool(bound) and hmac.compare_digest(self.csrf(bound), given)
+        return bool(bound) and _same(self.csrf(bound), given)
 
 
 class Limiter:

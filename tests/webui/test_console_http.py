@@ -228,3 +228,73 @@ async def test_hostile_incident_text_is_shown_as_text(home: GuardHome) -> None:
         assert "&lt;/pre&gt;&lt;script&gt;alert(2)&lt;/script&gt;" in page
         assert "\ufffd[31mred" in page  # the escape made visible, not obeyed
         assert "more characters)" in page and len(page) < 400_000  # the long line is cut
+
+
+async def test_a_proposal_is_approved_only_as_the_page_showed_it(home: GuardHome) -> None:
+    from guard.commandtext import digest
+    from guard.store.models import Incident
+
+    site = Site(home)
+    proposal = {
+        "fix": "systemctl restart api",
+        "reason": "it hung",
+        "confidence": 0.8,
+        "model": "m",
+    }
+    inc = site.incident(details={"options": ["proposal"], "proposal": proposal})
+    async with site.aclient() as c:
+        await sign_in(c, site.tokens["ann"])
+        page = await c.get(f"/incidents/{inc}")
+        shown = digest("systemctl restart api")
+        assert f'name="digest" value="{shown}"' in page.text
+        with site.db.session() as s:  # the proposal changes after the page was read
+            row = s.get(Incident, inc)
+            assert row is not None
+            row.details = {"options": ["proposal"], "proposal": proposal | {"fix": "rm -rf /"}}
+            s.add(row)
+        form = {"csrf": csrf_of(page), "skill": "proposal", "digest": shown}
+        r = await c.post(f"/incidents/{inc}/approve", data=form)
+        assert r.status_code == 409 and "nothing queued" in r.text
+        assert site.commands() == []
+        page = await c.get(f"/incidents/{inc}")
+        now = digest("rm -rf /")
+        form = {"csrf": csrf_of(page), "skill": "proposal", "digest": now}
+        assert (await c.post(f"/incidents/{inc}/approve", data=form)).status_code == 303
+    (cmd,) = site.commands()
+    assert (cmd.skill, cmd.fix) == ("proposal", now)  # bound to the text the page showed
+
+
+async def test_skills_show_their_files_review_and_history(home: GuardHome) -> None:
+    from types import SimpleNamespace
+
+    from tests.telegram_helpers import write_http_skill
+
+    site = Site(home)
+    write_http_skill(home, SimpleNamespace(base="http://svc"), "web-fix")  # type: ignore[arg-type]
+    scripts = home.root / "skills" / "web-fix" / "scripts"
+    scripts.mkdir()
+    (scripts / "fix.sh").write_text("echo '<b>fixed</b>'\n")
+    async with site.aclient() as c:
+        listing = await c.get("/skills", headers=site.bearer("vic"))
+        assert 'href="/skills/web-fix"' in listing.text and "<td>approval</td>" in listing.text
+        page = await c.get("/skills/web-fix", headers=site.bearer("vic"))
+        assert page.status_code == 200
+        assert "## When to use" in page.text  # SKILL.md, as text
+        assert (
+            "scripts/fix.sh" in page.text and "echo &#39;&lt;b&gt;fixed&lt;/b&gt;&#39;" in page.text
+        )
+        assert "Not in a git checkout." in page.text
+        missing = await c.get("/skills/nope", headers=site.bearer("vic"))
+        assert missing.status_code == 404
+
+
+async def test_a_forged_cookie_or_csrf_token_of_any_characters_is_refused(home: GuardHome) -> None:
+    site = Site(home)
+    async with site.aclient() as c:
+        forged = [(b"cookie", b"guard_session=bm9wZQ.\xc3\xa9\xc3\xa9")]  # non-ASCII bytes
+        assert (await c.get("/", headers=forged)).status_code == 401
+        await sign_in(c, site.tokens["ann"])
+        inc = site.incident()
+        r = await c.post(f"/incidents/{inc}/deny", data={"csrf": "\u00e9" * 43})
+        assert r.status_code == 403
+    assert site.commands() == []
