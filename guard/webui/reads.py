@@ -21,6 +21,7 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
+from guard.store.state import get_state
 
 CLOSED = (IncidentState.resolved, IncidentState.muted)
 OPEN = tuple(s for s in IncidentState if s not in CLOSED)
@@ -40,6 +41,7 @@ class Overview:
     head: tuple[int, str]
     head_at: datetime | None
     anchored_at: datetime | None
+    verified: dict[str, Any]  # the last ``guard audit verify``: at, ok, entries or seq/reason
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def _last_action(session: Session, action: str) -> datetime | None:
 
 def overview(db: Database) -> Overview:
     """The overview's figures: open incidents by severity (and the newest of them), pending
-    approvals, the last report sent, the audit chain's head and when it was last anchored."""
+    approvals, the last report sent, the audit chain's head, when it was last anchored and
+    what the last ``guard audit verify`` found."""
     with db.session() as session:
         counts = session.exec(
             select(Incident.severity, func.count())
@@ -109,6 +112,7 @@ def overview(db: Database) -> Overview:
             head=head,
             head_at=head_at,
             anchored_at=_last_action(session, "audit.anchored"),
+            verified=get_state(session, audit.VERIFIED),
         )
 
 

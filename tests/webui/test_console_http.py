@@ -298,3 +298,28 @@ async def test_a_forged_cookie_or_csrf_token_of_any_characters_is_refused(home: 
         r = await c.post(f"/incidents/{inc}/deny", data={"csrf": "\u00e9" * 43})
         assert r.status_code == 403
     assert site.commands() == []
+
+
+async def test_the_overview_says_when_the_audit_chain_was_last_found_broken(
+    home: GuardHome,
+) -> None:
+    from guard.store.audit import VERIFIED
+    from guard.store.state import put_state
+
+    site = Site(home)
+    async with site.aclient() as c:
+        page = await c.get("/", headers=site.bearer("vic"))
+        assert "never (run <code>guard audit verify</code>)" in page.text
+        with site.db.session() as s:
+            put_state(
+                s,
+                VERIFIED,
+                {
+                    "at": "2026-12-05T11:00:00",
+                    "ok": False,
+                    "seq": 7,
+                    "reason": "<b>hash</b> differs",
+                },
+            )
+        page = await c.get("/", headers=site.bearer("vic"))
+        assert "BROKEN at entry #7: &lt;b&gt;hash&lt;/b&gt; differs" in page.text
