@@ -21,10 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bench.common import machine
-from bench.store import build
+from bench.store import build, store_home
 
 
 class _Runtime:
@@ -62,28 +60,13 @@ def run_size(incidents: int, requests: int) -> dict[str, Any]:
 
     from guard.access.roles import Role
     from guard.access.tokens import create_token
-    from guard.config import load_settings
     from guard.notify.authz import gate_from_settings
-    from guard.store.db import open_database
     from guard.store.models import Incident
     from guard.webui import Console, routes
     from guard.webui.auth import StoreTokens
 
     with tempfile.TemporaryDirectory(prefix="guard-bench-web-") as tmp:
-        root = Path(tmp)
-        (root / "playbooks").mkdir()
-        config = root / "guard.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "data_dir": str(root / "data"),
-                    "playbooks_dir": str(root / "playbooks"),
-                    "skills_dir": str(root / "skills"),
-                }
-            )
-        )
-        settings = load_settings(config)
-        db = open_database(settings.database_url)
+        _, settings, db = store_home(Path(tmp))
         build(db, incidents, 10)
         token = create_token(db, "bench", Role.viewer)
         with db.session() as s:

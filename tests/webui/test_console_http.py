@@ -144,7 +144,9 @@ async def test_a_viewers_approve_is_refused_audited_and_queues_nothing(home: Gua
     assert all(e.data["reason"] == "needs approver; you are viewer" for e in refused)
 
 
-async def test_an_approvers_approve_is_queued_under_the_tokens_name(home: GuardHome) -> None:
+async def test_an_approvers_approve_and_fix_are_queued_under_the_tokens_name(
+    home: GuardHome,
+) -> None:
     site = Site(home)
     inc = site.incident(details={"options": ["restart-api"]})
     async with site.aclient() as c:
@@ -157,13 +159,18 @@ async def test_an_approvers_approve_is_queued_under_the_tokens_name(home: GuardH
         )
         assert r.status_code == 303
         assert r.headers["location"].startswith(f"/incidents/{inc}?queued=")
-    (cmd,) = site.commands()
-    assert (cmd.verb, cmd.skill, cmd.actor, cmd.status) == (
+        fix = {"csrf": csrf_of(page), "fix": "docker.restart api"}
+        assert (await c.post(f"/incidents/{inc}/fix", data=fix)).status_code == 303
+        empty = await c.post(f"/incidents/{inc}/fix", data={"csrf": csrf_of(page), "fix": " "})
+        assert empty.status_code == 400
+    approve, reply = site.commands()
+    assert (approve.verb, approve.skill, approve.actor, approve.status) == (
         "approve",
         "restart-api",
         "token:ann",
         "queued",
     )
+    assert (reply.verb, reply.fix, reply.actor) == ("reply", "docker.restart api", "token:ann")
     (entry,) = site.audited("human.approve")
     assert entry.actor == "token:ann" and entry.data["allowed"] == "role approver"
 
