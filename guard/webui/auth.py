@@ -2,9 +2,9 @@
 header; CSRF tokens for forms; a per-address limit on wrong tokens.
 
 - A session cookie is ``name|issued|nonce`` signed with HMAC-SHA256 under a per-install key
-  (``data_dir/web-session.key``, made on first use, mode 0600). It names the token it was
-  made from; every request asks the token store whether that token is still active, so a
-  revoked token's sessions stop at once.
+  (``data_dir/web-session.key``, made on first use, mode 0600), good for ``SESSION_AGE``. It
+  names the token it was made from; every request asks the token store whether that token is
+  still active, so a revoked token's sessions stop at once. Signing out ends the session.
 - A form's CSRF token is an HMAC of the session's nonce (of the proxy's user name, for a
   proxy sign-in); a bearer request needs none (a browser never adds that header by itself).
 - Wrong tokens: at most ``FAILURES`` a minute per client address; then 429 with
@@ -97,6 +97,17 @@ class Signer:
     def __init__(self, key: bytes, clock: Callable[[], float] = time.time) -> None:
         self.key = key
         self.clock = clock
+        self._ended: dict[str, float] = {}  # signed-out sessions' nonces -> when they expire
+
+    def end(self, who: Who) -> None:
+        """Sign a session out: its cookie is refused from now on, even if replayed (until this
+        process restarts; it expires by itself within ``SESSION_AGE``)."""
+        now = self.clock()
+        for nonce, until in list(self._ended.items()):
+            if until < now:
+                del self._ended[nonce]
+        if who.nonce and len(self._ended) < 100_000:
+            self._ended[who.nonce] = now + SESSION_AGE
 
     def _mac(self, purpose: str, value: str) -> str:
         return _b64(hmac.new(self.key, f"{purpose}|{value}".encode(), hashlib.sha256).digest())
@@ -115,7 +126,7 @@ class Signer:
             age = self.clock() - int(issued)
         except ValueError:
             return None
-        if not 0 <= age <= SESSION_AGE:
+        if not 0 <= age <= SESSION_AGE or nonce in self._ended:
             return None
         return Who(name, "session", nonce)
 

@@ -112,6 +112,7 @@ class Forms:
         form = await self._form(request, who.nonce)
         if not isinstance(form, dict):
             return form
+        self.c.signer.end(who)
         response = _redirect("/login")
         response.delete_cookie(COOKIE, path="/")
         return response

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guard.access.tokens import revoke_token
-from guard.webui.auth import Proxies
+from guard.webui.auth import SESSION_AGE, Proxies, Signer
 from tests.conftest import GuardHome
 from tests.webui.helpers import Site, csrf_of, sign_in
 
@@ -330,3 +330,30 @@ async def test_the_overview_says_when_the_audit_chain_was_last_found_broken(
             )
         page = await c.get("/", headers=site.bearer("vic"))
         assert "BROKEN at entry #7: &lt;b&gt;hash&lt;/b&gt; differs" in page.text
+
+
+async def test_signing_out_ends_the_session_even_for_a_replayed_cookie(home: GuardHome) -> None:
+    site = Site(home)
+    async with site.aclient() as c:
+        await sign_in(c, site.tokens["vic"])
+        page = await c.get("/")
+        kept = c.cookies["guard_session"]
+        r = await c.post("/logout", data={"csrf": csrf_of(page)})
+        assert r.status_code == 303 and r.headers["location"] == "/login"
+        assert (await c.get("/")).status_code == 401
+        c.cookies.set("guard_session", kept)  # the old cookie, replayed
+        assert (await c.get("/")).status_code == 401
+
+
+@pytest.mark.parametrize("age", [-60, SESSION_AGE + 1])
+def test_a_session_is_good_for_its_age_only(age: int) -> None:
+    now = [1_000_000.0]
+    signer = Signer(b"k" * 32, clock=lambda: now[0])
+    cookie = signer.session("ann")
+    found = signer.read(cookie)
+    assert found is not None and (found.name, found.via) == ("ann", "session")
+    now[0] += age
+    assert signer.read(cookie) is None
+    tampered = cookie.replace(cookie[0], "A" if cookie[0] != "A" else "B", 1)
+    now[0] -= age
+    assert signer.read(tampered) is None
