@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from guard.commandtext import digest
@@ -12,7 +13,7 @@ from guard.incidents.authz import Actor, Allowed, Gate, Refused
 from guard.records import IncidentState
 from guard.runtime import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
-from guard.skills.library import Skill, load_library
+from guard.skills.library import Candidate, Skill, SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
 from guard.webui import reads
@@ -65,6 +66,8 @@ class Console:
         self.tokens = tokens
         self.proxies = proxies or Proxies()
         self.limiter = limiter or Limiter()
+        self._skills: SkillLibrary | None = None
+        self._library_lock = threading.Lock()
         self.signer = Signer(key if key is not None else load_key(runtime.settings.data_dir))
 
     # -- who asks -------------------------------------------------------------------------------
@@ -234,6 +237,7 @@ class Console:
             return self.message(request, who, 404, "No such incident", f"no incident {incident_id}")
         details = p.incident.details if isinstance(p.incident.details, dict) else {}
         proposal = details.get("proposal") if isinstance(details.get("proposal"), dict) else None
+        candidates = await asyncio.to_thread(self._candidates, p.incident)
         queued = request.query_params.get("queued", "")
         return await self.rendered(
             who,
@@ -243,22 +247,37 @@ class Console:
             proposal=proposal,
             proposal_digest=digest(str(proposal.get("fix") or "")) if proposal else "",
             options=[str(o) for o in details.get("options") or []],
+            candidates=candidates,
             asking=p.incident.state in ASKING,
             can_approve=self.may(who, "approve", p.incident),
             can_fix=self.may(who, "reply", p.incident),
             queued=queued if queued.isdigit() else "",
         )
 
-    def _library(self) -> tuple[list[Skill], dict[str, list[str]]]:
-        return load_library(self.runtime.settings.skills_dir)
+    def _library(self) -> SkillLibrary:
+        """The skills on disk, reloaded only when a file changed (one lock: a reload at a time)."""
+        with self._library_lock:
+            if self._skills is None:
+                self._skills = SkillLibrary(self.runtime.settings.skills_dir)
+            else:
+                self._skills.refresh()
+            return self._skills
+
+    def _candidates(self, incident: Any) -> list[Candidate]:
+        """The skills whose triggers match ``incident`` now, best first."""
+        return self._library().candidates(incident)
 
     async def skills(self, request: Request) -> Response:
         who = await self.viewer(request)
         if not isinstance(who, Who):
             return who
-        skills, quarantined = await asyncio.to_thread(self._library)
+        library = await asyncio.to_thread(self._library)
         return await self.rendered(
-            who, "skills.html.j2", skills=skills, quarantined=quarantined, review_text=review_text
+            who,
+            "skills.html.j2",
+            skills=library.skills,
+            quarantined=library.quarantined,
+            review_text=review_text,
         )
 
     async def skill(self, request: Request) -> Response:
@@ -266,8 +285,7 @@ class Console:
         if not isinstance(who, Who):
             return who
         name = request.path_params["name"]
-        skills, _ = await asyncio.to_thread(self._library)
-        found = next((s for s in skills if s.name == name), None)
+        found = (await asyncio.to_thread(self._library)).get(name)
         if found is None:
             return self.message(request, who, 404, "No such skill", f"no skill {name}")
         skill_md, scripts, history = await asyncio.to_thread(_skill_files, found)

@@ -271,7 +271,7 @@ async def test_a_proposal_is_approved_only_as_the_page_showed_it(home: GuardHome
     assert (cmd.skill, cmd.fix) == ("proposal", now)  # bound to the text the page showed
 
 
-async def test_skills_show_their_files_review_and_history(home: GuardHome) -> None:
+async def test_skills_show_their_files_review_and_the_incidents_they_match(home: GuardHome) -> None:
     from types import SimpleNamespace
 
     from tests.telegram_helpers import write_http_skill
@@ -293,6 +293,13 @@ async def test_skills_show_their_files_review_and_history(home: GuardHome) -> No
         assert "Not in a git checkout." in page.text
         missing = await c.get("/skills/nope", headers=site.bearer("vic"))
         assert missing.status_code == 404
+        matching = site.incident("open")  # http_status from http: the skill's trigger
+        other = site.incident("open", source="logfile", kind="log_pattern")
+        page = await c.get(f"/incidents/{matching}", headers=site.bearer("vic"))
+        candidates = page.text.split('id="candidates"')[1].split("</table>")[0]
+        assert 'href="/skills/web-fix"' in candidates and "trigger: " in candidates
+        page = await c.get(f"/incidents/{other}", headers=site.bearer("vic"))
+        assert "No skill's triggers match this incident." in page.text
 
 
 async def test_a_forged_cookie_or_csrf_token_of_any_characters_is_refused(home: GuardHome) -> None:
