@@ -152,7 +152,7 @@ class Console:
         found = await self.who(request)
         if not isinstance(found, Who):
             return found
-        decision = self.gate.authorise(self.actor(found), "view", None)
+        decision = await asyncio.to_thread(self.gate.authorise, self.actor(found), "view", None)
         if isinstance(decision, Refused):
             await asyncio.to_thread(self._audit_refusal, found, "view", request.url.path, decision)
             return self.message(request, found, 403, "Refused", decision.reason)
@@ -238,6 +238,9 @@ class Console:
         details = p.incident.details if isinstance(p.incident.details, dict) else {}
         proposal = details.get("proposal") if isinstance(details.get("proposal"), dict) else None
         candidates = await asyncio.to_thread(self._candidates, p.incident)
+        can_approve, can_fix = await asyncio.to_thread(  # the gate reads the token's role
+            lambda: (self.may(who, "approve", p.incident), self.may(who, "reply", p.incident))
+        )
         queued = request.query_params.get("queued", "")
         return await self.rendered(
             who,
@@ -249,8 +252,8 @@ class Console:
             options=[str(o) for o in details.get("options") or []],
             candidates=candidates,
             asking=p.incident.state in ASKING,
-            can_approve=self.may(who, "approve", p.incident),
-            can_fix=self.may(who, "reply", p.incident),
+            can_approve=can_approve,
+            can_fix=can_fix,
             queued=queued if queued.isdigit() else "",
         )
 
