@@ -2,9 +2,9 @@
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
 ``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``, ``bench.scale``,
-``bench.store``, ``bench.diagnosis``); ``bench.crash`` and ``bench.soak`` (the fault soak: root,
-a dockerd of its own, libfaketime) run only alone. Needs a Docker
-engine (detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
+``bench.store``, ``bench.web``, ``bench.diagnosis``); ``bench.crash`` and ``bench.soak`` (the
+fault soak: root, a dockerd of its own, libfaketime) run only alone. Needs a Docker engine
+(detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
 Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
 shorter ones for a quick run, the JSON says which.
 """
@@ -29,6 +29,7 @@ from bench import (
     scale,
     store,
     storm,
+    web,
 )
 from bench.common import machine, quiet
 
@@ -62,6 +63,7 @@ def main() -> None:
     report["redaction"] = redaction.run()
     report["scale"] = scale.run()
     report["store"] = store.run()
+    report["web"] = [web.run_size(n, 30) for n in (1_000, 100_000)]
     report["diagnosis"] = asyncio.run(diagnosis.run(diagnosis.endpoint()))
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
     report["bench_seconds"] = round(time.monotonic() - started)

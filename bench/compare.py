@@ -156,6 +156,13 @@ def _store() -> dict[str, float | None]:
     return {"store.cli_incidents_list_ms_20k": median * 1000 if median is not None else None}
 
 
+def _web() -> dict[str, float | None]:
+    from bench import web
+
+    r = web.run_size(20_000, 20)
+    return {"web.overview_ms_20k": _get(r, "overview", "median_ms")}
+
+
 PROFILE: tuple[tuple[str, Callable[[], dict[str, float | None]]], ...] = (
     ("detection", _detection),
     ("mttr", _mttr),
@@ -164,6 +171,7 @@ PROFILE: tuple[tuple[str, Callable[[], dict[str, float | None]]], ...] = (
     ("redaction", _redaction),
     ("storm", _storm),
     ("store", _store),
+    ("web", _web),
 )
 
 

@@ -128,26 +128,32 @@ def _in_process(db: Any, settings: Any) -> dict[str, float]:
     }
 
 
-def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
+def store_home(root: Path) -> tuple[Path, Any, Any]:
+    """A Guard home in ``root`` (config, empty playbooks): its config file, settings and store."""
     from guard.config import load_settings
     from guard.store.db import open_database
+
+    (root / "playbooks").mkdir()
+    config = root / "guard.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(root / "data"),
+                "playbooks_dir": str(root / "playbooks"),
+                "skills_dir": str(root / "skills"),
+            }
+        )
+    )
+    settings = load_settings(config)
+    return config, settings, open_database(settings.database_url)
+
+
+def run(incidents: int = 100_000, per_incident: int = 10) -> dict[str, Any]:
     from guard.store.models import LATER_INDEXES
 
     with tempfile.TemporaryDirectory(prefix="guard-bench-store-") as tmp:
         root = Path(tmp)
-        (root / "playbooks").mkdir()
-        config = root / "guard.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "data_dir": str(root / "data"),
-                    "playbooks_dir": str(root / "playbooks"),
-                    "skills_dir": str(root / "skills"),
-                }
-            )
-        )
-        settings = load_settings(config)
-        db = open_database(settings.database_url)
+        config, settings, db = store_home(root)
         t = time.perf_counter()
         build(db, incidents, per_incident)
         built_s = time.perf_counter() - t

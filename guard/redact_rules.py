@@ -115,6 +115,7 @@ SHAPES: list[Rule] = [
         r"\bgl(?:pat|dt|ptt|rt|oas|cbt|ft|imt|agent|soat|ffct|wt|deploy)-[A-Za-z0-9_.-]{20,255}",
         needs=("gl",),
     ),
+    Rule("guard-token", r"\bgat_[A-Za-z0-9_-]{40,100}", needs=("gat_",)),
     Rule("slack-token", r"\bxox[abeoprsc]-[A-Za-z0-9-]{10,255}", needs=("xox",)),
     Rule("slack-token", r"\bxapp-\d-[A-Z0-9]{1,20}-\d{1,20}-[a-z0-9]{20,128}", needs=("xapp-",)),
     Rule(

@@ -13,6 +13,7 @@
   every interface by default).
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 - ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
+- the web console's pages (``guard.webui``, docs/WEB.md): routes the wiring layer passes in.
 
 The server is Starlette served by uvicorn, run as a task of Guard's own event loop (no signal
 handlers of its own: Guard's SIGTERM stops it; no access log). Both are imported only when the
@@ -31,7 +32,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.triggers.interval import IntervalTrigger
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response as HTTPResponse
+    from starlette.routing import BaseRoute
 
 
 HEARTBEAT = 5.0  # seconds between scheduler heartbeats
@@ -78,8 +80,10 @@ class WebServer:
         *,
         probe_every: float = PROBE_EVERY,
         clock: Callable[[], float] = time.monotonic,
+        routes: Sequence[BaseRoute] = (),
     ) -> None:
         self.guard = guard
+        self.routes = list(routes)  # more pages (the web console), from the wiring layer
         self.scheduler = scheduler
         self.checks = checks
         self.host = guard.settings.http_host
@@ -137,6 +141,8 @@ class WebServer:
             else "/healthz, /readyz and /metrics"  # as before the hooks: log readers match it
         )
         logger.info("serving {} on http://{}:{}", paths, self.host, self.port)
+        if self.routes:
+            logger.info("web console on http://{}:{}/ (docs/WEB.md)", self.host, self.port)
 
     async def close(self) -> None:
         self._ready = False
@@ -154,7 +160,7 @@ class WebServer:
                 await serving
 
     def app(self) -> Starlette:
-        """The ASGI app: probes, metrics and the hooks (more mounts come here: the console, MCP)."""
+        """The ASGI app: probes, metrics, the hooks and the routes passed in (the console)."""
         from starlette.applications import Starlette
         from starlette.routing import Route
 
@@ -164,6 +170,7 @@ class WebServer:
                 Route("/readyz", self._readyz_route, methods=["GET"]),
                 Route("/metrics", self._metrics_route, methods=["GET"]),
                 Route("/hooks/{hook_id}", self.hooks.handle, methods=["POST"]),
+                *self.routes,
             ],
             exception_handlers={404: _not_found, 405: _not_allowed},
         )
@@ -262,7 +269,8 @@ async def _not_found(request: Request, exc: Exception) -> HTTPResponse:
 
 
 async def _not_allowed(request: Request, exc: Exception) -> HTTPResponse:
-    allowed = "POST" if request.url.path.startswith("/hooks/") else "GET and HEAD"
+    allow = str((getattr(exc, "headers", None) or {}).get("Allow", ""))  # Starlette's route says
+    allowed = " and ".join(m.strip() for m in allow.split(",") if m.strip()) or "GET and HEAD"
     return _respond(_json(405, {"error": f"only {allowed}"}))
 
 

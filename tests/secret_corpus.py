@@ -72,6 +72,7 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
     google = "AI" + "za" + _fill(seed + "goo", 35, _URLSAFE)
     anthropic = "sk-" + "ant-api03-" + _fill(seed + "ant", 40, _URLSAFE)
     npm = "np" + "m_" + _fill(seed + "npm", 36, _AN)
+    guard_token = "ga" + "t_" + _fill(seed + "gat", 43, _URLSAFE)  # guard access token create
     sendgrid = (
         "S" + "G." + _fill(seed + "sg1", 22, _URLSAFE) + "." + _fill(seed + "sg2", 43, _URLSAFE)
     )
@@ -118,6 +119,7 @@ def secrets(seed: str = "a") -> list[tuple[str, str, str]]:
         ("private-key", pem, f"loaded signing key:\n{pem}\n and then crashed"),
         ("google-api-key", google, f"maps: request denied for key={google}"),
         ("anthropic-key", anthropic, f"llm call failed (401) with x-api-key: {anthropic}"),
+        ("guard-token", guard_token, f"curl /incidents/3 with token {guard_token} got 401"),
         ("npm-token", npm, f"npm ERR! //registry.npmjs.org/:_authToken={npm} is invalid"),
         ("sendgrid-key", sendgrid, f"mailer: SENDGRID_API_KEY={sendgrid} quota exceeded"),
         ("token", api_key, f'upstream said 401 for {{"api_key": "{api_key}", "user": 42}}'),

@@ -221,7 +221,9 @@ class Guard:
             {"monitors": [m.id for m in self.monitors], "replica": self.leadership.replica.id},
         )
         scheduler = start_scheduler()
-        web = WebServer(self, scheduler)
+        from guard.app.webconsole import console_routes  # jinja2 and the pages: only when run
+
+        web = WebServer(self, scheduler, routes=console_routes(self))
         release = asyncio.Event()  # set last: the lease is held until the work is put away
         lease = asyncio.create_task(self.leadership.run(release, self._deposed), name="lease")
         if self.leadership.ha:

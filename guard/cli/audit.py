@@ -7,7 +7,10 @@ import typer
 
 from guard.cli.common import ConfigOption, database, err, fail, out, settings_from
 from guard.exceptions import AuditChainBroken
+from guard.records import utcnow
 from guard.store import audit as chain
+from guard.store.db import Database
+from guard.store.state import put_state
 
 app = typer.Typer(help="The tamper-evident audit log.", no_args_is_help=True)
 
@@ -36,19 +39,24 @@ def verify(
     settings = settings_from(config, logging=False)
     db = database(settings)
     path = settings.data_dir / chain.ANCHORS
+    broken: AuditChainBroken | None = None
     with db.session() as session:
         try:
             kept = chain.read_anchors(path)
             anchors = kept + [_head_option(h) for h in heads]
             n = chain.verify(session, anchors, file_lines=len(kept))
         except AuditChainBroken as exc:
-            err.print(
-                f"audit chain BROKEN at entry #{exc.seq}: {exc.reason}",
-                markup=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(1) from None
+            broken = exc
         seq, head = chain.head(session)
+    if broken is not None:  # recorded once the reading transaction has ended
+        _record(db, {"ok": False, "seq": broken.seq, "reason": broken.reason})
+        err.print(
+            f"audit chain BROKEN at entry #{broken.seq}: {broken.reason}",
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    _record(db, {"ok": True, "entries": n, "seq": seq})
     keyed = "keyed" if head.startswith(chain.KEYED) else "unkeyed"
     out.print(
         f"audit chain ok: {n} entries, head #{seq} {head[:21]} ({keyed}), "
@@ -56,6 +64,12 @@ def verify(
         markup=False,
         soft_wrap=True,
     )
+
+
+def _record(db: Database, result: dict[str, object]) -> None:
+    """Keep the outcome for the web console's overview (a state row, not an audit entry)."""
+    with db.session() as session:
+        put_state(session, chain.VERIFIED, {"at": utcnow().isoformat(), **result})
 
 
 @app.command("anchor")

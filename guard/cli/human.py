@@ -72,7 +72,7 @@ def answer(
             incident_id=incident_id,
             verb=verb,
             actor=_actor(),
-            gate=gate_from_settings(settings),
+            gate=gate_from_settings(settings, db),
             skill=skill,
             fix=fix,
         )

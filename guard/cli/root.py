@@ -60,6 +60,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "cluster": ("guard.cli.cluster", "Replicas and the leader lease."),
     "store": ("guard.cli.store", "The store: its size, and pruning old data."),
     "trajectories": ("guard.cli.trajectories", "Recorded incident handlings (trajectories)."),
+    "access": ("guard.cli.access", "Roles and tokens: who may do what."),
 }
 
 MARKUP: Literal["rich"] = "rich"

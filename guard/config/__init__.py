@@ -6,7 +6,7 @@ defaults. Secrets are ``SecretStr`` so they never print. Relative paths are rela
 working directory.
 
 The package: ``settings`` (the root model), its sections in ``connections``, ``skills``,
-``operations`` and ``safety``, the shared checks in ``validators``, ``loader``
+``operations`` and ``safety`` (with ``access``), the shared checks in ``validators``, ``loader``
 (``load_settings``), ``sources`` and ``credentials`` (no pydantic), and ``fast``, the
 pydantic-free resolver of ``guard incidents list``. Importing this package imports nothing
 else: each name below loads its module on first use, so ``guard.config.fast`` stays cheap.
@@ -37,7 +37,12 @@ if TYPE_CHECKING:
         StoreSettings,
         TriageSettings,
     )
-    from guard.config.safety import AuditSettings, ExtraPatternSettings, RedactSettings
+    from guard.config.safety import (
+        AccessSettings,
+        AuditSettings,
+        ExtraPatternSettings,
+        RedactSettings,
+    )
     from guard.config.settings import Settings
     from guard.config.skills import SkillsSettings
     from guard.config.sources import config_path
@@ -60,6 +65,7 @@ _WHERE = {
     "SchedulerSettings": "operations",
     "StoreSettings": "operations",
     "TriageSettings": "operations",
+    "AccessSettings": "safety",
     "AuditSettings": "safety",
     "ExtraPatternSettings": "safety",
     "RedactSettings": "safety",
@@ -70,6 +76,7 @@ _WHERE = {
 }
 __all__ = [
     "GIT_USER",
+    "AccessSettings",
     "AgentSettings",
     "AuditSettings",
     "EndpointSettings",

@@ -62,6 +62,7 @@ SECTIONS = frozenset(
         "report",
         "redact",
         "audit",
+        "access",
         "ha",
         "scheduler",
         "store",

@@ -1,10 +1,13 @@
-"""The sections that keep secrets safe: redaction patterns and the audit chain's key."""
+"""The sections that keep secrets safe and say who may act: redaction patterns, the audit
+chain's key, and access (roles, the trusted proxy)."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from guard.config.validators import Section, valid_regex
 from guard.durations import Duration
@@ -66,3 +69,53 @@ class AuditSettings(Section):
         if value is not None and len(value.get_secret_value()) < 16:
             raise ValueError("at least 16 characters (e.g. `openssl rand -hex 32`)")
         return value
+
+
+RoleName = Literal["viewer", "operator", "approver", "admin"]  # guard.access.roles.Role
+_HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP header name (RFC 9110 token)
+
+
+class AccessSettings(Section):
+    telegram: dict[int, RoleName] = Field(
+        default_factory=dict,
+        description="Telegram user id -> role (viewer, operator, approver, admin); an id only "
+        "in telegram.allowed_user_ids is an approver",
+    )
+    proxy_header: str | None = Field(
+        default=None,
+        description="a header (e.g. X-Forwarded-User) naming the signed-in user, believed only "
+        "from access.trusted_proxies",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="addresses or networks (10.0.0.0/8) of the proxies whose proxy_header is "
+        "believed",
+    )
+
+    @field_validator("proxy_header")
+    @classmethod
+    def _header(cls, value: str | None) -> str | None:
+        if value is not None and not _HEADER.fullmatch(value):
+            raise ValueError(f"{value!r} is not an HTTP header name (e.g. X-Forwarded-User)")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for i, item in enumerate(value):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"[{i}] {item!r} is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/8)"
+                ) from None
+        return value
+
+    @model_validator(mode="after")
+    def _proxy_needs_proxies(self) -> AccessSettings:
+        if self.proxy_header is not None and not self.trusted_proxies:
+            raise ValueError(
+                "access.proxy_header needs access.trusted_proxies: without them any client "
+                "could send the header and sign in as anyone"
+            )
+        return self

@@ -31,7 +31,7 @@ from guard.config.operations import (
     StoreSettings,
     TriageSettings,
 )
-from guard.config.safety import AuditSettings, RedactSettings
+from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
 from guard.config.sources import default_data_dir, default_http_port
 from guard.durations import Duration
@@ -81,6 +81,7 @@ class Settings(BaseSettings):
     report: ReportSettings = Field(default_factory=ReportSettings)
     redact: RedactSettings = Field(default_factory=RedactSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    access: AccessSettings = Field(default_factory=AccessSettings)
     ha: HASettings = Field(default_factory=HASettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)

@@ -48,6 +48,7 @@ from guard.store.models import AuditEntry
 GENESIS = "0" * 64
 KEYED = "hmac:"
 ANCHORS = "audit-anchors.jsonl"
+VERIFIED = "audit:verified"  # the state row of the last `guard audit verify`: at, ok, entries
 
 _key: bytes | None = None
 

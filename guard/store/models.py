@@ -414,3 +414,18 @@ class Trajectory(SQLModel, table=True):
     usage: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     tool_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     created_at: datetime = now_column(nullable=False)
+
+
+class AccessToken(SQLModel, table=True):
+    """A token for the web console, the API or a machine (``guard access``): its name, its role
+    and the sha256 of its secret. The secret itself is never stored."""
+
+    __tablename__ = "access_token"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+    role: str  # guard.access.roles.Role's name
+    digest: str = Field(unique=True)  # sha256 hex of the secret
+    created_at: datetime = now_column(nullable=False)
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    last_used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

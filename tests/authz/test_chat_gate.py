@@ -4,7 +4,6 @@ with each refusal audited once and nothing queued or spent."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,6 @@ import pytest
 from sqlmodel import select
 
 from guard.incidents.authz import VIEW, Actor, Gate, Refused
-from guard.records import utcnow
 from guard.store.models import (
     Approval,
     AuditEntry,
@@ -46,18 +44,7 @@ class ReadOnly:
 
 def deny_button(world: World, approval_id: str) -> None:
     """A live [Deny] button on the incident's message."""
-    with world.db.session() as s:
-        s.add(
-            Approval(
-                id=approval_id,
-                incident_id=world.incident_id,
-                kind="deny",
-                expires_at=utcnow() + timedelta(hours=1),
-            )
-        )
-        msg = s.exec(select(ChannelMessage)).one()
-        msg.approvals = [approval_id]
-        s.add(msg)
+    world.button(approval_id, "deny")
 
 
 async def test_a_policy_before_the_allowlist_refuses_an_allowlisted_user(world: World) -> None:

@@ -27,7 +27,7 @@ REFUSING_CLI = textwrap.dedent(
             return Refused("answers come from the chat") if actor.channel == "cli" else None
 
     built = wiring.gate_from_settings
-    wiring.gate_from_settings = lambda s: Gate([NoShell(), *built(s).policies])
+    wiring.gate_from_settings = lambda s, db=None: Gate([NoShell(), *built(s, db).policies])
     sys.argv = ["guard", *sys.argv[1:]]
     from guard.cli import main
     main()
@@ -50,7 +50,9 @@ def test_guard_deny_enters_through_the_gate(home: GuardHome) -> None:
     home.cli("deny", str(inc), "--wait", "60")
     (entry,) = entries(home, "human.deny")
     assert entry.actor == f"cli:{getpass.getuser()}"  # the audit's actor string as before
-    assert entry.data["allowed"] == "trusted channel cli"  # the gate's decision, recorded
+    assert (
+        entry.data["allowed"] == "role admin (trusted channel cli)"
+    )  # the gate's decision, recorded
     with home.database().session() as s:
         (cmd,) = s.exec(select(HumanCommand)).all()
     assert (cmd.verb, cmd.channel, cmd.status) == ("deny", "cli", "done")

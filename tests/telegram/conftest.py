@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,8 +18,9 @@ from telegram import Bot, Update
 from guard.config import Settings, TelegramSettings
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
+from guard.records import utcnow
 from guard.store.db import Database, open_database
-from guard.store.models import ChannelMessage, IncidentState
+from guard.store.models import Approval, ChannelMessage, IncidentState
 from tests.agent_helpers import stored_incident
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN
 from tests.telegram_server import TelegramServer
@@ -81,6 +83,22 @@ class World:
             await self.handlers.on_command(update, ctx)  # type: ignore[arg-type]
         else:
             await self.handlers.on_text(update, SimpleNamespace())  # type: ignore[arg-type]
+
+    def button(self, approval_id: str, kind: str, skill: str | None = None) -> None:
+        """A live button of ``kind`` (skill, deny, mute) on the incident's message."""
+        with self.db.session() as s:
+            s.add(
+                Approval(
+                    id=approval_id,
+                    incident_id=self.incident_id,
+                    kind=kind,
+                    skill=skill,
+                    expires_at=utcnow() + timedelta(hours=1),
+                )
+            )
+            msg = s.exec(select(ChannelMessage)).one()
+            msg.approvals = [*msg.approvals, approval_id]
+            s.add(msg)
 
     def count(self, table: Any, *where: Any) -> int:
         with self.db.session() as s:

@@ -1,8 +1,9 @@
 """Telegram's side of authorisation: who a sender is, and the quiet window for strangers.
 
 Every update is authorised by the sender's ``from.id`` (``telegram_actor``) through the gate
-(``guard.incidents.authz``, the allowlist its first policy); the chat a message came from proves
-nothing (anyone can be in a group). An empty allowlist allows nobody: Guard fails closed.
+(``guard.incidents.authz``: the role policy, then the allowlist); the chat a message came from
+proves nothing (anyone can be in a group). An id with no role and not on the allowlist is
+refused; an empty allowlist and no roles allow nobody: Guard fails closed.
 
 Button presses spend approvals through ``guard.incidents.approvals``; this module finds the
 Telegram message a press came from (Guard's own record, not the client's claim). Every refusal is

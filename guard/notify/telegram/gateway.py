@@ -65,7 +65,9 @@ class TelegramGateway:
         self.db = db
         self.runtime = runtime
         self.chat_id = str(tg.chat_id)
-        self.auth = Authoriser(tg, db, gate_from_settings(settings))  # the gate every entry uses
+        self.auth = Authoriser(
+            tg, db, gate_from_settings(settings, db)
+        )  # the gate every entry uses
         self.notifier = TelegramNotifier(settings, db)
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()

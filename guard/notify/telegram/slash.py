@@ -1,6 +1,6 @@
-"""The bot's slash commands: ``/help``, ``/status``, ``/incidents``, ``/skills``, ``/report``
-(the gate's ``view``), ``/fix``, ``/mute`` and ``/unmute``. Each sender passes the gate first;
-the texts come from ``commands``."""
+"""The bot's slash commands: ``/help``, ``/status``, ``/incidents``, ``/skills`` (the gate's
+``view``), ``/report`` (asks for one now: ``report``), ``/fix``, ``/mute`` and ``/unmute``.
+Each sender passes the gate first; the texts come from ``commands``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ from guard.notify.telegram.replies import Replies
 from guard.store import mutes
 
 INCIDENT_ID = re.compile(r"#?[0-9]{1,12}", re.ASCII)
-GATE_VERBS = {"fix": "reply", "mute": "mute", "unmute": UNMUTE}  # the rest only read
+GATE_VERBS = {
+    "fix": "reply",
+    "mute": "mute",
+    "unmute": UNMUTE,
+    "report": "report",
+}  # the rest: view
 
 
 class SlashCommands(Replies):

@@ -1,0 +1,54 @@
+"""The four roles, each including the one before it, and the role each verb needs.
+
+- ``viewer``: reads incidents, skills, monitors, reports, the audit head (``view``);
+- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis;
+- ``approver``: approves, denies, sends a fix;
+- ``admin``: changes a skill's trust, manages tokens.
+
+A verb this table does not know needs ``admin``: an entry that forgets to name its verb here
+fails closed.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Role(IntEnum):
+    viewer = 1
+    operator = 2
+    approver = 3
+    admin = 4
+
+    @classmethod
+    def parse(cls, text: str) -> Role:
+        """The role named ``text``; ``ValueError`` naming the four otherwise."""
+        try:
+            return cls[text.strip().lower()]
+        except KeyError:
+            raise ValueError(f"unknown role {text!r}: one of {', '.join(ROLE_NAMES)}") from None
+
+
+ROLE_NAMES = tuple(role.name for role in Role)
+
+NEEDS: dict[str, Role] = {
+    "view": Role.viewer,
+    "ack": Role.operator,
+    "mute": Role.operator,
+    "unmute": Role.operator,
+    "report": Role.operator,
+    "diagnose": Role.operator,
+    "approve": Role.approver,
+    "deny": Role.approver,
+    "reply": Role.approver,
+    "fix": Role.approver,
+    "trust": Role.admin,
+    "distrust": Role.admin,
+    "quarantine": Role.admin,
+    "token": Role.admin,
+}
+
+
+def needed(verb: str) -> Role:
+    """The least role that may ``verb`` (``admin`` for a verb not in ``NEEDS``)."""
+    return NEEDS.get(verb, Role.admin)

@@ -1,0 +1,24 @@
+"""The web console's wiring: the gate built from the settings, the store's tokens, the
+trusted proxies (``access:``), handed to ``guard.webui`` (which reads no settings of its own)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from guard.notify.authz import gate_from_settings
+from guard.runtime import Runtime
+from guard.webui import Console, routes
+from guard.webui.auth import Proxies, StoreTokens
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+
+def console_routes(guard: Runtime) -> list[BaseRoute]:
+    """The console's routes for ``guard``'s web server."""
+    access = guard.settings.access
+    proxies = Proxies(access.proxy_header or "", access.trusted_proxies)
+    console = Console(
+        guard, gate_from_settings(guard.settings, guard.db), StoreTokens(guard.db), proxies=proxies
+    )
+    return routes(console)
