@@ -86,7 +86,8 @@ def create_token(db: Database, name: str, role: Role, *, by: str = "cli") -> str
 
 
 def verify_token(db: Database, secret: str) -> TokenInfo | None:
-    """Who ``secret`` is, or None for a wrong, malformed or revoked token."""
+    """Who ``secret`` is, or None for a wrong, malformed or revoked token. It opens its own
+    transaction (it notes the use): call it outside any other, and off an event loop."""
     if not _SECRET.fullmatch(secret):
         return None
     wanted = digest_of(secret)

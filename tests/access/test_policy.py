@@ -6,18 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
 
 from guard.access.policy import RolePolicy
 from guard.access.roles import NEEDS, Role
 from guard.access.tokens import create_token, revoke_token
 from guard.config import Settings
-from guard.incidents.authz import Actor, Allowed, NotAuthorised, Refused
-from guard.incidents.commands import queue_command
+from guard.incidents.authz import Actor, Allowed, Refused
 from guard.notify.authz import gate_from_settings
 from guard.store.db import Database, open_database
-from guard.store.models import AuditEntry, HumanCommand
-from tests.agent_helpers import stored_incident
+from tests.access.queue_checks import tokens_at_the_queue
 
 pytestmark = pytest.mark.unit
 
@@ -100,31 +97,4 @@ def test_a_token_has_its_stored_role_until_revoked(db: Database) -> None:
 
 
 def test_refusals_at_the_one_entry_are_audited_once_and_queue_nothing(db: Database) -> None:
-    """Through ``queue_command``: the token's role is read inside its write transaction."""
-    with db.session() as s:
-        incident_id = stored_incident(s).id
-    create_token(db, "viewer-bot", Role.viewer)
-    create_token(db, "approver-bot", Role.approver)
-    gate = gate_from_settings(Settings(), db)
-    with pytest.raises(NotAuthorised, match="needs approver; you are viewer"):
-        queue_command(
-            db,
-            incident_id=incident_id,
-            verb="approve",
-            actor=Actor("token", "viewer-bot"),
-            gate=gate,
-        )
-    cmd = queue_command(
-        db, incident_id=incident_id, verb="approve", actor=Actor("token", "approver-bot"), gate=gate
-    )
-    with db.session() as s:
-        commands = s.exec(select(HumanCommand)).all()
-        refused = s.exec(select(AuditEntry).where(AuditEntry.action == "human.refused")).all()
-        approved = s.exec(select(AuditEntry).where(AuditEntry.action == "human.approve")).all()
-    assert [c.id for c in commands] == [cmd.id] and cmd.actor == "token:approver-bot"
-    assert [(r.actor, r.data["reason"]) for r in refused] == [
-        ("token:viewer-bot", "needs approver; you are viewer")
-    ]
-    assert [(r.actor, r.data["allowed"]) for r in approved] == [
-        ("token:approver-bot", "role approver")
-    ]
+    tokens_at_the_queue(db)
