@@ -83,8 +83,9 @@ class AccessSettings(Section):
     )
     proxy_header: str | None = Field(
         default=None,
-        description="a header (e.g. X-Forwarded-User) naming the signed-in user, believed only "
-        "from access.trusted_proxies",
+        description="a header (e.g. X-Forwarded-User) naming the signed-in user, who must "
+        "be a live token (`guard access token create NAME`; its role applies), believed "
+        "only from access.trusted_proxies",
     )
     trusted_proxies: list[str] = Field(
         default_factory=list,
