@@ -1,5 +1,7 @@
 """Human answers as inputs to the agent: approve a skill, deny, mute, or reply with a fix that
-Guard runs, verifies and, if it cured the incident, learns as a new skill.
+Guard runs, verifies and, if it cured the incident, learns as a new skill; and ``propose`` (an
+MCP client's ``propose_remedy``): a fix offered to the humans as a new first option, with its
+digest, exactly as a model's proposal is; nothing runs until one approves it.
 
 Commands arrive through ``guard.incidents.commands`` (the CLI and each channel queue them); the
 agent hands each to ``HumanAnswers.process`` in the incident's worker, so an answer never races
@@ -8,12 +10,16 @@ the agent's own work on the same incident.
 
 from __future__ import annotations
 
+import json
+
 from loguru import logger
 
 from guard.actions import ActionRegistry
 from guard.agent import policy
+from guard.agent.asking import Asker
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
+from guard.agent.tools import Proposal
 from guard.commandtext import digest, oddities, short
 from guard.config import Settings
 from guard.crashpoints import reached
@@ -60,6 +66,7 @@ class HumanAnswers:
         actions: ActionRegistry,
         *,
         mute_for: float,
+        asker: Asker | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -69,6 +76,7 @@ class HumanAnswers:
         self.library = library
         self.actions = actions
         self.mute_for = mute_for  # seconds a mute lasts when the command names none
+        self.asker = asker  # asks again with a proposal (``propose``)
 
     def finish(self, cmd: HumanCommand, status: CommandStatus, outcome: str) -> None:
         finish_command(self.db, cmd, status, outcome)
@@ -89,6 +97,8 @@ class HumanAnswers:
                 await self._reply(cmd, inc)
             elif cmd.verb == "mute":
                 self._mute(cmd, inc)
+            elif cmd.verb == "propose":
+                await self._propose(cmd, inc)
             else:
                 self.finish(cmd, Failed, f"unknown verb {cmd.verb!r}")
         except Exception as exc:
@@ -167,6 +177,46 @@ class HumanAnswers:
                 f"{short(cmd.fix)}, now {short(now)}); {where}: approve that one if it is right"
             )
         return ""
+
+    async def _propose(self, cmd: HumanCommand, inc: Incident) -> None:
+        """Offer ``cmd``'s proposal (JSON: fix, reason, confidence) first and ask again."""
+        assert inc.id is not None
+        if self.asker is None:
+            self.finish(cmd, Failed, "this agent takes no proposals")
+            return
+        if inc.state not in (S.awaiting_human, S.escalated):
+            self.finish(
+                cmd,
+                Failed,
+                f"incident #{inc.id} is {inc.state}: a proposal is offered only while a "
+                "human is asked",
+            )
+            return
+        try:
+            body = json.loads(cmd.fix or "")
+            fix, reason = str(body["fix"]).strip(), str(body.get("reason") or "").strip()
+            proposal = Proposal(fix, reason, float(body.get("confidence", 0.5)), cmd.actor)
+        except (ValueError, KeyError, TypeError):
+            self.finish(cmd, Failed, "malformed proposal: JSON with fix, reason, confidence")
+            return
+        if odd := oddities(fix):
+            self.finish(cmd, Failed, f"refused as a proposal: {'; '.join(odd)}")
+            return
+        ranked, _ = await self.recaller.recall(inc)
+        await self.asker.ask(
+            inc.id,
+            ranked,
+            inc.message,
+            f"Reason given: {reason or '(none)'}",
+            escalate=inc.state == S.escalated,
+            proposal=proposal,
+        )
+        self.finish(
+            cmd,
+            Done,
+            f"offered as the first option on incident #{inc.id} (digest "
+            f"{short(digest(fix))}); it runs only when a human approves it",
+        )
 
     async def _reply(self, cmd: HumanCommand, inc: Incident) -> None:
         """Run a human's fix in the learning loop: execute, verify, and learn only if cured."""

@@ -150,6 +150,7 @@ class Agent(Recovery):
             self.library,
             self.actions,
             mute_for=mute_for,
+            asker=self.asker,
         )
         self.trajectories = self.remediator.trajectories
         self.investigator = (

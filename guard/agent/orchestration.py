@@ -162,14 +162,10 @@ class Orchestration:
         assert provider is not None, "llm.provider is none"
         return provider
 
-    async def investigate(self, inc: Incident, evidence: str) -> Investigation | None:
-        """The model's read-only investigation of ``inc``, noted on its timeline (None: no
-        model, or the investigation itself broke: the human is asked without it)."""
-        assert inc.id is not None
-        if self.investigator is None:
-            return None
+    def toolbox(self, inc: Incident) -> Toolbox:
+        """The tools for ``inc``: the investigation's, and an MCP client's (``guard.mcp``)."""
         book = self._books.get(inc.monitor_id)
-        tools = Toolbox(
+        return Toolbox(
             inc,
             self.runner,
             # never the remedy's grants: text the model read (a log line) may steer its commands
@@ -179,6 +175,14 @@ class Orchestration:
             self.actions,
             self.settings.sandbox.timeout,
         )
+
+    async def investigate(self, inc: Incident, evidence: str) -> Investigation | None:
+        """The model's read-only investigation of ``inc``, noted on its timeline (None: no
+        model, or the investigation itself broke: the human is asked without it)."""
+        assert inc.id is not None
+        if self.investigator is None:
+            return None
+        tools = self.toolbox(inc)
         try:
             found = await self.investigator.investigate(inc, evidence, tools)
         except Exception as exc:

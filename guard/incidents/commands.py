@@ -1,4 +1,4 @@
-"""Human answers to incidents (approve, deny, reply, mute), queued as ``HumanCommand`` rows.
+"""Human answers to incidents (approve, deny, reply, mute, propose), queued as ``HumanCommand`` rows.
 
 Every channel (the CLI, a chat gateway, the demo) queues them here, in Guard's process or not,
 and each passes the authorisation gate here first (``guard.incidents.authz``); the agent takes
@@ -24,7 +24,7 @@ from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, RemediationRun
 from guard.store.state import get_state, put_state
 
-VERBS = ("approve", "deny", "reply", "mute")
+VERBS = ("approve", "deny", "reply", "mute", "propose")
 
 
 class UnknownIncident(GuardError):

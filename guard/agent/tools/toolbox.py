@@ -1,4 +1,4 @@
-"""The investigation's tools: read-only, with names and arguments external tooling may script.
+"""The tools' work for one incident (``Toolbox``); their names and schemas are in ``registry``.
 
 ``sandbox_run {command}`` runs in the incident's hardened sandbox with its grants (the same
 ``StepRunner.sandbox_run`` diagnostics use); ``recent_logs {lines}``; ``search_memory
@@ -19,6 +19,7 @@ from typing import Any
 from guard.actions import ActionError, ActionRegistry
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
+from guard.agent.tools.registry import MAX_LOG_LINES, TOOL_NAMES
 from guard.commandtext import oddities
 from guard.exceptions import MonitorError
 from guard.memory import IncidentMemory
@@ -27,58 +28,6 @@ from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
 from guard.skills.model import Step
 from guard.store.models import Incident
-
-MAX_LOG_LINES = 200
-
-
-def _fn(
-    name: str, description: str, properties: dict[str, Any], required: list[str]
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
-
-
-TOOLS: list[dict[str, Any]] = [
-    _fn(
-        "sandbox_run",
-        "Run a read-only shell command in the incident's hardened diagnostics "
-        "sandbox (busybox/coreutils, no root); returns exit code and output.",
-        {"command": {"type": "string", "description": "a shell command line"}},
-        ["command"],
-    ),
-    _fn(
-        "recent_logs",
-        "The incident target's most recent log lines.",
-        {"lines": {"type": "integer", "description": f"how many (1-{MAX_LOG_LINES})"}},
-        ["lines"],
-    ),
-    _fn(
-        "search_memory",
-        "Past incidents similar to a text, and what resolved them.",
-        {"query": {"type": "string"}},
-        ["query"],
-    ),
-    _fn("list_skills", "The skills (known remedies) Guard has.", {}, []),
-    _fn("show_skill", "One skill's description and steps.", {"name": {"type": "string"}}, ["name"]),
-    _fn(
-        "propose_remedy",
-        "Propose the fix a human should approve; ends the investigation. "
-        "`fix` is an action such as `docker.restart api` or a shell command for the sandbox.",
-        {
-            "fix": {"type": "string"},
-            "reason": {"type": "string"},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        },
-        ["fix", "reason", "confidence"],
-    ),
-]
-TOOL_NAMES = [t["function"]["name"] for t in TOOLS]
 
 
 class ToolError(Exception):
@@ -103,33 +52,15 @@ class Proposal:
         }
 
 
-class Toolbox:
-    """Carries out tool calls for one incident."""
+class Shelf:
+    """The tools bound to no incident: memory and the skills (MCP calls them on their own)."""
 
-    def __init__(
-        self,
-        inc: Incident,
-        runner: StepRunner,
-        grants: SandboxGrants,
-        library: SkillLibrary,
-        memory: IncidentMemory,
-        actions: ActionRegistry,
-        timeout: float,
-    ) -> None:
-        self.inc = inc
-        self.runner = runner
-        self.grants = grants
+    def __init__(self, library: SkillLibrary, memory: IncidentMemory) -> None:
         self.library = library
         self.memory = memory
-        self.actions = actions
-        self.timeout = timeout
 
     async def call(self, name: str, args: dict[str, Any]) -> str:
         """The tool's result as text; raises ``ToolError`` with what went wrong."""
-        if name == "sandbox_run":
-            return await self.sandbox_run(_text(args, "command"))
-        if name == "recent_logs":
-            return await self.recent_logs(_int(args, "lines", 50))
         if name == "search_memory":
             return await self.search_memory(_text(args, "query"))
         if name == "list_skills":
@@ -143,6 +74,56 @@ class Toolbox:
             steps = "\n".join(f"- {s.describe()}" for s in skill.spec.steps)
             return f"{skill.name}: {skill.offer_text()}\nsteps:\n{steps}"
         raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
+
+    async def search_memory(self, query: str) -> str:
+        try:
+            found = await asyncio.to_thread(self.memory.search, query, 5)
+        except Exception as exc:
+            raise ToolError(f"memory is unavailable: {exc}") from None
+        return (
+            json.dumps(
+                [
+                    {
+                        "incident": r.incident_id,
+                        "score": r.score,
+                        "skill": r.skill,
+                        "resolution": r.resolution,
+                    }
+                    for r in found
+                ]
+            )
+            if found
+            else "[]"
+        )
+
+
+class Toolbox(Shelf):
+    """Carries out tool calls for one incident."""
+
+    def __init__(
+        self,
+        inc: Incident,
+        runner: StepRunner,
+        grants: SandboxGrants,
+        library: SkillLibrary,
+        memory: IncidentMemory,
+        actions: ActionRegistry,
+        timeout: float,
+    ) -> None:
+        super().__init__(library, memory)
+        self.inc = inc
+        self.runner = runner
+        self.grants = grants
+        self.actions = actions
+        self.timeout = timeout
+
+    async def call(self, name: str, args: dict[str, Any]) -> str:
+        """The tool's result as text; raises ``ToolError`` with what went wrong."""
+        if name == "sandbox_run":
+            return await self.sandbox_run(_text(args, "command"))
+        if name == "recent_logs":
+            return await self.recent_logs(_int(args, "lines", 50))
+        return await super().call(name, args)
 
     def proposal(self, args: dict[str, Any], model: str) -> Proposal:
         """Check a ``propose_remedy`` call (an action must parse); raise ``ToolError``."""
@@ -198,27 +179,6 @@ class Toolbox:
     async def _run_action(self, name: str, args: dict[str, Any]) -> tuple[str, Any]:
         out = await self.runner.action(name, args, self.inc, keep=20000)
         return out.summary, out.result
-
-    async def search_memory(self, query: str) -> str:
-        try:
-            found = await asyncio.to_thread(self.memory.search, query, 5)
-        except Exception as exc:
-            raise ToolError(f"memory is unavailable: {exc}") from None
-        return (
-            json.dumps(
-                [
-                    {
-                        "incident": r.incident_id,
-                        "score": r.score,
-                        "skill": r.skill,
-                        "resolution": r.resolution,
-                    }
-                    for r in found
-                ]
-            )
-            if found
-            else "[]"
-        )
 
 
 def _text(args: dict[str, Any], key: str) -> str:
