@@ -1,5 +1,6 @@
 """The web console's wiring: the gate built from the settings, the store's tokens, the
-trusted proxies (``access:``), handed to ``guard.webui`` (which reads no settings of its own)."""
+trusted proxies (``access:``), handed to ``guard.webui`` (which reads no settings of its own);
+and MCP at ``/mcp`` (``guard.mcp.http``) over the running Guard's agent."""
 
 from __future__ import annotations
 
@@ -15,10 +16,16 @@ if TYPE_CHECKING:
 
 
 def console_routes(guard: Runtime) -> list[BaseRoute]:
-    """The console's routes for ``guard``'s web server."""
+    """The console's routes for ``guard``'s web server, and ``/mcp`` when it has an agent."""
     access = guard.settings.access
     proxies = Proxies(access.proxy_header or "", access.trusted_proxies)
     console = Console(
         guard, gate_from_settings(guard.settings, guard.db), StoreTokens(guard.db), proxies=proxies
     )
-    return routes(console)
+    agent = getattr(guard, "agent", None)  # a Guard has one (built on first use)
+    if agent is None:
+        return routes(console)
+    from guard import __version__
+    from guard.mcp.http import mcp_routes  # the MCP SDK: only when the web server starts
+
+    return [*routes(console), *mcp_routes(agent, version=__version__)]

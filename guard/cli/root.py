@@ -43,6 +43,7 @@ VERBS: dict[str, tuple[str, str]] = {
         "Investigate an incident with the configured model and print the transcript (proposes\n"
         "only; never runs a remedy).",
     ),
+    "mcp": ("guard.cli.mcp", "Serve Guard's tools to a local agent over MCP on stdin/stdout."),
     "demo": (
         "guard.cli.demo",
         "Start a victim container, break it twice, and watch Guard learn the fix and heal it.",

@@ -1,4 +1,4 @@
-"""Human answers to incidents (approve, deny, reply, mute, propose), queued as ``HumanCommand`` rows.
+"""Human answers to incidents (approve, deny, reply, mute, propose), as ``HumanCommand`` rows.
 
 Every channel (the CLI, a chat gateway, the demo) queues them here, in Guard's process or not,
 and each passes the authorisation gate here first (``guard.incidents.authz``); the agent takes

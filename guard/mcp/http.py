@@ -1,0 +1,123 @@
+"""MCP over streamable HTTP at ``/mcp`` on Guard's web server, behind a bearer token.
+
+Every request must carry ``Authorization: Bearer <token>`` (``guard access token create``);
+a wrong, malformed or revoked token gets 401, and past ``Limiter``'s wrong tokens a minute
+per client address, 429 (the web console's limit). The token's name is the actor
+(``token:NAME``); its role is read from the store at each call, so a revoked token stops at
+once. A session is bound to the token that opened it (the SDK answers 404 to another).
+The SDK's session manager runs in a task of Guard's loop, started with the first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from guard.access.policy import TOKEN, RolePolicy
+from guard.access.tokens import verify_token
+from guard.incidents.authz import Actor, Gate
+from guard.mcp.server import build_server
+from guard.mcp.service import GuardTools, Parts
+from guard.webui.auth import Limiter
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+    from starlette.types import Receive, Scope, Send
+
+PATH = "/mcp"
+IDLE = 30 * 60.0  # seconds an idle session lives
+
+
+def token_gate(parts: Parts) -> Gate:
+    """The gate for token actors: the live token's role, nothing else."""
+    return Gate([RolePolicy(trusted={}, tokens=parts.db)])
+
+
+class MCPEndpoint:
+    """The ASGI app at ``/mcp``."""
+
+    def __init__(self, tools: GuardTools, *, version: str = "", limiter: Limiter | None = None):
+        self.tools = tools
+        self.limiter = limiter or Limiter()
+        self.server = build_server(tools, self.actor_of, version=version)
+        self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=IDLE)
+        self._task: asyncio.Task[None] | None = None
+        self._started: asyncio.Event | None = None
+
+    @staticmethod
+    def actor_of(ctx: Any) -> Actor:
+        """The token that signed the request carrying this message."""
+        user = ctx.request.scope.get("user") if ctx.request is not None else None
+        if not isinstance(user, AuthenticatedUser):  # every request is checked before
+            raise PermissionError("no token")
+        return Actor(TOKEN, user.access_token.client_id)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        client = scope.get("client")
+        address = str(client[0]) if client else ""
+        wait = self.limiter.retry_after(address)
+        if wait is not None:
+            await _refuse(send, 429, f"too many wrong tokens; try again in {wait} s", wait)
+            return
+        headers = dict(scope.get("headers") or [])
+        scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
+        name = None
+        if scheme.lower() == "bearer" and secret.strip():
+            found = await asyncio.to_thread(verify_token, self.tools.db, secret.strip())
+            name = found.name if found is not None else None
+        if name is None:
+            self.limiter.failed(address)
+            await _refuse(
+                send,
+                401,
+                "send 'Authorization: Bearer TOKEN' with a live token "
+                "(`guard access token create NAME --role ROLE`)",
+            )
+            return
+        scope["user"] = AuthenticatedUser(AccessToken(token=name, client_id=name, scopes=[]))
+        await self._running()
+        await self.manager.handle_request(scope, receive, send)
+
+    async def _running(self) -> None:
+        """Start the SDK's session manager in its own task, once."""
+        if self._started is None:
+            self._started = started = asyncio.Event()
+
+            async def run() -> None:
+                async with self.manager.run():
+                    started.set()
+                    await asyncio.Event().wait()  # until Guard's loop ends
+
+            self._task = asyncio.create_task(run(), name="mcp-sessions")
+        await self._started.wait()
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _refuse(send: Send, status: int, message: str, retry: int | None = None) -> None:
+    body = json.dumps({"error": message}).encode() + b"\n"
+    headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="guard"'))
+    if retry is not None:
+        headers.append((b"retry-after", str(retry).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def mcp_routes(parts: Parts, *, version: str = "") -> list[BaseRoute]:
+    """The ``/mcp`` route over ``parts`` (the running Guard's agent)."""
+    from starlette.routing import Route
+
+    endpoint = MCPEndpoint(GuardTools(parts, token_gate(parts)), version=version)
+    return [Route(PATH, endpoint=endpoint)]

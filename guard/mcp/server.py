@@ -1,0 +1,139 @@
+"""The MCP server: the SDK's low-level ``Server`` over ``GuardTools``, whatever the transport.
+
+Tools are listed from the one table (``guard.agent.tools``) with their JSON schemas and the
+role each needs; a call's failure is a result with ``isError`` and a plain message. Resources:
+the templates ``guard://incidents/{id}`` and ``guard://skills/{name}``, and the newest
+incidents and every skill listed as resources. ``actor_of`` says who asks, per request (the
+stdio process's user, an HTTP request's token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from guard.agent.tools import SPECS, input_schema
+from guard.incidents.authz import Actor
+from guard.mcp import reads
+from guard.mcp.service import GuardTools
+
+ActorOf = Callable[[ServerRequestContext[Any, Any]], Actor]
+RESOURCES = 50  # newest incidents listed as resources
+INSTRUCTIONS = (
+    "Guard watches services, opens incidents and heals them. Read incidents, logs, memory "
+    "and skills; with the operator role run read-only commands in an incident's sandbox "
+    "and propose a fix (a human approves it); with the approver role approve or deny. "
+    "Every call is audited under your token's name."
+)
+
+
+def tool_list() -> list[types.Tool]:
+    """Every tool, its JSON schema and, in its description, the role it needs."""
+    return [
+        types.Tool(
+            name=s.name,
+            description=f"{s.description} (role: {s.role.name})",
+            input_schema=input_schema(s),
+            annotations=types.ToolAnnotations(
+                read_only_hint=s.name not in ("approve", "deny", "propose_remedy"),
+                destructive_hint=s.name == "approve",
+            ),
+        )
+        for s in SPECS
+    ]
+
+
+def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> Server[Any]:
+    """The server; each handler asks ``actor_of`` who is calling."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        done = await tools.call(actor_of(ctx), params.name, params.arguments)
+        return types.CallToolResult(
+            content=[types.TextContent(text=done.text)], is_error=done.error
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="incident",
+                    uri_template="guard://incidents/{id}",
+                    description="An incident whole, as show_incident returns it (JSON).",
+                    mime_type="application/json",
+                ),
+                types.ResourceTemplate(
+                    name="skill",
+                    uri_template="guard://skills/{name}",
+                    description="A skill's description and steps, as show_skill returns it.",
+                    mime_type="text/plain",
+                ),
+            ]
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        actor = actor_of(ctx)
+        refused = await tools.authorise(actor, _VIEW, None)
+        if refused is not None:
+            raise MCPError(types.INVALID_REQUEST, f"refused: {refused}")
+        found = await asyncio.to_thread(reads.list_incidents, tools.db, None, RESOURCES)
+        redact = tools.parts.redactor.redact
+        listed = [
+            types.Resource(
+                name=f"incident {i['id']}",
+                uri=f"guard://incidents/{i['id']}",
+                description=redact(f"{i['state']} {i['severity']}: {i['title']}"),
+                mime_type="application/json",
+            )
+            for i in found
+        ] + [
+            types.Resource(
+                name=f"skill {s.name}",
+                uri=f"guard://skills/{s.name}",
+                description=redact(s.description),
+                mime_type="text/plain",
+            )
+            for s in tools.parts.library.skills
+        ]
+        return types.ListResourcesResult(resources=listed)
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        done = await tools.read(actor_of(ctx), uri)
+        if done.error:
+            raise MCPError(types.INVALID_PARAMS, done.text)
+        kind = "application/json" if uri.startswith("guard://incidents/") else "text/plain"
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=done.text, mime_type=kind)]
+        )
+
+    return Server(
+        "guard",
+        version=version,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+_VIEW = next(s for s in SPECS if s.name == "list_incidents")  # what listing needs: view
