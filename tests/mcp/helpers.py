@@ -1,0 +1,113 @@
+"""MCP clients for the tests: the SDK's own, over stdio (``guard mcp``) and streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import yaml
+from mcp import ClientSession, types
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.conftest import GuardHome
+
+TEN = {
+    "list_incidents",
+    "show_incident",
+    "recent_logs",
+    "search_memory",
+    "list_skills",
+    "show_skill",
+    "sandbox_run",
+    "propose_remedy",
+    "approve",
+    "deny",
+}
+
+
+def url(home: GuardHome) -> str:
+    """The running Guard's ``/mcp``."""
+    port = yaml.safe_load(home.config.read_text())["http_port"]
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+def create_token(home: GuardHome, name: str, role: str) -> str:
+    """``guard access token create NAME --role ROLE``'s secret (its last line)."""
+    return (
+        home.cli("access", "token", "create", name, "--role", role).stdout.strip().splitlines()[-1]
+    )
+
+
+@asynccontextmanager
+async def over_http(home: GuardHome, token: str) -> AsyncIterator[ClientSession]:
+    """An initialised session with the running Guard's ``/mcp``, signed with ``token``."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        client,
+        streamable_http_client(url(home), http_client=client) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=300) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def over_stdio(home: GuardHome, *args: str) -> AsyncIterator[ClientSession]:
+    """An initialised session with ``guard mcp ARGS`` started as a subprocess."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "guard.cli", "mcp", *args],
+        env={
+            "GUARD_CONFIG": str(home.config),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        },
+        cwd=home.root,
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=300) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+class Transcript:
+    """Every text an MCP client was given, to check for secrets afterwards."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def call(self, session: ClientSession, tool: str, **args: Any) -> tuple[str, bool]:
+        """The tool's text and whether it is an error."""
+        result = await session.call_tool(tool, args)
+        text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+        self.texts.append(text)
+        return text, bool(result.is_error)
+
+    async def ok(self, session: ClientSession, tool: str, **args: Any) -> str:
+        text, error = await self.call(session, tool, **args)
+        assert not error, f"{tool} {args}: {text}"
+        return text
+
+    async def json(self, session: ClientSession, tool: str, **args: Any) -> Any:
+        return json.loads(await self.ok(session, tool, **args))
+
+    async def read(self, session: ClientSession, uri: str) -> str:
+        result = await session.read_resource(uri)
+        text = "\n".join(
+            c.text for c in result.contents if isinstance(c, types.TextResourceContents)
+        )
+        self.texts.append(text)
+        return text
+
+    async def listing(self, session: ClientSession) -> dict[str, dict[str, Any]]:
+        """The tools listed, by name: their JSON schemas (and descriptions, kept)."""
+        tools = (await session.list_tools()).tools
+        self.texts.extend(t.description or "" for t in tools)
+        return {t.name: t.input_schema for t in tools}
