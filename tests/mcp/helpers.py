@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -15,6 +16,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from guard.agent.tools import Toolbox
+from guard.config import Settings
+from guard.redact import Redactor
+from guard.skills.library import SkillLibrary
+from guard.store.db import Database
+from guard.store.models import Incident
 from tests.conftest import GuardHome
 
 TEN = {
@@ -111,3 +118,26 @@ class Transcript:
         tools = (await session.list_tools()).tools
         self.texts.extend(t.description or "" for t in tools)
         return {t.name: t.input_schema for t in tools}
+
+
+class Memory:
+    """Semantic memory that fails, as an unreachable helper process would."""
+
+    def search(self, text: str, limit: int = 5) -> list[Any]:
+        raise RuntimeError("the memory process is gone")
+
+
+@dataclass
+class Parts:
+    settings: Settings
+    db: Database
+    library: SkillLibrary
+    redactor: Redactor = field(default_factory=Redactor)
+    memory: Any = field(default_factory=Memory)
+
+    def toolbox(self, inc: Incident) -> Toolbox:
+        raise RuntimeError("no sandbox in this test")
+
+
+def parts(home: GuardHome) -> Parts:
+    return Parts(home.settings(), home.database(), SkillLibrary(home.root / "skills"))

@@ -1,0 +1,113 @@
+"""``/mcp`` over real HTTP (uvicorn on a free local port, in this process): the bearer token is
+required on every request, wrong tokens are limited per address, a revoked token stops at
+once, and a session answers only the token that opened it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from starlette.applications import Starlette
+
+from guard.access.roles import Role
+from guard.access.tokens import create_token, revoke_token
+from guard.mcp.http import mcp_routes
+from guard.webui.auth import Limiter
+from tests.conftest import GuardHome
+from tests.mcp.helpers import TEN, parts
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@contextlib.asynccontextmanager
+async def serving(home: GuardHome, limiter: Limiter | None = None) -> AsyncIterator[str]:
+    """``/mcp`` over ``home``'s store, served on a free port: its URL."""
+    routes = mcp_routes(parts(home))
+    if limiter is not None:
+        routes[0].app.limiter = limiter  # type: ignore[attr-defined]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(Starlette(routes=routes), lifespan="off", log_level="error")
+    )
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    for _ in range(500):
+        if server.started:
+            break
+        await asyncio.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+        await routes[0].app.aclose()  # type: ignore[attr-defined]
+        sock.close()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}", **ACCEPT}
+
+
+async def test_every_request_needs_a_live_token(home: GuardHome) -> None:
+    p = parts(home)
+    good = create_token(p.db, "ci", Role.viewer)
+    async with serving(home) as url, httpx.AsyncClient(timeout=30) as c:
+        for headers in ({}, bearer("gat_" + "x" * 43), bearer("not-a-token")):
+            r = await c.post(url, json=INIT, headers={**ACCEPT, **headers})
+            assert r.status_code == 401
+            assert r.headers["www-authenticate"] == 'Bearer realm="guard"'
+            assert "guard access token create" in r.json()["error"]
+        r = await c.post(url, json=INIT, headers=bearer(good))
+        assert r.status_code == 200 and r.headers["mcp-session-id"]
+
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {good}"})
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert {t.name for t in (await session.list_tools()).tools} == TEN
+            revoke_token(p.db, "ci")
+            r = await c.post(url, json=INIT, headers=bearer(good))
+            assert r.status_code == 401  # revoked: refused from the next request on
+
+
+async def test_a_session_answers_only_its_own_token(home: GuardHome) -> None:
+    p = parts(home)
+    ann, bob = create_token(p.db, "ann", Role.viewer), create_token(p.db, "bob", Role.viewer)
+    async with serving(home) as url, httpx.AsyncClient(timeout=30) as c:
+        opened = await c.post(url, json=INIT, headers=bearer(ann))
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        listing: dict[str, Any] = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        r = await c.post(url, json=listing, headers={**bearer(bob), **session})
+        assert r.status_code == 404  # as if the session did not exist
+
+
+async def test_wrong_tokens_are_limited_per_address(home: GuardHome) -> None:
+    p = parts(home)
+    good = create_token(p.db, "ci", Role.viewer)
+    async with serving(home, Limiter(limit=3, window=600)) as url, httpx.AsyncClient() as c:
+        for _ in range(3):
+            assert (await c.post(url, json=INIT, headers=bearer("wrong"))).status_code == 401
+        r = await c.post(url, json=INIT, headers=bearer(good))
+        assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
