@@ -13,7 +13,8 @@
   every interface by default).
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 - ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
-- the web console's pages (``guard.webui``, docs/WEB.md): routes the wiring layer passes in.
+- the web console's pages (``guard.webui``, docs/WEB.md) and MCP at ``/mcp`` (``guard.mcp``,
+  docs/MCP.md): routes the wiring layer passes in.
 
 The server is Starlette served by uvicorn, run as a task of Guard's own event loop (no signal
 handlers of its own: Guard's SIGTERM stops it; no access log). Both are imported only when the
@@ -143,6 +144,8 @@ class WebServer:
         logger.info("serving {} on http://{}:{}", paths, self.host, self.port)
         if self.routes:
             logger.info("web console on http://{}:{}/ (docs/WEB.md)", self.host, self.port)
+        if any(getattr(r, "path", None) == "/mcp" for r in self.routes):
+            logger.info("MCP on http://{}:{}/mcp (docs/MCP.md)", self.host, self.port)
 
     async def close(self) -> None:
         self._ready = False
