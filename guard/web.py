@@ -149,6 +149,11 @@ class WebServer:
 
     async def close(self) -> None:
         self._ready = False
+        for route in self.routes:  # a mounted app with sessions (MCP) ends them first
+            aclose = getattr(getattr(route, "app", None), "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
         server, serving = self._server, self._serving
         self._server = self._serving = None
         if server is None or serving is None:

@@ -141,16 +141,19 @@ class GuardTools:
         return await asyncio.to_thread(ask)
 
     def _audit(self, actor: Actor, name: str, args: dict[str, Any], error: bool, text: str) -> None:
-        incident_id = _incident_id(BY_NAME[name], args) if name in BY_NAME else None
+        known = name in BY_NAME
+        incident_id = _incident_id(BY_NAME[name], args) if known else None
         data: dict[str, Any] = {"args": args, "ok": not error, "channel": actor.channel}
+        if not known:  # the caller's text: in the data, not as the action
+            data["tool"], name = name[:200], "unknown"
         if error:
             data["error"] = text[:500]
         with self.db.session() as session:
             audit.append(
                 session,
                 actor=actor.name,
-                action=f"mcp.{name}"[:64],
-                subject=f"incident:{incident_id}" if incident_id else f"tool:{name}"[:200],
+                action=f"mcp.{name}",
+                subject=f"incident:{incident_id}" if incident_id else f"tool:{name}",
                 data=data,
             )
 

@@ -109,6 +109,7 @@ async def test_errors_are_results_that_say_what_went_wrong(home: GuardHome) -> N
         assert error and "is open: a fix is proposed only while Guard asks a human" in text
         with pytest.raises(MCPError, match="unknown resource 'guard://nothing'"):
             await c.read_resource("guard://nothing")
+    assert [e.data["tool"] for e in audit(p.db, "mcp.unknown")] == ["nope"]
     calls = audit(p.db, "mcp.show_incident")
     assert [e.actor for e in calls] == [actor.name, actor.name]
     assert calls[0].data["ok"] is False and calls[0].data["args"] == {"id": 999}
