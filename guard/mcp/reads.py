@@ -3,6 +3,7 @@ bounded by a LIMIT."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlmodel import col, select
@@ -14,6 +15,7 @@ from guard.store.models import HumanCommand, Incident, IncidentTimeline, Remedia
 
 ACTIVE = "active"  # every state but resolved and muted
 TIMELINE = 40  # newest timeline entries shown
+READ_CHARS = 32000  # a read's JSON at most: older timeline entries are dropped to fit
 STATES = ", ".join([s.value for s in IncidentState] + [ACTIVE])
 
 
@@ -81,7 +83,7 @@ def incident_view(db: Database, incident_id: int) -> dict[str, Any] | None:
         ).all()
         proposal = inc.details.get("proposal")
         return summary(inc) | {
-            "message": inc.message,
+            "message": inc.message[:4000],
             "monitor_id": inc.monitor_id,
             "resolved_at": inc.resolved_at.isoformat() if inc.resolved_at else None,
             "options": list(inc.details.get("options") or []),
@@ -104,3 +106,16 @@ def incident_view(db: Database, incident_id: int) -> dict[str, Any] | None:
                 for c in answers
             ],
         }
+
+
+def fitted(view: dict[str, Any], limit: int = READ_CHARS) -> str:
+    """``view`` as JSON within ``limit`` characters: its oldest timeline entries dropped
+    (``timeline_dropped`` says how many), never cut mid-JSON."""
+    timeline = list(view.get("timeline") or [])
+    dropped = 0
+    text = json.dumps(view, indent=1, default=str)
+    while len(text) > limit and timeline:
+        timeline.pop(0)
+        dropped += 1
+        text = json.dumps(view | {"timeline": timeline, "timeline_dropped": dropped}, default=str)
+    return text

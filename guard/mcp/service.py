@@ -11,7 +11,8 @@
    the transaction that queues them), which the running Guard's agent carries out; this
    waits for the outcome while an agent is alive;
 3. the result is redacted (the agent's ``Redactor``: Guard's own secrets, then the policy every
-   exit uses) and cut to ``llm.tool_result_chars`` as for the model, and the call is audited
+   exit uses) and cut to ``llm.tool_result_chars`` as for the model (an incident's JSON to
+   ``reads.READ_CHARS``, dropping its oldest timeline entries), and the call is audited
    as ``mcp.<tool>`` under the actor's name (``token:NAME``, ``mcp:stdio:USER``).
 """
 
@@ -41,6 +42,7 @@ from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
+READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
 
@@ -113,7 +115,8 @@ class GuardTools:
         except Exception as exc:  # the caller gets what failed, never a traceback
             logger.opt(exception=exc).error("mcp: {} by {} failed", name, actor.name)
             outcome = Outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
-        text = cap(self.parts.redactor.redact(outcome.text), self.limit)
+        limit = 2 * reads.READ_CHARS if name in READS else self.limit  # a read: whole JSON
+        text = cap(self.parts.redactor.redact(outcome.text), limit)
         await asyncio.to_thread(self._audit, actor, name, args, outcome.error, text)
         return Outcome(text, outcome.error)
 
@@ -172,7 +175,7 @@ class GuardTools:
         found = await asyncio.to_thread(reads.incident_view, self.db, incident_id)
         if found is None:
             raise ToolError(f"no incident {incident_id}; see list_incidents")
-        return Outcome(json.dumps(found, indent=1, default=str))
+        return Outcome(reads.fitted(found))
 
     async def _shelf(self, actor: Actor, args: dict[str, Any]) -> Outcome:
         if self.reload_skills:

@@ -16,12 +16,14 @@ from guard.access.roles import Role, needed
 from guard.access.tokens import create_token, revoke_token
 from guard.agent.tools import SPECS, TOOL_NAMES, TOOLS, input_schema
 from guard.incidents.authz import Actor
+from guard.incidents.lifecycle import record
 from guard.mcp.http import token_gate
+from guard.mcp.reads import READ_CHARS
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools
 from guard.mcp.stdio import stdio_actor, stdio_gate
 from guard.store.db import Database
-from guard.store.models import AuditEntry, HumanCommand
+from guard.store.models import AuditEntry, HumanCommand, Incident
 from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
 from tests.mcp.helpers import TEN, parts
@@ -201,3 +203,19 @@ async def test_no_result_holds_a_secret_of_an_incident(home: GuardHome) -> None:
     assert all("push refused for token" in t for t in texts)
     assert not [t for t in texts if SECRET in t]
     assert all("[REDACTED" in t for t in texts)
+
+
+async def test_a_long_incident_is_whole_json_without_its_oldest_entries(home: GuardHome) -> None:
+    p = parts(home)
+    actor = stdio_actor()
+    tools = GuardTools(p, stdio_gate(actor, Role.viewer, p))
+    inc = stored_incident_id(p.db)
+    with p.db.session() as session:
+        row = session.get(Incident, inc)
+        for i in range(40):
+            record(session, row, "note", f"entry {i} " + "x" * 2000, actor="agent")
+    async with client(tools, actor) as c:
+        text, error = await call(c, "show_incident", id=inc)
+    shown = json.loads(text)  # whole JSON, though the timeline alone is 80,000 characters
+    assert not error and len(text) <= READ_CHARS
+    assert shown["timeline_dropped"] > 0 and shown["timeline"][-1]["message"].startswith("entry 39")
