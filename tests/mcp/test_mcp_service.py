@@ -212,6 +212,7 @@ async def test_a_long_incident_is_whole_json_without_its_oldest_entries(home: Gu
     inc = stored_incident_id(p.db)
     with p.db.session() as session:
         row = session.get(Incident, inc)
+        assert row is not None
         for i in range(40):
             record(session, row, "note", f"entry {i} " + "x" * 2000, actor="agent")
     async with client(tools, actor) as c:
