@@ -84,7 +84,7 @@ class GuardTools:
         self.wait = wait
         self.reload_skills = reload_skills  # a process apart from `guard run` sees new skills
         self.limit = parts.settings.llm.tool_result_chars
-        self._handlers: dict[str, Callable[[Actor, dict[str, Any]], Awaitable[Outcome]]] = {
+        self._handlers: dict[str, Callable[[Actor, str, dict[str, Any]], Awaitable[Outcome]]] = {
             "list_incidents": self._list_incidents,
             "show_incident": self._show_incident,
             "sandbox_run": self._bound,
@@ -108,7 +108,7 @@ class GuardTools:
             if refused is not None:
                 outcome = Outcome(f"refused: {refused}", error=True)
             else:
-                outcome = await self._handlers[name](actor, args | {"__tool": name})
+                outcome = await self._handlers[name](actor, name, dict(args))
         except (ToolError, UnknownIncident, NotAuthorised, ValueError) as exc:
             prefix = "refused: " if isinstance(exc, NotAuthorised) else ""
             outcome = Outcome(f"{prefix}{exc}", error=True)
@@ -162,7 +162,7 @@ class GuardTools:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    async def _list_incidents(self, actor: Actor, args: dict[str, Any]) -> Outcome:
+    async def _list_incidents(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         state = args.get("state")
         if state is not None and not isinstance(state, str):
             raise ToolError(f"argument 'state' must be a string: one of {reads.STATES}")
@@ -170,26 +170,26 @@ class GuardTools:
         found = await asyncio.to_thread(reads.list_incidents, self.db, state or None, limit)
         return Outcome(json.dumps(found, indent=1))
 
-    async def _show_incident(self, actor: Actor, args: dict[str, Any]) -> Outcome:
+    async def _show_incident(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         incident_id = _int(args, "id", None)
         found = await asyncio.to_thread(reads.incident_view, self.db, incident_id)
         if found is None:
             raise ToolError(f"no incident {incident_id}; see list_incidents")
         return Outcome(reads.fitted(found))
 
-    async def _shelf(self, actor: Actor, args: dict[str, Any]) -> Outcome:
+    async def _shelf(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         if self.reload_skills:
             await asyncio.to_thread(self.parts.library.reload)
         shelf = Shelf(self.parts.library, self.parts.memory)
-        return Outcome(await shelf.call(args.pop("__tool"), args))
+        return Outcome(await shelf.call(tool, args))
 
-    async def _bound(self, actor: Actor, args: dict[str, Any]) -> Outcome:
+    async def _bound(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
-        return Outcome(await self.parts.toolbox(inc).call(args.pop("__tool"), args))
+        return Outcome(await self.parts.toolbox(inc).call(tool, args))
 
     # -- answers (queued for the agent) ---------------------------------------------------------
 
-    async def _propose(self, actor: Actor, args: dict[str, Any]) -> Outcome:
+    async def _propose(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
         if inc.state not in ASKING:
             raise ToolError(
@@ -200,19 +200,18 @@ class GuardTools:
         body = json.dumps(proposal.as_dict())
         return await self._queue(actor, inc, "propose", fix=body)
 
-    async def _answer(self, actor: Actor, args: dict[str, Any]) -> Outcome:
-        verb = args.pop("__tool")
+    async def _answer(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
         option, bound = args.get("option"), None
         if option is not None and (not isinstance(option, str) or not option.strip()):
             raise ToolError("argument 'option' must be a skill's name or `proposal`")
         shown = list(inc.details.get("options") or [])
-        if verb == "approve" and (option or (shown[0] if shown else None)) == "proposal":
+        if tool == "approve" and (option or (shown[0] if shown else None)) == "proposal":
             proposal = inc.details.get("proposal")
             if not isinstance(proposal, dict):
                 raise ToolError(f"incident #{inc.id} has no proposal; see show_incident")
             bound = digest(str(proposal.get("fix", "")))  # what show_incident shows, only
-        return await self._queue(actor, inc, verb, skill=option, fix=bound)
+        return await self._queue(actor, inc, tool, skill=option, fix=bound)
 
     async def _queue(
         self, actor: Actor, inc: Incident, verb: str, *, skill: str | None = None, fix: str | None
