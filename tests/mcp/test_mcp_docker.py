@@ -141,6 +141,8 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
             async with over_http(home, tokens["approver"]) as approver:
                 outcome = await said.ok(approver, "approve", incident_id=exited["id"])
                 assert "saved as skill learned-" in outcome, outcome
+                denied = await said.ok(approver, "deny", incident_id=logged["id"])
+                assert denied == "denied; no remedy will run"
 
             async with over_http(home, tokens["viewer"]) as viewer:
                 hits = await said.json(viewer, "search_memory", query=PARAPHRASE)
@@ -148,6 +150,7 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
 
         asyncio.run(over_http_steps())
 
+        assert show(home, logged["id"])["state"] == "escalated"
         done = show(home, exited["id"])
         assert done["state"] == "resolved"
         learned = load_skill(home.root / "skills" / done["details"]["learned_skill"])
