@@ -228,14 +228,23 @@ class PagerDutyServer:
     # -- test controls --------------------------------------------------------------------------
 
     def fail(self, status: int = 429, *, times: int = 1) -> None:
-        """Answer the next ``times`` events with ``status`` (429 rate limit, 500, 502...)."""
+        """Answer the next ``times`` events with ``status`` (429 rate limit, 500, 502..., or 400
+        "invalid event" as PagerDuty answers one it cannot take)."""
         reply = (
             {
-                "status": "throttle event",
-                "message": "Requests for this service are arriving too quickly. Please retry later.",
+                "status": "invalid event",
+                "message": "Event object is invalid",
+                "errors": ["'payload.summary' is invalid"],
             }
-            if status == 429
-            else {"status": "error", "message": "Internal Server Error"}
+            if status == 400
+            else (
+                {
+                    "status": "throttle event",
+                    "message": "Requests for this service are arriving too quickly. Please retry later.",
+                }
+                if status == 429
+                else {"status": "error", "message": "Internal Server Error"}
+            )
         )
         with self._cond:
             self.failures.extend([(status, reply)] * times)
