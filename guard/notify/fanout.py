@@ -18,13 +18,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from loguru import logger
-from sqlmodel import select
 
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
 from guard.store.db import Database
-from guard.store.models import Incident, OutboxMessage
+from guard.store.models import Incident
 
 
 class ChannelNotifier:
@@ -63,17 +62,7 @@ class ChannelNotifier:
 
     def asked_in(self, incident_id: int) -> list[str]:
         """The chats this channel asked about an incident in (the default chat if none)."""
-        with self.db.session() as session:
-            found = session.exec(
-                select(OutboxMessage.chat_id)
-                .where(
-                    OutboxMessage.channel == self.channel,
-                    OutboxMessage.incident_id == incident_id,
-                    OutboxMessage.role == "incident",
-                )
-                .distinct()
-            ).all()
-        return sorted(found) or [self.chat_id]
+        return queue.asked_in(self.db, self.channel, incident_id, self.chat_id)
 
     def closed_text(self, incident_id: int, state: str, text: str) -> str:
         with self.db.session() as session:

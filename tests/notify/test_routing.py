@@ -153,7 +153,11 @@ def test_an_unknown_notifier_is_an_error_naming_the_field_and_the_known_ones(
             "16 characters",
         ),
         ({"routes": [{"match": {"severity": "fatal"}}]}, "routes", "not a severity"),
-        ({"routes": [{"match": {"sevrity": "critical"}}]}, "routes[0].match.sevrity", "unknown field"),
+        (
+            {"routes": [{"match": {"sevrity": "critical"}}]},
+            "routes[0].match.sevrity",
+            "unknown field",
+        ),
         (
             {
                 "notifiers": {
