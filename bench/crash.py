@@ -11,6 +11,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``skills``: at most one learned skill per fix, and the skills repo is clean (no uncommitted
   or stray files, one commit per learned skill);
 - ``telegram``: at most one message per incident event (no text posted twice);
+- ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
+  incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -44,7 +46,7 @@ from tests.telegram_server import TelegramServer
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "log lines", "audit")
+CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "pages", "log lines", "audit")
 WORKING = {"diagnosing", "remediating"}
 Check = tuple[bool | None, str]  # None: not applicable to the scenario
 
@@ -629,9 +631,59 @@ class DockerExit(Scenario):
         }
 
 
+class Paging(Scenario):
+    name = "paging"
+    what = (
+        "a critical HTTP check fails, no skill: Guard asks, and its route pages PagerDuty and a "
+        "signed webhook; the service recovers, the incident auto-resolves, both get a resolve"
+    )
+    points = (
+        "page.claimed",
+        "page.sent_before_mark",  # the first page (a trigger) taken, not marked sent
+        "page.sent_before_mark:3",  # a resolve taken, not marked sent
+    )
+
+    def setup(self, run: Run) -> None:
+        from bench.crash_paging import Pagers
+
+        run.notes["pagers"] = pagers = Pagers()
+        web_playbook(run, auto_resolve=True)
+        (run.home.root / "skills").mkdir()
+        run.home.write_config(telegram_config(run, **pagers.config()))
+
+    def drive(self, run: Run) -> None:
+        if run.notes["pagers"].triggered():
+            run.service.healthy = True  # it recovers: the incident auto-resolves
+
+    def teardown(self, run: Run) -> None:
+        run.notes["pagers"].stop()
+
+    def done(self, run: Run) -> bool:
+        resolved = any(i["state"] == "resolved" for i in run.incidents())
+        return resolved and run.notes["pagers"].finished()
+
+    def checks(self, run: Run) -> dict[str, Check]:
+        unsent = run.db("select count(*) from page_outbox where status != 'sent'")[0][0]
+        return {
+            "lost/stuck": stuck_check(run, 1, {"resolved"}),
+            "telegram": telegram_check(run),
+            "pages": run.notes["pagers"].check(unsent),
+            "audit": audit_check(run),
+        }
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
-    for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
+    for s in (
+        HttpSkill(),
+        DockerExit(),
+        TelegramFix(),
+        Logfile(),
+        Storm(),
+        Flap(),
+        Report(),
+        Paging(),
+    )
 }
 
 
