@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +24,7 @@ from guard.store.models import Incident
 from guard.store.paging import PageOutbox
 from tests.agent_helpers import stored_incident
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
 from tests.webhook_receiver import SECRET, WebhookReceiver, receiving
-
-
-@pytest.fixture
-def pd() -> Iterator[PagerDutyServer]:
-    with pagerduty() as server:
-        yield server
-
-
-@pytest.fixture
-def hook() -> Iterator[WebhookReceiver]:
-    with receiving() as receiver:
-        yield receiver
 
 
 def make_settings(
