@@ -246,3 +246,24 @@ def test_the_webhook_signature_verifies_only_with_the_secret(tmp_path: Path) -> 
         raw = wrong.requests[0]["raw"]
         assert json.loads(raw)["incident"]["title"] == "down"
         assert SECRET.encode() not in raw
+
+
+@pytest.mark.unit
+def test_pruning_a_resolved_incident_removes_its_pages(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from guard.store.retention import prune
+
+    db = new_db(tmp_path)
+    old = incident(db)
+    kept = incident(db)
+    page(db, ["webhook:ops"], old, "trigger", "route:old")
+    page(db, ["webhook:ops"], kept, "trigger", "route:kept")
+    with db.session() as session:
+        row = session.get(Incident, old.id)
+        assert row is not None
+        row.state, row.resolved_at = IncidentState.resolved, utcnow() - timedelta(days=100)
+        session.add(row)
+    done = prune(db, timedelta(days=90).total_seconds(), tmp_path / "anchors.jsonl")
+    assert done.rows.get("page_outbox") == 1
+    assert [r.incident_id for r in rows(db)] == [kept.id]
