@@ -138,6 +138,11 @@ def test_trigger_then_resolve_reach_pagerduty_with_one_dedup_key(
         assert triggered_targets(session, idof(inc)) == []
     assert worker.resolve_finished() == 0  # nothing open any more: no second resolve
     assert [r.status for r in rows(db)] == ["sent", "sent"]
+    # a late trigger (an escalation step racing the resolution) is resolved too
+    page(db, ["pagerduty:primary"], inc, "trigger", "escalation:1:0")
+    work_until(worker, lambda: len(pd.events) == 4)
+    assert pd.actions(dedup_key(idof(inc))) == ["trigger", "resolve", "trigger", "resolve"]
+    assert [a["state"] for a in pd.alerts] == ["resolved", "resolved"]
 
 
 def test_a_webhook_500_is_retried_with_backoff_and_delivered_once(

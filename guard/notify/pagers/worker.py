@@ -25,6 +25,7 @@ from datetime import timedelta
 
 import httpx
 from loguru import logger
+from sqlalchemy import func
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
@@ -202,7 +203,13 @@ class PageWorker:
                 if not open_targets or inc is None:
                     continue
                 cluster.current().fence(session)
-                key = f"resolve:{incident_id}:{inc.reopen_count}"
+                # keyed by the newest trigger: a trigger queued after a resolve gets its own
+                newest = session.exec(
+                    select(func.max(PageOutbox.id)).where(
+                        PageOutbox.incident_id == incident_id, PageOutbox.action == "trigger"
+                    )
+                ).one()
+                key = f"resolve:{incident_id}:{newest}"
                 if enqueue_pages(session, open_targets, inc, "resolve", key=key, reason="resolved"):
                     done += 1
         return done
