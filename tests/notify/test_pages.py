@@ -272,3 +272,26 @@ def test_pruning_a_resolved_incident_removes_its_pages(tmp_path: Path) -> None:
     done = prune(db, timedelta(days=90).total_seconds(), tmp_path / "anchors.jsonl")
     assert done.rows.get("page_outbox") == 1
     assert [r.incident_id for r in rows(db)] == [kept.id]
+
+
+def test_an_unforeseen_failure_is_retried_not_the_end_of_the_worker(
+    tmp_path: Path, hook: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from guard.notify.pagers import webhook
+
+    real, calls = webhook.send, []
+
+    async def flaky(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        await real(*args)
+
+    monkeypatch.setattr(webhook, "send", flaky)
+    db = new_db(tmp_path)
+    worker = PageWorker(make_settings(tmp_path, None, hook), db, first_backoff=0.1)
+    page(db, ["webhook:ops"], incident(db), "trigger", "route:1")
+    work_until(worker, settled(db))
+    (row,) = rows(db)
+    assert (row.status, row.attempts, len(calls)) == ("sent", 2, 2)
+    assert len(hook.processed) == 1

@@ -131,10 +131,12 @@ class PageWorker:
             )
             await asyncio.to_thread(self._mark, row, PageStatus.failed, str(exc))
             return
-        except (Retry, Unreachable) as exc:
+        except Exception as exc:  # 429/5xx/network, or anything unforeseen: later, never dead
             wait = backoff(row.attempts + 1, self.first_backoff)
             if isinstance(exc, Retry):
                 wait = max(wait, exc.after)
+            elif not isinstance(exc, Unreachable):
+                logger.opt(exception=exc).error("page {}: unexpected failure", row.id)
             logger.warning(
                 "page {} to {} ({} for incident #{}) not delivered ({}); retrying in {:g}s",
                 row.id,
