@@ -295,3 +295,17 @@ def test_an_unforeseen_failure_is_retried_not_the_end_of_the_worker(
     (row,) = rows(db)
     assert (row.status, row.attempts, len(calls)) == ("sent", 2, 2)
     assert len(hook.processed) == 1
+
+
+def test_a_secret_in_an_incident_never_reaches_a_pager(tmp_path: Path, pd: PagerDutyServer) -> None:
+    from guard.redact import configure
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
+    s = make_settings(tmp_path, pd, None)
+    configure(s)
+    db = new_db(tmp_path)
+    inc = incident(db, title=f"login failed with {token}", message=f"token={token} rejected")
+    page(db, ["pagerduty:primary"], inc, "trigger", "route:1")
+    work_until(PageWorker(s, db), lambda: len(pd.events) == 1)
+    raw = pd.requests[0]["raw"].decode()
+    assert token not in raw and "login failed with" in raw

@@ -38,6 +38,7 @@ from guard.exceptions import NotLeader
 from guard.notify.channel import Rejected, Retry, Unreachable
 from guard.notify.pagers import enqueue_pages, pagerduty, triggered_targets, webhook
 from guard.records import IncidentState, utcnow
+from guard.redact import redact_value
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox, PageStatus
@@ -114,6 +115,7 @@ class PageWorker:
             return
         await asyncio.to_thread(self._claim, row)
         reached("page.claimed")
+        row.payload = redact_value(row.payload)  # stored redacted already; an exit checks again
         try:
             if isinstance(config, PagerDutyNotifier):
                 await pagerduty.send(client, row, config)
