@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, metrics
 from guard.config import Settings
 from guard.exceptions import NotLeader
 from guard.notify.pagers import dedup_key, enqueue_pages, triggered_targets
@@ -79,6 +79,12 @@ def work_until(worker: PageWorker, done: Callable[[], bool], within: float = 60.
             await task
 
     asyncio.run(main())
+
+
+def counted(kind: str, action: str, outcome: str) -> float:
+    """``guard_pages_total`` for these labels, as /metrics serves it."""
+    labels = {"kind": kind, "action": action, "outcome": outcome}
+    return metrics.REGISTRY.get_sample_value("guard_pages_total", labels) or 0.0
 
 
 def settled(db: Database) -> Callable[[], bool]:
@@ -153,7 +159,10 @@ def test_a_webhook_500_is_retried_with_backoff_and_delivered_once(
     inc = incident(db, title="api 502", severity="error")
     hook.fail(500)
     page(db, ["webhook:ops"], inc, "trigger", "route:1:0")
+    before = {o: counted("webhook", "trigger", o) for o in ("retried", "sent")}
     work_until(worker, settled(db))
+    assert counted("webhook", "trigger", "retried") == before["retried"] + 1
+    assert counted("webhook", "trigger", "sent") == before["sent"] + 1
     assert [r.get("status") for r in hook.requests] == [500, 200]
     first, second = hook.requests
     assert first["delivery"] == second["delivery"] == rows(db)[0].delivery  # same id each try

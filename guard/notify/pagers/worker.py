@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, metrics
 from guard.config import Settings
 from guard.config.paging import PagerDutyNotifier, WebhookNotifier
 from guard.crashpoints import reached
@@ -165,6 +165,8 @@ class PageWorker:
             cluster.current().claim(session, "page.send", row.id)
 
     def _mark(self, row: PageOutbox, status: PageStatus, error: str = "", wait: float = 0) -> None:
+        outcome = "retried" if status == PageStatus.pending else status.value
+        metrics.record_page(row.target, row.action, outcome)
         with self.db.session() as session:
             fresh = session.get(PageOutbox, row.id)
             assert fresh is not None
