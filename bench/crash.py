@@ -11,6 +11,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``skills``: at most one learned skill per fix, and the skills repo is clean (no uncommitted
   or stray files, one commit per learned skill);
 - ``telegram``: at most one message per incident event (no text posted twice);
+- ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
+  incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -44,7 +46,7 @@ from tests.telegram_server import TelegramServer
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "log lines", "audit")
+CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "pages", "log lines", "audit")
 WORKING = {"diagnosing", "remediating"}
 Check = tuple[bool | None, str]  # None: not applicable to the scenario
 
@@ -635,6 +637,14 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def scenarios() -> dict[str, Scenario]:
+    """``SCENARIOS`` and the scenarios kept in modules of their own (imported here, not at the
+    top: they import this module)."""
+    from bench.crash_paging import Paging
+
+    return {**SCENARIOS, Paging.name: Paging()}
+
+
 # -- a case: one scenario, one kill ----------------------------------------------------------------
 
 
@@ -755,7 +765,7 @@ def failures(results: list[Result]) -> list[str]:
 
 def cases(only: list[str]) -> list[tuple[Scenario, str]]:
     picked = []
-    for scenario in SCENARIOS.values():
+    for scenario in scenarios().values():
         for point in scenario.points:
             key = f"{scenario.name}:{point.split(':')[0]}"
             if not only or any(key.startswith(o) or scenario.name == o for o in only):
@@ -807,7 +817,7 @@ def write_doc(
 ) -> None:
     """Write the matrix between its database's markers in ``path`` (appended if absent)."""
     points = sorted({r.point.split(":")[0] for r in results})
-    scenarios = "\n".join(f"- **{s.name}**: {s.what}" for s in SCENARIOS.values())
+    described = "\n".join(f"- **{s.name}**: {s.what}" for s in scenarios().values())
     fails = failures(results)
     command = "python -m bench.crash " + " ".join(argv)
     text = path.read_text() if path.exists() else ""
@@ -816,7 +826,7 @@ def write_doc(
         f"{marker}\nProduced by `{command.strip()}` ({DATABASES[database]}), "
         f"{len(results)} cases, {len(points)} distinct kill points, "
         f"{sum(r.green for r in results)} green.\n\n"
-        f"Scenarios:\n\n{scenarios}\n\n{table}\n\n"
+        f"Scenarios:\n\n{described}\n\n{table}\n\n"
         + ("Red cells:\n\n" + "\n".join(fails) + "\n" if fails else "No red cell.\n")
         + f"{marker}\n"
     )

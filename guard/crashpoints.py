@@ -40,6 +40,8 @@ POINTS: dict[str, str] = {
     "report.sent_before_mark": "the daily report was sent, not yet marked sent",
     "incident.resolving": "the incident is about to be resolved (the state change)",
     "agent.asking": "the agent decided to ask a human; the question is not stored",
+    "page.claimed": "pages: a page's send is claimed (fenced); the pager is not called yet",
+    "page.sent_before_mark": "pages: a pager or webhook took the page; it is not marked sent",
 }
 
 

@@ -31,6 +31,7 @@ from guard.config.operations import (
     StoreSettings,
     TriageSettings,
 )
+from guard.config.paging import NotifiersSettings, Routes
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
 from guard.config.sources import default_data_dir, default_http_port
@@ -85,6 +86,8 @@ class Settings(BaseSettings):
     ha: HASettings = Field(default_factory=HASettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    notifiers: NotifiersSettings = Field(default_factory=NotifiersSettings)  # before routes
+    routes: Routes = Field(default_factory=list, description="which incident goes where")
     intake: list[IntakeSource] = Field(
         default_factory=list, description="alert sources served at POST /hooks/<id>"
     )
@@ -131,6 +134,7 @@ class Settings(BaseSettings):
             if s is not None
         ]
         found += [v for source in self.intake for v in source.secrets()]
+        found += self.notifiers.secrets()
         if self.skills.git_token is not None:  # as git sends it, too
             found.append(basic_credentials(self.skills.git_token.get_secret_value()))
         return [v for v in found if len(v) >= 4]
