@@ -1,7 +1,8 @@
 """The four roles, each including the one before it, and the role each verb needs.
 
 - ``viewer``: reads incidents, skills, monitors, reports, the audit head (``view``);
-- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis;
+- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis, splits a
+  wrongly correlated signal off an incident;
 - ``approver``: approves, denies, sends a fix;
 - ``admin``: changes a skill's trust, manages tokens.
 
@@ -38,6 +39,7 @@ NEEDS: dict[str, Role] = {
     "unmute": Role.operator,
     "report": Role.operator,
     "diagnose": Role.operator,
+    "split": Role.operator,
     "approve": Role.approver,
     "deny": Role.approver,
     "reply": Role.approver,
