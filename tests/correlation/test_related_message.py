@@ -66,6 +66,7 @@ def test_the_question_is_edited_as_signals_join(tmp_path: Path):
     assert send.text.endswith("\n\nWhat now?")
     with db.session() as s:  # the worker posts it as its own message
         row = s.get(OutboxMessage, send.id)
+        assert row is not None
         row.status = OutboxStatus.sent
         s.add(
             ChannelMessage(
