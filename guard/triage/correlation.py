@@ -22,6 +22,7 @@ triage's transaction, so a batch is stored whole or not at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 
 from sqlmodel import Session, col, select
@@ -198,7 +199,9 @@ class Correlation:
             target=sig.target,
             fingerprint=fingerprint,
         )
-        events.append(incident_event(root, "related"))
+        joined = incident_event(root, "related")
+        line = signal_line(sig.kind, sig.target, sig.count)
+        events.append(replace(joined, title=f"{line} joined {root.title}"))
         return row
 
     # -- checks passing ------------------------------------------------------------------------
