@@ -27,6 +27,7 @@ from datetime import timedelta
 
 from sqlmodel import Session, col, select
 
+from guard.crashpoints import reached
 from guard.incidents.lifecycle import record
 from guard.playbooks.services import ServiceMap
 from guard.records import IncidentEvent, Signal
@@ -61,6 +62,8 @@ class Correlation:
 
     def joined(self, session: Session, fingerprint: str) -> RelatedSignal | None:
         """The related signal with ``fingerprint`` on a root still open."""
+        if not self.services.monitors:  # no monitor names a service: nothing joins
+            return None
         return session.exec(
             select(RelatedSignal)
             .join(Incident, col(Incident.id) == col(RelatedSignal.incident_id))
@@ -182,6 +185,7 @@ class Correlation:
         )
         session.add(row)
         session.flush()
+        reached("triage.correlated")  # joined, in the batch's transaction: not committed yet
         root.last_seen = max(root.last_seen, sig.observed_at)
         root.severity = max_severity(root.severity, sig.severity.value)
         session.add(root)
