@@ -9,6 +9,7 @@ import yaml
 
 from guard.playbooks.loader import check_playbooks
 from guard.playbooks.services import service_map
+from tests.conftest import GuardHome
 
 pytestmark = pytest.mark.unit
 
@@ -86,3 +87,26 @@ def test_a_service_declared_twice_and_a_bad_name_are_errors(tmp_path: Path):
         in problems[tmp_path / "b.yaml"][0]
     )
     assert "c.yaml: monitors[0].service:" in problems[tmp_path / "c.yaml"][0]
+
+
+async def test_guard_correlates_by_the_playbooks_it_runs_and_a_reload_changes_that(
+    home: GuardHome,
+) -> None:
+    from guard.app import Guard
+    from guard.playbooks import load_playbooks
+
+    home.playbook("web", [http("web")])
+    guard = Guard(home.settings(), home.playbooks_loaded())
+    try:
+        assert guard.triage.correlation.services.service("web") is None
+        write(
+            home.playbooks,
+            "web",
+            {"services": {"web": {"depends_on": ["db"]}}, "monitors": [http("web", "web")]},
+        )
+        write(home.playbooks, "db", {"monitors": [http("db", "db")]})
+        await guard.apply_playbooks(load_playbooks(home.playbooks))
+        services = guard.triage.correlation.services
+        assert services.service("web") == "web" and services.dependencies("web") == {"db"}
+    finally:
+        await guard.close()
