@@ -59,10 +59,10 @@ def test_a_split_signal_is_its_own_incident_and_the_pair_is_not_joined_again(db)
         assert new is not None and new.count == 2
         transition(s, new, IncidentState.resolved, actor="test", reason="healed")
     t.process(obs(signal("api-0", 60)))  # fires again later, the root still open:
-    with db.session() as s:  # it opens its own, never joins the root again
+    with db.session() as s:  # its own incident again (reopened or new), never the root's
         assert [r.monitor_id for r in s.exec(select(RelatedSignal)).all()] == ["api-1"]
         mine = s.exec(select(Incident).where(Incident.monitor_id == "api-0")).all()
-        assert [i.state for i in mine] == [IncidentState.resolved, IncidentState.open]
+        assert IncidentState.open in [i.state for i in mine]
 
 
 @pytest.mark.unit
