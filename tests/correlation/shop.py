@@ -3,8 +3,9 @@ health check, and the log file of the proxy in front of it.
 
 The container serves HTTP on a fixed loopback port (kept across restarts: ``prom_peers.victim``).
 The proxy is a thread of the test: it asks the service every half second and, while the
-service does not answer, logs what an nginx in front of it would, two different lines per
-failed request (``upstream ... connection refused``, ``request failed: 502``).
+service does not answer (twice in a row: it retries once), logs what an nginx in front of it
+would, two different lines per failed request (``upstream ... connection refused``,
+``request failed: 502``).
 """
 
 from __future__ import annotations
@@ -35,10 +36,15 @@ class Shop:
 
 
 def _proxy(url: str, log: Path, stop: threading.Event) -> None:
+    failed = 0
     while not stop.wait(PROXY_EVERY):
         try:
             httpx.get(url, timeout=1)
+            failed = 0
         except httpx.HTTPError:
+            failed += 1
+            if failed < 2:  # it retries once before it gives up on a request
+                continue
             stamp = time.strftime("%Y/%m/%d %H:%M:%S")
             with open(log, "a") as f:
                 f.write(
