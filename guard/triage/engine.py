@@ -92,7 +92,9 @@ class Triage:
         targets = [s.target for o in observations for s in o.signals] if spans.enabled() else []
         for target in targets:
             spans.mark("triage.taken", target)
-        self._storms = storm.StormBatch(self.settings.max_new_incidents, self.settings.storm_window)
+        self._storms = storm.StormBatch(
+            self.settings.max_new_incidents, self.settings.storm_window, self.correlation.service
+        )
         self._checks = {}
         try:
             self._templates_begun = False  # begun by the batch's first template signal
@@ -202,16 +204,16 @@ class Triage:
                 if not redelivery.counted(recent.details, sig):  # not a late retry
                     self._reopen(session, recent, sig, events)
                 return
-        root = self.correlation.root(session, sig, fp)
-        if root is not None:  # one fault, one incident: it joins as a related signal
-            self.correlation.join(session, root, sig, fp, events, template_id)
-            return
         if self._storms.over_cap(session, sig.monitor_id):  # the storm breaker takes it
             text = self.templates.text(template_id) if template_id is not None else None
             key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
             self._storms.take(session, sig, key, text or sig.message, events)
             return
-        self._storms.opened(sig.monitor_id)
+        self._storms.opened(sig.monitor_id)  # a join counts toward the cap like an open
+        root = self.correlation.root(session, sig, fp)
+        if root is not None:  # one fault, one incident: it joins as a related signal
+            self.correlation.join(session, root, sig, fp, events, template_id)
+            return
         self._open(session, sig, fp, failures, policy, events, template_id)
 
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:

@@ -150,3 +150,15 @@ def test_a_batch_that_fails_stores_no_join(db):
     t.correlation.join = real  # type: ignore[method-assign]
     t.process(obs(signal("api-0", 2)))  # stored whole once it works
     assert len(stored(db)[1]) == 1
+
+
+def test_joins_count_toward_the_storm_breakers_cap_and_a_storm_keeps_its_service(db):
+    t = Triage(db, TriageSettings(max_new_incidents=3, storm_window=600))
+    t.correlation.services = ServiceMap.of({"api": "api"}, {})
+    lines = [signal("api", i, message=f"error {'x' * i} in module {i}") for i in range(6)]
+    events = t.process(obs(*lines))
+    assert [e.type for e in events] == ["opened", "related", "related", "opened"]
+    incidents, related = stored(db)
+    storm = next(i for i in incidents if i.kind == "storm")
+    assert len(related) == 2 and storm.count == 3  # 1 opened + 2 joined, then the storm
+    assert storm.details["service"] == "api"
