@@ -146,6 +146,7 @@ def test_one_fault_asks_one_question_edited_as_its_signals_join(
             questions = [m for m in tg.bot_messages("Incident #") if "reply_to_message" not in m]
             assert len(questions) == 1, questions  # 1 incident, 1 message
             assert len(incidents(home)) == 1
+            assert len(tg.sent("sendMessage")) == 1  # the question; joins edit it in place
             fixed = home.cli("reply", str(inc["id"]), "--", "docker.start", s.container.name)
             assert "cured incident" in fixed.stdout
         assert show(home, inc["id"])["state"] == "resolved"
