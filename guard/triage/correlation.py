@@ -226,15 +226,14 @@ class Correlation:
             session.add(row)
 
     def holds(self, session: Session, incident: Incident) -> bool:
-        """Whether a related signal of ``incident`` still fires (it must not resolve yet)."""
-        return (
-            session.exec(
-                select(RelatedSignal.id)
-                .where(RelatedSignal.incident_id == incident.id, RelatedSignal.status == FIRING)
-                .limit(1)
-            ).first()
-            is not None
-        )
+        """Whether a related signal of ``incident`` still fires (it must not resolve yet);
+        one whose monitor no longer names a service (removed, or edited) holds nothing."""
+        monitors = session.exec(
+            select(RelatedSignal.monitor_id).where(
+                RelatedSignal.incident_id == incident.id, RelatedSignal.status == FIRING
+            )
+        ).all()
+        return any(m in self.services.monitors for m in monitors)
 
 
 def related_of(session: Session, incident_id: int) -> list[RelatedSignal]:

@@ -162,3 +162,11 @@ def test_joins_count_toward_the_storm_breakers_cap_and_a_storm_keeps_its_service
     storm = next(i for i in incidents if i.kind == "storm")
     assert len(related) == 2 and storm.count == 3  # 1 opened + 2 joined, then the storm
     assert storm.details["service"] == "api"
+
+
+def test_a_related_signal_whose_monitor_is_gone_does_not_hold_the_root(db):
+    t = triage(db, shop_services(1))
+    t.process(obs(signal("db", 0), signal("api-0", 1)))
+    t.correlation.services = ServiceMap.of({"db": "db"}, {})  # api-0 removed from playbooks
+    t.process(obs(signal("db", 5, status="ok")))
+    assert stored(db)[0][0].state == IncidentState.resolved
