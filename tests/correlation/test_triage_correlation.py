@@ -170,3 +170,13 @@ def test_a_related_signal_whose_monitor_is_gone_does_not_hold_the_root(db):
     t.correlation.services = ServiceMap.of({"db": "db"}, {})  # api-0 removed from playbooks
     t.process(obs(signal("db", 5, status="ok")))
     assert stored(db)[0][0].state == IncidentState.resolved
+
+
+def test_a_database_and_five_dependants_are_one_incident_in_either_order(db):
+    t = triage(db, shop_services())
+    t.process(obs(signal("api-3", 0)))  # a dependant fails first
+    t.process(obs(signal("db", 1)))  # the database's own signal a second later
+    t.process(obs(*(signal(f"api-{i}", 2 + i) for i in (0, 1, 2, 4))))
+    incidents, related = stored(db)
+    assert [i.monitor_id for i in incidents] == ["api-3"]
+    assert sorted(r.monitor_id for r in related) == ["api-0", "api-1", "api-2", "api-4", "db"]
