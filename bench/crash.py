@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench import crash_correlate
 from bench.pg_server import fresh_database, postgres_server
 from tests.conftest import GuardHome
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN, Service
@@ -635,6 +636,7 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
 }
+SCENARIOS |= crash_correlate.scenarios()  # more, built on the scenarios above
 
 
 def scenarios() -> dict[str, Scenario]:

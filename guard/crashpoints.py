@@ -22,6 +22,7 @@ POINTS: dict[str, str] = {
     "triage.signal_stored": "triage: the batch's signals are in the transaction, no incident yet",
     "triage.storm_fold": "triage: a signal is folded into a storm incident, not committed",
     "triage.flap_reopen": "triage: a resolved incident is being reopened (flap), not committed",
+    "triage.correlated": "triage: a signal joined an open incident as related, not committed",
     "logfile.cursor_save": "logfile: the new position is read, its transaction not committed",
     "agent.opened_not_taken": "the incident is open and announced; no worker has taken it",
     "agent.diagnosing": "the incident is diagnosing; diagnosis has not finished",

@@ -1,8 +1,9 @@
 """The four roles, each including the one before it, and the role each verb needs.
 
 - ``viewer``: reads incidents, skills, monitors, reports, the audit head (``view``);
-- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis, runs a
-  command in an incident's diagnostics sandbox and proposes a fix (MCP);
+- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis, splits a
+  wrongly correlated signal off an incident, runs a command in an incident's diagnostics
+  sandbox and proposes a fix (MCP);
 - ``approver``: approves, denies, sends a fix;
 - ``admin``: changes a skill's trust, manages tokens.
 
@@ -39,6 +40,7 @@ NEEDS: dict[str, Role] = {
     "unmute": Role.operator,
     "report": Role.operator,
     "diagnose": Role.operator,
+    "split": Role.operator,
     "sandbox_run": Role.operator,
     "propose": Role.operator,
     "approve": Role.approver,

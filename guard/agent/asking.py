@@ -8,6 +8,7 @@ option carries the exact command and its digest, and its approval is bound to th
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from guard.commandtext import approval_key, digest, oddities
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
+from guard.notify import related
 from guard.notify.base import HumanRequest, Notifier, SkillOption
 from guard.records import utcnow
 from guard.skills.library import Candidate
@@ -121,6 +123,14 @@ class Asker:
             await self.notifier.ask(request)
         except Exception as exc:
             logger.error("could not reach a human about incident #{}: {}", incident_id, exc)
+        await self.show_related(incident_id)
+
+    async def show_related(self, incident_id: int) -> None:
+        """Name the incident's related signals in its question (``guard.notify.related``)."""
+        try:
+            await asyncio.to_thread(related.refresh, self.db, incident_id)
+        except Exception as exc:
+            logger.warning("incident #{}: related signals not shown: {}", incident_id, exc)
 
     def expire_approvals(self) -> None:
         now = utcnow()

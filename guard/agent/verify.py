@@ -7,7 +7,9 @@ deployment's logs) has no ``ok``: it passes when a whole ``quiet`` period goes b
 line of the incident's kind, read from where the running monitor is. A ``monitor_error``
 incident passes when the monitor works. What a kind needs (its monitor's state, log rules only)
 its ``MonitorKind.verification`` says. An incident that an ``intake:`` source opened is
-verified by that source (``verify_source.SOURCE_VERIFIERS``).
+verified by that source (``verify_source.SOURCE_VERIFIERS``). An incident with related signals
+(``guard.triage.correlation``) is verified only when its own check and every related signal's
+check pass: they are re-run side by side, each by its own monitor.
 The first check runs as soon as the remedy returns; while it fails, the next ones follow after
 ``FIRST_RECHECK``, then twice as long each time, up to the step's ``interval``.
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
@@ -28,8 +30,10 @@ from guard.crashpoints import reached
 from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
 from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
+from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.state import get_state
+from guard.triage.correlation import related_of, signal_line
 
 FIRST_RECHECK = 0.05  # seconds before the second check; the wait doubles up to ``interval``
 
@@ -65,7 +69,34 @@ class Verifier:
         with self.db.session() as session:
             return get_state(session, f"monitor:{monitor_id}")
 
+    def _related(self, incident: Any) -> list[RelatedSignal]:
+        if self.db is None or getattr(incident, "id", None) is None:
+            return []
+        with self.db.session() as session:
+            return related_of(session, incident.id)
+
     async def verify(self, incident: Any, spec: VerifySpec) -> Verdict:
+        """Re-run the incident's check, and each related signal's (all must pass)."""
+        related = await asyncio.to_thread(self._related, incident)
+        if not related:
+            return await self.verify_one(incident, spec)
+        checked = [r for r in related if r.monitor_id in self.specs]
+        verdicts = await asyncio.gather(
+            self.verify_one(incident, spec), *(self.verify_one(r, spec) for r in checked)
+        )
+        own, others = verdicts[0], verdicts[1:]
+        failed = [(r, v) for r, v in zip(checked, others, strict=True) if not v.passed]
+        attempts = max(v.attempts for v in verdicts)
+        if not own.passed:
+            return Verdict(False, own.reason, attempts)
+        if failed:
+            r, v = failed[0]
+            line = signal_line(r.kind, r.target, r.count)
+            return Verdict(False, f"related signal {line} still fails: {v.reason}", attempts)
+        return Verdict(True, f"{own.reason}; and {len(checked)} related check(s) pass", attempts)
+
+    async def verify_one(self, incident: Any, spec: VerifySpec) -> Verdict:
+        """Re-run the check of one incident (or related signal) until it passes."""
         mspec = self.specs.get(incident.monitor_id)
         by_source = SOURCE_VERIFIERS.get(incident.source)
         if mspec is None and by_source is not None:

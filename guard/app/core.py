@@ -30,6 +30,7 @@ from guard.config import Settings
 from guard.intake import Intake
 from guard.monitors import Monitor, build_monitor
 from guard.playbooks.models import Playbook
+from guard.playbooks.services import service_map
 from guard.playbooks.watch import PlaybooksDiff, active_specs, diff_playbooks
 from guard.records import IncidentEvent, Observation
 from guard.redact import configure as configure_redaction
@@ -73,6 +74,7 @@ class Guard:
             self.db, [build_monitor(s, settings=settings) for s in specs], self._put, self._stop
         )
         self.triage = Triage(self.db, settings.triage, triage_policies(settings, specs))
+        self.triage.correlation.services = service_map(self.playbooks)
         self.reloader = PlaybookReloader(
             settings.playbooks_dir, self.apply_playbooks, self._put, self._audit
         )
@@ -167,6 +169,7 @@ class Guard:
         monitors = [fresh.get(i) or old[i] for i in specs]
         self.playbooks = list(books)
         self.triage.policies = triage_policies(self.settings, specs.values())
+        self.triage.correlation.services = service_map(books)
         if self._agent is not None:
             self._agent.use_playbooks(self.playbooks)
         await self.monitoring.replace(monitors, fresh.values(), gone, diff.removed)

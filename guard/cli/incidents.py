@@ -1,4 +1,5 @@
-"""``guard incidents list|show``: read incidents and their timelines from the store.
+"""``guard incidents list|show|split``: read incidents and their timelines from the store;
+split a wrongly correlated signal off an incident (``guard.cli.incidents_split``).
 
 ``list`` is the command people run most, and at 100,000 incidents its query takes 5 ms while
 SQLAlchemy, SQLModel and pydantic-settings take a second to import. So it first tries the fast
@@ -20,6 +21,7 @@ import typer
 from rich.text import Text
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
+from guard.cli.incidents_split import print_related, related_dict, split
 from guard.cli.incidents_view import (
     AnyIncident,
     fast_listing,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from guard.store.models import Incident, IncidentTimeline
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
+app.command("split")(split)
 
 
 def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, str]:
@@ -108,6 +111,7 @@ def show(
     from sqlmodel import col, select
 
     from guard.store.models import Incident, IncidentTimeline
+    from guard.triage.correlation import related_of
 
     settings = settings_from(config, logging=False)
     db = database(settings, read_only=True)
@@ -115,6 +119,7 @@ def show(
         inc = session.get(Incident, incident_id)
         if inc is None:
             fail(f"no incident {incident_id} (see `guard incidents list`)")
+        related = [related_dict(r) for r in related_of(session, incident_id)]
         timeline = session.exec(
             select(IncidentTimeline)
             .where(IncidentTimeline.incident_id == incident_id)
@@ -124,7 +129,11 @@ def show(
     if as_json:
         echo(
             json.dumps(
-                {**incident_dict(inc, templates), "timeline": [timeline_dict(t) for t in timeline]},
+                {
+                    **incident_dict(inc, templates),
+                    "related": related,
+                    "timeline": [timeline_dict(t) for t in timeline],
+                },
                 indent=2,
             )
         )
@@ -159,6 +168,7 @@ def show(
         out.print("  evidence:")  # the whole multi-line event, redacted and capped
         for line in evidence.splitlines():
             out.print(f"    {printable(line, newlines=False)}", markup=False, soft_wrap=True)
+    print_related(related)
     out.print("  timeline:")
     for t in timeline:
         move = f" ({t.from_state} -> {t.to_state})" if t.from_state else ""

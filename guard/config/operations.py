@@ -93,6 +93,12 @@ class TriageSettings(Section):
         default=300.0,
         description="the storm breaker's window; a storm resolves after one window without signals",
     )
+    correlate_window: Duration = Field(
+        default=120.0,
+        description="a new incident on a service (or on one that depends on it) within this "
+        "long of an open one joins it as a related signal (playbooks' service: and "
+        "services.NAME.depends_on; 0: never)",
+    )
 
 
 class MemorySettings(Section):

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from guard.exceptions import ConfigError
 from guard.playbooks.models import Playbook, monitor_types
+from guard.playbooks.services import service_problems
 from guard.validation import display_path, format_loc, format_validation_error, line_finder
 
 
@@ -70,7 +71,7 @@ def check_playbooks(folder: Path) -> tuple[list[Playbook], dict[Path, list[str]]
     validate with this; the playbook watcher uses it to name the file an edit broke."""
     if not folder.is_dir():
         return [], {folder: [f"{display_path(folder)}: playbooks_dir does not exist"]}
-    books: list[Playbook] = []
+    books: list[tuple[Path, Playbook]] = []
     problems: dict[Path, list[str]] = {}
     seen: dict[str, str] = {}
     for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
@@ -86,8 +87,10 @@ def check_playbooks(folder: Path) -> tuple[list[Playbook], dict[Path, list[str]]
                     f"(also in {seen[mon.id]})"
                 )
             seen[mon.id] = display_path(path)
-        books.append(book)
-    return books, problems
+        books.append((path, book))
+    for path, found in service_problems(books).items():  # services span playbooks
+        problems.setdefault(path, []).extend(found)
+    return [book for _, book in books], problems
 
 
 def load_playbooks(folder: Path) -> list[Playbook]:

@@ -43,6 +43,12 @@ class MonitorSpecBase(SpecModel):
         description="resolve when the check passes again (default: triage.auto_resolve)",
     )
     jitter: Duration = Field(default=0.0, description="random delay added to each scheduled run")
+    service: str | None = Field(
+        default=None,
+        pattern=ID_PATTERN,
+        description="the service this monitor watches: incidents of one service (and of the "
+        "services it depends_on) within triage.correlate_window become one incident",
+    )
 
 
 class LogfileMonitorSpec(MonitorSpecBase, LogRulesSpec):
@@ -291,11 +297,24 @@ class Diagnostic(SpecModel):
     timeout: Duration = 30.0
 
 
+class ServiceSpec(SpecModel):
+    """A service monitors name with ``service:``, and the services it needs."""
+
+    depends_on: list[Annotated[str, Field(pattern=ID_PATTERN)]] = Field(
+        default_factory=list,
+        description="services this one needs: their open incident absorbs this one's",
+    )
+
+
 class Playbook(SpecModel):
     """One playbook file."""
 
     name: str = Field(pattern=ID_PATTERN)
     description: str = ""
+    services: dict[Annotated[str, Field(pattern=ID_PATTERN)], ServiceSpec] = Field(
+        default_factory=dict,
+        description="services and their depends_on (see docs/CORRELATION.md)",
+    )
     if TYPE_CHECKING:
         monitors: list[MonitorSpec]
     else:

@@ -4,8 +4,8 @@ What goes, once it is older than the retention (``store.retention``, default 90 
 
 - resolved incidents (by ``resolved_at``) with every row that hangs on them: timeline, agent
   steps, remediation runs, approvals, human commands, conversation, channel messages, group
-  members and outbox rows (signals are not stored one by one: they are the incidents' counts
-  and timelines);
+  members, outbox rows and related signals (signals are not stored one by one: they are
+  the incidents' counts and timelines);
 - conversation and outbox rows of no incident;
 - the check states of intake alerts (``check:intake:*``, one per alert) not touched since;
 - audit entries, but never silently: the head is anchored, then the cut is recorded as an
@@ -33,6 +33,7 @@ from sqlmodel import Session, col, select
 
 from guard.records import utcnow
 from guard.store import audit
+from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.models import (
     AgentStep,
@@ -55,6 +56,7 @@ BATCH = 1000
 # Rows tied to an incident, children first (foreign keys).
 _BY_INCIDENT: tuple[Any, ...] = (
     IncidentTimeline,
+    RelatedSignal,
     AgentStep,
     Approval,
     HumanCommand,

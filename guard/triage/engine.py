@@ -40,6 +40,7 @@ from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, get_states, put_states
 from guard.triage import counting, redelivery, storm
+from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
 
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
@@ -72,6 +73,7 @@ class Triage:
         self.settings = settings
         self.policies = policies or {}
         self.templates = TemplateBook()
+        self.correlation = Correlation(settings.correlate_window)  # its services: Guard's
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
@@ -90,7 +92,9 @@ class Triage:
         targets = [s.target for o in observations for s in o.signals] if spans.enabled() else []
         for target in targets:
             spans.mark("triage.taken", target)
-        self._storms = storm.StormBatch(self.settings.max_new_incidents, self.settings.storm_window)
+        self._storms = storm.StormBatch(
+            self.settings.max_new_incidents, self.settings.storm_window, self.correlation.service
+        )
         self._checks = {}
         try:
             self._templates_begun = False  # begun by the batch's first template signal
@@ -191,6 +195,10 @@ class Triage:
             if incident is not None:
                 counting.count(session, incident, sig)
                 return
+            joined = self.correlation.joined(session, fp)
+            if joined is not None:  # a related signal of an open incident
+                self.correlation.count(session, joined, sig)
+                return
             recent = self._recently_resolved(session, fp, sig.observed_at)
             if recent is not None:
                 if not redelivery.counted(recent.details, sig):  # not a late retry
@@ -201,7 +209,11 @@ class Triage:
             key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
             self._storms.take(session, sig, key, text or sig.message, events)
             return
-        self._storms.opened(sig.monitor_id)
+        self._storms.opened(sig.monitor_id)  # a join counts toward the cap like an open
+        root = self.correlation.root(session, sig, fp)
+        if root is not None:  # one fault, one incident: it joins as a related signal
+            self.correlation.join(session, root, sig, fp, events, template_id)
+            return
         self._open(session, sig, fp, failures, policy, events, template_id)
 
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
@@ -243,12 +255,7 @@ class Triage:
             opened_at=utcnow(),
             first_seen=sig.observed_at,
             last_seen=sig.observed_at,
-            details=redelivery.remember(
-                dict(sig.details)
-                if template_id is None
-                else {**sig.details, "template_id": template_id},
-                sig,
-            ),
+            details=redelivery.remember(self._details(sig, template_id), sig),
         )
         session.add(incident)
         session.flush()
@@ -264,6 +271,15 @@ class Triage:
             details=sig.details,
         )
         events.append(incident_event(incident, "opened"))
+
+    def _details(self, sig: Signal, template_id: int | None) -> dict[str, Any]:
+        """A new incident's details: the signal's, its template and its monitor's service."""
+        details = dict(sig.details)
+        if template_id is not None:
+            details["template_id"] = template_id
+        if (service := self.correlation.service(sig.monitor_id)) is not None:
+            details["service"] = service
+        return details
 
     def _reopen(
         self, session: Session, incident: Incident, sig: Signal, events: list[IncidentEvent]
@@ -298,6 +314,8 @@ class Triage:
     def _passed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
         key = f"check:{sig.check_key}"
         check = self._check(session, key)
+        if check.get("last") == "firing":  # its related signals (if any) pass now
+            self.correlation.passed(session, sig.check_key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
         if redelivery.delivery(sig) is not None:  # which firing resolved (verify_source)
@@ -317,6 +335,8 @@ class Triage:
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if incident.flapping and stable_for < self.settings.flap_window:
+                continue
+            if self.correlation.holds(session, incident):  # a related check still fails
                 continue
             details, resolves = redelivery.settle(incident.details, sig)
             if details is not incident.details:  # keyed alerts only: others change nothing

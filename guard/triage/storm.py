@@ -1,10 +1,11 @@
 """The storm breaker: one monitor may open at most ``max_new_incidents`` per ``storm_window``.
 
-Past that, what would have opened a new incident folds into one *storm* incident on that
-monitor ("storm on api-log: 4,180 signals in 937 templates"), announced once like any incident.
-Its details keep the most frequent templates with their counts. Signals that belong to an
-incident already open still count there. The storm resolves once a whole window passes with
-nothing folded into it (``calm_storms``), so the next storm is a new announcement.
+Past that, what would have opened a new incident (or joined one as a related signal: joins
+count toward the cap too) folds into one *storm* incident on that monitor ("storm on api-log:
+4,180 signals in 937 templates"), announced once like any incident. Its details keep the most
+frequent templates with their counts (and the monitor's service, if it has one). Signals that
+belong to an incident already open still count there. The storm resolves once a whole window
+passes with nothing folded into it (``calm_storms``), so the next storm is a new announcement.
 
 Triage (``engine``) asks whether a monitor is over its cap, and if so hands the signal here;
 everything a storm does (open, fold, count, title, calm down) happens in this module, which
@@ -13,6 +14,7 @@ never calls back into the engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +25,7 @@ from guard.crashpoints import reached
 from guard.fingerprint import keyed_fingerprint
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, transition
 from guard.records import IncidentEvent, Signal, utcnow
+from guard.store.correlation import RelatedSignal
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.triage.counting import ACTOR, STORM_KIND, count, incident_event
 
@@ -48,19 +51,24 @@ def storm_title(monitor_id: str, signals: int, templates: int, more: bool = Fals
 
 
 def opened_recently(session: Session, monitor_id: str, window: float, now: datetime) -> int:
-    """How many incidents (storms aside) ``monitor_id`` opened within ``window`` seconds."""
+    """How many incidents (storms aside) ``monitor_id`` opened within ``window`` seconds, and
+    how many of its signals joined another incident then (``guard.triage.correlation``)."""
     since = now - timedelta(seconds=window)
-    return int(
-        session.exec(
-            select(func.count())
-            .select_from(Incident)
-            .where(
-                Incident.monitor_id == monitor_id,
-                Incident.kind != STORM_KIND,
-                col(Incident.opened_at) >= since,
-            )
-        ).one()
-    )
+    opened = session.exec(
+        select(func.count())
+        .select_from(Incident)
+        .where(
+            Incident.monitor_id == monitor_id,
+            Incident.kind != STORM_KIND,
+            col(Incident.opened_at) >= since,
+        )
+    ).one()
+    joined = session.exec(
+        select(func.count())
+        .select_from(RelatedSignal)
+        .where(RelatedSignal.monitor_id == monitor_id, col(RelatedSignal.joined_at) >= since)
+    ).one()
+    return int(opened) + int(joined)
 
 
 def active_storm(session: Session, monitor_id: str) -> Incident | None:
@@ -80,9 +88,15 @@ class StormBatch:
     and then counted in memory, and each storm's details are folded in memory and written
     once at the end (a storm of distinct lines would otherwise rewrite them per line)."""
 
-    def __init__(self, max_new_incidents: int, window: float) -> None:
+    def __init__(
+        self,
+        max_new_incidents: int,
+        window: float,
+        service_of: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.max_new_incidents = max_new_incidents
         self.window = window
+        self.service_of = service_of  # a monitor's service, kept on its storms (for routes)
         self._opens: dict[str, int] = {}
         self._storms: dict[str, tuple[Incident, dict[str, Any]]] = {}
 
@@ -129,6 +143,7 @@ class StormBatch:
             events.append(incident_event(incident, "opened"))
 
     def _new_storm(self, sig: Signal) -> Incident:
+        service = self.service_of(sig.monitor_id) if self.service_of is not None else None
         return Incident(
             fingerprint=storm_fingerprint(sig.monitor_id),
             check_key=storm_check_key(sig.monitor_id),
@@ -143,7 +158,11 @@ class StormBatch:
             opened_at=utcnow(),
             first_seen=sig.observed_at,
             last_seen=sig.observed_at,
-            details={"max_new_incidents": self.max_new_incidents, "storm_window": self.window},
+            details={
+                "max_new_incidents": self.max_new_incidents,
+                "storm_window": self.window,
+                **({"service": service} if service else {}),
+            },
         )
 
     def fold(self, incident: Incident, sig: Signal, key: str, label: str) -> None:

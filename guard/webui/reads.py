@@ -11,6 +11,7 @@ from sqlmodel import Session, col, func, select
 
 from guard.records import IncidentState, utcnow
 from guard.store import audit
+from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.models import (
     Approval,
@@ -51,6 +52,7 @@ class IncidentPage:
     runs: list[RemediationRun]
     commands: list[HumanCommand]
     approvals: list[Approval] = field(default_factory=list)
+    related: list[RelatedSignal] = field(default_factory=list)  # signals that joined it
 
 
 def _severity_order(item: tuple[str, int]) -> tuple[int, str]:
@@ -116,7 +118,7 @@ def overview(db: Database) -> Overview:
         )
 
 
-Row = TypeVar("Row", IncidentTimeline, RemediationRun, HumanCommand)
+Row = TypeVar("Row", IncidentTimeline, RemediationRun, HumanCommand, RelatedSignal)
 
 
 def _newest(session: Session, model: type[Row], incident_id: int, limit: int) -> list[Row]:
@@ -138,6 +140,7 @@ def incident_page(db: Database, incident_id: int) -> IncidentPage | None:
             runs=_newest(session, RemediationRun, incident_id, 20),
             commands=_newest(session, HumanCommand, incident_id, 20),
             approvals=_pending(session, incident_id, 20),
+            related=list(reversed(_newest(session, RelatedSignal, incident_id, 50))),
         )
 
 

@@ -1,0 +1,94 @@
+"""``guard incidents split ID SIGNAL``, and how ``incidents show`` prints related signals.
+
+``SIGNAL`` is a related signal's id, as ``guard incidents show ID`` lists it (``#3``), or its
+monitor's id when that monitor has one related signal on the incident. The split goes through
+the gate Guard runs with (verb ``split``, operator role; the CLI's actor is ``cli:<unix
+user>``); a refusal exits 1 and is audited (``guard.triage.split``).
+"""
+
+from __future__ import annotations
+
+import getpass
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.textsafe import printable
+
+if TYPE_CHECKING:
+    from guard.store.correlation import RelatedSignal
+
+
+def related_dict(r: RelatedSignal) -> dict[str, Any]:
+    """A related signal in ``incidents show --json``'s ``related`` (fields may be added)."""
+    return {
+        "id": r.id,
+        "monitor": r.monitor_id,
+        "service": r.service,
+        "kind": r.kind,
+        "target": r.target,
+        "count": r.count,
+        "first_seen": r.first_seen.isoformat(),
+        "last_seen": r.last_seen.isoformat(),
+        "status": r.status,
+        "severity": r.severity,
+        "message": r.message,
+    }
+
+
+def print_related(related: list[dict[str, Any]]) -> None:
+    """The human view's ``related:`` block (nothing when there are none)."""
+    if not related:
+        return
+    out.print(f"  related:     {len(related)} signal(s) joined this incident")
+    for r in related:
+        line = (
+            f"    #{r['id']} {r['kind']} on {r['target']} (monitor {r['monitor']}, "
+            f"x{r['count']}, {r['status']}) first {r['first_seen'][:19]} last "
+            f"{r['last_seen'][:19]}"
+        )
+        out.print(printable(line), markup=False, soft_wrap=True)
+
+
+def _actor() -> Any:
+    from guard.incidents.authz import Actor
+
+    try:
+        return Actor("cli", getpass.getuser())
+    except Exception:
+        return Actor("cli", "unknown")
+
+
+def split(
+    incident_id: int = typer.Argument(..., metavar="ID", help="The incident it joined."),
+    signal: str = typer.Argument(
+        ..., metavar="SIGNAL", help="The related signal's id (incidents show), or its monitor."
+    ),
+    config: str | None = ConfigOption,
+) -> None:
+    """Split a related signal off an incident: it becomes its own incident, and that pair is
+    never joined again."""
+    from guard.incidents.authz import NotAuthorised
+    from guard.notify.authz import gate_from_settings
+    from guard.triage.split import SplitError
+    from guard.triage.split import split as split_off
+
+    settings = settings_from(config)
+    db = database(settings)
+    try:
+        done = split_off(
+            db, incident_id, signal, actor=_actor(), gate=gate_from_settings(settings, db)
+        )
+    except NotAuthorised as exc:
+        fail(f"refused: {exc}")
+    except SplitError as exc:
+        fail(str(exc))
+    out.print(
+        printable(
+            f"split {done.signal} off incident #{done.root_id}: it is incident "
+            f"#{done.incident_id} now, and will not be joined to #{done.root_id}'s fault again"
+        ),
+        markup=False,
+        soft_wrap=True,
+    )

@@ -1,0 +1,113 @@
+"""One question, one message, edited as signals join (``guard.triage.correlation``).
+
+An incident's message header gets a line naming its related signals, ``Related signals (2):
+http status on http://shop:8080/healthz (x3); upstream refused on /var/log/shop.log (x5)``.
+``refresh`` puts the line in every channel's question about the incident, through the outbox:
+a question still queued has its text changed in place (it goes out with the line); one
+already posted as its own message, with its buttons still live, gets an edit (same buttons,
+the line added or replaced). A question that is closed, or was posted in a grouped message,
+is left alone (``guard incidents show`` lists the related signals). The agent calls it when a
+signal joins and right after it asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlmodel import Session, col, select
+
+from guard.notify.outbox import queue
+from guard.notify.telegram.messages import LIMIT, cut, esc
+from guard.store.correlation import RelatedSignal
+from guard.store.db import Database
+from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from guard.textsafe import printable
+from guard.triage.correlation import related_of, signal_line
+
+MARK = "Related signals ("
+SHOWN = 5  # related signals named in the line; more are counted
+# How each outbox channel escapes text (HTML for Telegram); others take it as it is.
+ESCAPES: dict[str, Callable[[object], str]] = {"telegram": esc}
+
+
+def related_line(rows: list[RelatedSignal]) -> str:
+    """The header line naming ``rows`` (plain text, escaped by the caller)."""
+    named = [signal_line(r.kind, r.target[:120], r.count) for r in rows[:SHOWN]]
+    more = f"; and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
+    return f"{MARK}{len(rows)}): {'; '.join(named)}{more}"
+
+
+def with_related(text: str, line: str) -> str:
+    """``text`` (a question: its header, a blank line, the rest) with ``line`` as the last
+    line of its header, in place of an older one."""
+    head, sep, rest = text.partition("\n\n")
+    kept = [h for h in head.split("\n") if not h.startswith(MARK)]
+    return "\n".join([*kept, line]) + sep + rest
+
+
+def _questions(session: Session, incident_id: int) -> dict[tuple[str, str], list[OutboxMessage]]:
+    """The incident's question rows (its ``send`` and the edits after it), per chat."""
+    rows = session.exec(
+        select(OutboxMessage)
+        .where(OutboxMessage.incident_id == incident_id, OutboxMessage.role == "incident")
+        .order_by(col(OutboxMessage.id))
+    ).all()
+    chats: dict[tuple[str, str], list[OutboxMessage]] = {}
+    for row in rows:
+        key = (row.channel, row.chat_id)
+        if row.method == "send":
+            chats[key] = [row]  # a new question: the older ones are over
+        elif key in chats:
+            chats[key].append(row)
+    return chats
+
+
+def _own_live(session: Session, channel: str, chat: str, incident_id: int) -> bool:
+    """Whether the incident's question was posted as its own message, buttons still live."""
+    found = session.exec(
+        select(ChannelMessage)
+        .where(
+            ChannelMessage.channel == channel,
+            ChannelMessage.chat_id == chat,
+            ChannelMessage.incident_id == incident_id,
+            ChannelMessage.role == "incident",
+        )
+        .order_by(col(ChannelMessage.id).desc())
+    ).first()
+    return found is not None and found.live
+
+
+def refresh(db: Database, incident_id: int) -> int:
+    """Put the related-signals line in the incident's questions; returns the edits queued."""
+    edits: list[tuple[OutboxMessage, int]] = []
+    with db.session() as session:
+        related = related_of(session, incident_id)
+        if not related:
+            return 0
+        line = related_line(related)
+        for (channel, chat), rows in _questions(session, incident_id).items():
+            escape = ESCAPES.get(channel, printable)
+            send, latest = rows[0], rows[-1]
+            if any(r.method == "edit" and not r.buttons for r in rows[1:]):
+                continue  # the question is over
+            text = with_related(latest.text, escape(line))
+            if channel == "telegram":
+                text = cut(text, LIMIT)
+            if text == latest.text:
+                continue
+            if send.status == OutboxStatus.pending:
+                send.text = text  # not posted yet: it goes out with the line
+                session.add(send)
+            elif _own_live(session, channel, chat, incident_id):
+                edit = OutboxMessage(
+                    method="edit",
+                    chat_id=chat,
+                    text=text,
+                    role="incident",
+                    incident_id=incident_id,
+                    buttons=send.buttons,
+                )
+                edits.append((edit, queue.add(session, edit, channel)))
+    for row, outbox_id in edits:
+        queue.remember(db, row, outbox_id)
+    return len(edits)

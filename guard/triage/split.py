@@ -1,0 +1,139 @@
+"""Undoing a wrong join: a related signal becomes an incident of its own, for good.
+
+``split`` runs in one transaction: the gate decides first (verb ``split``, operator role; a
+refusal is audited and nothing else changes), then the related signal's row becomes a new
+open incident with its count, first and last seen, the root's timeline says so, and the pair
+(the root's fingerprint, the signal's) is remembered (``CorrelationSplit``) so correlation
+never joins them again. The agent takes the new incident like any other left open (its
+sweep, within ``agent.recovery``'s interval).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlmodel import Session, select
+
+from guard.exceptions import GuardError
+from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
+from guard.incidents.lifecycle import opened, record
+from guard.records import utcnow
+from guard.store import audit
+from guard.store.correlation import CorrelationSplit, RelatedSignal
+from guard.store.db import Database
+from guard.store.models import Incident
+from guard.triage.correlation import signal_line
+
+VERB = "split"
+
+
+class SplitError(GuardError):
+    """The incident or the signal named does not exist, or the signal is ambiguous."""
+
+
+@dataclass(frozen=True)
+class Split:
+    root_id: int
+    incident_id: int  # the new incident
+    signal: str  # how the signal is named in messages
+
+
+def find_signal(session: Session, root_id: int, signal: str) -> RelatedSignal:
+    """The related signal of incident ``root_id`` named ``signal``: its id (as
+    ``incidents show`` lists it), or its monitor's id when that monitor has one there."""
+    rows = list(session.exec(select(RelatedSignal).where(RelatedSignal.incident_id == root_id)))
+    if signal.isdigit():
+        found = [r for r in rows if r.id == int(signal)]
+    else:
+        found = [r for r in rows if r.monitor_id == signal]
+    if len(found) == 1:
+        return found[0]
+    shown = ", ".join(f"{r.id} ({r.monitor_id})" for r in rows) or "none"
+    if found:
+        raise SplitError(
+            f"monitor {signal!r} has {len(found)} related signals on incident {root_id}: "
+            f"name one by id ({shown})"
+        )
+    raise SplitError(f"incident {root_id} has no related signal {signal!r} (related: {shown})")
+
+
+def _new_incident(row: RelatedSignal) -> Incident:
+    details = dict(row.details)
+    if row.service is not None:
+        details["service"] = row.service
+    return Incident(
+        fingerprint=row.fingerprint,
+        check_key=row.check_key,
+        monitor_id=row.monitor_id,
+        source=row.source,
+        target=row.target,
+        kind=row.kind,
+        severity=row.severity,
+        title=f"{row.kind.replace('_', ' ')} on {row.target}",
+        message=row.message,
+        count=row.count,
+        opened_at=utcnow(),
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        details=details,
+    )
+
+
+def split(db: Database, root_id: int, signal: str, *, actor: Actor, gate: Gate) -> Split:
+    """Split ``signal`` off incident ``root_id`` (see the module's docstring)."""
+    with db.session() as session:
+        root = session.get(Incident, root_id)
+        decision = gate.authorise(actor, VERB, root)
+        if isinstance(decision, Refused):
+            audit.append(
+                session,
+                actor=actor.name,
+                action="human.refused",
+                subject=f"incident:{root_id}",
+                data={"verb": VERB, "reason": decision.reason, "channel": actor.channel},
+            )
+        else:
+            if root is None:
+                raise SplitError(f"no incident {root_id} (see `guard incidents list`)")
+            row = find_signal(session, root_id, signal)
+            line = signal_line(row.kind, row.target, row.count)
+            incident = _new_incident(row)
+            session.add(incident)
+            session.flush()
+            assert incident.id is not None
+            opened(
+                session,
+                incident,
+                f"split off incident #{root_id} by {actor.name}: {row.message}",
+                actor=actor.name,
+                fingerprint=row.fingerprint,
+                kind=row.kind,
+                target=row.target,
+                severity=row.severity,
+                split_from=root_id,
+            )
+            record(
+                session,
+                root,
+                "split",
+                f"{line} split off by {actor.name}: now incident #{incident.id}",
+                actor=actor.name,
+                monitor=row.monitor_id,
+                fingerprint=row.fingerprint,
+                new_incident=incident.id,
+                allowed=decision.by,
+            )
+            session.add(
+                CorrelationSplit(
+                    root_monitor=root.monitor_id,
+                    root_fingerprint=root.fingerprint,
+                    monitor_id=row.monitor_id,
+                    fingerprint=row.fingerprint,
+                    incident_id=incident.id,
+                    by=actor.name,
+                    at=utcnow(),
+                )
+            )
+            session.delete(row)
+            return Split(root_id, incident.id, line)
+    raise NotAuthorised(decision.reason)
