@@ -21,6 +21,7 @@ from guard.config.connections import (
     TelegramSettings,
 )
 from guard.config.credentials import basic_credentials
+from guard.config.escalation import EscalationSettings, QuietHours
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -85,6 +86,8 @@ class Settings(BaseSettings):
     ha: HASettings = Field(default_factory=HASettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    escalation: EscalationSettings = Field(default_factory=EscalationSettings)
+    quiet_hours: QuietHours | None = None
     intake: list[IntakeSource] = Field(
         default_factory=list, description="alert sources served at POST /hooks/<id>"
     )

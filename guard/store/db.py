@@ -14,6 +14,7 @@ from sqlmodel import Session, SQLModel, create_engine
 
 from guard.exceptions import StoreError
 from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
+from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)
 from guard.store import legacy, scrub
 from guard.store import models as _models
 

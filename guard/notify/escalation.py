@@ -1,0 +1,323 @@
+"""Escalation: steps that page further, and reminders, while a question waits for a human.
+
+The leader's periodic job (``Escalator.tick``, scheduled by ``guard.app.selfhealth``) looks at
+every incident waiting for a human (``awaiting_human`` or ``escalated``) that nobody has
+acknowledged (``guard.incidents.ack``). Counting from when its question was asked (the latest
+``asked_human`` entry of its timeline, or when quiet hours released it):
+
+- step ``i`` of ``escalation.steps`` fires once ``after`` has elapsed: its pages are queued
+  (``enqueue_pages(session, step.notify, inc, "trigger", key="escalation:<id>:<i>")``) in the
+  transaction that records it fired (``escalation_fired``, unique per incident and step), so a
+  crash neither loses a step (it is not recorded, and fires on the next tick) nor repeats one;
+- every ``remind_every``, a short reminder is queued as a reply in the question's thread, in
+  every chat where the question was posted, recorded the same way (reminder ``n`` once).
+
+An incident below ``quiet_hours.below`` is neither reminded nor escalated inside quiet hours: it
+resumes at the window's end. Acknowledging (``acknowledge``) stops both, and queues
+``acknowledge`` to every pager that got a ``trigger`` for the incident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, cast
+
+from sqlmodel import Session, col, select
+
+from guard import cluster
+from guard.config import Settings
+from guard.crashpoints import reached
+from guard.durations import format_duration
+from guard.incidents.ack import Acked
+from guard.incidents.ack import acknowledge as record_ack
+from guard.incidents.authz import Actor, Gate
+from guard.incidents.lifecycle import record
+from guard.notify.outbox import queue
+from guard.records import Severity, utcnow
+from guard.store.db import Database
+from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
+from guard.store.models import Incident, IncidentState, IncidentTimeline, OutboxMessage
+
+Clock = Callable[[], datetime]
+WAITING = (IncidentState.awaiting_human, IncidentState.escalated)
+
+
+class Pages(Protocol):
+    """The page outbox (``guard.notify.pagers``): what escalation and acks queue pages with."""
+
+    def enqueue_pages(
+        self,
+        session: Session,
+        targets: Sequence[str],
+        incident: Incident,
+        action: Any,
+        *,
+        key: str,
+        reason: str = "",
+    ) -> list[int]: ...
+
+    def triggered_targets(self, session: Session, incident_id: int) -> list[str]: ...
+
+
+def page_outbox() -> Pages:
+    """The page outbox module (imported here only: it is built beside this one)."""
+    from importlib import import_module
+
+    return cast(Pages, import_module("guard.notify.pagers"))
+
+
+@dataclass(frozen=True)
+class Fired:
+    incident_id: int
+    kind: str  # "step" or "reminder"
+    number: int
+
+
+def below_threshold(settings: Settings, severity: str) -> bool:
+    """Whether quiet hours hold an incident of ``severity``."""
+    quiet = settings.quiet_hours
+    if quiet is None:
+        return False
+    try:
+        return Severity(severity).rank < Severity(quiet.below).rank
+    except ValueError:
+        return True  # an unknown severity is not known to be urgent
+
+
+def asked_at(session: Session, incident_id: int) -> datetime | None:
+    """When the incident's current question reached people: the latest ``asked_human`` entry,
+    or the release of a question quiet hours held after it; None while one is held."""
+    asked = session.exec(
+        select(IncidentTimeline.at)
+        .where(IncidentTimeline.incident_id == incident_id, IncidentTimeline.type == "asked_human")
+        .order_by(col(IncidentTimeline.id).desc())
+    ).first()
+    held = session.exec(
+        select(QuietHeld).where(QuietHeld.incident_id == incident_id).order_by(col(QuietHeld.id))
+    ).all()
+    if any(h.released_at is None for h in held):
+        return None
+    released = [h.released_at for h in held if h.released_at and h.outcome.startswith("asked")]
+    return max([a for a in (asked, *released) if a is not None], default=None)
+
+
+def question_chats(session: Session, incident_id: int) -> list[tuple[str, str]]:
+    """Every (channel, chat) where the incident's question was posted (or is queued)."""
+    rows = session.exec(
+        select(OutboxMessage.channel, OutboxMessage.chat_id)
+        .where(
+            OutboxMessage.incident_id == incident_id,
+            OutboxMessage.role == "incident",
+            OutboxMessage.method == "send",
+        )
+        .distinct()
+    ).all()
+    return sorted((str(c), str(chat)) for c, chat in rows)
+
+
+def reminder_text(incident: Incident, waited: float) -> str:
+    return (
+        f"Reminder: incident #{incident.id} ({incident.severity}) has waited "
+        f"{format_duration(waited)} for an answer. Answer it with the buttons above, "
+        f"or acknowledge it (guard ack {incident.id}) to stop the reminders and the escalation."
+    )
+
+
+class Escalator:
+    """The leader's escalation job (see the module's docstring); ``clock`` is injectable."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        *,
+        clock: Clock = utcnow,
+        pages: Pages | None = None,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.clock = clock
+        self._pages = pages
+
+    @property
+    def pages(self) -> Pages:
+        if self._pages is None:
+            self._pages = page_outbox()
+        return self._pages
+
+    async def run(self) -> None:
+        """One tick, off the event loop (the scheduler's job)."""
+        await asyncio.to_thread(self.tick)
+
+    def tick(self) -> list[Fired]:
+        """Fire every step and reminder that is due now; return what fired."""
+        esc = self.settings.escalation
+        if not esc.active:
+            return []
+        now = self.clock()
+        quiet = self.settings.quiet_hours
+        in_quiet = quiet is not None and quiet.window_end(now) is not None
+        with self.db.session() as session:
+            acked = select(IncidentAck.incident_id)
+            waiting = session.exec(
+                select(Incident.id, Incident.severity)
+                .where(col(Incident.state).in_(WAITING), col(Incident.id).not_in(acked))
+                .order_by(col(Incident.id))
+            ).all()
+            due: list[tuple[int, float]] = []
+            for incident_id, severity in waiting:
+                assert incident_id is not None
+                if in_quiet and below_threshold(self.settings, severity):
+                    continue
+                at = asked_at(session, incident_id)
+                if at is not None:
+                    due.append((incident_id, (now - at).total_seconds()))
+        fired: list[Fired] = []
+        for incident_id, waited in due:
+            for i, step in enumerate(esc.steps):
+                if waited >= step.after and self._fire_step(incident_id, i, now):
+                    fired.append(Fired(incident_id, "step", i))
+            n = int(waited // esc.remind_every) if esc.remind_every > 0 else 0
+            if n >= 1 and self._remind(incident_id, n, waited, now):
+                fired.append(Fired(incident_id, "reminder", n))
+        return fired
+
+    def _fire_step(self, incident_id: int, i: int, now: datetime) -> bool:
+        """Fire step ``i`` unless it fired before (or the incident stopped waiting)."""
+        step = self.settings.escalation.steps[i]
+        with self.db.session() as session:
+            inc = _still_waiting(session, incident_id)
+            if inc is None or _fired(session, incident_id, "step", i):
+                return False
+            cluster.current().claim(session, "escalation.step", f"{incident_id}:{i}")
+            session.add(
+                EscalationFired(
+                    incident_id=incident_id,
+                    kind="step",
+                    number=i,
+                    at=now,
+                    data={"notify": step.notify},
+                )
+            )
+            self.pages.enqueue_pages(
+                session,
+                step.notify,
+                inc,
+                "trigger",
+                key=f"escalation:{incident_id}:{i}",
+                reason=f"escalation step {i + 1}",
+            )
+            record(
+                session,
+                inc,
+                "escalation_step",
+                f"escalation step {i + 1}: paged {', '.join(step.notify)} "
+                f"(nobody answered within {format_duration(step.after)})",
+                actor="guard",
+                step=i,
+                notify=step.notify,
+            )
+            reached("escalation.step_recorded")
+        reached("escalation.step_committed")
+        return True
+
+    def _remind(self, incident_id: int, n: int, waited: float, now: datetime) -> bool:
+        """Queue reminder ``n`` in every chat of the question, unless it was queued before."""
+        queued: list[tuple[OutboxMessage, int]] = []
+        with self.db.session() as session:
+            inc = _still_waiting(session, incident_id)
+            if inc is None or _fired(session, incident_id, "reminder", n):
+                return False
+            chats = question_chats(session, incident_id)
+            session.add(
+                EscalationFired(
+                    incident_id=incident_id,
+                    kind="reminder",
+                    number=n,
+                    at=now,
+                    data={"chats": [f"{c}:{chat}" for c, chat in chats]},
+                )
+            )
+            text = reminder_text(inc, waited)
+            for channel, chat in chats:
+                row = OutboxMessage(
+                    method="send",
+                    chat_id=chat,
+                    text=text,
+                    role="reply",
+                    incident_id=incident_id,
+                    reply_to_incident=True,
+                )
+                queued.append((row, queue.add(session, row, channel)))
+            record(session, inc, "reminded", f"reminder {n} in {len(chats)} chat(s)", actor="guard")
+            reached("escalation.reminder_recorded")
+        for row, outbox_id in queued:
+            queue.remember(self.db, row, outbox_id)
+        return True
+
+
+def _still_waiting(session: Session, incident_id: int) -> Incident | None:
+    inc = session.get(Incident, incident_id)
+    if inc is None or inc.state not in WAITING:
+        return None
+    acked = session.get(IncidentAck, incident_id)
+    return inc if acked is None else None
+
+
+def _fired(session: Session, incident_id: int, kind: str, number: int) -> bool:
+    return (
+        session.exec(
+            select(EscalationFired.id).where(
+                EscalationFired.incident_id == incident_id,
+                EscalationFired.kind == kind,
+                EscalationFired.number == number,
+            )
+        ).first()
+        is not None
+    )
+
+
+def acknowledge(
+    db: Database,
+    incident_id: int,
+    actor: Actor,
+    gate: Gate,
+    *,
+    pages: Pages | None = None,
+    also: Callable[[Session], object] | None = None,
+    now: datetime | None = None,
+) -> Acked:
+    """Acknowledge the incident (``guard.incidents.ack``) and, in the same transaction, queue
+    ``acknowledge`` to every pager it triggered and a line in the question's thread in every
+    chat it was asked in (the escalation job stops at once: it skips acknowledged incidents).
+    ``also`` runs first in that transaction (a chat gateway spends the button's approval)."""
+    queued: list[tuple[OutboxMessage, int]] = []
+
+    def tell(session: Session, incident: Incident) -> None:
+        if also is not None:
+            also(session)
+        assert incident.id is not None
+        for channel, chat in question_chats(session, incident.id):
+            row = OutboxMessage(
+                method="send",
+                chat_id=chat,
+                text=f"Acknowledged by {actor.name}: escalation and reminders stop.",
+                role="reply",
+                incident_id=incident.id,
+                reply_to_incident=True,
+            )
+            queued.append((row, queue.add(session, row, channel)))
+        outbox = pages or page_outbox()
+        targets = outbox.triggered_targets(session, incident.id)
+        if targets:
+            outbox.enqueue_pages(
+                session, targets, incident, "acknowledge", key=f"ack:{incident.id}", reason="ack"
+            )
+
+    acked = record_ack(db, incident_id, actor, gate, also=tell, now=now)
+    for row, outbox_id in queued:
+        queue.remember(db, row, outbox_id)
+    return acked
