@@ -66,6 +66,8 @@ SECTIONS = frozenset(
         "ha",
         "scheduler",
         "store",
+        "escalation",
+        "quiet_hours",
     }
 )
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).
