@@ -43,6 +43,7 @@ FIELDS = frozenset(
         "loop_stall_warning",
         "log_level",
         "intake",  # a list of sources: their token and hmac_secret are secrets
+        "quiet_hours",  # optional: None, or a section
         "log_format",
         "http_host",
         "http_port",
@@ -67,7 +68,6 @@ SECTIONS = frozenset(
         "scheduler",
         "store",
         "escalation",
-        "quiet_hours",
     }
 )
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).
