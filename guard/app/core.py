@@ -24,7 +24,7 @@ from guard.app.selfhealth import (
     skill_invalid_signals,
     start_scheduler,
 )
-from guard.app.wiring import build_agent, triage_policies
+from guard.app.wiring import build_agent, page_worker, triage_policies
 from guard.checks import CheckScheduler
 from guard.config import Settings
 from guard.intake import Intake
@@ -259,6 +259,8 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
+        pager = page_worker(self.settings, self.db)  # pages to notifiers: (None: none)
+        paging = asyncio.create_task(pager.run(self._stop), name="pages") if pager else None
         triage = asyncio.create_task(self.intake.consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.
         stalls = StallWatch(self.settings.loop_stall_warning)
@@ -293,6 +295,8 @@ class Guard:
                 await self.intake.drain()  # what the feeders queued last reaches the store
             if gateway is not None:
                 await gateway.stop()
+            if paging is not None:
+                await asyncio.gather(paging, return_exceptions=True)
             triage.cancel()
             await asyncio.gather(triage, return_exceptions=True)
             release.set()

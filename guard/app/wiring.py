@@ -1,4 +1,5 @@
-"""What a Guard is built from: each monitor's triage policy, and the agent with its notifier.
+"""What a Guard is built from: each monitor's triage policy, the agent with its notifier
+(routed by ``routes:``, ``guard.notify.routing``), and the page outbox's worker.
 
 The agent layer knows no channel: the channel's settings it needs (how long a mute lasts) are
 read here and passed in.
@@ -16,6 +17,7 @@ from guard.triage import TriagePolicy
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
+    from guard.notify.pagers.worker import PageWorker
 
 
 def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[str, TriagePolicy]:
@@ -37,11 +39,25 @@ def build_agent(settings: Settings, db: Database, playbooks: list[Playbook]) -> 
     loads skills and memory)."""
     from guard.agent.loop import Agent
     from guard.notify import build_notifier
+    from guard.notify.routing import Router
 
-    return Agent(
+    router = Router(settings)
+    agent = Agent(
         settings,
         db,
         playbooks,
-        notifier=build_notifier(settings, db),
+        notifier=build_notifier(settings, db, router),
         mute_for=settings.telegram.mute_for,
     )
+    # routes match on playbook names: the agent's monitor -> playbook map, kept current by
+    # ``Agent.use_playbooks`` on every reload
+    router.use_books(agent.remediator.books)
+    return agent
+
+
+def page_worker(settings: Settings, db: Database) -> PageWorker | None:
+    """The worker that delivers pages to ``notifiers:`` (None when none is configured); runs
+    in ``guard run`` while this replica leads."""
+    from guard.notify import build_page_worker
+
+    return build_page_worker(settings, db)

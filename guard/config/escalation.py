@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, time, timedelta
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from guard.config.paging import NotifiersSettings
 from guard.config.validators import Section
 from guard.durations import Duration
 
@@ -62,6 +70,22 @@ class EscalationSettings(Section):
         """Whether anything escalates (steps or reminders)."""
         return bool(self.steps) or self.remind_every > 0
 
+
+def check_steps(esc: EscalationSettings, info: ValidationInfo) -> EscalationSettings:
+    """Every step's ``notify`` names a configured notifier (``notifiers`` is validated first)."""
+    notifiers = info.data.get("notifiers")
+    known = notifiers.names() if isinstance(notifiers, NotifiersSettings) else []
+    for i, step in enumerate(esc.steps):
+        for j, ref in enumerate(step.notify):
+            if ref not in known:
+                have = ", ".join(known) if known else "none are configured under notifiers:"
+                raise ValueError(
+                    f"escalation.steps[{i}].notify[{j}]: unknown notifier {ref!r}; known: {have}"
+                )
+    return esc
+
+
+Escalation = Annotated[EscalationSettings, AfterValidator(check_steps)]
 
 Below = Literal["info", "warning", "error", "critical"]
 

@@ -44,6 +44,7 @@ FIELDS = frozenset(
         "log_level",
         "intake",  # a list of sources: their token and hmac_secret are secrets
         "quiet_hours",  # optional: None, or a section
+        "routes",  # a list of routes: no secrets
         "log_format",
         "http_host",
         "http_port",
@@ -68,6 +69,7 @@ SECTIONS = frozenset(
         "scheduler",
         "store",
         "escalation",
+        "notifiers",
     }
 )
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).

@@ -21,7 +21,7 @@ from guard.config.connections import (
     TelegramSettings,
 )
 from guard.config.credentials import basic_credentials
-from guard.config.escalation import EscalationSettings, QuietHours
+from guard.config.escalation import Escalation, EscalationSettings, QuietHours
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -32,6 +32,7 @@ from guard.config.operations import (
     StoreSettings,
     TriageSettings,
 )
+from guard.config.paging import NotifiersSettings, Routes
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
 from guard.config.sources import default_data_dir, default_http_port
@@ -86,7 +87,9 @@ class Settings(BaseSettings):
     ha: HASettings = Field(default_factory=HASettings)
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
-    escalation: EscalationSettings = Field(default_factory=EscalationSettings)
+    notifiers: NotifiersSettings = Field(default_factory=NotifiersSettings)  # before routes
+    routes: Routes = Field(default_factory=list, description="which incident goes where")
+    escalation: Escalation = Field(default_factory=EscalationSettings)
     quiet_hours: QuietHours | None = None
     intake: list[IntakeSource] = Field(
         default_factory=list, description="alert sources served at POST /hooks/<id>"
@@ -134,6 +137,7 @@ class Settings(BaseSettings):
             if s is not None
         ]
         found += [v for source in self.intake for v in source.secrets()]
+        found += self.notifiers.secrets()
         if self.skills.git_token is not None:  # as git sends it, too
             found.append(basic_credentials(self.skills.git_token.get_secret_value()))
         return [v for v in found if len(v) >= 4]

@@ -1,9 +1,12 @@
 """Notifiers: the Notifier port, the channel-neutral outbox behind it, and its channels.
 
 ``build_notifier`` returns a ``FanOut`` over every configured channel (today Telegram, when a
-bot token and a chat id are configured); with none configured, the console. ``build_gateway``
-returns the Telegram gateway for ``guard run`` (or None). Telegram's modules are imported only
-when configured (they cost start-up time).
+bot token and a chat id are configured; its questions go to the chats ``routes:`` name) and,
+when a route names pagers or webhooks, the ``PagerNotifier`` that queues their pages
+(``guard.notify.pagers``); with no channel configured, the console takes the channel's place.
+``build_gateway`` returns the Telegram gateway for ``guard run`` (or None), ``build_page_worker``
+the page outbox's worker (or None). Telegram's modules are imported only when configured (they
+cost start-up time).
 """
 
 from __future__ import annotations
@@ -14,29 +17,50 @@ from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOptio
 
 if TYPE_CHECKING:
     from guard.config import Settings
+    from guard.notify.pagers.worker import PageWorker
+    from guard.notify.routing import Router
     from guard.notify.telegram.gateway import TelegramGateway
     from guard.runtime import HealthSource
     from guard.store.db import Database
 
 
-def channel_notifiers(settings: Settings, db: Database) -> list[Notifier]:
+def channel_notifiers(
+    settings: Settings, db: Database, router: Router | None = None
+) -> list[Notifier]:
     """A notifier per configured chat channel."""
     found: list[Notifier] = []
     if settings.telegram.configured:
         from guard.notify.telegram.notifier import TelegramNotifier
 
-        found.append(TelegramNotifier(settings, db))
+        found.append(TelegramNotifier(settings, db, router))
     return found
 
 
-def build_notifier(settings: Settings, db: Database) -> Notifier:
-    if found := channel_notifiers(settings, db):
-        from guard.notify.fanout import FanOut
+def pages_configured(settings: Settings) -> bool:
+    """Whether any route names a pager or webhook."""
+    return any(r.notify for r in settings.routes)
 
-        return FanOut(found)
-    from guard.notify.console import ConsoleNotifier
 
-    return ConsoleNotifier(db, group_wait=settings.telegram.group_wait)
+def build_notifier(settings: Settings, db: Database, router: Router | None = None) -> Notifier:
+    """Every configured channel, routed by ``router`` (default: ``Router(settings)``), and the
+    pagers when routes name some."""
+    from guard.notify.routing import Router
+
+    router = router or Router(settings)
+    found = channel_notifiers(settings, db, router)
+    if not found:
+        from guard.notify.console import ConsoleNotifier
+
+        found = [ConsoleNotifier(db, group_wait=settings.telegram.group_wait)]
+    if pages_configured(settings):
+        from guard.notify.pagers.notifier import PagerNotifier
+
+        found.append(PagerNotifier(db, router))
+    if len(found) == 1:
+        return found[0]
+    from guard.notify.fanout import FanOut
+
+    return FanOut(found)
 
 
 def build_gateway(
@@ -49,6 +73,15 @@ def build_gateway(
     return TelegramGateway(settings, db, runtime)
 
 
+def build_page_worker(settings: Settings, db: Database) -> PageWorker | None:
+    """The page outbox's worker when notifiers are configured (``guard run``, the leader)."""
+    if not settings.notifiers.names():
+        return None
+    from guard.notify.pagers.worker import PageWorker
+
+    return PageWorker(settings, db)
+
+
 __all__ = [
     "HumanRequest",
     "IncidentUpdate",
@@ -56,4 +89,5 @@ __all__ = [
     "SkillOption",
     "build_gateway",
     "build_notifier",
+    "build_page_worker",
 ]

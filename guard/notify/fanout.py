@@ -14,7 +14,7 @@ and its own worker, so one that is down, slow or refusing never blocks or duplic
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from loguru import logger
@@ -27,20 +27,42 @@ from guard.store.models import Incident
 
 
 class ChannelNotifier:
-    """A Notifier that queues a channel's messages for one of its chats."""
+    """A Notifier that queues a channel's messages for its chats: ``chat_id`` (the default:
+    plain text, and incidents no route sends elsewhere), and ``chats_for(incident)`` when given
+    (the routed chats, ``guard.notify.routing``), each with its own rows."""
 
-    def __init__(self, db: Database, channel: str, chat_id: int | str, markup: Markup) -> None:
+    def __init__(
+        self,
+        db: Database,
+        channel: str,
+        chat_id: int | str,
+        markup: Markup,
+        chats_for: Callable[[Incident], list[str]] | None = None,
+    ) -> None:
         self.db = db
         self.channel = channel
         self.chat_id = str(chat_id)
         self.markup = markup
+        self.chats_for = chats_for
 
     async def ask(self, request: HumanRequest) -> None:
         with self.db.session() as session:
             inc = session.get(Incident, request.incident_id)
         text, buttons = self.markup.request(request, inc.message if inc else "")
-        await self._send(text, buttons=buttons, incident_id=request.incident_id, role="incident")
-        logger.info("incident #{}: asked on {}", request.incident_id, self.channel)
+        chats = (self.chats_for(inc) if inc is not None and self.chats_for else []) or [
+            self.chat_id
+        ]
+        for chat in chats:
+            await self._send(
+                text, chat, buttons=buttons, incident_id=request.incident_id, role="incident"
+            )
+        logger.info(
+            "incident #{}: asked on {} ({} chat(s))", request.incident_id, self.channel, len(chats)
+        )
+
+    def asked_in(self, incident_id: int) -> list[str]:
+        """The chats this channel asked about an incident in (the default chat if none)."""
+        return queue.asked_in(self.db, self.channel, incident_id, self.chat_id)
 
     def closed_text(self, incident_id: int, state: str, text: str) -> str:
         with self.db.session() as session:
@@ -53,36 +75,40 @@ class ChannelNotifier:
         return self.markup.closed(header, state, text)
 
     async def update(self, update: IncidentUpdate) -> None:
+        """Close the question and reply in its thread, in every chat it was asked in."""
         closed = self.closed_text(update.incident_id, update.state, update.text)
-        await asyncio.to_thread(
-            queue.close_question,
-            self.db,
-            self.channel,
-            chat_id=self.chat_id,
-            text=closed,
-            incident_id=update.incident_id,
-        )
-        target = await asyncio.to_thread(
-            queue.incident_message, self.db, self.channel, self.chat_id, update.incident_id
-        )
-        if target is not None and target.role == "group":
-            return  # its line in the grouped message says it; no post per incident
-        text = self.markup.update(update)
-        await self._send(text, incident_id=update.incident_id, role="reply", reply_to_incident=True)
+        for chat in await asyncio.to_thread(self.asked_in, update.incident_id):
+            await asyncio.to_thread(
+                queue.close_question,
+                self.db,
+                self.channel,
+                chat_id=chat,
+                text=closed,
+                incident_id=update.incident_id,
+            )
+            target = await asyncio.to_thread(
+                queue.incident_message, self.db, self.channel, chat, update.incident_id
+            )
+            if target is not None and target.role == "group":
+                continue  # its line in the grouped message says it; no post per incident
+            text = self.markup.update(update)
+            await self._send(
+                text, chat, incident_id=update.incident_id, role="reply", reply_to_incident=True
+            )
 
     async def flush(self) -> None:
         """Nothing waits here: grouping happens in the outbox, which survives a stop."""
 
     async def send_text(self, text: str) -> None:
-        await self._send(text)
+        await self._send(text, self.chat_id)
 
-    async def _send(self, text: str, **call: Any) -> None:
+    async def _send(self, text: str, chat: str, **call: Any) -> None:
         await asyncio.to_thread(
             queue.enqueue,
             self.db,
             self.channel,
             method="send",
-            chat_id=self.chat_id,
+            chat_id=chat,
             text=text,
             **call,
         )

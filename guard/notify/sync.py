@@ -145,20 +145,21 @@ class Sync:
             if reported_by_agent:
                 continue
             esc, incident_id = self.markup.escape, cmd.incident_id
-            queue.enqueue(
-                self.db,
-                self.channel,
-                method="send",
-                chat_id=self.chat_id,
-                text=self.markup.cut(
-                    f"Incident #{incident_id}, {esc(cmd.verb)} by "
-                    f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
-                    more=self.markup.pointer(incident_id),
-                ),
-                incident_id=incident_id,
-                role="reply",
-                reply_to_incident=True,
-            )
+            for chat in queue.asked_in(self.db, self.channel, incident_id, self.chat_id):
+                queue.enqueue(
+                    self.db,
+                    self.channel,
+                    method="send",
+                    chat_id=chat,
+                    text=self.markup.cut(
+                        f"Incident #{incident_id}, {esc(cmd.verb)} by "
+                        f"{esc(cmd.actor)}: {esc(cmd.outcome)}",
+                        more=self.markup.pointer(incident_id),
+                    ),
+                    incident_id=incident_id,
+                    role="reply",
+                    reply_to_incident=True,
+                )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from guard.store import cluster as _cluster  # noqa: F401  (registers the tables
 from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)
 from guard.store import legacy, scrub
 from guard.store import models as _models
+from guard.store import paging as _paging  # noqa: F401  (registers page_outbox)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

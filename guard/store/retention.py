@@ -49,6 +49,7 @@ from guard.store.models import (
     OutboxMessage,
     RemediationRun,
 )
+from guard.store.paging import PageOutbox
 
 BATCH = 1000
 # Rows tied to an incident, children first (foreign keys).
@@ -62,6 +63,7 @@ _BY_INCIDENT: tuple[Any, ...] = (
     ChannelMessage,
     MessageGroupMember,
     OutboxMessage,
+    PageOutbox,
 )
 
 

@@ -17,6 +17,10 @@ from guard.store.models import Incident, IncidentTimeline, MonitorState
 from tests.agent_helpers import stored_incident
 
 PAGE = "page:"
+NOTIFIERS = {
+    "pagerduty": {"primary": {"routing_key": "k" * 32}},
+    "webhook": {"ops": {"url": "https://ops.example/hook", "hmac_secret": "s" * 20}},
+}
 
 
 class Clock:

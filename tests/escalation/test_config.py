@@ -10,10 +10,12 @@ from pydantic import ValidationError
 
 from guard.config import Settings
 from guard.config.escalation import QuietHours
+from tests.escalation.helpers import NOTIFIERS
 
 pytestmark = pytest.mark.unit
 
 EXAMPLE = {
+    "notifiers": NOTIFIERS,
     "escalation": {
         "remind_every": "15m",
         "steps": [
@@ -75,6 +77,10 @@ def test_the_issue_example_parses() -> None:
             "must not decrease",
         ),
         ({"escalation": {"remind_every": "often"}}, "remind_every"),
+        (
+            {"escalation": {"steps": [{"after": "5m", "notify": ["pagerduty:secondary"]}]}},
+            "escalation.steps[0].notify[0]: unknown notifier 'pagerduty:secondary'",
+        ),
     ],
 )
 def test_a_bad_field_is_named(section: dict[str, object], named: str) -> None:

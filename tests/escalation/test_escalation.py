@@ -18,7 +18,7 @@ from guard.notify.escalation import Escalator, Fired, acknowledge
 from guard.store.db import Database, open_database
 from guard.store.escalation import EscalationFired, IncidentAck
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline, OutboxMessage
-from tests.escalation.helpers import Clock, FakePages, asked_incident, pages
+from tests.escalation.helpers import NOTIFIERS, Clock, FakePages, asked_incident, pages
 
 pytestmark = pytest.mark.unit
 
@@ -37,6 +37,7 @@ def settings(tmp_path: Path, **extra: Any) -> Settings:
             ],
         },
         access={"telegram": {str(OPERATOR): "operator", str(VIEWER): "viewer"}},
+        notifiers=NOTIFIERS,
         **extra,
     )
 

@@ -237,3 +237,19 @@ def pending(db: Database, channel: str, limit: int | None = None) -> list[Outbox
             col(OutboxMessage.status).in_((OutboxStatus.pending, OutboxStatus.in_flight)),
         )
         return list(session.exec(rows.order_by(low, col(OutboxMessage.id)).limit(limit)).all())
+
+
+def asked_in(db: Database, channel: str, incident_id: int, default: str) -> list[str]:
+    """The chats a channel asked about an incident in (``routes:`` may name several), or
+    ``[default]`` if it asked nowhere."""
+    with db.session() as session:
+        found = session.exec(
+            select(OutboxMessage.chat_id)
+            .where(
+                OutboxMessage.channel == channel,
+                OutboxMessage.incident_id == incident_id,
+                OutboxMessage.role == "incident",
+            )
+            .distinct()
+        ).all()
+    return sorted(found) or [default]

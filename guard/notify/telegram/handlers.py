@@ -151,7 +151,7 @@ class Handlers(SlashCommands):
             await asyncio.to_thread(
                 outbox.close_question,
                 self.db,
-                chat_id=self.gw.chat_id,
+                chat_id=chat_id or self.gw.chat_id,
                 text=failed,
                 incident_id=preview.incident_id,
             )
@@ -188,8 +188,11 @@ class Handlers(SlashCommands):
             )
             if isinstance(got, Refused):
                 raise PressRefused(got.reason)
-            edit = outbox.close_question_in(
-                session, chat_id=self.gw.chat_id, text=closed, incident_id=got.incident_id
+            edit = outbox.close_question_in(  # in the chat pressed in (routes: several)
+                session,
+                chat_id=press.chat_id or self.gw.chat_id,
+                text=closed,
+                incident_id=got.incident_id,
             )
             if edit is not None:
                 queued.append(edit)
@@ -222,8 +225,9 @@ class Handlers(SlashCommands):
         if incident_id is None:
             await q.answer("Refused: unknown button", show_alert=True)
             return
+        chat = q.message.chat.id if q.message is not None else self.gw.chat_id
         await self.say(
-            self.gw.chat_id,
+            chat,
             FIX_PROMPT.format(id=incident_id),
             incident_id=incident_id,
             thread=True,

@@ -1,15 +1,25 @@
-"""``TelegramNotifier``: the outbox's ``ChannelNotifier`` for the configured chat, in HTML."""
+"""``TelegramNotifier``: the outbox's ``ChannelNotifier`` for the configured chats, in HTML.
+
+``telegram.chat_id`` is the default chat; with a ``Router`` an incident's question goes to the
+chats its route names (``routes[].telegram_chat``), each chat with its own outbox rows."""
 
 from __future__ import annotations
 
 from guard.config import Settings
 from guard.notify.fanout import ChannelNotifier
+from guard.notify.routing import Router
 from guard.notify.telegram.channel import NAME
 from guard.notify.telegram.markup import HtmlMarkup
 from guard.store.db import Database
+from guard.store.models import Incident
 
 
 class TelegramNotifier(ChannelNotifier):
-    def __init__(self, settings: Settings, db: Database) -> None:
+    def __init__(self, settings: Settings, db: Database, router: Router | None = None) -> None:
         assert settings.telegram.chat_id is not None
-        super().__init__(db, NAME, settings.telegram.chat_id, HtmlMarkup())
+        self.router = router
+
+        def chats_for(incident: Incident) -> list[str]:
+            return router.route(incident).chats if router is not None else []
+
+        super().__init__(db, NAME, settings.telegram.chat_id, HtmlMarkup(), chats_for)

@@ -1,0 +1,212 @@
+"""The page worker inside ``guard run`` (the leader only): delivers the page outbox.
+
+Each pass takes, for every target, its oldest pending row (so a target's pages keep their
+order: a resolve never overtakes its trigger), and sends the due ones, targets side by side (one
+slow or failing webhook never holds up PagerDuty). Before each call the send is claimed with
+the leader's fencing token (``cluster.current().claim``): a deposed replica sends nothing.
+
+- accepted: the row is ``sent``;
+- 429, 408, 5xx, a network error or a timeout: tried again after an exponential backoff
+  (``BACKOFF_FIRST`` doubling to ``BACKOFF_MAX``, or the ``Retry-After`` asked for if longer);
+- any other 4xx (PagerDuty's 400 "invalid event"): ``failed`` for good, logged as an error;
+- a target no longer configured: ``failed``, logged.
+
+A crash between the call and marking the row leaves it pending, so it is sent again after the
+restart: nothing is lost, and the receiver acts once (PagerDuty's ``dedup_key``, the webhook's
+``X-Guard-Delivery``). The worker also queues the ``resolve`` of every open page whose incident
+is resolved (``resolve_finished``), however it was resolved (healed, auto-resolved, by hand).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+
+import httpx
+from loguru import logger
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import aliased
+from sqlmodel import col, select
+
+from guard import cluster
+from guard.config import Settings
+from guard.config.paging import PagerDutyNotifier, WebhookNotifier
+from guard.crashpoints import reached
+from guard.exceptions import NotLeader
+from guard.notify.channel import Rejected, Retry, Unreachable
+from guard.notify.pagers import enqueue_pages, pagerduty, triggered_targets, webhook
+from guard.records import IncidentState, utcnow
+from guard.store.db import Database
+from guard.store.models import Incident
+from guard.store.paging import PageOutbox, PageStatus
+
+IDLE = 0.5  # seconds between passes when nothing is due
+SWEEP_EVERY = 2.0  # seconds between looks for resolved incidents with open pages
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 300.0
+
+
+def backoff(attempts: int, first: float = BACKOFF_FIRST) -> float:
+    """Seconds to wait after the ``attempts``-th failed attempt (1, 2, 4, ... up to the cap)."""
+    return float(min(first * 2 ** max(attempts - 1, 0), BACKOFF_MAX))
+
+
+class PageWorker:
+    """Sends pending pages until ``stop`` is set."""
+
+    def __init__(self, settings: Settings, db: Database, *, first_backoff: float = BACKOFF_FIRST):
+        self.settings = settings
+        self.db = db
+        self.first_backoff = first_backoff
+        self._swept_at = -float("inf")
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        async with httpx.AsyncClient() as client:
+            while not stop.is_set():
+                try:
+                    if loop.time() - self._swept_at >= SWEEP_EVERY:
+                        self._swept_at = loop.time()
+                        await asyncio.to_thread(self.resolve_finished)
+                    due = await asyncio.to_thread(self.due)
+                    await asyncio.gather(*(self.deliver(client, row) for row in due))
+                except NotLeader as exc:  # deposed: the new leader sends what is left
+                    logger.warning("page worker stops: {}", exc)
+                    return
+                except SQLAlchemyError as exc:  # the store is away: wait, never die
+                    why = getattr(exc, "orig", None) or type(exc).__name__
+                    logger.warning("page worker: the store failed ({}); retrying in 5s", why)
+                    await _sleep(stop, 5.0)
+                    continue
+                if not due:
+                    await _sleep(stop, IDLE)
+
+    def due(self) -> list[PageOutbox]:
+        """Each target's oldest pending row, if its backoff is over."""
+        now = utcnow()
+        with self.db.session() as session:
+            rows = session.exec(
+                select(PageOutbox)
+                .where(PageOutbox.status == PageStatus.pending.value)
+                .order_by(col(PageOutbox.id))
+            ).all()
+        first: dict[str, PageOutbox] = {}
+        for row in rows:
+            first.setdefault(row.target, row)
+        return [r for r in first.values() if r.next_at is None or r.next_at <= now]
+
+    async def deliver(self, client: httpx.AsyncClient, row: PageOutbox) -> None:
+        """One attempt at one row; marks it sent, failed, or pending with its next attempt.
+        Raises ``NotLeader`` if this replica may no longer send."""
+        config = self.settings.notifiers.get(row.target)
+        if config is None:
+            logger.error(
+                "page {} ({} for incident #{}) names {}, which is not configured under "
+                "notifiers: it is dropped",
+                row.id,
+                row.action,
+                row.incident_id,
+                row.target,
+            )
+            await asyncio.to_thread(self._mark, row, PageStatus.failed, "notifier not configured")
+            return
+        await asyncio.to_thread(self._claim, row)
+        try:
+            if isinstance(config, PagerDutyNotifier):
+                await pagerduty.send(client, row, config)
+            else:
+                assert isinstance(config, WebhookNotifier)
+                await webhook.send(client, row, row.target, config)
+        except Rejected as exc:
+            logger.error(
+                "{} refused page {} ({} for incident #{}) for good: {}",
+                row.target,
+                row.id,
+                row.action,
+                row.incident_id,
+                exc,
+            )
+            await asyncio.to_thread(self._mark, row, PageStatus.failed, str(exc))
+            return
+        except (Retry, Unreachable) as exc:
+            wait = backoff(row.attempts + 1, self.first_backoff)
+            if isinstance(exc, Retry):
+                wait = max(wait, exc.after)
+            logger.warning(
+                "page {} to {} ({} for incident #{}) not delivered ({}); retrying in {:g}s",
+                row.id,
+                row.target,
+                row.action,
+                row.incident_id,
+                exc,
+                wait,
+            )
+            await asyncio.to_thread(self._mark, row, PageStatus.pending, str(exc), wait)
+            return
+        reached("page.sent_before_mark")
+        await asyncio.to_thread(self._mark, row, PageStatus.sent)
+        logger.info(
+            "page {}: {} for incident #{} delivered to {}",
+            row.id,
+            row.action,
+            row.incident_id,
+            row.target,
+        )
+
+    def _claim(self, row: PageOutbox) -> None:
+        with self.db.session() as session:
+            cluster.current().claim(session, "page.send", row.id)
+
+    def _mark(self, row: PageOutbox, status: PageStatus, error: str = "", wait: float = 0) -> None:
+        with self.db.session() as session:
+            fresh = session.get(PageOutbox, row.id)
+            assert fresh is not None
+            fresh.status, fresh.error, fresh.attempts = status.value, error, fresh.attempts + 1
+            if status == PageStatus.sent:
+                fresh.sent_at = utcnow()
+            fresh.next_at = utcnow() + timedelta(seconds=wait) if wait else None
+            session.add(fresh)
+
+    def resolve_finished(self) -> int:
+        """Queue ``resolve`` to the open pages of every resolved incident; how many incidents."""
+        done = 0
+        later = aliased(PageOutbox)
+        resolved_since = (
+            select(later.id)
+            .where(
+                later.incident_id == PageOutbox.incident_id,
+                later.target == PageOutbox.target,
+                later.action == "resolve",
+                col(later.id) > col(PageOutbox.id),
+            )
+            .exists()
+        )
+        with self.db.session() as session:
+            paged = set(
+                session.exec(
+                    select(PageOutbox.incident_id)
+                    .join(Incident, col(Incident.id) == col(PageOutbox.incident_id))
+                    .where(
+                        PageOutbox.action == "trigger",
+                        Incident.state == IncidentState.resolved.value,
+                        ~resolved_since,
+                    )
+                    .distinct()
+                ).all()
+            )
+            for incident_id in sorted(paged):
+                open_targets = triggered_targets(session, incident_id)
+                inc = session.get(Incident, incident_id)
+                if not open_targets or inc is None:
+                    continue
+                cluster.current().fence(session)
+                key = f"resolve:{incident_id}:{inc.reopen_count}"
+                if enqueue_pages(session, open_targets, inc, "resolve", key=key, reason="resolved"):
+                    done += 1
+        return done
+
+
+async def _sleep(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,186 @@
+"""``routes:`` as Alertmanager routes them, and ``notifiers:`` checked when the config loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+from guard.config import Settings, load_settings
+from guard.exceptions import ConfigError
+from guard.notify.routing import Router, labels_of
+from tests.agent_helpers import new_incident
+
+KEY = "0123456789abcdef0123456789abcdef"
+NOTIFIERS = {
+    "pagerduty": {"primary": {"routing_key": KEY}, "db-team": {"routing_key": KEY[::-1]}},
+    "webhook": {"ops": {"url": "https://ops.example/hook", "hmac_secret": "s" * 20}},
+}
+
+
+def settings(routes: list[dict[str, Any]], **extra: Any) -> Settings:
+    return Settings(
+        telegram={"bot_token": "1:x", "chat_id": 1001},
+        notifiers=NOTIFIERS,
+        routes=routes,
+        **extra,
+    )
+
+
+ISSUE_ROUTES = [
+    {
+        "match": {"severity": "critical"},
+        "telegram_chat": -1001,
+        "notify": ["pagerduty:primary"],
+        "continue": True,
+    },
+    {"match": {"service": "shop"}, "telegram_chat": -1002},
+]
+
+
+@pytest.mark.unit
+def test_the_issue_example_critical_goes_on_with_continue_to_the_service_route() -> None:
+    router = Router(settings(ISSUE_ROUTES))
+    critical_shop = new_incident(severity="critical", details={"service": "shop"})
+    routed = router.route(critical_shop)
+    assert routed.chats == ["-1001", "-1002"] and routed.targets == ["pagerduty:primary"]
+    # a warning on shop: only the service route; not paged
+    warning_shop = router.route(new_incident(severity="warning", details={"service": "shop"}))
+    assert warning_shop.chats == ["-1002"] and warning_shop.targets == []
+    # critical elsewhere: the first route (continue finds nothing more)
+    assert router.route(new_incident(severity="critical")).chats == ["-1001"]
+    # nothing matches: the default chat, no pager
+    other = router.route(new_incident(severity="warning", details={"service": "blog"}))
+    assert other.chats == ["1001"] and other.targets == []
+
+
+@pytest.mark.unit
+def test_first_match_wins_without_continue() -> None:
+    routes = [
+        {"match": {"severity": "critical"}, "telegram_chat": -1001, "notify": ["webhook:ops"]},
+        {"match": {"kind": "http_status"}, "telegram_chat": -1003, "notify": ["pagerduty:primary"]},
+    ]
+    routed = Router(settings(routes)).route(new_incident(severity="critical"))
+    assert routed.chats == ["-1001"] and routed.targets == ["webhook:ops"]
+    routed = Router(settings(routes)).route(new_incident(severity="error"))
+    assert routed.chats == ["-1003"] and routed.targets == ["pagerduty:primary"]
+
+
+@pytest.mark.unit
+def test_lists_several_chats_and_a_route_without_chat_uses_the_default() -> None:
+    routes = [
+        {"match": {"severity": ["critical", "error"]}, "telegram_chat": [-1001, -1004]},
+        {"match": {}, "notify": ["webhook:ops"]},
+    ]
+    router = Router(settings([{**routes[0], "continue": True}, routes[1]]))
+    routed = router.route(new_incident(severity="error"))
+    assert routed.chats == ["-1001", "-1004", "1001"] and routed.targets == ["webhook:ops"]
+
+
+@pytest.mark.unit
+def test_playbook_and_labels_match() -> None:
+    routes = [
+        {"match": {"playbook": "databases"}, "telegram_chat": -2001, "continue": True},
+        {
+            "match": {"labels": {"team": "db", "env": ["prod", "staging"]}},
+            "notify": ["pagerduty:db-team"],
+        },
+    ]
+    router = Router(settings(routes))
+    books = {"pg": SimpleNamespace(name="databases"), "web": SimpleNamespace(name="web")}
+    router.use_books(books)
+    assert router.route(new_incident(monitor_id="pg")).chats == ["-2001"]
+    assert router.route(new_incident(monitor_id="web")).chats == ["1001"]
+    books["web"] = SimpleNamespace(name="databases")  # a reload changed the map in place
+    assert router.route(new_incident(monitor_id="web")).chats == ["-2001"]
+    # an Alertmanager alert received by an intake source keeps its labels under details.alert
+    alert = new_incident(
+        monitor_id="intake:am",
+        details={"intake": "am", "alert": {"labels": {"team": "db", "env": "prod"}}},
+    )
+    assert labels_of(alert) == {"team": "db", "env": "prod"}
+    assert router.route(alert).targets == ["pagerduty:db-team"]
+    dev = new_incident(details={"alert": {"labels": {"team": "db", "env": "dev"}}})
+    assert router.route(dev).targets == []
+    assert router.route(
+        new_incident(details={"labels": {"team": "db", "env": "staging"}})
+    ).targets == ["pagerduty:db-team"]
+
+
+def _load(tmp_path: Path, config: dict[str, Any]) -> Settings:
+    path = tmp_path / "guard.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return load_settings(path)
+
+
+@pytest.mark.unit
+def test_an_unknown_notifier_is_an_error_naming_the_field_and_the_known_ones(
+    tmp_path: Path,
+) -> None:
+    config = {
+        "notifiers": NOTIFIERS,
+        "routes": [
+            {"match": {"severity": "critical"}, "notify": ["pagerduty:primary", "webhook:opz"]}
+        ],
+    }
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, config)
+    text = str(err.value)
+    assert "routes[0].notify[1]" in text and "'webhook:opz'" in text
+    assert "known: pagerduty:db-team, pagerduty:primary, webhook:ops" in text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("config", "field", "why"),
+    [
+        (
+            {"notifiers": {"pagerduty": {"p": {"routing_key": "short-secret-key"}}}},
+            "notifiers.pagerduty.p.routing_key",
+            "32-character",
+        ),
+        (
+            {"notifiers": {"webhook": {"w": {"url": "ftp://x", "hmac_secret": "s" * 20}}}},
+            "notifiers.webhook.w.url",
+            "http",
+        ),
+        (
+            {"notifiers": {"webhook": {"w": {"url": "https://x", "hmac_secret": "short"}}}},
+            "notifiers.webhook.w.hmac_secret",
+            "16 characters",
+        ),
+        ({"routes": [{"match": {"severity": "fatal"}}]}, "routes", "not a severity"),
+        (
+            {"routes": [{"match": {"sevrity": "critical"}}]},
+            "routes[0].match.sevrity",
+            "unknown field",
+        ),
+        (
+            {
+                "notifiers": {
+                    "pagerduty": {"p": {"routing_key": KEY, "url": "http://pd.example/v2/enqueue"}}
+                }
+            },
+            "notifiers.pagerduty.p.url",
+            "in clear",
+        ),
+    ],
+)
+def test_bad_notifier_and_route_config_is_refused_naming_the_field(
+    tmp_path: Path, config: dict[str, Any], field: str, why: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, config)
+    text = str(err.value)
+    assert field in text and why in text, text
+    assert "short-secret-key" not in text  # a secret never reaches an error message
+
+
+@pytest.mark.unit
+def test_routing_keys_and_hmac_secrets_are_masked_everywhere() -> None:
+    s = settings(ISSUE_ROUTES)
+    assert KEY in s.secret_values() and "s" * 20 in s.secret_values()
+    assert KEY not in repr(s) and KEY not in s.model_dump_json()
