@@ -4,8 +4,9 @@ reminders (``guard.notify.escalation``) without answering its question.
 Every channel (``guard ack ID``, a chat's Acknowledge button) acknowledges here, through the
 authorisation gate (verb ``ack``, role operator) in the transaction that records it: a refusal
 is audited (``human.refused``) and raises ``NotAuthorised``. The first acknowledgement wins; a
-second one reports the first. ``also`` runs in the same transaction (the notify layer queues
-the pagers' ``acknowledge`` there, a chat gateway stores the update it handles).
+second one reports the first. A reopened incident is a new episode: it needs a new one. ``also``
+runs in the same transaction (the notify layer queues the pagers' ``acknowledge`` there, a chat
+gateway stores the update it handles).
 """
 
 from __future__ import annotations
@@ -67,11 +68,17 @@ def acknowledge(
                 raise CannotAck(f"no incident {incident_id} (see `guard incidents list`)")
             if incident.state == IncidentState.resolved:
                 raise CannotAck(f"incident {incident_id} is resolved: nothing to acknowledge")
-            before = session.get(IncidentAck, incident_id)
+            before = ack_of(session, incident)
             if before is not None:
                 return Acked(incident_id, before.by, before.at, first=False)
             session.add(
-                IncidentAck(incident_id=incident_id, by=actor.name, channel=actor.channel, at=at)
+                IncidentAck(
+                    incident_id=incident_id,
+                    episode=incident.reopen_count,
+                    by=actor.name,
+                    channel=actor.channel,
+                    at=at,
+                )
             )
             session.flush()  # two at once: the second fails here (the caller may retry)
             record(
@@ -90,6 +97,6 @@ def acknowledge(
     return Acked(incident_id, actor.name, at, first=True)
 
 
-def ack_of(session: Session, incident_id: int) -> IncidentAck | None:
-    """The incident's acknowledgement, if any."""
-    return session.get(IncidentAck, incident_id)
+def ack_of(session: Session, incident: Incident) -> IncidentAck | None:
+    """The acknowledgement of the incident's current episode (since it last reopened), if any."""
+    return session.get(IncidentAck, (incident.id, incident.reopen_count))

@@ -7,8 +7,9 @@ acknowledged (``guard.incidents.ack``). Counting from when its question was aske
 
 - step ``i`` of ``escalation.steps`` fires once ``after`` has elapsed: its pages are queued
   (``enqueue_pages(session, step.notify, inc, "trigger", key="escalation:<id>:<i>")``) in the
-  transaction that records it fired (``escalation_fired``, unique per incident and step), so a
-  crash neither loses a step (it is not recorded, and fires on the next tick) nor repeats one;
+  transaction that records it fired (``escalation_fired``, unique per incident, episode and
+  step: a reopened incident escalates anew, its keys end in ``:<reopen count>``), so a crash
+  neither loses a step (it is not recorded, and fires on the next tick) nor repeats one;
 - every ``remind_every``, a short reminder is queued as a reply in the question's thread, in
   every chat where the question was posted, recorded the same way (reminder ``n`` once).
 
@@ -23,7 +24,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from sqlmodel import Session, col, select
 
@@ -31,14 +32,14 @@ from guard import cluster
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.durations import format_duration
-from guard.incidents.ack import Acked
+from guard.incidents.ack import Acked, ack_of
 from guard.incidents.ack import acknowledge as record_ack
 from guard.incidents.authz import Actor, Gate
 from guard.incidents.lifecycle import record
 from guard.notify.outbox import queue
 from guard.records import Severity, utcnow
 from guard.store.db import Database
-from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
+from guard.store.escalation import EscalationFired, QuietHeld
 from guard.store.models import Incident, IncidentState, IncidentTimeline, OutboxMessage
 
 Clock = Callable[[], datetime]
@@ -64,9 +65,9 @@ class Pages(Protocol):
 
 def page_outbox() -> Pages:
     """The page outbox module (imported here only: it is built beside this one)."""
-    from importlib import import_module
+    from guard.notify import pagers
 
-    return cast(Pages, import_module("guard.notify.pagers"))
+    return pagers
 
 
 @dataclass(frozen=True)
@@ -161,20 +162,19 @@ class Escalator:
         quiet = self.settings.quiet_hours
         in_quiet = quiet is not None and quiet.window_end(now) is not None
         with self.db.session() as session:
-            acked = select(IncidentAck.incident_id)
             waiting = session.exec(
-                select(Incident.id, Incident.severity)
-                .where(col(Incident.state).in_(WAITING), col(Incident.id).not_in(acked))
-                .order_by(col(Incident.id))
+                select(Incident).where(col(Incident.state).in_(WAITING)).order_by(col(Incident.id))
             ).all()
             due: list[tuple[int, float]] = []
-            for incident_id, severity in waiting:
-                assert incident_id is not None
-                if in_quiet and below_threshold(self.settings, severity):
+            for inc in waiting:
+                assert inc.id is not None
+                if ack_of(session, inc) or (
+                    in_quiet and below_threshold(self.settings, inc.severity)
+                ):
                     continue
-                at = asked_at(session, incident_id)
+                at = asked_at(session, inc.id)
                 if at is not None:
-                    due.append((incident_id, (now - at).total_seconds()))
+                    due.append((inc.id, (now - at).total_seconds()))
         fired: list[Fired] = []
         for incident_id, waited in due:
             for i, step in enumerate(esc.steps):
@@ -190,12 +190,13 @@ class Escalator:
         step = self.settings.escalation.steps[i]
         with self.db.session() as session:
             inc = _still_waiting(session, incident_id)
-            if inc is None or _fired(session, incident_id, "step", i):
+            if inc is None or _fired(session, inc, "step", i):
                 return False
             cluster.current().claim(session, "escalation.step", f"{incident_id}:{i}")
             session.add(
                 EscalationFired(
                     incident_id=incident_id,
+                    episode=inc.reopen_count,
                     kind="step",
                     number=i,
                     at=now,
@@ -207,7 +208,7 @@ class Escalator:
                 step.notify,
                 inc,
                 "trigger",
-                key=f"escalation:{incident_id}:{i}",
+                key=step_key(inc, i),
                 reason=f"escalation step {i + 1}",
             )
             record(
@@ -229,12 +230,13 @@ class Escalator:
         queued: list[tuple[OutboxMessage, int]] = []
         with self.db.session() as session:
             inc = _still_waiting(session, incident_id)
-            if inc is None or _fired(session, incident_id, "reminder", n):
+            if inc is None or _fired(session, inc, "reminder", n):
                 return False
             chats = question_chats(session, incident_id)
             session.add(
                 EscalationFired(
                     incident_id=incident_id,
+                    episode=inc.reopen_count,
                     kind="reminder",
                     number=n,
                     at=now,
@@ -263,15 +265,20 @@ def _still_waiting(session: Session, incident_id: int) -> Incident | None:
     inc = session.get(Incident, incident_id)
     if inc is None or inc.state not in WAITING:
         return None
-    acked = session.get(IncidentAck, incident_id)
-    return inc if acked is None else None
+    return inc if ack_of(session, inc) is None else None
 
 
-def _fired(session: Session, incident_id: int, kind: str, number: int) -> bool:
+def step_key(inc: Incident, i: int) -> str:
+    """The page key of step ``i``: ``escalation:<id>:<i>``, and ``:<episode>`` after a reopen."""
+    return f"escalation:{inc.id}:{i}" + (f":{inc.reopen_count}" if inc.reopen_count else "")
+
+
+def _fired(session: Session, inc: Incident, kind: str, number: int) -> bool:
     return (
         session.exec(
             select(EscalationFired.id).where(
-                EscalationFired.incident_id == incident_id,
+                EscalationFired.incident_id == inc.id,
+                EscalationFired.episode == inc.reopen_count,
                 EscalationFired.kind == kind,
                 EscalationFired.number == number,
             )
@@ -314,7 +321,12 @@ def acknowledge(
         targets = outbox.triggered_targets(session, incident.id)
         if targets:
             outbox.enqueue_pages(
-                session, targets, incident, "acknowledge", key=f"ack:{incident.id}", reason="ack"
+                session,
+                targets,
+                incident,
+                "acknowledge",
+                key=f"ack:{incident.id}:{incident.reopen_count}",
+                reason="ack",
             )
 
     acked = record_ack(db, incident_id, actor, gate, also=tell, now=now)

@@ -1,10 +1,11 @@
 """Tables of escalation, acknowledgement and quiet hours.
 
-``incident_ack``: who acknowledged an incident, and when (one row per incident: the first ack
-wins). ``escalation_fired``: each escalation step and reminder that fired for an incident, unique
-by ``(incident_id, kind, number)``, written in the transaction that queues its pages or its
-message, so a crash neither loses nor repeats one. ``quiet_held``: a question held by quiet
-hours, with the request to ask once released.
+``incident_ack``: who acknowledged an incident, and when (one row per incident and episode: the
+first ack wins). ``escalation_fired``: each escalation step and reminder that fired for an
+incident, unique by ``(incident_id, episode, kind, number)``, written in the transaction that
+queues its pages or its message, so a crash neither loses nor repeats one. An incident's
+``episode`` is its ``reopen_count``: a reopened incident escalates, and is acknowledged, anew.
+``quiet_held``: a question held by quiet hours, with the request to ask once released.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class IncidentAck(SQLModel, table=True):
     __tablename__ = "incident_ack"
 
     incident_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    episode: int = Field(default=0, primary_key=True, sa_column_kwargs={"autoincrement": False})
     by: str
     channel: str
     at: datetime = _at()
@@ -33,10 +35,11 @@ class IncidentAck(SQLModel, table=True):
 
 class EscalationFired(SQLModel, table=True):
     __tablename__ = "escalation_fired"
-    __table_args__ = (UniqueConstraint("incident_id", "kind", "number"),)
+    __table_args__ = (UniqueConstraint("incident_id", "episode", "kind", "number"),)
 
     id: int | None = Field(default=None, primary_key=True)
     incident_id: int = Field(index=True)
+    episode: int = 0
     kind: str  # "step" (number: the step's index) or "reminder" (number: 1, 2, ...)
     number: int
     at: datetime = _at()

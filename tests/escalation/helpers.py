@@ -1,6 +1,5 @@
-"""Shared by the escalation tests: a frozen clock, an incident whose question was asked, and a
-stand-in for the page outbox (until ``guard.notify.pagers`` is merged) that writes its rows in
-the caller's transaction, as the real one does."""
+"""Shared by the escalation tests: a frozen clock, notifiers to page, an incident whose question
+was asked, and the pages queued in the page outbox."""
 
 from __future__ import annotations
 
@@ -8,15 +7,15 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from guard.notify.outbox import queue
 from guard.records import utcnow
 from guard.store.db import Database
-from guard.store.models import Incident, IncidentTimeline, MonitorState
+from guard.store.models import IncidentTimeline
+from guard.store.paging import PageOutbox
 from tests.agent_helpers import stored_incident
 
-PAGE = "page:"
 NOTIFIERS = {
     "pagerduty": {"primary": {"routing_key": "k" * 32}},
     "webhook": {"ops": {"url": "https://ops.example/hook", "hmac_secret": "s" * 20}},
@@ -37,50 +36,11 @@ class Clock:
         return self.now
 
 
-class FakePages:
-    """``enqueue_pages``/``triggered_targets`` over ``monitor_state`` rows: one per (target,
-    key), a repeat is a no-op, all in the caller's transaction."""
-
-    def enqueue_pages(
-        self,
-        session: Session,
-        targets: Sequence[str],
-        incident: Incident,
-        action: Any,
-        *,
-        key: str,
-        reason: str = "",
-    ) -> list[int]:
-        made: list[int] = []
-        for target in targets:
-            row_key = f"{PAGE}{incident.id}:{target}:{key}"
-            if session.get(MonitorState, row_key) is None:
-                session.add(MonitorState(key=row_key, value={"action": action, "reason": reason}))
-                made.append(len(made) + 1)
-        return made
-
-    def triggered_targets(self, session: Session, incident_id: int) -> list[str]:
-        rows = session.exec(
-            select(MonitorState).where(col(MonitorState.key).startswith(f"{PAGE}{incident_id}:"))
-        ).all()
-        return sorted(
-            {
-                r.key.split(":")[2] + ":" + r.key.split(":")[3]
-                for r in rows
-                if r.value["action"] == "trigger"
-            }
-        )
-
-
 def pages(db: Database) -> list[tuple[str, str, str]]:
-    """Every page queued: (target, key, action), in order."""
+    """Every page queued in the page outbox: (target, key, action), in order."""
     with db.session() as s:
-        rows = s.exec(select(MonitorState).where(col(MonitorState.key).startswith(PAGE))).all()
-    out = []
-    for r in rows:
-        _, _, kind, name, key = r.key.split(":", 4)
-        out.append((f"{kind}:{name}", key, str(r.value["action"])))
-    return out
+        rows = s.exec(select(PageOutbox).order_by(col(PageOutbox.id))).all()
+    return [(r.target, r.key, r.action) for r in rows]
 
 
 def asked_incident(

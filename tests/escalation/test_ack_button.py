@@ -16,7 +16,6 @@ from sqlmodel import select
 from telegram import Bot
 
 from guard.config import Settings
-from guard.notify import escalation
 from guard.notify.authz import gate_from_settings
 from guard.notify.base import HumanRequest
 from guard.notify.outbox import queue
@@ -28,7 +27,6 @@ from guard.store.db import open_database
 from guard.store.escalation import IncidentAck
 from guard.store.models import Approval, AuditEntry, ChannelMessage, IncidentState, OutboxMessage
 from tests.agent_helpers import stored_incident
-from tests.escalation.helpers import FakePages
 from tests.telegram.conftest import INCIDENT_MESSAGE, World
 from tests.telegram_helpers import CHAT, TOKEN
 from tests.telegram_server import TelegramServer
@@ -37,8 +35,7 @@ OPERATOR, VIEWER = 7, 8
 
 
 @pytest.fixture
-async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
-    monkeypatch.setattr(escalation, "page_outbox", FakePages)
+async def world(tmp_path: Path) -> AsyncIterator[World]:
     server = TelegramServer(TOKEN).start()
     settings = Settings(
         data_dir=tmp_path,
@@ -110,7 +107,7 @@ async def test_an_operator_acknowledges_and_the_question_stays_open(world: World
     said = await press(world, OPERATOR, "ack-1")
     assert said == f"Acknowledged by telegram:{OPERATOR}: escalation and reminders stop."
     with world.db.session() as s:
-        ack = s.get(IncidentAck, world.incident_id)
+        ack = s.get(IncidentAck, (world.incident_id, 0))
         assert ack is not None and ack.by == f"telegram:{OPERATOR}" and ack.channel == "telegram"
         assert s.get(Approval, "ack-1").used_at is not None  # type: ignore[union-attr]
         assert s.get(Approval, "deny-1").used_at is None  # type: ignore[union-attr]
@@ -127,7 +124,7 @@ async def test_a_viewer_is_refused(world: World) -> None:
     said = await press(world, VIEWER, "ack-1")
     assert said == "Refused: needs operator; you are viewer"
     with world.db.session() as s:
-        assert s.get(IncidentAck, world.incident_id) is None
+        assert s.get(IncidentAck, (world.incident_id, 0)) is None
         assert s.get(Approval, "ack-1").used_at is None  # type: ignore[union-attr]
         refused = s.exec(select(AuditEntry).where(AuditEntry.action == "telegram.refused")).one()
     assert refused.actor == f"telegram:{VIEWER}" and "operator" in refused.data["reason"]

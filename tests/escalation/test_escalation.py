@@ -13,12 +13,13 @@ from sqlmodel import col, select
 
 from guard.config import Settings
 from guard.incidents.authz import Actor, NotAuthorised
+from guard.notify import pagers
 from guard.notify.authz import gate_from_settings
 from guard.notify.escalation import Escalator, Fired, acknowledge
 from guard.store.db import Database, open_database
 from guard.store.escalation import EscalationFired, IncidentAck
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline, OutboxMessage
-from tests.escalation.helpers import NOTIFIERS, Clock, FakePages, asked_incident, pages
+from tests.escalation.helpers import NOTIFIERS, Clock, asked_incident, pages
 
 pytestmark = pytest.mark.unit
 
@@ -47,7 +48,7 @@ def world(tmp_path: Path) -> tuple[Settings, Database, Clock, Escalator]:
     s = settings(tmp_path)
     db = open_database(s.database_url)
     clock = Clock(T0)
-    return s, db, clock, Escalator(s, db, clock=clock, pages=FakePages())
+    return s, db, clock, Escalator(s, db, clock=clock)
 
 
 def replies(db: Database, incident_id: int) -> list[tuple[str, str]]:
@@ -73,7 +74,7 @@ def test_each_step_fires_once_when_its_time_has_come(world: Any) -> None:
     assert esc.tick() == []  # nothing new: step 1 fired already
     clock.advance(minutes=20)  # 45 minutes
     assert Fired(inc, "step", 1) in esc.tick()
-    again = Escalator(s, db, clock=clock, pages=FakePages())  # a restart: the record holds
+    again = Escalator(s, db, clock=clock)  # a restart: the record holds
     clock.advance(hours=3)
     assert [f for f in again.tick() if f.kind == "step"] == []
     assert pages(db) == [
@@ -102,19 +103,21 @@ def test_a_failed_page_loses_no_step(world: Any) -> None:
     s, db, clock, _ = world
     inc = asked_incident(db, T0)
 
-    class Broken(FakePages):
+    class Broken:
+        triggered_targets = staticmethod(pagers.triggered_targets)
+
         def enqueue_pages(self, *a: Any, **kw: Any) -> list[int]:
             raise RuntimeError("the database went away")
 
     clock.advance(minutes=16)
     with pytest.raises(RuntimeError):
-        Escalator(s, db, clock=clock, pages=Broken()).tick()
+        Escalator(s, db, clock=clock, pages=Broken()).tick()  # type: ignore[arg-type]
     assert pages(db) == []
     with db.session() as session:
         assert (
             session.exec(select(EscalationFired).where(EscalationFired.kind == "step")).all() == []
         )
-    assert Fired(inc, "step", 0) in Escalator(s, db, clock=clock, pages=FakePages()).tick()
+    assert Fired(inc, "step", 0) in Escalator(s, db, clock=clock).tick()
 
 
 def test_reminders_go_to_every_chat_the_question_was_asked_in_once_each(world: Any) -> None:
@@ -148,11 +151,10 @@ def test_an_acknowledgement_stops_steps_and_reminders_and_acknowledges_the_pages
         inc,
         Actor("telegram", str(OPERATOR)),
         gate_from_settings(s, db),
-        pages=FakePages(),
         now=clock(),
     )
     assert done.first and done.by == f"telegram:{OPERATOR}"
-    assert ("pagerduty:primary", f"ack:{inc}", "acknowledge") in pages(db)
+    assert ("pagerduty:primary", f"ack:{inc}:0", "acknowledge") in pages(db)
     assert [t for c, t in replies(db, inc) if t.startswith("Acknowledged")] == [
         f"Acknowledged by telegram:{OPERATOR}: escalation and reminders stop."
     ] * 2
@@ -160,7 +162,7 @@ def test_an_acknowledgement_stops_steps_and_reminders_and_acknowledges_the_pages
     clock.advance(hours=2)
     assert esc.tick() == []
     assert (len(pages(db)), len(replies(db, inc))) == before
-    again = acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db), pages=FakePages())
+    again = acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db))
     assert not again.first and again.by == f"telegram:{OPERATOR}"
     with db.session() as session:
         assert session.exec(
@@ -172,11 +174,9 @@ def test_a_viewer_may_not_acknowledge(world: Any) -> None:
     s, db, clock, esc = world
     inc = asked_incident(db, T0)
     with pytest.raises(NotAuthorised, match="needs operator; you are viewer"):
-        acknowledge(
-            db, inc, Actor("telegram", str(VIEWER)), gate_from_settings(s, db), pages=FakePages()
-        )
+        acknowledge(db, inc, Actor("telegram", str(VIEWER)), gate_from_settings(s, db))
     with db.session() as session:
-        assert session.get(IncidentAck, inc) is None
+        assert session.get(IncidentAck, (inc, 0)) is None
         refused = session.exec(select(AuditEntry).where(AuditEntry.action == "human.refused")).one()
     assert refused.data["verb"] == "ack" and refused.actor == f"telegram:{VIEWER}"
     clock.advance(minutes=15)
@@ -201,9 +201,33 @@ def test_quiet_hours_hold_a_warnings_reminders_and_steps_not_a_criticals(tmp_pat
     db = open_database(s.database_url)
     night = datetime(2026, 12, 5, 23, 0, tzinfo=UTC)
     clock = Clock(night)
-    esc = Escalator(s, db, clock=clock, pages=FakePages())
+    esc = Escalator(s, db, clock=clock)
     warning = asked_incident(db, datetime(2026, 12, 5, 21, 50, tzinfo=UTC), severity="warning")
     critical = asked_incident(db, datetime(2026, 12, 5, 21, 50, tzinfo=UTC))
     assert {f.incident_id for f in esc.tick()} == {critical}
     clock.now = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)  # the window is over
     assert {f.incident_id for f in esc.tick()} == {warning, critical}
+
+
+def test_a_reopened_incident_escalates_and_is_acknowledged_anew(world: Any) -> None:
+    s, db, clock, esc = world
+    inc = asked_incident(db, T0)
+    clock.advance(minutes=15)
+    esc.tick()
+    acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db))
+    with db.session() as session:  # it healed, came back, and was asked about again
+        row = session.get(Incident, inc)
+        assert row is not None
+        row.reopen_count = 1
+        session.add(row)
+        session.add(
+            IncidentTimeline(incident_id=inc, at=clock.now, type="asked_human", message="?")
+        )
+    clock.advance(minutes=15)
+    assert Fired(inc, "step", 0) in esc.tick()
+    assert [p for p in pages(db) if p[2] == "trigger"] == [
+        ("pagerduty:primary", f"escalation:{inc}:0", "trigger"),
+        ("pagerduty:primary", f"escalation:{inc}:0:1", "trigger"),
+    ]
+    again = acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db))
+    assert again.first
