@@ -8,6 +8,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``lost/stuck``: every incident the scenario expects exists (none lost, none doubled) and none
   is left in a working state (diagnosing, remediating), nor a run or a human command running;
 - ``remedy once``: the side effects on the victim (fix calls, container starts) happened once;
+- ``pages``: each escalation step paged its target once, each reminder recorded was posted
+  once (``bench.crash_escalation``);
 - ``skills``: at most one learned skill per fix, and the skills repo is clean (no uncommitted
   or stray files, one commit per learned skill);
 - ``telegram``: at most one message per incident event (no text posted twice);
@@ -44,7 +46,7 @@ from tests.telegram_server import TelegramServer
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "log lines", "audit")
+CHECKS = ("lost/stuck", "remedy once", "pages", "skills", "telegram", "log lines", "audit")
 WORKING = {"diagnosing", "remediating"}
 Check = tuple[bool | None, str]  # None: not applicable to the scenario
 
@@ -633,6 +635,12 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
 }
+
+# the escalation scenario builds on the classes above (run as a script, they are __main__'s)
+sys.modules.setdefault("bench.crash", sys.modules[__name__])
+from bench.crash_escalation import Escalation  # noqa: E402
+
+SCENARIOS[Escalation.name] = Escalation()
 
 
 # -- a case: one scenario, one kill ----------------------------------------------------------------

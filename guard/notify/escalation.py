@@ -120,6 +120,7 @@ def question_chats(session: Session, incident_id: int) -> list[tuple[str, str]]:
 
 
 def reminder_text(incident: Incident, waited: float) -> str:
+    """Reminder ``n``'s text; ``waited``: ``n`` times ``remind_every`` (each one's own text)."""
     return (
         f"Reminder: incident #{incident.id} ({incident.severity}) has waited "
         f"{format_duration(waited)} for an answer. Answer it with the buttons above, "
@@ -181,7 +182,7 @@ class Escalator:
                 if waited >= step.after and self._fire_step(incident_id, i, now):
                     fired.append(Fired(incident_id, "step", i))
             n = int(waited // esc.remind_every) if esc.remind_every > 0 else 0
-            if n >= 1 and self._remind(incident_id, n, waited, now):
+            if n >= 1 and self._remind(incident_id, n, now):
                 fired.append(Fired(incident_id, "reminder", n))
         return fired
 
@@ -225,7 +226,7 @@ class Escalator:
         reached("escalation.step_committed")
         return True
 
-    def _remind(self, incident_id: int, n: int, waited: float, now: datetime) -> bool:
+    def _remind(self, incident_id: int, n: int, now: datetime) -> bool:
         """Queue reminder ``n`` in every chat of the question, unless it was queued before."""
         queued: list[tuple[OutboxMessage, int]] = []
         with self.db.session() as session:
@@ -243,7 +244,7 @@ class Escalator:
                     data={"chats": [f"{c}:{chat}" for c, chat in chats]},
                 )
             )
-            text = reminder_text(inc, waited)
+            text = reminder_text(inc, n * self.settings.escalation.remind_every)
             for channel, chat in chats:
                 row = OutboxMessage(
                     method="send",

@@ -32,6 +32,10 @@ FAST = [
     ("report", "report.sent_before_mark"),
     # a storm being folded (its first signal, so the storm incident itself is not committed)
     ("storm", "triage.storm_fold"),
+    # an escalation step's pages and its record: both or neither, then once
+    ("escalation", "escalation.step_recorded"),
+    ("escalation", "escalation.step_committed"),  # recorded, its page not yet delivered
+    ("escalation", "escalation.reminder_recorded"),
 ]
 
 
