@@ -8,11 +8,12 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``lost/stuck``: every incident the scenario expects exists (none lost, none doubled) and none
   is left in a working state (diagnosing, remediating), nor a run or a human command running;
 - ``remedy once``: the side effects on the victim (fix calls, container starts) happened once;
-- ``pages``: each escalation step paged its target once, each reminder recorded was posted
-  once (``bench.crash_escalation``);
 - ``skills``: at most one learned skill per fix, and the skills repo is clean (no uncommitted
   or stray files, one commit per learned skill);
 - ``telegram``: at most one message per incident event (no text posted twice);
+- ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
+  incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``); each escalation
+  step paged its target once, each reminder recorded was posted once (``bench.crash_escalation``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -46,7 +47,7 @@ from tests.telegram_server import TelegramServer
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-CHECKS = ("lost/stuck", "remedy once", "pages", "skills", "telegram", "log lines", "audit")
+CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "pages", "log lines", "audit")
 WORKING = {"diagnosing", "remediating"}
 Check = tuple[bool | None, str]  # None: not applicable to the scenario
 
@@ -631,9 +632,59 @@ class DockerExit(Scenario):
         }
 
 
+class Paging(Scenario):
+    name = "paging"
+    what = (
+        "a critical HTTP check fails, no skill: Guard asks, and its route pages PagerDuty and a "
+        "signed webhook; the service recovers, the incident auto-resolves, both get a resolve"
+    )
+    points = (
+        "page.claimed",
+        "page.sent_before_mark",  # the first page (a trigger) taken, not marked sent
+        "page.sent_before_mark:3",  # a resolve taken, not marked sent
+    )
+
+    def setup(self, run: Run) -> None:
+        from bench.crash_paging import Pagers
+
+        run.notes["pagers"] = pagers = Pagers()
+        web_playbook(run, auto_resolve=True)
+        (run.home.root / "skills").mkdir()
+        run.home.write_config(telegram_config(run, **pagers.config()))
+
+    def drive(self, run: Run) -> None:
+        if run.notes["pagers"].triggered():
+            run.service.healthy = True  # it recovers: the incident auto-resolves
+
+    def teardown(self, run: Run) -> None:
+        run.notes["pagers"].stop()
+
+    def done(self, run: Run) -> bool:
+        resolved = any(i["state"] == "resolved" for i in run.incidents())
+        return resolved and run.notes["pagers"].finished()
+
+    def checks(self, run: Run) -> dict[str, Check]:
+        unsent = run.db("select count(*) from page_outbox where status != 'sent'")[0][0]
+        return {
+            "lost/stuck": stuck_check(run, 1, {"resolved"}),
+            "telegram": telegram_check(run),
+            "pages": run.notes["pagers"].check(unsent),
+            "audit": audit_check(run),
+        }
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
-    for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
+    for s in (
+        HttpSkill(),
+        DockerExit(),
+        TelegramFix(),
+        Logfile(),
+        Storm(),
+        Flap(),
+        Report(),
+        Paging(),
+    )
 }
 
 # the escalation scenario builds on the classes above (run as a script, they are __main__'s)

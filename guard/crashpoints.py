@@ -44,6 +44,8 @@ POINTS: dict[str, str] = {
     "escalation.step_committed": "an escalation step is committed; its pages not yet delivered",
     "escalation.reminder_recorded": "a reminder and its messages are written, not committed",
     "quiet.asked_not_marked": "a question held by quiet hours was asked, its hold not settled",
+    "page.claimed": "pages: a page's send is claimed (fenced); the pager is not called yet",
+    "page.sent_before_mark": "pages: a pager or webhook took the page; it is not marked sent",
 }
 
 

@@ -18,9 +18,10 @@ class QuietServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-def serve(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, str]:
-    """Start serving ``handler`` on a free port; returns the server and its base URL."""
-    server = QuietServer(("127.0.0.1", 0), handler)
+def serve(handler: type[BaseHTTPRequestHandler], port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+    """Start serving ``handler`` on ``port`` (0: a free one); returns the server and its base
+    URL."""
+    server = QuietServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}"

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.local_http import QuietServer
+from tests.local_http import serve, stop
 
 ACTIONS = ("trigger", "acknowledge", "resolve")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -141,20 +141,16 @@ class PagerDutyServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        httpd = QuietServer(("127.0.0.1", self.port), Handler)
-        httpd.daemon_threads = True
-        self.port = httpd.server_port
-        self._server = httpd
+        self._server, _ = serve(Handler, self.port)
+        self.port = self._server.server_port
         self.up = True
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def stop(self) -> None:
         """Go away (connections refused) until ``start`` again; what was received is kept."""
         self.up = False
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop(self._server)
             self._server = None
         with self._cond:
             for sock in list(self._sockets):

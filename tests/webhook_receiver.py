@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.local_http import QuietServer
+from tests.local_http import serve, stop
 
 SECRET = "whsec-test-0123456789abcdef"
 
@@ -69,17 +69,13 @@ class WebhookReceiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        httpd = QuietServer(("127.0.0.1", self.port), Handler)
-        httpd.daemon_threads = True
-        self.port = httpd.server_port
-        self._server = httpd
-        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        self._server, _ = serve(Handler, self.port)
+        self.port = self._server.server_port
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            stop(self._server)
             self._server = None
 
     def handle(self, headers: Any, raw: bytes) -> int:

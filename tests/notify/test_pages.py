@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from guard import cluster
 from guard.config import Settings
@@ -24,20 +24,7 @@ from guard.store.models import Incident
 from guard.store.paging import PageOutbox
 from tests.agent_helpers import stored_incident
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
 from tests.webhook_receiver import SECRET, WebhookReceiver, receiving
-
-
-@pytest.fixture
-def pd() -> Iterator[PagerDutyServer]:
-    with pagerduty() as server:
-        yield server
-
-
-@pytest.fixture
-def hook() -> Iterator[WebhookReceiver]:
-    with receiving() as receiver:
-        yield receiver
 
 
 def make_settings(
@@ -60,6 +47,11 @@ def incident(db: Database, **fields: Any) -> Incident:
         return stored_incident(session, state="awaiting_human", **fields)
 
 
+def idof(inc: Incident) -> int:
+    assert inc.id is not None
+    return inc.id
+
+
 def page(db: Database, targets: list[str], inc: Incident, action: str, key: str) -> list[int]:
     with db.session() as session:
         return enqueue_pages(session, targets, inc, action, key=key, reason="test")  # type: ignore[arg-type]
@@ -67,7 +59,7 @@ def page(db: Database, targets: list[str], inc: Incident, action: str, key: str)
 
 def rows(db: Database) -> list[PageOutbox]:
     with db.session() as session:
-        return list(session.exec(select(PageOutbox).order_by(PageOutbox.id)).all())
+        return list(session.exec(select(PageOutbox).order_by(col(PageOutbox.id))).all())
 
 
 def work_until(worker: PageWorker, done: Callable[[], bool], within: float = 60.0) -> None:
@@ -104,10 +96,10 @@ def test_enqueue_is_idempotent_per_target_and_key_and_tracks_open_pages(tmp_path
     assert page(db, ["pagerduty:primary", "webhook:ops"], inc, "trigger", "route:1:0") == []
     assert len(page(db, ["pagerduty:primary"], inc, "trigger", "escalation:1:0")) == 1
     with db.session() as session:
-        assert triggered_targets(session, inc.id) == ["pagerduty:primary", "webhook:ops"]
+        assert triggered_targets(session, idof(inc)) == ["pagerduty:primary", "webhook:ops"]
     page(db, ["pagerduty:primary"], inc, "resolve", "resolve:1:0")
     with db.session() as session:
-        assert triggered_targets(session, inc.id) == ["webhook:ops"]
+        assert triggered_targets(session, idof(inc)) == ["webhook:ops"]
     assert len({r.delivery for r in rows(db)}) == 4  # one delivery id per row
     with pytest.raises(ValueError, match="unknown page action"):
         page(db, ["webhook:ops"], inc, "page", "x")  # type: ignore[arg-type]
@@ -128,21 +120,22 @@ def test_trigger_then_resolve_reach_pagerduty_with_one_dedup_key(
     page(db, ["pagerduty:primary"], inc, "trigger", "route:1:0")
     work_until(worker, lambda: len(pd.events) == 1)
     trigger = pd.events[0]
-    assert trigger["dedup_key"] == dedup_key(inc.id) == f"guard-incident-{inc.id}"
+    assert trigger["dedup_key"] == dedup_key(idof(inc)) == f"guard-incident-{inc.id}"
     assert trigger["payload"]["severity"] == "critical"
     assert "shop down" in trigger["payload"]["summary"]
     assert trigger["payload"]["custom_details"]["service"] == "shop"
     # resolved however it was: the worker queues the resolve to the open page
     with db.session() as session:
         fresh = session.get(Incident, inc.id)
+        assert fresh is not None
         fresh.state, fresh.resolved_at = IncidentState.resolved, utcnow()
         session.add(fresh)
     work_until(worker, lambda: len(pd.events) == 2)
-    assert pd.actions(dedup_key(inc.id)) == ["trigger", "resolve"]
+    assert pd.actions(dedup_key(idof(inc))) == ["trigger", "resolve"]
     assert pd.events[1] == {**pd.events[1], "routing_key": ROUTING_KEY, "event_action": "resolve"}
     assert [(a["state"], a["log"]) for a in pd.alerts] == [("resolved", ["trigger", "resolve"])]
     with db.session() as session:
-        assert triggered_targets(session, inc.id) == []
+        assert triggered_targets(session, idof(inc)) == []
     assert worker.resolve_finished() == 0  # nothing open any more: no second resolve
     assert [r.status for r in rows(db)] == ["sent", "sent"]
 
@@ -181,7 +174,7 @@ def test_a_refusal_fails_for_good_and_the_target_moves_on(
     first, second = rows(db)
     assert (first.status, first.attempts) == ("failed", 1)
     assert "400" in first.error and "invalid event" in first.error
-    assert second.status == "sent" and [e["dedup_key"] for e in pd.events] == [dedup_key(two.id)]
+    assert second.status == "sent" and [e["dedup_key"] for e in pd.events] == [dedup_key(idof(two))]
 
 
 def test_rate_limits_are_waited_out_in_order(tmp_path: Path, pd: PagerDutyServer) -> None:
@@ -193,7 +186,7 @@ def test_rate_limits_are_waited_out_in_order(tmp_path: Path, pd: PagerDutyServer
     page(db, ["pagerduty:primary"], inc, "acknowledge", "ack:1")
     work_until(worker, settled(db))
     assert [r["status"] for r in pd.requests] == [429, 429, 202, 202]
-    assert pd.actions(dedup_key(inc.id)) == ["trigger", "acknowledge"]  # the order kept
+    assert pd.actions(dedup_key(idof(inc))) == ["trigger", "acknowledge"]  # the order kept
     assert pd.alerts[0]["state"] == "acknowledged"
 
 
@@ -253,3 +246,24 @@ def test_the_webhook_signature_verifies_only_with_the_secret(tmp_path: Path) -> 
         raw = wrong.requests[0]["raw"]
         assert json.loads(raw)["incident"]["title"] == "down"
         assert SECRET.encode() not in raw
+
+
+@pytest.mark.unit
+def test_pruning_a_resolved_incident_removes_its_pages(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from guard.store.retention import prune
+
+    db = new_db(tmp_path)
+    old = incident(db)
+    kept = incident(db)
+    page(db, ["webhook:ops"], old, "trigger", "route:old")
+    page(db, ["webhook:ops"], kept, "trigger", "route:kept")
+    with db.session() as session:
+        row = session.get(Incident, old.id)
+        assert row is not None
+        row.state, row.resolved_at = IncidentState.resolved, utcnow() - timedelta(days=100)
+        session.add(row)
+    done = prune(db, timedelta(days=90).total_seconds(), tmp_path / "anchors.jsonl")
+    assert done.rows.get("page_outbox") == 1
+    assert [r.incident_id for r in rows(db)] == [kept.id]

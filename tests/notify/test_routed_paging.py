@@ -10,13 +10,8 @@ resolution reaches PagerDuty with the trigger's ``dedup_key`` and the webhook as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from tests.agent_helpers import find, wait_for
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
+from tests.pagerduty_server import ROUTING_KEY
 from tests.telegram_helpers import (
     ADMIN,
     CHAT,
@@ -28,21 +23,9 @@ from tests.telegram_helpers import (
     http_playbook,
     write_http_skill,
 )
-from tests.webhook_receiver import SECRET, WebhookReceiver, receiving
+from tests.webhook_receiver import SECRET
 
 ONCALL, TEAM = -1001, -1002
-
-
-@pytest.fixture
-def pd() -> Iterator[PagerDutyServer]:
-    with pagerduty() as server:
-        yield server
-
-
-@pytest.fixture
-def hook() -> Iterator[WebhookReceiver]:
-    with receiving() as receiver:
-        yield receiver
 
 
 def asked_in(tg, chat: int, incident_id: int) -> dict:

@@ -30,7 +30,7 @@ def settings(routes: list[dict[str, Any]], **extra: Any) -> Settings:
     )
 
 
-ISSUE_ROUTES = [
+ISSUE_ROUTES: list[dict[str, Any]] = [
     {
         "match": {"severity": "critical"},
         "telegram_chat": -1001,
@@ -71,7 +71,7 @@ def test_first_match_wins_without_continue() -> None:
 
 @pytest.mark.unit
 def test_lists_several_chats_and_a_route_without_chat_uses_the_default() -> None:
-    routes = [
+    routes: list[dict[str, Any]] = [
         {"match": {"severity": ["critical", "error"]}, "telegram_chat": [-1001, -1004]},
         {"match": {}, "notify": ["webhook:ops"]},
     ]
@@ -82,7 +82,7 @@ def test_lists_several_chats_and_a_route_without_chat_uses_the_default() -> None
 
 @pytest.mark.unit
 def test_playbook_and_labels_match() -> None:
-    routes = [
+    routes: list[dict[str, Any]] = [
         {"match": {"playbook": "databases"}, "telegram_chat": -2001, "continue": True},
         {
             "match": {"labels": {"team": "db", "env": ["prod", "staging"]}},

@@ -112,6 +112,7 @@ class PageWorker:
             await asyncio.to_thread(self._mark, row, PageStatus.failed, "notifier not configured")
             return
         await asyncio.to_thread(self._claim, row)
+        reached("page.claimed")
         try:
             if isinstance(config, PagerDutyNotifier):
                 await pagerduty.send(client, row, config)

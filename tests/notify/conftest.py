@@ -1,0 +1,24 @@
+"""The local pagers of the paging tests: a PagerDuty Events API v2 server and a webhook
+receiver that checks Guard's signature, each started for a test and stopped after it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.pagerduty_server import PagerDutyServer
+from tests.pagerduty_server import running as pagerduty
+from tests.webhook_receiver import WebhookReceiver, receiving
+
+
+@pytest.fixture
+def pd() -> Iterator[PagerDutyServer]:
+    with pagerduty() as server:
+        yield server
+
+
+@pytest.fixture
+def hook() -> Iterator[WebhookReceiver]:
+    with receiving() as receiver:
+        yield receiver
