@@ -34,6 +34,7 @@ from sqlmodel import Session, col, select
 from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
+from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
 from guard.store.models import (
     AgentStep,
     Approval,
@@ -64,6 +65,9 @@ _BY_INCIDENT: tuple[Any, ...] = (
     MessageGroupMember,
     OutboxMessage,
     PageOutbox,
+    IncidentAck,
+    EscalationFired,
+    QuietHeld,
 )
 
 

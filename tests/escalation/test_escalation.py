@@ -4,7 +4,7 @@ pages ``acknowledge`` to what was triggered); a viewer may not acknowledge."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +231,22 @@ def test_a_reopened_incident_escalates_and_is_acknowledged_anew(world: Any) -> N
     ]
     again = acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db))
     assert again.first
+
+
+def test_pruning_an_old_incident_removes_its_escalation_rows(world: Any, tmp_path: Path) -> None:
+    from guard.store.retention import prune
+
+    s, db, clock, esc = world
+    inc = asked_incident(db, T0)
+    clock.advance(minutes=16)
+    esc.tick()
+    acknowledge(db, inc, Actor("cli", "ops"), gate_from_settings(s, db))
+    with db.session() as session:
+        row = session.get(Incident, inc)
+        assert row is not None
+        row.state, row.resolved_at = IncidentState.resolved, T0
+        session.add(row)
+    done = prune(db, 3600, tmp_path / "anchors.jsonl", now=T0 + timedelta(days=2))
+    assert done.rows["incident_ack"] == 1 and done.rows["escalation_fired"] == 2
+    with db.session() as session:
+        assert session.exec(select(EscalationFired)).all() == []
