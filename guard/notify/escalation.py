@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from loguru import logger
 from sqlmodel import Session, col, select
 
 from guard import cluster
@@ -151,8 +152,15 @@ class Escalator:
         return self._pages
 
     async def run(self) -> None:
-        """One tick, off the event loop (the scheduler's job)."""
-        await asyncio.to_thread(self.tick)
+        """One tick, off the event loop (the scheduler's job); a failure is logged, and what
+        it did not record fires on the next tick."""
+        try:
+            fired = await asyncio.to_thread(self.tick)
+        except Exception:
+            logger.exception("escalation: the tick failed; it is tried again")
+            return
+        for f in fired:
+            logger.info("incident #{}: escalation {} {} fired", f.incident_id, f.kind, f.number)
 
     def tick(self) -> list[Fired]:
         """Fire every step and reminder that is due now; return what fired."""

@@ -17,6 +17,7 @@ asked, so nobody is told, and the hold ends. ``send_text`` and ``flush`` pass th
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,8 +50,13 @@ def wrap_quiet(notifier: Notifier, settings: Settings, db: Database) -> Notifier
 
 
 async def release_held() -> list[int]:
-    """The periodic job: release what the installed wrapper holds (nothing if none)."""
-    return await _installed.release() if _installed is not None else []
+    """The periodic job: release what the installed wrapper holds (nothing if none); a failure
+    is logged, and the held questions are tried again on the next run."""
+    try:
+        return await _installed.release() if _installed is not None else []
+    except Exception:
+        logger.exception("quiet hours: releasing held questions failed; tried again")
+        return []
 
 
 def _request_data(request: HumanRequest) -> dict[str, Any]:
@@ -92,7 +98,7 @@ class QuietNotifier:
         quiet = self.settings.quiet_hours
         now = self.clock()
         end = quiet.window_end(now) if quiet is not None else None
-        if end is not None and self._hold(request, now, end):
+        if end is not None and await asyncio.to_thread(self._hold, request, now, end):
             logger.info(
                 "incident #{}: question held by quiet hours until {}", request.incident_id, end
             )
@@ -141,7 +147,7 @@ class QuietNotifier:
         return True
 
     async def update(self, update: IncidentUpdate) -> None:
-        if self._end_hold(update.incident_id, f"dropped: {update.state}"):
+        if await asyncio.to_thread(self._end_hold, update.incident_id, f"dropped: {update.state}"):
             return
         await self.inner.update(update)
 
@@ -177,33 +183,40 @@ class QuietNotifier:
     async def release(self) -> list[int]:
         """Ask every held question that may be asked now; return their incidents' ids."""
         released: list[int] = []
-        for held in self.held():
+        for held in await asyncio.to_thread(self.held):
             now = self.clock()
-            with self.db.session() as session:
-                inc = session.get(Incident, held.incident_id)
-                asked = session.exec(
-                    select(OutboxMessage.id).where(
-                        OutboxMessage.incident_id == held.incident_id,
-                        OutboxMessage.role == "incident",
-                        OutboxMessage.method == "send",
-                        col(OutboxMessage.id) > held.outbox_floor,
-                    )
-                ).first()
+            inc, asked = await asyncio.to_thread(self._look, held)
             if inc is None or inc.state not in WAITING:
-                self._settle(held, now, f"dropped: {inc.state if inc else 'gone'}")
+                why = f"dropped: {inc.state if inc else 'gone'}"
+                await asyncio.to_thread(self._settle, held, now, why)
                 continue
             if now < held.until and below_threshold(self.settings, inc.severity):
                 continue
             why = "the window's end" if now >= held.until else f"now {inc.severity}"
-            if asked is None:
+            if not asked:
                 request = dataclasses.replace(
                     _request(held.request), severity=inc.severity, count=inc.count
                 )
                 await self.inner.ask(request)
                 reached("quiet.asked_not_marked")
-            self._settle(held, now, f"asked at {why}")
+            await asyncio.to_thread(self._settle, held, now, f"asked at {why}")
             released.append(held.incident_id)
         return released
+
+    def _look(self, held: QuietHeld) -> tuple[Incident | None, bool]:
+        """The held question's incident, and whether an ask newer than the hold is queued (a
+        release that asked, then died before it settled the hold)."""
+        with self.db.session() as session:
+            inc = session.get(Incident, held.incident_id)
+            asked = session.exec(
+                select(OutboxMessage.id).where(
+                    OutboxMessage.incident_id == held.incident_id,
+                    OutboxMessage.role == "incident",
+                    OutboxMessage.method == "send",
+                    col(OutboxMessage.id) > held.outbox_floor,
+                )
+            ).first()
+        return inc, asked is not None
 
     def _settle(self, held: QuietHeld, now: datetime, outcome: str) -> None:
         with self.db.session() as session:
