@@ -199,19 +199,9 @@ class Escalator:
         step = self.settings.escalation.steps[i]
         with self.db.session() as session:
             inc = _still_waiting(session, incident_id)
-            if inc is None or _fired(session, inc, "step", i):
+            if inc is None or not _mark(session, inc, "step", i, now, notify=step.notify):
                 return False
             cluster.current().claim(session, "escalation.step", f"{incident_id}:{i}")
-            session.add(
-                EscalationFired(
-                    incident_id=incident_id,
-                    episode=inc.reopen_count,
-                    kind="step",
-                    number=i,
-                    at=now,
-                    data={"notify": step.notify},
-                )
-            )
             self.pages.enqueue_pages(
                 session,
                 step.notify,
@@ -236,34 +226,15 @@ class Escalator:
 
     def _remind(self, incident_id: int, n: int, now: datetime) -> bool:
         """Queue reminder ``n`` in every chat of the question, unless it was queued before."""
-        queued: list[tuple[OutboxMessage, int]] = []
         with self.db.session() as session:
             inc = _still_waiting(session, incident_id)
-            if inc is None or _fired(session, inc, "reminder", n):
+            if inc is None or not _mark(session, inc, "reminder", n, now):
                 return False
-            chats = question_chats(session, incident_id)
-            session.add(
-                EscalationFired(
-                    incident_id=incident_id,
-                    episode=inc.reopen_count,
-                    kind="reminder",
-                    number=n,
-                    at=now,
-                    data={"chats": [f"{c}:{chat}" for c, chat in chats]},
-                )
-            )
             text = reminder_text(inc, n * self.settings.escalation.remind_every)
-            for channel, chat in chats:
-                row = OutboxMessage(
-                    method="send",
-                    chat_id=chat,
-                    text=text,
-                    role="reply",
-                    incident_id=incident_id,
-                    reply_to_incident=True,
-                )
-                queued.append((row, queue.add(session, row, channel)))
-            record(session, inc, "reminded", f"reminder {n} in {len(chats)} chat(s)", actor="guard")
+            queued = reply_in_threads(session, incident_id, text)
+            record(
+                session, inc, "reminded", f"reminder {n} in {len(queued)} chat(s)", actor="guard"
+            )
             reached("escalation.reminder_recorded")
         for row, outbox_id in queued:
             queue.remember(self.db, row, outbox_id)
@@ -282,18 +253,51 @@ def step_key(inc: Incident, i: int) -> str:
     return f"escalation:{inc.id}:{i}" + (f":{inc.reopen_count}" if inc.reopen_count else "")
 
 
-def _fired(session: Session, inc: Incident, kind: str, number: int) -> bool:
-    return (
-        session.exec(
-            select(EscalationFired.id).where(
-                EscalationFired.incident_id == inc.id,
-                EscalationFired.episode == inc.reopen_count,
-                EscalationFired.kind == kind,
-                EscalationFired.number == number,
-            )
-        ).first()
-        is not None
+def _mark(
+    session: Session, inc: Incident, kind: str, number: int, now: datetime, **data: Any
+) -> bool:
+    """Record that ``kind`` ``number`` fired in the incident's episode; False if it had."""
+    fired = session.exec(
+        select(EscalationFired.id).where(
+            EscalationFired.incident_id == inc.id,
+            EscalationFired.episode == inc.reopen_count,
+            EscalationFired.kind == kind,
+            EscalationFired.number == number,
+        )
+    ).first()
+    if fired is not None:
+        return False
+    assert inc.id is not None
+    session.add(
+        EscalationFired(
+            incident_id=inc.id,
+            episode=inc.reopen_count,
+            kind=kind,
+            number=number,
+            at=now,
+            data=data,
+        )
     )
+    return True
+
+
+def reply_in_threads(
+    session: Session, incident_id: int, text: str
+) -> list[tuple[OutboxMessage, int]]:
+    """Queue ``text`` as a reply to the incident's question in every chat it was asked in, in
+    the caller's transaction; ``queue.remember`` the rows after the commit."""
+    queued: list[tuple[OutboxMessage, int]] = []
+    for channel, chat in question_chats(session, incident_id):
+        row = OutboxMessage(
+            method="send",
+            chat_id=chat,
+            text=text,
+            role="reply",
+            incident_id=incident_id,
+            reply_to_incident=True,
+        )
+        queued.append((row, queue.add(session, row, channel)))
+    return queued
 
 
 def acknowledge(
@@ -316,16 +320,8 @@ def acknowledge(
         if also is not None:
             also(session)
         assert incident.id is not None
-        for channel, chat in question_chats(session, incident.id):
-            row = OutboxMessage(
-                method="send",
-                chat_id=chat,
-                text=f"Acknowledged by {actor.name}: escalation and reminders stop.",
-                role="reply",
-                incident_id=incident.id,
-                reply_to_incident=True,
-            )
-            queued.append((row, queue.add(session, row, channel)))
+        text = f"Acknowledged by {actor.name}: escalation and reminders stop."
+        queued.extend(reply_in_threads(session, incident.id, text))
         outbox = pages or page_outbox()
         targets = outbox.triggered_targets(session, incident.id)
         if targets:
