@@ -632,59 +632,9 @@ class DockerExit(Scenario):
         }
 
 
-class Paging(Scenario):
-    name = "paging"
-    what = (
-        "a critical HTTP check fails, no skill: Guard asks, and its route pages PagerDuty and a "
-        "signed webhook; the service recovers, the incident auto-resolves, both get a resolve"
-    )
-    points = (
-        "page.claimed",
-        "page.sent_before_mark",  # the first page (a trigger) taken, not marked sent
-        "page.sent_before_mark:3",  # a resolve taken, not marked sent
-    )
-
-    def setup(self, run: Run) -> None:
-        from bench.crash_paging import Pagers
-
-        run.notes["pagers"] = pagers = Pagers()
-        web_playbook(run, auto_resolve=True)
-        (run.home.root / "skills").mkdir()
-        run.home.write_config(telegram_config(run, **pagers.config()))
-
-    def drive(self, run: Run) -> None:
-        if run.notes["pagers"].triggered():
-            run.service.healthy = True  # it recovers: the incident auto-resolves
-
-    def teardown(self, run: Run) -> None:
-        run.notes["pagers"].stop()
-
-    def done(self, run: Run) -> bool:
-        resolved = any(i["state"] == "resolved" for i in run.incidents())
-        return resolved and run.notes["pagers"].finished()
-
-    def checks(self, run: Run) -> dict[str, Check]:
-        unsent = run.db("select count(*) from page_outbox where status != 'sent'")[0][0]
-        return {
-            "lost/stuck": stuck_check(run, 1, {"resolved"}),
-            "telegram": telegram_check(run),
-            "pages": run.notes["pagers"].check(unsent),
-            "audit": audit_check(run),
-        }
-
-
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
-    for s in (
-        HttpSkill(),
-        DockerExit(),
-        TelegramFix(),
-        Logfile(),
-        Storm(),
-        Flap(),
-        Report(),
-        Paging(),
-    )
+    for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
 }
 
 # the escalation scenario builds on the classes above (run as a script, they are __main__'s)
@@ -692,6 +642,14 @@ sys.modules.setdefault("bench.crash", sys.modules[__name__])
 from bench.crash_escalation import Escalation  # noqa: E402
 
 SCENARIOS[Escalation.name] = Escalation()
+
+
+def scenarios() -> dict[str, Scenario]:
+    """``SCENARIOS`` and the scenarios kept in modules of their own (imported here, not at the
+    top: they import this module)."""
+    from bench.crash_paging import Paging
+
+    return {**SCENARIOS, Paging.name: Paging()}
 
 
 # -- a case: one scenario, one kill ----------------------------------------------------------------
@@ -814,7 +772,7 @@ def failures(results: list[Result]) -> list[str]:
 
 def cases(only: list[str]) -> list[tuple[Scenario, str]]:
     picked = []
-    for scenario in SCENARIOS.values():
+    for scenario in scenarios().values():
         for point in scenario.points:
             key = f"{scenario.name}:{point.split(':')[0]}"
             if not only or any(key.startswith(o) or scenario.name == o for o in only):
@@ -866,7 +824,7 @@ def write_doc(
 ) -> None:
     """Write the matrix between its database's markers in ``path`` (appended if absent)."""
     points = sorted({r.point.split(":")[0] for r in results})
-    scenarios = "\n".join(f"- **{s.name}**: {s.what}" for s in SCENARIOS.values())
+    described = "\n".join(f"- **{s.name}**: {s.what}" for s in scenarios().values())
     fails = failures(results)
     command = "python -m bench.crash " + " ".join(argv)
     text = path.read_text() if path.exists() else ""
@@ -875,7 +833,7 @@ def write_doc(
         f"{marker}\nProduced by `{command.strip()}` ({DATABASES[database]}), "
         f"{len(results)} cases, {len(points)} distinct kill points, "
         f"{sum(r.green for r in results)} green.\n\n"
-        f"Scenarios:\n\n{scenarios}\n\n{table}\n\n"
+        f"Scenarios:\n\n{described}\n\n{table}\n\n"
         + ("Red cells:\n\n" + "\n".join(fails) + "\n" if fails else "No red cell.\n")
         + f"{marker}\n"
     )

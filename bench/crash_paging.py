@@ -1,16 +1,24 @@
-"""The paging scenario's servers and check for ``bench.crash``: a local PagerDuty Events API v2
-server and a webhook receiver that verifies Guard's signature, and what "every page delivered,
-acted on once" means for them."""
+"""``bench.crash``'s paging scenario: a critical incident's route pages a local PagerDuty
+Events API v2 server and a webhook receiver that verifies Guard's signature; Guard is killed
+while paging. The check: every page delivered, each acted on once."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.crash import (
+    Check,
+    Run,
+    Scenario,
+    audit_check,
+    stuck_check,
+    telegram_check,
+    telegram_config,
+    web_playbook,
+)
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
 from tests.webhook_receiver import SECRET, WebhookReceiver
-
-Check = tuple[bool | None, str]
 
 
 @dataclass
@@ -59,3 +67,42 @@ class Pagers:
             f"PagerDuty alerts {alerts} from {len(self.pd.events)} event(s); webhook acted on "
             f"{processed} ({repeats} repeat(s) dropped); {unsent} page(s) unsent"
         )
+
+
+class Paging(Scenario):
+    name = "paging"
+    what = (
+        "a critical HTTP check fails, no skill: Guard asks, and its route pages PagerDuty and a "
+        "signed webhook; the service recovers, the incident auto-resolves, both get a resolve"
+    )
+    points = (
+        "page.claimed",
+        "page.sent_before_mark",  # the first page (a trigger) taken, not marked sent
+        "page.sent_before_mark:3",  # a resolve taken, not marked sent
+    )
+
+    def setup(self, run: Run) -> None:
+        run.notes["pagers"] = pagers = Pagers()
+        web_playbook(run, auto_resolve=True)
+        (run.home.root / "skills").mkdir()
+        run.home.write_config(telegram_config(run, **pagers.config()))
+
+    def drive(self, run: Run) -> None:
+        if run.notes["pagers"].triggered():
+            run.service.healthy = True  # it recovers: the incident auto-resolves
+
+    def teardown(self, run: Run) -> None:
+        run.notes["pagers"].stop()
+
+    def done(self, run: Run) -> bool:
+        resolved = any(i["state"] == "resolved" for i in run.incidents())
+        return resolved and run.notes["pagers"].finished()
+
+    def checks(self, run: Run) -> dict[str, Check]:
+        unsent = run.db("select count(*) from page_outbox where status != 'sent'")[0][0]
+        return {
+            "lost/stuck": stuck_check(run, 1, {"resolved"}),
+            "telegram": telegram_check(run),
+            "pages": run.notes["pagers"].check(unsent),
+            "audit": audit_check(run),
+        }

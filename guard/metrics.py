@@ -17,6 +17,7 @@ not know label names:
 - ``IncidentMetrics(db)``: an incident event hook; times detection (the first signal's
   ``observed_at`` to the incident's ``opened_at``) and repair (``opened_at`` to ``resolved_at``);
 - ``record_remediation(outcome)`` and ``observe_sandbox_exec(seconds)``: for the agent loop;
+- ``record_page(target, action, outcome)``: for the page worker;
 - ``set_monitors(types)`` and ``observe_check_lag(type, seconds)``: for the check scheduler.
 """
 
@@ -156,6 +157,13 @@ REMEDIATIONS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+PAGES = Counter(
+    "guard_pages",
+    "Attempts to deliver a page, by notifier kind (pagerduty, webhook), action (trigger, "
+    "acknowledge, resolve) and outcome (sent, retried, failed).",
+    ["kind", "action", "outcome"],
+    registry=REGISTRY,
+)
 SANDBOX_EXEC = Histogram(
     "guard_sandbox_exec_seconds", "Wall time of one sandboxed command.", registry=REGISTRY
 )
@@ -206,6 +214,16 @@ def count_intake(source: str, code: int) -> None:
 def record_remediation(outcome: str) -> None:
     """Count one remediation; an outcome outside ``OUTCOMES`` is counted as ``other``."""
     REMEDIATIONS.labels(outcome if outcome in OUTCOMES else "other").inc()
+
+
+def record_page(target: str, action: str, outcome: str) -> None:
+    """Count one attempt at a page to ``target`` (``KIND:NAME``; the name is no label)."""
+    kind = target.partition(":")[0]
+    PAGES.labels(
+        kind if kind in ("pagerduty", "webhook") else "other",
+        action if action in ("trigger", "acknowledge", "resolve") else "other",
+        outcome if outcome in ("sent", "retried", "failed") else "other",
+    ).inc()
 
 
 def observe_sandbox_exec(seconds: float) -> None:

@@ -259,7 +259,7 @@ class Guard:
         gateway = build_gateway(self.settings, self.db, self)
         if gateway is not None:
             await gateway.start()
-        pager = page_worker(self.settings, self.db)  # pages to notifiers: (None: none)
+        pager = page_worker(self.settings, self.db)  # delivers pages (None: no notifiers)
         paging = asyncio.create_task(pager.run(self._stop), name="pages") if pager else None
         triage = asyncio.create_task(self.intake.consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, metrics
 from guard.config import Settings
 from guard.exceptions import NotLeader
 from guard.notify.pagers import dedup_key, enqueue_pages, triggered_targets
@@ -81,6 +81,12 @@ def work_until(worker: PageWorker, done: Callable[[], bool], within: float = 60.
     asyncio.run(main())
 
 
+def counted(kind: str, action: str, outcome: str) -> float:
+    """``guard_pages_total`` for these labels, as /metrics serves it."""
+    labels = {"kind": kind, "action": action, "outcome": outcome}
+    return metrics.REGISTRY.get_sample_value("guard_pages_total", labels) or 0.0
+
+
 def settled(db: Database) -> Callable[[], bool]:
     return lambda: all(r.status != "pending" for r in rows(db))
 
@@ -138,6 +144,11 @@ def test_trigger_then_resolve_reach_pagerduty_with_one_dedup_key(
         assert triggered_targets(session, idof(inc)) == []
     assert worker.resolve_finished() == 0  # nothing open any more: no second resolve
     assert [r.status for r in rows(db)] == ["sent", "sent"]
+    # a late trigger (an escalation step racing the resolution) is resolved too
+    page(db, ["pagerduty:primary"], inc, "trigger", "escalation:1:0")
+    work_until(worker, lambda: len(pd.events) == 4)
+    assert pd.actions(dedup_key(idof(inc))) == ["trigger", "resolve", "trigger", "resolve"]
+    assert [a["state"] for a in pd.alerts] == ["resolved", "resolved"]
 
 
 def test_a_webhook_500_is_retried_with_backoff_and_delivered_once(
@@ -148,7 +159,10 @@ def test_a_webhook_500_is_retried_with_backoff_and_delivered_once(
     inc = incident(db, title="api 502", severity="error")
     hook.fail(500)
     page(db, ["webhook:ops"], inc, "trigger", "route:1:0")
+    before = {o: counted("webhook", "trigger", o) for o in ("retried", "sent")}
     work_until(worker, settled(db))
+    assert counted("webhook", "trigger", "retried") == before["retried"] + 1
+    assert counted("webhook", "trigger", "sent") == before["sent"] + 1
     assert [r.get("status") for r in hook.requests] == [500, 200]
     first, second = hook.requests
     assert first["delivery"] == second["delivery"] == rows(db)[0].delivery  # same id each try
@@ -267,3 +281,40 @@ def test_pruning_a_resolved_incident_removes_its_pages(tmp_path: Path) -> None:
     done = prune(db, timedelta(days=90).total_seconds(), tmp_path / "anchors.jsonl")
     assert done.rows.get("page_outbox") == 1
     assert [r.incident_id for r in rows(db)] == [kept.id]
+
+
+def test_an_unforeseen_failure_is_retried_not_the_end_of_the_worker(
+    tmp_path: Path, hook: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from guard.notify.pagers import webhook
+
+    real, calls = webhook.send, []
+
+    async def flaky(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        await real(*args)
+
+    monkeypatch.setattr(webhook, "send", flaky)
+    db = new_db(tmp_path)
+    worker = PageWorker(make_settings(tmp_path, None, hook), db, first_backoff=0.1)
+    page(db, ["webhook:ops"], incident(db), "trigger", "route:1")
+    work_until(worker, settled(db))
+    (row,) = rows(db)
+    assert (row.status, row.attempts, len(calls)) == ("sent", 2, 2)
+    assert len(hook.processed) == 1
+
+
+def test_a_secret_in_an_incident_never_reaches_a_pager(tmp_path: Path, pd: PagerDutyServer) -> None:
+    from guard.redact import configure
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
+    s = make_settings(tmp_path, pd, None)
+    configure(s)
+    db = new_db(tmp_path)
+    inc = incident(db, title=f"login failed with {token}", message=f"token={token} rejected")
+    page(db, ["pagerduty:primary"], inc, "trigger", "route:1")
+    work_until(PageWorker(s, db), lambda: len(pd.events) == 1)
+    raw = pd.requests[0]["raw"].decode()
+    assert token not in raw and "login failed with" in raw

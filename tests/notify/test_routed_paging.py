@@ -104,3 +104,33 @@ def test_a_critical_incident_goes_to_its_routed_chats_pagerduty_and_the_webhook(
     assert CHAT not in chats
     assert ROUTING_KEY not in text and SECRET not in text  # secrets never logged
     assert "page" in text and "delivered to pagerduty:primary" in text
+
+
+def test_a_fix_prompt_and_reply_in_a_routed_chat_are_taken_there(home, tg, service):
+    """No skill: the "send a fix" button pressed in a routed chat prompts in that chat, the
+    reply there runs and is learned, and the thread there says so."""
+    http_playbook(home, service)
+    (home.root / "skills").mkdir()
+    configure(home, tg, routes=[{"match": {"playbook": "web"}, "telegram_chat": TEAM}])
+    with guard_run(home):
+        inc = wait_for(lambda: find(home, state="awaiting_human"), 60, "Guard to ask")
+        msg = asked_in(tg, TEAM, inc["id"])
+        send_fix = next(d for label, d in buttons(msg) if "Send a fix" in label)
+        tg.press(ADMIN, send_fix, chat_id=TEAM, message_id=msg["message_id"])
+        prompt = wait_for(
+            lambda: next(iter(tg.bot_messages("Reply to this message")), None), 30, "the prompt"
+        )
+        assert prompt["chat"]["id"] == TEAM
+        assert prompt["reply_to_message"]["message_id"] == msg["message_id"]
+        tg.say(
+            ADMIN, f"http.request {service.base}/fix", chat_id=TEAM, reply_to=prompt["message_id"]
+        )
+        wait_for(lambda: find(home, id=inc["id"], state="resolved"), 60, "the fix to cure")
+        said = wait_for(
+            lambda: [m for m in tg.bot_messages("saved as skill") if "reply_to_message" in m],
+            30,
+            "the thread told",
+        )
+        assert said[0]["chat"]["id"] == TEAM
+        assert said[0]["reply_to_message"]["message_id"] == msg["message_id"]
+    assert {m["chat"]["id"] for m in tg.bot_messages()} == {TEAM}  # nothing in the default chat

@@ -25,11 +25,12 @@ from datetime import timedelta
 
 import httpx
 from loguru import logger
+from sqlalchemy import func
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
 
-from guard import cluster
+from guard import cluster, metrics
 from guard.config import Settings
 from guard.config.paging import PagerDutyNotifier, WebhookNotifier
 from guard.crashpoints import reached
@@ -37,6 +38,7 @@ from guard.exceptions import NotLeader
 from guard.notify.channel import Rejected, Retry, Unreachable
 from guard.notify.pagers import enqueue_pages, pagerduty, triggered_targets, webhook
 from guard.records import IncidentState, utcnow
+from guard.redact import redact_value
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox, PageStatus
@@ -113,6 +115,7 @@ class PageWorker:
             return
         await asyncio.to_thread(self._claim, row)
         reached("page.claimed")
+        row.payload = redact_value(row.payload)  # stored redacted already; an exit checks again
         try:
             if isinstance(config, PagerDutyNotifier):
                 await pagerduty.send(client, row, config)
@@ -130,10 +133,12 @@ class PageWorker:
             )
             await asyncio.to_thread(self._mark, row, PageStatus.failed, str(exc))
             return
-        except (Retry, Unreachable) as exc:
+        except Exception as exc:  # 429/5xx/network, or anything unforeseen: later, never dead
             wait = backoff(row.attempts + 1, self.first_backoff)
             if isinstance(exc, Retry):
                 wait = max(wait, exc.after)
+            elif not isinstance(exc, Unreachable):
+                logger.opt(exception=exc).error("page {}: unexpected failure", row.id)
             logger.warning(
                 "page {} to {} ({} for incident #{}) not delivered ({}); retrying in {:g}s",
                 row.id,
@@ -160,6 +165,8 @@ class PageWorker:
             cluster.current().claim(session, "page.send", row.id)
 
     def _mark(self, row: PageOutbox, status: PageStatus, error: str = "", wait: float = 0) -> None:
+        outcome = "retried" if status == PageStatus.pending else status.value
+        metrics.record_page(row.target, row.action, outcome)
         with self.db.session() as session:
             fresh = session.get(PageOutbox, row.id)
             assert fresh is not None
@@ -202,7 +209,13 @@ class PageWorker:
                 if not open_targets or inc is None:
                     continue
                 cluster.current().fence(session)
-                key = f"resolve:{incident_id}:{inc.reopen_count}"
+                # keyed by the newest trigger: a trigger queued after a resolve gets its own
+                newest = session.exec(
+                    select(func.max(PageOutbox.id)).where(
+                        PageOutbox.incident_id == incident_id, PageOutbox.action == "trigger"
+                    )
+                ).one()
+                key = f"resolve:{incident_id}:{newest}"
                 if enqueue_pages(session, open_targets, inc, "resolve", key=key, reason="resolved"):
                     done += 1
         return done
