@@ -124,8 +124,8 @@ def reminder_text(incident: Incident, waited: float) -> str:
     """Reminder ``n``'s text; ``waited``: ``n`` times ``remind_every`` (each one's own text)."""
     return (
         f"Reminder: incident #{incident.id} ({incident.severity}) has waited "
-        f"{format_duration(waited)} for an answer. Answer it with the buttons above, "
-        f"or acknowledge it (guard ack {incident.id}) to stop the reminders and the escalation."
+        f"{format_duration(waited)} for an answer. Answer it, or acknowledge it "
+        f"(guard ack {incident.id}) to stop the reminders and the escalation."
     )
 
 
