@@ -138,3 +138,25 @@ def test_the_button_is_on_the_question_when_escalation_is_configured() -> None:
     _, without = render_request(HumanRequest(**req))
     assert ("✋ Acknowledge", "a") in [b for row in with_ack for b in row]
     assert all(data != "a" for row in without for _, data in row)
+
+
+async def test_ack_as_a_slash_command(world: World) -> None:
+    await world.text(VIEWER, f"/ack {world.incident_id}", reply_to=None)
+    await world.text(OPERATOR, f"/ack {world.incident_id}", reply_to=None)
+    await world.text(OPERATOR, f"/ack #{world.incident_id}", reply_to=None)
+    await world.text(OPERATOR, "/ack soon", reply_to=None)
+    with world.db.session() as s:
+        ack = s.get(IncidentAck, (world.incident_id, 0))
+        said = [
+            r.text
+            for r in s.exec(select(OutboxMessage).where(OutboxMessage.role != "incident")).all()
+        ]
+    assert ack is not None and ack.by == f"telegram:{OPERATOR}"
+    i = world.incident_id
+    assert said == [
+        "⛔ Refused: needs operator; you are viewer.",
+        f"Acknowledged by telegram:{OPERATOR}: escalation and reminders stop.",  # the thread
+        f"Incident #{i} acknowledged by telegram:{OPERATOR}: escalation and reminders stop.",
+        f"Incident #{i} was already acknowledged by telegram:{OPERATOR}.",
+        "Usage: <code>/ack ID</code>",
+    ]

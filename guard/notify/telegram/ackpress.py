@@ -1,7 +1,10 @@
-"""The question's "Acknowledge" button: an authorised press acknowledges the incident
-(``guard.notify.escalation.acknowledge``) in the transaction that stores the update and spends
-the button's approval; the question's other buttons stay live (acknowledging answers nothing).
-A refused press never reaches here (the handler refuses and audits it like any other)."""
+"""The question's "Acknowledge" button and ``/ack ID``.
+
+An authorised press acknowledges the incident (``guard.notify.escalation.acknowledge``) in the
+transaction that stores the update and spends the button's approval; the question's other
+buttons stay live (acknowledging answers nothing). A refused press never reaches here (the
+handler refuses and audits it like any other). ``/ack ID`` acknowledges the same way; its
+answer is queued with the update stored (a redelivered ``/ack`` says who acknowledged)."""
 
 from __future__ import annotations
 
@@ -55,3 +58,18 @@ def ack_press(
     if not acked.first:
         return f"Already acknowledged by {acked.by}"
     return f"Acknowledged by {acked.by}: escalation and reminders stop."
+
+
+def ack_command(db: Database, auth: Authoriser, user_id: int, number: str) -> str:
+    """``/ack ID``: acknowledge, and say what happened (blocking: run it in a thread)."""
+    try:
+        acked = escalation.acknowledge(
+            db, int(number.lstrip("#"), 10), telegram_actor(user_id), auth.gate
+        )
+    except (NotAuthorised, GuardError) as exc:
+        return f"Not acknowledged: {exc}"
+    if not acked.first:
+        return f"Incident #{acked.incident_id} was already acknowledged by {acked.by}."
+    return (
+        f"Incident #{acked.incident_id} acknowledged by {acked.by}: escalation and reminders stop."
+    )
