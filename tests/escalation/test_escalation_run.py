@@ -30,6 +30,7 @@ from tests.telegram_helpers import (
 )
 
 PRIMARY, SECONDARY, TERTIARY = ROUTING_KEY, ROUTING_KEY[::-1], ROUTING_KEY.upper()
+ONCALL, TEAM = -1001, -1002
 
 
 @pytest.fixture
@@ -38,7 +39,9 @@ def pd() -> Iterator[PagerDutyServer]:
         yield server
 
 
-def setup(home: Any, tg: Any, service: Any, pd: PagerDutyServer, second_after: str) -> None:
+def setup(
+    home: Any, tg: Any, service: Any, pd: PagerDutyServer, second_after: str, **route: Any
+) -> None:
     http_playbook(home, service)
     configure(
         home,
@@ -53,7 +56,7 @@ def setup(home: Any, tg: Any, service: Any, pd: PagerDutyServer, second_after: s
                 )
             }
         },
-        routes=[{"match": {"severity": "critical"}, "notify": ["pagerduty:primary"]}],
+        routes=[{"match": {"severity": "critical"}, "notify": ["pagerduty:primary"], **route}],
         escalation={
             "remind_every": "3s",
             "check_every": "500ms",
@@ -65,14 +68,14 @@ def setup(home: Any, tg: Any, service: Any, pd: PagerDutyServer, second_after: s
     )
 
 
-def question(tg: Any, incident_id: int) -> dict[str, Any]:
+def question(tg: Any, incident_id: int, chat: int = CHAT) -> dict[str, Any]:
     def found() -> dict[str, Any] | None:
         for m in tg.bot_messages(f"Incident #{incident_id}"):
-            if "reply_markup" in m and "reply_to_message" not in m:
+            if m["chat"]["id"] == chat and "reply_markup" in m and "reply_to_message" not in m:
                 return m
         return None
 
-    return wait_for(found, 60, "the question")
+    return wait_for(found, 60, f"the question in chat {chat}")
 
 
 def triggered(pd: PagerDutyServer, key: str) -> list[str]:
@@ -87,24 +90,30 @@ def reminders(tg: Any, msg: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         m
         for m in tg.bot_messages("Reminder: incident")
-        if m.get("reply_to_message", {}).get("message_id") == msg["message_id"]
+        if m["chat"]["id"] == msg["chat"]["id"]
+        and m.get("reply_to_message", {}).get("message_id") == msg["message_id"]
     ]
 
 
 def test_unanswered_the_steps_fire_in_turn_once_each(home, tg, service, pd):
-    setup(home, tg, service, pd, second_after="5s")
+    """Asked in two routed chats: the reminders go to both threads."""
+    setup(home, tg, service, pd, second_after="5s", telegram_chat=[ONCALL, TEAM])
     with guard_run(home):
         inc = wait_for(lambda: find(home, state="awaiting_human"), 60, "Guard to ask")
         key = f"guard-incident-{inc['id']}"
-        msg = question(tg, inc["id"])
-        assert ("✋ Acknowledge", buttons(msg)[-1][1]) == buttons(msg)[-1]
+        msgs = [question(tg, inc["id"], chat) for chat in (ONCALL, TEAM)]
+        assert all(buttons(m)[-1][0] == "✋ Acknowledge" for m in msgs)
         pd.wait_for(lambda s: TERTIARY in triggered(s, key))
-        wait_for(lambda: len(reminders(tg, msg)) >= 2, 60, "two reminders in the thread")
-        time.sleep(2)  # a few more ticks: nothing fires twice
+        for msg in msgs:
+            wait_for(lambda m=msg: len(reminders(tg, m)) >= 2, 60, "two reminders in each thread")
+        settled = time.monotonic()  # a few more ticks: nothing fires twice
+        wait_for(lambda: time.monotonic() - settled > 2, 30, "two seconds")
         assert triggered(pd, key) == [PRIMARY, SECONDARY, TERTIARY]  # the route's, then the steps
-        texts = [m["text"] for m in reminders(tg, msg)]
-        assert len(texts) == len(set(texts))  # each reminder once (each says how long it waited)
-        assert all(m["chat"]["id"] == CHAT for m in reminders(tg, msg))
+        for msg in msgs:
+            texts = [m["text"] for m in reminders(tg, msg)]
+            assert len(texts) == len(set(texts))  # each reminder once (each says its wait)
+        reminded = {m["chat"]["id"] for m in tg.bot_messages("Reminder")}
+        assert reminded == {ONCALL, TEAM}  # not the default chat: it was not asked there
     timeline = [e["type"] for e in show(home, inc["id"])["timeline"]]
     assert timeline.count("escalation_step") == 2
 
