@@ -104,8 +104,11 @@ def test_unanswered_the_steps_fire_in_turn_once_each(home, tg, service, pd):
         msgs = [question(tg, inc["id"], chat) for chat in (ONCALL, TEAM)]
         assert all(buttons(m)[-1][0] == "✋ Acknowledge" for m in msgs)
         pd.wait_for(lambda s: TERTIARY in triggered(s, key))
-        for msg in msgs:
-            wait_for(lambda m=msg: len(reminders(tg, m)) >= 2, 60, "two reminders in each thread")
+        wait_for(
+            lambda: all(len(reminders(tg, m)) >= 2 for m in msgs),
+            60,
+            "two reminders in each thread",
+        )
         settled = time.monotonic()  # a few more ticks: nothing fires twice
         wait_for(lambda: time.monotonic() - settled > 2, 30, "two seconds")
         assert triggered(pd, key) == [PRIMARY, SECONDARY, TERTIARY]  # the route's, then the steps
