@@ -637,19 +637,14 @@ SCENARIOS: dict[str, Scenario] = {
     for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
 }
 
-# the escalation scenario builds on the classes above (run as a script, they are __main__'s)
-sys.modules.setdefault("bench.crash", sys.modules[__name__])
-from bench.crash_escalation import Escalation  # noqa: E402
-
-SCENARIOS[Escalation.name] = Escalation()
-
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own (imported here, not at the
     top: they import this module)."""
+    from bench.crash_escalation import Escalation
     from bench.crash_paging import Paging
 
-    return {**SCENARIOS, Paging.name: Paging()}
+    return {**SCENARIOS, Paging.name: Paging(), Escalation.name: Escalation()}
 
 
 # -- a case: one scenario, one kill ----------------------------------------------------------------
