@@ -12,7 +12,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
   or stray files, one commit per learned skill);
 - ``telegram``: at most one message per incident event (no text posted twice);
 - ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
-  incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``);
+  incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``); each escalation
+  step paged its target once, each reminder recorded was posted once (``bench.crash_escalation``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -642,9 +643,10 @@ SCENARIOS |= crash_correlate.scenarios()  # more, built on the scenarios above
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own (imported here, not at the
     top: they import this module)."""
+    from bench.crash_escalation import Escalation
     from bench.crash_paging import Paging
 
-    return {**SCENARIOS, Paging.name: Paging()}
+    return {**SCENARIOS, Paging.name: Paging(), Escalation.name: Escalation()}
 
 
 # -- a case: one scenario, one kill ----------------------------------------------------------------

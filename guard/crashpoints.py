@@ -41,6 +41,10 @@ POINTS: dict[str, str] = {
     "report.sent_before_mark": "the daily report was sent, not yet marked sent",
     "incident.resolving": "the incident is about to be resolved (the state change)",
     "agent.asking": "the agent decided to ask a human; the question is not stored",
+    "escalation.step_recorded": "an escalation step and its pages are written, not committed",
+    "escalation.step_committed": "an escalation step is committed; its pages not yet delivered",
+    "escalation.reminder_recorded": "a reminder and its messages are written, not committed",
+    "quiet.asked_not_marked": "a question held by quiet hours was asked, its hold not settled",
     "page.claimed": "pages: a page's send is claimed (fenced); the pager is not called yet",
     "page.sent_before_mark": "pages: a pager or webhook took the page; it is not marked sent",
 }

@@ -116,6 +116,7 @@ class Asker:
             options=shown,
             deny_id=self.new_approval(incident_id, "deny"),
             mute_id=self.new_approval(incident_id, "mute"),
+            ack_id=self.new_approval(incident_id, "ack") if self.settings.escalation.active else "",
             question=question,
         )
         self.lifecycle.note(incident_id, "asked_human", question, options=names, escalated=escalate)

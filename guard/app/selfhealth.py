@@ -84,6 +84,22 @@ def start_scheduler() -> AsyncIOScheduler:
     return scheduler
 
 
+def paging_jobs(settings: Settings, db: Database) -> dict[str, tuple[Job, float]]:
+    """The leader's escalation job (steps and reminders, ``guard.notify.escalation``) and the
+    release of questions held by quiet hours (``guard.notify.quiet``), when configured."""
+    from guard.notify.escalation import Escalator
+    from guard.notify.quiet import release_held
+
+    every = settings.escalation.check_every
+    return {
+        "escalation:tick": (
+            Escalator(settings, db).run,
+            every if settings.escalation.active else 0,
+        ),
+        "quiet:release": (release_held, every if settings.quiet_hours is not None else 0),
+    }
+
+
 class Housekeeping:
     """Guard's periodic jobs on itself; each logs or raises an incident, never fails the run."""
 
@@ -98,6 +114,7 @@ class Housekeeping:
         s = self.settings
         jobs = {
             **more,
+            **paging_jobs(s, self.db),
             "skills:sync": (self.sync_skills, s.skills.sync_every if s.skills.git_remote else 0),
             "audit:anchor": (self.anchor, s.audit.anchor_every),
         }

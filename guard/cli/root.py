@@ -38,6 +38,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "guard.cli.human",
         "Send a fix: Guard runs it, verifies recovery, and learns it as a skill if it worked.",
     ),
+    "ack": (
+        "guard.cli.ack",
+        "Acknowledge an incident: its escalation steps and reminders stop (operator role).",
+    ),
     "diagnose": (
         "guard.cli.diagnose",
         "Investigate an incident with the configured model and print the transcript (proposes\n"

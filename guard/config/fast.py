@@ -43,6 +43,8 @@ FIELDS = frozenset(
         "loop_stall_warning",
         "log_level",
         "intake",  # a list of sources: their token and hmac_secret are secrets
+        "quiet_hours",  # optional: None, or a section
+        "routes",  # a list of routes: no secrets
         "log_format",
         "http_host",
         "http_port",
@@ -66,6 +68,8 @@ SECTIONS = frozenset(
         "ha",
         "scheduler",
         "store",
+        "escalation",
+        "notifiers",
     }
 )
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).

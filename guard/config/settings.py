@@ -21,6 +21,7 @@ from guard.config.connections import (
     TelegramSettings,
 )
 from guard.config.credentials import basic_credentials
+from guard.config.escalation import Escalation, EscalationSettings, QuietHours
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -88,6 +89,8 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     notifiers: NotifiersSettings = Field(default_factory=NotifiersSettings)  # before routes
     routes: Routes = Field(default_factory=list, description="which incident goes where")
+    escalation: Escalation = Field(default_factory=EscalationSettings)
+    quiet_hours: QuietHours | None = None
     intake: list[IntakeSource] = Field(
         default_factory=list, description="alert sources served at POST /hooks/<id>"
     )

@@ -14,6 +14,7 @@ before a claim.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy import update
@@ -26,7 +27,8 @@ from guard.store.db import Database
 from guard.store.models import Approval
 
 CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own question
-_VERBS = {"skill": "approve", "deny": "deny", "mute": "mute"}
+_VERBS = {"skill": "approve", "deny": "deny", "mute": "mute", "ack": "ack"}
+ACK = "ack"  # acknowledging answers nothing: the question's other buttons stay live
 
 
 class Post(Protocol):
@@ -90,6 +92,8 @@ def claim_in(
     )
     if getattr(won, "rowcount", 0) != 1:
         return _refuse_in(session, actor, what, "already answered")
+    if approval.kind == ACK:
+        return _pressed(session, actor, approval, now)
     family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
     session.execute(
         update(Approval)
@@ -110,6 +114,10 @@ def claim_in(
     else:
         post.live = False  # answered: a sync must not close it as "expired" meanwhile
     session.add(post)
+    return _pressed(session, actor, approval, now)
+
+
+def _pressed(session: Session, actor: Actor, approval: Approval, now: datetime) -> Approval:
     audit.append(
         session,
         actor=actor.name,

@@ -38,6 +38,7 @@ class HumanRequest:
     options: list[SkillOption] = field(default_factory=list)
     deny_id: str = ""
     mute_id: str = ""
+    ack_id: str = ""  # "Acknowledge" (stops escalation): only when escalation is configured
     question: str = "No trusted remedy is known. Approve one, or send a fix."
 
 

@@ -100,6 +100,8 @@ class ConsoleNotifier:
             "(a shell command for the sandbox, or an action like docker.restart NAME)"
         )
         lines.append(f"  deny:     guard deny {request.incident_id}")
+        if request.ack_id:
+            lines.append(f"  ack:      guard ack {request.incident_id}  (stops the escalation)")
         self._out("\n".join(lines), request.incident_id)
 
     async def update(self, update: IncidentUpdate) -> None:

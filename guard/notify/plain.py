@@ -68,6 +68,8 @@ class PlainMarkup:
         if req.mute_id:
             row.append(("Mute 1h", req.mute_id))
         buttons.append(row)
+        if req.ack_id:
+            buttons.append([("Acknowledge", req.ack_id)])
         return self.cut("\n\n".join(lines), more=self.pointer(req.incident_id)), buttons
 
     def closed(self, header: str, state: str, text: str) -> str:

@@ -35,6 +35,7 @@ from guard.records import utcnow
 from guard.store import audit
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
+from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
 from guard.store.models import (
     AgentStep,
     Approval,
@@ -66,6 +67,9 @@ _BY_INCIDENT: tuple[Any, ...] = (
     MessageGroupMember,
     OutboxMessage,
     PageOutbox,
+    IncidentAck,
+    EscalationFired,
+    QuietHeld,
 )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.crash import SCENARIOS, Result, run_case
+from bench.crash import Result, run_case, scenarios
 from tests.pg_server import fresh_database
 
 FAST = [
@@ -32,6 +32,10 @@ FAST = [
     ("report", "report.sent_before_mark"),
     # a storm being folded (its first signal, so the storm incident itself is not committed)
     ("storm", "triage.storm_fold"),
+    # an escalation step's pages and its record: both or neither, then once
+    ("escalation", "escalation.step_recorded"),
+    ("escalation", "escalation.step_committed"),  # recorded, its page not yet delivered
+    ("escalation", "escalation.reminder_recorded"),
 ]
 
 
@@ -44,10 +48,10 @@ def assert_green(result: Result) -> None:
 
 @pytest.mark.parametrize(("scenario", "point"), FAST, ids=[f"{s}-{p}" for s, p in FAST])
 def test_a_kill_at_the_point_loses_nothing_and_repeats_nothing(scenario, point):
-    assert_green(run_case(SCENARIOS[scenario], point))
+    assert_green(run_case(scenarios()[scenario], point))
 
 
 def test_on_postgres_a_kill_mid_storm_loses_nothing(postgres_url):
     """``python -m bench.crash --database postgres``, one case: a kill inside a storm batch."""
     db = fresh_database(postgres_url)
-    assert_green(run_case(SCENARIOS["storm"], "triage.storm_fold:6", database_url=db))
+    assert_green(run_case(scenarios()["storm"], "triage.storm_fold:6", database_url=db))

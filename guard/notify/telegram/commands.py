@@ -22,6 +22,7 @@ HELP = """<b>Guard</b> commands
 /incidents: open incidents
 /skills: the skills Guard knows
 /fix ID COMMAND: run a fix for an incident (or reply to its message with the command)
+/ack ID: acknowledge an incident (its escalation and reminders stop)
 /mute TARGET DURATION: e.g. <code>/mute api 2h</code>
 /unmute TARGET
 /report: the daily report, now

@@ -107,6 +107,7 @@ class TelegramGateway:
             "help",
             "start",
             "fix",
+            "ack",
         ):
             app.add_handler(CommandHandler(name, h.on_command))
         app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, h.on_text))

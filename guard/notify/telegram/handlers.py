@@ -28,11 +28,12 @@ from telegram.ext import ApplicationHandlerStop
 from guard.commandtext import approval_key, short
 from guard.durations import format_duration
 from guard.exceptions import GuardError
-from guard.incidents.approvals import CONFIRM_KINDS, verb_for
+from guard.incidents.approvals import ACK, CONFIRM_KINDS, verb_for
 from guard.incidents.authz import VIEW, NotAuthorised, Refused
 from guard.incidents.commands import queue_command
 from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox, updates
+from guard.notify.telegram.ackpress import ack_press
 from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.handling import Ctx, handled, skipped
 from guard.notify.telegram.slash import INCIDENT_ID, SlashCommands
@@ -103,6 +104,12 @@ class Handlers(SlashCommands):
                 await q.answer(f"Refused: {claimed.reason}", show_alert=True)
             elif claimed.kind in CONFIRM_KINDS:
                 await self._confirmed(update, claimed.incident_id, claimed.id, claimed.kind)
+            return
+        if preview.kind == ACK:
+            said = await asyncio.to_thread(
+                ack_press, self.db, self.auth, update, preview.incident_id
+            )
+            await q.answer(said[:190], show_alert=said.startswith("Refused"))
             return
         who = telegram_actor(uid).name
         verb = verb_for(preview)

@@ -125,6 +125,8 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
     if req.mute_id:
         row.append(("🔕 Mute 1h", req.mute_id))
     buttons.append(row)
+    if req.ack_id:
+        buttons.append([("✋ Acknowledge", req.ack_id)])
     return text, buttons
 
 

@@ -1,5 +1,6 @@
 """The bot's slash commands: ``/help``, ``/status``, ``/incidents``, ``/skills`` (the gate's
-``view``), ``/report`` (asks for one now: ``report``), ``/fix``, ``/mute`` and ``/unmute``.
+``view``), ``/report`` (asks for one now: ``report``), ``/fix``, ``/ack``, ``/mute`` and
+``/unmute``.
 Each sender passes the gate first; the texts come from ``commands``."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from telegram import Update
 
 from guard.durations import parse_duration
 from guard.incidents.authz import UNMUTE, VIEW, Refused
+from guard.notify.telegram.ackpress import ack_command
 from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
 from guard.notify.telegram.handling import Ctx, handled, skipped
@@ -25,6 +27,7 @@ GATE_VERBS = {
     "mute": "mute",
     "unmute": UNMUTE,
     "report": "report",
+    "ack": "ack",
 }  # the rest: view
 
 
@@ -64,6 +67,12 @@ class SlashCommands(Replies):
                 return
             fix = msg.text.split(None, 2)[2]
             await self._fix(update, int(args[0].lstrip("#"), 10), fix.strip())
+        elif name == "ack":
+            if len(args) != 1 or not INCIDENT_ID.fullmatch(args[0]):
+                await self.say(chat, "Usage: <code>/ack ID</code>", update=update)
+                return
+            said = await asyncio.to_thread(ack_command, self.db, self.auth, user.id, args[0])
+            await self.say(chat, esc(said), update=update)
         elif name == "mute":
             await self._mute(chat, user.id, args, update)
         elif name == "unmute":

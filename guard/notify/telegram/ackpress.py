@@ -1,0 +1,75 @@
+"""The question's "Acknowledge" button and ``/ack ID``.
+
+An authorised press acknowledges the incident (``guard.notify.escalation.acknowledge``) in the
+transaction that stores the update and spends the button's approval; the question's other
+buttons stay live (acknowledging answers nothing). A refused press never reaches here (the
+handler refuses and audits it like any other). ``/ack ID`` acknowledges the same way; its
+answer is queued with the update stored (a redelivered ``/ack`` says who acknowledged)."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+from telegram import Update
+
+from guard.exceptions import GuardError
+from guard.incidents.authz import NotAuthorised, Refused
+from guard.notify import escalation
+from guard.notify.telegram.auth import Authoriser, telegram_actor
+from guard.notify.telegram.handling import handled, skipped
+from guard.store.db import Database
+
+
+class _Spent(Exception):
+    """The approval was spent, expired or moved between the preview and the press."""
+
+
+def ack_press(
+    db: Database,
+    auth: Authoriser,
+    update: Update,
+    incident_id: int,
+) -> str:
+    """Acknowledge on a press; return what to answer the presser (blocking: run it in a
+    thread)."""
+    q = update.callback_query
+    assert q is not None
+    data, uid = q.data or "", q.from_user.id
+    msg = q.message
+    chat_id = msg.chat.id if msg is not None else None
+    message_id = msg.message_id if msg is not None else None
+
+    def spend(session: Session) -> None:
+        handled(update).mark(session)
+        got = auth.claim_in(session, data, uid, chat_id, message_id)
+        if isinstance(got, Refused):
+            raise _Spent(got.reason)
+
+    try:
+        acked = escalation.acknowledge(db, incident_id, telegram_actor(uid), auth.gate, also=spend)
+    except IntegrityError:
+        skipped(update)
+        return "Already handled"
+    except _Spent as exc:
+        claimed = auth.claim(data, uid, chat_id, message_id)  # audits the refusal
+        return f"Refused: {claimed.reason if isinstance(claimed, Refused) else exc}"
+    except (NotAuthorised, GuardError) as exc:
+        return f"Refused: {exc}"
+    if not acked.first:
+        return f"Already acknowledged by {acked.by}"
+    return f"Acknowledged by {acked.by}: escalation and reminders stop."
+
+
+def ack_command(db: Database, auth: Authoriser, user_id: int, number: str) -> str:
+    """``/ack ID``: acknowledge, and say what happened (blocking: run it in a thread)."""
+    try:
+        acked = escalation.acknowledge(
+            db, int(number.lstrip("#"), 10), telegram_actor(user_id), auth.gate
+        )
+    except (NotAuthorised, GuardError) as exc:
+        return f"Not acknowledged: {exc}"
+    if not acked.first:
+        return f"Incident #{acked.incident_id} was already acknowledged by {acked.by}."
+    return (
+        f"Incident #{acked.incident_id} acknowledged by {acked.by}: escalation and reminders stop."
+    )
