@@ -39,6 +39,7 @@ def build_agent(settings: Settings, db: Database, playbooks: list[Playbook]) -> 
     loads skills and memory)."""
     from guard.agent.loop import Agent
     from guard.notify import build_notifier
+    from guard.notify.quiet import wrap_quiet
     from guard.notify.routing import Router
 
     router = Router(settings)
@@ -46,7 +47,8 @@ def build_agent(settings: Settings, db: Database, playbooks: list[Playbook]) -> 
         settings,
         db,
         playbooks,
-        notifier=build_notifier(settings, db, router),
+        # quiet hours hold only the asking: a known remedy still runs
+        notifier=wrap_quiet(build_notifier(settings, db, router), settings, db),
         mute_for=settings.telegram.mute_for,
     )
     # routes match on playbook names: the agent's monitor -> playbook map, kept current by

@@ -1,16 +1,12 @@
 """Quiet hours on a real ``guard run`` against the local Bot API server: a warning's question,
 inside the window, is held (nothing posted, no reminder) while the incident waits for a human.
-
-It needs ``wrap_quiet`` around the agent's notifier in ``guard/app/wiring.py`` (the integrator's
-one line: ``notifier=wrap_quiet(build_notifier(settings, db, router), settings, db)``); until
-then it fails, and is marked so (strict: once wired, remove the mark)."""
+It holds because ``guard/app/wiring.py`` puts ``wrap_quiet`` around the agent's notifier."""
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from sqlmodel import select
 
 from guard.store.escalation import QuietHeld
@@ -18,9 +14,6 @@ from tests.agent_helpers import find, show, wait_for
 from tests.telegram_helpers import configure, guard_run
 
 
-@pytest.mark.xfail(
-    strict=True, reason="wrap_quiet is wired by the integrator (guard/app/wiring.py)"
-)
 def test_a_warning_asked_in_quiet_hours_is_held(home, tg, service):
     now = datetime.now(UTC)
     home.playbook(
