@@ -22,8 +22,10 @@ from loguru import logger
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
+from guard.notify.related import related_line
 from guard.store.db import Database
 from guard.store.models import Incident
+from guard.triage.correlation import related_of
 
 
 class ChannelNotifier:
@@ -65,13 +67,18 @@ class ChannelNotifier:
         return queue.asked_in(self.db, self.channel, incident_id, self.chat_id)
 
     def closed_text(self, incident_id: int, state: str, text: str) -> str:
+        """The question's text once it is over: its header (with the related signals that
+        joined it, as the open question showed them), then what became of it."""
         with self.db.session() as session:
             inc = session.get(Incident, incident_id)
+            related = related_of(session, incident_id)
         header = (
             self.markup.header(incident_id, inc.title, inc.severity, inc.target, inc.count)
             if inc
             else f"Incident #{incident_id}"
         )
+        if related:
+            header += "\n" + self.markup.escape(related_line(related))
         return self.markup.closed(header, state, text)
 
     async def update(self, update: IncidentUpdate) -> None:

@@ -98,3 +98,19 @@ def test_with_related_keeps_the_rest_of_the_text():
     assert text == "head\nline 2\nRelated signals (1): x\n\nbody\n\nmore"
     again = with_related(text, "Related signals (2): x; y")
     assert again == "head\nline 2\nRelated signals (2): x; y\n\nbody\n\nmore"
+
+
+def test_the_closed_question_keeps_its_related_signals(tmp_path: Path):
+    from guard.notify.fanout import ChannelNotifier
+    from guard.notify.plain import PlainMarkup
+
+    db = open_database(f"sqlite:///{tmp_path / 'g.db'}")
+    with db.session() as s:
+        inc = stored_incident(s).id
+    notifier = ChannelNotifier(db, "console", "console", PlainMarkup())
+    assert "Related signals" not in notifier.closed_text(inc, "resolved", "healed")
+    joined(db, inc, "shop-http", "http://shop:8080/healthz")
+    closed = notifier.closed_text(inc, "resolved", "healed")
+    head, _, outcome = closed.partition("\n\n")
+    assert "Related signals (1): " in head and "http://shop:8080/healthz" in head
+    assert "healed" in outcome
