@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench import crash_correlate
 from bench.pg_server import fresh_database, postgres_server
 from tests.conftest import GuardHome
 from tests.telegram_helpers import ADMIN, CHAT, TOKEN, Service
@@ -637,16 +636,17 @@ SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (HttpSkill(), DockerExit(), TelegramFix(), Logfile(), Storm(), Flap(), Report())
 }
-SCENARIOS |= crash_correlate.scenarios()  # more, built on the scenarios above
 
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own (imported here, not at the
     top: they import this module)."""
+    from bench.crash_correlate import Correlate
     from bench.crash_escalation import Escalation
     from bench.crash_paging import Paging
 
-    return {**SCENARIOS, Paging.name: Paging(), Escalation.name: Escalation()}
+    more = (Correlate(), Paging(), Escalation())
+    return {**SCENARIOS, **{s.name: s for s in more}}
 
 
 # -- a case: one scenario, one kill ----------------------------------------------------------------

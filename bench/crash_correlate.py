@@ -8,25 +8,21 @@ one twice, nor open a second incident.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import yaml
 
-if TYPE_CHECKING:
-    from bench.crash import Check, Run
+from bench.crash import Check, Logfile, Run, audit_check, stuck_check, telegram_check
 
 
-class Correlating:
-    """The scenario, over ``bench.crash.Logfile`` (joined in ``scenarios``: ``bench.crash``
-    imports this module, so this one imports it only when it is loaded)."""
+class Correlate(Logfile):
+    """The scenario, over ``Logfile``'s batches of lines (``bench.crash.scenarios`` lists it)."""
 
     name = "correlate"
     what = (
         "a database's log line opens an incident, then its dependant API's log errs in three "
         "batches: one incident, the API's lines one related signal counting each line once"
     )
-    points = ("triage.correlated", "triage.signal_stored:4")
-    batches = (3, 4, 5)
+    points: tuple[str, ...] = ("triage.correlated", "triage.signal_stored:4")
+    batches: tuple[int, ...] = (3, 4, 5)
     rule = {"kind": "api_error", "pattern": "upstream database"}  # noqa: RUF012
 
     def line(self, n: int) -> str:
@@ -74,11 +70,9 @@ class Correlating:
                 run.notes["db_down"] = True
             return
         if run.incidents():
-            super().drive(run)  # type: ignore[misc]  (Logfile's)
+            super().drive(run)  # Logfile's batches
 
     def checks(self, run: Run) -> dict[str, Check]:
-        from bench.crash import audit_check, stuck_check, telegram_check
-
         counted, written = self.counted(run), run.notes["written"]
         related = run.db("select monitor_id from related_signal")
         return {
@@ -88,13 +82,3 @@ class Correlating:
             "joined once": (related == [("api-log",)], f"related signals: {related}"),
             "audit": audit_check(run),
         }
-
-
-def scenarios() -> dict[str, Any]:
-    """The scenarios of this module, by name."""
-    from bench.crash import Logfile
-
-    class Correlate(Correlating, Logfile):
-        pass
-
-    return {Correlate.name: Correlate()}

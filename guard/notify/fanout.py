@@ -22,7 +22,7 @@ from loguru import logger
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
-from guard.notify.related import related_line
+from guard.notify.relatedline import related_line
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.triage.correlation import related_of

@@ -17,32 +17,15 @@ from collections.abc import Callable
 from sqlmodel import Session, col, select
 
 from guard.notify.outbox import queue
+from guard.notify.relatedline import related_line, with_related
 from guard.notify.telegram.messages import LIMIT, cut, esc
-from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
 from guard.textsafe import printable
-from guard.triage.correlation import related_of, signal_line
+from guard.triage.correlation import related_of
 
-MARK = "Related signals ("
-SHOWN = 5  # related signals named in the line; more are counted
 # How each outbox channel escapes text (HTML for Telegram); others take it as it is.
 ESCAPES: dict[str, Callable[[object], str]] = {"telegram": esc}
-
-
-def related_line(rows: list[RelatedSignal]) -> str:
-    """The header line naming ``rows`` (plain text, escaped by the caller)."""
-    named = [signal_line(r.kind, r.target[:120], r.count) for r in rows[:SHOWN]]
-    more = f"; and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
-    return f"{MARK}{len(rows)}): {'; '.join(named)}{more}"
-
-
-def with_related(text: str, line: str) -> str:
-    """``text`` (a question: its header, a blank line, the rest) with ``line`` as the last
-    line of its header, in place of an older one."""
-    head, sep, rest = text.partition("\n\n")
-    kept = [h for h in head.split("\n") if not h.startswith(MARK)]
-    return "\n".join([*kept, line]) + sep + rest
 
 
 def _questions(session: Session, incident_id: int) -> dict[tuple[str, str], list[OutboxMessage]]:

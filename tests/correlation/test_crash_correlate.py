@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from bench.crash import SCENARIOS, run_case
+from bench.crash import run_case, scenarios
 
 
 @pytest.mark.parametrize("point", ["triage.correlated", "triage.signal_stored:4"])
 def test_a_kill_while_a_signal_joins_loses_nothing_and_joins_nothing_twice(point: str) -> None:
-    result = run_case(SCENARIOS["correlate"], point)
+    result = run_case(scenarios()["correlate"], point)
     assert result.crashed, result.error
     assert not result.error, result.error
     red = {name: why for name, (ok, why) in result.checks.items() if ok is False}

@@ -8,7 +8,8 @@ import pytest
 from sqlmodel import col, select
 
 from guard.notify.outbox import queue
-from guard.notify.related import refresh, with_related
+from guard.notify.related import refresh
+from guard.notify.relatedline import with_related
 from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus

@@ -1,0 +1,28 @@
+"""The line an incident's question gets for its related signals, and where it goes in the text.
+
+Plain text, escaped by each channel: ``guard.notify.related`` puts it in open questions,
+``guard.notify.fanout`` keeps it in a closed one.
+"""
+
+from __future__ import annotations
+
+from guard.store.correlation import RelatedSignal
+from guard.triage.correlation import signal_line
+
+MARK = "Related signals ("
+SHOWN = 5  # related signals named in the line; more are counted
+
+
+def related_line(rows: list[RelatedSignal]) -> str:
+    """The header line naming ``rows`` (plain text, escaped by the caller)."""
+    named = [signal_line(r.kind, r.target[:120], r.count) for r in rows[:SHOWN]]
+    more = f"; and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
+    return f"{MARK}{len(rows)}): {'; '.join(named)}{more}"
+
+
+def with_related(text: str, line: str) -> str:
+    """``text`` (a question: its header, a blank line, the rest) with ``line`` as the last
+    line of its header, in place of an older one."""
+    head, sep, rest = text.partition("\n\n")
+    kept = [h for h in head.split("\n") if not h.startswith(MARK)]
+    return "\n".join([*kept, line]) + sep + rest
