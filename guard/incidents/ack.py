@@ -18,10 +18,9 @@ from datetime import datetime
 from sqlmodel import Session
 
 from guard.exceptions import GuardError
-from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
+from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
 from guard.records import utcnow
-from guard.store import audit
 from guard.store.db import Database
 from guard.store.escalation import IncidentAck
 from guard.store.models import Incident, IncidentState
@@ -54,16 +53,8 @@ def acknowledge(
     at = now or utcnow()
     with db.session() as session:
         incident = session.get(Incident, incident_id)
-        decision = gate.authorise(actor, VERB, incident)
-        if isinstance(decision, Refused):
-            audit.append(
-                session,
-                actor=actor.name,
-                action="human.refused",
-                subject=f"incident:{incident_id}",
-                data={"verb": VERB, "reason": decision.reason, "channel": actor.channel},
-            )
-        else:
+        decision = authorise_in(session, gate, actor, VERB, incident_id, incident)
+        if isinstance(decision, Allowed):
             if incident is None:
                 raise CannotAck(f"no incident {incident_id} (see `guard incidents list`)")
             if incident.state == IncidentState.resolved:

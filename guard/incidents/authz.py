@@ -25,7 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlmodel import Session
+
 from guard.exceptions import GuardError
+from guard.store import audit
 from guard.store.models import Incident
 
 VIEW = "view"
@@ -122,3 +125,25 @@ def default_gate(
 ) -> Gate:
     """The gate Guard runs with: the allowlist alone."""
     return Gate([AllowlistPolicy(allowed_ids, trusted=trusted, sources=sources)])
+
+
+def authorise_in(
+    session: Session,
+    gate: Gate,
+    actor: Actor,
+    verb: str,
+    incident_id: int,
+    incident: Incident | None,
+) -> Decision:
+    """``gate.authorise`` inside the transaction that would act: a refusal is audited there,
+    once (``human.refused``), and the caller writes nothing else."""
+    decision = gate.authorise(actor, verb, incident)
+    if isinstance(decision, Refused):
+        audit.append(
+            session,
+            actor=actor.name,
+            action="human.refused",
+            subject=f"incident:{incident_id}",
+            data={"verb": verb, "reason": decision.reason, "channel": actor.channel},
+        )
+    return decision

@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 
 from guard.crashpoints import reached
 from guard.exceptions import GuardError
-from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
+from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
 from guard.memory.conversation import record_message
 from guard.records import utcnow
@@ -50,16 +50,8 @@ def queue_command(
     there, and queues its acknowledgement): if it raises, nothing is queued."""
     with db.session() as session:
         incident = session.get(Incident, incident_id)
-        decision = gate.authorise(actor, verb, incident)
-        if isinstance(decision, Refused):  # audited here, once; the refusal alone is committed
-            audit.append(
-                session,
-                actor=actor.name,
-                action="human.refused",
-                subject=f"incident:{incident_id}",
-                data={"verb": verb, "reason": decision.reason, "channel": actor.channel},
-            )
-        else:
+        decision = authorise_in(session, gate, actor, verb, incident_id, incident)
+        if isinstance(decision, Allowed):
             if also is not None:
                 also(session)
             if incident is None:

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from sqlmodel import Session, select
 
 from guard.exceptions import GuardError
-from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
+from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, authorise_in
 from guard.incidents.lifecycle import opened, record
 from guard.records import utcnow
-from guard.store import audit
 from guard.store.correlation import CorrelationSplit, RelatedSignal
 from guard.store.db import Database
 from guard.store.models import Incident
@@ -83,16 +82,8 @@ def split(db: Database, root_id: int, signal: str, *, actor: Actor, gate: Gate) 
     """Split ``signal`` off incident ``root_id`` (see the module's docstring)."""
     with db.session() as session:
         root = session.get(Incident, root_id)
-        decision = gate.authorise(actor, VERB, root)
-        if isinstance(decision, Refused):
-            audit.append(
-                session,
-                actor=actor.name,
-                action="human.refused",
-                subject=f"incident:{root_id}",
-                data={"verb": VERB, "reason": decision.reason, "channel": actor.channel},
-            )
-        else:
+        decision = authorise_in(session, gate, actor, VERB, root_id, root)
+        if isinstance(decision, Allowed):
             if root is None:
                 raise SplitError(f"no incident {root_id} (see `guard incidents list`)")
             row = find_signal(session, root_id, signal)
