@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +18,43 @@ class QuietServer(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
             return
         super().handle_error(request, client_address)
+
+
+class Connections:
+    """The connections a server holds open, so that stopping it cuts its kept-alive ones too,
+    as a service that goes away does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: set[Any] = set()
+
+    def add(self, sock: Any) -> None:
+        with self._lock:
+            self._open.add(sock)
+
+    def discard(self, sock: Any) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+    def cut(self) -> None:
+        with self._lock:
+            for sock in list(self._open):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+
+class Tracked(BaseHTTPRequestHandler):
+    """A handler whose open connection its server's ``connections`` knows."""
+
+    connections: Connections
+
+    def setup(self) -> None:
+        super().setup()
+        self.connections.add(self.connection)
+
+    def finish(self) -> None:
+        self.connections.discard(self.connection)
+        super().finish()
 
 
 def serve(handler: type[BaseHTTPRequestHandler], port: int = 0) -> tuple[ThreadingHTTPServer, str]:

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.local_http import serve, stop
+from tests.local_http import Connections, Tracked, serve, stop
 
 ACTIONS = ("trigger", "acknowledge", "resolve")
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -101,7 +100,7 @@ class PagerDutyServer:
         self.up = False
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
-        self._sockets: set[Any] = set()
+        self.connections = Connections()
 
     @property
     def url(self) -> str:
@@ -110,18 +109,9 @@ class PagerDutyServer:
     def start(self) -> PagerDutyServer:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(Tracked):
             protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                with server._cond:
-                    server._sockets.add(self.connection)
-
-            def finish(self) -> None:
-                with server._cond:
-                    server._sockets.discard(self.connection)
-                super().finish()
+            connections = server.connections
 
             def do_POST(self) -> None:
                 held = server.stalled_until - time.monotonic()
@@ -152,10 +142,7 @@ class PagerDutyServer:
         if self._server is not None:
             stop(self._server)
             self._server = None
-        with self._cond:
-            for sock in list(self._sockets):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        self.connections.cut()
 
     # -- the API --------------------------------------------------------------------------------
 

@@ -18,21 +18,19 @@ match. So a test that passes against it proves Guard's messages would be accepte
 
 from __future__ import annotations
 
-import contextlib
 import email.parser
 import email.policy
 import json
 import re
-import socket
 import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tests.local_http import QuietServer
+from tests.local_http import Connections, QuietServer, Tracked
 
 BOT = {
     "id": 777000,
@@ -296,7 +294,7 @@ class TelegramServer:
         self.spell: tuple[float, int, int | None] | None = None  # until, code, retry_after
         self.stalled_until = 0.0  # monotonic: until then requests are held, then dropped
         self.stall_hold = 30.0
-        self._sockets: set[Any] = set()
+        self.connections = Connections()
 
     @property
     def url(self) -> str:
@@ -307,18 +305,9 @@ class TelegramServer:
     def start(self) -> TelegramServer:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(Tracked):
             protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                with server._cond:
-                    server._sockets.add(self.connection)
-
-            def finish(self) -> None:
-                with server._cond:
-                    server._sockets.discard(self.connection)
-                super().finish()
+            connections = server.connections
 
             def do_POST(self) -> None:
                 if not server.up:  # an outage: drop the (kept-alive) connection unanswered
@@ -361,10 +350,7 @@ class TelegramServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-        with self._cond:
-            for sock in list(self._sockets):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        self.connections.cut()
 
     # -- the Bot API ----------------------------------------------------------------------------
 
