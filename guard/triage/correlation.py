@@ -7,6 +7,10 @@ Monitors name their ``service:``; playbooks' ``services:`` say what each ``depen
 or one of its related signals', is that service, or one related to it by ``depends_on``
 either way round), takes it as a *related signal* instead
 (``guard.store.correlation.RelatedSignal``: its own count, first and last seen, message).
+Correlation is across monitors: an incident only one monitor's signals make up takes no
+other signal of that monitor (a monitor's distinct findings, two exceptions in one log, a
+deployment failure and its build log's error, keep their own incidents as before); once another
+monitor's signal has joined it, they join too.
 The root is the dependency's incident when there is one (the database's, for the API's
 signal), else the first one opened. A dependency whose own signal comes only *after* a
 dependant's incident opened joins that incident too (the first one stays the root: its
@@ -106,11 +110,12 @@ class Correlation:
             )
             .order_by(col(Incident.id))
         ).all()
-        covers = self._services(session, candidates)
+        covers, monitors = self._covers(session, candidates)
         related = [
             inc
             for inc in candidates
             if any(self.services.related(service, other) for other in covers[inc.id])
+            and monitors[inc.id] != {sig.monitor_id}  # across monitors, not within one
         ]
         if not related:
             return None
@@ -120,24 +125,27 @@ class Correlation:
         first = [inc for inc in related if covers[inc.id] & needs]
         return next(iter(first or related), None)
 
-    def _services(
+    def _covers(
         self, session: Session, incidents: Sequence[Incident]
-    ) -> dict[int | None, set[str]]:
-        """The services each incident covers: its own and its related signals'."""
+    ) -> tuple[dict[int | None, set[str]], dict[int | None, set[str]]]:
+        """The services each incident covers, and the monitors it gathers: its own and its
+        related signals'."""
         covers: dict[int | None, set[str]] = {
             inc.id: {s} if isinstance(s := (inc.details or {}).get("service"), str) else set()
             for inc in incidents
         }
+        monitors: dict[int | None, set[str]] = {inc.id: {inc.monitor_id} for inc in incidents}
         if not incidents:
-            return covers
-        for root_id, service in session.exec(
-            select(RelatedSignal.incident_id, RelatedSignal.service).where(
-                col(RelatedSignal.incident_id).in_(list(covers))
-            )
+            return covers, monitors
+        for root_id, service, monitor_id in session.exec(
+            select(
+                RelatedSignal.incident_id, RelatedSignal.service, RelatedSignal.monitor_id
+            ).where(col(RelatedSignal.incident_id).in_(list(covers)))
         ).all():
+            monitors[root_id].add(monitor_id)
             if service is not None:
                 covers[root_id].add(service)
-        return covers
+        return covers, monitors
 
     def _split(self, session: Session, fingerprint: str, roots: list[str]) -> set[str]:
         """Which of ``roots`` a human split ``fingerprint`` off before."""

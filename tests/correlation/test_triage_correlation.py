@@ -130,6 +130,19 @@ def test_a_related_signal_still_failing_holds_the_root_open(db):
     assert stored(db)[0][0].state == IncidentState.resolved
 
 
+def test_one_monitors_distinct_findings_keep_their_incidents_until_another_monitor_joins(db):
+    t = Triage(db, TriageSettings())
+    t.correlation.services = ServiceMap.of({"api-log": "api", "api-http": "api"}, {})
+    one = signal("api-log", 0, message="error A in module one")
+    two = signal("api-log", 1, message="error B in another place entirely")
+    assert [e.type for e in t.process(obs(one, two))] == ["opened", "opened"]
+    assert [e.type for e in t.process(obs(signal("api-http", 2)))] == ["related"]
+    three = signal("api-log", 3, message="error C somewhere else again")
+    assert [e.type for e in t.process(obs(three))] == ["related"]  # the incident is shared now
+    incidents, related = stored(db)
+    assert len(incidents) == 2 and {r.monitor_id for r in related} == {"api-http", "api-log"}
+
+
 def test_a_batch_that_fails_stores_no_join(db):
     t = triage(db, shop_services(1))
     t.process(obs(signal("db", 0)))
@@ -154,13 +167,14 @@ def test_a_batch_that_fails_stores_no_join(db):
 
 def test_joins_count_toward_the_storm_breakers_cap_and_a_storm_keeps_its_service(db):
     t = Triage(db, TriageSettings(max_new_incidents=3, storm_window=600))
-    t.correlation.services = ServiceMap.of({"api": "api"}, {})
-    lines = [signal("api", i, message=f"error {'x' * i} in module {i}") for i in range(6)]
+    t.correlation.services = ServiceMap.of({"api": "api", "api-log": "api"}, {})
+    assert [e.type for e in t.process(obs(signal("api", 0)))] == ["opened"]
+    lines = [signal("api-log", i, message=f"error {'x' * i} in module {i}") for i in range(6)]
     events = t.process(obs(*lines))
-    assert [e.type for e in events] == ["opened", "related", "related", "opened"]
+    assert [e.type for e in events] == ["related", "related", "related", "opened"]
     incidents, related = stored(db)
     storm = next(i for i in incidents if i.kind == "storm")
-    assert len(related) == 2 and storm.count == 3  # 1 opened + 2 joined, then the storm
+    assert len(related) == 3 and storm.count == 3  # 3 joined (the log's cap), then the storm
     assert storm.details["service"] == "api"
 
 

@@ -166,8 +166,9 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     report = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     if report is not None:
         report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
-    # 600 MB, and journalctl for journald monitors (Debian's systemd: 15 MB)
-    assert size_mb <= 620, f"the image is {size_mb:.1f} MB (goal: 620 MB; see deploy/slim.sh)"
+    # 600 MB, journalctl for journald monitors (Debian's systemd: 15 MB) and the MCP SDK with
+    # what it needs (cryptography, jsonschema, httpx2: 26 MB)
+    assert size_mb <= 640, f"the image is {size_mb:.1f} MB (goal: 640 MB; see deploy/slim.sh)"
     # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers, Postgres.
     code, out = first.exec_run(
         [
@@ -177,7 +178,8 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
                 "import lancedb, pyarrow, pyarrow.dataset, pyarrow.fs, pyarrow.compute, numpy;"
                 "import re2, hyperscan, psycopg;"
                 "import kubernetes.client, kubernetes.config, kubernetes.watch;"
-                "import guard.memory.semantic, guard.k8s.client, guard.monitors.matcher"
+                "import guard.memory.semantic, guard.k8s.client, guard.monitors.matcher;"
+                "import guard.mcp.server, guard.mcp.http"
             ),
         ]
     )
