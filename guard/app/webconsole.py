@@ -26,6 +26,6 @@ def console_routes(guard: Runtime) -> list[BaseRoute]:
     if agent is None:
         return routes(console)
     from guard import __version__
-    from guard.mcp.http import mcp_routes  # the MCP SDK: only when the web server starts
+    from guard.mcp.lazy import lazy_mcp_routes  # the MCP SDK loads on /mcp's first request
 
-    return [*routes(console), *mcp_routes(agent, version=__version__)]
+    return [*routes(console), *lazy_mcp_routes(agent, version=__version__)]

@@ -115,9 +115,13 @@ async def _refuse(send: Send, status: int, message: str, retry: int | None = Non
     await send({"type": "http.response.body", "body": body})
 
 
+def endpoint(parts: Parts, *, version: str = "") -> MCPEndpoint:
+    """The ``/mcp`` app over ``parts`` (the running Guard's agent)."""
+    return MCPEndpoint(GuardTools(parts, token_gate(parts)), version=version)
+
+
 def mcp_routes(parts: Parts, *, version: str = "") -> list[BaseRoute]:
-    """The ``/mcp`` route over ``parts`` (the running Guard's agent)."""
+    """The ``/mcp`` route over ``parts``, its SDK loaded now (``guard.mcp.lazy`` defers it)."""
     from starlette.routing import Route
 
-    endpoint = MCPEndpoint(GuardTools(parts, token_gate(parts)), version=version)
-    return [Route(PATH, endpoint=endpoint)]
+    return [Route(PATH, endpoint=endpoint(parts, version=version))]

@@ -22,7 +22,7 @@ from loguru import logger
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
-from guard.notify.relatedline import related_line
+from guard.notify.relatedline import related_line, with_related
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.triage.correlation import related_of
@@ -50,7 +50,10 @@ class ChannelNotifier:
     async def ask(self, request: HumanRequest) -> None:
         with self.db.session() as session:
             inc = session.get(Incident, request.incident_id)
+            related = related_of(session, request.incident_id)
         text, buttons = self.markup.request(request, inc.message if inc else "")
+        if related:  # born with the line: no edit to race the post (``notify.related``)
+            text = self.markup.cut(with_related(text, self.markup.escape(related_line(related))))
         chats = (self.chats_for(inc) if inc is not None and self.chats_for else []) or [
             self.chat_id
         ]

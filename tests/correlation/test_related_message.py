@@ -115,3 +115,19 @@ def test_the_closed_question_keeps_its_related_signals(tmp_path: Path):
     head, _, outcome = closed.partition("\n\n")
     assert "Related signals (1): " in head and "http://shop:8080/healthz" in head
     assert "healed" in outcome
+
+
+async def test_a_question_asked_after_signals_joined_names_them_at_once(tmp_path: Path):
+    from guard.notify.base import HumanRequest
+    from guard.notify.fanout import ChannelNotifier
+    from guard.notify.plain import PlainMarkup
+
+    db = open_database(f"sqlite:///{tmp_path / 'g.db'}")
+    with db.session() as s:
+        inc = stored_incident(s).id
+    joined(db, inc, "shop-http", "http://shop:8080/healthz")
+    notifier = ChannelNotifier(db, "console", "console", PlainMarkup())
+    await notifier.ask(HumanRequest(inc, "down", "critical", "shop", 1, "evidence"))
+    (question,) = rows(db)
+    assert "Related signals (1): " in question.text.partition("\n\n")[0]
+    assert refresh(db, inc) == 0  # nothing left to edit

@@ -16,6 +16,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from guard.access.roles import Role
 from guard.access.tokens import create_token, revoke_token
@@ -111,3 +112,33 @@ async def test_wrong_tokens_are_limited_per_address(home: GuardHome) -> None:
             assert (await c.post(url, json=INIT, headers=bearer("wrong"))).status_code == 401
         r = await c.post(url, json=INIT, headers=bearer(good))
         assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
+
+
+def test_guard_run_loads_the_sdk_only_on_the_first_request(home: GuardHome) -> None:
+    """The web server mounts ``LazyMCP``: building the route imports no MCP SDK (a second of
+    every ``guard run``'s start); its first request does, then serves as the real endpoint."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from guard.mcp.lazy import lazy_mcp_routes; lazy_mcp_routes(None); "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+    async def first_requests() -> None:
+        from guard.mcp.lazy import LazyMCP
+
+        lazy = LazyMCP(parts(home))
+        app = Starlette(routes=[Route("/mcp", endpoint=lazy)])
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            r = await c.post("/mcp", json=INIT, headers=ACCEPT)
+            assert r.status_code == 401 and "Bearer" in r.json()["error"]
+            assert lazy.endpoint is not None
+            r = await c.post("/mcp", json=INIT, headers=bearer("gat_" + "x" * 43))
+            assert r.status_code == 401
+        await lazy.aclose()
+
+    asyncio.run(first_requests())
