@@ -7,8 +7,8 @@ imported by the functions that use them, not here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -23,6 +23,7 @@ from guard.redact import redact
 from guard.textsafe import printable
 
 if TYPE_CHECKING:
+    from guard.agent.loop import Agent
     from guard.config import Settings
     from guard.store.db import Database
 
@@ -90,3 +91,23 @@ def database(settings: Settings, *, read_only: bool = False) -> Database:
 
     with guarded():
         return open_database(settings.database_url, read_only=read_only)
+
+
+@asynccontextmanager
+async def standalone_agent(settings: Settings, db: Database) -> AsyncIterator[Agent]:
+    """The agent of a Guard built from the playbooks, outside ``guard run`` (``guard
+    diagnose``, ``guard mcp``); shut down with its Guard on the way out."""
+    from guard.app import Guard
+    from guard.playbooks import load_playbooks
+
+    try:
+        books = load_playbooks(settings.playbooks_dir)
+    except ConfigError as exc:
+        config_failed(exc)
+    guard = Guard(settings, books, db=db)
+    agent = guard.agent
+    try:
+        yield agent
+    finally:
+        await agent.shutdown()
+        await guard.close()

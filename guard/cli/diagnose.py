@@ -13,24 +13,23 @@ from typing import Any
 import typer
 
 from guard.agent import policy
-from guard.app import Guard
-from guard.cli.common import ConfigOption, config_failed, database, echo, fail, out, settings_from
+from guard.cli.common import (
+    ConfigOption,
+    database,
+    echo,
+    fail,
+    out,
+    settings_from,
+    standalone_agent,
+)
 from guard.config import Settings
-from guard.exceptions import ConfigError
 from guard.incidents.lifecycle import ANSWERABLE
-from guard.playbooks import load_playbooks
 from guard.store.db import Database
 from guard.textsafe import printable
 
 
 async def _investigate(settings: Settings, db: Database, incident_id: int) -> dict[str, Any]:
-    try:
-        books = load_playbooks(settings.playbooks_dir)
-    except ConfigError as exc:
-        config_failed(exc)
-    guard = Guard(settings, books, db=db)
-    agent = guard.agent
-    try:
+    async with standalone_agent(settings, db) as agent:
         inc = agent.lifecycle.load(incident_id)
         if inc is None:
             fail(f"no incident {incident_id} (see `guard incidents list`)")
@@ -58,9 +57,6 @@ async def _investigate(settings: Settings, db: Database, incident_id: int) -> di
             "tool_stats": found.tool_stats,
             "messages": found.messages,
         }
-    finally:
-        await agent.shutdown()
-        await guard.close()
 
 
 def diagnose(

@@ -13,9 +13,8 @@ import asyncio
 import typer
 
 from guard.access.roles import ROLE_NAMES, Role
-from guard.cli.common import ConfigOption, config_failed, database, fail, settings_from
+from guard.cli.common import ConfigOption, database, fail, settings_from, standalone_agent
 from guard.config import Settings
-from guard.exceptions import ConfigError
 from guard.store.db import Database
 
 
@@ -43,18 +42,7 @@ def mcp(
 
 async def _serve(settings: Settings, db: Database, role: Role) -> None:
     from guard import __version__
-    from guard.app import Guard
     from guard.mcp.stdio import serve_stdio
-    from guard.playbooks import load_playbooks
 
-    try:
-        books = load_playbooks(settings.playbooks_dir)
-    except ConfigError as exc:
-        config_failed(exc)
-    guard = Guard(settings, books, db=db)
-    agent = guard.agent
-    try:
+    async with standalone_agent(settings, db) as agent:
         await serve_stdio(agent, role, version=__version__)
-    finally:
-        await agent.shutdown()
-        await guard.close()
