@@ -17,15 +17,20 @@ import time
 import typer
 from sqlmodel import Session, col, select
 
-from guard.app import Guard
-from guard.cli.common import ConfigOption, config_failed, database, err, fail, out, settings_from
+from guard.cli.common import (
+    ConfigOption,
+    database,
+    err,
+    fail,
+    out,
+    settings_from,
+    standalone_agent,
+)
 from guard.commandtext import approval_key, digest, oddities, short
 from guard.config import Settings
-from guard.exceptions import ConfigError
 from guard.incidents.authz import Actor, NotAuthorised
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
 from guard.notify.authz import gate_from_settings
-from guard.playbooks import load_playbooks
 from guard.store.db import Database
 from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
 from guard.store.state import get_state
@@ -42,17 +47,10 @@ def _actor() -> Actor:
 
 
 async def _process_here(settings: Settings, db: Database) -> None:
-    try:
-        books = load_playbooks(settings.playbooks_dir)
-    except ConfigError as exc:
-        config_failed(exc)
-    guard = Guard(settings, books, db=db)
-    agent = guard.agent
-    agent.bind(asyncio.get_running_loop())
-    await agent.poll_commands()
-    await agent.drain()
-    await agent.shutdown()
-    await guard.close()
+    async with standalone_agent(settings, db) as agent:
+        agent.bind(asyncio.get_running_loop())
+        await agent.poll_commands()
+        await agent.drain()
 
 
 def answer(
