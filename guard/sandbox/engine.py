@@ -91,7 +91,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _owner_alive(tags: Mapping[str, str]) -> bool:
+def owner_alive(tags: Mapping[str, str]) -> bool:
     """Whether the Guard that made a container may still be running (so it is not an orphan).
 
     Guard runs as PID 1 in its container, and a restarted container keeps its hostname: the
@@ -127,7 +127,7 @@ def reap_orphans(
             tags: dict[str, str] = info.get("Labels") or {}
             if tags.get(LABEL_OWNER) == INSTANCE_ID:
                 continue
-            if only_dead_owners and _owner_alive(tags):
+            if only_dead_owners and owner_alive(tags):
                 continue
             with contextlib.suppress(NotFound):
                 client.api.remove_container(info["Id"], force=True)

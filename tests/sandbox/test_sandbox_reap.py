@@ -29,7 +29,7 @@ from guard.sandbox.docker import (
     DockerSandbox,
     reap_orphans,
 )
-from guard.sandbox.engine import process_started
+from guard.sandbox.engine import owner_alive, process_started
 from tests.sandbox_helpers import TEST_PREFIX
 
 pytestmark = pytest.mark.docker
@@ -153,8 +153,11 @@ def test_a_reused_pid_is_not_mistaken_for_the_guard_that_made_the_sandbox(
     }
     try:
         assert process_started(os.getpid()) not in ("", "1")
+        assert [owner_alive(labels) for labels in made.values()] == [False, True, True]
+        # Other tests' Guards sweep dead owners on this same engine and may take the earlier
+        # process's box first: what must hold is the end state, not who removed it.
         assert (
-            reap_orphans(sbx_client, only_dead_owners=True, labels={LABEL_INCIDENT: incident}) == 1
+            reap_orphans(sbx_client, only_dead_owners=True, labels={LABEL_INCIDENT: incident}) <= 1
         )
         left = {c["Id"] for c in _sandboxes(sbx_client, **{LABEL_INCIDENT: incident})}
         assert left == {ids["this-process"], ids["no-start-label"]}
