@@ -25,7 +25,8 @@ import pytest
 import yaml
 
 from guard.durations import parse_duration
-from tests.agent_helpers import free_port
+from tests.agent_helpers import free_port, wait_for
+from tests.conftest import GuardHome
 
 RULE = "VictimDown"
 
@@ -227,3 +228,22 @@ def victim(client: Any, image: str, name: str, labels: dict[str, str]) -> Iterat
     finally:
         with contextlib.suppress(Exception):
             container.remove(force=True)
+
+
+def serving(home: GuardHome) -> None:
+    """Wait until ``guard run`` serves HTTP on its configured port."""
+    port = yaml.safe_load(home.config.read_text())["http_port"]
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code > 0
+        except httpx.HTTPError:
+            return False
+
+    wait_for(answers, 60, "guard to serve HTTP")
+
+
+def scraped_up(prom: Peer) -> bool:
+    """Whether Prometheus scraped the ``victim`` job up."""
+    found = prom.get("/api/v1/query", query='up{job="victim"}')["data"]["result"]
+    return bool(found) and found[0]["value"][1] == "1"

@@ -93,24 +93,6 @@ def _setup(home: GuardHome, *, skill: bool) -> tuple[str, str]:
     return f"http://127.0.0.1:{port}/hooks/{intake[0]['id']}", token
 
 
-def _serving(home: GuardHome) -> None:
-    """Wait until ``guard run`` serves HTTP (it logs "guard running" just before)."""
-    port = yaml.safe_load(home.config.read_text())["http_port"]
-
-    def answers() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code > 0
-        except httpx.HTTPError:
-            return False
-
-    wait_for(answers, 60, "guard to serve HTTP")
-
-
-def _scraped_up(prom: prom_peers.Peer) -> bool:
-    found = prom.get("/api/v1/query", query='up{job="victim"}')["data"]["result"]
-    return bool(found) and found[0]["value"][1] == "1"
-
-
 def _at(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
@@ -139,8 +121,8 @@ def test_an_alert_opens_an_incident_a_skill_heals_and_the_source_verifies(
             running_guard(home),
             prom_peers.prometheus(tmp_path / "prom", target, labels, am.url) as prom,
         ):
-            _serving(home)
-            wait_for(lambda: _scraped_up(prom), 60, "Prometheus to scrape the target")
+            prom_peers.serving(home)
+            wait_for(lambda: prom_peers.scraped_up(prom), 60, "Prometheus to scrape the target")
             box.stop(timeout=1)
             alert = wait_for(lambda: prom_peers.active_alerts(am), 60, "the alert")[0]
             incident = wait_for(lambda: _alert_incident(home), 60, "the incident")
@@ -185,8 +167,8 @@ def test_alertmanager_retries_through_a_guard_restart_count_once(
         prom_peers.prometheus(tmp_path / "prom", target, {"container": name}, am.url) as prom,
     ):
         with running_guard(home) as (proc, _):
-            _serving(home)
-            wait_for(lambda: _scraped_up(prom), 60, "Prometheus to scrape the target")
+            prom_peers.serving(home)
+            wait_for(lambda: prom_peers.scraped_up(prom), 60, "Prometheus to scrape the target")
             box.stop(timeout=1)
             incident = wait_for(lambda: _alert_incident(home), 60, "the incident")
             sent = prom_peers.delivered(am)
@@ -223,7 +205,7 @@ def test_the_docs_grafana_contact_point_reaches_guard(home: GuardHome):
     header = {"Authorization": f"{settings['authorization_scheme']} {credentials}"}
     body = grafana_payload("firing")
     with running_guard(home):
-        _serving(home)
+        prom_peers.serving(home)
         answer = httpx.request(settings["httpMethod"], url, json=body, headers=header, timeout=30)
         assert answer.status_code // 100 == 2, answer.text
         incident = wait_for(lambda: find(home, source="grafana"), 30, "the Grafana incident")
