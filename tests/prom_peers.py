@@ -247,3 +247,12 @@ def scraped_up(prom: Peer) -> bool:
     """Whether Prometheus scraped the ``victim`` job up."""
     found = prom.get("/api/v1/query", query='up{job="victim"}')["data"]["result"]
     return bool(found) and found[0]["value"][1] == "1"
+
+
+def fire(home: GuardHome, prom: Peer, am: Peer, box: Any) -> dict[str, Any]:
+    """Once Guard serves and Prometheus scrapes ``box`` up, stop it; the alert when it fires."""
+    serving(home)
+    wait_for(lambda: scraped_up(prom), 60, "Prometheus to scrape the target")
+    box.stop(timeout=1)
+    found: list[dict[str, Any]] = wait_for(lambda: active_alerts(am), 60, "the alert")
+    return found[0]

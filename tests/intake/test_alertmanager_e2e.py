@@ -121,10 +121,7 @@ def test_an_alert_opens_an_incident_a_skill_heals_and_the_source_verifies(
             running_guard(home),
             prom_peers.prometheus(tmp_path / "prom", target, labels, am.url) as prom,
         ):
-            prom_peers.serving(home)
-            wait_for(lambda: prom_peers.scraped_up(prom), 60, "Prometheus to scrape the target")
-            box.stop(timeout=1)
-            alert = wait_for(lambda: prom_peers.active_alerts(am), 60, "the alert")[0]
+            alert = prom_peers.fire(home, prom, am, box)
             incident = wait_for(lambda: _alert_incident(home), 60, "the incident")
             assert incident["target"] == name
             opened = show(home, incident["id"])

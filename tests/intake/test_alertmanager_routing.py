@@ -59,10 +59,7 @@ def test_alertmanager_labels_route_the_page_to_the_team_that_owns_the_target(
             running_guard(home),
             prom_peers.prometheus(tmp_path / "prom", target, labels, am.url) as prom,
         ):
-            prom_peers.serving(home)
-            wait_for(lambda: prom_peers.scraped_up(prom), 60, "Prometheus to scrape the target")
-            box.stop(timeout=1)
-            alert = wait_for(lambda: prom_peers.active_alerts(am), 60, "the alert")[0]
+            alert = prom_peers.fire(home, prom, am, box)
             assert alert["labels"]["team"] == "payments"  # Prometheus's label, not ours
             incident = wait_for(
                 lambda: find(home, source="alertmanager", kind=prom_peers.RULE), 60, "the incident"
