@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,6 +37,22 @@ TEN = {
     "approve",
     "deny",
 }
+
+
+FENCED = re.compile(
+    r"<untrusted-data id=(?P<id>[0-9a-f]{12}) source=(?P<source>\S+)>\n(?P<data>.*)\n"
+    r"</untrusted-data id=(?P=id)>",
+    re.DOTALL,
+)
+
+
+def unfenced(text: str, source: str | None = None) -> str:
+    """The data inside a fenced result (from ``source``, if given); fails if it is not fenced."""
+    m = FENCED.fullmatch(text)
+    assert m is not None, f"not fenced: {text[:200]!r}"
+    assert source is None or m["source"] == source, m["source"]
+    assert "untrusted-data" not in m["data"]  # a marker inside is defused
+    return m["data"]
 
 
 def url(home: GuardHome) -> str:
@@ -103,7 +120,8 @@ class Transcript:
         return text
 
     async def json(self, session: ClientSession, tool: str, **args: Any) -> Any:
-        return json.loads(await self.ok(session, tool, **args))
+        """A data tool's JSON, from inside its fence."""
+        return json.loads(unfenced(await self.ok(session, tool, **args), tool))
 
     async def read(self, session: ClientSession, uri: str) -> str:
         result = await session.read_resource(uri)
