@@ -7,7 +7,7 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,16 +69,21 @@ def create_token(home: GuardHome, name: str, role: str) -> str:
 
 
 @asynccontextmanager
-async def over_http(home: GuardHome, token: str) -> AsyncIterator[ClientSession]:
-    """An initialised session with the running Guard's ``/mcp``, signed with ``token``."""
-    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+async def http_session(address: str, token: str, **headers: str) -> AsyncIterator[ClientSession]:
+    """An initialised session with the ``/mcp`` at ``address``, signed with ``token``."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}", **headers})
     async with (
         client,
-        streamable_http_client(url(home), http_client=client) as (read, write),
+        streamable_http_client(address, http_client=client) as (read, write),
         ClientSession(read, write, read_timeout_seconds=300) as session,
     ):
         await session.initialize()
         yield session
+
+
+def over_http(home: GuardHome, token: str) -> AbstractAsyncContextManager[ClientSession]:
+    """An initialised session with the running Guard's ``/mcp``, signed with ``token``."""
+    return http_session(url(home), token)
 
 
 @asynccontextmanager

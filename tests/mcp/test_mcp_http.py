@@ -14,9 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.routing import Route
@@ -27,7 +24,7 @@ from guard.config import Settings
 from guard.mcp.http import mcp_routes
 from guard.webui.auth import Limiter
 from tests.conftest import GuardHome
-from tests.mcp.helpers import TEN, parts
+from tests.mcp.helpers import TEN, http_session, parts
 
 INIT = {
     "jsonrpc": "2.0",
@@ -84,13 +81,7 @@ async def test_every_request_needs_a_live_token(home: GuardHome) -> None:
         r = await c.post(url, json=INIT, headers=bearer(good))
         assert r.status_code == 200 and r.headers["mcp-session-id"]
 
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {good}"})
-        async with (
-            client,
-            streamable_http_client(url, http_client=client) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(url, good) as session:
             assert {t.name for t in (await session.list_tools()).tools} == TEN
             revoke_token(p.db, "ci")
             r = await c.post(url, json=INIT, headers=bearer(good))
@@ -175,15 +166,7 @@ async def test_a_page_of_another_origin_is_refused_naming_the_setting(home: Guar
             r = await c.post(url, json=INIT, headers={**bearer(good), **allowed})
             assert r.status_code == 200 and r.headers["mcp-session-id"], allowed
 
-        client = create_mcp_http_client(
-            headers={"Authorization": f"Bearer {good}", "Origin": AGENT}
-        )
-        async with (
-            client,
-            streamable_http_client(url, http_client=client) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(url, good, Origin=AGENT) as session:
             assert {t.name for t in (await session.list_tools()).tools} == TEN
 
 
