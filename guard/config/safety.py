@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -71,6 +72,21 @@ class AuditSettings(Section):
         return value
 
 
+def origin_key(origin: str) -> tuple[str, str, int] | None:
+    """A web origin (``https://host[:port]``) as scheme, host and port, compared alike
+    whatever its case or default port; None: not an http(s) origin (``null``, a path...)."""
+    try:
+        u = urlsplit(origin.strip().lower())
+        port = u.port
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or not u.hostname or u.username is not None:
+        return None
+    if u.path not in ("", "/") or u.query or u.fragment:
+        return None
+    return u.scheme, u.hostname, port or (443 if u.scheme == "https" else 80)
+
+
 RoleName = Literal["viewer", "operator", "approver", "admin"]  # guard.access.roles.Role
 _HEADER = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")  # an HTTP header name (RFC 9110 token)
 
@@ -92,6 +108,11 @@ class AccessSettings(Section):
         description="addresses or networks (10.0.0.0/8) of the proxies whose proxy_header is "
         "believed",
     )
+    mcp_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="web origins (https://agent.example.com) whose pages may call /mcp, "
+        "besides Guard's own; a request without an Origin header (a CLI agent) is always let in",
+    )
 
     @field_validator("proxy_header")
     @classmethod
@@ -110,6 +131,17 @@ class AccessSettings(Section):
                 raise ValueError(
                     f"[{i}] {item!r} is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/8)"
                 ) from None
+        return value
+
+    @field_validator("mcp_allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for i, item in enumerate(value):
+            if origin_key(item) is None:
+                raise ValueError(
+                    f"[{i}] {item!r} is not a web origin: scheme://host[:port], no path "
+                    "(e.g. https://agent.example.com)"
+                )
         return value
 
     @model_validator(mode="after")

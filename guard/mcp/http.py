@@ -6,6 +6,13 @@ per client address, 429 (the web console's limit). The token's name is the actor
 (``token:NAME``); its role is read from the store at each call, so a revoked token stops at
 once. A session is bound to the token that opened it (the SDK answers 404 to another).
 The SDK's session manager runs in a task of Guard's loop, started with the first request.
+
+Before the token, the ``Origin`` header (the MCP spec: a server must check it, against DNS
+rebinding and other sites' pages): a request without one (a CLI agent, not a browser) goes
+on; one from Guard's own origin (``http(s)://`` + its ``Host``) or from
+``access.mcp_allowed_origins`` too; any other gets 403 naming that setting. The SDK's
+``TransportSecuritySettings`` does not fit: it wants every ``Host`` Guard may be reached by
+listed in advance, and answers plain text that names no fix.
 """
 
 from __future__ import annotations
@@ -14,12 +21,14 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
+from loguru import logger
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from guard.access.policy import TOKEN, RolePolicy
 from guard.access.tokens import verify_token
+from guard.config.safety import origin_key
 from guard.incidents.authz import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
@@ -44,6 +53,8 @@ class MCPEndpoint:
     def __init__(self, tools: GuardTools, *, version: str = "", limiter: Limiter | None = None):
         self.tools = tools
         self.limiter = limiter or Limiter()
+        allowed = tools.parts.settings.access.mcp_allowed_origins
+        self.origins = {key for o in allowed if (key := origin_key(o)) is not None}
         self.server = build_server(tools, self.actor_of, version=version)
         self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=IDLE)
         self._task: asyncio.Task[None] | None = None
@@ -60,13 +71,22 @@ class MCPEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        headers = dict(scope.get("headers") or [])
+        if (refused := self.foreign_origin(headers)) is not None:
+            logger.warning("mcp: refused a request from origin {!r}", refused[:200])
+            await _refuse(
+                send,
+                403,
+                f"origin {refused[:200]!r} may not call {PATH}: a web page of another site. "
+                "If it should, add it to access.mcp_allowed_origins in Guard's config",
+            )
+            return
         client = scope.get("client")
         address = str(client[0]) if client else ""
         wait = self.limiter.retry_after(address)
         if wait is not None:
             await _refuse(send, 429, f"too many wrong tokens; try again in {wait} s", wait)
             return
-        headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         name = None
         if scheme.lower() == "bearer" and secret.strip():
@@ -84,6 +104,20 @@ class MCPEndpoint:
         scope["user"] = AuthenticatedUser(AccessToken(token=name, client_id=name, scopes=[]))
         await self._running()
         await self.manager.handle_request(scope, receive, send)
+
+    def foreign_origin(self, headers: dict[bytes, bytes]) -> str | None:
+        """The request's ``Origin`` if it may not call (None: no Origin, Guard's own, or
+        one of ``access.mcp_allowed_origins``)."""
+        if b"origin" not in headers:
+            return None
+        origin = headers[b"origin"].decode("latin-1")
+        key = origin_key(origin)
+        if key is None:  # "null" (a sandboxed frame, a file), or not an origin at all
+            return origin
+        host = headers.get(b"host", b"").decode("latin-1")
+        if key in self.origins or (host and origin_key(f"{key[0]}://{host}") == key):
+            return None
+        return origin
 
     async def _running(self) -> None:
         """Start the SDK's session manager in its own task, once."""

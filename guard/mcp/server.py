@@ -4,7 +4,8 @@ Tools are listed from the one table (``guard.agent.tools``) with their JSON sche
 role each needs; a call's failure is a result with ``isError`` and a plain message. Resources:
 the templates ``guard://incidents/{id}`` and ``guard://skills/{name}``, and the newest
 incidents and every skill listed as resources. ``actor_of`` says who asks, per request (the
-stdio process's user, an HTTP request's token).
+stdio process's user, an HTTP request's token). What Guard read (results, resources, their
+listed descriptions) comes fenced as untrusted data; the instructions say what that means.
 """
 
 from __future__ import annotations
@@ -92,12 +93,12 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
         if refused is not None:
             raise MCPError(types.INVALID_REQUEST, f"refused: {refused}")
         found = await asyncio.to_thread(reads.list_incidents, tools.db, None, RESOURCES)
-        redact = tools.parts.redactor.redact
+        fenced = tools.fenced  # a title is a log line's words: data, as a read's result
         listed = [
             types.Resource(
                 name=f"incident {i['id']}",
                 uri=f"guard://incidents/{i['id']}",
-                description=redact(f"{i['state']} {i['severity']}: {i['title']}"),
+                description=fenced(f"{i['state']} {i['severity']}: {i['title']}", "incident"),
                 mime_type="application/json",
             )
             for i in found
@@ -105,7 +106,7 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
             types.Resource(
                 name=f"skill {s.name}",
                 uri=f"guard://skills/{s.name}",
-                description=redact(s.description),
+                description=fenced(s.description, "skill"),
                 mime_type="text/plain",
             )
             for s in tools.parts.library.skills
@@ -127,7 +128,7 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
     return Server(
         "guard",
         version=version,
-        instructions=INSTRUCTIONS,
+        instructions=f"{INSTRUCTIONS} {tools.fence.rule}",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

@@ -13,7 +13,13 @@
 3. the result is redacted (the agent's ``Redactor``: Guard's own secrets, then the policy every
    exit uses) and cut to ``llm.tool_result_chars`` as for the model (an incident's JSON to
    ``reads.READ_CHARS``, dropping its oldest timeline entries), and the call is audited
-   as ``mcp.<tool>`` under the actor's name (``token:NAME``, ``mcp:stdio:USER``).
+   as ``mcp.<tool>`` under the actor's name (``token:NAME``, ``mcp:stdio:USER``);
+4. what the tool read (``DATA``: incidents, logs, command output, memory, skills; its errors
+   too, and any unexpected failure's) is then fenced as untrusted data
+   (``guard.agent.fencing``), with one ``Fence`` per ``GuardTools``, i.e. per process, whose
+   ``rule`` the server's instructions carry: a log line reaches the caller's model as data,
+   never as an instruction. Guard's own answers (refusals, ``queued as answer #N``, a
+   remedy's outcome) are not fenced.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any, Protocol
 
 from loguru import logger
 
+from guard.agent.fencing import Fence
 from guard.agent.investigation import cap
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
 from guard.commandtext import digest
@@ -43,6 +50,8 @@ from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentSt
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
+ANSWERS = ("propose_remedy", "approve", "deny")  # Guard's own words back: not fenced
+DATA = frozenset(BY_NAME) - frozenset(ANSWERS)  # what they read came from outside Guard: fenced
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
 
@@ -84,6 +93,7 @@ class GuardTools:
         self.wait = wait
         self.reload_skills = reload_skills  # a process apart from `guard run` sees new skills
         self.limit = parts.settings.llm.tool_result_chars
+        self.fence = Fence()  # one per process: the server's instructions carry its rule
         self._handlers: dict[str, Callable[[Actor, str, dict[str, Any]], Awaitable[Outcome]]] = {
             "list_incidents": self._list_incidents,
             "show_incident": self._show_incident,
@@ -101,6 +111,7 @@ class GuardTools:
         """Carry out tool ``name`` for ``actor``; every outcome is redacted and audited."""
         args = dict(args or {})
         spec = BY_NAME.get(name)
+        fenced = False
         try:
             if spec is None:
                 raise ToolError(f"unknown tool {name!r}; the tools are {', '.join(BY_NAME)}")
@@ -108,6 +119,7 @@ class GuardTools:
             if refused is not None:
                 outcome = Outcome(f"refused: {refused}", error=True)
             else:
+                fenced = name in DATA  # its result, or its error, may quote what it read
                 outcome = await self._handlers[name](actor, name, dict(args))
         except (ToolError, UnknownIncident, NotAuthorised, ValueError) as exc:
             prefix = "refused: " if isinstance(exc, NotAuthorised) else ""
@@ -115,10 +127,16 @@ class GuardTools:
         except Exception as exc:  # the caller gets what failed, never a traceback
             logger.opt(exception=exc).error("mcp: {} by {} failed", name, actor.name)
             outcome = Outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
+            fenced = True  # an exception's text may quote anything
         limit = 2 * reads.READ_CHARS if name in READS else self.limit  # a read: whole JSON
         text = cap(self.parts.redactor.redact(outcome.text), limit)
         await asyncio.to_thread(self._audit, actor, name, args, outcome.error, text)
-        return Outcome(text, outcome.error)
+        source = name if name in BY_NAME else "unknown"
+        return Outcome(self.fence.wrap(text, source) if fenced else text, outcome.error)
+
+    def fenced(self, text: str, source: str) -> str:
+        """``text`` from outside Guard, redacted then fenced (as a tool's result is)."""
+        return self.fence.wrap(self.parts.redactor.redact(text), source)
 
     async def authorise(self, actor: Actor, spec: ToolSpec, incident_id: int | None) -> str | None:
         """Why ``actor`` may not call ``spec`` (audited as ``mcp.refused``), or None."""

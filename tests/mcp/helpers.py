@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,22 @@ TEN = {
 }
 
 
+FENCED = re.compile(
+    r"<untrusted-data id=(?P<id>[0-9a-f]{12}) source=(?P<source>\S+)>\n(?P<data>.*)\n"
+    r"</untrusted-data id=(?P=id)>",
+    re.DOTALL,
+)
+
+
+def unfenced(text: str, source: str | None = None) -> str:
+    """The data inside a fenced result (from ``source``, if given); fails if it is not fenced."""
+    m = FENCED.fullmatch(text)
+    assert m is not None, f"not fenced: {text[:200]!r}"
+    assert source is None or m["source"] == source, m["source"]
+    assert "untrusted-data" not in m["data"]  # a marker inside is defused
+    return m["data"]
+
+
 def url(home: GuardHome) -> str:
     """The running Guard's ``/mcp``."""
     port = yaml.safe_load(home.config.read_text())["http_port"]
@@ -52,16 +69,21 @@ def create_token(home: GuardHome, name: str, role: str) -> str:
 
 
 @asynccontextmanager
-async def over_http(home: GuardHome, token: str) -> AsyncIterator[ClientSession]:
-    """An initialised session with the running Guard's ``/mcp``, signed with ``token``."""
-    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+async def http_session(address: str, token: str, **headers: str) -> AsyncIterator[ClientSession]:
+    """An initialised session with the ``/mcp`` at ``address``, signed with ``token``."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}", **headers})
     async with (
         client,
-        streamable_http_client(url(home), http_client=client) as (read, write),
+        streamable_http_client(address, http_client=client) as (read, write),
         ClientSession(read, write, read_timeout_seconds=300) as session,
     ):
         await session.initialize()
         yield session
+
+
+def over_http(home: GuardHome, token: str) -> AbstractAsyncContextManager[ClientSession]:
+    """An initialised session with the running Guard's ``/mcp``, signed with ``token``."""
+    return http_session(url(home), token)
 
 
 @asynccontextmanager
@@ -103,7 +125,8 @@ class Transcript:
         return text
 
     async def json(self, session: ClientSession, tool: str, **args: Any) -> Any:
-        return json.loads(await self.ok(session, tool, **args))
+        """A data tool's JSON, from inside its fence."""
+        return json.loads(unfenced(await self.ok(session, tool, **args), tool))
 
     async def read(self, session: ClientSession, uri: str) -> str:
         result = await session.read_resource(uri)

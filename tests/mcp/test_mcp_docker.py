@@ -29,7 +29,14 @@ from tests.agent_helpers import (
     wait_for,
 )
 from tests.conftest import GuardHome
-from tests.mcp.helpers import TEN, Transcript, create_token, over_http, over_stdio
+from tests.mcp.helpers import (
+    TEN,
+    Transcript,
+    create_token,
+    over_http,
+    over_stdio,
+    unfenced,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -101,7 +108,8 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
                 assert shown["target"] == victim.name and shown["kind"] == "container_exited"
                 assert shown["state"] == "awaiting_human"
                 assert any(t["type"] == "asked_human" for t in shown["timeline"])
-                resource = json.loads(await said.read(viewer, f"guard://incidents/{exited['id']}"))
+                read = await said.read(viewer, f"guard://incidents/{exited['id']}")
+                resource = json.loads(unfenced(read, "show_incident"))
                 assert resource["id"] == exited["id"] and resource["target"] == victim.name
                 await said.ok(viewer, "show_incident", id=logged["id"])
                 lines = await said.ok(viewer, "recent_logs", incident_id=logged["id"])

@@ -1,6 +1,7 @@
 """``/mcp`` over real HTTP (uvicorn on a free local port, in this process): the bearer token is
 required on every request, wrong tokens are limited per address, a revoked token stops at
-once, and a session answers only the token that opened it."""
+once, a session answers only the token that opened it, and a page of another origin is
+refused unless ``access.mcp_allowed_origins`` names it."""
 
 from __future__ import annotations
 
@@ -11,19 +12,19 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.routing import Route
 
 from guard.access.roles import Role
 from guard.access.tokens import create_token, revoke_token
+from guard.config import Settings
 from guard.mcp.http import mcp_routes
 from guard.webui.auth import Limiter
 from tests.conftest import GuardHome
-from tests.mcp.helpers import TEN, parts
+from tests.mcp.helpers import TEN, http_session, parts
 
 INIT = {
     "jsonrpc": "2.0",
@@ -80,13 +81,7 @@ async def test_every_request_needs_a_live_token(home: GuardHome) -> None:
         r = await c.post(url, json=INIT, headers=bearer(good))
         assert r.status_code == 200 and r.headers["mcp-session-id"]
 
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {good}"})
-        async with (
-            client,
-            streamable_http_client(url, http_client=client) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(url, good) as session:
             assert {t.name for t in (await session.list_tools()).tools} == TEN
             revoke_token(p.db, "ci")
             r = await c.post(url, json=INIT, headers=bearer(good))
@@ -142,3 +137,47 @@ def test_guard_run_loads_the_sdk_only_on_the_first_request(home: GuardHome) -> N
         await lazy.aclose()
 
     asyncio.run(first_requests())
+
+
+AGENT = "https://agent.example.com"  # a web agent's origin, allowed by the config
+
+
+async def test_a_page_of_another_origin_is_refused_naming_the_setting(home: GuardHome) -> None:
+    home.write_config({"access": {"mcp_allowed_origins": [AGENT]}})
+    p = parts(home)
+    good = create_token(p.db, "ci", Role.viewer)
+    async with serving(home) as url, httpx.AsyncClient(timeout=30) as c:
+        own = url.removesuffix("/mcp")  # http://127.0.0.1:PORT, the Host the client sends
+        port = own.rpartition(":")[2]
+        for origin in (
+            "https://evil.example",
+            "null",  # a sandboxed frame or a local file
+            f"http://localhost:{port}",  # not the Host asked for (a rebound name, say)
+            "http://127.0.0.1:1",  # the same host, another port: another origin
+            f"{AGENT}/path",
+        ):
+            for headers in (bearer(good), ACCEPT):  # refused before the token is looked at
+                r = await c.post(url, json=INIT, headers={**headers, "Origin": origin})
+                assert r.status_code == 403, origin
+                assert "access.mcp_allowed_origins" in r.json()["error"]
+                assert repr(origin) in r.json()["error"]
+                assert "mcp-session-id" not in r.headers
+        for allowed in ({}, {"Origin": own}, {"Origin": AGENT}, {"Origin": AGENT.upper() + ":443"}):
+            r = await c.post(url, json=INIT, headers={**bearer(good), **allowed})
+            assert r.status_code == 200 and r.headers["mcp-session-id"], allowed
+
+        async with http_session(url, good, Origin=AGENT) as session:
+            assert {t.name for t in (await session.list_tools()).tools} == TEN
+
+
+@pytest.mark.unit
+def test_an_allowed_origin_must_be_an_origin() -> None:
+    assert Settings().access.mcp_allowed_origins == []
+    fine = [AGENT, "http://10.0.0.5:8080", "https://guard.example.com/"]
+    assert Settings(access={"mcp_allowed_origins": fine}).access.mcp_allowed_origins == fine
+    for bad in ("agent.example.com", "https://agent.example.com/mcp", "null", "*", "ftp://a"):
+        with pytest.raises(ValidationError) as err:
+            Settings(access={"mcp_allowed_origins": [AGENT, bad]})
+        said = str(err.value)
+        assert "access.mcp_allowed_origins" in said
+        assert f"[1] {bad!r} is not a web origin: scheme://host[:port]" in said

@@ -26,7 +26,7 @@ from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand, Incident
 from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
-from tests.mcp.helpers import TEN, parts
+from tests.mcp.helpers import TEN, parts, unfenced
 
 pytestmark = pytest.mark.unit
 
@@ -92,8 +92,9 @@ async def test_errors_are_results_that_say_what_went_wrong(home: GuardHome) -> N
     actor = stdio_actor()
     tools = GuardTools(p, stdio_gate(actor, Role.operator, p))
     async with client(tools, actor) as c:
-        cases = {
-            ("nope", ()): "unknown tool 'nope'; the tools are list_incidents, show_incident",
+        text, error = await call(c, "nope")  # Guard's own words: not fenced
+        assert error and text.startswith("unknown tool 'nope'; the tools are list_incidents, ")
+        cases = {  # a data tool's errors may quote what it read: fenced, as its results
             ("show_incident", (("id", 999),)): "no incident 999; see list_incidents",
             ("show_incident", (("id", "x"),)): "argument 'id' must be an integer",
             ("list_incidents", (("state", "broken"),)): "state 'broken': one of open,",
@@ -102,11 +103,12 @@ async def test_errors_are_results_that_say_what_went_wrong(home: GuardHome) -> N
         }
         for (tool, args), said in cases.items():
             text, error = await call(c, tool, **dict(args))
-            assert error and text.startswith(said), (tool, text)
+            assert error and unfenced(text, tool).startswith(said), (tool, text)
             assert "Traceback" not in text
         inc = stored_incident_id(p.db)
         text, error = await call(c, "sandbox_run", incident_id=inc, command="id")
-        assert error and text == "sandbox_run failed: RuntimeError: no sandbox in this test"
+        assert error
+        assert unfenced(text) == "sandbox_run failed: RuntimeError: no sandbox in this test"
         text, error = await call(c, "propose_remedy", incident_id=inc, fix="echo", reason="r")
         assert error and "is open: a fix is proposed only while Guard asks a human" in text
         with pytest.raises(MCPError, match="unknown resource 'guard://nothing'"):
@@ -139,7 +141,7 @@ async def test_roles_refuse_naming_the_missing_role_and_a_revoked_token_at_once(
         ):
             text, error = await call(c, tool, incident_id=inc, **args)
             assert error and text == f"refused: needs {role}; you are viewer"
-        assert json.loads((await call(c, "list_incidents"))[0])[0]["id"] == inc
+        assert json.loads(unfenced((await call(c, "list_incidents"))[0]))[0]["id"] == inc
     async with client(tools, Actor("token", "ops")) as c:
         assert not (await call(c, "list_skills"))[1]
         revoke_token(p.db, "ops")
@@ -171,7 +173,7 @@ async def test_answers_are_queued_through_the_gate_for_the_running_guard(
     async with client(tools, Actor("token", "ann")) as c:
         text, error = await call(c, "approve", incident_id=inc)
         assert not error and text.startswith("queued as answer #1; no `guard run` is running")
-        shown = json.loads((await call(c, "show_incident", id=inc))[0])
+        shown = json.loads(unfenced((await call(c, "show_incident", id=inc))[0]))
         assert shown["proposal"]["fix"] == fix and len(shown["proposal"]["digest"]) == 64
     with p.db.session() as session:
         cmd = session.exec(select(HumanCommand)).one()
@@ -217,6 +219,7 @@ async def test_a_long_incident_is_whole_json_without_its_oldest_entries(home: Gu
             record(session, row, "note", f"entry {i} " + "x" * 2000, actor="agent")
     async with client(tools, actor) as c:
         text, error = await call(c, "show_incident", id=inc)
-    shown = json.loads(text)  # whole JSON, though the timeline alone is 80,000 characters
-    assert not error and len(text) <= READ_CHARS
+    data = unfenced(text, "show_incident")
+    shown = json.loads(data)  # whole JSON, though the timeline alone is 80,000 characters
+    assert not error and len(data) <= READ_CHARS
     assert shown["timeline_dropped"] > 0 and shown["timeline"][-1]["message"].startswith("entry 39")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 
 from sqlmodel import select
 
@@ -27,7 +26,7 @@ async def test_the_stdio_actor_has_the_role_it_was_started_with(home: GuardHome)
     said = Transcript()
     async with over_stdio(home, "--role", "viewer") as agent:
         assert set(await said.listing(agent)) == TEN
-        assert json.loads(await said.ok(agent, "show_incident", id=inc))["title"] == "api down"
+        assert (await said.json(agent, "show_incident", id=inc))["title"] == "api down"
         text, error = await said.call(agent, "sandbox_run", incident_id=inc, command="id")
         assert error and text == "refused: needs operator; you are viewer"
     me = f"mcp:stdio:{getpass.getuser()}"
