@@ -153,7 +153,7 @@ def test_a_page_still_failing_after_give_up_after_is_failed_logged_counted_and_a
     errors = logged_errors(lambda: work_until(worker, lambda: rows(db)[0].status != "pending"))
     (row, ack) = rows(db)
     assert (row.status, row.attempts) == ("failed", 2)
-    assert row.error.startswith("gave up after 2h and 2 attempt(s): webhook:ops answered 503")
+    assert row.error == "gave up after 2h and 2 attempt(s): webhook:ops answered 503 (no body)"
     assert counted("webhook", "trigger", "failed") == before["failed"] + 1
     assert any(
         f"page {first} to webhook:ops (trigger for incident #{inc.id}) gave up" in e for e in errors
