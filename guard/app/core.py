@@ -206,15 +206,11 @@ class Guard:
             await self.close()
 
     async def _deliver_pages(self) -> None:
-        """``--once``: deliver the due pages (one bounded drain), unless replicas share the
-        store: then the leader's ``guard run`` delivers them."""
-        pager = page_worker(self.settings, self.db)
-        if pager is None:
-            return
-        if self.leadership.ha:
-            logger.info("pages are left to the leader's page worker (ha: replicas)")
-            return
-        await pager.drain()
+        """``--once``: deliver the due pages, one bounded drain claimed like the page worker's
+        (with replicas, only if no other replica leads: ``guard.notify.pagers.once``)."""
+        from guard.notify.pagers.once import deliver_once
+
+        await deliver_once(self.settings, self.db, self.leadership)
 
     def _attach_agent(self) -> None:
         agent = self.agent
