@@ -181,7 +181,7 @@ class Guard:
         """Check every monitor once, triage what they found, and return the incident events.
 
         With ``heal`` the agent then handles the incidents (and queued human answers) and this
-        returns when it is done with them.
+        returns when it is done with them. Due pages are delivered last (``_deliver_pages``).
         """
         self._audit("guard.run_once", {"monitors": [m.id for m in self.monitors]})
         try:
@@ -200,9 +200,17 @@ class Guard:
                 await self.agent.poll_commands()
                 await self.agent.drain()
                 await self.agent.shutdown()
+            await self._deliver_pages()
             return events
         finally:
             await self.close()
+
+    async def _deliver_pages(self) -> None:
+        """``--once``: deliver the due pages, one bounded drain claimed like the page worker's
+        (with replicas, only if no other replica leads: ``guard.notify.pagers.once``)."""
+        from guard.notify.pagers.once import deliver_once
+
+        await deliver_once(self.settings, self.db, self.leadership)
 
     def _attach_agent(self) -> None:
         agent = self.agent

@@ -37,6 +37,7 @@ from guard.textsafe import printable
 if TYPE_CHECKING:
     from sqlmodel import Session
 
+    from guard.store.escalation import IncidentAck
     from guard.store.models import Incident, IncidentTimeline
 
 app = typer.Typer(help="List and inspect incidents.", no_args_is_help=True)
@@ -54,6 +55,12 @@ def templates_of(session: Session, incidents: Sequence[Incident]) -> dict[int, s
         return {}
     rows = session.exec(select(LogTemplate).where(col(LogTemplate.id).in_(wanted))).all()
     return {r.id: r.template for r in rows if r.id is not None}
+
+
+def ack_dict(ack: IncidentAck | None) -> dict[str, str] | None:
+    """``show --json``'s ``ack``: who acknowledged the incident's current episode and when
+    (ISO 8601), or None."""
+    return None if ack is None else {"by": ack.by, "at": ack.at.isoformat()}
 
 
 def timeline_dict(t: IncidentTimeline) -> dict[str, Any]:
@@ -110,6 +117,7 @@ def show(
     """Show one incident with its timeline."""
     from sqlmodel import col, select
 
+    from guard.incidents.ack import ack_of
     from guard.store.models import Incident, IncidentTimeline
     from guard.triage.correlation import related_of
 
@@ -126,11 +134,13 @@ def show(
             .order_by(col(IncidentTimeline.id))
         ).all()
         templates = templates_of(session, [inc])
+        ack = ack_dict(ack_of(session, inc))
     if as_json:
         echo(
             json.dumps(
                 {
                     **incident_dict(inc, templates),
+                    "ack": ack,
                     "related": related,
                     "timeline": [timeline_dict(t) for t in timeline],
                 },

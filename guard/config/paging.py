@@ -2,7 +2,7 @@
 
 ```yaml
 notifiers:
-  pagerduty: {primary: {routing_key: "..."}}
+  pagerduty: {primary: {routing_key: "...", give_up_after: 12h}}
   webhook: {ops: {url: "https://ops.example/hook", hmac_secret: "..."}}
 routes:
   - {match: {severity: critical}, telegram_chat: -1001, notify: [pagerduty:primary], continue: true}
@@ -25,6 +25,11 @@ from guard.durations import Duration
 
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 SEVERITIES = ("info", "warning", "error", "critical")
+GIVE_UP_AFTER = 86400.0  # a day
+GIVE_UP_HELP = (
+    "a page still failing with a retryable error (429, 5xx, timeout, network) this long after "
+    "it was queued is marked failed, logged as an error and audited"
+)
 
 
 class PagerDutyNotifier(Section):
@@ -34,6 +39,7 @@ class PagerDutyNotifier(Section):
     allow_insecure_http: bool = Field(default=False, description=INSECURE_HELP)
     url: str = Field(default=PAGERDUTY_URL, description="the Events API v2 enqueue endpoint")
     timeout: Duration = Field(default=10.0, description="per request")
+    give_up_after: Duration = Field(default=GIVE_UP_AFTER, description=GIVE_UP_HELP)
 
     @field_validator("routing_key")
     @classmethod
@@ -57,6 +63,7 @@ class WebhookNotifier(Section):
     url: str = Field(description="where pages are POSTed")
     hmac_secret: SecretStr = Field(description="the shared secret the receiver verifies with")
     timeout: Duration = Field(default=10.0, description="per request")
+    give_up_after: Duration = Field(default=GIVE_UP_AFTER, description=GIVE_UP_HELP)
 
     @field_validator("url")
     @classmethod

@@ -51,6 +51,7 @@ async def post_json(
         ) from None
     status = response.status_code
     text = redact(response.text[:ERROR_LIMIT])
+    said = f": {text}" if text.strip() else " (no body)"
     if 200 <= status < 300:
         try:
             reply = response.json()
@@ -58,5 +59,5 @@ async def post_json(
             return {}
         return reply if isinstance(reply, dict) else {}
     if status in (408, 429) or status >= 500:
-        raise Retry(_retry_after(response), f"{who} answered {status}: {text}")
-    raise Rejected(f"{who} refused it ({status}): {text}")
+        raise Retry(_retry_after(response), f"{who} answered {status}{said}")
+    raise Rejected(f"{who} refused it ({status}){said}")

@@ -3,8 +3,8 @@
 When a question is asked about an incident whose route has ``notify:`` targets, a ``trigger``
 is queued to each (key ``route:<id>:<reopen count>``: asking again about the same incident
 pages nobody twice; a reopened incident pages again). Resolutions are queued by the page worker
-(``PageWorker.resolve_finished``), whatever resolved the incident. Updates and plain text page
-nobody.
+(``PageWorker.resolve_finished``), whatever resolved (or muted) the incident. Updates and plain
+text page nobody.
 """
 
 from __future__ import annotations

@@ -9,12 +9,15 @@ the leader's fencing token (``cluster.current().claim``): a deposed replica send
 - 429, 408, 5xx, a network error or a timeout: tried again after an exponential backoff
   (``BACKOFF_FIRST`` doubling to ``BACKOFF_MAX``, or the ``Retry-After`` asked for if longer);
 - any other 4xx (PagerDuty's 400 "invalid event"): ``failed`` for good, logged as an error;
+- still failing ``give_up_after`` (the notifier's; a day by default) after it was queued:
+  ``failed``, logged as an error and audited (``page.gave_up``);
 - a target no longer configured: ``failed``, logged.
 
 A crash between the call and marking the row leaves it pending, so it is sent again after the
 restart: nothing is lost, and the receiver acts once (PagerDuty's ``dedup_key``, the webhook's
 ``X-Guard-Delivery``). The worker also queues the ``resolve`` of every open page whose incident
-is resolved (``resolve_finished``), however it was resolved (healed, auto-resolved, by hand).
+is over (``resolve_finished``): resolved however it was (healed, auto-resolved, by hand), or
+muted (a person silenced it: nobody should stay paged).
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ from guard import cluster, metrics
 from guard.config import Settings
 from guard.config.paging import PagerDutyNotifier, WebhookNotifier
 from guard.crashpoints import reached
+from guard.durations import format_duration
 from guard.exceptions import NotLeader
 from guard.notify.channel import Rejected, Retry, Unreachable
 from guard.notify.pagers import enqueue_pages, pagerduty, triggered_targets, webhook
 from guard.records import IncidentState, utcnow
 from guard.redact import redact_value
+from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox, PageStatus
@@ -47,6 +52,8 @@ IDLE = 0.5  # seconds between passes when nothing is due
 SWEEP_EVERY = 2.0  # seconds between looks for resolved incidents with open pages
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 300.0
+DRAIN_FOR = 30.0  # seconds ``guard run --once`` spends delivering pages at most
+OVER = (IncidentState.resolved.value, IncidentState.muted.value)  # their open pages are resolved
 
 
 def backoff(attempts: int, first: float = BACKOFF_FIRST) -> float:
@@ -71,8 +78,7 @@ class PageWorker:
                     if loop.time() - self._swept_at >= SWEEP_EVERY:
                         self._swept_at = loop.time()
                         await asyncio.to_thread(self.resolve_finished)
-                    due = await asyncio.to_thread(self.due)
-                    await asyncio.gather(*(self.deliver(client, row) for row in due))
+                    due = await self.deliver_due(client)
                 except NotLeader as exc:  # deposed: the new leader sends what is left
                     logger.warning("page worker stops: {}", exc)
                     return
@@ -83,6 +89,31 @@ class PageWorker:
                     continue
                 if not due:
                     await _sleep(stop, IDLE)
+
+    async def drain(self, within: float = DRAIN_FOR) -> int:
+        """One bounded delivery of the outbox, for ``guard run --once``: queue the resolves of
+        finished incidents, then deliver pass after pass until nothing is due (a page waiting
+        out its backoff is left for the next run) or ``within`` seconds are up. Every send is
+        claimed like the worker's. Returns how many attempts were made; never raises for a
+        pager, the store or a lost lease (what is left stays in the outbox)."""
+        tried = 0
+        async with httpx.AsyncClient() as client:
+            try:
+                async with asyncio.timeout(within):
+                    await asyncio.to_thread(self.resolve_finished)
+                    while due := await self.deliver_due(client):
+                        tried += len(due)
+            except TimeoutError:
+                logger.warning("pages: {:g}s were up; the rest waits for the next run", within)
+            except (NotLeader, SQLAlchemyError) as exc:
+                logger.warning("pages not delivered ({}); they wait in the outbox", exc)
+        return tried
+
+    async def deliver_due(self, client: httpx.AsyncClient) -> list[PageOutbox]:
+        """One pass: each target's due row, targets side by side; the rows attempted."""
+        due = await asyncio.to_thread(self.due)
+        await asyncio.gather(*(self.deliver(client, row) for row in due))
+        return due
 
     def due(self) -> list[PageOutbox]:
         """Each target's oldest pending row, if its backoff is over."""
@@ -134,6 +165,9 @@ class PageWorker:
             await asyncio.to_thread(self._mark, row, PageStatus.failed, str(exc))
             return
         except Exception as exc:  # 429/5xx/network, or anything unforeseen: later, never dead
+            if (waited := self._waited(row)) >= config.give_up_after:
+                await asyncio.to_thread(self._give_up, row, waited, exc)
+                return
             wait = backoff(row.attempts + 1, self.first_backoff)
             if isinstance(exc, Retry):
                 wait = max(wait, exc.after)
@@ -160,11 +194,39 @@ class PageWorker:
             row.target,
         )
 
+    @staticmethod
+    def _waited(row: PageOutbox) -> float:
+        """Seconds since the row was queued."""
+        return (utcnow() - row.created_at).total_seconds()
+
+    def _give_up(self, row: PageOutbox, waited: float, exc: Exception) -> None:
+        """Fail a page still not delivered ``give_up_after`` it was queued (logged, audited)."""
+        why = f"gave up after {format_duration(waited)} and {row.attempts + 1} attempt(s): {exc}"
+        logger.error(
+            "page {} to {} ({} for incident #{}) {}",
+            row.id,
+            row.target,
+            row.action,
+            row.incident_id,
+            why,
+        )
+        self._mark(row, PageStatus.failed, why, audited="page.gave_up")
+
     def _claim(self, row: PageOutbox) -> None:
         with self.db.session() as session:
             cluster.current().claim(session, "page.send", row.id)
 
-    def _mark(self, row: PageOutbox, status: PageStatus, error: str = "", wait: float = 0) -> None:
+    def _mark(
+        self,
+        row: PageOutbox,
+        status: PageStatus,
+        error: str = "",
+        wait: float = 0,
+        *,
+        audited: str = "",
+    ) -> None:
+        """Record an attempt's outcome (and, with ``audited``, an audit entry of that action, in
+        the same transaction)."""
         outcome = "retried" if status == PageStatus.pending else status.value
         metrics.record_page(row.target, row.action, outcome)
         with self.db.session() as session:
@@ -175,9 +237,24 @@ class PageWorker:
                 fresh.sent_at = utcnow()
             fresh.next_at = utcnow() + timedelta(seconds=wait) if wait else None
             session.add(fresh)
+            if audited:
+                audit.append(
+                    session,
+                    actor="guard",
+                    action=audited,
+                    subject=f"incident:{row.incident_id}",
+                    data={
+                        "page": row.id,
+                        "target": row.target,
+                        "action": row.action,
+                        "attempts": fresh.attempts,
+                        "error": error,
+                    },
+                )
 
     def resolve_finished(self) -> int:
-        """Queue ``resolve`` to the open pages of every resolved incident; how many incidents."""
+        """Queue ``resolve`` to the open pages of every resolved or muted incident; how many
+        incidents."""
         done = 0
         later = aliased(PageOutbox)
         resolved_since = (
@@ -197,7 +274,7 @@ class PageWorker:
                     .join(Incident, col(Incident.id) == col(PageOutbox.incident_id))
                     .where(
                         PageOutbox.action == "trigger",
-                        Incident.state == IncidentState.resolved.value,
+                        col(Incident.state).in_(OVER),
                         ~resolved_since,
                     )
                     .distinct()
@@ -216,7 +293,8 @@ class PageWorker:
                     )
                 ).one()
                 key = f"resolve:{incident_id}:{newest}"
-                if enqueue_pages(session, open_targets, inc, "resolve", key=key, reason="resolved"):
+                why = "muted" if inc.state == IncidentState.muted else "resolved"
+                if enqueue_pages(session, open_targets, inc, "resolve", key=key, reason=why):
                     done += 1
         return done
 
