@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import yaml
 
-from bench.crash import Check, Logfile, Run, audit_check, stuck_check, telegram_check
+from bench.crash_checks import audit_check, stuck_check, telegram_check
+from bench.crash_run import Check, Run
+from bench.crash_scenarios import Logfile
 
 
 class Correlate(Logfile):

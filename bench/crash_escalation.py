@@ -10,16 +10,14 @@ target exactly once (none lost, none repeated) and every reminder recorded was p
 
 from __future__ import annotations
 
-from bench.crash import (
-    Check,
-    Run,
-    Scenario,
+from bench.crash_checks import (
     audit_check,
     stuck_check,
     telegram_check,
     telegram_config,
     web_playbook,
 )
+from bench.crash_run import Check, Run, Scenario
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
 
 SECONDARY, TERTIARY = ROUTING_KEY[::-1], ROUTING_KEY.upper()

@@ -7,16 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.crash import (
-    Check,
-    Run,
-    Scenario,
+from bench.crash_checks import (
     audit_check,
     stuck_check,
     telegram_check,
     telegram_config,
     web_playbook,
 )
+from bench.crash_run import Check, Run, Scenario
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
 from tests.webhook_receiver import SECRET, WebhookReceiver
 

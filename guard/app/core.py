@@ -43,6 +43,7 @@ from guard.web import WebServer
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
+    from guard.notify.quiet import QuietNotifier
 
 EventHook = Callable[[list[IncidentEvent]], Any]
 
@@ -78,7 +79,7 @@ class Guard:
         self.reloader = PlaybookReloader(
             settings.playbooks_dir, self.apply_playbooks, self._put, self._audit
         )
-        self.housekeeping = Housekeeping(settings, self.db, self._put)
+        self.housekeeping = Housekeeping(settings, self.db, self._put, self.release_held)
         self.event_hooks: list[EventHook] = [self._log_events]
         self.event_hooks.append(metrics.IncidentMetrics(self.db))
         self.intake = Intake(
@@ -89,14 +90,22 @@ class Guard:
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
         self._agent = agent
+        self.quiet: QuietNotifier | None = None  # around the agent's notifier, built with it
         self.leadership = cluster.for_settings(settings, self.db)
 
     @property
     def agent(self) -> Agent:
         """The agent loop (built on first use: it loads skills and memory)."""
         if self._agent is None:
-            self._agent = build_agent(self.settings, self.db, self.playbooks)
+            self._agent, self.quiet = build_agent(self.settings, self.db, self.playbooks)
         return self._agent
+
+    async def release_held(self) -> list[int]:
+        """The leader's quiet-hours job: ask the questions the agent's quiet hours held once
+        they may be asked (``guard.notify.quiet``; nothing before the agent is built)."""
+        from guard.notify.quiet import release_held
+
+        return await release_held(self.quiet)
 
     @property
     def monitors(self) -> list[Monitor]:

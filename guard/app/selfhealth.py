@@ -84,11 +84,13 @@ def start_scheduler() -> AsyncIOScheduler:
     return scheduler
 
 
-def paging_jobs(settings: Settings, db: Database) -> dict[str, tuple[Job, float]]:
-    """The leader's escalation job (steps and reminders, ``guard.notify.escalation``) and the
-    release of questions held by quiet hours (``guard.notify.quiet``), when configured."""
+def paging_jobs(
+    settings: Settings, db: Database, release_quiet: Job
+) -> dict[str, tuple[Job, float]]:
+    """The leader's escalation job (steps and reminders, ``guard.notify.escalation``) and
+    ``release_quiet``, the release of questions held by quiet hours (``guard.notify.quiet``),
+    when configured."""
     from guard.notify.escalation import Escalator
-    from guard.notify.quiet import release_held
 
     every = settings.escalation.check_every
     return {
@@ -96,17 +98,18 @@ def paging_jobs(settings: Settings, db: Database) -> dict[str, tuple[Job, float]
             Escalator(settings, db).run,
             every if settings.escalation.active else 0,
         ),
-        "quiet:release": (release_held, every if settings.quiet_hours is not None else 0),
+        "quiet:release": (release_quiet, every if settings.quiet_hours is not None else 0),
     }
 
 
 class Housekeeping:
     """Guard's periodic jobs on itself; each logs or raises an incident, never fails the run."""
 
-    def __init__(self, settings: Settings, db: Database, put: Put) -> None:
+    def __init__(self, settings: Settings, db: Database, put: Put, release_quiet: Job) -> None:
         self.settings = settings
         self.db = db
         self._put = put
+        self._release_quiet = release_quiet
 
     def schedule(self, scheduler: AsyncIOScheduler, more: dict[str, tuple[Job, float]]) -> None:
         """Add the housekeeping jobs and ``more`` (job id -> (job, every how many seconds; 0:
@@ -114,7 +117,7 @@ class Housekeeping:
         s = self.settings
         jobs = {
             **more,
-            **paging_jobs(s, self.db),
+            **paging_jobs(s, self.db, self._release_quiet),
             "skills:sync": (self.sync_skills, s.skills.sync_every if s.skills.git_remote else 0),
             "audit:anchor": (self.anchor, s.audit.anchor_every),
         }

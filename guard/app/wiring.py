@@ -18,6 +18,7 @@ from guard.triage import TriagePolicy
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
     from guard.notify.pagers.worker import PageWorker
+    from guard.notify.quiet import QuietNotifier
 
 
 def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[str, TriagePolicy]:
@@ -34,27 +35,32 @@ def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[st
     }
 
 
-def build_agent(settings: Settings, db: Database, playbooks: list[Playbook]) -> Agent:
+def build_agent(
+    settings: Settings, db: Database, playbooks: list[Playbook]
+) -> tuple[Agent, QuietNotifier | None]:
     """The agent loop and the notifier it tells humans through (imported on first use: it
-    loads skills and memory)."""
+    loads skills and memory), and the quiet hours around that notifier (None when none are
+    configured), for whoever runs their release (``guard.notify.quiet.release_held``)."""
     from guard.agent.loop import Agent
     from guard.notify import build_notifier
     from guard.notify.quiet import wrap_quiet
     from guard.notify.routing import Router
 
     router = Router(settings)
+    notifier = build_notifier(settings, db, router)
+    quiet = wrap_quiet(notifier, settings, db)
     agent = Agent(
         settings,
         db,
         playbooks,
         # quiet hours hold only the asking: a known remedy still runs
-        notifier=wrap_quiet(build_notifier(settings, db, router), settings, db),
+        notifier=notifier if quiet is None else quiet,
         mute_for=settings.telegram.mute_for,
     )
     # routes match on playbook names: the agent's monitor -> playbook map, kept current by
     # ``Agent.use_playbooks`` on every reload
     router.use_books(agent.remediator.books)
-    return agent
+    return agent, quiet
 
 
 def page_worker(settings: Settings, db: Database) -> PageWorker | None:

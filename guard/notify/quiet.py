@@ -36,24 +36,20 @@ from guard.store.db import Database
 from guard.store.escalation import QuietHeld
 from guard.store.models import Approval, Incident, OutboxMessage
 
-_installed: QuietNotifier | None = None
 
-
-def wrap_quiet(notifier: Notifier, settings: Settings, db: Database) -> Notifier:
-    """``notifier`` behind quiet hours (itself when none are configured); the wrapper is the
-    one ``release_held`` releases through."""
-    global _installed
+def wrap_quiet(notifier: Notifier, settings: Settings, db: Database) -> QuietNotifier | None:
+    """``notifier`` behind quiet hours, or None when none are configured. Whoever builds it
+    (``guard.app.wiring``) hands it to the agent as its notifier and to ``release_held``."""
     if settings.quiet_hours is None:
-        return notifier
-    _installed = QuietNotifier(notifier, settings, db)
-    return _installed
+        return None
+    return QuietNotifier(notifier, settings, db)
 
 
-async def release_held() -> list[int]:
-    """The periodic job: release what the installed wrapper holds (nothing if none); a failure
-    is logged, and the held questions are tried again on the next run."""
+async def release_held(quiet: QuietNotifier | None) -> list[int]:
+    """The periodic job: release what ``quiet`` holds (nothing without it); a failure is
+    logged, and the held questions are tried again on the next run."""
     try:
-        return await _installed.release() if _installed is not None else []
+        return await quiet.release() if quiet is not None else []
     except Exception:
         logger.exception("quiet hours: releasing held questions failed; tried again")
         return []

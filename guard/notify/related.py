@@ -8,24 +8,32 @@ already posted as its own message, with its buttons still live, gets an edit (sa
 the line added or replaced). A question that is closed, or was posted in a grouped message,
 is left alone (``guard incidents show`` lists the related signals). The agent calls it when a
 signal joins and right after it asks.
+
+Each channel's rows are escaped and cut by the ``Markup`` the channel registers (``register``,
+e.g. Telegram's HTML from ``guard.notify.telegram.markup``); a channel that registered none gets
+the line as plain printable text, uncut. This module knows no channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlmodel import Session, col, select
 
+from guard.notify.channel import Markup
 from guard.notify.outbox import queue
 from guard.notify.relatedline import related_line, with_related
-from guard.notify.telegram.messages import LIMIT, cut, esc
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
 from guard.textsafe import printable
 from guard.triage.correlation import related_of
 
-# How each outbox channel escapes text (HTML for Telegram); others take it as it is.
-ESCAPES: dict[str, Callable[[object], str]] = {"telegram": esc}
+MARKUPS: dict[str, Markup] = {}
+"""How each outbox channel (by its rows' ``channel``) renders text, as the channels register."""
+
+
+def register(channel: str, markup: Markup) -> None:
+    """Escape and cut the related line in ``channel``'s rows with ``markup`` (called by the
+    channel's package when it is imported)."""
+    MARKUPS[channel] = markup
 
 
 def _questions(session: Session, incident_id: int) -> dict[tuple[str, str], list[OutboxMessage]]:
@@ -69,13 +77,14 @@ def refresh(db: Database, incident_id: int) -> int:
             return 0
         line = related_line(related)
         for (channel, chat), rows in _questions(session, incident_id).items():
-            escape = ESCAPES.get(channel, printable)
+            markup = MARKUPS.get(channel)
             send, latest = rows[0], rows[-1]
             if any(r.method == "edit" and not r.buttons for r in rows[1:]):
                 continue  # the question is over
-            text = with_related(latest.text, escape(line))
-            if channel == "telegram":
-                text = cut(text, LIMIT)
+            if markup is None:
+                text = with_related(latest.text, printable(line))
+            else:
+                text = markup.cut(with_related(latest.text, markup.escape(line)))
             if text == latest.text:
                 continue
             if send.status == OutboxStatus.pending:

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
+from guard.notify import related
 from guard.notify.outbox import queue
 from guard.notify.related import refresh
 from guard.notify.relatedline import with_related
+from guard.notify.telegram import markup  # Telegram's rows: its package registers its HTML
 from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
@@ -46,6 +48,7 @@ def rows(db) -> list[OutboxMessage]:
 
 
 def test_the_question_is_edited_as_signals_join(tmp_path: Path):
+    assert isinstance(markup.HtmlMarkup(), type(related.MARKUPS["telegram"]))
     db = open_database(f"sqlite:///{tmp_path / 'g.db'}")
     with db.session() as s:
         inc = stored_incident(s).id

@@ -15,7 +15,7 @@ from guard.config import Settings
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.escalation import asked_at
 from guard.notify.fanout import ChannelNotifier
-from guard.notify.quiet import QuietNotifier, wrap_quiet
+from guard.notify.quiet import QuietNotifier, release_held, wrap_quiet
 from guard.notify.telegram.markup import HtmlMarkup
 from guard.records import utcnow
 from guard.store.db import Database, open_database
@@ -218,7 +218,36 @@ async def test_updates_and_text_pass_through(quiet: Any) -> None:
 def test_wrap_quiet_wraps_only_when_configured(tmp_path: Path) -> None:
     db = open_database(Settings(data_dir=tmp_path).database_url)
     inner = ChannelNotifier(db, "telegram", "1", HtmlMarkup())
-    assert wrap_quiet(inner, Settings(data_dir=tmp_path), db) is inner
+    assert wrap_quiet(inner, Settings(data_dir=tmp_path), db) is None
     s = Settings(data_dir=tmp_path, quiet_hours={"from": "22:00", "to": "08:00"})
     wrapped = wrap_quiet(inner, s, db)
     assert isinstance(wrapped, QuietNotifier) and wrapped.inner is inner
+
+
+async def test_release_held_releases_through_the_wrapper_it_is_given(quiet: Any) -> None:
+    _, db, clock, notifier = quiet
+    req = incident(db, "warning")
+    await notifier.ask(req)
+    clock.now = MORNING
+    assert await release_held(None) == []  # no wrapper given: nothing to release
+    assert held(db, req.incident_id).released_at is None
+    assert await release_held(notifier) == [req.incident_id]
+    assert len(asks(db, req.incident_id)) == 1
+
+
+async def test_a_failing_release_is_logged_and_tried_again(quiet: Any) -> None:
+    _, db, clock, notifier = quiet
+    req = incident(db, "warning")
+    await notifier.ask(req)
+    clock.now = MORNING
+    real = notifier.inner
+
+    class Down:
+        async def ask(self, request: HumanRequest) -> None:
+            raise RuntimeError("channel down")
+
+    notifier.inner = Down()
+    assert await release_held(notifier) == []  # logged, not raised
+    assert held(db, req.incident_id).released_at is None
+    notifier.inner = real
+    assert await release_held(notifier) == [req.incident_id]

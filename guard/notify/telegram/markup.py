@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from guard.notify import related
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
 from guard.notify.outbox import grouping
@@ -94,3 +95,6 @@ class HtmlMarkup:
 
     def group(self, members: list[MessageGroupMember]) -> tuple[str, Buttons]:
         return render(members)
+
+
+related.register("telegram", HtmlMarkup())  # the channel's name: ``channel.NAME``
