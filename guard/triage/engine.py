@@ -117,9 +117,9 @@ class Triage:
                 for key in states:
                     if key.startswith("monitor:"):
                         reached("logfile.cursor_save")  # saved, in the batch's transaction
-                self._storms.write()
+                folded = self._storms.write()
                 if time.monotonic() - self._calmed_at >= CALM_EVERY:
-                    storm.calm_storms(session, self.settings.storm_window, events)
+                    storm.calm_storms(session, self.settings.storm_window, events, folded)
                     self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:

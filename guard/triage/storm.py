@@ -14,7 +14,7 @@ never calls back into the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -178,8 +178,9 @@ class StormBatch:
             details["other"] += sig.count
         details["signals"] += sig.count
 
-    def write(self) -> None:
-        """Put each storm's folded details and title on its incident."""
+    def write(self) -> set[int]:
+        """Put each storm's folded details and title on its incident; the storms' ids."""
+        written: set[int] = set()
         for monitor_id, (incident, details) in self._storms.items():
             counts, labels = details["counts"], details["labels"]
             top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
@@ -193,7 +194,10 @@ class StormBatch:
             incident.title = storm_title(
                 monitor_id, details["signals"], len(counts), more=bool(details["other"])
             )
+            if incident.id is not None:
+                written.add(incident.id)
         self._storms.clear()
+        return written
 
 
 def _working(details: dict[str, Any]) -> dict[str, Any]:
@@ -207,25 +211,29 @@ def _working(details: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def quiet_storms(session: Session, window: float, now: datetime | None = None) -> list[Incident]:
+def quiet_storms(
+    session: Session, window: float, now: datetime | None = None, busy: Collection[int] = ()
+) -> list[Incident]:
     """Storms that nothing was folded into for a whole ``window`` (and that the agent is not
-    working on)."""
+    working on). ``busy``: storms that took signals in this batch, however long ago those
+    were observed (a batch that lags its scan by more than the window is not a quiet storm)."""
     cutoff = (now or utcnow()) - timedelta(seconds=window)
-    return list(
-        session.exec(
-            select(Incident).where(
-                Incident.kind == STORM_KIND,
-                Incident.source == "guard",
-                col(Incident.state).in_(AUTO_RESOLVABLE),
-                col(Incident.last_seen) < cutoff,
-            )
-        ).all()
-    )
+    found = session.exec(
+        select(Incident).where(
+            Incident.kind == STORM_KIND,
+            Incident.source == "guard",
+            col(Incident.state).in_(AUTO_RESOLVABLE),
+            col(Incident.last_seen) < cutoff,
+        )
+    ).all()
+    return [i for i in found if i.id not in busy]
 
 
-def calm_storms(session: Session, window: float, events: list[IncidentEvent]) -> None:
-    """Resolve the storms gone quiet for a whole ``window``."""
-    for incident in quiet_storms(session, window):
+def calm_storms(
+    session: Session, window: float, events: list[IncidentEvent], busy: Collection[int] = ()
+) -> None:
+    """Resolve the storms gone quiet for a whole ``window`` (not the ``busy`` ones)."""
+    for incident in quiet_storms(session, window, busy=busy):
         transition(
             session,
             incident,

@@ -278,6 +278,23 @@ def test_the_storm_breaker_folds_what_is_past_the_cap_into_one_storm(tmp_path, d
     assert [(e.incident_id, e.type) for e in events] == [(storm.id, "resolved")]
 
 
+def test_a_storm_is_not_calmed_in_the_batch_that_folds_into_it(tmp_path, db):
+    """A batch that lags its scan by more than the storm window (a loaded machine) still opens
+    the storm and keeps it: its signals are old, but the storm is not quiet."""
+    log = tmp_path / "app.log"
+    words = ["disk", "cache", "queue", "mailer", "search", "billing", "auth", "cron"]
+    log.write_text(
+        "".join(f"ERROR {w} subsystem {v} exploded\n" for w in words for v in ("badly", "again"))
+    )
+    triage = Triage(db, TriageSettings(max_new_incidents=3, storm_window=1.0))
+    obs = _monitor(log).scan({})
+    time.sleep(1.2)  # the scan's observations are a whole window old when triage sees them
+    events = triage.process([Observation(obs.signals, obs.state, "app")])
+    (storm,) = [i for i in _incidents(db) if i.kind == "storm"]
+    assert storm.state == "open"
+    assert [e.type for e in events if e.incident_id == storm.id] == ["opened"]
+
+
 def test_check_config_names_an_unknown_group(home: GuardHome):
     home.playbook(
         "api",
