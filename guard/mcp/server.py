@@ -73,8 +73,9 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
                 types.ResourceTemplate(
                     name="incident",
                     uri_template="guard://incidents/{id}",
-                    description="An incident whole, as show_incident returns it (JSON).",
-                    mime_type="application/json",
+                    description="An incident whole, as show_incident returns it (JSON, fenced "
+                    "as untrusted data).",
+                    mime_type="text/plain",
                 ),
                 types.ResourceTemplate(
                     name="skill",
@@ -99,7 +100,7 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
                 name=f"incident {i['id']}",
                 uri=f"guard://incidents/{i['id']}",
                 description=fenced(f"{i['state']} {i['severity']}: {i['title']}", "incident"),
-                mime_type="application/json",
+                mime_type="text/plain",  # JSON inside the untrusted-data fence
             )
             for i in found
         ] + [
@@ -120,15 +121,14 @@ def build_server(tools: GuardTools, actor_of: ActorOf, *, version: str = "") -> 
         done = await tools.read(actor_of(ctx), uri)
         if done.error:
             raise MCPError(types.INVALID_PARAMS, done.text)
-        kind = "application/json" if uri.startswith("guard://incidents/") else "text/plain"
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, text=done.text, mime_type=kind)]
+        return types.ReadResourceResult(  # text/plain: even an incident's JSON comes fenced
+            contents=[types.TextResourceContents(uri=uri, text=done.text, mime_type="text/plain")]
         )
 
     return Server(
         "guard",
         version=version,
-        instructions=f"{INSTRUCTIONS} {tools.fence.rule}",
+        instructions=f"{INSTRUCTIONS} {tools.fence.rule_under('your user')}",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

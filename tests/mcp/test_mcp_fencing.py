@@ -81,7 +81,7 @@ async def test_a_hostile_log_line_comes_back_fenced_and_defused(
     log.write_text("INFO started\n" + hostile(tools.fence.nonce) + "\n")
     inc = stored_incident_id(lp.db, source="logfile", target=str(log), kind="api_error")
     async with client as c:
-        assert c.instructions is not None and tools.fence.rule in c.instructions
+        assert c.instructions is not None and tools.fence.rule_under("your user") in c.instructions
         text, error = await call(c, "recent_logs", incident_id=inc, lines=10)
     assert not error
     inner = assert_fenced(tools, text, "recent_logs")
