@@ -4,10 +4,10 @@ An incident's message header gets a line naming its related signals, ``Related s
 http status on http://shop:8080/healthz (x3); upstream refused on /var/log/shop.log (x5)``.
 ``refresh`` puts the line in every channel's question about the incident, through the outbox:
 a question still queued has its text changed in place (it goes out with the line); one
-already posted as its own message, with its buttons still live, gets an edit (same buttons,
-the line added or replaced). A question that is closed, or was posted in a grouped message,
-is left alone (``guard incidents show`` lists the related signals). The agent calls it when a
-signal joins and right after it asks.
+already posted, as its own message or in a grouped one, with its buttons still live, gets an
+edit (same buttons, the line added or replaced; in a group, under the incident's line). A
+closed question is left alone (``guard incidents show`` lists the related signals). The agent
+calls it when a signal joins and right after it asks.
 
 Each channel's rows are escaped and cut by the ``Markup`` the channel registers (``register``,
 e.g. Telegram's HTML from ``guard.notify.telegram.markup``); a channel that registered none gets
@@ -19,7 +19,7 @@ from __future__ import annotations
 from sqlmodel import Session, col, select
 
 from guard.notify.channel import Markup
-from guard.notify.outbox import queue
+from guard.notify.outbox import grouping, queue
 from guard.notify.relatedline import related_line, with_related
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
@@ -68,6 +68,22 @@ def _own_live(session: Session, channel: str, chat: str, incident_id: int) -> bo
     return found is not None and found.live
 
 
+def _grouped_live(session: Session, channel: str, chat: str, incident_id: int) -> bool:
+    """Whether the incident was asked in a grouped message whose buttons for it are live."""
+    member = grouping.member(session, channel, chat, incident_id)
+    if member is None or not member.live:
+        return False
+    group = session.exec(
+        select(ChannelMessage).where(
+            ChannelMessage.channel == channel,
+            ChannelMessage.chat_id == chat,
+            ChannelMessage.message_id == member.message_id,
+            ChannelMessage.role == "group",
+        )
+    ).first()
+    return group is not None and group.live
+
+
 def refresh(db: Database, incident_id: int) -> int:
     """Put the related-signals line in the incident's questions; returns the edits queued."""
     edits: list[tuple[OutboxMessage, int]] = []
@@ -90,7 +106,9 @@ def refresh(db: Database, incident_id: int) -> int:
             if send.status == OutboxStatus.pending:
                 send.text = text  # not posted yet: it goes out with the line
                 session.add(send)
-            elif _own_live(session, channel, chat, incident_id):
+            elif _own_live(session, channel, chat, incident_id) or _grouped_live(
+                session, channel, chat, incident_id
+            ):
                 edit = OutboxMessage(
                     method="edit",
                     chat_id=chat,

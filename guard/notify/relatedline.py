@@ -1,7 +1,8 @@
 """The line an incident's question gets for its related signals, and where it goes in the text.
 
 Plain text, escaped by each channel: ``guard.notify.related`` puts it in open questions,
-``guard.notify.fanout`` keeps it in a closed one.
+``guard.notify.fanout`` keeps it in a closed one, and a grouped message carries it under the
+incident's line (``member_text``).
 """
 
 from __future__ import annotations
@@ -26,3 +27,16 @@ def with_related(text: str, line: str) -> str:
     head, sep, rest = text.partition("\n\n")
     kept = [h for h in head.split("\n") if not h.startswith(MARK)]
     return "\n".join([*kept, line]) + sep + rest
+
+
+def related_in(text: str) -> str | None:
+    """The related line in the header of a question ``text`` (None: it names none)."""
+    head = text.partition("\n\n")[0]
+    return next((h for h in head.split("\n") if h.startswith(MARK)), None)
+
+
+def member_text(line: str, question: str) -> str:
+    """An incident's line in a grouped message (``line``), with the related line of its
+    ``question`` (as the channel escaped it) under it."""
+    found = related_in(question)
+    return f"{line}\n{found}" if found else line

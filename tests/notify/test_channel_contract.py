@@ -175,3 +175,58 @@ async def _until(predicate: Callable[[], bool], what: str, within: float = 30) -
             return
         await asyncio.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_a_grouped_question_names_its_related_signals_as_they_join(
+    subject: Subject, db: Database
+):
+    """Incident 3 was asked inside a group; a signal joins it: the group message is edited,
+    incident 3's line gains the related line, and every button stays."""
+    from guard.notify import related
+    from guard.notify.telegram import markup  # noqa: F401  (Telegram registers its HTML)
+    from guard.store.correlation import RelatedSignal
+    from tests.agent_helpers import stored_incident
+
+    name, chat = subject.channel.name, subject.chat
+    with db.session() as s:
+        ids = [stored_incident(s, fingerprint=f"fp{i}", title=f"down {i}").id for i in range(3)]
+    born = "Related signals (1): bad gateway on /var/log/pay.log (x2)"  # asked after a join
+    for incident_id in ids:
+        head = f"incident {incident_id} down" + (f"\n{born}" if incident_id == ids[1] else "")
+        queue.enqueue(
+            db, name, method="send", chat_id=chat, text=f"{head}\n\nWhat now?",
+            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
+            role="incident",
+        )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(OutboxWorker(subject.channel, db, group_wait=1.0).run(stop))
+    try:
+        await _until(lambda: not queue.pending(db, name), "the announcements")
+        with db.session() as s:
+            s.add(
+                RelatedSignal(
+                    incident_id=ids[2], fingerprint="web", check_key="web", monitor_id="web",
+                    source="http", target="http://shop/", kind="http_status",
+                    severity="critical", count=4,
+                )
+            )  # fmt: skip
+        assert related.refresh(db, ids[2]) == 1
+        await _until(lambda: not queue.pending(db, name), "the edit")
+        assert related.refresh(db, ids[2]) == 0  # nothing new: no edit
+    finally:
+        stop.set()
+        await task
+    with db.session() as s:
+        posted = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).all()
+        rows = s.exec(select(OutboxMessage)).all()
+    assert [m.role for m in posted] == ["incident", "group"]
+    assert {r.status for r in rows} == {OutboxStatus.sent}
+    if subject.current is not None:
+        shown = subject.current(posted[1].message_id)
+        assert shown is not None
+        text, buttons = shown
+        two, three = [p for p in text.split("\n\n") if "Related signals" in p]
+        assert f"#{ids[1]}" in two.split("\n")[0] and two.endswith(f"\n{born}")
+        assert f"#{ids[2]}" in three.split("\n")[0]  # under incident 3's line, no other's
+        assert three.endswith("\nRelated signals (1): http status on http://shop/ (x4)")
+        assert [data for row in buttons for _, data in row] == [f"d{ids[1]}" * 4, f"d{ids[2]}" * 4]

@@ -16,6 +16,7 @@ from sqlmodel import Session, col, select
 from guard.notify.channel import Channel, Post
 from guard.notify.outbox import grouping, inflight
 from guard.notify.outbox.queue import claim_send, incident_message
+from guard.notify.relatedline import member_text
 from guard.records import utcnow
 from guard.redact import redact
 from guard.store.db import Database
@@ -93,7 +94,10 @@ class Delivery:
                     chat_id=chat,
                     message_id=0,
                     incident_id=r.incident_id,
-                    text=markup.member_line(session.get(Incident, r.incident_id), r.incident_id),
+                    text=member_text(
+                        markup.member_line(session.get(Incident, r.incident_id), r.incident_id),
+                        r.text,
+                    ),
                     buttons=grouping.labelled(r.incident_id, _buttons(r.buttons)),
                 )
                 for r in rows
@@ -135,7 +139,9 @@ class Delivery:
             session.add(old)
 
     async def _edit_group(self, row: OutboxMessage, target: ChannelMessage) -> None:
-        """One incident of a group is closed: its line says how, its buttons go."""
+        """One incident of a group changed. Closed (an edit without buttons): its line says
+        how, its buttons go. Still asking (its related signals changed): its line again, with
+        the question's related line, its buttons kept."""
         assert row.incident_id is not None
         markup = self.channel.markup
         with self.db.session() as session:
@@ -143,8 +149,11 @@ class Delivery:
             for m in members:
                 if m.incident_id == row.incident_id:
                     incident = session.get(Incident, m.incident_id)
-                    m.text = markup.closed_line(incident, m.incident_id, row.text)
-                    m.live = False
+                    if row.buttons and m.live:
+                        m.text = member_text(markup.member_line(incident, m.incident_id), row.text)
+                    else:
+                        m.text = markup.closed_line(incident, m.incident_id, row.text)
+                        m.live = False
                     session.add(m)
         text, buttons = markup.group(members)
         await asyncio.to_thread(self._claim, [row])
