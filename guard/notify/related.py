@@ -22,7 +22,7 @@ from guard.notify.channel import Markup
 from guard.notify.outbox import grouping, queue
 from guard.notify.relatedline import related_line, with_related
 from guard.store.db import Database
-from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from guard.store.models import OutboxMessage, OutboxStatus
 from guard.textsafe import printable
 from guard.triage.correlation import related_of
 
@@ -53,35 +53,16 @@ def _questions(session: Session, incident_id: int) -> dict[tuple[str, str], list
     return chats
 
 
-def _own_live(session: Session, channel: str, chat: str, incident_id: int) -> bool:
-    """Whether the incident's question was posted as its own message, buttons still live."""
-    found = session.exec(
-        select(ChannelMessage)
-        .where(
-            ChannelMessage.channel == channel,
-            ChannelMessage.chat_id == chat,
-            ChannelMessage.incident_id == incident_id,
-            ChannelMessage.role == "incident",
-        )
-        .order_by(col(ChannelMessage.id).desc())
-    ).first()
-    return found is not None and found.live
-
-
-def _grouped_live(session: Session, channel: str, chat: str, incident_id: int) -> bool:
-    """Whether the incident was asked in a grouped message whose buttons for it are live."""
-    member = grouping.member(session, channel, chat, incident_id)
-    if member is None or not member.live:
+def _asking(session: Session, channel: str, chat: str, incident_id: int) -> bool:
+    """Whether the incident's question was posted (as its own message or in a grouped one)
+    and its buttons there are still live."""
+    found = queue.incident_message_in(session, channel, chat, incident_id)
+    if found is None or not found.live:
         return False
-    group = session.exec(
-        select(ChannelMessage).where(
-            ChannelMessage.channel == channel,
-            ChannelMessage.chat_id == chat,
-            ChannelMessage.message_id == member.message_id,
-            ChannelMessage.role == "group",
-        )
-    ).first()
-    return group is not None and group.live
+    if found.role != "group":
+        return True
+    member = grouping.member(session, channel, chat, incident_id)
+    return member is not None and member.live
 
 
 def refresh(db: Database, incident_id: int) -> int:
@@ -106,9 +87,7 @@ def refresh(db: Database, incident_id: int) -> int:
             if send.status == OutboxStatus.pending:
                 send.text = text  # not posted yet: it goes out with the line
                 session.add(send)
-            elif _own_live(session, channel, chat, incident_id) or _grouped_live(
-                session, channel, chat, incident_id
-            ):
+            elif _asking(session, channel, chat, incident_id):
                 edit = OutboxMessage(
                     method="edit",
                     chat_id=chat,

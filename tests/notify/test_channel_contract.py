@@ -6,6 +6,7 @@ recording channel of the test suite. A new channel joins ``SUBJECTS`` and passes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,21 +142,8 @@ async def test_the_outbox_groups_announcements_and_edits_them_through_the_channe
     subject: Subject, db: Database
 ):
     name, chat = subject.channel.name, subject.chat
-    for incident_id in (1, 2, 3):
-        queue.enqueue(
-            db, name, method="send", chat_id=chat, text=f"incident {incident_id} down",
-            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
-            role="incident",
-        )  # fmt: skip
-    stop = asyncio.Event()
-    task = asyncio.create_task(OutboxWorker(subject.channel, db, group_wait=1.0).run(stop))
-    try:
-        await _until(lambda: not queue.pending(db, name), "the announcements")
+    async with _announced(subject, db, {i: f"incident {i} down" for i in (1, 2, 3)}):
         queue.close_question(db, name, chat_id=chat, incident_id=2, text="incident 2\n\nhealed")
-        await _until(lambda: not queue.pending(db, name), "the edit")
-    finally:
-        stop.set()
-        await task
     with db.session() as s:
         posted = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).all()
         rows = s.exec(select(OutboxMessage)).all()
@@ -167,6 +155,29 @@ async def test_the_outbox_groups_announcements_and_edits_them_through_the_channe
         text, buttons = shown
         assert "2 incidents" in text and "healed" in text  # incident 2's line says how
         assert [data for row in buttons for _, data in row] == ["d3" * 4]  # its button went
+
+
+@contextlib.asynccontextmanager
+async def _announced(subject: Subject, db: Database, texts: dict[int, str]) -> AsyncIterator[None]:
+    """The incidents' questions (``texts``, by id) through the outbox (``group_wait`` 1 s: the
+    first alone, the rest grouped); the body runs once they are out, and the worker runs
+    until what the body queued is out too."""
+    name, chat = subject.channel.name, subject.chat
+    for incident_id, text in texts.items():
+        queue.enqueue(
+            db, name, method="send", chat_id=chat, text=text,
+            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
+            role="incident",
+        )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(OutboxWorker(subject.channel, db, group_wait=1.0).run(stop))
+    try:
+        await _until(lambda: not queue.pending(db, name), "the announcements")
+        yield
+        await _until(lambda: not queue.pending(db, name), "what followed")
+    finally:
+        stop.set()
+        await task
 
 
 async def _until(predicate: Callable[[], bool], what: str, within: float = 30) -> None:
@@ -187,21 +198,13 @@ async def test_a_grouped_question_names_its_related_signals_as_they_join(
     from guard.store.correlation import RelatedSignal
     from tests.agent_helpers import stored_incident
 
-    name, chat = subject.channel.name, subject.chat
+    name = subject.channel.name
     with db.session() as s:
         ids = [stored_incident(s, fingerprint=f"fp{i}", title=f"down {i}").id for i in range(3)]
     born = "Related signals (1): bad gateway on /var/log/pay.log (x2)"  # asked after a join
-    for incident_id in ids:
-        head = f"incident {incident_id} down" + (f"\n{born}" if incident_id == ids[1] else "")
-        queue.enqueue(
-            db, name, method="send", chat_id=chat, text=f"{head}\n\nWhat now?",
-            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
-            role="incident",
-        )  # fmt: skip
-    stop = asyncio.Event()
-    task = asyncio.create_task(OutboxWorker(subject.channel, db, group_wait=1.0).run(stop))
-    try:
-        await _until(lambda: not queue.pending(db, name), "the announcements")
+    texts = {i: f"incident {i} down\n\nWhat now?" for i in ids}
+    texts[ids[1]] = f"incident {ids[1]} down\n{born}\n\nWhat now?"
+    async with _announced(subject, db, texts):
         with db.session() as s:
             s.add(
                 RelatedSignal(
@@ -213,9 +216,6 @@ async def test_a_grouped_question_names_its_related_signals_as_they_join(
         assert related.refresh(db, ids[2]) == 1
         await _until(lambda: not queue.pending(db, name), "the edit")
         assert related.refresh(db, ids[2]) == 0  # nothing new: no edit
-    finally:
-        stop.set()
-        await task
     with db.session() as s:
         posted = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).all()
         rows = s.exec(select(OutboxMessage)).all()

@@ -200,31 +200,38 @@ def incident_message(
     """The newest message with buttons Guard sent about an incident in this chat: its own, or
     the grouped message it was announced in."""
     with db.session() as session:
-        own = session.exec(
-            select(ChannelMessage)
-            .where(
-                ChannelMessage.channel == channel,
-                ChannelMessage.chat_id == chat_id,
-                ChannelMessage.incident_id == incident_id,
-                ChannelMessage.role == "incident",
-            )
-            .order_by(col(ChannelMessage.id).desc())
-        ).first()
-        member = grouping.member(session, channel, chat_id, incident_id)
-        if member is None:
-            return own
-        group = session.exec(
-            select(ChannelMessage).where(
-                ChannelMessage.channel == channel,
-                ChannelMessage.chat_id == chat_id,
-                ChannelMessage.message_id == member.message_id,
-            )
-        ).first()
-        if group is None or (
-            own is not None and own.id is not None and group.id is not None and own.id > group.id
-        ):
-            return own
-        return group
+        return incident_message_in(session, channel, chat_id, incident_id)
+
+
+def incident_message_in(
+    session: Session, channel: str, chat_id: str, incident_id: int
+) -> ChannelMessage | None:
+    """``incident_message`` in the caller's transaction."""
+    own = session.exec(
+        select(ChannelMessage)
+        .where(
+            ChannelMessage.channel == channel,
+            ChannelMessage.chat_id == chat_id,
+            ChannelMessage.incident_id == incident_id,
+            ChannelMessage.role == "incident",
+        )
+        .order_by(col(ChannelMessage.id).desc())
+    ).first()
+    member = grouping.member(session, channel, chat_id, incident_id)
+    if member is None:
+        return own
+    group = session.exec(
+        select(ChannelMessage).where(
+            ChannelMessage.channel == channel,
+            ChannelMessage.chat_id == chat_id,
+            ChannelMessage.message_id == member.message_id,
+        )
+    ).first()
+    if group is None or (
+        own is not None and own.id is not None and group.id is not None and own.id > group.id
+    ):
+        return own
+    return group
 
 
 def pending(db: Database, channel: str, limit: int | None = None) -> list[OutboxMessage]:
