@@ -20,7 +20,7 @@ from guard.notify.pagers import dedup_key, enqueue_pages, triggered_targets
 from guard.notify.pagers.worker import PageWorker, backoff
 from guard.records import IncidentState, utcnow
 from guard.store.db import Database, open_database
-from guard.store.models import Incident
+from guard.store.models import AuditEntry, Incident
 from guard.store.paging import PageOutbox
 from tests.agent_helpers import stored_incident
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
@@ -189,6 +189,8 @@ def test_a_refusal_fails_for_good_and_the_target_moves_on(
     assert (first.status, first.attempts) == ("failed", 1)
     assert "400" in first.error and "invalid event" in first.error
     assert second.status == "sent" and [e["dedup_key"] for e in pd.events] == [dedup_key(idof(two))]
+    (entry,) = audited(db, "page.refused")  # nobody was paged: the audit says so
+    assert entry.subject == f"incident:{idof(one)}" and "invalid event" in entry.data["error"]
 
 
 def test_rate_limits_are_waited_out_in_order(tmp_path: Path, pd: PagerDutyServer) -> None:
@@ -215,6 +217,13 @@ def test_a_target_no_longer_configured_is_dropped_not_retried(
     by_target = {r.target: r for r in rows(db)}
     assert by_target["webhook:gone"].status == "failed"
     assert by_target["pagerduty:primary"].status == "sent"
+    (entry,) = audited(db, "page.dropped")
+    assert entry.data["target"] == "webhook:gone" and entry.subject == f"incident:{idof(inc)}"
+
+
+def audited(db: Database, action: str) -> list[AuditEntry]:
+    with db.session() as session:
+        return list(session.exec(select(AuditEntry).where(AuditEntry.action == action)).all())
 
 
 class Deposed:

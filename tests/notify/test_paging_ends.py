@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 from loguru import logger
-from sqlmodel import select
 
 from guard.config import Settings, load_settings
 from guard.exceptions import ConfigError
@@ -20,9 +19,10 @@ from guard.notify.pagers import dedup_key, triggered_targets
 from guard.notify.pagers.worker import PageWorker
 from guard.records import IncidentState, utcnow
 from guard.store.db import Database
-from guard.store.models import AuditEntry, Incident
+from guard.store.models import Incident
 from guard.store.paging import PageOutbox
 from tests.notify.test_pages import (
+    audited,
     counted,
     idof,
     incident,
@@ -51,11 +51,6 @@ def with_give_up(settings: Settings, seconds: float) -> Settings:
     for w in settings.notifiers.webhook.values():
         w.give_up_after = seconds
     return settings
-
-
-def audited(db: Database, action: str) -> list[AuditEntry]:
-    with db.session() as session:
-        return list(session.exec(select(AuditEntry).where(AuditEntry.action == action)).all())
 
 
 def logged(level: str, run: Callable[[], object]) -> list[str]:

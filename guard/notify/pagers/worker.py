@@ -8,10 +8,11 @@ the leader's fencing token (``cluster.current().claim``): a deposed replica send
 - accepted: the row is ``sent``;
 - 429, 408, 5xx, a network error or a timeout: tried again after an exponential backoff
   (``BACKOFF_FIRST`` doubling to ``BACKOFF_MAX``, or the ``Retry-After`` asked for if longer);
-- any other 4xx (PagerDuty's 400 "invalid event"): ``failed`` for good, logged as an error;
+- any other 4xx (PagerDuty's 400 "invalid event"): ``failed`` for good, logged as an error
+  and audited (``page.refused``);
 - still failing ``give_up_after`` (the notifier's; a day by default) after it was queued:
   ``failed``, logged as an error and audited (``page.gave_up``);
-- a target no longer configured: ``failed``, logged.
+- a target no longer configured: ``failed``, logged and audited (``page.dropped``).
 
 A crash between the call and marking the row leaves it pending, so it is sent again after the
 restart: nothing is lost, and the receiver acts once (PagerDuty's ``dedup_key``, the webhook's
@@ -142,7 +143,13 @@ class PageWorker:
                 row.incident_id,
                 row.target,
             )
-            await asyncio.to_thread(self._mark, row, PageStatus.failed, "notifier not configured")
+            await asyncio.to_thread(
+                self._mark,
+                row,
+                PageStatus.failed,
+                "notifier not configured",
+                audited="page.dropped",
+            )
             return
         await asyncio.to_thread(self._claim, row)
         reached("page.claimed")
@@ -162,7 +169,9 @@ class PageWorker:
                 row.incident_id,
                 exc,
             )
-            await asyncio.to_thread(self._mark, row, PageStatus.failed, str(exc))
+            await asyncio.to_thread(
+                self._mark, row, PageStatus.failed, str(exc), audited="page.refused"
+            )
             return
         except Exception as exc:  # 429/5xx/network, or anything unforeseen: later, never dead
             if (waited := self._waited(row)) >= config.give_up_after:
