@@ -34,6 +34,7 @@ from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.state import get_state
 from guard.triage.correlation import related_of, signal_line
+from guard.triage.related_groups import grouped
 
 FIRST_RECHECK = 0.05  # seconds before the second check; the wait doubles up to ``interval``
 
@@ -93,7 +94,8 @@ class Verifier:
             r, v = failed[0]
             line = signal_line(r.kind, r.target, r.count)
             return Verdict(False, f"related signal {line} still fails: {v.reason}", attempts)
-        return Verdict(True, f"{own.reason}; and {len(checked)} related check(s) pass", attempts)
+        shown = len(grouped(checked))  # one per monitor and target, as the incident shows them
+        return Verdict(True, f"{own.reason}; and {shown} related check(s) pass", attempts)
 
     async def verify_one(self, incident: Any, spec: VerifySpec) -> Verdict:
         """Re-run the check of one incident (or related signal) until it passes."""

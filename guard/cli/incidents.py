@@ -120,6 +120,7 @@ def show(
     from guard.incidents.ack import ack_of
     from guard.store.models import Incident, IncidentTimeline
     from guard.triage.correlation import related_of
+    from guard.triage.related_groups import grouped
 
     settings = settings_from(config, logging=False)
     db = database(settings, read_only=True)
@@ -127,7 +128,7 @@ def show(
         inc = session.get(Incident, incident_id)
         if inc is None:
             fail(f"no incident {incident_id} (see `guard incidents list`)")
-        related = [related_dict(r) for r in related_of(session, incident_id)]
+        related = [related_dict(g) for g in grouped(related_of(session, incident_id))]
         timeline = session.exec(
             select(IncidentTimeline)
             .where(IncidentTimeline.incident_id == incident_id)

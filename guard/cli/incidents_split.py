@@ -1,7 +1,8 @@
 """``guard incidents split ID SIGNAL``, and how ``incidents show`` prints related signals.
 
 ``SIGNAL`` is a related signal's id, as ``guard incidents show ID`` lists it (``#3``), or its
-monitor's id when that monitor has one related signal on the incident. The split goes through
+monitor's id when that monitor has one related signal on the incident. A related signal is one
+monitor on one target (``guard.triage.related_groups``): it is split whole. The split goes through
 the gate Guard runs with (verb ``split``, operator role; the CLI's actor is ``cli:<unix
 user>``); a refusal exits 1 and is audited (``guard.triage.split``).
 """
@@ -17,23 +18,27 @@ from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.textsafe import printable
 
 if TYPE_CHECKING:
-    from guard.store.correlation import RelatedSignal
+    from guard.triage.related_groups import RelatedGroup
 
 
-def related_dict(r: RelatedSignal) -> dict[str, Any]:
-    """A related signal in ``incidents show --json``'s ``related`` (fields may be added)."""
+def related_dict(g: RelatedGroup) -> dict[str, Any]:
+    """A related signal (one monitor on one target) in ``incidents show --json``'s
+    ``related`` (fields may be added). ``kind`` is the first kind it joined with, ``kinds``
+    all of them; ``ids`` are its stored rows (one per distinct line or check)."""
     return {
-        "id": r.id,
-        "monitor": r.monitor_id,
-        "service": r.service,
-        "kind": r.kind,
-        "target": r.target,
-        "count": r.count,
-        "first_seen": r.first_seen.isoformat(),
-        "last_seen": r.last_seen.isoformat(),
-        "status": r.status,
-        "severity": r.severity,
-        "message": r.message,
+        "id": g.id,
+        "monitor": g.monitor_id,
+        "service": g.service,
+        "kind": g.kind,
+        "kinds": g.kinds,
+        "target": g.target,
+        "count": g.count,
+        "first_seen": g.first_seen.isoformat(),
+        "last_seen": g.last_seen.isoformat(),
+        "status": g.status,
+        "severity": g.severity,
+        "message": g.message,
+        "ids": g.ids,
     }
 
 
@@ -44,7 +49,7 @@ def print_related(related: list[dict[str, Any]]) -> None:
     out.print(f"  related:     {len(related)} signal(s) joined this incident")
     for r in related:
         line = (
-            f"    #{r['id']} {r['kind']} on {r['target']} (monitor {r['monitor']}, "
+            f"    #{r['id']} {', '.join(r['kinds'])} on {r['target']} (monitor {r['monitor']}, "
             f"x{r['count']}, {r['status']}) first {r['first_seen'][:19]} last "
             f"{r['last_seen'][:19]}"
         )
@@ -84,10 +89,13 @@ def split(
         fail(f"refused: {exc}")
     except SplitError as exc:
         fail(str(exc))
+    made = done.incident_ids or (done.incident_id,)
+    now = ", ".join(f"#{i}" for i in made)
     out.print(
         printable(
-            f"split {done.signal} off incident #{done.root_id}: it is incident "
-            f"#{done.incident_id} now, and will not be joined to #{done.root_id}'s fault again"
+            f"split {done.signal} off incident #{done.root_id}: it is incident"
+            f"{'s' if len(made) > 1 else ''} {now} now, and will not be joined to "
+            f"#{done.root_id}'s fault again"
         ),
         markup=False,
         soft_wrap=True,

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from guard.store.correlation import RelatedSignal
 from guard.triage.correlation import signal_line
+from guard.triage.related_groups import grouped
 
 MARK = "Related signals ("
 SHOWN = 5  # related signals named in the line; more are counted
 
 
 def related_line(rows: list[RelatedSignal]) -> str:
-    """The header line naming ``rows`` (plain text, escaped by the caller)."""
-    named = [signal_line(r.kind, r.target[:120], r.count) for r in rows[:SHOWN]]
-    more = f"; and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
-    return f"{MARK}{len(rows)}): {'; '.join(named)}{more}"
+    """The header line naming ``rows``, one per monitor and target (plain text, escaped by
+    the caller)."""
+    groups = grouped(rows)
+    named = [signal_line(", ".join(g.kinds), g.target[:120], g.count) for g in groups[:SHOWN]]
+    more = f"; and {len(groups) - SHOWN} more" if len(groups) > SHOWN else ""
+    return f"{MARK}{len(groups)}): {'; '.join(named)}{more}"
 
 
 def with_related(text: str, line: str) -> str:

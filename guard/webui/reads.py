@@ -23,6 +23,7 @@ from guard.store.models import (
     RemediationRun,
 )
 from guard.store.state import get_state
+from guard.triage.related_groups import RelatedGroup, grouped
 
 CLOSED = (IncidentState.resolved, IncidentState.muted)
 OPEN = tuple(s for s in IncidentState if s not in CLOSED)
@@ -52,7 +53,7 @@ class IncidentPage:
     runs: list[RemediationRun]
     commands: list[HumanCommand]
     approvals: list[Approval] = field(default_factory=list)
-    related: list[RelatedSignal] = field(default_factory=list)  # signals that joined it
+    related: list[RelatedGroup] = field(default_factory=list)  # signals that joined it
 
 
 def _severity_order(item: tuple[str, int]) -> tuple[int, str]:
@@ -140,7 +141,7 @@ def incident_page(db: Database, incident_id: int) -> IncidentPage | None:
             runs=_newest(session, RemediationRun, incident_id, 20),
             commands=_newest(session, HumanCommand, incident_id, 20),
             approvals=_pending(session, incident_id, 20),
-            related=list(reversed(_newest(session, RelatedSignal, incident_id, 50))),
+            related=grouped(list(reversed(_newest(session, RelatedSignal, incident_id, 50)))),
         )
 
 

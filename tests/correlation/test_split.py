@@ -103,3 +103,73 @@ def test_guard_incidents_show_and_split_as_a_user_runs_them(home: GuardHome):
     assert after["timeline"][-1]["type"] == "split"
     missing = home.cli("incidents", "split", str(root_id), "api-1", check=False)
     assert missing.returncode == 1 and "has no related signal 'api-1'" in missing.stderr
+
+
+def two_lines_joined(db: Database) -> tuple[Triage, int]:
+    """db's incident joined by api-0's HTTP check and two different lines of api-1's log."""
+    t = Triage(db, TriageSettings(flap_window=1))
+    t.correlation.services = shop_services(2)
+    log = {"source": "logfile", "target": "/var/log/api-1.log"}
+    t.process(
+        obs(
+            signal("db", 0),
+            signal("api-0", 1),
+            signal("api-1", 2, kind="upstream_refused", message="upstream refused", **log),
+            signal("api-1", 3, kind="bad_gateway", message="request failed: 502", **log),
+        )
+    )
+    with db.session() as s:
+        (root,) = s.exec(select(Incident)).all()
+        assert len(s.exec(select(RelatedSignal)).all()) == 3  # stored: one row per signal
+    assert root.id is not None
+    return t, root.id
+
+
+def test_one_monitor_on_one_target_is_one_related_signal(home: GuardHome):
+    """Three monitors, one fault: the incident shows two related signals, the log's two
+    different lines being one of them (its kinds, summed count, first and last seen)."""
+    _, root_id = two_lines_joined(home.database())
+    shown = json.loads(home.cli("incidents", "show", str(root_id), "--json").stdout)
+    related = shown["related"]
+    assert [r["monitor"] for r in related] == ["api-0", "api-1"]
+    log = related[1]
+    assert log["kinds"] == ["upstream_refused", "bad_gateway"] and log["kind"] == "upstream_refused"
+    assert log["count"] == 2 and len(log["ids"]) == 2 and log["id"] == log["ids"][0]
+    assert log["first_seen"] < log["last_seen"] and log["message"] == "request failed: 502"
+    human = home.cli("incidents", "show", str(root_id)).stdout
+    assert "related:     2 signal(s) joined this incident" in human
+    assert "upstream_refused, bad_gateway on /var/log/api-1.log (monitor api-1, x2" in human
+
+
+@pytest.mark.unit
+def test_a_related_signal_of_several_rows_is_split_whole(db):
+    _, root_id = two_lines_joined(db)
+    with db.session() as s:
+        second = s.exec(select(RelatedSignal).where(RelatedSignal.kind == "bad_gateway")).one()
+    done = split(db, root_id, str(second.id), **as_cli("ann"))  # any of its rows names it
+    assert done.signal == "upstream refused, bad gateway on /var/log/api-1.log (x2)"
+    assert len(done.incident_ids) == 2 and done.incident_id == done.incident_ids[0]
+    with db.session() as s:
+        made = [s.get(Incident, i) for i in done.incident_ids]
+        assert [(i.kind, i.count) for i in made if i] == [
+            ("upstream_refused", 1),
+            ("bad_gateway", 1),
+        ]
+        assert [r.monitor_id for r in s.exec(select(RelatedSignal)).all()] == ["api-0"]
+        assert len(s.exec(select(CorrelationSplit)).all()) == 2  # each line's pair remembered
+    with pytest.raises(SplitError, match="no related signal 'api-1'"):
+        split(db, root_id, "api-1", **as_cli("ann"))
+
+
+@pytest.mark.unit
+def test_the_question_names_one_related_signal_per_monitor_and_target(db):
+    from guard.notify.relatedline import related_line
+    from guard.triage.correlation import related_of
+
+    _, root_id = two_lines_joined(db)
+    with db.session() as s:
+        line = related_line(related_of(s, root_id))
+    assert line == (
+        "Related signals (2): http status on http://api-0/ (x1); "
+        "upstream refused, bad gateway on /var/log/api-1.log (x2)"
+    )
