@@ -21,7 +21,7 @@ import typer
 from rich.text import Text
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
-from guard.cli.incidents_split import print_related, related_dict, split
+from guard.cli.incidents_split import print_related, split
 from guard.cli.incidents_view import (
     AnyIncident,
     fast_listing,
@@ -128,7 +128,7 @@ def show(
         inc = session.get(Incident, incident_id)
         if inc is None:
             fail(f"no incident {incident_id} (see `guard incidents list`)")
-        related = [related_dict(g) for g in grouped(related_of(session, incident_id))]
+        related = [g.as_dict() for g in grouped(related_of(session, incident_id))]
         timeline = session.exec(
             select(IncidentTimeline)
             .where(IncidentTimeline.incident_id == incident_id)

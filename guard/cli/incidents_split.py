@@ -10,36 +10,12 @@ user>``); a refusal exits 1 and is audited (``guard.triage.split``).
 from __future__ import annotations
 
 import getpass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.textsafe import printable
-
-if TYPE_CHECKING:
-    from guard.triage.related_groups import RelatedGroup
-
-
-def related_dict(g: RelatedGroup) -> dict[str, Any]:
-    """A related signal (one monitor on one target) in ``incidents show --json``'s
-    ``related`` (fields may be added). ``kind`` is the first kind it joined with, ``kinds``
-    all of them; ``ids`` are its stored rows (one per distinct line or check)."""
-    return {
-        "id": g.id,
-        "monitor": g.monitor_id,
-        "service": g.service,
-        "kind": g.kind,
-        "kinds": g.kinds,
-        "target": g.target,
-        "count": g.count,
-        "first_seen": g.first_seen.isoformat(),
-        "last_seen": g.last_seen.isoformat(),
-        "status": g.status,
-        "severity": g.severity,
-        "message": g.message,
-        "ids": g.ids,
-    }
 
 
 def print_related(related: list[dict[str, Any]]) -> None:

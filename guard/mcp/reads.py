@@ -12,6 +12,8 @@ from guard.commandtext import digest
 from guard.records import IncidentState
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentTimeline, RemediationRun
+from guard.triage.correlation import related_of
+from guard.triage.related_groups import grouped
 
 ACTIVE = "active"  # every state but resolved and muted
 TIMELINE = 40  # newest timeline entries shown
@@ -81,6 +83,7 @@ def incident_view(db: Database, incident_id: int) -> dict[str, Any] | None:
             .order_by(col(HumanCommand.id).desc())
             .limit(10)
         ).all()
+        related = [g.as_dict() for g in grouped(related_of(session, incident_id))]
         proposal = inc.details.get("proposal")
         return summary(inc) | {
             "message": inc.message[:4000],
@@ -93,6 +96,7 @@ def incident_view(db: Database, incident_id: int) -> dict[str, Any] | None:
                 else None
             ),
             "details": {k: v for k, v in inc.details.items() if k not in ("proposal",)},
+            "related": related,  # the other checks that saw this fault (``incidents show``'s)
             "timeline": [
                 {"at": t.at.isoformat(), "type": t.type, "message": t.message}
                 for t in reversed(timeline)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from guard.store.correlation import RelatedSignal
 from guard.triage.correlation import EVENT, FIRING, OK, signal_line
@@ -86,6 +87,26 @@ class RelatedGroup:
     def message(self) -> str:
         """The latest row's message."""
         return max(self.rows, key=lambda r: r.last_seen).message
+
+    def as_dict(self) -> dict[str, Any]:
+        """As ``incidents show --json``'s ``related`` and MCP's ``show_incident`` give it
+        (fields may be added). ``kind`` is the first kind it joined with, ``kinds`` all of
+        them; ``ids`` are its stored rows (one per distinct line or check)."""
+        return {
+            "id": self.id,
+            "monitor": self.monitor_id,
+            "service": self.service,
+            "kind": self.kind,
+            "kinds": self.kinds,
+            "target": self.target,
+            "count": self.count,
+            "first_seen": self.first_seen.isoformat(),
+            "last_seen": self.last_seen.isoformat(),
+            "status": self.status,
+            "severity": self.severity,
+            "message": self.message,
+            "ids": self.ids,
+        }
 
 
 def grouped(rows: list[RelatedSignal]) -> list[RelatedGroup]:

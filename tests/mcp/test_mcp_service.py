@@ -223,3 +223,28 @@ async def test_a_long_incident_is_whole_json_without_its_oldest_entries(home: Gu
     shown = json.loads(data)  # whole JSON, though the timeline alone is 80,000 characters
     assert not error and len(data) <= READ_CHARS
     assert shown["timeline_dropped"] > 0 and shown["timeline"][-1]["message"].startswith("entry 39")
+
+
+async def test_show_incident_names_the_related_signals_as_incidents_show_does(
+    home: GuardHome,
+) -> None:
+    from guard.store.correlation import RelatedSignal
+
+    p = parts(home)
+    actor = stdio_actor()
+    tools = GuardTools(p, stdio_gate(actor, Role.viewer, p))
+    inc = stored_incident_id(p.db)
+    with p.db.session() as session:
+        for fingerprint, kind in (("a", "upstream_refused"), ("b", "bad_gateway")):
+            session.add(
+                RelatedSignal(
+                    incident_id=inc, fingerprint=fingerprint, check_key=fingerprint,
+                    monitor_id="shop-log", source="logfile", target="/var/log/shop.log",
+                    kind=kind, severity="error", count=2, status="event",
+                )
+            )  # fmt: skip
+    async with client(tools, actor) as c:
+        shown = json.loads(unfenced((await call(c, "show_incident", id=inc))[0]))
+    (log,) = shown["related"]  # one monitor on one target: one related signal
+    assert log["monitor"] == "shop-log" and log["kinds"] == ["upstream_refused", "bad_gateway"]
+    assert log["count"] == 4 and log["status"] == "event"
