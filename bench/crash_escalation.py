@@ -5,7 +5,8 @@ escalation steps page ``pagerduty:secondary`` (after 1 s) and then ``pagerduty:t
 3 s) on the local PagerDuty Events API v2 server, and a reminder is posted in the question's
 thread every 2 s. Guard is killed while a step or a reminder is being recorded, or just after a
 step was committed and before its page was delivered; after the restart each step has paged its
-target exactly once (none lost, none repeated) and every reminder recorded was posted once.
+target exactly once (none lost, none repeated) and every reminder recorded was posted once
+(or, recorded just before the run's final stop, is still queued in the outbox: not lost).
 """
 
 from __future__ import annotations
@@ -68,6 +69,15 @@ class Escalation(Scenario):
         rows = run.db("select count(*) from escalation_fired where kind = 'reminder'")
         return int(rows[0][0]), len(run.tg.bot_messages("Reminder: incident"))
 
+    def reminders_waiting(self, run: Run) -> int:
+        """Reminders recorded and queued, not posted yet: the stop at the end of a run can
+        come between the two; the outbox posts them at the next start (not lost)."""
+        rows = run.db(
+            "select count(*) from outbox where text like 'Reminder: incident%' "
+            "and status in ('pending', 'in_flight')"
+        )
+        return int(rows[0][0])
+
     def done(self, run: Run) -> bool:
         try:
             recorded, posted = self.reminders(run)
@@ -80,10 +90,11 @@ class Escalation(Scenario):
         steps = run.db("select number from escalation_fired where kind = 'step' order by number")
         once = got.count(SECONDARY) == 1 and got.count(TERTIARY) == 1
         recorded, posted = self.reminders(run)
+        waiting = self.reminders_waiting(run)
         pages: Check = (
-            once and [s[0] for s in steps] == [0, 1] and recorded == posted,
+            once and [s[0] for s in steps] == [0, 1] and recorded == posted + waiting,
             f"step pages: {got.count(SECONDARY)} + {got.count(TERTIARY)}; "
-            f"reminders {posted} posted of {recorded} recorded",
+            f"reminders {posted} posted and {waiting} queued of {recorded} recorded",
         )
         return {
             "lost/stuck": stuck_check(run, 1, {"awaiting_human", "escalated"}),
