@@ -56,7 +56,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "show_incident",
         "One incident: its facts, the options a human was offered (a proposal with its "
-        "digest), its newest timeline entries and remedies.",
+        "digest), the other checks that saw the same fault (related), its newest timeline "
+        "entries and remedies.",
         {"id": INCIDENT_ID},
         ("id",),
     ),
