@@ -154,7 +154,9 @@ def test_racing_replicas_create_the_lease_exactly_once(lease_for, kube, db):
     winners = [r for r in results if r is not None]
     assert len(results) == len(leases) and len(winners) == 1 and winners[0].token == 1
     assert stored(kube)["spec"]["holderIdentity"] == winners[0].holder
-    assert len(kube.sent("POST", LEASES)) == len(leases)  # the others got 409 AlreadyExists
+    # a race happened: several replicas found no Lease and tried to create it; one did, the
+    # others got 409 AlreadyExists (a replica that read after the creation does not POST)
+    assert len(kube.sent("POST", LEASES)) >= 2
 
 
 def test_a_stale_resource_version_loses_the_takeover(lease_for, kube, db):
