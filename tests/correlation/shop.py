@@ -85,14 +85,15 @@ def monitors(s: Shop, labels: dict[str, str], *, log: bool = True) -> list[dict[
             "selector": {"label": f"{key}={value}"},
             "every": "1h",
         },
-        {  # two failures in a row: the container's exit event comes first
+        {  # three failures in a row (2 s): the container's exit event comes first, even on a
+            # loaded machine where `guard run` attaches its events stream late
             "id": f"{s.name}-http",
             "type": "http",
             "service": s.name,
             "url": s.url,
             "every": "1s",
             "timeout": "2s",
-            "for": 2,
+            "for": 3,
         },
     ]
     if log:
