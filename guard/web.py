@@ -10,19 +10,20 @@
   schedule (``guard.checks``); a standby: it has started and waits to lead. 503 before that,
   after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby;
   the replica id, fencing token and monitors only to a client on loopback (the port listens on
-  every interface by default).
+  every interface by default), not to one an unlisted proxy relayed (``X-Forwarded-For``).
 - ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
 - ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
 - the web console's pages (``guard.webui``, docs/WEB.md) and MCP at ``/mcp`` (``guard.mcp``,
   docs/MCP.md): routes the wiring layer passes in.
 
 The server is Starlette served by uvicorn, run as a task of Guard's own event loop (no signal
-handlers of its own: Guard's SIGTERM stops it; no access log). Both are imported only when the
-server starts, so ``guard`` CLI commands never pay for them. Probes answer ``Connection: close``
-as before. Database work runs in a worker thread so a slow disk never blocks the event loop. If
-the port cannot be bound the error is logged and Guard keeps monitoring: the orchestrator's
-failing health check is the alarm, and the appliance does not stop watching because of its own
-endpoint. docs/ARCHITECTURE.md says why this stack.
+handlers of its own: Guard's SIGTERM stops it; no access log; no proxy headers of its own: the
+client is the TCP peer unless ``access.trusted_proxies`` lists it, ``guard.access.proxies``).
+Both are imported only when the server starts, so ``guard`` CLI commands never pay for them.
+Probes answer ``Connection: close`` as before. Database work runs in a worker thread so a slow
+disk never blocks the event loop. If the port cannot be bound the error is logged and Guard
+keeps monitoring: the orchestrator's failing health check is the alarm, and the appliance does
+not stop watching because of its own endpoint. docs/ARCHITECTURE.md says why this stack.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard import metrics
+from guard.access.proxies import Proxies
 from guard.hooks import Hooks
 from guard.plainhttp import is_loopback
 from guard.records import utcnow
@@ -91,7 +93,8 @@ class WebServer:
         self.port = guard.settings.http_port
         self._server: Any = None  # a uvicorn.Server, once started
         self._serving: asyncio.Task[None] | None = None
-        self.hooks = Hooks(guard)
+        self.proxies = Proxies.of(guard.settings.access)
+        self.hooks = Hooks(guard, self.proxies)
         self._beat_at: float | None = None
         self._ready = False
         self._db_lock = asyncio.Lock()
@@ -187,8 +190,11 @@ class WebServer:
         return _respond(await self.healthz())
 
     async def _readyz_route(self, request: Request) -> HTTPResponse:
-        client = request.client
-        return _respond(self.readyz(local=client is not None and is_loopback(client.host)))
+        peer = request.client.host if request.client else None
+        forwarded = request.headers.getlist("x-forwarded-for")
+        client = self.proxies.client(peer, forwarded)
+        local = is_loopback(client) and not self.proxies.relayed(peer, forwarded)
+        return _respond(self.readyz(local=local))
 
     async def _metrics_route(self, request: Request) -> HTTPResponse:
         body = await asyncio.to_thread(metrics.render)
@@ -319,6 +325,7 @@ def _server(app: Starlette) -> Any:
         log_config=None,
         access_log=False,
         server_header=False,
+        proxy_headers=False,  # uvicorn would trust X-Forwarded-For from 127.0.0.1: Guard decides
         timeout_keep_alive=5,
         timeout_graceful_shutdown=int(SHUTDOWN),
     )

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from guard.access.proxies import Proxies
 from guard.notify.authz import gate_from_settings
 from guard.runtime import Runtime
 from guard.webui import Console, routes
-from guard.webui.auth import Proxies, StoreTokens
+from guard.webui.auth import StoreTokens
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
 
 def console_routes(guard: Runtime) -> list[BaseRoute]:
     """The console's routes for ``guard``'s web server, and ``/mcp`` when it has an agent."""
-    access = guard.settings.access
-    proxies = Proxies(access.proxy_header or "", access.trusted_proxies)
+    proxies = Proxies.of(guard.settings.access)
     console = Console(
         guard, gate_from_settings(guard.settings, guard.db), StoreTokens(guard.db), proxies=proxies
     )

@@ -105,8 +105,8 @@ class AccessSettings(Section):
     )
     trusted_proxies: list[str] = Field(
         default_factory=list,
-        description="addresses or networks (10.0.0.0/8) of the proxies whose proxy_header is "
-        "believed",
+        description="addresses or networks (10.0.0.0/8) of the proxies whose proxy_header, "
+        "X-Forwarded-Proto and last X-Forwarded-For hop are believed, when one is the TCP peer",
     )
     mcp_allowed_origins: list[str] = Field(
         default_factory=list,

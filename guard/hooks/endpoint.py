@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from guard import metrics
+from guard.access.proxies import Proxies
 from guard.hooks.guards import RateLimit, Refusals, authentic
 from guard.hooks.mapping import BadPayload, Mapper
 from guard.records import Observation
@@ -39,8 +40,9 @@ STORE_WAIT = 8.0  # seconds a hook waits for its signals to be stored before ans
 class Hooks:
     """The ``intake:`` sources of one running Guard, as HTTP handlers."""
 
-    def __init__(self, guard: Runtime) -> None:
+    def __init__(self, guard: Runtime, proxies: Proxies | None = None) -> None:
         self.guard = guard
+        self.proxies = proxies or Proxies.of(guard.settings.access)
         self.sources = {s.id: s for s in guard.settings.intake}
         self._mappers = {i: Mapper(s) for i, s in self.sources.items()}
         self._limits = {i: RateLimit.of(s) for i, s in self.sources.items()}
@@ -82,7 +84,8 @@ class Hooks:
         return _json(200, {"stored": len(signals)})
 
     async def _refuse(self, hook_id: str, request: Request) -> Response:
-        peer = request.client.host if request.client else "?"
+        host = request.client.host if request.client else None
+        peer = self.proxies.client(host, request.headers.getlist("x-forwarded-for")) or "?"
         told = self._refusals[hook_id].refuse(peer)
         if told is not None:
             try:

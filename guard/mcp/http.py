@@ -2,9 +2,10 @@
 
 Every request must carry ``Authorization: Bearer <token>`` (``guard access token create``);
 a wrong, malformed or revoked token gets 401, and past ``Limiter``'s wrong tokens a minute
-per client address, 429 (the web console's limit). The token's name is the actor
-(``token:NAME``); its role is read from the store at each call, so a revoked token stops at
-once. A session is bound to the token that opened it (the SDK answers 404 to another).
+per client address, 429 (the web console's limit; the address is the TCP peer, or a listed
+trusted proxy's last ``X-Forwarded-For`` hop: ``guard.access.proxies``). The token's name is
+the actor (``token:NAME``); its role is read from the store at each call, so a revoked token
+stops at once. A session is bound to the token that opened it (the SDK answers 404 to another).
 The SDK's session manager runs in a task of Guard's loop, started with the first request.
 
 Before the token, the ``Origin`` header (the MCP spec: a server must check it, against DNS
@@ -27,6 +28,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from guard.access.policy import TOKEN, RolePolicy
+from guard.access.proxies import Proxies
 from guard.access.tokens import verify_token
 from guard.config.safety import origin_key
 from guard.incidents.authz import Actor, Gate
@@ -53,6 +55,7 @@ class MCPEndpoint:
     def __init__(self, tools: GuardTools, *, version: str = "", limiter: Limiter | None = None):
         self.tools = tools
         self.limiter = limiter or Limiter()
+        self.proxies = Proxies.of(tools.parts.settings.access)
         allowed = tools.parts.settings.access.mcp_allowed_origins
         self.origins = {key for o in allowed if (key := origin_key(o)) is not None}
         self.server = build_server(tools, self.actor_of, version=version)
@@ -82,7 +85,10 @@ class MCPEndpoint:
             )
             return
         client = scope.get("client")
-        address = str(client[0]) if client else ""
+        forwarded = [
+            v.decode("latin-1") for k, v in scope.get("headers") or [] if k == b"x-forwarded-for"
+        ]
+        address = self.proxies.client(str(client[0]) if client else None, forwarded)
         wait = self.limiter.retry_after(address)
         if wait is not None:
             await _refuse(send, 429, f"too many wrong tokens; try again in {wait} s", wait)

@@ -7,8 +7,9 @@ header; CSRF tokens for forms; a per-address limit on wrong tokens.
   still active, so a revoked token's sessions stop at once. Signing out ends the session.
 - A form's CSRF token is an HMAC of the session's nonce (of the proxy's user name, for a
   proxy sign-in); a bearer request needs none (a browser never adds that header by itself).
-- Wrong tokens: at most ``FAILURES`` a minute per client address; then 429 with
-  ``Retry-After``, whatever is sent, until the window has passed.
+- Wrong tokens: at most ``FAILURES`` a minute per client address (the TCP peer, or a trusted
+  proxy's last hop: ``guard.access.proxies``); then 429 with ``Retry-After``, whatever is
+  sent, until the window has passed.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import os
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from ipaddress import ip_address, ip_network
 from pathlib import Path
 from typing import Protocol
 
+from guard.access.proxies import Proxies as Proxies  # its home before guard.access
 from guard.access.tokens import role_of, verify_token
 from guard.store.db import Database
 
@@ -170,23 +171,6 @@ class Limiter:
         if len(self._seen) > 10_000:  # a flood from many addresses: forget the oldest
             self._seen.pop(next(iter(self._seen)))
         self._seen.setdefault(address, deque()).append(self.clock())
-
-
-class Proxies:
-    """The trusted reverse proxies: their addresses, and the header naming the signed-in user."""
-
-    def __init__(self, header: str = "", addresses: Iterable[str] = ()) -> None:
-        self.header = header.lower()
-        self.networks = [ip_network(a, strict=False) for a in addresses]
-
-    def trusted(self, host: str | None) -> bool:
-        if host is None or not self.networks:
-            return False
-        try:
-            address = ip_address(host)
-        except ValueError:
-            return False
-        return any(address in net for net in self.networks)
 
 
 class StoreTokens:

@@ -73,12 +73,10 @@ class Console:
     # -- who asks -------------------------------------------------------------------------------
 
     def address(self, request: Request) -> str:
-        """The client's address: the proxy's ``X-Forwarded-For`` last hop behind a trusted one."""
-        host = request.client.host if request.client else ""
-        if self.proxies.trusted(host):
-            forwarded = request.headers.get("x-forwarded-for", "").split(",")[-1].strip()
-            return forwarded or host
-        return host
+        """The client's address: the TCP peer, or a trusted proxy's last ``X-Forwarded-For``
+        hop (``guard.access.proxies``)."""
+        host = request.client.host if request.client else None
+        return self.proxies.client(host, request.headers.getlist("x-forwarded-for"))
 
     def https(self, request: Request) -> bool:
         if request.url.scheme == "https":

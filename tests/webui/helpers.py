@@ -4,7 +4,11 @@ served to httpx through ASGI (``client`` sets the caller's address)."""
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +110,56 @@ def csrf_of(page: httpx.Response) -> str:
     found = CSRF.search(page.text)
     assert found, page.text[:2000]
     return found.group(1)
+
+
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+
+def from_address(address: str, base_url: str) -> httpx.Client:
+    """A client whose connections leave from ``address`` (any 127.x.y.z is this machine)."""
+    transport = httpx.HTTPTransport(local_address=address)
+    return httpx.Client(transport=transport, base_url=base_url, timeout=30)
+
+
+@contextmanager
+def reverse_proxy(upstream: str, header: str, users: dict[str, str]) -> Iterator[str]:
+    """A real reverse proxy on 127.0.0.1 in front of ``upstream`` (its URL is yielded), as an
+    authenticating nginx is: it signs people in by their address (``users``), names them in
+    ``header`` (dropping any such header a client sent) and appends the client's address to
+    ``X-Forwarded-For``."""
+    with httpx.Client(base_url=upstream, timeout=30) as onward:
+
+        class Forward(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                peer = self.client_address[0]
+                drop = HOP_BY_HOP | {header.lower(), "x-forwarded-for"}
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
+                hops = [*(self.headers.get_all("X-Forwarded-For") or []), peer]
+                headers["X-Forwarded-For"] = ", ".join(hops)
+                if peer in users:
+                    headers[header] = users[peer]
+                answer = onward.request(self.command, self.path, content=body, headers=headers)
+                self.send_response(answer.status_code)
+                for name, value in answer.headers.multi_items():
+                    if name.lower() not in HOP_BY_HOP | {"content-encoding"}:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = forward
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
