@@ -58,6 +58,7 @@ ALERT_DEFAULTS = {
 }
 WEBHOOK_DEFAULTS = {"severity": "severity", "message": "message", "status": "status"}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(s|sec|second|m|min|minute)\s*$")
+MIN_SECRET = 16  # characters of a token or hmac_secret
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
@@ -115,6 +116,15 @@ class IntakeSource(BaseModel):
     hmac_header: str | None = Field(
         default=None, description="the header carrying the signature (an optional sha256= prefix)"
     )
+    hmac_timestamp_header: str | None = Field(
+        default=None,
+        description="the header carrying the Unix time the sender signed (HMAC of <ts>:<body>)",
+    )
+    replay_window: Duration = Field(
+        default=300.0,
+        gt=0,
+        description="how far a signed timestamp may be from now; a signature is taken once in it",
+    )
     allow_insecure_http: bool = False
     alertmanager_url: str | None = Field(
         default=None, description="Alertmanager's API, for verification by the source"
@@ -138,6 +148,16 @@ class IntakeSource(BaseModel):
         default="50/s", description="alerts per second (averaged) past which a request gets 429"
     )
     burst: int = Field(default=500, ge=1, description="alerts let in at once above the rate")
+
+    @field_validator("token", "hmac_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_SECRET:
+            raise ValueError(
+                f"must be at least {MIN_SECRET} characters (a guessable credential guards "
+                "nothing); e.g. `openssl rand -hex 32`"
+            )
+        return value
 
     @field_validator("alertmanager_url")
     @classmethod
@@ -175,6 +195,8 @@ class IntakeSource(BaseModel):
             )
         if (self.hmac_secret is None) != (self.hmac_header is None):
             raise ValueError("hmac_secret and hmac_header go together")
+        if self.hmac_timestamp_header is not None and self.hmac_secret is None:
+            raise ValueError("hmac_timestamp_header: only with hmac_secret and hmac_header")
         if self.type == "webhook":
             for name in ("kind", "target"):
                 if getattr(self, name) is None:

@@ -4,8 +4,11 @@ In order, each refusal before any work the next one would cost:
 
 - 404: no source has that id; 413: a ``Content-Length`` over ``MAX_BODY``;
 - 401: a wrong or missing bearer token (before the body is read);
-- 429: past the source's ``rate`` of alerts (``Retry-After`` says when to come back);
-- 413: a body that grows past ``MAX_BODY`` (never read further); 401: a wrong HMAC signature;
+- with an HMAC: 413, a body that grows past ``MAX_BODY`` (never read further); 401, a wrong
+  signature, or a signed timestamp outside ``replay_window`` (``guard.hooks.replay``);
+- 429: past the source's ``rate`` of alerts (``Retry-After`` says when to come back). Only an
+  authenticated request reaches the budget: a flood of forged ones never spends the sender's;
+- 409: a signed request already taken within the replay window (a replay);
 - 400: not JSON, or a field of the payload missing or wrong (the answer names it);
 - 200 once every signal of the notification is stored (the same intake and triage path as
   monitors' signals, ``Intake.submit``); 503 if that does not happen within ``STORE_WAIT``
@@ -23,8 +26,9 @@ from loguru import logger
 
 from guard import metrics
 from guard.access.proxies import Proxies
-from guard.hooks.guards import RateLimit, Refusals, authentic
+from guard.hooks.guards import RateLimit, Refusals, authentic, given_signature
 from guard.hooks.mapping import BadPayload, Mapper
+from guard.hooks.replay import Replays
 from guard.records import Observation
 from guard.runtime import Runtime
 from guard.store import audit
@@ -47,6 +51,7 @@ class Hooks:
         self._mappers = {i: Mapper(s) for i, s in self.sources.items()}
         self._limits = {i: RateLimit.of(s) for i, s in self.sources.items()}
         self._refusals = {i: Refusals(i) for i in self.sources}
+        self._replays = {i: Replays.of(s) for i, s in self.sources.items()}
         self.store_wait = STORE_WAIT
 
     async def handle(self, request: Request) -> Response:
@@ -64,15 +69,36 @@ class Hooks:
             return _answer(413 if length.isdigit() else 400, _length_problem(length))
         if not authentic(source, request.headers, None):
             return await self._refuse(hook_id, request)
+        body, signed_at = None, None
+        if source.hmac_secret is not None:  # authenticated in full before the rate is asked
+            body = await _read(request)
+            if body is None:
+                return _answer(413, f"body: over {MAX_BODY} bytes")
+            if not authentic(source, request.headers, body):
+                return await self._refuse(hook_id, request)
+            replays = self._replays[hook_id]
+            if replays is not None:
+                signed_at, stale = replays.signed_at(request.headers)
+                if stale is not None:
+                    return await self._refuse(hook_id, request, stale)
         if not self._limits[hook_id].allow():
             return _answer(429, f"more than {source.rate} alerts (burst {source.burst})", retry=1)
-        body = await _read(request)
         if body is None:
-            return _answer(413, f"body: over {MAX_BODY} bytes")
-        if source.hmac_secret is not None and not authentic(source, request.headers, body):
-            return await self._refuse(hook_id, request)
+            body = await _read(request)
+            if body is None:
+                return _answer(413, f"body: over {MAX_BODY} bytes")
+        sig = given_signature(source, request.headers)
+        replays = self._replays[hook_id]
+        if replays is not None and not replays.take(sig):
+            return _answer(409, "a replay: this signed request was already taken; not applied")
+        answer = await self._store(hook_id, body, signed_at)
+        if replays is not None and answer.status_code >= 500:
+            replays.give_back(sig)  # not stored: the sender's retry is no replay
+        return answer
+
+    async def _store(self, hook_id: str, body: bytes, signed_at: float | None) -> Response:
         try:
-            signals = self._mappers[hook_id].signals(json.loads(body))
+            signals = self._mappers[hook_id].signals(json.loads(body), signed_at)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return _answer(400, f"body: not JSON ({exc})")
         except BadPayload as exc:
@@ -83,7 +109,9 @@ class Hooks:
             return _answer(503, "not stored; retry later", retry=5)
         return _json(200, {"stored": len(signals)})
 
-    async def _refuse(self, hook_id: str, request: Request) -> Response:
+    async def _refuse(
+        self, hook_id: str, request: Request, why: str = "wrong or missing credential"
+    ) -> Response:
         host = request.client.host if request.client else None
         peer = self.proxies.client(host, request.headers.getlist("x-forwarded-for")) or "?"
         told = self._refusals[hook_id].refuse(peer)
@@ -92,7 +120,7 @@ class Hooks:
                 await asyncio.to_thread(self._audit, hook_id, told)
             except Exception:
                 logger.exception("intake {}: could not audit refused credentials", hook_id)
-        return _answer(401, "wrong or missing credential", auth=True)
+        return _answer(401, why, auth=True)
 
     def _audit(self, hook_id: str, data: dict[str, Any]) -> None:
         with self.guard.db.session() as session:

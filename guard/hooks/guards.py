@@ -1,11 +1,13 @@
 """What a hook checks before it reads an alert: the credential, the rate, and what it tells.
 
-- ``authentic``: the bearer token and/or the HMAC signature (hex sha256 of the raw body, an
-  optional ``sha256=`` prefix), compared in constant time.
-- ``RateLimit``: a token bucket of alerts per source (``rate``, ``burst``). A request is let in
-  while the bucket holds a token, then charged one per alert it carries (the bucket may go into
-  debt: one large group still passes, and what follows waits for the refill); past that a
-  request gets 429, before its body is read.
+- ``authentic``: the bearer token and/or the HMAC signature (hex sha256 of the raw body, or of
+  ``<timestamp>:<body>`` with ``hmac_timestamp_header``, as Grafana signs; an optional
+  ``sha256=`` prefix), compared in constant time. Every credential is checked before the rate,
+  so a request that fails authentication never spends (or reads) the source's budget.
+- ``RateLimit``: a token bucket of alerts per source (``rate``, ``burst``). An authenticated
+  request is let in while the bucket holds a token, then charged one per alert it carries (the
+  bucket may go into debt: one large group still passes, and what follows waits for the
+  refill); past that a request gets 429.
 - ``Refusals``: a refused credential is logged and audited at most once per ``EVERY`` seconds
   per source, with how many were refused since, so a flood of bad tokens is neither a flood of
   log lines nor of audit rows. The credential itself is never logged.
@@ -37,14 +39,23 @@ def authentic(source: IntakeSource, headers: Mapping[str, str], body: bytes | No
             credential.strip().encode(), expected
         ):
             return False
-    if source.hmac_secret is not None and source.hmac_header is not None and body is not None:
-        signature = headers.get(source.hmac_header.lower(), "").strip().lower()
-        signature = signature.removeprefix("sha256=")
+    if source.hmac_secret is not None and body is not None:
         key = source.hmac_secret.get_secret_value().encode()
+        if source.hmac_timestamp_header is not None:
+            body = (
+                headers.get(source.hmac_timestamp_header.lower(), "").strip().encode() + b":" + body
+            )
         expected = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
-        if not hmac.compare_digest(signature.encode(), expected):
+        if not hmac.compare_digest(given_signature(source, headers).encode(), expected):
             return False
     return True
+
+
+def given_signature(source: IntakeSource, headers: Mapping[str, str]) -> str:
+    """The request's signature as hex (``sha256=`` dropped); empty without ``hmac_header``."""
+    if source.hmac_header is None:
+        return ""
+    return headers.get(source.hmac_header.lower(), "").strip().lower().removeprefix("sha256=")
 
 
 @dataclass

@@ -27,6 +27,7 @@ from guard.records import Grouping, Signal, utcnow
 
 TEXT_LIMIT = 2000  # characters of a rendered message
 NAME_LIMIT = 200  # characters of a kind or target
+SIGNED_AT = "signed_at"  # the sender's signed time in details (guard.triage.redelivery reads it)
 RESOLVED = frozenset({"resolved", "resolve", "ok", "closed", "recovered", "normal", "inactive"})
 
 
@@ -49,12 +50,16 @@ class Mapper:
     def monitor_id(self) -> str:
         return f"intake:{self.source.id}"
 
-    def signals(self, body: Any) -> list[Signal]:
+    def signals(self, body: Any, signed_at: float | None = None) -> list[Signal]:
+        """The body's signals; ``signed_at``, the sender's signed time, orders their episodes
+        (``guard.triage.redelivery``: a ``resolved`` signed before the latest firing is stale)."""
         if not isinstance(body, dict):
             raise BadPayload("body: expected a JSON object")
-        if self.source.type == "webhook":
-            return [self._webhook(body)]
-        return self._alerts(body)
+        found = [self._webhook(body)] if self.source.type == "webhook" else self._alerts(body)
+        if signed_at is not None:
+            for sig in found:
+                sig.details[SIGNED_AT] = signed_at
+        return found
 
     # -- Alertmanager and Grafana ---------------------------------------------------------------
 

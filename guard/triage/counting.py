@@ -25,7 +25,8 @@ def count(session: Session, incident: Incident, sig: Signal) -> None:
     if redelivery.counted(incident.details, sig):
         return
     # a storm counts signals (redeliveries too): its details are the storm's own
-    if redelivery.delivery(sig) and incident.kind != STORM_KIND:
+    keyed = redelivery.delivery(sig) or redelivery.signed_at(sig) is not None
+    if keyed and incident.kind != STORM_KIND:
         incident.details = redelivery.remember(incident.details, sig)
     incident.count += sig.count
     incident.last_seen = max(incident.last_seen, sig.observed_at)

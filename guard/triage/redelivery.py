@@ -14,7 +14,14 @@ same transaction as its count. So:
   firing leaves a newer one open), and an incident of several alerts (``group_by``) resolves
   once none of them fires.
 
-Signals without a key (every monitor's) are untouched by all of this.
+A signal may also carry the time its sender signed (``signed_at``: a hook's
+``hmac_timestamp_header``), which orders episodes even without a key (a webhook without
+``dedup_key``, or one whose key is reused episode after episode): an incident remembers the
+latest signed time it took (``details["episode_at"]``), and a ``resolved`` signed before it
+ends nothing, nor does a keyless firing signed before it count or reopen (both are an earlier
+episode's, delayed or replayed).
+
+Signals without a key or a signed time (every monitor's) are untouched by all of this.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ KEEP = 200  # delivery keys (and firing alerts) kept per incident; the oldest go
 DELIVERY = "delivery"  # the key's name in a signal's details
 DELIVERIES = "deliveries"  # the counted keys' name in an incident's details
 FIRING = "firing"  # the alerts of the incident that fire
+SIGNED_AT = "signed_at"  # the sender's signed time in a signal's details (guard.hooks)
+EPISODE_AT = "episode_at"  # the latest signed time an incident took, in its details
 
 
 def delivery(sig: Signal) -> str | None:
@@ -34,19 +43,36 @@ def delivery(sig: Signal) -> str | None:
     return str(key) if key else None
 
 
+def signed_at(sig: Signal) -> float | None:
+    at = sig.details.get(SIGNED_AT)
+    return float(at) if isinstance(at, int | float) else None
+
+
 def _alert(key: str) -> str:
     return key.rpartition("@")[0] or key
 
 
+def _earlier(details: dict[str, Any], sig: Signal) -> bool:
+    """Whether ``sig`` was signed before the latest episode the incident took."""
+    at, episode = signed_at(sig), details.get(EPISODE_AT)
+    return at is not None and isinstance(episode, int | float) and at < episode
+
+
 def counted(details: dict[str, Any], sig: Signal) -> bool:
-    """Whether the incident with ``details`` has already counted this delivery of ``sig``."""
+    """Whether the incident with ``details`` has already counted this delivery of ``sig``
+    (or, for a keyless signal, an episode signed after it)."""
     key = delivery(sig)
-    return key is not None and key in details.get(DELIVERIES, ())
+    if key is None:
+        return _earlier(details, sig)
+    return key in details.get(DELIVERIES, ())
 
 
 def remember(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
-    """``details`` with ``sig``'s delivery counted and its alert firing (a new dict: the
-    column sees the change)."""
+    """``details`` with ``sig``'s delivery counted and its alert firing, and its signed time
+    as the latest episode (a new dict: the column sees the change)."""
+    at = signed_at(sig)
+    if at is not None and not _earlier(details, sig):
+        details = {**details, EPISODE_AT: at}
     key = delivery(sig)
     if key is None:
         return details
@@ -58,7 +84,10 @@ def remember(details: dict[str, Any], sig: Signal) -> dict[str, Any]:
 def settle(details: dict[str, Any], sig: Signal) -> tuple[dict[str, Any], bool]:
     """An ``ok`` ``sig`` on the incident with ``details``: its details after it, and whether
     the incident resolves. Without a key it does; with one, only if it ends the last counted
-    occurrence of its alert and no other alert of the incident still fires."""
+    occurrence of its alert and no other alert of the incident still fires; signed before the
+    incident's latest episode, never."""
+    if _earlier(details, sig):
+        return details, False
     key = delivery(sig)
     if key is None or DELIVERIES not in details:
         return details, True

@@ -220,8 +220,13 @@ SECRETS = {
     "audit": {"key": "an-audit-key-of-16+chars"},
     "skills": {"git_token": "ghp_gittoken5"},
     "intake": [
-        {"id": "am", "type": "alertmanager", "token": "hook-token-6"},
-        {"id": "up", "type": "grafana", "hmac_secret": "hook-hmac-7", "hmac_header": "X-Sig"},
+        {"id": "am", "type": "alertmanager", "token": "hook-token-6-of-16+chars"},
+        {
+            "id": "up",
+            "type": "grafana",
+            "hmac_secret": "hook-hmac-7-of-16+chars",
+            "hmac_header": "X-Sig",
+        },
     ],
 }
 REDACT = {

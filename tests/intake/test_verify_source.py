@@ -28,13 +28,14 @@ from guard.store.db import Database, open_database
 from guard.store.models import Incident, IncidentState
 from guard.triage import Triage
 from tests import prom_peers
+from tests.intake_helpers import am_source
 
 LABELS = {"alertname": "VictimDown", "instance": "10.0.0.7:9100", "job": "victim"}
 FAST = VerifySpec(timeout=60, interval=0.05)
 
 
 def source(**fields: Any) -> IntakeSource:
-    return IntakeSource.model_validate({"id": "am", "type": "alertmanager", "token": "t"} | fields)
+    return IntakeSource.model_validate(am_source(**fields))
 
 
 @pytest.fixture
