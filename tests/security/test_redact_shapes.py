@@ -25,15 +25,27 @@ def _redacted(lines: list[str]) -> str:
 
 
 # representative shapes of each of the bullets (the bench measures all of them)
-_PUNCTUATION = ("digitalocean then paren", "digitalocean then bracket", "grafana sa then period")
+_PUNCTUATION: tuple[str, ...] = (
+    "digitalocean then paren",
+    "digitalocean then bracket",
+    "grafana sa then period",
+)
 _PUNCTUATION += ("shippo then period-eol", "alibaba then angle", "notion then paren-comma")
-_HEADERS = ("cloudflare x-auth-key beside x-auth-email", "x-auth-key header line")
+_HEADERS: tuple[str, ...] = ("cloudflare x-auth-key beside x-auth-email", "x-auth-key header line")
 _HEADERS += ("azure apim subscription key", "honeycomb team header", "datadog application key")
-_SIGNATURES = ("s3 presigned signature", "s3 presigned signature in quotes")
+_SIGNATURES: tuple[str, ...] = ("s3 presigned signature", "s3 presigned signature in quotes")
 _SIGNATURES += ("gcs signed url signature", "s3 v2 signature", "cloudfront signature")
-_FRAMEWORK = ("rails secret_key_base=", "rails SECRET_KEY_BASE env", "phoenix secret_key_base")
+_FRAMEWORK: tuple[str, ...] = (
+    "rails secret_key_base=",
+    "rails SECRET_KEY_BASE env",
+    "phoenix secret_key_base",
+)
 _FRAMEWORK += ("django SECRET_KEY bare", "password=ab&cd", "jdbc password with &")
-_YAML_AND_PROMPTS = ("yaml password with &", "yaml lower-case password", "yaml list password")
+_YAML_AND_PROMPTS: tuple[str, ...] = (
+    "yaml password with &",
+    "yaml lower-case password",
+    "yaml list password",
+)
 _YAML_AND_PROMPTS += ("sudo prompt echo", "git credential prompt echo", "psql prompt echo")
 
 
