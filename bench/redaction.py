@@ -40,6 +40,25 @@ from guard.redact_engine import Engine
 from guard.redact_keys import KeyLines
 from tests.secret_corpus import hostile_lines, ordinary_lines, secrets
 from tests.secret_corpus_heldout import GROUPS, heldout, pieces
+from tests.secret_corpus_shapes import SUBGROUPS, shapes, verdict
+
+# issue 39's group on the redaction before rules were added for it (commit 6d7a2e8, 5 seeds);
+# ``--against 6d7a2e8`` measures it again
+SHAPES_FIRST_RUN: dict[str, Any] = {
+    "revision": "6d7a2e8",
+    "shapes": 84,
+    "seeds": 5,
+    "caught": 122,
+    "partial": 28,
+    "leaked": 270,
+    "recall_pct": 29.0,
+    "per_subgroup": {
+        "punctuation": {"caught": 40, "partial": 0, "leaked": 120},
+        "headers": {"caught": 60, "partial": 0, "leaked": 45},
+        "framework": {"caught": 22, "partial": 28, "leaked": 60},
+        "key-lines": {"caught": 0, "partial": 0, "leaked": 45},
+    },
+}
 
 
 def _per_line_us(fn: Callable[[str], Any], lines: list[str], repeat: int = 5) -> float:
@@ -162,6 +181,41 @@ def _heldout(seeds: int) -> dict[str, Any]:
     }
 
 
+def _shape_outputs(entries: list[list[str]]) -> list[str]:
+    """Each entry's lines through a fresh source's key memory and the policy, joined."""
+    policy = Policy()
+    out = []
+    for lines in entries:
+        keys = KeyLines()
+        out.append("\n".join(policy.redact(keys.redact("source", line)) for line in lines))
+    return out
+
+
+def _shapes(seeds: int, outputs: Callable[[list[list[str]]], list[str]]) -> dict[str, Any]:
+    """Issue 39's group (``tests/secret_corpus_shapes.py``): caught, partial and leaked per
+    subgroup, the entries redacted by ``outputs``."""
+    entries = [e for seed in range(seeds) for e in shapes(f"shape-{seed}")]
+    found = outputs([lines for _, _, _, lines in entries])
+    per: dict[str, Counter[str]] = {g: Counter() for g in SUBGROUPS}
+    wrong: set[str] = set()
+    for (sub, name, secret, lines), out in zip(entries, found, strict=True):
+        v = verdict(secret, lines, out)
+        per[sub][v] += 1
+        if v != "caught":
+            wrong.add(f"{v}: {sub}: {name}")
+    total = sum((c for c in per.values()), Counter())
+    return {
+        "shapes": len(entries) // seeds,
+        "seeds": seeds,
+        **{v: total[v] for v in ("caught", "partial", "leaked")},
+        "recall_pct": round(100 * total["caught"] / len(entries), 1),
+        "per_subgroup": {
+            g: {v: c[v] for v in ("caught", "partial", "leaked")} for g, c in per.items()
+        },
+        "not_caught": sorted(wrong),
+    }
+
+
 def _loghub() -> dict[str, Any]:
     """Lines of the grouping benchmark's real logs (16 Loghub systems, captured daemon logs)
     that redaction changes."""
@@ -222,7 +276,8 @@ def _hostile() -> dict[str, Any]:
 _AGAINST = r"""
 import json, sys, time
 from guard.redact import Policy
-ordinary, dirty = json.load(sys.stdin)
+from guard.redact_keys import KeyLines
+ordinary, dirty, entries = json.load(sys.stdin)
 policy = Policy()
 def per_line(lines):
     best = float("inf")
@@ -232,18 +287,25 @@ def per_line(lines):
             policy.redact(line)
         best = min(best, time.perf_counter() - t0)
     return round(best / len(lines) * 1e6, 2)
+def shaped(lines):
+    keys = KeyLines()
+    return "\n".join(policy.redact(keys.redact("source", line)) for line in lines)
 print(json.dumps({"us_per_clean_line": per_line(ordinary),
-                  "us_per_line_with_a_secret": per_line(dirty)}))
+                  "us_per_line_with_a_secret": per_line(dirty),
+                  "shapes": [shaped(lines) for lines in entries]}))
 """
 
 
-def _against(rev: str, corpus: list[tuple[str, str, str]], ordinary: list[str]) -> dict[str, Any]:
-    """The cost figures of revision ``rev``'s redaction on the same lines (a subprocess that
-    imports that revision's ``guard`` package)."""
+def _against(
+    rev: str, corpus: list[tuple[str, str, str]], ordinary: list[str], seeds: int
+) -> dict[str, Any]:
+    """Revision ``rev``'s redaction on the same lines (a subprocess that imports that
+    revision's ``guard`` package): its cost figures, and its figures on issue 39's group."""
     import subprocess
     import sys
     import tempfile
 
+    entries = [lines for seed in range(seeds) for _, _, _, lines in shapes(f"shape-{seed}")]
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(
             ["git", "archive", rev, "guard"], cwd=REPO, capture_output=True, check=True
@@ -251,14 +313,16 @@ def _against(rev: str, corpus: list[tuple[str, str, str]], ordinary: list[str]) 
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         done = subprocess.run(
             [sys.executable, "-c", _AGAINST],
-            input=json.dumps([ordinary, [line for _, _, line in corpus]]),
+            input=json.dumps([ordinary, [line for _, _, line in corpus], entries]),
             capture_output=True,
             text=True,
             check=True,
             cwd=tmp,
             env={"PYTHONPATH": tmp, "PATH": "/usr/bin:/bin"},
         )
-    return {"revision": rev, **json.loads(done.stdout.splitlines()[-1])}
+    found = json.loads(done.stdout.splitlines()[-1])
+    outputs = found.pop("shapes")
+    return {"revision": rev, **found, "shapes": _shapes(seeds, lambda _: outputs)}
 
 
 def run(
@@ -270,8 +334,12 @@ def run(
         "what": f"{len(corpus)} fake secrets ({len(secrets())} shapes x {seeds} seeds), "
         f"{len(ordinary)} ordinary log lines",
         "guard": _guard(corpus, ordinary),
-        "against": _against(against, corpus, ordinary) if against else None,
+        "against": _against(against, corpus, ordinary, max(1, seeds // 4)) if against else None,
         "heldout": _heldout(max(1, seeds // 4)),
+        "shapes": {
+            "first_run": SHAPES_FIRST_RUN,
+            "now": _shapes(max(1, seeds // 4), _shape_outputs),
+        },
         "loghub_and_daemon_logs": _loghub(),
         "hostile_64k": _hostile(),
         "detect_secrets": _detect_secrets(corpus, ordinary),

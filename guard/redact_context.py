@@ -13,11 +13,18 @@ Forms: ``k=v``, ``k := v``, ``k => v``, ``k: "v"``, ``"k": "v"``, ``k: v``; ``--
 ``*_PASS``, ``*_PASSWORD``, ``*_KEY``, ``*_TOKEN``); a quoted value holds any character but its
 quote. URL userinfo may hold ``@``, ``/`` and ``#``; ``Basic`` credentials are recognised by
 decoding them; every random-looking cookie value of a ``Cookie`` header is replaced.
+
+Issue 39 added: a bare value holding ``&`` unless a parameter's name follows it; a whole
+``NAME=value`` line to its end (Django's ``SECRET_KEY=k#(9&…``); a YAML ``password: value`` line,
+a plain lower-case word too; ``secret_key_base``; a prompt's echo (``[sudo] password for alice:
+v``); headers named for their vendor (``X-Auth-Key``, ``Ocp-Apim-Subscription-Key``,
+``X-Honeycomb-Team``) and presigned URLs' signatures (``X-Amz-Signature``, ``X-Goog-Signature``,
+``Signature``).
 """
 
 from __future__ import annotations
 
-from guard.redact_engine import FIRST_GROUP, Rule, entropy
+from guard.redact_engine import FIRST_GROUP, Check, Rule, entropy
 from guard.redact_rules import basic_credentials, credential_like, random_looking
 
 _EMPTY_WORDS = frozenset(
@@ -85,10 +92,18 @@ def _cookies(header: str) -> str | None:
 
 _QUOTED = r"\"([^\"\r\n]{1,256})\"|'([^'\r\n]{1,256})'"
 _BARE = r"([^\s\"'`,;&<>()\[\]{}]{1,256})"
+# a bare value holding ``&`` (``password=ab&cd``), but not a query's next parameter
+# (``password=ab&useSSL=true``): a segment after ``&`` must end at a delimiter, ``&`` or the end
+# (tried before ``_BARE``, which takes a value without ``&``)
+_BARE_AMP = (
+    r"([^\s\"'`,;&<>()\[\]{}]{1,256}(?:&[^\s\"'`,;&<>()\[\]{}=]{1,64}){1,6})"
+    r"(?:[\s\"'`,;&<>()\[\]{}]|$)"
+)
 _EDGE = r"(?:^|[^A-Za-z0-9_./\\-])"
 _PREFIX = r"(?:[A-Za-z0-9]{1,40}[_.-]){0,4}"
 _PASSWORDS = (
-    r"password|passwd|passphrase|pwd|pass|secret|client[_-]?secret|secret[_-]?key|pgpassword"
+    r"password|passwd|passphrase|pwd|pass|secret|client[_-]?secret|secret[_-]?key"
+    r"|secret[_-]?key[_-]?base|pgpassword"
     r"|mysql_pwd|sharedaccesskey|[a-z0-9]{1,30}password"
 )
 _TOKENS = (
@@ -104,16 +119,27 @@ _PASSWORD_WORDS = ("pass", "secret", "pwd", "sharedaccesskey")
 _TOKEN_WORDS = ("token", "key")
 
 
-def _named(
-    kind: str, names: str, needs: tuple[str, ...], check: object, bare: object
-) -> list[Rule]:
-    """``name = value`` (quoted or bare), ``name: "value"``, and ``name: value`` (bare, checked
-    with ``bare``)."""
+def _named(kind: str, names: str, needs: tuple[str, ...], check: Check, bare: Check) -> list[Rule]:
+    """``name = value`` (quoted, bare, or bare holding ``&``; a whole ``NAME=value`` line to its
+    end), ``name: "value"``, a YAML line ``name: value`` (any value), and ``name: value`` in
+    prose (bare, checked with ``bare``)."""
     head = rf"(?i){_EDGE}{_PREFIX}(?:{names})s?"
+    line = rf"(?im)^[ \t]{{0,40}}(?:(?:export|ENV|-|\+)[ \t]{{1,3}})?{_PREFIX}(?:{names})s?"
     return [
-        Rule(kind, rf"{head}{_EQ}(?:{_QUOTED}|{_BARE})", FIRST_GROUP, needs, check),  # type: ignore[arg-type]
-        Rule(kind, rf"{head}{_COLON}(?:{_QUOTED})", FIRST_GROUP, needs, check),  # type: ignore[arg-type]
-        Rule(kind, rf"{head}{_COLON_SPACE}{_BARE}", 1, needs, bare),  # type: ignore[arg-type]
+        # a whole line: ``NAME=value`` (an env file, ``export``, a Dockerfile's ``ENV``) runs to
+        # the line's end, punctuation and all (Django's ``SECRET_KEY=k#(9&…``); a YAML
+        # ``password: value`` takes any value, a plain lower-case word too
+        Rule(
+            kind,
+            rf"{line}(?:[ \t]{{0,3}}=[ \t]{{0,3}}([^\s\"'][^\s]{{0,255}})"
+            rf"|:[ \t]{{1,3}}([^\s\"'#&*!|>{{\[][^\s]{{0,255}}))[ \t]{{0,64}}$",
+            FIRST_GROUP,
+            needs,
+            check,
+        ),
+        Rule(kind, rf"{head}{_EQ}(?:{_QUOTED}|{_BARE_AMP}|{_BARE})", FIRST_GROUP, needs, check),
+        Rule(kind, rf"{head}{_COLON}(?:{_QUOTED})", FIRST_GROUP, needs, check),
+        Rule(kind, rf"{head}{_COLON_SPACE}(?:{_BARE_AMP}|{_BARE})", FIRST_GROUP, needs, bare),
     ]
 
 
@@ -210,6 +236,30 @@ CONTEXT: list[Rule] = [
         group=1,
         needs=("AUTH ",),
         check=lambda v: _credential(v) and not v.isupper(),
+    ),
+    Rule(  # a prompt's echo: ``[sudo] password for alice: v``, git's ``Password for 'url': v``
+        "password",
+        r"(?i)\b(?:password|passphrase)[ \t]{1,3}for[ \t]{1,3}(?:(?:user|key)[ \t]{1,3})?"
+        r"(?:'[^'\r\n]{1,200}'|[^\s:'\"]{1,128}):[ \t]{1,3}([^\s]{1,256})",
+        group=1,
+        needs=("password for", "passphrase for"),
+        check=_assigned,
+    ),
+    Rule(  # a header named for its vendor: X-Auth-Key, Ocp-Apim-Subscription-Key, DD-API-KEY
+        "token",
+        r"(?i)(?:^|[\s\"'{(,;<])(?:[a-z0-9]{1,20}-){1,4}(?:key|token|secret|signature|auth"
+        r"|credentials?|team)[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?([A-Za-z0-9+/=_.~-]{16,})",
+        group=1,
+        needs=("-key", "-token", "-secret", "-signature", "-auth", "-credential", "-team"),
+        check=_token,
+    ),
+    Rule(  # a presigned URL's signature: S3 (v4 and v2), GCS, CloudFront; its session token
+        "url-signature",
+        r"(?i)[?&;](?:x-amz-signature|x-goog-signature|signature|x-amz-security-token)"
+        r"=([A-Za-z0-9%+/=_~.-]{16,})",
+        group=1,
+        needs=("signature=", "security-token="),
+        check=lambda v: entropy(v) >= 3.0 and not _reference(v),
     ),
     *_named("password", _PASSWORDS, _PASSWORD_WORDS, _assigned, _not_a_word),
     *_named("token", _TOKENS, _TOKEN_WORDS, _token, _bare_token),

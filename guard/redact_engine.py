@@ -13,7 +13,9 @@ replaced whole (fail closed), so a line of ten thousand decoys costs no more tha
 The text is encoded once; one ``re2.Set`` pass over it finds which of the rules' keywords occur
 (case-insensitively), and only the rules with a keyword present, plus the few without keywords,
 run, in order. A rule replaces its secret group with ``[REDACTED:<kind>]`` unless its ``check``
-(entropy, an empty word, a placeholder) says the value is no secret, or ``allowed`` keeps it.
+(entropy, an empty word, a placeholder) says the value is no secret, or ``allowed`` keeps it;
+the next search starts where the secret ended, so the ``&`` that ended one ``password=`` value
+in a query can begin the next parameter's.
 """
 
 from __future__ import annotations
@@ -154,12 +156,12 @@ class Engine:
                 last = end
                 break
             start, stop = _secret_span(spans, rule.group)
+            pos = whole[1] if whole[1] > whole[0] else whole[1] + 1
             if start >= 0 and stop > start:
                 new = self._replacement(rule, data[start:stop], mark)
                 if new is not None:
                     out += (data[last:start], new)
-                    last = stop
-            pos = whole[1] if whole[1] > whole[0] else whole[1] + 1
+                    last = pos = stop  # what ended the match may begin the next one
         if not out:
             return None
         out.append(data[last:])

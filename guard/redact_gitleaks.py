@@ -9,7 +9,9 @@ out, so a fingerprint's number masking leaves the placeholder alone) with:
 - its keywords as the keyword prefilter, its ``entropy`` as a minimum for the secret;
 - the secret its ``secretGroup`` (else its first non-empty group, else the whole match);
 - its allow-lists (``regexes`` on the secret or the match, ``stopwords``) and the global ones;
-- every open-ended repeat capped (``bound_repeats``), so a match spans a bounded text.
+- every open-ended repeat capped (``bound_repeats``), so a match spans a bounded text;
+- its trailing boundary (a space, a quote, ``;`` or the line's end) widened to the punctuation
+  a log puts after a token, ``)``, ``,``, ``.``, ``]``, ``>``, ``}``, ``&``, ``|`` (issue 39).
 
 ``SKIPPED`` rules are left out: Guard's own rules cover them with placeholders it already
 promises (``private-key``, ``jwt``), or they read a name and any value (``generic-api-key``) and
@@ -31,6 +33,9 @@ VERSION = "v8.30.0"  # the gitleaks tag guard/data/gitleaks.toml was taken from
 PATH = Path(__file__).parent / "data" / "gitleaks.toml"
 REPEAT_CAP = 512  # the longest run of one repeat in a bounded rule
 SKIPPED = frozenset({"generic-api-key", "private-key", "jwt", "jwt-base64", "pkcs12-file"})
+# gitleaks' "end of the secret" group, and the same with the punctuation a log line puts there
+_BOUNDARY = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+_LOG_BOUNDARY = r"""(?:[\x60'"\s;,.)\]>}&|]|\\[nr]|$)"""
 _NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _DIGITS = dict(zip("0123456789", _NUMBERS, strict=True))
 
@@ -67,7 +72,7 @@ def rules() -> list[Rule]:
         out.append(
             Rule(
                 kind=kind_of(spec["id"]),
-                pattern=_bounded(spec["regex"]),
+                pattern=_bounded(spec["regex"].replace(_BOUNDARY, _LOG_BOUNDARY)),
                 group=spec.get("secretGroup", FIRST_GROUP),
                 needs=tuple(spec.get("keywords", ())),
                 check=_Check(spec.get("entropy", 0.0), _any(allow), global_allow, tuple(stop)),

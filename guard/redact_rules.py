@@ -80,10 +80,11 @@ SHAPES: list[Rule] = [
         rf"LS0tLS1CRUdJTi[{_B64}=]{{20,}}",
         needs=("LS0tLS1CRUdJTi",),
     ),
-    # any other line of such a body: 64, 70 or 76 base64 characters alone on a line
+    # any other line of such a body: 64, 70 or 76 base64 characters ending a line, alone or
+    # after a log prefix (a timestamp, ``api-1  | ``)
     Rule(
         "private-key",
-        rf"(?m)^[ \t]{{0,16}}([{_B64}]{{76}}|[{_B64}]{{70}}|[{_B64}]{{64}})={{0,2}}[ \t]{{0,16}}$",
+        rf"(?m)(?:^|[ \t])([{_B64}]{{76}}|[{_B64}]{{70}}|[{_B64}]{{64}})={{0,2}}[ \t]{{0,16}}$",
         group=1,
         min_length=64,
         check=key_line,
