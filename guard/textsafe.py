@@ -19,3 +19,16 @@ def printable(text: object, *, newlines: bool = True) -> str:
     """``text`` without control characters (each becomes ``�`` where it hid something)."""
     out = _UNSAFE.sub("\ufffd", str(text))
     return out if newlines else out.replace("\n", " ")
+
+
+def line_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of ``text``, from the start of a line: evidence cut to its
+    last N characters otherwise opens with half a line nobody can read. A last line longer
+    than ``limit`` is cut as it is (there is no line start to go to)."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    if text[-limit - 1] == "\n":
+        return tail
+    cut = tail.find("\n")
+    return tail[cut + 1 :] if 0 <= cut < len(tail) - 1 else tail

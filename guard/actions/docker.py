@@ -11,6 +11,7 @@ from docker.errors import DockerException, NotFound
 
 from guard.actions.base import ActionContext, ActionError, ActionResult
 from guard.docker_client import Timeouts, docker_client
+from guard.textsafe import line_tail
 
 
 def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
@@ -101,7 +102,7 @@ class Logs(_DockerAction):
             "status": state.get("Status"),
             "restart_count": container.attrs.get("RestartCount"),
         }
-        return ActionResult(True, text[-8000:] or "(no log output)", details)
+        return ActionResult(True, line_tail(text, 8000) or "(no log output)", details)
 
 
 ACTIONS = [Restart(), Start(), Stop(), Logs()]

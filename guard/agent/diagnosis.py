@@ -19,7 +19,7 @@ import asyncio
 from guard import spans
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
-from guard.agent.templating import incident_context
+from guard.agent.templating import describe, incident_context
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.k8s.evidence import previous_block
@@ -85,18 +85,20 @@ class Diagnoser:
         parts: list[str] = []
         if previous := previous_block(inc.details or {}, chars=PREVIOUS_LIMIT):
             parts.append(previous)
+        ctx = incident_context(inc)
         for step, skill in self.steps_for(inc, candidates):
+            shown = describe(step, ctx)
             try:
                 if step.kind == "action":
                     assert step.action is not None
                     out = await self.runner.action(step.action, dict(step.args), inc)
                 else:
                     out = await self.runner.sandbox_run(
-                        step, inc, skill, self.grants_for(inc, skill), incident_context(inc)
+                        step, inc, skill, self.grants_for(inc, skill), ctx
                     )
-                parts.append(f"$ {step.describe()}{self._unapproved(skill)}\n{out.summary}")
+                parts.append(f"$ {shown}{self._unapproved(skill)}\n{out.summary}")
             except Exception as exc:
-                parts.append(f"$ {step.describe()}\n(could not run: {exc})")
+                parts.append(f"$ {shown}\n(could not run: {exc})")
         # up to every step's output limit of text: redacted in a worker, not on the event loop
         evidence = (await asyncio.to_thread(self.redactor.redact, "\n".join(parts)))[
             :EVIDENCE_LIMIT

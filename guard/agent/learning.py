@@ -60,7 +60,12 @@ class Learner:
             assert verified
             text = f"healed by skill {run.skill}: {reason}"
             await self.closer.resolve(
-                inc.id, text, resolved_by=run.skill, resolution=reason, skill=run.skill
+                inc.id,
+                text,
+                resolved_by=run.skill,
+                resolution=reason,
+                skill=run.skill,
+                healed_by="skill",  # what guard.reports.counts counts
             )
             return Settled(True, text, run.skill)
         assert run.fix is not None
@@ -82,6 +87,8 @@ class Learner:
         detail: dict[str, Any] = {}
         if learned is not None:
             detail = {"learned_skill": learned.name, "skill_commit": learned.commit}
+            if learned.existed:  # the same lesson again: no new skill to count
+                detail["skill_known"] = True
             if self.remote is not None and not learned.existed:  # pushed for review
                 saved += await asyncio.to_thread(
                     publish_learned, self.remote, learned, self.library
@@ -97,6 +104,7 @@ class Learner:
             skill=name,
             tell=text,
             learned_message=text,
+            healed_by="human",
             **detail,
         )
         return Settled(True, text, name or None)

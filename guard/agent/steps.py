@@ -17,7 +17,7 @@ from sqlmodel import col, select
 
 from guard import cluster, spans
 from guard.actions import ActionContext, ActionError, ActionRegistry
-from guard.agent.templating import incident_context, render, render_args
+from guard.agent.templating import describe, incident_context, render, render_args
 from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.crashpoints import reached
@@ -32,6 +32,7 @@ from guard.skills.model import Step, VerifySpec
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import AgentStep, Incident, RemediationRun, StepStatus
+from guard.textsafe import line_tail
 
 REPEATABLE = frozenset({"wait", "verify"})
 KEEP = 4000  # characters of output kept per stream in the step record
@@ -71,6 +72,8 @@ class StepRunner:
             steps = [*steps, Step(verify=VerifySpec(timeout=self.settings.agent.verify_timeout))]
         assert run.id is not None
         with self.db.session() as session:
+            inc = session.get(Incident, run.incident_id)
+            ctx = incident_context(inc) if inc is not None else {}
             for i, step in enumerate(steps):
                 dumped = step.model_dump(mode="json", exclude_none=True)
                 session.add(
@@ -79,7 +82,7 @@ class StepRunner:
                         run_id=run.id,
                         index=i,
                         kind=step.kind,
-                        description=step.describe(),
+                        description=self.redactor.redact(describe(step, ctx)),
                         result={"step": dumped},
                     )
                 )
@@ -224,7 +227,7 @@ class StepRunner:
         self._audit(
             incident, f"action.{name}", {"args": args, "ok": result.ok, "message": message[:500]}
         )
-        return StepOutcome(result.ok, message.strip()[-keep:] or name, result.details)
+        return StepOutcome(result.ok, line_tail(message.strip(), keep) or name, result.details)
 
     async def sandbox_run(
         self,
@@ -256,8 +259,8 @@ class StepRunner:
             observe_sandbox_exec(time.monotonic() - started)
         result = {
             "exit_code": res.exit_code,
-            "stdout": res.stdout[-KEEP:],
-            "stderr": res.stderr[-KEEP:],
+            "stdout": line_tail(res.stdout, KEEP),
+            "stderr": line_tail(res.stderr, KEEP),
             "timed_out": res.timed_out,
             "oom_killed": res.oom_killed,
             "duration": round(res.duration, 3),
@@ -267,7 +270,7 @@ class StepRunner:
             "sandbox.run",
             {
                 "command": step.run,
-                "step": step.describe(),
+                "step": self.redactor.redact(describe(step, ctx)),
                 "exit_code": res.exit_code,
                 "timed_out": res.timed_out,
                 "oom_killed": res.oom_killed,
@@ -280,7 +283,7 @@ class StepRunner:
             if res.oom_killed
             else f"exit {res.exit_code}"
         )
-        tail = (res.stdout.strip() or res.stderr.strip())[-300:]
+        tail = line_tail(res.stdout.strip() or res.stderr.strip(), 300)
         return StepOutcome(res.ok, f"{why}: {tail}" if tail else why, result)
 
     def _audit(self, incident: Incident, action: str, data: dict[str, Any]) -> None:

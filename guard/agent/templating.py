@@ -20,6 +20,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from guard.actions.base import ActionError
 from guard.shellquote import quote_states
+from guard.skills.model import Step
 
 _EXPR = re.compile(r"\{\{(-?)(.*?)(-?)\}\}", re.DOTALL)
 _RAW = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
@@ -111,3 +112,16 @@ def render_args(args: dict[str, Any], context: dict[str, Any]) -> dict[str, Any]
     for key, value in args.items():
         out[key] = render(value, context) if isinstance(value, str) else value
     return out
+
+
+def describe(step: Step, context: dict[str, Any]) -> str:
+    """The step as people read it (timeline, audit, evidence), its templates rendered over the
+    incident: ``docker.start container={{ incident.target }}`` says nothing about which one.
+    The text as written when it cannot be rendered (the step's run reports why)."""
+    text = step.describe()
+    if "{{" not in text or not context:
+        return text
+    try:
+        return render(text, context)
+    except ActionError:
+        return text

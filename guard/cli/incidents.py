@@ -37,6 +37,7 @@ from guard.textsafe import printable
 if TYPE_CHECKING:
     from sqlmodel import Session
 
+    from guard.reports.counts import Counts
     from guard.store.escalation import IncidentAck
     from guard.store.models import Incident, IncidentTimeline
 
@@ -81,21 +82,33 @@ def list_incidents(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
     limit: int = typer.Option(200, "--limit", help="At most this many, newest first."),
+    summary: bool = typer.Option(
+        False,
+        "--summary",
+        help="Also count what the store holds, as the daily report and the web overview do "
+        "(awaiting a human and pending approvals now; healed, recovered and learned in the "
+        "last 24 hours). With --json: an object with `incidents` and `summary`.",
+    ),
     config: str | None = ConfigOption,
 ) -> None:
     """List incidents, newest first."""
+    if summary:
+        _list_with_summary(config, state, limit, as_json)
+        return
     states = [s.value for s in state]
     found = None if os.environ.get("GUARD_NO_FAST_READ") else fast_listing(config, states, limit)
-    rows, templates = found if found is not None else _orm_list(config, state, limit)
+    rows, templates = found if found is not None else _orm_list(config, state, limit)[:2]
     print_listing(rows, templates, as_json=as_json, echo=echo)
 
 
 def _orm_list(
-    config: str | None, state: list[IncidentState], limit: int
-) -> tuple[Sequence[AnyIncident], dict[int, str]]:
-    """The listing through the settings model and the ORM (creating the store if need be)."""
+    config: str | None, state: list[IncidentState], limit: int, *, summary: bool = False
+) -> tuple[Sequence[AnyIncident], dict[int, str], Counts | None]:
+    """The listing through the settings model and the ORM (creating the store if need be),
+    and with ``summary`` the figures ``guard.reports.counts`` defines, from the same store."""
     from sqlmodel import col, select
 
+    from guard.reports import counts
     from guard.store.models import Incident
 
     settings = settings_from(config, logging=False)
@@ -105,7 +118,24 @@ def _orm_list(
         if state:
             query = query.where(col(Incident.state).in_(state))
         rows = session.exec(query).all()
-        return rows, templates_of(session, rows)
+        figures = counts.last_day(session) if summary else None
+        return rows, templates_of(session, rows), figures
+
+
+def _list_with_summary(
+    config: str | None, state: list[IncidentState], limit: int, as_json: bool
+) -> None:
+    """The listing, then the figures the daily report and the web overview show."""
+    from guard.reports.counts import summary_text
+
+    rows, templates, figures = _orm_list(config, state, limit, summary=True)
+    assert figures is not None
+    if as_json:
+        listed = [incident_dict(r, templates) for r in rows]
+        echo(json.dumps({"incidents": listed, "summary": figures.as_dict()}, indent=2))
+        return
+    print_listing(rows, templates, as_json=False, echo=echo)
+    out.print(summary_text(figures), markup=False, soft_wrap=True)
 
 
 @app.command("show")

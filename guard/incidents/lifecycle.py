@@ -45,6 +45,9 @@ WORKABLE = frozenset({S.open, S.diagnosing})
 ANSWERABLE = frozenset({S.open, S.awaiting_human, S.escalated, S.diagnosing, S.muted})
 # States after which an incident needs no sandbox: its warm one is released.
 ENDED = frozenset({S.resolved, S.muted})
+# The details that say how an incident was resolved (``guard.reports.counts``): a reopen
+# forgets them, so a later recovery is not counted as the earlier remedy.
+RESOLUTION = ("resolved_by", "healed_by")
 
 
 def record(
@@ -96,8 +99,9 @@ def transition(
     incident.state = to
     if to is S.resolved:
         incident.resolved_at = utcnow()
-    elif current is S.resolved:
+    elif current is S.resolved:  # reopened: what resolved it last time did not last
         incident.resolved_at = None
+        incident.details = {k: v for k, v in incident.details.items() if k not in RESOLUTION}
     session.add(incident)
     session.flush()
     record(session, incident, "state_changed", reason, actor=actor, from_state=current, to_state=to)

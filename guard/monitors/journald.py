@@ -37,6 +37,7 @@ from guard.monitors.journal_entries import FIELDS, TAIL, Lines, parse
 from guard.monitors.journal_tail import JournalTail
 from guard.playbooks.models import JournaldMonitorSpec
 from guard.records import Observation
+from guard.textsafe import line_tail
 
 CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues
@@ -363,7 +364,7 @@ async def recent_entries(directory: str, target: str, lines: int, keep: int = 20
         raise MonitorError("journalctl took longer than 30s") from None
     if proc.returncode:
         raise MonitorError(f"journalctl exited with {proc.returncode}: {err.decode()[-500:]}")
-    return out.decode("utf-8", "replace")[-keep:] or "(no entries)"
+    return line_tail(out.decode("utf-8", "replace"), keep) or "(no entries)"
 
 
 def _cursor_time(cursor: str) -> int | None:

@@ -4,14 +4,14 @@ The window is either a calendar day in ``report.timezone`` (``guard report daily
 the 24 hours before now (the scheduled report). Definitions, so the numbers can be checked:
 
 - opened: incidents whose ``opened_at`` falls in the window;
-- resolved in the window, split by how: *auto-healed* (a skill healed it and nobody was asked),
-  *after a human* (Guard asked, then it was healed), *recovered* (it passed its check again);
+- resolved in the window, split by how (healed by a skill, healed by a human's fix, recovered
+  on their own), skills learned, awaiting a human and approvals pending: as
+  ``guard.reports.counts`` defines them, the figures the web overview and ``guard incidents
+  list --summary`` show too;
 - escalated: incidents that moved to ``escalated`` in the window (from the timeline);
 - still open: incidents not resolved now that were opened before the window ended;
 - MTTR: the mean of ``resolved_at - opened_at`` over incidents resolved in the window;
 - noisiest targets: by signals counted on incidents opened in the window;
-- skills learned: incidents resolved in the window that taught Guard a skill, with the commit;
-- approvals pending: unexpired, unused skill approvals (now);
 - skills pending review: learned skills on their own branch, not yet on ``skills.git_branch``
   (now), each with its branch or pull request;
 - audit head: the audit chain's length and its head ``SEQ:HASH`` (now), the exact argument of
@@ -40,11 +40,11 @@ from sqlmodel import col, select
 from guard.config import Settings
 from guard.records import utcnow
 from guard.redact import redact
+from guard.reports import counts
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import (
     ACTIVE_STATES,
-    Approval,
     AuditEntry,
     Incident,
     IncidentState,
@@ -61,9 +61,10 @@ class DailyReport:
     end: datetime
     timezone: str
     opened: int = 0
-    auto_healed: int = 0
-    healed_by_human: int = 0
+    auto_healed: int = 0  # healed by a skill (the name templates on the data volume know)
+    healed_by_human: int = 0  # healed by a human's fix
     recovered: int = 0
+    awaiting: int = 0  # incidents awaiting a human, now
     escalated: int = 0
     still_open: int = 0
     mttr_seconds: float | None = None
@@ -130,15 +131,7 @@ def gather(
             .select_from(Incident)
             .where(col(Incident.state).in_(ACTIVE_STATES), col(Incident.opened_at) < end)
         ).one()
-        approvals = session.exec(
-            select(Approval)
-            .where(
-                col(Approval.used_at).is_(None),
-                col(Approval.expires_at) > utcnow(),
-                Approval.kind == "skill",
-            )
-            .order_by(col(Approval.incident_id))
-        ).all()
+        figures = counts.count(session, start, end)
         report.audit_seq, report.audit_head = audit.head(session)
         report.audit_entries = session.exec(select(func.count()).select_from(AuditEntry)).one()
     report.opened = len(opened)
@@ -152,32 +145,24 @@ def gather(
     for inc in resolved:
         assert inc.resolved_at is not None
         durations.append((inc.resolved_at - inc.opened_at).total_seconds())
-        details = inc.details or {}
-        if details.get("asked"):
-            report.healed_by_human += 1
-        elif details.get("resolved_by"):
-            report.auto_healed += 1
-        else:
-            report.recovered += 1
-        if details.get("learned_skill"):
-            report.learned.append(
-                {
-                    "skill": details["learned_skill"],
-                    "incident": inc.id,
-                    "commit": (details.get("skill_commit") or "")[:10],
-                }
-            )
     report.mttr_seconds = sum(durations) / len(durations) if durations else None
     report.escalated = len(set(escalations))
     report.still_open = still_open
+    report.auto_healed = figures.healed_by_skill
+    report.healed_by_human = figures.healed_by_human
+    report.recovered = figures.recovered
+    report.learned = figures.learned
+    report.awaiting = len(figures.awaiting)
     report.pending = [
         {
-            "incident": a.incident_id,
-            "skill": a.skill,
-            "expires": a.expires_at.astimezone(tz).strftime("%H:%M"),
+            "incident": q.incident,
+            "skill": ", ".join(q.skills) or "deny or mute only",
+            "expires": q.expires_at.astimezone(tz).strftime("%H:%M"),
         }
-        for a in approvals
+        for q in figures.pending
+        if q.expires_at is not None
     ]
+
     from guard.skills.review import ReviewBook
 
     report.review = [

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from sqlmodel import Session, col, func, select
 
 from guard.records import IncidentState, utcnow
+from guard.reports.counts import Counts, last_day
 from guard.store import audit
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
@@ -38,7 +39,7 @@ class Overview:
     by_severity: list[tuple[str, int]]
     open_total: int
     incidents: list[Incident]
-    approvals: list[Approval]
+    figures: Counts  # awaiting a human, pending approvals, the last 24 hours' healing
     last_report: datetime | None
     head: tuple[int, str]
     head_at: datetime | None
@@ -61,12 +62,13 @@ def _severity_order(item: tuple[str, int]) -> tuple[int, str]:
     return (SEVERITIES.index(sev) if sev in SEVERITIES else len(SEVERITIES), sev)
 
 
-def _pending(session: Session, incident_id: int | None, limit: int) -> list[Approval]:
+def _pending(session: Session, incident_id: int, limit: int) -> list[Approval]:
+    """The incident's live buttons (unused, unexpired)."""
     query = select(Approval).where(
-        col(Approval.used_at).is_(None), col(Approval.expires_at) > utcnow()
+        col(Approval.used_at).is_(None),
+        col(Approval.expires_at) > utcnow(),
+        Approval.incident_id == incident_id,
     )
-    if incident_id is not None:
-        query = query.where(Approval.incident_id == incident_id)
     return list(session.exec(query.order_by(col(Approval.created_at).desc()).limit(limit)))
 
 
@@ -82,9 +84,10 @@ def _last_action(session: Session, action: str) -> datetime | None:
 
 
 def overview(db: Database) -> Overview:
-    """The overview's figures: open incidents by severity (and the newest of them), pending
-    approvals, the last report sent, the audit chain's head, when it was last anchored and
-    what the last ``guard audit verify`` found."""
+    """The overview's figures: open incidents by severity (and the newest of them), what
+    ``guard.reports.counts`` counts (as the daily report does), the last report sent, the
+    audit chain's head, when it was last anchored and what the last ``guard audit verify``
+    found."""
     with db.session() as session:
         counts = session.exec(
             select(Incident.severity, func.count())
@@ -110,7 +113,7 @@ def overview(db: Database) -> Overview:
             by_severity=by_severity,
             open_total=sum(n for _, n in by_severity),
             incidents=list(incidents),
-            approvals=_pending(session, None, LIST_LIMIT),
+            figures=last_day(session),
             last_report=report,
             head=head,
             head_at=head_at,

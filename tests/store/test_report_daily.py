@@ -40,23 +40,30 @@ def seed(db) -> None:
 
     with db.session() as s:
         s.add(inc("api", at(9, 10), at(9, 20), count=5, resolved_by="docker-start-exited"))
-        s.add(
-            inc(
-                "db",
-                at(10, 5),
-                at(10, 35),
-                count=100,
-                asked=True,
-                resolved_by="learned-x",
-                learned_skill="learned-x",
-                skill_commit="abcdef1234567890",
-            )
+        learned = inc(
+            "db",
+            at(10, 5),
+            at(10, 35),
+            count=100,
+            asked=True,
+            resolved_by="learned-x",
+            learned_skill="learned-x",
+            skill_commit="abcdef1234567890",
         )
+        s.add(learned)
         s.add(inc("api", at(10, 40), at(10, 45)))
         stuck = inc("db", at(23), state="escalated", count=3, asked=True)
         s.add(stuck)
         s.add(inc("old", at(12, days=-1), at(13, days=-1)))
         s.flush()
+        s.add(  # as guard.agent.learning notes a human's fix it learned
+            IncidentTimeline(
+                incident_id=learned.id,
+                at=at(10, 34),
+                type="learned",
+                data={"learned_skill": "learned-x", "skill_commit": "abcdef1234567890"},
+            )
+        )
         s.add(
             IncidentTimeline(
                 incident_id=stuck.id,
@@ -87,11 +94,12 @@ def test_report_prints_real_figures(home, tg):
     print(out)
     for line in (
         "Incidents opened: 4",
-        "Auto-healed: 1",
-        "Healed after a human: 1",
+        "Healed by a skill: 1",
+        "Healed by a human's fix: 1",
         "Recovered on their own: 1",
         "Escalated: 1",
         "Still open: 1",
+        "Awaiting a human: 1",
         "MTTR: 15 min",
         "db: 103 signal(s)",
         "api: 6 signal(s)",
