@@ -43,6 +43,7 @@ from bench.crash_checks import (
 )
 from bench.crash_correlate import Correlate
 from bench.crash_escalation import Escalation
+from bench.crash_hold import Hold
 from bench.crash_paging import Paging
 from bench.crash_report import (
     CHECKS,
@@ -118,7 +119,7 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation())
+    more = (Correlate(), Paging(), Escalation(), Hold())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
 

@@ -26,6 +26,7 @@ POINTS: dict[str, str] = {
     "logfile.cursor_save": "logfile: the new position is read, its transaction not committed",
     "agent.opened_not_taken": "the incident is open and announced; no worker has taken it",
     "agent.diagnosing": "the incident is diagnosing; diagnosis has not finished",
+    "remedy.held": "a run, its steps and its hold on the target are stored; no step ran",
     "step.started": "a step is marked running, before it acts",
     "step.ended": "a step is marked done, before the next one starts",
     "remedy.before_verify": "the remedy ran; its verify step has not started",

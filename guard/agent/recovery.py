@@ -20,6 +20,7 @@ from guard.incidents.commands import reset_interrupted
 from guard.incidents.lifecycle import WORKABLE, unattended
 from guard.records import utcnow
 from guard.sandbox.base import SandboxPool
+from guard.store import holds
 from guard.store.models import Incident, IncidentState, IncidentTimeline, RemediationRun, RunStatus
 
 S = IncidentState
@@ -59,6 +60,12 @@ class Recovery(Orchestration):
             ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
             stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
+            running = {run.id for run in runs if run.id is not None}
+            ended = holds.close_expired(session, running, self.settings.agent.settle)
+        for hold in ended:  # a remedy's hold whose time ran out while Guard was down
+            logger.info(
+                "incident #{}: its remedy's hold on {} ended", hold.incident_id, hold.target
+            )
         working = {run.incident_id for run in runs}
         for inc in stranded:
             if inc.id is not None and inc.id not in working:  # ended, not settled: a restart

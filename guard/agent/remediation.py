@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from guard.agent import limits, policy
+from guard.agent.holding import Holding
 from guard.agent.learning import Learner, Settled
 from guard.agent.steps import StepRunner
 from guard.agent.trajectories import TrajectoryLog
@@ -59,6 +60,7 @@ class Remediator:
         self.limits = policy.Limits(breaker_failures=settings.agent.breaker_failures)
         self.slot = asyncio.Semaphore(settings.agent.max_concurrent_remediations)
         self.trajectories = TrajectoryLog(db)
+        self.holding = Holding(settings, db, lifecycle, books)
 
     def grants_for(self, inc: Incident, skill: Skill | None) -> SandboxGrants:
         """The playbook's grants plus the skill's (skills are reviewed in git)."""
@@ -75,6 +77,8 @@ class Remediator:
 
     async def run_skill(self, incident_id: int, skill: Skill, *, approved_by: str) -> bool:
         """Run ``skill`` on the incident; True when verified and resolved."""
+        if not await self._free(incident_id):
+            return False
         async with self.slot:
             inc = self.lifecycle.move(
                 incident_id,
@@ -89,11 +93,14 @@ class Remediator:
                     approved_by=approved_by,
                 ),
                 list(skill.spec.steps),
+                inc,
             )
             return (await self.execute(run, inc, skill)).verified
 
     async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> Settled:
         """Run a human's fix (one step, as written); how it settled (learned if verified)."""
+        if not await self._free(incident_id):
+            return Settled(False, "refused: another incident's remedy still holds the target", None)
         async with self.slot:
             inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
             run = self._start(
@@ -106,13 +113,23 @@ class Remediator:
                     fix=fix,
                 ),
                 [step],
+                inc,
             )
             return await self.execute(run, inc, None)
 
-    def _start(self, run: RemediationRun, steps: list[Step]) -> RemediationRun:
+    async def _free(self, incident_id: int) -> bool:
+        """One remedy per target: wait out another incident's hold on it (or be refused)."""
+        inc = self.lifecycle.load(incident_id)
+        return inc is None or await self.holding.free(inc)
+
+    def _start(self, run: RemediationRun, steps: list[Step], inc: Incident) -> RemediationRun:
+        """Store the run and its hold on the target together, before any step acts."""
         with self.db.session() as session:
             session.add(run)
+            session.flush()
+            self.holding.place(session, run, inc, steps)
         self.runner.plan(run, steps)
+        reached("remedy.held")
         return run
 
     async def resume(self, run: RemediationRun) -> None:
@@ -133,6 +150,7 @@ class Remediator:
         assert run.id is not None and inc.id is not None
         run_id = run.id
         verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
+        self.holding.ended(run_id)  # its verification ended: the settle period starts
         reached("verify.before_state")
         run = self._finish(run_id, verified, reason)
         record_remediation(self.runner.outcome(run_id, verified))

@@ -29,7 +29,7 @@ from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants, SandboxPool
 from guard.skills.library import Skill
 from guard.skills.model import Step, VerifySpec
-from guard.store import audit
+from guard.store import audit, holds
 from guard.store.db import Database
 from guard.store.models import AgentStep, Incident, RemediationRun, StepStatus
 from guard.textsafe import line_tail
@@ -156,6 +156,8 @@ class StepRunner:
             if row.kind == "verify":
                 reached("remedy.before_verify")
             self._mark(row, StepStatus.running)
+            if row.kind == "action":
+                self._acted(run.id, acting=True)
             reached("step.started")
             step = Step.model_validate(row.result["step"])
             try:
@@ -165,6 +167,8 @@ class StepRunner:
             except Exception as exc:  # a bug must not leave the step running forever
                 logger.opt(exception=exc).error("step {} raised", row.description)
                 outcome = StepOutcome(False, f"{type(exc).__name__}: {exc}", {})
+            if row.kind == "action":
+                self._acted(run.id, acting=False)
             summary = self.redactor.redact(outcome.summary)[:1000]
             self._mark(
                 row,
@@ -285,6 +289,11 @@ class StepRunner:
         )
         tail = line_tail(res.stdout.strip() or res.stderr.strip(), 300)
         return StepOutcome(res.ok, f"{why}: {tail}" if tail else why, result)
+
+    def _acted(self, run_id: int, *, acting: bool) -> None:
+        """Mark the run's hold (``guard.agent.holding``): its action acts, or just acted."""
+        with self.db.session() as session:
+            holds.acted(session, run_id, acting=acting)
 
     def _audit(self, incident: Incident, action: str, data: dict[str, Any]) -> None:
         with self.db.session() as session:

@@ -123,6 +123,12 @@ class AgentSettings(Section):
     verify_timeout: Duration = 60.0
     fix_timeout: Duration = 120.0
     poll_interval: Duration = 1.0
+    settle: Duration = Field(
+        default=15.0,
+        ge=0,
+        description="after a remedy's verification ends, its target's signals that the remedy "
+        "explains (a restart's exit, health and HTTP failures) stay expected this long",
+    )
 
 
 class SchedulerSettings(Section):

@@ -36,6 +36,7 @@ from guard.store import audit
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
+from guard.store.holds import Hold
 from guard.store.models import (
     AgentStep,
     Approval,
@@ -58,6 +59,7 @@ BATCH = 1000
 _BY_INCIDENT: tuple[Any, ...] = (
     IncidentTimeline,
     RelatedSignal,
+    Hold,
     AgentStep,
     Approval,
     HumanCommand,

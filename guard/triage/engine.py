@@ -42,6 +42,7 @@ from guard.store.state import get_state, get_states, put_states
 from guard.triage import counting, redelivery, storm
 from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
+from guard.triage.holds import Holds
 
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
@@ -74,6 +75,7 @@ class Triage:
         self.policies = policies or {}
         self.templates = TemplateBook()
         self.correlation = Correlation(settings.correlate_window)  # its services: Guard's
+        self.holds = Holds(self.correlation.service)  # Guard's own remedies' expected effects
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
@@ -96,6 +98,7 @@ class Triage:
             self.settings.max_new_incidents, self.settings.storm_window, self.correlation.service
         )
         self._checks = {}
+        self.holds.begin()
         try:
             self._templates_begun = False  # begun by the batch's first template signal
             with self.db.session() as session:
@@ -173,6 +176,8 @@ class Triage:
     # -- failing checks -------------------------------------------------------------------------
 
     def _failed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+        if self.holds.expected(session, sig):  # Guard's own remedy caused it: noted, no more
+            return
         self._quiet.pop(sig.check_key, None)
         policy = self.policy(sig.monitor_id)
         check = self._check(session, f"check:{sig.check_key}")
