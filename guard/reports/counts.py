@@ -93,35 +93,38 @@ def healed_by(details: Mapping[str, Any]) -> str:
 
 
 def questions(session: Session, now: datetime) -> list[Question]:
-    """Every incident awaiting a human, oldest first, with its live buttons' skills."""
+    """Every incident awaiting a human, oldest first, with its live buttons' skills.
+
+    Two queries, each one pass: the live buttons are joined to the waiting incidents in SQL
+    (no list of ids bound as parameters, however many wait) and grouped by incident here."""
     waiting = session.exec(
         select(Incident.id, Incident.title)
         .where(col(Incident.state).in_(AWAITING))
         .order_by(col(Incident.id))
     ).all()
-    ids = [i for i, _ in waiting if i is not None]
     live = session.exec(
-        select(Approval)
+        select(Approval.incident_id, Approval.kind, Approval.skill, Approval.expires_at)
+        .join(Incident, col(Incident.id) == col(Approval.incident_id))
         .where(
-            col(Approval.incident_id).in_(ids),
+            col(Incident.state).in_(AWAITING),
             col(Approval.used_at).is_(None),
             col(Approval.expires_at) > now,
         )
         .order_by(col(Approval.created_at))
     ).all()
-    found = []
-    for incident_id, title in waiting:
-        mine = [a for a in live if a.incident_id == incident_id]
-        assert incident_id is not None
-        found.append(
-            Question(
-                incident_id,
-                title,
-                [a.skill for a in mine if a.kind == "skill" and a.skill],
-                max((a.expires_at for a in mine), default=None),
-            )
-        )
-    return found
+    skills: dict[int, list[str]] = {}
+    expiry: dict[int, datetime] = {}
+    for incident_id, kind, skill, expires_at in live:
+        skills.setdefault(incident_id, [])
+        if kind == "skill" and skill:
+            skills[incident_id].append(skill)
+        if incident_id not in expiry or expires_at > expiry[incident_id]:
+            expiry[incident_id] = expires_at
+    return [
+        Question(i, title, skills.get(i, []), expiry.get(i))
+        for i, title in waiting
+        if i is not None
+    ]
 
 
 def learned_in(session: Session, start: datetime, end: datetime) -> list[dict[str, Any]]:
