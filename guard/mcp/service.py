@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ from loguru import logger
 
 from guard.agent.fencing import Fence
 from guard.agent.investigation import cap
+from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
-from guard.commandtext import digest
+from guard.commandtext import digest, short
 from guard.config import Settings
 from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
@@ -54,6 +56,7 @@ ANSWERS = ("propose_remedy", "approve", "deny")  # Guard's own words back: not f
 DATA = frozenset(BY_NAME) - frozenset(ANSWERS)  # what they read came from outside Guard: fenced
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
+_HEX = re.compile(r"[0-9a-fA-F]{12,64}")
 
 
 class Parts(Protocol):
@@ -220,15 +223,12 @@ class GuardTools:
 
     async def _answer(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
-        option, bound = args.get("option"), None
+        option = args.get("option")
         if option is not None and (not isinstance(option, str) or not option.strip()):
             raise ToolError("argument 'option' must be a skill's name or `proposal`")
-        shown = list(inc.details.get("options") or [])
-        if tool == "approve" and (option or (shown[0] if shown else None)) == "proposal":
-            proposal = inc.details.get("proposal")
-            if not isinstance(proposal, dict):
-                raise ToolError(f"incident #{inc.id} has no proposal; see show_incident")
-            bound = digest(str(proposal.get("fix", "")))  # what show_incident shows, only
+        bound = _bound(inc, option, args.get("digest")) if tool == "approve" else None
+        if bound is not None:
+            option = PROPOSAL  # it runs that proposal or nothing, whatever is shown first then
         return await self._queue(actor, inc, tool, skill=option, fix=bound)
 
     async def _queue(
@@ -298,6 +298,42 @@ class GuardTools:
             f"unknown resource {uri!r}: guard://incidents/{{id}} or guard://skills/{{name}}",
             error=True,
         )
+
+
+def _bound(inc: Incident, option: str | None, sent: object) -> str | None:
+    """The whole digest of the proposal an approval runs (None: it approves a skill). The
+    caller must send the digest it read (``sent``, 12 hex digits at least): the queued
+    approval carries the proposal's digest, which the running Guard checks again when it
+    runs it (``guard.agent.human``), as for ``guard approve --digest``."""
+    if sent is not None and (not isinstance(sent, str) or not _HEX.fullmatch(sent)):
+        raise ToolError(
+            "argument 'digest' must be the proposal's digest as show_incident gives it "
+            "(proposal.digest: 12 to 64 hex digits)"
+        )
+    shown = list(inc.details.get("options") or [])
+    proposal = inc.details.get("proposal")
+    if (option or (shown[0] if shown else None)) != PROPOSAL:
+        if sent is not None:
+            raise ToolError(
+                f"argument 'digest' binds a proposal, and incident #{inc.id}'s option is a "
+                "skill: approve it without a digest"
+            )
+        return None
+    if not isinstance(proposal, dict):
+        raise ToolError(f"incident #{inc.id} has no proposal; see show_incident")
+    now = digest(str(proposal.get("fix", "")))
+    where = f"show_incident {inc.id} shows its command"
+    if sent is None:
+        raise ToolError(
+            f"nothing ran: approving incident #{inc.id}'s proposal needs the digest of the "
+            f"command you read: {where}; if it is right, send digest={short(now)}"
+        )
+    if not now.startswith(sent.lower()):
+        raise ToolError(
+            f"nothing ran: incident #{inc.id}'s proposal is no longer the text you read (you "
+            f"sent {sent[:12]}, it is now {short(now)}); {where}: approve that one if it is right"
+        )
+    return now
 
 
 def _incident_id(spec: ToolSpec, args: dict[str, Any]) -> int | None:
