@@ -49,6 +49,7 @@ from guard.skills.library import SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState
+from guard.textsafe import printable
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
@@ -132,14 +133,15 @@ class GuardTools:
             outcome = Outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
             fenced = True  # an exception's text may quote anything
         limit = 2 * reads.READ_CHARS if name in READS else self.limit  # a read: whole JSON
-        text = cap(self.parts.redactor.redact(outcome.text), limit)
+        text = cap(printable(self.parts.redactor.redact(outcome.text)), limit)
         await asyncio.to_thread(self._audit, actor, name, args, outcome.error, text)
         source = name if name in BY_NAME else "unknown"
         return Outcome(self.fence.wrap(text, source) if fenced else text, outcome.error)
 
     def fenced(self, text: str, source: str) -> str:
-        """``text`` from outside Guard, redacted then fenced (as a tool's result is)."""
-        return self.fence.wrap(self.parts.redactor.redact(text), source)
+        """``text`` from outside Guard, redacted, made visible, then fenced (as a tool's
+        result is)."""
+        return self.fence.wrap(printable(self.parts.redactor.redact(text)), source)
 
     async def authorise(self, actor: Actor, spec: ToolSpec, incident_id: int | None) -> str | None:
         """Why ``actor`` may not call ``spec`` (audited as ``mcp.refused``), or None."""
@@ -189,20 +191,23 @@ class GuardTools:
             raise ToolError(f"argument 'state' must be a string: one of {reads.STATES}")
         limit = min(max(_int(args, "limit", 20), 1), 100)
         found = await asyncio.to_thread(reads.list_incidents, self.db, state or None, limit)
-        return Outcome(json.dumps(found, indent=1))
+        return Outcome(json.dumps(reads.visible(found), indent=1))
 
     async def _show_incident(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         incident_id = _int(args, "id", None)
         found = await asyncio.to_thread(reads.incident_view, self.db, incident_id)
         if found is None:
             raise ToolError(f"no incident {incident_id}; see list_incidents")
-        return Outcome(reads.fitted(found))
+        return Outcome(reads.fitted(reads.visible(found)))
 
     async def _shelf(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         if self.reload_skills:
             await asyncio.to_thread(self.parts.library.reload)
         shelf = Shelf(self.parts.library, self.parts.memory)
-        return Outcome(await shelf.call(tool, args))
+        text = await shelf.call(tool, args)
+        if tool == "search_memory":  # JSON: what it quotes is made visible inside it
+            text = json.dumps(reads.visible(json.loads(text)))
+        return Outcome(text)
 
     async def _bound(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
