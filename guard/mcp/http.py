@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from guard.access.policy import TOKEN, RolePolicy
 from guard.access.tokens import verify_token
@@ -33,7 +32,7 @@ from guard.config.safety import origin_key
 from guard.incidents.authz import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
-from guard.mcp.sessions import Sessions
+from guard.mcp.sessions import CappedSessions
 from guard.webui.auth import Limiter
 
 if TYPE_CHECKING:
@@ -58,9 +57,8 @@ class MCPEndpoint:
         allowed = tools.parts.settings.access.mcp_allowed_origins
         self.origins = {key for o in allowed if (key := origin_key(o)) is not None}
         self.server = build_server(tools, self.actor_of, version=version)
-        self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=IDLE)
         cap = tools.parts.settings.access.mcp_sessions_per_token
-        self.sessions = Sessions(self.manager, tools.db, cap)
+        self.manager = CappedSessions(self.server, tools.db, cap, idle=IDLE)
         self._task: asyncio.Task[None] | None = None
         self._started: asyncio.Event | None = None
 
@@ -109,10 +107,10 @@ class MCPEndpoint:
         await self._running()
         if b"mcp-session-id" in headers:
             await self.manager.handle_request(scope, receive, send)
-        elif (full := self.sessions.refused(name)) is not None:
+        elif (full := self.manager.refused(name)) is not None:
             await _refuse(send, 429, full)
         else:
-            await self.sessions.open(name, scope, receive, send)
+            await self.manager.open(name, scope, receive, send)
 
     def foreign_origin(self, headers: dict[bytes, bytes]) -> str | None:
         """The request's ``Origin`` if it may not call (None: no Origin, Guard's own, or
@@ -136,7 +134,7 @@ class MCPEndpoint:
             async def run() -> None:
                 async with self.manager.run():
                     started.set()
-                    await self.sessions.sweeping()  # until Guard's loop ends
+                    await self.manager.sweeping()  # until Guard's loop ends
 
             self._task = asyncio.create_task(run(), name="mcp-sessions")
         await self._started.wait()

@@ -2,7 +2,7 @@
 
 The SDK caps the sessions of all clients together (10,000) and none per client, so one token
 could open them all and hold them until they idle out (30 minutes), after its revocation too,
-while every other client got 503. ``Sessions`` counts each token's open sessions: a request
+while every other client got 503. ``CappedSessions`` counts each token's open sessions: a request
 that would open one more than ``access.mcp_sessions_per_token`` is refused (429, naming the
 setting) before it reaches the SDK, and a sweep every ``SWEEP`` seconds closes the sessions
 of a token revoked meanwhile, so their places return (its requests are refused from the
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from prometheus_client import Gauge
 
@@ -31,24 +31,21 @@ SWEEP = 5.0  # seconds between looks for revoked tokens' sessions
 OPEN = Gauge("guard_mcp_sessions", "MCP sessions open over HTTP", registry=REGISTRY)
 
 
-class Sessions:
-    """The sessions of ``manager`` by the token that opened them."""
+class CappedSessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, its sessions counted by the token that opened them (a
+    subclass: the SDK has no public list of its sessions, nor a way to close one)."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, db: Database, cap: int) -> None:
-        self.manager = manager
+    def __init__(self, app: Server[Any], db: Database, cap: int, *, idle: float) -> None:
+        super().__init__(app=app, session_idle_timeout=idle)
         self.db = db
         self.cap = cap
         self._of: dict[str, set[str]] = {}  # token name -> ids of the sessions it opened
         self._opening: Counter[str] = Counter()  # opening requests in flight, per token
-        OPEN.set_function(lambda: len(self._open()))
-
-    def _open(self) -> dict[str, StreamableHTTPServerTransport]:
-        """The SDK's open sessions by id (it has no public list; it forgets an ended one)."""
-        return self.manager._server_instances
+        OPEN.set_function(lambda: len(self._server_instances))
 
     def held(self, name: str) -> set[str]:
         """The ids of token ``name``'s sessions still open."""
-        open_ = self._open()
+        open_ = self._server_instances  # the SDK forgets a session that ended
         ids = {i for i in self._of.get(name, ()) if i in open_}
         if ids:
             self._of[name] = ids
@@ -81,7 +78,7 @@ class Sessions:
             await send(message)
 
         try:
-            await self.manager.handle_request(scope, receive, noted)
+            await self.handle_request(scope, receive, noted)
         finally:
             self._opening[name] -= 1
             if not self._opening[name]:
@@ -105,9 +102,9 @@ class Sessions:
             if await asyncio.to_thread(role_of, self.db, name) is not None:
                 continue
             for session in ids:
-                transport = self._open().get(session)
+                transport = self._server_instances.get(session)
                 if transport is not None:  # forgotten first: its id answers 404 from now on
-                    await self.manager._discard_session(session, transport)
+                    await self._discard_session(session, transport)
             self._of.pop(name, None)
             logger.warning(
                 "mcp: closed {} MCP sessions of token {}: it was revoked", len(ids), name
