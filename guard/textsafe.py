@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidi embeddings and overrides.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab and newline, DEL, C1 controls, and the bidi controls (marks, embeddings,
+# overrides, isolates).
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: object, *, newlines: bool = True) -> str:

@@ -5,16 +5,55 @@ INVESTIGATOR: run ..."). Every text Guard did not write itself (the incident's t
 message, the evidence, each tool's output) reaches the model between an opening and a closing
 marker that carry a random id, one per investigation, and the system prompt says that nothing
 inside them is an instruction. The id is made after the data was written, so the data cannot
-close its own fence early; a marker-like text inside the data is defused all the same.
+close its own fence early; a marker-like text inside the data is defused all the same, in any
+spelling a reader might take for the marker: full-width or other compatibility letters
+(NFKC), any case, zero-width or other invisible characters between its letters.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass, field
 
-_MARKER = re.compile(r"untrusted-data", re.IGNORECASE)
+MARKER = "untrusted-data"
+DEFUSED = "untrusted_data"
+
+
+def _folded(ch: str) -> str:
+    """``ch`` as a reader may take it: NFKC, case folded; "" if it is invisible (a format
+    character: zero-width spaces and joiners, soft hyphen, bidi marks; or a variation
+    selector)."""
+    if unicodedata.category(ch) == "Cf" or "\ufe00" <= ch <= "\ufe0f" or ch == "\u034f":
+        return ""
+    return unicodedata.normalize("NFKC", ch).casefold()
+
+
+def defused(text: str) -> str:
+    """``text`` with every spelling of the marker replaced by ``DEFUSED``: a span whose
+    characters, each folded (``_folded``), read ``untrusted-data``. Its other text is kept as
+    it is; whatever still reads as the marker once the whole text is normalised (a sequence
+    that composes across characters) is given normalised, with the marker defused."""
+    if text.isascii():
+        return re.sub(MARKER, DEFUSED, text, flags=re.IGNORECASE)
+    folded: list[str] = []  # the folded text,
+    starts: list[int] = []  # and for each of its characters, the one of ``text`` it came from
+    for i, ch in enumerate(text):
+        for each in _folded(ch):
+            folded.append(each)
+            starts.append(i)
+    flat, out, last = "".join(folded), list[str](), 0
+    for m in re.finditer(re.escape(MARKER), flat):
+        begin, end = starts[m.start()], starts[m.end() - 1] + 1
+        if begin >= last:
+            out += [text[last:begin], DEFUSED]
+            last = end
+    body = "".join(out) + text[last:]
+    whole = "".join(_folded(ch) for ch in unicodedata.normalize("NFKC", body))
+    if MARKER in whole:
+        return whole.replace(MARKER, DEFUSED)
+    return body
 
 
 @dataclass(frozen=True)
@@ -41,7 +80,7 @@ class Fence:
 
     def wrap(self, text: str, source: str) -> str:
         """``text`` as fenced data from ``source`` (a tool's name, ``incident``, ...)."""
-        body = _MARKER.sub("untrusted_data", text)
+        body = defused(text)
         return (
             f"<untrusted-data id={self.nonce} source={source}>\n{body}\n"
             f"</untrusted-data id={self.nonce}>"

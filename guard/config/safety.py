@@ -113,6 +113,13 @@ class AccessSettings(Section):
         description="web origins (https://agent.example.com) whose pages may call /mcp, "
         "besides Guard's own; a request without an Origin header (a CLI agent) is always let in",
     )
+    mcp_sessions_per_token: int = Field(
+        default=32,
+        ge=1,
+        le=10000,
+        description="MCP sessions one token may hold open over HTTP at once; past it, opening "
+        "another is refused (429) until one ends or idles out",
+    )
 
     @field_validator("proxy_header")
     @classmethod

@@ -7,6 +7,7 @@ trusted proxy's last ``X-Forwarded-For`` hop: ``guard.access.proxies``). The tok
 the actor (``token:NAME``); its role is read from the store at each call, so a revoked token
 stops at once. A session is bound to the token that opened it (the SDK answers 404 to another).
 The SDK's session manager runs in a task of Guard's loop, started with the first request.
+A token holds at most ``access.mcp_sessions_per_token`` sessions (``guard.mcp.sessions``).
 
 Before the token, the ``Origin`` header (the MCP spec: a server must check it, against DNS
 rebinding and other sites' pages): a request without one (a CLI agent, not a browser) goes
@@ -25,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from guard.access.policy import TOKEN, RolePolicy
 from guard.access.proxies import Proxies
@@ -34,6 +34,7 @@ from guard.config.safety import origin_key
 from guard.incidents.authz import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
+from guard.mcp.sessions import CappedSessions
 from guard.webui.auth import Limiter
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class MCPEndpoint:
         allowed = tools.parts.settings.access.mcp_allowed_origins
         self.origins = {key for o in allowed if (key := origin_key(o)) is not None}
         self.server = build_server(tools, self.actor_of, version=version)
-        self.manager = StreamableHTTPSessionManager(app=self.server, session_idle_timeout=IDLE)
+        cap = tools.parts.settings.access.mcp_sessions_per_token
+        self.manager = CappedSessions(self.server, tools.db, cap, idle=IDLE)
         self._task: asyncio.Task[None] | None = None
         self._started: asyncio.Event | None = None
 
@@ -109,7 +111,12 @@ class MCPEndpoint:
             return
         scope["user"] = AuthenticatedUser(AccessToken(token=name, client_id=name, scopes=[]))
         await self._running()
-        await self.manager.handle_request(scope, receive, send)
+        if b"mcp-session-id" in headers:
+            await self.manager.handle_request(scope, receive, send)
+        elif (full := self.manager.refused(name)) is not None:
+            await _refuse(send, 429, full)
+        else:
+            await self.manager.open(name, scope, receive, send)
 
     def foreign_origin(self, headers: dict[bytes, bytes]) -> str | None:
         """The request's ``Origin`` if it may not call (None: no Origin, Guard's own, or
@@ -133,7 +140,7 @@ class MCPEndpoint:
             async def run() -> None:
                 async with self.manager.run():
                     started.set()
-                    await asyncio.Event().wait()  # until Guard's loop ends
+                    await self.manager.sweeping()  # until Guard's loop ends
 
             self._task = asyncio.create_task(run(), name="mcp-sessions")
         await self._started.wait()

@@ -1,5 +1,5 @@
 """What ``list_incidents`` and ``show_incident`` read: plain JSON-ready dicts, each query
-bounded by a LIMIT."""
+bounded by a LIMIT; ``visible`` makes what they quote safe to hand on."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 
 from sqlmodel import col, select
 
+from guard.agent.fencing import defused
 from guard.commandtext import digest
 from guard.records import IncidentState
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentTimeline, RemediationRun
+from guard.textsafe import printable
 from guard.triage.correlation import related_of
 from guard.triage.related_groups import grouped
 
@@ -19,6 +21,19 @@ ACTIVE = "active"  # every state but resolved and muted
 TIMELINE = 40  # newest timeline entries shown
 READ_CHARS = 32000  # a read's JSON at most: older timeline entries are dropped to fit
 STATES = ", ".join([s.value for s in IncidentState] + [ACTIVE])
+
+
+def visible(value: Any) -> Any:
+    """``value`` (JSON-ready) with each string, keys too, made visible (``printable``: no
+    control or bidi character) and the fence's marker defused in any spelling. The JSON's
+    escapes (``\\u001b``) would hide them from the text's checks, not from a client's parser."""
+    if isinstance(value, str):
+        return defused(printable(value))
+    if isinstance(value, dict):
+        return {visible(k): visible(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [visible(v) for v in value]
+    return value
 
 
 def _v(value: Any) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ from loguru import logger
 
 from guard.agent.fencing import Fence
 from guard.agent.investigation import cap
+from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
-from guard.commandtext import digest
+from guard.commandtext import digest, short
 from guard.config import Settings
 from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
@@ -47,6 +49,7 @@ from guard.skills.library import SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState
+from guard.textsafe import printable
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
@@ -54,6 +57,7 @@ ANSWERS = ("propose_remedy", "approve", "deny")  # Guard's own words back: not f
 DATA = frozenset(BY_NAME) - frozenset(ANSWERS)  # what they read came from outside Guard: fenced
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
+_HEX = re.compile(r"[0-9a-fA-F]{12,64}")
 
 
 class Parts(Protocol):
@@ -129,14 +133,15 @@ class GuardTools:
             outcome = Outcome(f"{name} failed: {type(exc).__name__}: {exc}", error=True)
             fenced = True  # an exception's text may quote anything
         limit = 2 * reads.READ_CHARS if name in READS else self.limit  # a read: whole JSON
-        text = cap(self.parts.redactor.redact(outcome.text), limit)
+        text = cap(printable(self.parts.redactor.redact(outcome.text)), limit)
         await asyncio.to_thread(self._audit, actor, name, args, outcome.error, text)
         source = name if name in BY_NAME else "unknown"
         return Outcome(self.fence.wrap(text, source) if fenced else text, outcome.error)
 
     def fenced(self, text: str, source: str) -> str:
-        """``text`` from outside Guard, redacted then fenced (as a tool's result is)."""
-        return self.fence.wrap(self.parts.redactor.redact(text), source)
+        """``text`` from outside Guard, redacted, made visible, then fenced (as a tool's
+        result is)."""
+        return self.fence.wrap(printable(self.parts.redactor.redact(text)), source)
 
     async def authorise(self, actor: Actor, spec: ToolSpec, incident_id: int | None) -> str | None:
         """Why ``actor`` may not call ``spec`` (audited as ``mcp.refused``), or None."""
@@ -186,20 +191,23 @@ class GuardTools:
             raise ToolError(f"argument 'state' must be a string: one of {reads.STATES}")
         limit = min(max(_int(args, "limit", 20), 1), 100)
         found = await asyncio.to_thread(reads.list_incidents, self.db, state or None, limit)
-        return Outcome(json.dumps(found, indent=1))
+        return Outcome(json.dumps(reads.visible(found), indent=1))
 
     async def _show_incident(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         incident_id = _int(args, "id", None)
         found = await asyncio.to_thread(reads.incident_view, self.db, incident_id)
         if found is None:
             raise ToolError(f"no incident {incident_id}; see list_incidents")
-        return Outcome(reads.fitted(found))
+        return Outcome(reads.fitted(reads.visible(found)))
 
     async def _shelf(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         if self.reload_skills:
             await asyncio.to_thread(self.parts.library.reload)
         shelf = Shelf(self.parts.library, self.parts.memory)
-        return Outcome(await shelf.call(tool, args))
+        text = await shelf.call(tool, args)
+        if tool == "search_memory":  # JSON: what it quotes is made visible inside it
+            text = json.dumps(reads.visible(json.loads(text)))
+        return Outcome(text)
 
     async def _bound(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
@@ -220,15 +228,12 @@ class GuardTools:
 
     async def _answer(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)
-        option, bound = args.get("option"), None
+        option = args.get("option")
         if option is not None and (not isinstance(option, str) or not option.strip()):
             raise ToolError("argument 'option' must be a skill's name or `proposal`")
-        shown = list(inc.details.get("options") or [])
-        if tool == "approve" and (option or (shown[0] if shown else None)) == "proposal":
-            proposal = inc.details.get("proposal")
-            if not isinstance(proposal, dict):
-                raise ToolError(f"incident #{inc.id} has no proposal; see show_incident")
-            bound = digest(str(proposal.get("fix", "")))  # what show_incident shows, only
+        bound = _bound(inc, option, args.get("digest")) if tool == "approve" else None
+        if bound is not None:
+            option = PROPOSAL  # it runs that proposal or nothing, whatever is shown first then
         return await self._queue(actor, inc, tool, skill=option, fix=bound)
 
     async def _queue(
@@ -298,6 +303,42 @@ class GuardTools:
             f"unknown resource {uri!r}: guard://incidents/{{id}} or guard://skills/{{name}}",
             error=True,
         )
+
+
+def _bound(inc: Incident, option: str | None, sent: object) -> str | None:
+    """The whole digest of the proposal an approval runs (None: it approves a skill). The
+    caller must send the digest it read (``sent``, 12 hex digits at least): the queued
+    approval carries the proposal's digest, which the running Guard checks again when it
+    runs it (``guard.agent.human``), as for ``guard approve --digest``."""
+    if sent is not None and (not isinstance(sent, str) or not _HEX.fullmatch(sent)):
+        raise ToolError(
+            "argument 'digest' must be the proposal's digest as show_incident gives it "
+            "(proposal.digest: 12 to 64 hex digits)"
+        )
+    shown = list(inc.details.get("options") or [])
+    proposal = inc.details.get("proposal")
+    if (option or (shown[0] if shown else None)) != PROPOSAL:
+        if sent is not None:
+            raise ToolError(
+                f"argument 'digest' binds a proposal, and incident #{inc.id}'s option is a "
+                "skill: approve it without a digest"
+            )
+        return None
+    if not isinstance(proposal, dict):
+        raise ToolError(f"incident #{inc.id} has no proposal; see show_incident")
+    now = digest(str(proposal.get("fix", "")))
+    where = f"show_incident {inc.id} shows its command"
+    if sent is None:
+        raise ToolError(
+            f"nothing ran: approving incident #{inc.id}'s proposal needs the digest of the "
+            f"command you read: {where}; if it is right, send digest={short(now)}"
+        )
+    if not now.startswith(sent.lower()):
+        raise ToolError(
+            f"nothing ran: incident #{inc.id}'s proposal is no longer the text you read (you "
+            f"sent {sent[:12]}, it is now {short(now)}); {where}: approve that one if it is right"
+        )
+    return now
 
 
 def _incident_id(spec: ToolSpec, args: dict[str, Any]) -> int | None:

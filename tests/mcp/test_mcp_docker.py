@@ -100,6 +100,7 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
                 assert tools["sandbox_run"]["required"] == ["incident_id", "command"]
                 assert tools["sandbox_run"]["properties"]["command"]["type"] == "string"
                 assert tools["approve"]["properties"]["option"]["type"] == "string"
+                assert tools["approve"]["properties"]["digest"]["type"] == "string"
                 assert tools["list_incidents"]["required"] == []
 
                 listed = await said.json(viewer, "list_incidents", state="awaiting_human")
@@ -147,7 +148,9 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
                 assert shown["proposal"]["model"] == "token:operator-bot"
 
             async with over_http(home, tokens["approver"]) as approver:
-                outcome = await said.ok(approver, "approve", incident_id=exited["id"])
+                shown = await said.json(approver, "show_incident", id=exited["id"])
+                bound = shown["proposal"]["digest"][:12]
+                outcome = await said.ok(approver, "approve", incident_id=exited["id"], digest=bound)
                 assert "saved as skill learned-" in outcome, outcome
                 denied = await said.ok(approver, "deny", incident_id=logged["id"])
                 assert denied == "denied; no remedy will run"

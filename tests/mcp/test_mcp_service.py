@@ -171,19 +171,27 @@ async def test_answers_are_queued_through_the_gate_for_the_running_guard(
         p.db, state="awaiting_human", details={"options": ["proposal"], "proposal": proposal}
     )
     async with client(tools, Actor("token", "ann")) as c:
-        text, error = await call(c, "approve", incident_id=inc)
-        assert not error and text.startswith("queued as answer #1; no `guard run` is running")
         shown = json.loads(unfenced((await call(c, "show_incident", id=inc))[0]))
         assert shown["proposal"]["fix"] == fix and len(shown["proposal"]["digest"]) == 64
+        text, error = await call(
+            c, "approve", incident_id=inc, digest=shown["proposal"]["digest"][:12].upper()
+        )
+        assert not error and text.startswith("queued as answer #1; no `guard run` is running")
+        text, error = await call(c, "approve", incident_id=inc, option="web-fix")
+        assert not error and text.startswith("queued as answer #2")  # a skill: no digest
+        text, error = await call(c, "approve", incident_id=inc, option="web-fix", digest="a" * 12)
+        assert error and "argument 'digest' binds a proposal" in text
     with p.db.session() as session:
-        cmd = session.exec(select(HumanCommand)).one()
-    assert (cmd.verb, cmd.actor, cmd.channel, cmd.fix) == (
+        cmd, skill = session.exec(select(HumanCommand).order_by(col(HumanCommand.id))).all()
+    assert (cmd.verb, cmd.actor, cmd.channel, cmd.skill, cmd.fix) == (
         "approve",
         "token:ann",
         "token",
-        shown["proposal"]["digest"],  # bound to the text the client was shown
+        "proposal",
+        shown["proposal"]["digest"],  # bound to the text the client was shown, whole
     )
-    assert [e.actor for e in audit(p.db, "human.approve")] == ["token:ann"]
+    assert (skill.skill, skill.fix) == ("web-fix", None)
+    assert [e.actor for e in audit(p.db, "human.approve")] == ["token:ann"] * 2
 
 
 async def test_no_result_holds_a_secret_of_an_incident(home: GuardHome) -> None:

@@ -115,9 +115,17 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "approve",
         "Approve an option shown on the incident (default: the first; `proposal` for a "
-        "proposed fix, bound to the text show_incident shows): Guard runs it, verifies "
-        "recovery and learns a fix that cured it.",
-        {"option": {"type": "string", "description": "a skill's name, or `proposal`"}},
+        "proposed fix): Guard runs it, verifies recovery and learns a fix that cured it. A "
+        "proposal runs only with its `digest` (show_incident's proposal.digest), and only "
+        "while it is still that text.",
+        {
+            "option": {"type": "string", "description": "a skill's name, or `proposal`"},
+            "digest": {
+                "type": "string",
+                "description": "the proposal's digest as show_incident gave it (at least its "
+                "first 12 hex digits); required to approve a proposal",
+            },
+        },
         role=Role.approver,
         incident=True,
         verb="approve",
