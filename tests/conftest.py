@@ -42,7 +42,8 @@ class GuardHome:
             "playbooks_dir": str(self.playbooks),
             "skills_dir": str(self.root / "skills"),
         }
-        self.config.write_text(yaml.safe_dump({**base, **extra}))
+        merged = {**base, **extra}  # a None in ``extra`` leaves that setting at its default
+        self.config.write_text(yaml.safe_dump({k: v for k, v in merged.items() if v is not None}))
 
     def playbook(self, name: str, monitors: list[dict[str, Any]]) -> Path:
         path = self.playbooks / f"{name}.yaml"

@@ -118,6 +118,7 @@ class Asker:
             mute_id=self.new_approval(incident_id, "mute"),
             ack_id=self.new_approval(incident_id, "ack") if self.settings.escalation.active else "",
             question=question,
+            url=self.settings.incident_url(incident_id),
         )
         self.lifecycle.note(incident_id, "asked_human", question, options=names, escalated=escalate)
         try:

@@ -98,7 +98,7 @@ class Agent(Recovery):
         self._books: dict[str, Playbook] = {}
         self.use_playbooks(playbooks)
         specs, books = self._specs, self._books
-        self.library = library or SkillLibrary(settings.skills_dir)
+        self.library = library or SkillLibrary(settings.skills_dir, settings.builtin_skills_dir)
         self.actions = actions or ActionRegistry()
         self.notifier: Notifier = notifier or ConsoleNotifier(db)
         self.memory = memory or open_memory(settings)

@@ -40,6 +40,7 @@ class HumanRequest:
     mute_id: str = ""
     ack_id: str = ""  # "Acknowledge" (stops escalation): only when escalation is configured
     question: str = "No trusted remedy is known. Approve one, or send a fix."
+    url: str = ""  # the incident's console page (``public_url``), "" when none is configured
 
 
 @dataclass(frozen=True)
