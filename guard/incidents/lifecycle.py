@@ -45,6 +45,10 @@ WORKABLE = frozenset({S.open, S.diagnosing})
 ANSWERABLE = frozenset({S.open, S.awaiting_human, S.escalated, S.diagnosing, S.muted})
 # States after which an incident needs no sandbox: its warm one is released.
 ENDED = frozenset({S.resolved, S.muted})
+# States in which an incident takes another monitor's signal as related (correlation): not
+# an ended one, since a muted incident's signals reach nobody (muting the noise must not
+# silence the real fault that joins it).
+ABSORBING = frozenset(set(S) - ENDED)
 
 
 def record(
