@@ -1,6 +1,8 @@
 """Recovery: after a restart, or a worker that failed mid-way, finish what was interrupted
-(a step that ran is not run again) and take up incidents nobody works on. Part of ``Agent``
-(``guard.agent.loop``); it resumes work through the orchestration (``guard.agent.orchestration``).
+(a step that ran is not run again) and take up incidents nobody works on; an asked incident
+with related signals is routed again (a join whose routing a restart cut short pages then).
+Part of ``Agent`` (``guard.agent.loop``); it resumes work through the orchestration
+(``guard.agent.orchestration``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from guard.incidents.commands import reset_interrupted
 from guard.incidents.lifecycle import WORKABLE, unattended
 from guard.records import utcnow
 from guard.sandbox.base import SandboxPool
+from guard.store.correlation import RelatedSignal
 from guard.store.models import Incident, IncidentState, IncidentTimeline, RemediationRun, RunStatus
 
 S = IncidentState
@@ -59,6 +62,12 @@ class Recovery(Orchestration):
             ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
             stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
+            joined = session.exec(  # asked, with signals joined: a join a restart cut short
+                select(RelatedSignal.incident_id)
+                .join(Incident, col(Incident.id) == col(RelatedSignal.incident_id))
+                .where(col(Incident.state).in_((S.awaiting_human, S.escalated)))
+                .distinct()
+            ).all()
         working = {run.incident_id for run in runs}
         for inc in stranded:
             if inc.id is not None and inc.id not in working:  # ended, not settled: a restart
@@ -75,6 +84,8 @@ class Recovery(Orchestration):
         for inc in fresh:
             assert inc.id is not None
             self.submit(inc.id)
+        for incident_id in joined:  # routed again: pages nobody twice (keyed by episode)
+            self.submit(incident_id, self.asker.joined(incident_id))
 
     async def _resume_run(self, run: RemediationRun) -> None:
         async with self._incidents:

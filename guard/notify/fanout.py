@@ -19,7 +19,7 @@ from typing import Any
 
 from loguru import logger
 
-from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
+from guard.notify.base import HumanRequest, IncidentUpdate, JoinAware, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
 from guard.notify.relatedline import related_line, with_related
@@ -151,3 +151,8 @@ class FanOut:
 
     async def flush(self) -> None:
         await self._each("flush")
+
+    async def joined(self, incident_id: int) -> None:
+        aware = [n for n in self.notifiers if isinstance(n, JoinAware)]
+        if aware:
+            await FanOut(aware)._each("joined", incident_id)
