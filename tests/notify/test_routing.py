@@ -14,6 +14,7 @@ from guard.exceptions import ConfigError
 from guard.notify.routing import Routed, Router, labels_of
 from guard.store.correlation import RelatedSignal
 from tests.agent_helpers import new_incident
+from tests.correlation.helpers import related_row
 
 KEY = "0123456789abcdef0123456789abcdef"
 NOTIFIERS = {
@@ -203,17 +204,7 @@ def test_an_incident_goes_wherever_each_of_its_related_signals_would_alone() -> 
     router = Router(settings(routes))
     root = new_incident(severity="warning", kind="bad_input", details={"service": "shop"})
     assert router.route(root) == Routed(["-1009"], [])
-    http = RelatedSignal(
-        incident_id=1,
-        fingerprint="f",
-        check_key="shop-http",
-        monitor_id="shop-http",
-        service="shop",
-        source="http",
-        target="http://shop/",
-        kind="http_status",
-        severity="critical",
-    )
+    http = related_row(1, "shop-http", "http://shop/", service="shop")
     alert = RelatedSignal.model_validate(
         http.model_dump()
         | {"kind": "alert", "severity": "info", "details": {"labels": {"team": "ops"}}}
