@@ -130,9 +130,10 @@ class FanOut:
     def __init__(self, notifiers: Sequence[Notifier]) -> None:
         self.notifiers = list(notifiers)
 
-    async def _each(self, call: str, *args: object) -> None:
+    async def _each(self, call: str, *args: object, among: Sequence[object] | None = None) -> None:
+        notifiers = self.notifiers if among is None else among
         results = await asyncio.gather(
-            *(getattr(n, call)(*args) for n in self.notifiers), return_exceptions=True
+            *(getattr(n, call)(*args) for n in notifiers), return_exceptions=True
         )
         failed = [r for r in results if isinstance(r, BaseException)]
         for exc in failed:
@@ -154,5 +155,4 @@ class FanOut:
 
     async def joined(self, incident_id: int) -> None:
         aware = [n for n in self.notifiers if isinstance(n, JoinAware)]
-        if aware:
-            await FanOut(aware)._each("joined", incident_id)
+        await self._each("joined", incident_id, among=aware)
