@@ -95,7 +95,10 @@ class Remediator:
     async def run_fix(self, incident_id: int, step: Step, *, fix: str, actor: str) -> Settled:
         """Run a human's fix (one step, as written); how it settled (learned if verified)."""
         async with self.slot:
-            inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
+            before = await self.learner.before(incident_id)  # is the fault there to cure?
+            inc = self.lifecycle.move(
+                incident_id, S.remediating, f"running {actor}'s fix: {fix}", **before
+            )
             run = self._start(
                 RemediationRun(
                     incident_id=incident_id,

@@ -123,6 +123,12 @@ class AgentSettings(Section):
     verify_timeout: Duration = 60.0
     fix_timeout: Duration = 120.0
     poll_interval: Duration = 1.0
+    settle: Duration = Field(
+        default=10.0,
+        ge=0,
+        description="after a human's fix is verified, how long the fault must stay gone "
+        "(checked again then) before the fix is learned",
+    )
 
 
 class SchedulerSettings(Section):
