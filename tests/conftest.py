@@ -50,6 +50,13 @@ class GuardHome:
         path.write_text(yaml.safe_dump({"name": name, "monitors": monitors}, sort_keys=False))
         return path
 
+    def log_playbook(
+        self, name: str, path: Path, rules: list[dict[str, Any]], every: str = "10s"
+    ) -> Path:
+        """A playbook ``name`` with one logfile monitor (id ``NAME-log``) on ``path``."""
+        monitor = {"id": f"{name}-log", "type": "logfile", "path": str(path), "every": every}
+        return self.playbook(name, [{**monitor, "rules": rules}])
+
     def settings(self) -> Settings:
         return load_settings(self.config)
 

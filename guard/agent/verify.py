@@ -112,6 +112,19 @@ class Verifier:
         finally:
             await monitor.close()
 
+    async def once(self, incident: Any, quiet: float = 0.0) -> tuple[bool, str] | None:
+        """One look at the incident's own check, no retry: (passes, what it saw); a log rule
+        passes when no new line of it comes within ``quiet``. None: Guard cannot re-run it
+        (an intake source's alert, or a monitor no longer configured)."""
+        mspec = self.specs.get(incident.monitor_id)
+        if mspec is None:
+            return None
+        monitor = build_monitor(mspec, settings=self.settings)
+        try:
+            return await self._once(monitor, incident, VerifySpec(quiet=quiet))
+        finally:
+            await monitor.close()
+
     async def _loop(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> Verdict:
         deadline = time.monotonic() + spec.timeout
         attempts, reason = 0, "not checked"

@@ -124,10 +124,12 @@ class AgentSettings(Section):
     fix_timeout: Duration = 120.0
     poll_interval: Duration = 1.0
     settle: Duration = Field(
-        default=15.0,
+        default=10.0,
         ge=0,
-        description="after a remedy's verification ends, its target's signals that the remedy "
-        "explains (a restart's exit, health and HTTP failures) stay expected this long",
+        description="how long the fault must stay gone after a remedy's verification passed: "
+        "a human's fix is checked again then before it is learned, and the remedy's hold "
+        "(its target's signals it explains: a restart's exit, health and HTTP failures) "
+        "lasts this long past verification",
     )
 
 

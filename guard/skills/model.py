@@ -71,6 +71,11 @@ class Trigger(BaseModel):
     kind: str | None = None
     target: str | None = Field(default=None, description="glob, e.g. 'api-*'")
     message: str | None = Field(default=None, description="regex searched in the message")
+    rule: str | None = Field(
+        default=None,
+        description="the log rule's pattern, exactly as the playbook has it: every line that "
+        "rule matched, whatever its wording (learned skills trigger on it)",
+    )
 
     @field_validator("message")
     @classmethod
@@ -98,6 +103,11 @@ class Trigger(BaseModel):
                 return None
             score += 2
             reasons.append(f"message ~ /{self.message}/")
+        if self.rule is not None:
+            if (getattr(incident, "details", None) or {}).get("rule") != self.rule:
+                return None
+            score += 2
+            reasons.append(f"rule /{self.rule}/")
         return score, reasons
 
 
