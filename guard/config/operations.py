@@ -127,7 +127,9 @@ class AgentSettings(Section):
         default=15.0,
         ge=0,
         description="after a remedy's verification ends, its target's signals that the remedy "
-        "explains (a restart's exit, health and HTTP failures) stay expected this long",
+        "explains (a restart's exit, health and HTTP failures) stay expected this long; and "
+        "how long a target that can flap (a restart policy's container, a reopened incident) "
+        "must keep passing before verification counts it cured",
     )
 
 
