@@ -126,10 +126,11 @@ class AgentSettings(Section):
     settle: Duration = Field(
         default=10.0,
         ge=0,
-        description="how long the fault must stay gone after a remedy's verification passed: "
-        "a human's fix is checked again then before it is learned, and the remedy's hold "
-        "(its target's signals it explains: a restart's exit, health and HTTP failures) "
-        "lasts this long past verification",
+        description="how long a fault must stay gone: a target that can flap (a restart "
+        "policy's container, a reopened incident) must keep passing this long before "
+        "verification counts it cured; a human's fix is checked again this long after it "
+        "passed before it is learned; and a remedy's hold (the signals its action explains: "
+        "a restart's exit, health and HTTP failures) lasts this long past verification",
     )
 
 

@@ -119,6 +119,12 @@ class VerifySpec(BaseModel):
     quiet: Duration = Field(
         default=10.0, description="for log incidents: how long no matching line must appear"
     )
+    settle: Duration | None = Field(
+        default=None,
+        ge=0,
+        description="how long the check must keep passing (the same container start) before "
+        "it counts; default: agent.settle for a target that can flap, else none",
+    )
 
 
 class Step(BaseModel):
