@@ -15,7 +15,7 @@ from collections.abc import Callable
 import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
-from guard.cli.human import WaitOption, _actor, answer
+from guard.cli.human import WaitOption, answer, cli_actor
 from guard.durations import format_duration, parse_duration
 from guard.exceptions import GuardError
 from guard.incidents import silences
@@ -91,7 +91,7 @@ def silence(
     db = database(settings)
     try:
         row = silences.create(
-            db, matchers, seconds, _actor(), gate_from_settings(settings, db), comment=comment
+            db, matchers, seconds, cli_actor(), gate_from_settings(settings, db), comment=comment
         )
     except NotAuthorised as exc:
         fail(f"refused: {exc}")
@@ -131,7 +131,7 @@ def list_silences(
     db = database(settings)
     if expire is not None:
         try:
-            row = silences.expire(db, expire, _actor(), gate_from_settings(settings, db))
+            row = silences.expire(db, expire, cli_actor(), gate_from_settings(settings, db))
         except NotAuthorised as exc:
             fail(f"refused: {exc}")
         except GuardError as exc:
