@@ -108,7 +108,7 @@ def test_people_resolve_mute_and_unmute_from_the_cli(home: GuardHome) -> None:
 def test_a_silence_records_but_asks_nobody_until_it_expires(home: GuardHome) -> None:
     log = setup_log_home(home)
     with running_guard(home):
-        made = home.cli("silence", "service=api", "kind=disk_full", "--for", "3s").stdout
+        made = home.cli("silence", "service=api", "kind=disk_full", "--for", "10s").stdout
         assert made.startswith("silence #1 (service=api kind=disk_full) until "), made
         listed = json.loads(home.cli("silences", "--json").stdout)
         assert [s["matchers"] for s in listed] == ["service=api kind=disk_full"]
@@ -119,7 +119,7 @@ def test_a_silence_records_but_asks_nobody_until_it_expires(home: GuardHome) -> 
         assert shown["details"]["silenced"]["silence"] == 1
         time.sleep(1.0)
         assert not timeline(home, inc["id"], "asked_human")  # nobody asked
-        wait_for(lambda: not json.loads(home.cli("silences", "--json").stdout), 10, "expiry")
+        wait_for(lambda: not json.loads(home.cli("silences", "--json").stdout), 30, "expiry")
         write(log, FULL[1])  # after the expiry: asked
         wait_for(lambda: timeline(home, inc["id"], "asked_human"), 30, "a question")
     assert incidents(home)[0]["count"] == 2
