@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -74,7 +74,9 @@ class Triage:
         self.settings = settings
         self.policies = policies or {}
         self.templates = TemplateBook()
-        self.correlation = Correlation(settings.correlate_window)  # its services: Guard's
+        self.correlation = Correlation(  # its services: Guard's
+            settings.correlate_window, cause_lead=settings.cause_lead
+        )
         self.holds = Holds(self.correlation.service)  # Guard's own remedies' expected effects
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
@@ -182,14 +184,18 @@ class Triage:
         policy = self.policy(sig.monitor_id)
         check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
+        was = check.get("seen")  # when its check last fired: is an incident still firing?
+        seen = max(datetime.fromisoformat(was), sig.observed_at) if was else sig.observed_at
         self._checks[f"check:{sig.check_key}"] = {
             "failures": failures,
             "ok_since": None,
             "last": "firing",
+            "seen": seen.isoformat(),
         }
         if failures < policy.for_count:
             return
         fp, template_id, new = self.identify(session, sig)
+        recent = None
         if not new:
             incident = session.exec(
                 select(Incident)
@@ -205,21 +211,27 @@ class Triage:
                 self.correlation.count(session, joined, sig)
                 return
             recent = self._recently_resolved(session, fp, sig.observed_at)
-            if recent is not None:
-                if not redelivery.counted(recent.details, sig):  # not a late retry
-                    self._reopen(session, recent, sig, events)
-                return
+            if recent is not None and redelivery.counted(recent.details, sig):
+                return  # a late retry of what it counted before resolving
+        # correlation before reopening: a live fault of its service takes it first
+        root = self.correlation.root(session, sig, fp, self._seen(session))
+        if root is None and recent is not None:
+            self._reopen(session, recent, sig, events)
+            return
         if self._storms.over_cap(session, sig.monitor_id):  # the storm breaker takes it
             text = self.templates.text(template_id) if template_id is not None else None
             key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
             self._storms.take(session, sig, key, text or sig.message, events)
             return
         self._storms.opened(sig.monitor_id)  # a join counts toward the cap like an open
-        root = self.correlation.root(session, sig, fp)
         if root is not None:  # one fault, one incident: it joins as a related signal
             self.correlation.join(session, root, sig, fp, events, template_id)
             return
         self._open(session, sig, fp, failures, policy, events, template_id)
+
+    def _seen(self, session: Session) -> Callable[[str], str | None]:
+        """When a check last fired (ISO time; None if not since this was recorded)."""
+        return lambda check_key: self._check(session, f"check:{check_key}").get("seen")
 
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
         since = now - timedelta(seconds=self.settings.flap_window)
@@ -323,6 +335,8 @@ class Triage:
             self.correlation.passed(session, sig.check_key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
+        if check.get("seen"):
+            self._checks[key]["seen"] = check["seen"]
         if redelivery.delivery(sig) is not None:  # which firing resolved (verify_source)
             self._checks[key]["delivery"] = redelivery.delivery(sig)
         if not self.policy(sig.monitor_id).auto_resolve:
