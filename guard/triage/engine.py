@@ -159,21 +159,24 @@ class Triage:
         grouping = sig.grouping
         if grouping is None:
             return fingerprint(sig.source, sig.target, sig.kind, sig.message), None, False
-        if grouping.by == "rule":
-            key = f"rule:{sig.details.get('rule', '')}"
-        elif grouping.by == "fields":
+        template_id: int | None = None
+        if grouping.by == "fields":
             key = "fields:" + json.dumps(grouping.fields)
+        elif grouping.by == "rule":
+            key = f"rule:{sig.details.get('rule', '')}"
+            if grouping.content:  # an alert-style rule: its template only shown (``rules``)
+                template_id = self._template(session, grouping.content)[0]
         else:
-            if not self._templates_begun:
-                self.templates.begin(session)
-                self._templates_begun = True
-            template_id, new = self.templates.assign(session, grouping.content)
-            return (
-                keyed_fingerprint(sig.source, sig.target, sig.kind, f"template:{template_id}"),
-                template_id,
-                new,
-            )
-        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None, False
+            template_id, new = self._template(session, grouping.content)
+            key = f"template:{template_id}"
+            return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, new
+        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, False
+
+    def _template(self, session: Session, content: str) -> tuple[int, bool]:
+        if not self._templates_begun:
+            self.templates.begin(session)
+            self._templates_begun = True
+        return self.templates.assign(session, content)
 
     # -- failing checks -------------------------------------------------------------------------
 
