@@ -1,12 +1,15 @@
 """Correlation: signals of one fault, from different monitors, become one incident.
 
 Monitors name their ``service:``; playbooks' ``services:`` say what each ``depends_on``
-(``guard.playbooks.services``). When a firing signal would open a new incident, triage asks
-``Correlation.root`` first: an incident still open, first seen within
-``triage.correlate_window`` of the signal, that covers the signal's service (its own service,
-or one of its related signals', is that service, or one related to it by ``depends_on``
-either way round), takes it as a *related signal* instead
-(``guard.store.correlation.RelatedSignal``: its own count, first and last seen, message).
+(``guard.playbooks.services``). When a firing signal would open a new incident, or reopen one
+(correlation is decided first), triage asks ``Correlation.root``: an incident still open and
+still firing (its own check fired within ``triage.correlate_window`` of the signal; its related
+signals do not count), that covers the signal's service (its own service, or one of its related
+signals', is that service, or one related to it by ``depends_on`` either way round), takes it
+as a *related signal* instead (``guard.store.correlation.RelatedSignal``: its own count, first
+and last seen, message). A container's death of another kind, at the incident's severity or
+worse, joins only an incident begun at most ``triage.cause_lead`` before it (its symptoms);
+an older one is another fault, and the death is asked about on its own.
 A muted or resolved incident takes nothing: a person muted its noise, and a real fault of the
 service must still be asked about and paged (its signal opens, or joins, another incident).
 Correlation is across monitors: an incident only one monitor's signals make up takes no

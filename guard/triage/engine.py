@@ -6,6 +6,7 @@
   that incident instead of opening a new one; after ``flap_threshold`` reopenings the incident
   is marked flapping (announced once) and resolves only after the check has passed for a
   whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
+  Correlation is decided first: a live incident of its service takes it (``correlation``).
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
   check's incidents that the agent is not working on.
 - Which incident a signal belongs to is its fingerprint: source, target, kind and either the
