@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -282,7 +283,7 @@ def test_correlation_is_decided_before_reopening(db):
     services = ServiceMap.of({"nginx-log": "nginx", "app-container": "app"}, {"nginx": ["app"]})
     t = Triage(db, TriageSettings(flap_window=600))
     t.correlation.services = services
-    bad = {"kind": "bad_gateway", "details": {"rule": "502"}}
+    bad: dict[str, Any] = {"kind": "bad_gateway", "details": {"rule": "502"}}
     t.process(obs(signal("nginx-log", 0, **bad)))
     with db.session() as s:  # a human resolved it
         (old,) = s.exec(select(Incident)).all()
