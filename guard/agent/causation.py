@@ -9,8 +9,12 @@ verification passed (``after``):
   ``quiet``: the newest ``last_seen`` of the rule's incidents on that target, or a line the
   running monitor has not read yet;
 - any other check's fault holds while the check fails: it is run once more right before the
-  fix. An alert from an ``intake:`` source is not re-checked here (its source is asked only
-  afterwards): it is taken to hold.
+  fix. A target that can flap may pass that one look between two failures (a crash loop's
+  container is "running" for a moment after each restart), so its fault also holds while its
+  own signal was seen within ``agent.settle`` (a ``container_restarting`` loop: within
+  ``LOOP_GAP``, the longest pause Docker's restart back-off makes). An alert from an
+  ``intake:`` source is not re-checked here (its source is asked only afterwards): it is
+  taken to hold.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Incident
 
+LOOP_GAP = 90.0  # seconds: Docker's restart back-off doubles up to a minute between restarts
 DEFAULT_QUIET = 60.0  # seconds: a log rule's ``quiet`` when its monitor is no longer configured
 
 
@@ -58,7 +63,8 @@ class Causation:
         return float(rule.quiet) if rule is not None else DEFAULT_QUIET
 
     def _last_line_ago(self, inc: Incident) -> float | None:
-        """Seconds since the running monitor last saw a line of the rule on the target."""
+        """Seconds since the running monitor last saw a signal of the incident's kind (a log
+        rule's line) on its target."""
         with self.db.session() as session:
             last = session.exec(
                 select(func.max(col(Incident.last_seen))).where(
@@ -89,6 +95,14 @@ class Causation:
         if looked is None:
             return Evidence(True, "its source is asked only after the fix")
         passed, seen = looked
+        ago = await asyncio.to_thread(self._last_line_ago, inc)  # its own signal, last seen
+        within = LOOP_GAP if inc.kind == "container_restarting" else self.settle
+        if passed and ago is not None and ago <= within:
+            return Evidence(
+                True,
+                f"the check passed at that moment ({seen}), but the fault was seen "
+                f"{format_duration(ago)} before it",
+            )
         if passed:
             return Evidence(
                 False, f"the fault was not present before it (the check passed: {seen})"
