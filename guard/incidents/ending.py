@@ -15,16 +15,24 @@ end one: ``guard resolve ID`` (the console, MCP); the fault firing again opens i
 
 from __future__ import annotations
 
+from typing import get_args
+
 from guard.durations import format_duration
+from guard.intake_config import IntakeType
 from guard.store.models import Incident
 
 DEFAULT_RESOLVE_AFTER = 600.0  # seconds without a matching line before a log rule's incident ends
 STORM_KIND = "storm"
 
 
+INTAKE_SOURCES = frozenset(get_args(IntakeType))  # an alert's sender says when it resolved
+
+
 def ends_by_quiet(incident: Incident) -> bool:
-    """Whether the incident is a log rule's: it ends when its lines stop, not on a check."""
-    return "rule" in (incident.details or {})
+    """Whether the incident is a log rule's: it ends when its lines stop, not on a check. An
+    alert from an ``intake:`` source also carries a ``rule`` (its source, when grouped by
+    rule), but it ends when its sender says ``resolved``."""
+    return "rule" in (incident.details or {}) and incident.source not in INTAKE_SOURCES
 
 
 def how_it_ends(

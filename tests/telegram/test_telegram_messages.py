@@ -11,7 +11,7 @@ from sqlmodel import col, select
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.telegram.gateway import TelegramGateway
 from guard.notify.telegram.messages import LIMIT, REPORT_POINTER, cut, pointer, render_request
-from guard.store.models import IncidentState, OutboxMessage
+from guard.store.models import IncidentState, IncidentTimeline, OutboxMessage
 from tests.agent_helpers import new_incident
 from tests.telegram_helpers import configure
 from tests.telegram_server import parse_html
@@ -64,24 +64,23 @@ def long_report_home(home, tg) -> None:
     day = datetime(2024, 3, 10, 9, tzinfo=UTC)
     with home.database().session() as s:
         for i in range(200):
-            s.add(
-                new_incident(
-                    fingerprint=f"fp{i}",
-                    monitor_id="m",
-                    target=f"api<{i}>&co",
-                    severity="error",
-                    message="x",
-                    state=IncidentState.resolved,
-                    count=1,
-                    at=day,
-                    resolved_at=day + timedelta(minutes=5),
-                    details={
-                        "asked": True,
-                        "learned_skill": f'fix-<db>&"{i}"',
-                        "skill_commit": f"{i:040d}",
-                    },
-                )
+            learned = {"learned_skill": f'fix-<db>&"{i}"', "skill_commit": f"{i:040d}"}
+            inc = new_incident(
+                fingerprint=f"fp{i}",
+                monitor_id="m",
+                target=f"api<{i}>&co",
+                severity="error",
+                message="x",
+                state=IncidentState.resolved,
+                count=1,
+                at=day,
+                resolved_at=day + timedelta(minutes=5),
+                details={"asked": True, **learned},
             )
+            s.add(inc)
+            s.flush()  # its id, for the timeline entry the learning writes
+            at = day + timedelta(minutes=5)
+            s.add(IncidentTimeline(incident_id=inc.id, at=at, type="learned", data=learned))
 
 
 def assert_valid_report(text: str) -> None:
