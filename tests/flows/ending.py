@@ -1,0 +1,90 @@
+"""People end incidents on the stack: `guard mute`, `guard resolve` and a silence with an
+expiry, from the CLI and from the web console served by the same `guard run` (real HTTP,
+a signed-in operator, CSRF forms)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from tests.agent_helpers import show, wait_for
+from tests.flows.ledger import Flow
+from tests.flows.scenarios import get
+from tests.webui.helpers import CSRF, cli_token, console_url, csrf_of
+
+SILENCE = 12.0  # seconds
+
+
+def resolved(flow: Flow, incident_id: int) -> None:
+    wait_for(
+        lambda: show(flow.home, incident_id)["state"] == "resolved", 30, f"#{incident_id} resolved"
+    )
+
+
+def by_cli(flow: Flow) -> None:
+    home, pg = flow.home, flow.kept["pg"]
+    home.cli("mute", str(pg), "--for", "1h")
+    assert any("mute" in t["message"].lower() for t in show(home, pg)["timeline"])
+    home.cli("unmute", str(pg))
+    home.cli("resolve", str(pg))
+    resolved(flow, pg)
+
+    pay = flow.kept["pay"]
+    if show(home, pay)["state"] != "resolved":
+        home.cli("resolve", str(pay))
+        resolved(flow, pay)
+    since = flow.fault("silenced payment error")
+    home.cli("silence", "service=app", "kind=payment_error", "--for", f"{SILENCE:g}s")
+    assert "payment_error" in home.cli("silences").stdout
+    count = show(home, pay)["count"]
+    get(flow, "/pay")  # recorded, nobody asked
+    wait_for(
+        lambda: (
+            sum(i["count"] for i in flow.opened_since(since)) + show(home, pay)["count"] > count
+        ),
+        30,
+        "the silenced line to be recorded",
+    )
+    time.sleep(3)
+    ids = [pay, *(i["id"] for i in flow.opened_since(since))]
+    assert flow.questions(ids, since) == 0
+    time.sleep(max(0.0, since + SILENCE + 1 - time.time()))  # the silence expires
+    after = time.time()
+    get(flow, "/pay")
+    wait_for(
+        lambda: flow.questions([pay, *(i["id"] for i in flow.opened_since(since))], after) >= 1,
+        45,
+        "a question once the silence expired",
+    )
+    flow.record("silenced payment error", since, also_asked=[pay])
+
+
+def by_web(flow: Flow) -> None:
+    home, oom = flow.home, flow.kept["oom"]
+    token = cli_token(home, "ops", "operator")
+    with httpx.Client(base_url=console_url(flow.log), timeout=30) as c:
+        login = c.get("/login")
+        found = CSRF.search(login.text)
+        assert found, login.text
+        c.post("/login", data={"csrf": found.group(1), "token": token})
+        page = c.get(f"/incidents/{oom}")
+        muted = c.post(f"/incidents/{oom}/mute", data={"csrf": csrf_of(page), "for": "1h"})
+        assert muted.status_code in (200, 303), muted.text[:2000]
+        page = c.get(f"/incidents/{oom}")
+        done = c.post(f"/incidents/{oom}/resolve", data={"csrf": csrf_of(page)})
+        assert done.status_code in (200, 303), done.text[:2000]
+        resolved(flow, oom)
+        page = c.get("/silences")
+        made = c.post(
+            "/silences",
+            data={"csrf": csrf_of(page), "matchers": "service=redis kind=disk_full", "for": "1h"},
+        )
+        assert made.status_code in (200, 303), made.text[:2000]
+    assert "disk_full" in home.cli("silences").stdout
+
+
+def ends_by_hand(flow: Flow) -> None:
+    """`guard mute`, `guard resolve` and a silence with an expiry, from the CLI and the web."""
+    by_cli(flow)
+    by_web(flow)

@@ -1,0 +1,109 @@
+"""What a user counts on the stack, read from the store (sqlite on the data dir), the CLI and
+the engine's events: incidents opened and reopened in a window, questions asked, restarts,
+remedies, and the figures each fault leaves (``Flow.figures``, printed for docs/FLOWS.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tests.agent_helpers import db_rows, incidents, show
+from tests.conftest import GuardHome
+from tests.flows.stack import Engine, Stack
+
+
+def stamp(text: str) -> float:
+    """A store or CLI timestamp (ISO, naive ones are UTC) as epoch seconds."""
+    when = datetime.fromisoformat(text.replace(" ", "T"))
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+@dataclass
+class Flow:
+    """One Guard watching one stack for the whole module, and what happened to it."""
+
+    home: GuardHome
+    stack: Stack
+    engine: Engine
+    log: Path
+    faults: list[tuple[str, float]] = field(default_factory=list)  # (fault, when injected)
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kept: dict[str, int] = field(default_factory=dict)  # incident ids later scenarios use
+
+    def fault(self, name: str) -> float:
+        """Note that the test injects fault ``name`` now; returns the time."""
+        now = time.time()
+        self.faults.append((name, now))
+        return now
+
+    def opened_since(self, since: float) -> list[dict[str, Any]]:
+        return [i for i in incidents(self.home) if stamp(i["opened_at"]) >= since]
+
+    def reopens(self) -> list[tuple[int, float]]:
+        """Every reopening (resolved -> open): the incident and when."""
+        rows = db_rows(
+            self.home,
+            "SELECT incident_id, at FROM incident_timeline WHERE type = 'state_changed' "
+            "AND from_state = 'resolved' AND to_state = 'open'",
+        )
+        return [(int(i), stamp(str(at))) for i, at in rows]
+
+    def reopened_since(self, since: float) -> list[int]:
+        return [i for i, at in self.reopens() if at >= since]
+
+    def questions(self, ids: list[int], since: float = 0.0) -> int:
+        """Questions asked to humans about ``ids`` (their ``asked_human`` entries)."""
+        if not ids:
+            return 0
+        rows = db_rows(
+            self.home,
+            "SELECT at FROM incident_timeline WHERE type = 'asked_human' AND incident_id IN "
+            f"({','.join(str(i) for i in ids)})",
+        )
+        return sum(1 for (at,) in rows if stamp(str(at)) >= since)
+
+    def runs(self, since: float = 0.0) -> list[dict[str, Any]]:
+        """Remedy runs started since ``since``: skill or human fix, target, status, times."""
+        rows = db_rows(
+            self.home,
+            "SELECT incident_id, skill, target, origin, status, started_at, finished_at "
+            "FROM remediation_run ORDER BY id",
+        )
+        keys = ("incident", "skill", "target", "origin", "status", "started", "finished")
+        found = [dict(zip(keys, row, strict=True)) for row in rows]
+        for run in found:
+            run["started"] = stamp(str(run["started"]))
+            run["finished"] = stamp(str(run["finished"])) if run["finished"] else None
+        return [r for r in found if r["started"] >= since]
+
+    def restarts(self, since: float) -> dict[str, int]:
+        """Per service, the container starts the engine reported since ``since``."""
+        return {
+            service: len(self.engine.of(self.stack.name(service), "start", since))
+            for service in self.stack.containers
+        }
+
+    def monitors_of(self, incident_id: int) -> set[str]:
+        """The monitors that saw an incident: its own and its related signals'."""
+        view = show(self.home, incident_id)
+        return {view["monitor_id"], *(r["monitor"] for r in view["related"])}
+
+    def record(self, fault: str, since: float, **extra: Any) -> dict[str, Any]:
+        """The figures of ``fault`` (since its injection), kept for the docs and printed."""
+        opened = self.opened_since(since)
+        ids = [i["id"] for i in opened]
+        figures = {
+            "incidents": len(opened),
+            "reopened": len(self.reopened_since(since)),
+            "questions": self.questions(ids + list(extra.pop("also_asked", [])), since),
+            "restarts": {k: v for k, v in self.restarts(since).items() if v},
+            "remedies": len(self.runs(since)),
+            **extra,
+        }
+        self.figures[fault] = figures
+        print(f"FLOW {fault}: {figures}")
+        return figures
