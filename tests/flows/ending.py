@@ -57,7 +57,7 @@ def by_cli(flow: Flow) -> None:
         45,
         "a question once the silence expired",
     )
-    flow.record("silenced payment error", since, also_asked=[pay])
+    flow.record("silenced payment error", since)
 
 
 def by_web(flow: Flow) -> None:

@@ -5,6 +5,7 @@ remedies, and the figures each fault leaves (``Flow.figures``, printed for docs/
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,8 +41,8 @@ class Flow:
         self.faults.append((name, now))
         return now
 
-    def opened_since(self, since: float) -> list[dict[str, Any]]:
-        return [i for i in incidents(self.home) if stamp(i["opened_at"]) >= since]
+    def opened_since(self, since: float, until: float = math.inf) -> list[dict[str, Any]]:
+        return [i for i in incidents(self.home) if since <= stamp(i["opened_at"]) < until]
 
     def reopens(self) -> list[tuple[int, float]]:
         """Every reopening (resolved -> open): the incident and when."""
@@ -52,21 +53,19 @@ class Flow:
         )
         return [(int(i), stamp(str(at))) for i, at in rows]
 
-    def reopened_since(self, since: float) -> list[int]:
-        return [i for i, at in self.reopens() if at >= since]
+    def reopened_since(self, since: float, until: float = math.inf) -> list[int]:
+        return [i for i, at in self.reopens() if since <= at < until]
 
-    def questions(self, ids: list[int], since: float = 0.0) -> int:
-        """Questions asked to humans about ``ids`` (their ``asked_human`` entries)."""
-        if not ids:
-            return 0
+    def questions(self, ids: list[int] | None, since: float = 0.0, until: float = math.inf) -> int:
+        """Questions asked to humans (``asked_human`` entries) about ``ids`` (None: any)."""
         rows = db_rows(
-            self.home,
-            "SELECT at FROM incident_timeline WHERE type = 'asked_human' AND incident_id IN "
-            f"({','.join(str(i) for i in ids)})",
+            self.home, "SELECT incident_id, at FROM incident_timeline WHERE type = 'asked_human'"
         )
-        return sum(1 for (at,) in rows if stamp(str(at)) >= since)
+        return sum(
+            1 for i, at in rows if (ids is None or i in ids) and since <= stamp(str(at)) < until
+        )
 
-    def runs(self, since: float = 0.0) -> list[dict[str, Any]]:
+    def runs(self, since: float = 0.0, until: float = math.inf) -> list[dict[str, Any]]:
         """Remedy runs started since ``since``: skill or human fix, target, status, times."""
         rows = db_rows(
             self.home,
@@ -78,12 +77,18 @@ class Flow:
         for run in found:
             run["started"] = stamp(str(run["started"]))
             run["finished"] = stamp(str(run["finished"])) if run["finished"] else None
-        return [r for r in found if r["started"] >= since]
+        return [r for r in found if since <= r["started"] < until]
 
-    def restarts(self, since: float) -> dict[str, int]:
-        """Per service, the container starts the engine reported since ``since``."""
+    def restarts(self, since: float, until: float = math.inf) -> dict[str, int]:
+        """Per service, the container starts the engine reported in the window."""
         return {
-            service: len(self.engine.of(self.stack.name(service), "start", since))
+            service: len(
+                [
+                    e
+                    for e in self.engine.of(self.stack.name(service), "start", since)
+                    if e["time"] < until
+                ]
+            )
             for service in self.stack.containers
         }
 
@@ -92,17 +97,20 @@ class Flow:
         view = show(self.home, incident_id)
         return {view["monitor_id"], *(r["monitor"] for r in view["related"])}
 
-    def record(self, fault: str, since: float, **extra: Any) -> dict[str, Any]:
-        """The figures of ``fault`` (since its injection), kept for the docs and printed."""
-        opened = self.opened_since(since)
-        ids = [i["id"] for i in opened]
+    def record(self, fault: str, since: float, until: float = math.inf) -> dict[str, Any]:
+        """The figures of ``fault`` (from its injection to ``until``), printed and kept for
+        the docs: incidents opened (and how: kind, the monitors that joined), reopened,
+        questions asked, container starts per service, remedies run."""
+        opened = self.opened_since(since, until)
         figures = {
             "incidents": len(opened),
-            "reopened": len(self.reopened_since(since)),
-            "questions": self.questions(ids + list(extra.pop("also_asked", [])), since),
-            "restarts": {k: v for k, v in self.restarts(since).items() if v},
-            "remedies": len(self.runs(since)),
-            **extra,
+            "how": [
+                f"{i['kind']} ({', '.join(sorted(self.monitors_of(i['id'])))})" for i in opened
+            ],
+            "reopened": len(self.reopened_since(since, until)),
+            "questions": self.questions(None, since, until),
+            "restarts": {k: v for k, v in self.restarts(since, until).items() if v},
+            "remedies": len(self.runs(since, until)),
         }
         self.figures[fault] = figures
         print(f"FLOW {fault}: {figures}")

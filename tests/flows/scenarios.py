@@ -107,7 +107,7 @@ def crash_loop(flow: Flow) -> None:
         healthy_again(flow)
         healed_at = time.time()
         time.sleep(10)  # it stays up
-        repeat = flow.record("crash loop again", again, also_asked=[inc["id"]])
+        repeat = flow.record("crash loop again", again)
         assert repeat["incidents"] == 0 and repeat["questions"] == 0, repeat
         (run,) = flow.runs(again)
         assert run["status"] == "verified" and run["skill"].startswith("learned-"), run
@@ -150,7 +150,7 @@ def noop_fix(flow: Flow) -> None:
     skills = sorted(p.name for p in (flow.home.root / "skills").glob("learned-*"))
     since = flow.fault("no-op fix")
     reply = flow.home.cli("reply", str(pay), "--", "true", timeout=180)
-    figures = flow.record("no-op fix", since, also_asked=[pay])
+    figures = flow.record("no-op fix", since)
     assert "saved as skill" not in reply.stdout, reply.stdout
     assert "not learned" in reply.stdout, reply.stdout  # and says why
     assert sorted(p.name for p in (flow.home.root / "skills").glob("learned-*")) == skills

@@ -188,9 +188,20 @@ def report_figures(home: GuardHome) -> dict[str, int]:
     return figures
 
 
+def measure(flow: Flow, first: int) -> None:
+    """The figures of the faults a scenario injected that it did not record itself (one that
+    failed, or an earlier fault of two), each up to the next fault."""
+    faults = flow.faults[first:]
+    for n, (fault, at) in enumerate(faults):
+        if fault not in flow.figures:
+            until = faults[n + 1][1] if n + 1 < len(faults) else time.time()
+            flow.record(fault, at, until)
+
+
 def test_the_stack_tells_the_truth(flow: Flow) -> None:
     failed, passed_pending = [], []
     for name, scenario in SCENARIOS:
+        first = len(flow.faults)
         try:
             scenario(flow)
         except Exception:
@@ -200,6 +211,8 @@ def test_the_stack_tells_the_truth(flow: Flow) -> None:
                 continue
             failed.append(f"{name}:\n{why}")
             continue
+        finally:
+            measure(flow, first)
         if name in PENDING:
             passed_pending.append(f"{name} passes now: remove it from PENDING ({PENDING[name]})")
     assert not failed, "\n".join(failed)
