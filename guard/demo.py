@@ -4,7 +4,8 @@ A victim container is started and killed; Guard opens an incident and, knowing n
 a human; the demo then answers as that human (``guard reply N -- docker.restart victim``);
 Guard verifies the fix, learns it as a skill and commits it to git; the fault is injected
 again and Guard heals it by itself. Everything lives in a temporary folder and is removed at
-the end, with the container and the image the demo made.
+the end, with the container; the victim image (``guard-victim:latest``, a static busybox of a
+megabyte or two) stays, so the README's ``docker run ... guard-victim`` has something to run.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from guard.incidents.commands import queue_command
 from guard.playbooks import load_playbooks
 from guard.store.models import Incident
 
-IMAGE = "guard-demo-victim:latest"
+IMAGE = "guard-victim:latest"  # kept: the quick start runs its own victim from it
 
 
 @dataclass
@@ -43,6 +44,16 @@ class Timings:
 
     def between(self, a: str, b: str) -> float:
         return self.marks[b] - self.marks[a]
+
+
+def ensure_victim_image(client: Any) -> bool:
+    """Build ``IMAGE`` offline unless the engine has it; True when it was built."""
+    from guard.sandbox import images
+
+    if images.image_exists(client, IMAGE):
+        return False
+    images.build_busybox(client, IMAGE)
+    return True
 
 
 def _settings(root: Path) -> Settings:
@@ -78,13 +89,10 @@ class Demo:
 
     async def run(self) -> dict[str, float]:
         from guard.docker_client import Timeouts, docker_client
-        from guard.sandbox import images
 
         client = docker_client(Timeouts.call, ping=False)
-        made_image = not images.image_exists(client, IMAGE)
-        if made_image:
-            self.say("[dim]building a tiny victim image offline (static busybox)...[/dim]")
-            images.build_busybox(client, IMAGE)
+        if ensure_victim_image(client):
+            self.say(f"[dim]built the victim image {IMAGE} offline (static busybox)[/dim]")
         label = uuid.uuid4().hex[:10]
         victim: Any = None
         with tempfile.TemporaryDirectory(prefix="guard-demo-") as tmp:
@@ -103,9 +111,6 @@ class Demo:
                 if victim is not None:
                     with contextlib.suppress(Exception):
                         victim.remove(force=True)
-                if made_image:
-                    with contextlib.suppress(Exception):
-                        client.images.remove(IMAGE, force=True)
                 client.close()
 
     async def _scenario(self, root: Path, client: Any, victim: Any, label: str) -> dict[str, float]:

@@ -113,7 +113,7 @@ def setup_docker_home(
         shutil.copytree(REPO / "skills" / name, skills_dir / name)
     base: dict[str, Any] = {
         "sandbox": {"image": BUSYBOX_IMAGE, "timeout": "20s"},
-        "agent": {"verify_timeout": "8s", "poll_interval": "200ms"},
+        "agent": {"verify_timeout": "8s", "poll_interval": "200ms", "settle": "1s"},
         "triage": {"flap_window": "1s"},
         "skills": {"git_author": "Guard Test <guard@test>"},
         "http_host": "127.0.0.1",

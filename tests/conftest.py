@@ -42,12 +42,20 @@ class GuardHome:
             "playbooks_dir": str(self.playbooks),
             "skills_dir": str(self.root / "skills"),
         }
-        self.config.write_text(yaml.safe_dump({**base, **extra}))
+        merged = {**base, **extra}  # a None in ``extra`` leaves that setting at its default
+        self.config.write_text(yaml.safe_dump({k: v for k, v in merged.items() if v is not None}))
 
     def playbook(self, name: str, monitors: list[dict[str, Any]]) -> Path:
         path = self.playbooks / f"{name}.yaml"
         path.write_text(yaml.safe_dump({"name": name, "monitors": monitors}, sort_keys=False))
         return path
+
+    def log_playbook(
+        self, name: str, path: Path, rules: list[dict[str, Any]], every: str = "10s"
+    ) -> Path:
+        """A playbook ``name`` with one logfile monitor (id ``NAME-log``) on ``path``."""
+        monitor = {"id": f"{name}-log", "type": "logfile", "path": str(path), "every": every}
+        return self.playbook(name, [{**monitor, "rules": rules}])
 
     def settings(self) -> Settings:
         return load_settings(self.config)

@@ -23,7 +23,7 @@ from guard.config import Settings
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.notify import related
-from guard.notify.base import HumanRequest, Notifier, SkillOption
+from guard.notify.base import HumanRequest, Notifier, SkillOption, joined
 from guard.records import utcnow
 from guard.skills.library import Candidate
 from guard.store.db import Database
@@ -118,6 +118,7 @@ class Asker:
             mute_id=self.new_approval(incident_id, "mute"),
             ack_id=self.new_approval(incident_id, "ack") if self.settings.escalation.active else "",
             question=question,
+            url=self.settings.incident_url(incident_id),
         )
         self.lifecycle.note(incident_id, "asked_human", question, options=names, escalated=escalate)
         try:
@@ -132,6 +133,15 @@ class Asker:
             await asyncio.to_thread(related.refresh, self.db, incident_id)
         except Exception as exc:
             logger.warning("incident #{}: related signals not shown: {}", incident_id, exc)
+
+    async def joined(self, incident_id: int) -> None:
+        """A signal joined the incident: its question shows it, and the routes it adds are
+        paged if the question is out (a joined signal is never quieter than it was alone)."""
+        await self.show_related(incident_id)
+        try:
+            await joined(self.notifier, incident_id)
+        except Exception as exc:
+            logger.error("incident #{}: the joined signal's routes not paged: {}", incident_id, exc)
 
     def expire_approvals(self) -> None:
         now = utcnow()

@@ -1,7 +1,13 @@
 """Learning, after a run cured an incident or a human's fix did not: a human's fix that cured it
 is learned as a skill, then the incident is closed (``guard.agent.closing``: resolved and
 remembered); a fix that did not is given back to the human with the reason. Called by
-remediation; it calls only closing, and returns what happened (``Settled``) to its caller."""
+remediation; it calls only closing, and returns what happened (``Settled``) to its caller.
+
+"Cured" means caused (``guard.agent.causation``): the fault held just before the fix
+(``before``, kept on the incident as ``fault_before`` so a restart still knows) and stayed gone
+through ``agent.settle`` after verification. A fix that ran while the fault was already gone is
+not learned (the incident is resolved, the timeline and the answer say why); one after which
+the fault came back within the settle period did not cure it."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import Any
 from loguru import logger
 
 from guard.actions import ActionRegistry
+from guard.agent.causation import Causation
 from guard.agent.closing import Closer
 from guard.agent.steps import StepRunner
 from guard.crashpoints import reached
@@ -26,7 +33,7 @@ from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRu
 class Settled:
     """How a finished run settled its incident."""
 
-    verified: bool  # the run cured the incident
+    verified: bool  # the incident is resolved: the run cured it (or its fault was gone before)
     message: str  # what the human was told (a human command's outcome)
     skill: str | None  # the skill that cured it (ran, or learned from the fix); None: none
 
@@ -49,6 +56,14 @@ class Learner:
         self.runner = runner
         self.library = library
         self.remote = remote  # skills.git_remote: a learned skill is pushed for review
+        self.causation = Causation(runner.db, runner.verifier, runner.settings.agent.settle)
+
+    async def before(self, incident_id: int) -> dict[str, Any]:
+        """What to keep on the incident right before a human's fix runs: whether its fault
+        holds then (``fault_before``)."""
+        inc = self.lifecycle.load(incident_id)
+        assert inc is not None
+        return {"fault_before": (await self.causation.before(inc)).as_details()}
 
     async def settle(
         self, run: RemediationRun, inc: Incident, verified: bool, reason: str
@@ -69,6 +84,12 @@ class Learner:
             )
             return Settled(True, text, run.skill)
         assert run.fix is not None
+        held = (inc.details or {}).get("fault_before") or {}
+        if verified and held.get("holds") is False:
+            return await self._not_learned(run, inc, reason, str(held.get("reason")))
+        back = await self.causation.after(inc) if verified else None
+        if back is not None and back.holds:  # it came back within agent.settle: not cured
+            verified, reason = False, back.reason
         if not verified:
             text = (
                 f"Your fix `{run.fix}` did not cure incident #{inc.id}: {reason}. "
@@ -94,7 +115,14 @@ class Learner:
                     publish_learned, self.remote, learned, self.library
                 )
         text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
-        self.lifecycle.note(inc.id, "learned", text, **detail)
+        self.lifecycle.note(
+            inc.id,
+            "learned",
+            text,
+            fault_before=held.get("reason") or "not checked",
+            settled=back.reason if back is not None else "",
+            **detail,
+        )
         name = learned.name if learned is not None else ""
         await self.closer.resolve(
             inc.id,
@@ -108,6 +136,26 @@ class Learner:
             **detail,
         )
         return Settled(True, text, name or None)
+
+    async def _not_learned(
+        self, run: RemediationRun, inc: Incident, verdict: str, why: str
+    ) -> Settled:
+        """The fault was already gone when the fix ran: resolve the incident, learn nothing."""
+        assert inc.id is not None
+        text = (
+            f"Your fix `{run.fix}` ran on incident #{inc.id} but is not learned: {why}. "
+            f"Nothing was saved; the incident is resolved ({verdict})."
+        )
+        self.lifecycle.note(inc.id, "not_learned", f"ran; not learned: {why}", fix=run.fix)
+        await self.closer.resolve(
+            inc.id,
+            f"the fault is gone ({verdict}); {run.approved_by}'s fix ran but did not cause it",
+            resolved_by=HUMAN_FIX,
+            resolution=f"the fault went away by itself; fix `{run.fix}` ran, not learned",
+            tell=text,
+            learned_message=text,
+        )
+        return Settled(True, text, None)
 
     def _save(
         self, run: RemediationRun, inc: Incident, verdict: str

@@ -98,7 +98,7 @@ class Agent(Recovery):
         self._books: dict[str, Playbook] = {}
         self.use_playbooks(playbooks)
         specs, books = self._specs, self._books
-        self.library = library or SkillLibrary(settings.skills_dir)
+        self.library = library or SkillLibrary(settings.skills_dir, settings.builtin_skills_dir)
         self.actions = actions or ActionRegistry()
         self.notifier: Notifier = notifier or ConsoleNotifier(db)
         self.memory = memory or open_memory(settings)
@@ -189,8 +189,8 @@ class Agent(Recovery):
                 loop.call_soon_threadsafe(self.submit, ev.incident_id)
             elif ev.type == "resolved" or ev.state in ENDED:
                 loop.call_soon_threadsafe(self._release_when_idle, ev.incident_id)
-            elif ev.type == "related":  # a signal joined: its question shows it
-                loop.call_soon_threadsafe(spawn, self.asker.show_related(ev.incident_id))
+            elif ev.type == "related":  # a signal joined: its question shows it, routed again
+                loop.call_soon_threadsafe(spawn, self.asker.joined(ev.incident_id))
 
     async def run(self, stop: asyncio.Event) -> None:
         """Resume unfinished work, then serve human commands until ``stop`` is set."""

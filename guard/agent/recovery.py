@@ -1,6 +1,8 @@
 """Recovery: after a restart, or a worker that failed mid-way, finish what was interrupted
-(a step that ran is not run again) and take up incidents nobody works on. Part of ``Agent``
-(``guard.agent.loop``); it resumes work through the orchestration (``guard.agent.orchestration``).
+(a step that ran is not run again) and take up incidents nobody works on; an asked incident
+with related signals is routed again (a join whose routing a restart cut short pages then).
+Part of ``Agent`` (``guard.agent.loop``); it resumes work through the orchestration
+(``guard.agent.orchestration``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from guard.incidents.lifecycle import WORKABLE, unattended
 from guard.records import utcnow
 from guard.sandbox.base import SandboxPool
 from guard.store import holds
+from guard.store.correlation import RelatedSignal
 from guard.store.models import Incident, IncidentState, IncidentTimeline, RemediationRun, RunStatus
 
 S = IncidentState
@@ -60,6 +63,12 @@ class Recovery(Orchestration):
             ).all()
             fresh = session.exec(select(Incident).where(col(Incident.state).in_(WORKABLE))).all()
             stranded = session.exec(select(Incident).where(Incident.state == S.remediating)).all()
+            joined = session.exec(  # asked, with signals joined: a join a restart cut short
+                select(RelatedSignal.incident_id)
+                .join(Incident, col(Incident.id) == col(RelatedSignal.incident_id))
+                .where(col(Incident.state).in_((S.awaiting_human, S.escalated)))
+                .distinct()
+            ).all()
             running = {run.id for run in runs if run.id is not None}
             ended = holds.close_expired(session, running, self.settings.agent.settle)
         for hold in ended:  # a remedy's hold whose time ran out while Guard was down
@@ -82,6 +91,8 @@ class Recovery(Orchestration):
         for inc in fresh:
             assert inc.id is not None
             self.submit(inc.id)
+        for incident_id in joined:  # routed again: pages nobody twice (keyed by episode)
+            self.submit(incident_id, self.asker.joined(incident_id))
 
     async def _resume_run(self, run: RemediationRun) -> None:
         async with self._incidents:

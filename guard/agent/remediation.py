@@ -102,7 +102,10 @@ class Remediator:
         if not await self._free(incident_id):
             return Settled(False, "refused: another incident's remedy still holds the target", None)
         async with self.slot:
-            inc = self.lifecycle.move(incident_id, S.remediating, f"running {actor}'s fix: {fix}")
+            before = await self.learner.before(incident_id)  # is the fault there to cure?
+            inc = self.lifecycle.move(
+                incident_id, S.remediating, f"running {actor}'s fix: {fix}", **before
+            )
             run = self._start(
                 RemediationRun(
                     incident_id=incident_id,

@@ -12,6 +12,14 @@ verified by that source (``verify_source.SOURCE_VERIFIERS``). An incident with r
 check pass: they are re-run side by side, each by its own monitor.
 The first check runs as soon as the remedy returns; while it fails, the next ones follow after
 ``FIRST_RECHECK``, then twice as long each time, up to the step's ``interval``.
+A pass of a target that can flap is no cure by itself: a container in a restart loop is
+"running" for a moment between restarts. Such a pass counts only once the check kept passing
+for the settle period (the step's ``settle``, else ``agent.settle``), a container on the same
+start (its ``started_at`` and ``restart_count`` unchanged) through it; a failure or a restart
+in between starts the search for a pass again. A target can flap when its incident is
+``container_restarting``, reopened or flapping, or its container has a restart policy or was
+restarted by one. The pass must come within the step's ``timeout``; its settle period may end
+after it.
 Verification reads monitor state (log positions, and the Railway ids the monitor resolved, so an
 attempt costs no lookups) but never writes it, so the running monitors still see every line.
 """
@@ -29,6 +37,7 @@ from guard.config import Settings
 from guard.crashpoints import reached
 from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
 from guard.playbooks.models import MonitorSpec
+from guard.records import Signal
 from guard.skills.model import VerifySpec
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
@@ -37,6 +46,7 @@ from guard.triage.correlation import related_of, signal_line
 from guard.triage.related_groups import grouped
 
 FIRST_RECHECK = 0.05  # seconds before the second check; the wait doubles up to ``interval``
+RESTARTING_POLICIES = frozenset({"always", "unless-stopped", "on-failure"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,25 @@ class Verdict:
 def _verification(incident: Any) -> Verification:
     kind = monitor_kind(incident.source)
     return kind.verification if kind is not None else Verification()
+
+
+def can_flap(incident: Any, passed: Signal) -> bool:
+    """Whether a pass of ``incident``'s check may be a moment between failures."""
+    if incident.kind == "container_restarting" or getattr(incident, "flapping", False):
+        return True
+    if getattr(incident, "reopen_count", 0):
+        return True
+    facts = passed.details
+    return facts.get("restart_policy") in RESTARTING_POLICIES or bool(facts.get("restart_count"))
+
+
+def restarted(first: Signal, now: Signal) -> bool:
+    """Whether the target restarted between two passing looks (a container's start changed)."""
+    return any(
+        first.details.get(key) != now.details.get(key)
+        for key in ("started_at", "restart_count")
+        if key in first.details
+    )
 
 
 def is_log_rule(incident: Any) -> bool:
@@ -112,23 +141,67 @@ class Verifier:
         finally:
             await monitor.close()
 
+    async def once(self, incident: Any, quiet: float = 0.0) -> tuple[bool, str] | None:
+        """One look at the incident's own check, no retry: (passes, what it saw); a log rule
+        passes when no new line of it comes within ``quiet``. None: Guard cannot re-run it
+        (an intake source's alert, or a monitor no longer configured)."""
+        mspec = self.specs.get(incident.monitor_id)
+        if mspec is None:
+            return None
+        monitor = build_monitor(mspec, settings=self.settings)
+        try:
+            return await self._once(monitor, incident, VerifySpec(quiet=quiet))
+        finally:
+            await monitor.close()
+
+    def settle_for(self, incident: Any, spec: VerifySpec, passed: Signal) -> float:
+        """How long a pass of ``incident``'s check must hold (0: it counts at once)."""
+        if spec.settle is not None:
+            return spec.settle
+        if self.settings is None or not can_flap(incident, passed):
+            return 0.0
+        return self.settings.agent.settle
+
     async def _loop(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> Verdict:
         deadline = time.monotonic() + spec.timeout
-        attempts, reason = 0, "not checked"
+        attempts, reason, broke = 0, "not checked", ""
         delay = min(FIRST_RECHECK, spec.interval)
+        first: Signal | None = None  # the pass being held, and since when
+        since = settle = 0.0
         while True:
             attempts += 1
-            passed, reason = await self._once(monitor, incident, spec)
+            passed, reason, seen = await self._look(monitor, incident, spec)
             spans.mark("verify.check", incident.target)
             reached("verify.during")
-            if passed:
-                return Verdict(True, reason, attempts)
-            if time.monotonic() + delay > deadline:
-                return Verdict(False, f"still failing after {spec.timeout:g}s: {reason}", attempts)
+            now = time.monotonic()
+            if first is not None and (not passed or (seen is not None and restarted(first, seen))):
+                what = "failed again" if not passed else "restarted"
+                broke = f"it {what} {now - since:.1f}s after it passed"
+                first = None
+            if passed and first is None and now <= deadline:
+                settle = self.settle_for(incident, spec, seen) if seen is not None else 0.0
+                if settle <= 0:
+                    return Verdict(True, reason, attempts)
+                first, since = seen, now
+            if first is not None:
+                if now - since >= settle:
+                    return Verdict(True, f"{reason}; stayed up {settle:g}s", attempts)
+                await asyncio.sleep(min(spec.interval, since + settle - now))
+                continue
+            if now + delay > deadline:
+                why = f"{reason}; a pass did not hold: {broke}" if broke else reason
+                return Verdict(False, f"still failing after {spec.timeout:g}s: {why}", attempts)
             await asyncio.sleep(delay)
             delay = min(delay * 2, spec.interval)
 
     async def _once(self, monitor: Monitor, incident: Any, spec: VerifySpec) -> tuple[bool, str]:
+        passed, reason, _ = await self._look(monitor, incident, spec)
+        return passed, reason
+
+    async def _look(
+        self, monitor: Monitor, incident: Any, spec: VerifySpec
+    ) -> tuple[bool, str, Signal | None]:
+        """One run of the check: (passes, what it saw, the target's ``ok`` signal if any)."""
         log_rule = is_log_rule(incident)
         stateful = log_rule or _verification(incident).reads_state
         state = await asyncio.to_thread(self._state, monitor.id) if stateful else {}
@@ -141,19 +214,20 @@ class Verifier:
             else:
                 obs = await monitor.check(state)
         except Exception as exc:
-            return False, f"check failed: {exc}"
+            return False, f"check failed: {exc}", None
         if incident.kind == "monitor_error":
-            return True, f"monitor {monitor.id} works again"
+            return True, f"monitor {monitor.id} works again", None
         mine = [
             s
             for s in obs.signals
             if s.target == incident.target and (not log_rule or s.kind == incident.kind)
         ]
-        if any(s.status == "ok" for s in mine):
-            return True, next(s.message for s in mine if s.status == "ok")
+        ok = next((s for s in mine if s.status == "ok"), None)
+        if ok is not None:
+            return True, ok.message, ok
         firing = [s for s in mine if s.status == "firing"]
         if firing:
-            return False, firing[0].message
+            return False, firing[0].message, None
         if log_rule:
-            return True, f"no new {incident.kind} line for {spec.quiet:g}s"
-        return False, f"{incident.target} was not found by monitor {monitor.id}"
+            return True, f"no new {incident.kind} line for {spec.quiet:g}s", None
+        return False, f"{incident.target} was not found by monitor {monitor.id}", None

@@ -23,7 +23,7 @@ def check_config(config: str | None = ConfigOption) -> None:
         books = load_playbooks(settings.playbooks_dir)
     except ConfigError as exc:
         problems += exc.problems
-    skills, quarantined = load_library(settings.skills_dir)
+    skills, quarantined = load_library(settings.skills_dir, settings.builtin_skills_dir)
     for name, found in quarantined.items():
         problems += [
             f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)" for p in found

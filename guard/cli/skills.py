@@ -50,7 +50,7 @@ def list_skills(
 ) -> None:
     """List skills with their trust and triggers."""
     settings = settings_from(config, logging=False)
-    skills, quarantined = load_library(settings.skills_dir)
+    skills, quarantined = load_library(settings.skills_dir, settings.builtin_skills_dir)
     for name in quarantined:
         err.print(
             f"skill {name} is quarantined (does not load; `guard check-config` says why)",
@@ -84,7 +84,14 @@ def show(
     """Show a skill: its SKILL.md, skill.yaml and git history."""
     settings = settings_from(config, logging=False)
     with guarded():
-        skill = next((s for s in load_library(settings.skills_dir)[0] if s.name == name), None)
+        skill = next(
+            (
+                s
+                for s in load_library(settings.skills_dir, settings.builtin_skills_dir)[0]
+                if s.name == name
+            ),
+            None,
+        )
     if skill is None:
         fail(f"no skill named {name!r} (see `guard skills list`)")
     out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)

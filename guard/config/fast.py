@@ -40,6 +40,8 @@ FIELDS = frozenset(
         "playbooks_dir",
         "playbooks_watch_every",
         "skills_dir",
+        "builtin_skills_dir",
+        "public_url",
         "loop_stall_warning",
         "log_level",
         "intake",  # a list of sources: their token and hmac_secret are secrets

@@ -124,10 +124,13 @@ class AgentSettings(Section):
     fix_timeout: Duration = 120.0
     poll_interval: Duration = 1.0
     settle: Duration = Field(
-        default=15.0,
+        default=10.0,
         ge=0,
-        description="after a remedy's verification ends, its target's signals that the remedy "
-        "explains (a restart's exit, health and HTTP failures) stay expected this long",
+        description="how long a fault must stay gone: a target that can flap (a restart "
+        "policy's container, a reopened incident) must keep passing this long before "
+        "verification counts it cured; a human's fix is checked again this long after it "
+        "passed before it is learned; and a remedy's hold (the signals its action explains: "
+        "a restart's exit, health and HTTP failures) lasts this long past verification",
     )
 
 

@@ -35,7 +35,12 @@ from guard.config.operations import (
 from guard.config.paging import NotifiersSettings, Routes
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
-from guard.config.sources import default_data_dir, default_http_port
+from guard.config.sources import (
+    check_public_url,
+    default_data_dir,
+    default_http_port,
+    shipped_skills,
+)
 from guard.durations import Duration
 from guard.intake_config import IntakeSource, check_sources
 
@@ -61,7 +66,17 @@ class Settings(BaseSettings):
         description="how often `guard run` looks for edited playbooks and applies them; an "
         "invalid edit keeps the last good config and opens a playbook_invalid incident (0: never)",
     )
-    skills_dir: Path = Path("./skills")
+    skills_dir: Path = Field(
+        default=Path(),
+        description="where learned skills are written and committed (a git repository of its "
+        "own); default: data_dir/skills, never the source checkout",
+    )
+    builtin_skills_dir: Path | None = Field(
+        default=None,
+        description="the starter skills, read only, beneath skills_dir (a skill of the same "
+        "name in skills_dir wins); default: the checkout's skills/ when skills_dir is left at "
+        "its default (a configured skills_dir is the whole library, as before)",
+    )
     loop_stall_warning: Duration = Field(
         default=5.0,
         description="when `guard run`'s event loop (every check, every message) has not run "
@@ -69,8 +84,18 @@ class Settings(BaseSettings):
     )
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
-    http_host: str = "0.0.0.0"  # where `guard run` serves /healthz, /readyz, /metrics
+    http_host: str = Field(
+        default="127.0.0.1",
+        description="the address `guard run` serves /healthz, /readyz, /metrics, the hooks and "
+        "the console on: loopback, unless told otherwise (0.0.0.0: every interface; the image "
+        "sets GUARD_HTTP_HOST=0.0.0.0 so its published port reaches it)",
+    )
     http_port: int = Field(default_factory=default_http_port, ge=0, le=65535)  # 0: any free
+    public_url: str | None = Field(
+        default=None,
+        description="where people reach this Guard's web console (https://guard.example.com): "
+        "questions and pages then link to <public_url>/incidents/N",
+    )
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
@@ -100,11 +125,24 @@ class Settings(BaseSettings):
     def _intake_ids(cls, value: list[IntakeSource]) -> list[IntakeSource]:
         return check_sources(value)
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        return check_public_url(value)
+
     @model_validator(mode="after")
-    def _default_database(self) -> Settings:
+    def _default_paths(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'guard.db'}"
+        if "skills_dir" not in self.model_fields_set:
+            self.skills_dir = self.data_dir / "skills"
+            if "builtin_skills_dir" not in self.model_fields_set:
+                self.builtin_skills_dir = shipped_skills()
         return self
+
+    def incident_url(self, incident_id: int) -> str:
+        """The console page of an incident, for messages and pages; "" without ``public_url``."""
+        return f"{self.public_url}/incidents/{incident_id}" if self.public_url else ""
 
     @classmethod
     def settings_customise_sources(

@@ -30,3 +30,25 @@ def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
 def default_http_port() -> int:
     """``http_port``'s default: ``$PORT`` (as platforms set it), else 8080."""
     return int(os.environ.get("PORT") or 8080)
+
+
+def shipped_skills() -> Path | None:
+    """The starter skills of a source checkout (``skills/`` beside ``pyproject.toml``), or
+    None for an installed package, which ships none."""
+    root = Path(__file__).resolve().parents[2]
+    found = root / "skills"
+    return found if found.is_dir() and (root / "pyproject.toml").is_file() else None
+
+
+def check_public_url(value: str | None) -> str | None:
+    """``public_url`` without its trailing slash; an error naming the field unless http(s)."""
+    if value is None or not value.strip():
+        return None
+    url = value.strip().rstrip("/")
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest or any(c in rest for c in " ?#"):
+        raise ValueError(
+            f"public_url {value!r} is not an http(s) URL without query or fragment: set it to "
+            "where people open the console, e.g. https://guard.example.com"
+        )
+    return url

@@ -48,6 +48,10 @@ ENDED = frozenset({S.resolved, S.muted})
 # The details that say how an incident was resolved (``guard.reports.counts``): a reopen
 # forgets them, so a later recovery is not counted as the earlier remedy.
 RESOLUTION = ("resolved_by", "healed_by")
+# States in which an incident takes another monitor's signal as related (correlation): not
+# an ended one, since a muted incident's signals reach nobody (muting the noise must not
+# silence the real fault that joins it).
+ABSORBING = frozenset(set(S) - ENDED)
 
 
 def record(

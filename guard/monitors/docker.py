@@ -7,6 +7,8 @@ event's time after the stream drops, so a reconnect neither misses nor repeats a
 is blocking, so its calls run in worker threads; errors become ``MonitorError``.
 With ``rules``, ``follow`` also reads the selected containers' stdout and stderr
 (``guard.monitors.docker_logs``), attaching to each container that starts later.
+A ``die`` that the restart policy answers is ``container_restarting``, and the restart's
+``start`` counts as running only once it held (``guard.monitors.docker_restarts``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from guard.docker_client import Timeouts, docker_client
 from guard.exceptions import MonitorError
 from guard.monitors.base import Emit
 from guard.monitors.docker_logs import ContainerLogs
+from guard.monitors.docker_restarts import (
+    STAYS_UP,
+    RestartLoops,
+    restarted_by_policy,
+    still_that_start,
+)
 from guard.playbooks.models import DockerMonitorSpec
 from guard.records import Observation, Severity, Signal
 
@@ -49,6 +57,7 @@ class DockerMonitor:
         self._client = client
         self._since: float | None = None  # time of the last event seen, to resume from
         self._oom: set[str] = set()  # containers with an ``oom`` event and no ``die`` since
+        self._loops = RestartLoops()  # containers in a restart policy's loop
         self._filters: dict[str, Any] = {}
         if spec.selector.labels:
             self._filters["label"] = spec.selector.labels
@@ -95,8 +104,13 @@ class DockerMonitor:
             details=details,
         )
 
-    def classify(self, name: str, state: Mapping[str, Any]) -> Signal | None:
-        """One signal for a container's ``State`` (from inspect); None for a fresh 'created'."""
+    def classify(
+        self, name: str, state: Mapping[str, Any], attrs: Mapping[str, Any] | None = None
+    ) -> Signal | None:
+        """One signal for a container's ``State`` (from inspect); None for a fresh 'created'.
+        With the whole inspect ``attrs``, a running container's signal carries what tells one
+        start from the next (``started_at``, ``restart_count``) and its restart policy, so
+        verification can see a restart between two looks."""
         status = state.get("Status", "")
         code = state.get("ExitCode")
         health = (state.get("Health") or {}).get("Status")
@@ -147,6 +161,7 @@ class DockerMonitor:
                 ok=True,
                 status=status,
                 health=health,
+                **_restart_facts(state, attrs),
             )
         return None
 
@@ -165,7 +180,9 @@ class DockerMonitor:
             return Observation([])
         except DockerException as exc:
             raise _engine_error(exc) from None
-        sig = self.classify(str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {})
+        sig = self.classify(
+            str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {}, attrs
+        )
         return Observation([sig] if sig is not None else [])
 
     def _poll(self) -> Observation:
@@ -176,7 +193,7 @@ class DockerMonitor:
             raise _engine_error(exc) from None
         signals = []
         for c in containers:
-            sig = self.classify(c.name, c.attrs.get("State") or {})
+            sig = self.classify(c.name, c.attrs.get("State") or {}, c.attrs)
             if sig is not None:
                 signals.append(sig)
         return Observation(signals)
@@ -224,12 +241,13 @@ class DockerMonitor:
                 self._since = item.get("time", since)
                 if logs is not None and item.get("Action") == "start":
                     await self._attach(str(item.get("id", "")))
-                sig = self._from_event(item)
+                sig = await self._judge(item, emit)
                 if sig is not None:
                     await emit(Observation([sig]))
                     spans.mark("signal.queued", sig.target)
         finally:
             stopping.set()
+            await self._loops.aclose()
             with contextlib.suppress(Exception):
                 stream.close()
             if logs is not None:
@@ -258,7 +276,59 @@ class DockerMonitor:
         name = str(attrs.get("Name") or container_id).lstrip("/")
         self._logs.attach(container_id, name, bool((attrs.get("Config") or {}).get("Tty")))
 
-    def _from_event(self, event: Mapping[str, Any]) -> Signal | None:
+    def _inspect(self, container_id: str) -> dict[str, Any] | None:
+        try:
+            return dict(self._docker().api.inspect_container(container_id))
+        except DockerException:  # gone already, or the engine away: the event alone decides
+            return None
+
+    async def _judge(self, event: Mapping[str, Any], emit: Emit) -> Signal | None:
+        """The event's signal, knowing whether the restart policy answered a ``die``; a start
+        by the restart policy is judged later (``_stays_up``) and gives none now."""
+        action = str(event.get("Action") or event.get("status") or "")
+        cid = str(event.get("id", ""))
+        if action == "die" and cid not in self._oom:
+            attrs = await asyncio.to_thread(self._inspect, cid)
+            looping = attrs is not None and restarted_by_policy(attrs, event.get("timeNano"))
+            self._loops.died(cid, restarting=looping)
+            if looping:
+                assert attrs is not None
+                return self._from_event(event, restarts=attrs)
+        elif action == "start" and self._loops.started(cid, lambda: self._stays_up(event, emit)):
+            self._oom.discard(cid)
+            return None
+        return self._from_event(event)
+
+    async def _stays_up(self, event: Mapping[str, Any], emit: Emit) -> None:
+        """Report a start by the restart policy as running once it lasted ``STAYS_UP``."""
+        await asyncio.sleep(STAYS_UP)
+        cid = str(event.get("id", ""))
+        attrs = await asyncio.to_thread(self._inspect, cid)
+        if not still_that_start(attrs, event.get("timeNano")):
+            return  # it died again (its ``die`` says so) or is gone
+        assert attrs is not None
+        self._loops.held(cid)
+        name = _event_name(event)
+        state = attrs.get("State") or {}
+        await emit(
+            Observation(
+                [
+                    self._signal(
+                        name,
+                        "container_running",
+                        f"container {name} is running (up {STAYS_UP:g}s after its restart "
+                        "policy restarted it)",
+                        ok=True,
+                        event="start",
+                        **_restart_facts(state, attrs),
+                    )
+                ]
+            )
+        )
+
+    def _from_event(
+        self, event: Mapping[str, Any], restarts: Mapping[str, Any] | None = None
+    ) -> Signal | None:
         action = str(event.get("Action") or event.get("status") or "")
         attrs = (event.get("Actor") or {}).get("Attributes") or {}
         name = _event_name(event)
@@ -281,6 +351,15 @@ class DockerMonitor:
                 )
             raw = str(attrs.get("exitCode"))
             code: int | str = int(raw) if raw.isdigit() else raw
+            if restarts is not None:  # the restart policy answered it: the same as the poll's
+                return self._signal(
+                    name,
+                    "container_restarting",
+                    f"container {name} is restarting (last exit code {code})",
+                    exit_code=code,
+                    restart_count=restarts.get("RestartCount"),
+                    **detected,
+                )
             return self._signal(
                 name,
                 "container_exited",
@@ -310,6 +389,18 @@ class DockerMonitor:
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.close()
+
+
+def _restart_facts(state: Mapping[str, Any], attrs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What tells one start of a container from the next, and its restart policy."""
+    if attrs is None:
+        return {}
+    policy = ((attrs.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name") or "no"
+    return {
+        "started_at": state.get("StartedAt"),
+        "restart_count": attrs.get("RestartCount"),
+        "restart_policy": policy,
+    }
 
 
 def _event_name(event: Mapping[str, Any]) -> str:

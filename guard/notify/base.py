@@ -40,6 +40,7 @@ class HumanRequest:
     mute_id: str = ""
     ack_id: str = ""  # "Acknowledge" (stops escalation): only when escalation is configured
     question: str = "No trusted remedy is known. Approve one, or send a fix."
+    url: str = ""  # the incident's console page (``public_url``), "" when none is configured
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,19 @@ class Notifier(Protocol):
     async def flush(self) -> None:
         """Deliver at once whatever waits to be grouped (before Guard stops)."""
         ...
+
+
+@runtime_checkable
+class JoinAware(Protocol):
+    """A notifier that acts when a signal joins an incident (``guard.triage.correlation``):
+    the pagers page the routes the signal adds."""
+
+    async def joined(self, incident_id: int) -> None:
+        """A related signal joined the incident (its question, if asked, is out)."""
+        ...
+
+
+async def joined(notifier: Notifier, incident_id: int) -> None:
+    """Tell ``notifier`` a signal joined the incident, if it cares."""
+    if isinstance(notifier, JoinAware):
+        await notifier.joined(incident_id)

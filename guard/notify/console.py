@@ -72,6 +72,8 @@ class ConsoleNotifier:
                 f"      fix:      guard reply {r.incident_id} -- COMMAND   |   deny: "
                 f"guard deny {r.incident_id}"
             )
+            if r.url:
+                lines.append(f"      page:     {r.url}")
         text = "\n".join(lines)
         logger.warning("\n{}", text)
         for r in held:
@@ -100,6 +102,8 @@ class ConsoleNotifier:
             "(a shell command for the sandbox, or an action like docker.restart NAME)"
         )
         lines.append(f"  deny:     guard deny {request.incident_id}")
+        if request.url:
+            lines.append(f"  page:     {request.url}")
         if request.ack_id:
             lines.append(f"  ack:      guard ack {request.incident_id}  (stops the escalation)")
         self._out("\n".join(lines), request.incident_id)

@@ -19,7 +19,7 @@ from typing import Any
 
 from loguru import logger
 
-from guard.notify.base import HumanRequest, IncidentUpdate, Notifier
+from guard.notify.base import HumanRequest, IncidentUpdate, JoinAware, Notifier
 from guard.notify.channel import Markup
 from guard.notify.outbox import queue
 from guard.notify.relatedline import related_line, with_related
@@ -130,9 +130,10 @@ class FanOut:
     def __init__(self, notifiers: Sequence[Notifier]) -> None:
         self.notifiers = list(notifiers)
 
-    async def _each(self, call: str, *args: object) -> None:
+    async def _each(self, call: str, *args: object, among: Sequence[object] | None = None) -> None:
+        notifiers = self.notifiers if among is None else among
         results = await asyncio.gather(
-            *(getattr(n, call)(*args) for n in self.notifiers), return_exceptions=True
+            *(getattr(n, call)(*args) for n in notifiers), return_exceptions=True
         )
         failed = [r for r in results if isinstance(r, BaseException)]
         for exc in failed:
@@ -151,3 +152,7 @@ class FanOut:
 
     async def flush(self) -> None:
         await self._each("flush")
+
+    async def joined(self, incident_id: int) -> None:
+        aware = [n for n in self.notifiers if isinstance(n, JoinAware)]
+        await self._each("joined", incident_id, among=aware)

@@ -12,7 +12,9 @@ whose ask was queued before a crash is not asked twice: the outbox already holds
 for the incident newer than the hold.
 
 ``update`` passes through, except for an incident whose question is still held: nobody was
-asked, so nobody is told, and the hold ends. ``send_text`` and ``flush`` pass through.
+asked, so nobody is told, and the hold ends. ``joined`` (a signal joined the incident) passes
+through unless the question is still held: its release asks, routed with that signal then.
+``send_text`` and ``flush`` pass through.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from sqlmodel import Session, col, select
 from guard.config import Settings
 from guard.crashpoints import reached
 from guard.incidents.lifecycle import record
-from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption
+from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption, joined
 from guard.notify.escalation import WAITING, Clock, below_threshold
 from guard.records import utcnow
 from guard.store.db import Database
@@ -146,6 +148,22 @@ class QuietNotifier:
         if await asyncio.to_thread(self._end_hold, update.incident_id, f"dropped: {update.state}"):
             return
         await self.inner.update(update)
+
+    async def joined(self, incident_id: int) -> None:
+        if not await asyncio.to_thread(self._holds, incident_id):
+            await joined(self.inner, incident_id)
+
+    def _holds(self, incident_id: int) -> bool:
+        with self.db.session() as session:
+            return (
+                session.exec(
+                    select(QuietHeld.id).where(
+                        col(QuietHeld.incident_id) == incident_id,
+                        col(QuietHeld.released_at).is_(None),
+                    )
+                ).first()
+                is not None
+            )
 
     async def send_text(self, text: str) -> None:
         await self.inner.send_text(text)

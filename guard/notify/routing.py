@@ -12,16 +12,22 @@ A route's ``match`` fields all have to match (a list: any of its values):
 - ``kind``: the incident's kind (``container_exited``, ``http_status``, ...);
 - ``labels``: the labels of the alert an intake source received (Alertmanager's, Grafana's),
   ``details["labels"]`` or ``details["alert"]["labels"]``.
+
+An incident with related signals (``guard.triage.correlation``) is routed as itself (its
+severity is the worst of its signals') and as each related signal alone (its severity, kind,
+monitor's service and playbook, labels), and goes where any of them would: a signal that joined
+an incident is never quieter than it would have been on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from guard.config import Settings
 from guard.config.paging import OneOrMany, Route, RouteMatch
+from guard.store.correlation import RelatedSignal
 from guard.store.models import Incident
 
 
@@ -33,8 +39,19 @@ class Routed:
     targets: list[str] = field(default_factory=list)
 
 
-def labels_of(incident: Incident) -> dict[str, str]:
-    """An incident's labels, wherever its source put them (empty if it has none)."""
+@dataclass(frozen=True)
+class Facet:
+    """What a route matches on: an incident's, or one of its related signals'."""
+
+    severity: str
+    kind: str
+    service: str | None
+    monitor_id: str
+    labels: dict[str, str]
+
+
+def labels_of(incident: Incident | RelatedSignal) -> dict[str, str]:
+    """An incident's (or a signal's) labels, wherever its source put them (empty if none)."""
     details = incident.details or {}
     found = details.get("labels")
     if not isinstance(found, dict):
@@ -74,29 +91,36 @@ class Router:
         routing: a mapping updated in place on a reload stays current."""
         self.playbook_of = lambda monitor_id: getattr(books.get(monitor_id), "name", None)
 
-    def matches(self, match: RouteMatch, incident: Incident) -> bool:
-        details = incident.details or {}
+    def matches(self, match: RouteMatch, incident: Incident | Facet) -> bool:
+        f = incident if isinstance(incident, Facet) else facets(incident)[0]
         if not (
-            _any(match.severity, incident.severity)
-            and _any(match.kind, incident.kind)
-            and _any(match.service, details.get("service"))
+            _any(match.severity, f.severity)
+            and _any(match.kind, f.kind)
+            and _any(match.service, f.service)
         ):
             return False
-        if match.playbook is not None and not _any(
-            match.playbook, self.playbook_of(incident.monitor_id)
-        ):
+        if match.playbook is not None and not _any(match.playbook, self.playbook_of(f.monitor_id)):
             return False
         if match.labels:
-            have = labels_of(incident)
-            return all(_any(want, have.get(name)) for name, want in match.labels.items())
+            return all(_any(want, f.labels.get(name)) for name, want in match.labels.items())
         return True
 
-    def route(self, incident: Incident) -> Routed:
+    def route(self, incident: Incident, related: Sequence[RelatedSignal] = ()) -> Routed:
+        """Where ``incident`` goes: with its ``related`` signals, wherever any would alone."""
+        chats: list[str] = []
+        targets: list[str] = []
+        for facet in facets(incident, related):
+            routed = self._route(facet)
+            chats += routed.chats
+            targets += routed.targets
+        return Routed(list(dict.fromkeys(chats)), list(dict.fromkeys(targets)))
+
+    def _route(self, facet: Facet) -> Routed:
         chats: list[str] = []
         targets: list[str] = []
         matched = False
         for r in self.routes:
-            if not self.matches(r.match, incident):
+            if not self.matches(r.match, facet):
                 continue
             matched = True
             chats += r.chats() or self.default_chats
@@ -105,4 +129,19 @@ class Router:
                 break
         if not matched:
             chats = list(self.default_chats)
-        return Routed(list(dict.fromkeys(chats)), list(dict.fromkeys(targets)))
+        return Routed(chats, targets)
+
+
+def facets(incident: Incident, related: Sequence[RelatedSignal] = ()) -> list[Facet]:
+    """The incident as routes see it, then each of its related signals alone."""
+    service = (incident.details or {}).get("service")
+    own = Facet(
+        incident.severity,
+        incident.kind,
+        service if isinstance(service, str) else None,
+        incident.monitor_id,
+        labels_of(incident),
+    )
+    return [own] + [
+        Facet(r.severity, r.kind, r.service, r.monitor_id, labels_of(r)) for r in related
+    ]

@@ -37,6 +37,12 @@ class LogRule(SpecModel):
     group_by: GroupBy | None = Field(
         default=None, description=_GROUP_BY_HELP + " (default: the monitor's group_by)"
     )
+    quiet: Duration = Field(
+        default=60.0,
+        ge=0,
+        description="the fault counts as present while a matching line came this recently: "
+        "a human's fix is learned only if one came within it before the fix ran",
+    )
 
     @field_validator("pattern")
     @classmethod

@@ -173,9 +173,12 @@ def load_skills_quarantining(folder: Path) -> tuple[list[Skill], dict[str, list[
     return skills, quarantined
 
 
-def load_library(folder: Path) -> tuple[list[Skill], dict[str, list[str]]]:
+def load_library(
+    folder: Path, builtin: Path | None = None
+) -> tuple[list[Skill], dict[str, list[str]]]:
     """The skills on ``git_branch`` (``folder``) plus those under review (``folder/.review``),
-    each with its review entry; and the quarantined ones."""
+    each with its review entry, then the starter skills of ``builtin`` that ``folder`` does not
+    override (same name); and the quarantined ones."""
     skills, quarantined = load_skills_quarantining(folder)
     book = ReviewBook(folder).load()
     skills = [replace(s, review=book[s.name]) if s.name in book else s for s in skills]
@@ -185,6 +188,11 @@ def load_library(folder: Path) -> tuple[list[Skill], dict[str, list[str]]]:
         entry = book.get(skill.name)
         if skill.name not in names and entry is not None and entry.status == "pending":
             skills.append(replace(skill, review=entry, pending=True))
+    if builtin is not None and builtin.resolve() != folder.resolve():
+        shipped, broken = load_skills_quarantining(builtin)
+        mine = {s.name for s in skills} | set(quarantined)
+        skills += [s for s in shipped if s.name not in mine]
+        quarantined |= {name: p for name, p in broken.items() if name not in mine}
     return skills, quarantined
 
 
@@ -214,8 +222,9 @@ class SkillLibrary:
     """The skills Guard knows, reloadable when a new one is learned. A skill that does not load
     is left out and listed in ``quarantined`` (folder name -> problems)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, builtin: Path | None = None) -> None:
         self.folder = folder
+        self.builtin = builtin  # the starter skills, beneath ``folder`` (``load_library``)
         self.skills: list[Skill] = []
         self.quarantined: dict[str, list[str]] = {}
         self._signature: tuple[Any, ...] = ()
@@ -250,7 +259,7 @@ class SkillLibrary:
 
     def reload(self) -> None:
         self._signature = self.signature()
-        self.skills, self.quarantined = load_library(self.folder)
+        self.skills, self.quarantined = load_library(self.folder, self.builtin)
         for name, problems in self.quarantined.items():
             logger.error(
                 "skill {} is quarantined (not used until fixed): {}", name, "; ".join(problems)

@@ -71,6 +71,11 @@ class Trigger(BaseModel):
     kind: str | None = None
     target: str | None = Field(default=None, description="glob, e.g. 'api-*'")
     message: str | None = Field(default=None, description="regex searched in the message")
+    rule: str | None = Field(
+        default=None,
+        description="the log rule's pattern, exactly as the playbook has it: every line that "
+        "rule matched, whatever its wording (learned skills trigger on it)",
+    )
 
     @field_validator("message")
     @classmethod
@@ -98,6 +103,11 @@ class Trigger(BaseModel):
                 return None
             score += 2
             reasons.append(f"message ~ /{self.message}/")
+        if self.rule is not None:
+            if (getattr(incident, "details", None) or {}).get("rule") != self.rule:
+                return None
+            score += 2
+            reasons.append(f"rule /{self.rule}/")
         return score, reasons
 
 
@@ -108,6 +118,12 @@ class VerifySpec(BaseModel):
     interval: Duration = 2.0
     quiet: Duration = Field(
         default=10.0, description="for log incidents: how long no matching line must appear"
+    )
+    settle: Duration | None = Field(
+        default=None,
+        ge=0,
+        description="how long the check must keep passing (the same container start) before "
+        "it counts; default: agent.settle for a target that can flap, else none",
     )
 
 

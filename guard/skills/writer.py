@@ -1,11 +1,12 @@
 """Write a learned skill (SKILL.md, skill.yaml, scripts/) and commit it to the skills git repo.
 
-The trigger is generalised from the incident: its source, kind and target, and its message as
-written, with each token holding a number or an id made ``\\S+`` (``message_regex``). A shell fix
-is saved as the script that ran (``fix_script``: the fix as typed, the target made
+The trigger is the fault, not one wording of it: the incident's source, kind and target, and for
+a log rule's incident the rule (its pattern), so every line that rule matches triggers it
+(``message_regex`` still makes one message a trigger regex, for skills written by hand). A shell
+fix is saved as the script that ran (``fix_script``: the fix as typed, the target made
 ``$GUARD_TARGET`` only where it stands as a whole word outside single quotes); an action's
-arguments keep their literal ``{{ }}``. A skill identical to one already known is not
-written twice. The commit names the incident and the approver, so ``git log -p skills/`` is the
+arguments keep their literal ``{{ }}``. A skill identical to one already known is not written
+twice. The commit names the incident and the approver, so ``git log -p skills/`` is the
 review trail and ``git revert`` undoes a bad lesson.
 """
 
@@ -184,12 +185,10 @@ class SkillWriter:
         verdict: str,
         proposed_by: str | None = None,
     ) -> dict[str, Any]:
-        trigger = {
-            "source": incident.source,
-            "kind": incident.kind,
-            "target": incident.target,
-            "message": message_regex(incident.message),
-        }
+        trigger = {"source": incident.source, "kind": incident.kind, "target": incident.target}
+        rule = (getattr(incident, "details", None) or {}).get("rule")
+        if rule:  # a log rule's fault: every line the rule matches, not this one wording
+            trigger["rule"] = rule
         if action is not None:
             step: dict[str, Any] = {
                 "action": action,

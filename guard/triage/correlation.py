@@ -7,6 +7,8 @@ Monitors name their ``service:``; playbooks' ``services:`` say what each ``depen
 or one of its related signals', is that service, or one related to it by ``depends_on``
 either way round), takes it as a *related signal* instead
 (``guard.store.correlation.RelatedSignal``: its own count, first and last seen, message).
+A muted or resolved incident takes nothing: a person muted its noise, and a real fault of the
+service must still be asked about and paged (its signal opens, or joins, another incident).
 Correlation is across monitors: an incident only one monitor's signals make up takes no
 other signal of that monitor (a monitor's distinct findings, two exceptions in one log, a
 deployment failure and its build log's error, keep their own incidents as before); once another
@@ -32,7 +34,7 @@ from datetime import timedelta
 from sqlmodel import Session, col, select
 
 from guard.crashpoints import reached
-from guard.incidents.lifecycle import record
+from guard.incidents.lifecycle import ABSORBING, record
 from guard.playbooks.services import ServiceMap
 from guard.records import IncidentEvent, Signal
 from guard.store.correlation import CorrelationSplit, RelatedSignal
@@ -65,7 +67,8 @@ class Correlation:
     # -- a signal already joined ---------------------------------------------------------------
 
     def joined(self, session: Session, fingerprint: str) -> RelatedSignal | None:
-        """The related signal with ``fingerprint`` on a root still open."""
+        """The related signal with ``fingerprint`` on a root still open and not muted (a
+        muted root's related signal opens an incident of its own when it fires again)."""
         if not self.services.monitors:  # no monitor names a service: nothing joins
             return None
         return session.exec(
@@ -73,7 +76,7 @@ class Correlation:
             .join(Incident, col(Incident.id) == col(RelatedSignal.incident_id))
             .where(
                 RelatedSignal.fingerprint == fingerprint,
-                col(Incident.state).in_(ACTIVE_STATES),
+                col(Incident.state).in_(ABSORBING),
             )
             .order_by(col(RelatedSignal.id).desc())
             .limit(1)
@@ -103,7 +106,7 @@ class Correlation:
         candidates = session.exec(
             select(Incident)
             .where(
-                col(Incident.state).in_(ACTIVE_STATES),
+                col(Incident.state).in_(ABSORBING),
                 col(Incident.first_seen) >= sig.observed_at - near,
                 col(Incident.first_seen) <= sig.observed_at + near,
                 Incident.kind != STORM_KIND,

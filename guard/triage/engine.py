@@ -311,7 +311,7 @@ class Triage:
                 actor=ACTOR,
             )
             events.append(incident_event(incident, "flapping"))
-        elif not incident.flapping:
+        else:  # flapping already or not, the agent takes it at once (not the recovery sweep)
             events.append(incident_event(incident, "reopened"))
 
     # -- passing checks -------------------------------------------------------------------------

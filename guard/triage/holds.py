@@ -4,9 +4,12 @@ While a remedy holds a target (``guard.store.holds``), a firing signal on that t
 from a monitor of the held service or of a service that depends on it, is matched against
 what the remedy's action explains (``guard.agent.holding.EFFECTS``'s classes):
 
-- ``exit`` (a container's exit or restart, any code) and ``logs`` (a log rule's line): while
-  the action acts and for ``agent.settle`` after it (the stop, the start, the dependants'
-  reconnects);
+- ``exit`` (a container's exit or restart, any code): while the action acts and for
+  ``EXIT_GRACE`` after it (the engine reports the stop's ``die`` before the call returns; the
+  grace covers clock skew). A crash after that is the container's own, even seconds later:
+  it must open or reopen at once, or a fault right after a verified fix would go unseen;
+- ``logs`` (a log rule's line): while the action acts and for ``agent.settle`` after it (the
+  start, the dependants' reconnects);
 - ``health`` (unhealthy) and ``http`` (an HTTP check failing): for the whole hold, until the
   run's verification ended and ``agent.settle`` passed (verification is what judges them).
 
@@ -29,6 +32,7 @@ from guard.store import holds
 from guard.store.models import Incident
 from guard.triage.counting import ACTOR
 
+EXIT_GRACE = timedelta(seconds=2)  # an exit this long after the action is not the action's
 NOTED = 20  # expected effects written to one incident's timeline (the hold counts the rest)
 EXIT_KINDS = frozenset({"container_exited", "container_restarting"})
 HEALTH_KINDS = frozenset({"container_unhealthy"})
@@ -50,7 +54,9 @@ def effect(sig: Signal) -> str | None:
 def _within(hold: holds.Hold, effect_: str, at: datetime) -> bool:
     if effect_ not in hold.explains or at < hold.started_at - timedelta(seconds=1):
         return False
-    if effect_ in ("exit", "logs") and hold.acted_at is not None:  # the action's window
+    if effect_ == "exit" and hold.acted_at is not None:  # the action's own stop
+        return at <= hold.acted_at + EXIT_GRACE
+    if effect_ == "logs" and hold.acted_at is not None:  # the action's window
         return at <= hold.acted_at + timedelta(seconds=hold.settle)
     return hold.ends_at is None or at <= hold.ends_at
 

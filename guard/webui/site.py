@@ -259,7 +259,9 @@ class Console:
         """The skills on disk, reloaded only when a file changed (one lock: a reload at a time)."""
         with self._library_lock:
             if self._skills is None:
-                self._skills = SkillLibrary(self.runtime.settings.skills_dir)
+                self._skills = SkillLibrary(
+                    self.runtime.settings.skills_dir, self.runtime.settings.builtin_skills_dir
+                )
             else:
                 self._skills.refresh()
             return self._skills

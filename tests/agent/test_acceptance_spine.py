@@ -30,25 +30,11 @@ def open_incidents(home: GuardHome) -> list[dict]:
 def setup_log(home: GuardHome) -> Path:
     log = home.root / "api.log"
     log.write_text("")
-    home.playbook(
-        "api",
-        [
-            {
-                "id": "api-log",
-                "type": "logfile",
-                "path": str(log),
-                "every": "10s",
-                "rules": [
-                    {
-                        "kind": "db_too_many_connections",
-                        "pattern": "too many clients",
-                        "severity": "critical",
-                    },
-                    {"kind": "api_error", "pattern": r"\bERROR\b"},
-                ],
-            }
-        ],
-    )
+    rules = [
+        {"kind": "db_too_many_connections", "pattern": "too many clients", "severity": "critical"},
+        {"kind": "api_error", "pattern": r"\bERROR\b"},
+    ]
+    home.log_playbook("api", log, rules)
     return log
 
 

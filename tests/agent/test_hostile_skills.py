@@ -175,7 +175,9 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         assert script.read_text() == run.result["step"]["stdin"]  # saved = what ran
         assert "set -eu" not in script.read_text()
         spec = yaml.safe_load((script.parent.parent / "skill.yaml").read_text())
-        assert re.search(spec["triggers"][0]["message"], "HTTP 503")
+        assert spec["triggers"] == [  # the check's fault, not one wording of it
+            {"source": "http", "kind": "http_status", "target": done.target}
+        ]
         svc.healthy = False  # the fault again: the saved script alone cures it
         replay = await asyncio.to_thread(
             subprocess.run,

@@ -7,6 +7,7 @@ from typing import Any
 
 from guard.playbooks.services import ServiceMap
 from guard.records import Observation, Signal, utcnow
+from guard.store.correlation import RelatedSignal
 
 T0 = utcnow().replace(microsecond=0)
 
@@ -41,3 +42,11 @@ def shop_services(dependants: int = 5) -> ServiceMap:
     monitors = {"db": "db", **{f"api-{i}": f"api-{i}" for i in range(dependants)}}
     direct = {f"api-{i}": ["db"] for i in range(dependants)}
     return ServiceMap.of(monitors, direct)
+
+
+def related_row(incident_id: int, monitor: str, target: str, **fields: Any) -> RelatedSignal:
+    """A related signal of ``monitor`` on ``target`` (an HTTP check's, critical, x2 unless
+    ``fields`` say otherwise), not stored."""
+    keys: dict[str, Any] = dict.fromkeys(("fingerprint", "check_key", "monitor_id"), monitor)
+    base = {"source": "http", "kind": "http_status", "severity": "critical", "count": 2}
+    return RelatedSignal(incident_id=incident_id, target=target, **(keys | base | fields))

@@ -12,10 +12,10 @@ from guard.notify.outbox import queue
 from guard.notify.related import refresh
 from guard.notify.relatedline import with_related
 from guard.notify.telegram import markup  # Telegram's rows: its package registers its HTML
-from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
 from tests.agent_helpers import stored_incident
+from tests.correlation.helpers import related_row
 
 pytestmark = pytest.mark.unit
 
@@ -27,19 +27,7 @@ BUTTONS = [[("▶ Run x", "ap1")], [("✍ Send a fix", "fix:1")]]
 
 def joined(db, incident_id: int, monitor: str, target: str) -> None:
     with db.session() as s:
-        s.add(
-            RelatedSignal(
-                incident_id=incident_id,
-                fingerprint=monitor,
-                check_key=monitor,
-                monitor_id=monitor,
-                source="http",
-                target=target,
-                kind="http_status",
-                severity="critical",
-                count=2,
-            )
-        )
+        s.add(related_row(incident_id, monitor, target))
 
 
 def rows(db) -> list[OutboxMessage]:

@@ -194,3 +194,35 @@ def test_a_database_and_five_dependants_are_one_incident_in_either_order(db):
     incidents, related = stored(db)
     assert [i.monitor_id for i in incidents] == ["api-3"]
     assert sorted(r.monitor_id for r in related) == ["api-0", "api-1", "api-2", "api-4", "db"]
+
+
+def mute_all(db) -> None:
+    with db.session() as s:
+        for inc in s.exec(select(Incident)).all():
+            inc.state = IncidentState.muted
+            s.add(inc)
+
+
+def test_a_muted_incident_takes_no_signal_of_another_monitor(db):
+    """Security review #39 item 4: muting the noise must not silence the real fault."""
+    t = triage(db, shop_services(1))
+    t.process(obs(signal("db", 0)))
+    mute_all(db)
+    events = t.process(obs(signal("api-0", 1)))
+    assert [e.type for e in events] == ["opened"]
+    incidents, related = stored(db)
+    assert len(incidents) == 2 and related == []
+    t.process(obs(signal("db", 2)))  # the muted incident's own monitor: counted on it, muted
+    assert [i.count for i in stored(db)[0]] == [2, 1]
+
+
+def test_a_related_signal_of_a_root_muted_since_opens_its_own_incident(db):
+    t = triage(db, shop_services(1))
+    t.process(obs(signal("db", 0), signal("api-0", 1)))
+    assert len(stored(db)[1]) == 1
+    mute_all(db)
+    events = t.process(obs(signal("api-0", 2)))  # still failing: no longer absorbed
+    assert [e.type for e in events] == ["opened"]
+    incidents, related = stored(db)
+    assert [i.monitor_id for i in incidents] == ["db", "api-0"]
+    assert related[0].count == 1  # not counted on the muted root's row

@@ -11,8 +11,10 @@ import yaml
 
 from guard.config import Settings, load_settings
 from guard.exceptions import ConfigError
-from guard.notify.routing import Router, labels_of
+from guard.notify.routing import Routed, Router, labels_of
+from guard.store.correlation import RelatedSignal
 from tests.agent_helpers import new_incident
+from tests.correlation.helpers import related_row
 
 KEY = "0123456789abcdef0123456789abcdef"
 NOTIFIERS = {
@@ -184,3 +186,30 @@ def test_routing_keys_and_hmac_secrets_are_masked_everywhere() -> None:
     s = settings(ISSUE_ROUTES)
     assert KEY in s.secret_values() and "s" * 20 in s.secret_values()
     assert KEY not in repr(s) and KEY not in s.model_dump_json()
+
+
+@pytest.mark.unit
+def test_an_incident_goes_wherever_each_of_its_related_signals_would_alone() -> None:
+    """Security review #39 item 3: a joined signal is never quieter than it was alone."""
+    routes: list[dict[str, Any]] = [
+        {"match": {"kind": "http_status"}, "notify": ["pagerduty:db-team"], "continue": True},
+        {
+            "match": {"severity": "critical"},
+            "telegram_chat": -1001,
+            "notify": ["pagerduty:primary"],
+        },
+        {"match": {"labels": {"team": "ops"}}, "notify": ["webhook:ops"]},
+        {"match": {"severity": "warning"}, "telegram_chat": -1009},
+    ]
+    router = Router(settings(routes))
+    root = new_incident(severity="warning", kind="bad_input", details={"service": "shop"})
+    assert router.route(root) == Routed(["-1009"], [])
+    http = related_row(1, "shop-http", "http://shop/", service="shop")
+    alert = RelatedSignal.model_validate(
+        http.model_dump()
+        | {"kind": "alert", "severity": "info", "details": {"labels": {"team": "ops"}}}
+    )
+    routed = router.route(root, [http, alert])
+    # a route without a chat names the default one (the HTTP check's first, the alert's)
+    assert routed.chats == ["-1009", "1001", "-1001"]
+    assert routed.targets == ["pagerduty:db-team", "pagerduty:primary", "webhook:ops"]

@@ -184,3 +184,36 @@ def test_a_skill_written_but_not_committed_is_committed_when_learned_again(tmp_p
     assert status == ""
     once_more = writer.write(incident(id=8), "docker.restart api-1", **fix)
     assert once_more.existed and once_more.commit is None
+
+
+def test_a_learned_trigger_is_the_log_rule_not_one_wording(tmp_path: Path):
+    rule = "No space left on device|disk is full"
+    first = incident(
+        source="logfile",
+        kind="disk_full",
+        target="/var/log/app.log",
+        message="ERROR write /data/blob-7: No space left on device",
+        details={"rule": rule},
+    )
+    writer = SkillWriter(
+        SkillLibrary(tmp_path),
+        trust="trusted",
+        git_commit=False,
+        git_author="T <t@x>",
+        verify_timeout=30,
+    )
+    learned = writer.write(
+        first, "rm -f /data/fill", action=None, args={}, approver="cli:ann", verdict="quiet"
+    )
+    (trigger,) = load_skill(learned.path).spec.triggers
+    assert trigger.rule == rule and trigger.message is None
+    other = incident(**{**vars(first), "message": "WARN disk is full, cannot rotate segment 3"})
+    assert trigger.match(other) is not None  # another wording of the same rule
+    assert trigger.match(incident(**{**vars(first), "details": {"rule": "ERROR"}})) is None
+    old = SkillLibrary(tmp_path)  # a skill learned before (a message regex) still loads
+    spec = yaml.safe_load((learned.path / "skill.yaml").read_text())
+    spec["triggers"] = [{"source": "logfile", "kind": "disk_full", "message": "^ERROR write"}]
+    (learned.path / "skill.yaml").write_text(yaml.safe_dump(spec))
+    old.reload()
+    assert [c.skill.name for c in old.candidates(first)] == [learned.name]
+    assert old.candidates(other) == []

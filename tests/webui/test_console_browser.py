@@ -2,10 +2,13 @@
 ``guard run``: a real fault (an HTTP check against a local service that fails) raises an
 incident; an approver signs in, approves the skill and sees it resolved; a viewer finds no
 approve form; a forged post without the CSRF token is refused. The screenshots in docs/img/
-(shown in docs/WEB.md) are written here."""
+(shown in docs/WEB.md) are taken here: into docs/img/ with GUARD_SCREENSHOTS=1, else into the
+test's own folder (a test run writes no tracked file)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +23,10 @@ from tests.webui.helpers import LOCAL, cli_token, console_url
 
 pytestmark = pytest.mark.browser
 
-SHOTS = REPO / "docs" / "img"
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    return REPO / "docs" / "img" if os.environ.get("GUARD_SCREENSHOTS") == "1" else tmp_path
 
 
 def awaiting(home: GuardHome) -> int | None:
@@ -44,12 +50,14 @@ def text_of(driver: Any, element_id: str) -> str:
     return str(driver.find_element(By.ID, element_id).text)
 
 
-def shot(driver: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    driver.save_screenshot(str(SHOTS / name))
+def shot(driver: Any, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(folder / name))
 
 
-def test_approve_in_chromium_heals_a_real_fault(home: GuardHome, service: Service) -> None:
+def test_approve_in_chromium_heals_a_real_fault(
+    home: GuardHome, service: Service, shots: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     home.write_config(
@@ -72,10 +80,10 @@ def test_approve_in_chromium_heals_a_real_fault(home: GuardHome, service: Servic
         assert f"/incidents/{inc}" in driver.find_element(By.ID, "incidents").get_attribute(
             "innerHTML"
         )
-        shot(driver, "web-overview.png")
+        shot(driver, shots, "web-overview.png")
         driver.get(f"{base}/incidents/{inc}")
         assert text_of(driver, "state") == "awaiting_human"
-        shot(driver, "web-incident.png")
+        shot(driver, shots, "web-incident.png")
 
         # a forged post (no CSRF token) from the signed-in page: refused, nothing queued
         driver.execute_script(
@@ -108,5 +116,5 @@ def test_approve_in_chromium_heals_a_real_fault(home: GuardHome, service: Servic
         for form in ("approve", "deny", "fix"):
             assert driver.find_elements(By.CSS_SELECTOR, f"form[action$='/{form}']") == []
     for name in ("web-overview.png", "web-incident.png"):
-        data = (SHOTS / name).read_bytes()
+        data = (shots / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) < 400_000

@@ -1,6 +1,7 @@
 """PagerDuty's Events API v2: one event per page row.
 
-``trigger`` carries the incident (summary, source, severity, custom details, a link);
+``trigger`` carries the incident (summary, source, severity, custom details, links: the
+console's page of it when ``public_url`` is set, and the alert's source);
 ``acknowledge`` and ``resolve`` only the routing key and the ``dedup_key``, which is the same
 for every event about one incident (``guard-incident-<id>``): a repeated trigger adds to the
 open alert instead of opening another, so a page sent twice after a crash pages once.
@@ -52,8 +53,14 @@ def event(row: PageOutbox, config: PagerDutyNotifier) -> dict[str, Any]:
     }
     body["payload"] = {k: v for k, v in body["payload"].items() if v is not None}
     body["client"] = "Guard"
+    links = []
+    if p.get("url"):  # public_url: the incident's page on the console
+        body["client_url"] = p["url"]
+        links.append({"href": p["url"], "text": f"Guard incident #{row.incident_id}"})
     if p.get("link"):
-        body["links"] = [{"href": p["link"], "text": "Source"}]
+        links.append({"href": p["link"], "text": "Source"})
+    if links:
+        body["links"] = links
     return body
 
 

@@ -51,6 +51,7 @@ def body(row: PageOutbox, target: str) -> dict[str, Any]:
             "message": p.get("message"),
             "opened_at": p.get("opened_at"),
             "link": p.get("link"),
+            "url": p.get("url"),  # its console page (public_url), or null
             "commands": p.get("commands"),
         },
         "dedup_key": f"guard-incident-{row.incident_id}",

@@ -154,6 +154,8 @@ class PageWorker:
         await asyncio.to_thread(self._claim, row)
         reached("page.claimed")
         row.payload = redact_value(row.payload)  # stored redacted already; an exit checks again
+        if url := self.settings.incident_url(row.incident_id):  # as configured when it is sent
+            row.payload = {**row.payload, "url": url}
         try:
             if isinstance(config, PagerDutyNotifier):
                 await pagerduty.send(client, row, config)

@@ -69,7 +69,7 @@ def status_text(db: Database, runtime: HealthSource | None) -> str:
 
 
 def skills_text(settings: Settings) -> str:
-    skills, quarantined = load_library(settings.skills_dir)
+    skills, quarantined = load_library(settings.skills_dir, settings.builtin_skills_dir)
     if not skills and not quarantined:
         return "No skills yet: Guard learns one from every fix that cures an incident."
     lines = [f"<b>{len(skills)} skill(s)</b>"]

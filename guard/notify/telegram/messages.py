@@ -105,6 +105,8 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
     if signal:
         head.append(f"<pre>{esc(signal[:1000])}</pre>")
     head.append(esc(req.question))
+    if req.url:
+        head.append(f"Open: {esc(req.url)}")
     offered = [o for o in req.options if not o.command or not oddities(o.command)]
     body = "\n\n".join([*head, *_options(req.options, offered)])
     if len(body) > LIMIT - 200:  # no room to show a command whole: not offered here

@@ -1,7 +1,8 @@
 """``TelegramNotifier``: the outbox's ``ChannelNotifier`` for the configured chats, in HTML.
 
 ``telegram.chat_id`` is the default chat; with a ``Router`` an incident's question goes to the
-chats its route names (``routes[].telegram_chat``), each chat with its own outbox rows."""
+chats its route names (``routes[].telegram_chat``), its related signals' routes included, each
+chat with its own outbox rows."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from guard.notify.telegram.channel import NAME
 from guard.notify.telegram.markup import HtmlMarkup
 from guard.store.db import Database
 from guard.store.models import Incident
+from guard.triage.correlation import related_of
 
 
 class TelegramNotifier(ChannelNotifier):
@@ -20,6 +22,10 @@ class TelegramNotifier(ChannelNotifier):
         self.router = router
 
         def chats_for(incident: Incident) -> list[str]:
-            return router.route(incident).chats if router is not None else []
+            if router is None or incident.id is None:
+                return []
+            with db.session() as session:
+                related = related_of(session, incident.id)
+            return router.route(incident, related).chats
 
         super().__init__(db, NAME, settings.telegram.chat_id, HtmlMarkup(), chats_for)
