@@ -115,3 +115,29 @@ class Flow:
         self.figures[fault] = figures
         print(f"FLOW {fault}: {figures}")
         return figures
+
+
+def healed_truth(flow: Flow) -> dict[str, int]:
+    """How each incident resolved in the last day was healed, from the store's rows alone:
+    by the origin of the verified run that resolved it (the last one started after its last
+    reopening), ``recovered`` with none. An incident reopened and resolved again counts once,
+    by what resolved it that time."""
+    home = flow.home
+    day = time.time() - 86400
+    resolved = db_rows(home, "SELECT id, resolved_at FROM incident WHERE state = 'resolved'")
+    reopened: dict[int, float] = {}
+    for i, at in flow.reopens():
+        reopened[i] = max(at, reopened.get(i, 0.0))
+    truth = {"healed_by_skill": 0, "healed_by_human": 0, "recovered": 0}
+    for incident, resolved_at in resolved:
+        end = stamp(str(resolved_at))
+        if end < day:
+            continue
+        runs = [
+            r
+            for r in flow.runs(reopened.get(int(incident), 0.0), end + 1)
+            if r["incident"] == incident and r["status"] == "verified"
+        ]
+        key = {"skill": "healed_by_skill", "human": "healed_by_human"}
+        truth[key[runs[-1]["origin"]] if runs else "recovered"] += 1
+    return truth
