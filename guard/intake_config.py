@@ -218,6 +218,23 @@ class IntakeSource(BaseModel):
         return [s.get_secret_value() for s in (self.token, self.hmac_secret) if s is not None]
 
 
+def replay_warnings(sources: list[IntakeSource]) -> list[str]:
+    """Sources whose replayed ``resolved`` Guard cannot tell from a new one: a webhook signed
+    over its body alone, with no ``dedup_key`` either. Grafana and Alertmanager carry each
+    alert's ``startsAt``, so their episodes are told apart without a signed time."""
+    return [
+        f"intake[{i}] ({s.id}): signed without hmac_timestamp_header and grouped without "
+        "dedup_key: a captured `resolved` sent again later can end a newer incident of the "
+        "same kind and target. Set hmac_timestamp_header if the sender signs a time (see "
+        "docs/INTAKE.md, Replays), or dedup_key to the alert's id"
+        for i, s in enumerate(sources)
+        if s.type == "webhook"
+        and s.hmac_secret is not None
+        and s.hmac_timestamp_header is None
+        and s.dedup_key is None
+    ]
+
+
 def check_sources(sources: list[IntakeSource]) -> list[IntakeSource]:
     """The ``intake`` list's check: every id once."""
     seen: set[str] = set()

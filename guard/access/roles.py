@@ -1,9 +1,10 @@
 """The four roles, each including the one before it, and the role each verb needs.
 
 - ``viewer``: reads incidents, skills, monitors, reports, the audit head (``view``);
-- ``operator``: acknowledges, mutes, asks for a report, starts a model diagnosis, splits a
-  wrongly correlated signal off an incident, runs a command in an incident's diagnostics
-  sandbox and proposes a fix (MCP);
+- ``operator``: acknowledges, mutes and unmutes, resolves (an incident a person knows is over:
+  it changes nothing on the systems, and the fault firing again reopens it), silences, asks for
+  a report, starts a model diagnosis, splits a wrongly correlated signal off an incident, runs a
+  command in an incident's diagnostics sandbox and proposes a fix (MCP);
 - ``approver``: approves, denies, sends a fix;
 - ``admin``: changes a skill's trust, manages tokens.
 
@@ -38,6 +39,9 @@ NEEDS: dict[str, Role] = {
     "ack": Role.operator,
     "mute": Role.operator,
     "unmute": Role.operator,
+    "resolve": Role.operator,
+    "silence": Role.operator,
+    "unsilence": Role.operator,
     "report": Role.operator,
     "diagnose": Role.operator,
     "split": Role.operator,

@@ -1,4 +1,5 @@
-"""Human answers as inputs to the agent: approve a skill, deny, mute, or reply with a fix that
+"""Human answers as inputs to the agent: approve a skill, deny, mute, unmute, resolve, or reply
+with a fix that
 Guard runs, verifies and, if it cured the incident, learns as a new skill; and ``propose`` (an
 MCP client's ``propose_remedy``): a fix offered to the humans as a new first option, with its
 digest, exactly as a model's proposal is; nothing runs until one approves it.
@@ -23,6 +24,7 @@ from guard.agent.tools import Proposal
 from guard.commandtext import digest, oddities, short
 from guard.config import Settings
 from guard.crashpoints import reached
+from guard.durations import format_duration
 from guard.incidents.commands import finish_command
 from guard.incidents.lifecycle import ANSWERABLE, Lifecycle
 from guard.metrics import record_remediation
@@ -52,6 +54,15 @@ def fix_step(
         )
     script = fix_script(fix, inc.target, incident_id=inc.id, approver=actor)
     return Step(name=f"run {fix}", run="sh -s", stdin=script, timeout=timeout)
+
+
+def deny_outcome(incident_id: int) -> str:
+    """What a denial answers: no remedy runs, and how to end the incident instead."""
+    return (
+        f"denied; no remedy will run. Incident #{incident_id} stays escalated until it ends "
+        f"by itself; close it with `guard resolve {incident_id}`, or `guard mute "
+        f"{incident_id} --for 1h` to stop hearing about it"
+    )
 
 
 class HumanAnswers:
@@ -97,6 +108,10 @@ class HumanAnswers:
                 await self._reply(cmd, inc)
             elif cmd.verb == "mute":
                 self._mute(cmd, inc)
+            elif cmd.verb == "unmute":
+                self._unmute(cmd, inc)
+            elif cmd.verb == "resolve":
+                self._resolve(cmd)
             elif cmd.verb == "propose":
                 await self._propose(cmd, inc)
             else:
@@ -114,17 +129,54 @@ class HumanAnswers:
         self.remediator.trajectories.settle(
             cmd.incident_id, human_decision="denied", verified=False
         )
-        self.finish(cmd, Done, "denied; no remedy will run")
+        self.finish(cmd, Done, deny_outcome(cmd.incident_id))
 
     def _mute(self, cmd: HumanCommand, inc: Incident) -> None:
         seconds = float(cmd.fix or self.mute_for)
-        mutes.mute(self.db, inc.target, seconds, cmd.actor)
-        if inc.state != S.muted:
-            self.lifecycle.move(
-                cmd.incident_id, S.muted, f"{cmd.actor} muted {inc.target} for {seconds / 60:g} min"
-            )
+        row = mutes.mute(self.db, inc.target, seconds, cmd.actor)
+        self.lifecycle.move(
+            cmd.incident_id,
+            S.muted,
+            f"{cmd.actor} muted {inc.target} for {format_duration(seconds)}",
+            muted_until=row.until.isoformat(),
+        )
         self.lifecycle.release(cmd.incident_id)  # muted: nothing runs until it reopens
-        self.finish(cmd, Done, f"muted {inc.target} for {seconds / 60:g} min")
+        self.finish(
+            cmd,
+            Done,
+            f"muted {inc.target} for {format_duration(seconds)}: nobody is asked or paged "
+            f"about it until {row.until:%Y-%m-%d %H:%M} UTC (`guard unmute {cmd.incident_id}`)",
+        )
+
+    def _unmute(self, cmd: HumanCommand, inc: Incident) -> None:
+        """End the target's mutes; a muted incident opens again (the agent takes it next)."""
+        ended = mutes.unmute(self.db, inc.target, cmd.actor)
+        if inc.state == S.muted:
+            self.lifecycle.move(
+                cmd.incident_id,
+                S.open,
+                f"{cmd.actor} unmuted {inc.target}",
+                muted_until=None,
+                silenced=None,
+            )
+        self.finish(cmd, Done, f"unmuted {inc.target} ({ended} mute(s) ended)")
+
+    def _resolve(self, cmd: HumanCommand) -> None:
+        self.lifecycle.move(
+            cmd.incident_id,
+            S.resolved,
+            f"resolved by {cmd.actor}",
+            resolved_by=cmd.actor,
+            muted_until=None,
+        )
+        self.lifecycle.release(cmd.incident_id)
+        self.remediator.trajectories.settle(cmd.incident_id, human_decision="resolved")
+        self.finish(
+            cmd,
+            Done,
+            f"incident #{cmd.incident_id} resolved by {cmd.actor}; it opens again if the "
+            "fault comes back",
+        )
 
     async def _approve(self, cmd: HumanCommand, inc: Incident) -> None:
         name = cmd.skill

@@ -242,8 +242,11 @@ class Agent(Recovery):
             self.submit(cmd.incident_id, self.process_command(cmd))
 
     async def process_command(self, cmd: HumanCommand) -> None:
-        """Carry out one human answer (in the incident's worker)."""
+        """Carry out one human answer (in the incident's worker); an incident an unmute
+        opened again is taken at once, as a new one is (asked, unless a silence holds it)."""
         await self.answers.process(cmd)
+        if cmd.verb == "unmute":
+            await self.handle(cmd.incident_id)
 
     # -- sandboxes ------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from guard.agent.tools import Toolbox
 from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
 from guard.exceptions import InvalidTransition, NotLeader
+from guard.incidents import silences
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
 from guard.llm import ModelProvider, build_provider
 from guard.memory import IncidentMemory
@@ -63,16 +64,37 @@ class Orchestration:
             if inc is None or inc.state not in WORKABLE:
                 return
             spans.mark("agent.picked", inc.target)
-            muted = await asyncio.to_thread(mutes.active, self.db, inc.target)
-            if muted is not None and inc.state == S.open:
-                self.lifecycle.move(
-                    incident_id,
-                    S.muted,
-                    f"{inc.target} is muted by {muted.by} until {muted.until:%Y-%m-%d %H:%M} UTC",
-                )
+            if inc.state == S.open and await asyncio.to_thread(self._hushed, inc):
                 self.lifecycle.release(incident_id)  # a reopened incident may still hold one
                 return
             await self._decide(inc)
+
+    def _hushed(self, inc: Incident) -> bool:
+        """Mute ``inc`` if a mute of its target or a silence matching it is in force (it is
+        recorded, and nobody is asked or paged until that ends); whether it was."""
+        assert inc.id is not None
+        muted = mutes.active(self.db, inc.target)
+        with self.db.session() as session:
+            silence = silences.matching(session, inc)
+        if silence is not None and (muted is None or silence.expires_at > muted.until):
+            self.lifecycle.move(
+                inc.id,
+                S.muted,
+                f"silenced by silence #{silence.id} ({silences.describe(silence)}) of "
+                f"{silence.by} until {silence.expires_at:%Y-%m-%d %H:%M:%S} UTC",
+                muted_until=silence.expires_at.isoformat(),
+                silenced={"silence": silence.id, "until": silence.expires_at.isoformat()},
+            )
+            return True
+        if muted is not None:
+            self.lifecycle.move(
+                inc.id,
+                S.muted,
+                f"{inc.target} is muted by {muted.by} until {muted.until:%Y-%m-%d %H:%M} UTC",
+                muted_until=muted.until.isoformat(),
+            )
+            return True
+        return False
 
     async def _decide(self, inc: Incident) -> None:
         """``decide``; a failure escalates the incident to a human."""

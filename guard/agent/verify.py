@@ -170,6 +170,7 @@ class Verifier:
         since = settle = 0.0
         while True:
             attempts += 1
+            looked_at = time.monotonic()  # a look may take a while (a log rule's quiet)
             passed, reason, seen = await self._look(monitor, incident, spec)
             spans.mark("verify.check", incident.target)
             reached("verify.during")
@@ -178,7 +179,7 @@ class Verifier:
                 what = "failed again" if not passed else "restarted"
                 broke = f"it {what} {now - since:.1f}s after it passed"
                 first = None
-            if passed and first is None and now <= deadline:
+            if passed and first is None and looked_at <= deadline:  # a look begun in time
                 settle = self.settle_for(incident, spec, seen) if seen is not None else 0.0
                 if settle <= 0:
                     return Verdict(True, reason, attempts)

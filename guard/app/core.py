@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from guard.notify.quiet import QuietNotifier
 
 EventHook = Callable[[list[IncidentEvent]], Any]
+QUIET_TICK = 1.0  # seconds between triage's sweeps while no monitor reports anything
 
 
 def redact_observation(obs: Observation) -> Observation:
@@ -272,7 +273,10 @@ class Guard:
         web.checks = self.monitoring.checks = checks
         self.housekeeping.schedule(
             scheduler,
-            {"playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every)},
+            {
+                "playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every),
+                "triage:quiet": (self._tick_triage, QUIET_TICK),
+            },
         )
         from guard.notify import build_gateway
 
@@ -324,6 +328,12 @@ class Guard:
             self._audit("guard.stopped", {"deposed": self.leadership.deposed})
             await self.close()
             logger.info("guard stopped")
+
+    async def _tick_triage(self) -> None:
+        """An empty batch, so triage's sweeps (log rules gone quiet, storms calmed) run also
+        while no monitor reports anything (a container's log stream that stopped)."""
+        if self.intake.queue.empty():
+            await self.intake.put(Observation())
 
     def _deposed(self) -> None:
         """The lease was lost: stop at once (``guard run`` exits 3; the supervisor restarts

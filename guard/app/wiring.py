@@ -30,6 +30,7 @@ def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[st
             auto_resolve=settings.triage.auto_resolve
             if spec.auto_resolve is None
             else spec.auto_resolve,
+            resolve_after=float(getattr(spec, "resolve_after", 0.0)),
         )
         for spec in specs
     }

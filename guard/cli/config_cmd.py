@@ -44,10 +44,12 @@ def check_config(config: str | None = ConfigOption) -> None:
             problems.append(problem)
     if problems:
         config_failed(ConfigError(problems))
+    from guard.intake_config import replay_warnings
     from guard.railway.budget import railway_budget_warnings
     from guard.redact import allow_warnings
 
-    for warning in railway_budget_warnings(settings, books) + allow_warnings(settings.redact.allow):
+    warnings = railway_budget_warnings(settings, books) + allow_warnings(settings.redact.allow)
+    for warning in warnings + replay_warnings(settings.intake):
         typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(

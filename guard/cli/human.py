@@ -39,7 +39,7 @@ from guard.textsafe import printable
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
 
 
-def _actor() -> Actor:
+def cli_actor() -> Actor:
     try:
         return Actor("cli", getpass.getuser())
     except Exception:
@@ -69,7 +69,7 @@ def answer(
             db,
             incident_id=incident_id,
             verb=verb,
-            actor=_actor(),
+            actor=cli_actor(),
             gate=gate_from_settings(settings, db),
             skill=skill,
             fix=fix,

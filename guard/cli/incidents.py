@@ -37,6 +37,7 @@ from guard.textsafe import printable
 if TYPE_CHECKING:
     from sqlmodel import Session
 
+    from guard.config import Settings
     from guard.reports.counts import Counts
     from guard.store.escalation import IncidentAck
     from guard.store.models import Incident, IncidentTimeline
@@ -138,6 +139,18 @@ def _list_with_summary(
     out.print(summary_text(figures), markup=False, soft_wrap=True)
 
 
+def _ends(settings: Settings, inc: Incident) -> str:
+    """How the incident ends (``guard.incidents.ending``), by its monitor's playbook entry."""
+    from guard.incidents.ending import ends_for
+    from guard.playbooks import load_playbooks
+
+    try:
+        specs = {m.id: m for book in load_playbooks(settings.playbooks_dir) for m in book.monitors}
+    except Exception:  # a broken playbook: the defaults (check-config names the problem)
+        specs = {}
+    return ends_for(inc, specs.get(inc.monitor_id), settings.triage.auto_resolve)
+
+
 @app.command("show")
 def show(
     incident_id: int = typer.Argument(..., metavar="ID", help="Incident id."),
@@ -166,12 +179,14 @@ def show(
         ).all()
         templates = templates_of(session, [inc])
         ack = ack_dict(ack_of(session, inc))
+    ends = _ends(settings, inc)
     if as_json:
         echo(
             json.dumps(
                 {
                     **incident_dict(inc, templates),
                     "ack": ack,
+                    "ends": ends,
                     "related": related,
                     "timeline": [timeline_dict(t) for t in timeline],
                 },
@@ -188,6 +203,7 @@ def show(
         ("opened", inc.opened_at.isoformat()),
         ("last seen", inc.last_seen.isoformat()),
         ("fingerprint", inc.fingerprint),
+        ("ends", ends),
         ("message", inc.message),
         *([("stream", str(inc.details["stream"]))] if "stream" in (inc.details or {}) else []),
         *([("template", t)] if (t := incident_dict(inc, templates)["template"]) else []),

@@ -42,6 +42,30 @@ VERBS: dict[str, tuple[str, str]] = {
         "guard.cli.ack",
         "Acknowledge an incident: its escalation steps and reminders stop (operator role).",
     ),
+    "resolve": (
+        "guard.cli.ending",
+        "Resolve an incident you know is over (operator role); it opens again if the fault\n"
+        "fires again.",
+    ),
+    "mute": (
+        "guard.cli.ending",
+        "Mute an incident's target (operator role): recorded, but nobody is asked or paged\n"
+        "until the mute ends.",
+    ),
+    "unmute": (
+        "guard.cli.ending",
+        "End the mutes of an incident's target (operator role); a muted incident is asked\n"
+        "about again.",
+    ),
+    "silence": (
+        "guard.cli.ending",
+        "Silence incidents matching service, kind, target or labels for a while (operator\n"
+        "role): recorded, nobody asked or paged.",
+    ),
+    "silences": (
+        "guard.cli.ending",
+        "The silences in force (--all: ended ones too), or --expire ID (operator role).",
+    ),
     "diagnose": (
         "guard.cli.diagnose",
         "Investigate an incident with the configured model and print the transcript (proposes\n"

@@ -132,18 +132,21 @@ def authorise_in(
     gate: Gate,
     actor: Actor,
     verb: str,
-    incident_id: int,
+    incident_id: int | None,
     incident: Incident | None,
+    *,
+    subject: str = "",
 ) -> Decision:
     """``gate.authorise`` inside the transaction that would act: a refusal is audited there,
-    once (``human.refused``), and the caller writes nothing else."""
+    once (``human.refused``, about ``subject``, default the incident), and the caller writes
+    nothing else."""
     decision = gate.authorise(actor, verb, incident)
     if isinstance(decision, Refused):
         audit.append(
             session,
             actor=actor.name,
             action="human.refused",
-            subject=f"incident:{incident_id}",
+            subject=subject or f"incident:{incident_id}",
             data={"verb": verb, "reason": decision.reason, "channel": actor.channel},
         )
     return decision

@@ -1,4 +1,5 @@
-"""Human answers to incidents (approve, deny, reply, mute, propose), as ``HumanCommand`` rows.
+"""Human answers to incidents (approve, deny, reply, mute, unmute, resolve, propose), as
+``HumanCommand`` rows.
 
 Every channel (the CLI, a chat gateway, the demo) queues them here, in Guard's process or not,
 and each passes the authorisation gate here first (``guard.incidents.authz``); the agent takes
@@ -24,7 +25,7 @@ from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, RemediationRun
 from guard.store.state import get_state, put_state
 
-VERBS = ("approve", "deny", "reply", "mute", "propose")
+VERBS = ("approve", "deny", "reply", "mute", "unmute", "resolve", "propose")
 
 
 class UnknownIncident(GuardError):

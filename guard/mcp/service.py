@@ -40,6 +40,7 @@ from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
 from guard.commandtext import digest, short
 from guard.config import Settings
+from guard.durations import parse_duration
 from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
 from guard.mcp import reads
@@ -53,7 +54,8 @@ from guard.textsafe import printable
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
-ANSWERS = ("propose_remedy", "approve", "deny")  # Guard's own words back: not fenced
+# Guard's own words back: not fenced
+ANSWERS = ("propose_remedy", "approve", "deny", "resolve", "mute", "unmute")
 DATA = frozenset(BY_NAME) - frozenset(ANSWERS)  # what they read came from outside Guard: fenced
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
@@ -109,6 +111,9 @@ class GuardTools:
             "propose_remedy": self._propose,
             "approve": self._answer,
             "deny": self._answer,
+            "resolve": self._answer,
+            "mute": self._answer,
+            "unmute": self._answer,
         }
 
     async def call(self, actor: Actor, name: str, args: dict[str, Any] | None) -> Outcome:
@@ -234,6 +239,8 @@ class GuardTools:
         bound = _bound(inc, option, args.get("digest")) if tool == "approve" else None
         if bound is not None:
             option = PROPOSAL  # it runs that proposal or nothing, whatever is shown first then
+        if tool == "mute" and args.get("for"):
+            bound = str(parse_duration(str(args["for"])))  # a ValueError names the bad input
         return await self._queue(actor, inc, tool, skill=option, fix=bound)
 
     async def _queue(

@@ -103,6 +103,11 @@ class LogRulesSpec(SpecModel):
     )
 
     group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
+    resolve_after: Duration = Field(
+        default=600.0,
+        description="a log rule's incident resolves once no matching line came for this long "
+        "(0: only a person resolves it, `guard resolve ID`)",
+    )
     format: str = Field(
         default="auto",
         description="the lines' header: auto (detect), a preset (syslog, iso, "

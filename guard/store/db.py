@@ -20,6 +20,7 @@ from guard.store import holds as _holds  # noqa: F401  (registers remedy_hold)
 from guard.store import legacy, scrub
 from guard.store import models as _models
 from guard.store import paging as _paging  # noqa: F401  (registers page_outbox)
+from guard.store import silences as _silences  # noqa: F401  (registers silence)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

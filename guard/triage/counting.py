@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from guard.incidents.ending import STORM_KIND as STORM_KIND
 from guard.incidents.lifecycle import record
 from guard.records import IncidentEvent, Severity, Signal
 from guard.store.models import Incident
 from guard.triage import redelivery
 
 ACTOR = "triage"
-STORM_KIND = "storm"
 HEADLINE = ("exit_code", "status")  # what a check's message reports, in its signal's details
 
 

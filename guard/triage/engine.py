@@ -7,7 +7,9 @@
   is marked flapping (announced once) and resolves only after the check has passed for a
   whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
-  check's incidents that the agent is not working on.
+  check's incidents that the agent is not working on; not a log rule's, which resolves once no
+  matching line came for ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
+- A signal on a muted incident whose mute or silence ended opens it again (``quiet.wake``).
 - Which incident a signal belongs to is its fingerprint: source, target, kind and either the
   masked message or, for log rules, their ``group_by`` key (the event template's durable id by
   default; see ``guard.grouping``).
@@ -34,12 +36,13 @@ from guard.config import TriageSettings
 from guard.crashpoints import reached
 from guard.fingerprint import fingerprint, keyed_fingerprint
 from guard.grouping.templates import TemplateBook
+from guard.incidents.ending import ends_by_quiet
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
 from guard.records import IncidentEvent, Observation, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, get_states, put_states
-from guard.triage import counting, redelivery, storm
+from guard.triage import counting, quiet, redelivery, storm
 from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
 from guard.triage.holds import Holds
@@ -55,6 +58,7 @@ class TriagePolicy:
 
     for_count: int = 1
     auto_resolve: bool = True
+    resolve_after: float = 0.0  # a log rule's incident ends this long after its last line
 
 
 def incident_title(sig: Signal) -> str:
@@ -123,6 +127,9 @@ class Triage:
                 folded = self._storms.write()
                 if time.monotonic() - self._calmed_at >= CALM_EVERY:
                     storm.calm_storms(session, self.settings.storm_window, events, folded)
+                    quiet.resolve_quiet(
+                        session, self._resolve_after(), events, self.correlation.holds
+                    )
                     self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
@@ -137,6 +144,14 @@ class Triage:
         for target in targets:
             spans.mark("incident.stored", target)
         return events
+
+    def _resolve_after(self) -> dict[str, float]:
+        """Monitor id -> its log rules' ``resolve_after`` (auto-resolving monitors only)."""
+        return {
+            monitor_id: p.resolve_after
+            for monitor_id, p in self.policies.items()
+            if p.auto_resolve and p.resolve_after > 0
+        }
 
     def _prefetch(self, session: Session, observations: Sequence[Observation]) -> None:
         """Read the batch's check states not known yet in one go (a notification of a
@@ -199,6 +214,7 @@ class Triage:
             ).first()
             if incident is not None:
                 counting.count(session, incident, sig)
+                quiet.wake(session, incident, events)  # its mute or silence has ended
                 return
             joined = self.correlation.joined(session, fp)
             if joined is not None:  # a related signal of an open incident
@@ -339,6 +355,8 @@ class Triage:
             self._quiet[sig.check_key] = now
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
+            if ends_by_quiet(incident):  # a log rule's: its lines stopping ends it
+                continue
             if incident.flapping and stable_for < self.settings.flap_window:
                 continue
             if self.correlation.holds(session, incident):  # a related check still fails
@@ -348,12 +366,4 @@ class Triage:
                 incident.details = details
             if not resolves:  # another alert of it still fires, or this ends an older one
                 continue
-            transition(
-                session,
-                incident,
-                IncidentState.resolved,
-                actor=ACTOR,
-                reason=f"check passed again: {sig.message}",
-            )
-            incident.flapping = False
-            events.append(incident_event(incident, "resolved"))
+            quiet.resolve(session, incident, f"check passed again: {sig.message}", events)

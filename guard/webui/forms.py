@@ -1,4 +1,5 @@
-"""The console's forms: sign-in and out, and an approver's approve, deny and fix.
+"""The console's forms: sign-in and out, an approver's approve, deny and fix, and an operator's
+resolve, mute (``for``: how long), unmute and silence (``POST /silences``).
 
 Every form carries a CSRF token bound to the session (a bearer request needs none); a post
 without it is refused 403 and nothing else is read. An answer goes through ``queue_command``
@@ -14,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from guard.commandtext import digest
+from guard.durations import parse_duration
+from guard.exceptions import GuardError
+from guard.incidents import silences
 from guard.incidents.authz import NotAuthorised
 from guard.incidents.commands import UnknownIncident, queue_command
 from guard.store.models import Incident
@@ -26,7 +30,14 @@ if TYPE_CHECKING:
     from guard.webui.site import Console
 
 MAX_FORM = 64 * 1024  # bytes of a form body
-VERBS = {"approve": "approve", "deny": "deny", "fix": "reply"}  # path -> command verb
+VERBS = {  # path -> command verb
+    "approve": "approve",
+    "deny": "deny",
+    "fix": "reply",
+    "resolve": "resolve",
+    "mute": "mute",
+    "unmute": "unmute",
+}
 
 
 class TooLarge(Exception):
@@ -123,22 +134,21 @@ class Forms:
         """``POST /incidents/{id}/approve|deny|fix``: queue the answer through the gate."""
         verb = VERBS.get(request.path_params["verb"])
         if verb is None:
-            return self.c.message(request, None, 404, "Not found", "approve, deny or fix")
-        who = await self.c.who(request)
-        if not isinstance(who, Who):
-            return who
-        if who.via == "bearer":  # a browser never sends this header by itself: no CSRF token
-            try:
-                form: dict[str, str] | Response = await read_form(request)
-            except TooLarge:
-                return self.c.message(request, who, 413, "Too large", f"at most {MAX_FORM} bytes")
-        else:
-            form = await self._form(request, who.nonce)
-        if not isinstance(form, dict):
-            return form
+            return self.c.message(
+                request, None, 404, "Not found", "approve, deny, fix, resolve, mute or unmute"
+            )
+        posted = await self._posted(request)
+        if not isinstance(posted, tuple):
+            return posted
+        who, form = posted
         incident_id = int(request.path_params["incident_id"])
+        if verb == "mute" and form.get("for", "").strip():
+            try:
+                form["fix"] = str(parse_duration(form["for"]))
+            except ValueError as exc:
+                return self.c.message(request, who, 400, "Bad duration", f"for: {exc}")
         skill = form.get("skill") or None if verb == "approve" else None
-        fix = form.get("fix", "").strip() or None if verb == "reply" else None
+        fix = form.get("fix", "").strip() or None if verb in ("reply", "mute") else None
         if verb == "reply" and fix is None:
             return self.c.message(request, who, 400, "No fix", "the fix is empty", back=".")
         if verb == "approve" and skill == "proposal":
@@ -172,6 +182,43 @@ class Forms:
         except UnknownIncident as exc:
             return self.c.message(request, who, 404, "No such incident", str(exc))
         return _redirect(f"/incidents/{incident_id}?queued={cmd.id}")
+
+    async def _posted(self, request: Request) -> tuple[Who, dict[str, str]] | Response:
+        """Who posted, and the form: a bearer request's as it is (a browser never sends that
+        header by itself: no CSRF token), a session's once its CSRF token matches."""
+        who = await self.c.who(request)
+        if not isinstance(who, Who):
+            return who
+        if who.via != "bearer":
+            form = await self._form(request, who.nonce)
+            return (who, form) if isinstance(form, dict) else form
+        try:
+            return who, await read_form(request)
+        except TooLarge:
+            return self.c.message(request, who, 413, "Too large", f"at most {MAX_FORM} bytes")
+
+    async def silence(self, request: Request) -> Response:
+        """``POST /silences``: matchers (space-separated) for a duration, through the gate."""
+        posted = await self._posted(request)
+        if not isinstance(posted, tuple):
+            return posted
+        who, form = posted
+        try:
+            seconds = parse_duration(form.get("for", "").strip() or "0")
+            await asyncio.to_thread(
+                silences.create,
+                self.c.db,
+                form.get("matchers", "").split(),
+                seconds,
+                self.c.actor(who),
+                self.c.gate,
+                comment=form.get("comment", "").strip()[:500],
+            )
+        except NotAuthorised as exc:
+            return self.c.message(request, who, 403, "Refused", str(exc), back="/silences")
+        except (GuardError, ValueError) as exc:
+            return self.c.message(request, who, 400, "Bad silence", str(exc), back="/silences")
+        return _redirect("/silences")
 
     def _proposal_digest(self, incident_id: int) -> str:
         with self.c.db.session() as session:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def routes(console: Console) -> list[BaseRoute]:
     """``/``, ``/incidents/{id}`` (and its forms), ``/skills``, ``/skills/{name}``,
-    ``/monitors``, ``/audit``, ``/login`` and ``/logout``."""
+    ``/monitors``, ``/audit``, ``/silences`` (and its form), ``/login`` and ``/logout``."""
     from starlette.routing import Route
 
     c, f = console, Forms(console)
@@ -25,6 +25,8 @@ def routes(console: Console) -> list[BaseRoute]:
         Route("/skills/{name}", c.skill, methods=["GET"]),
         Route("/monitors", c.monitors, methods=["GET"]),
         Route("/audit", c.audit, methods=["GET"]),
+        Route("/silences", c.silences, methods=["GET"]),
+        Route("/silences", f.silence, methods=["POST"]),
         Route("/login", f.login_form, methods=["GET"]),
         Route("/login", f.login, methods=["POST"]),
         Route("/logout", f.logout, methods=["POST"]),

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from guard.commandtext import digest
 from guard.config import Settings
+from guard.incidents import silences
 from guard.incidents.authz import Actor, Allowed, Gate, Refused
-from guard.records import IncidentState
+from guard.incidents.ending import ends_for
+from guard.records import IncidentState, utcnow
 from guard.runtime import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
 from guard.skills.library import Candidate, Skill, SkillLibrary
@@ -240,9 +242,12 @@ class Console:
             lambda: (self.may(who, "approve", p.incident), self.may(who, "reply", p.incident))
         )
         queued = request.query_params.get("queued", "")
+        can_end = await asyncio.to_thread(self.may, who, "resolve", p.incident)
         return await self.rendered(
             who,
             "incident.html.j2",
+            ends=self._ends(p.incident),
+            can_end=can_end,
             p=p,
             evidence=str(details.get("evidence") or ""),
             proposal=proposal,
@@ -253,6 +258,26 @@ class Console:
             can_approve=can_approve,
             can_fix=can_fix,
             queued=queued if queued.isdigit() else "",
+        )
+
+    def _ends(self, incident: Any) -> str:
+        """How the incident ends, by its monitor's playbook entry (``guard.incidents.ending``)."""
+        books = getattr(self.runtime, "playbooks", None) or []
+        spec = next((m for b in books for m in b.monitors if m.id == incident.monitor_id), None)
+        return ends_for(incident, spec, self.runtime.settings.triage.auto_resolve)
+
+    async def silences(self, request: Request) -> Response:
+        who = await self.viewer(request)
+        if not isinstance(who, Who):
+            return who
+        rows = await asyncio.to_thread(silences.listed, self.db, everything=True)
+        can_silence = await asyncio.to_thread(self.may, who, "silence")
+        return await self.rendered(
+            who,
+            "silences.html.j2",
+            rows=[(s, silences.describe(s)) for s in rows],
+            can_silence=can_silence,
+            now=utcnow(),
         )
 
     def _library(self) -> SkillLibrary:

@@ -143,3 +143,15 @@ def test_short_intake_credentials_are_refused_naming_the_field(home: GuardHome) 
         run = home.cli("run", "--no-agent", check=False, timeout=60)
         assert run.returncode == 2, run.stdout + run.stderr
         assert field in run.stderr and "16 characters" in run.stderr, run.stderr
+
+
+def test_a_webhook_signed_over_its_body_alone_is_warned_of_replays(home: GuardHome) -> None:
+    """The one case the episode rule cannot cover: no signed time, no alert id."""
+    bare = {k: v for k, v in UPTIME.items() if k != "hmac_timestamp_header"}
+    home.write_config({"intake": [bare]})
+    proc = home.cli("check-config")
+    assert "warning: intake[0] (uptime): signed without hmac_timestamp_header" in proc.stderr
+    assert "dedup_key" in proc.stderr
+    for covered in (UPTIME, {**bare, "dedup_key": "check.name"}, SIGNED_AM):
+        home.write_config({"intake": [covered]})
+        assert "hmac_timestamp_header" not in home.cli("check-config").stderr, covered

@@ -36,6 +36,9 @@ TEN = {
     "propose_remedy",
     "approve",
     "deny",
+    "resolve",  # and the three that end an incident (docs/ENDING.md)
+    "mute",
+    "unmute",
 }
 
 

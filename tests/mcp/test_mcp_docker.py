@@ -153,7 +153,8 @@ def test_mcp_over_http_and_stdio_reads_runs_proposes_approves_and_remembers(
                 outcome = await said.ok(approver, "approve", incident_id=exited["id"], digest=bound)
                 assert "saved as skill learned-" in outcome, outcome
                 denied = await said.ok(approver, "deny", incident_id=logged["id"])
-                assert denied == "denied; no remedy will run"
+                assert denied.startswith("denied; no remedy will run"), denied
+                assert f"guard resolve {logged['id']}" in denied  # deny offers to close
 
             async with over_http(home, tokens["viewer"]) as viewer:
                 hits = await said.json(viewer, "search_memory", query=PARAPHRASE)

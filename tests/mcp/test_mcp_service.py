@@ -79,7 +79,11 @@ def test_one_table_two_faces() -> None:
     roles = {s.name: s.role for s in SPECS}
     assert roles["sandbox_run"] == roles["propose_remedy"] == Role.operator
     assert roles["approve"] == roles["deny"] == Role.approver
+    assert roles["resolve"] == roles["mute"] == roles["unmute"] == Role.operator
     assert {n for n, r in roles.items() if r == Role.viewer} == TEN - {
+        "resolve",
+        "mute",
+        "unmute",
         "sandbox_run",
         "propose_remedy",
         "approve",

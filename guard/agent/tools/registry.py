@@ -137,6 +137,28 @@ SPECS: tuple[ToolSpec, ...] = (
         incident=True,
         verb="deny",
     ),
+    ToolSpec(
+        "resolve",
+        "Resolve an incident you know is over; it opens again if the fault fires again.",
+        role=Role.operator,
+        incident=True,
+        verb="resolve",
+    ),
+    ToolSpec(
+        "mute",
+        "Mute the incident's target: recorded, but nobody is asked or paged until it ends.",
+        {"for": {"type": "string", "description": "how long, e.g. 30m or 2h (default 1h)"}},
+        role=Role.operator,
+        incident=True,
+        verb="mute",
+    ),
+    ToolSpec(
+        "unmute",
+        "End the mutes of the incident's target; a muted incident is asked about again.",
+        role=Role.operator,
+        incident=True,
+        verb="unmute",
+    ),
 )
 BY_NAME = {s.name: s for s in SPECS}
 

@@ -1,0 +1,163 @@
+"""``guard resolve|mute|unmute ID`` and ``guard silence|silences``: people end incidents, or stop
+hearing about them, from the shell as from the console, MCP and Telegram.
+
+``resolve``, ``mute`` and ``unmute`` are answers on an incident: queued through the gate like
+``guard deny`` (``guard.cli.human.answer``) and carried out by the agent in the incident's
+worker. A silence is not about one incident: it is written here, through the gate (verb
+``silence``, operator), and the agent applies it to each incident it matches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import typer
+
+from guard.cli.common import ConfigOption, database, fail, out, settings_from
+from guard.cli.human import WaitOption, answer, cli_actor
+from guard.durations import format_duration, parse_duration
+from guard.exceptions import GuardError
+from guard.incidents import silences
+from guard.incidents.authz import NotAuthorised
+from guard.notify.authz import gate_from_settings
+from guard.records import utcnow
+from guard.store.silences import Silence
+
+
+def _seconds(text: str, option: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+    if seconds <= 0:
+        fail(f"{option}: give a duration longer than 0 (e.g. 1h)")
+    return seconds
+
+
+IncidentArg = typer.Argument(..., metavar="INCIDENT")
+
+
+def _answer(verb: str, help_: str) -> Callable[..., None]:
+    """The command that queues ``verb`` on an incident, with ``help_`` as its help."""
+
+    def command(
+        incident_id: int = IncidentArg, wait: float = WaitOption, config: str | None = ConfigOption
+    ) -> None:
+        answer(config, incident_id, verb, wait=wait)
+
+    command.__doc__ = help_
+    return command
+
+
+resolve = _answer(
+    "resolve",
+    """Resolve an incident you know is over (operator role); it opens again if the fault
+    fires again.""",
+)
+unmute = _answer(
+    "unmute",
+    """End the mutes of an incident's target (operator role); a muted incident is asked
+    about again.""",
+)
+
+
+def mute(
+    incident_id: int = IncidentArg,
+    for_: str | None = typer.Option(
+        None, "--for", metavar="D", help="How long (e.g. 30m, 2h; default telegram.mute_for, 1h)."
+    ),
+    wait: float = WaitOption,
+    config: str | None = ConfigOption,
+) -> None:
+    """Mute an incident's target (operator role): recorded, but nobody is asked or paged
+    until the mute ends."""
+    fix = str(_seconds(for_, "--for")) if for_ is not None else None
+    answer(config, incident_id, "mute", fix=fix, wait=wait)
+
+
+def silence(
+    matchers: list[str] = typer.Argument(
+        ..., metavar="MATCHERS...", help="NAME=VALUE, NAME!=VALUE, NAME=~REGEX or NAME!~REGEX."
+    ),
+    for_: str = typer.Option(..., "--for", metavar="D", help="How long (e.g. 2h)."),
+    comment: str = typer.Option("", "--comment", help="Why (shown by `guard silences`)."),
+    config: str | None = ConfigOption,
+) -> None:
+    """Silence incidents matching service, kind, target or labels for a while (operator
+    role): recorded, nobody asked or paged."""
+    seconds = _seconds(for_, "--for")
+    settings = settings_from(config)
+    db = database(settings)
+    try:
+        row = silences.create(
+            db, matchers, seconds, cli_actor(), gate_from_settings(settings, db), comment=comment
+        )
+    except NotAuthorised as exc:
+        fail(f"refused: {exc}")
+    except GuardError as exc:
+        fail(str(exc))
+    out.print(
+        f"silence #{row.id} ({silences.describe(row)}) until "
+        f"{row.expires_at:%Y-%m-%d %H:%M:%S} UTC ({format_duration(seconds)}): matching "
+        f"incidents are recorded, nobody is asked or paged (`guard silences --expire {row.id}`)",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _row(s: Silence) -> dict[str, object]:
+    now = utcnow()
+    ended = s.cleared_at or (s.expires_at if s.expires_at <= now else None)
+    return {
+        "id": s.id,
+        "matchers": silences.describe(s),
+        "expires_at": s.expires_at.isoformat(),
+        "by": s.by,
+        "comment": s.comment,
+        "created_at": s.created_at.isoformat(),
+        "ended_at": ended.isoformat() if ended else None,
+    }
+
+
+def list_silences(
+    expire: int | None = typer.Option(None, "--expire", metavar="ID", help="End silence ID now."),
+    everything: bool = typer.Option(False, "--all", help="Ended silences too (the newest 50)."),
+    as_json: bool = typer.Option(False, "--json"),
+    config: str | None = ConfigOption,
+) -> None:
+    """The silences in force (--all: ended ones too), or --expire ID (operator role)."""
+    settings = settings_from(config)
+    db = database(settings)
+    if expire is not None:
+        try:
+            row = silences.expire(db, expire, cli_actor(), gate_from_settings(settings, db))
+        except NotAuthorised as exc:
+            fail(f"refused: {exc}")
+        except GuardError as exc:
+            fail(str(exc))
+        out.print(f"silence #{row.id} ({silences.describe(row)}) expired", markup=False)
+        return
+    rows = [_row(s) for s in silences.listed(db, everything=everything)]
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    if not rows:
+        out.print("no silences in force" + ("" if everything else " (--all: ended ones too)"))
+        return
+    for r in rows:
+        state = f"ended {str(r['ended_at'])[:19]}" if r["ended_at"] else "live"
+        out.print(
+            f"#{r['id']}  {r['matchers']}  until {str(r['expires_at'])[:19]}  by {r['by']}  "
+            f"{state}" + (f"  ({r['comment']})" if r["comment"] else ""),
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("resolve")(resolve)
+    app.command("mute")(mute)
+    app.command("unmute")(unmute)
+    app.command("silence")(silence)
+    app.command("silences")(list_silences)

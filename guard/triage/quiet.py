@@ -1,0 +1,82 @@
+"""Ends that no check announces: a log rule's incident when its lines stop, and a mute that ran
+out when its fault fires again.
+
+- ``resolve_quiet``: a log rule's incident (``guard.incidents.ending.ends_by_quiet``) that no
+  matching line reached for its monitor's ``resolve_after`` resolves (unless one of its related
+  checks still fails). Nothing else ends it: a check passing on its target (the container is
+  running) says nothing about the bug that wrote the lines.
+- ``wake``: a signal landing on a muted incident whose mute or silence ended (``muted_until``
+  in its details) opens it again, so it is asked about as a new one is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+
+from sqlmodel import Session, col, select
+
+from guard.durations import format_duration
+from guard.incidents.ending import ends_by_quiet
+from guard.incidents.lifecycle import AUTO_RESOLVABLE, transition
+from guard.records import IncidentEvent, utcnow
+from guard.store.models import Incident, IncidentState
+from guard.triage.counting import ACTOR, incident_event
+
+
+def resolve_quiet(
+    session: Session,
+    resolve_after: Mapping[str, float],
+    events: list[IncidentEvent],
+    holds: Callable[[Session, Incident], bool],
+    now: datetime | None = None,
+) -> None:
+    """Resolve each log rule's incident quiet for its monitor's ``resolve_after`` (monitor id
+    -> seconds; 0 or missing: never by itself)."""
+    now = now or utcnow()
+    for monitor_id, after in resolve_after.items():
+        if after <= 0:
+            continue
+        quiet = session.exec(
+            select(Incident).where(
+                Incident.monitor_id == monitor_id,
+                col(Incident.state).in_(AUTO_RESOLVABLE),
+                col(Incident.last_seen) < now - timedelta(seconds=after),
+            )
+        ).all()
+        for incident in quiet:
+            if not ends_by_quiet(incident) or holds(session, incident):
+                continue
+            resolve(
+                session,
+                incident,
+                f"no matching line for {format_duration(after)} (resolve_after)",
+                events,
+            )
+
+
+def resolve(session: Session, incident: Incident, reason: str, events: list[IncidentEvent]) -> None:
+    """Resolve ``incident`` by itself (its fault is over): no longer flapping either."""
+    transition(session, incident, IncidentState.resolved, actor=ACTOR, reason=reason)
+    incident.flapping = False
+    events.append(incident_event(incident, "resolved"))
+
+
+def wake(session: Session, incident: Incident, events: list[IncidentEvent]) -> None:
+    """Open a muted incident again if its mute (or silence) has ended."""
+    until = (incident.details or {}).get("muted_until")
+    if incident.state != IncidentState.muted or not until:
+        return
+    if datetime.fromisoformat(str(until)) > utcnow():
+        return
+    incident.details = {
+        k: v for k, v in incident.details.items() if k not in ("muted_until", "silenced")
+    }
+    transition(
+        session,
+        incident,
+        IncidentState.open,
+        actor=ACTOR,
+        reason="fired again after its mute or silence ended",
+    )
+    events.append(incident_event(incident, "reopened"))
