@@ -10,7 +10,7 @@ import httpx
 
 from tests.agent_helpers import show, wait_for
 from tests.flows.ledger import Flow
-from tests.flows.scenarios import get
+from tests.flows.scenarios import get, paid
 from tests.webui.helpers import CSRF, cli_token, console_url, csrf_of
 
 SILENCE = 12.0  # seconds
@@ -23,18 +23,15 @@ def resolved(flow: Flow, incident_id: int) -> None:
 
 
 def by_cli(flow: Flow) -> None:
-    home, pg = flow.home, flow.kept["pg"]
-    home.cli("mute", str(pg), "--for", "1h")
-    assert any("mute" in t["message"].lower() for t in show(home, pg)["timeline"])
-    home.cli("unmute", str(pg))
-    home.cli("resolve", str(pg))
-    resolved(flow, pg)
+    home = flow.home
+    pay = paid(flow, "payment error, ended by hand")
+    home.cli("mute", str(pay), "--for", "1h")
+    assert any("mute" in t["message"].lower() for t in show(home, pay)["timeline"])
+    home.cli("unmute", str(pay))
+    home.cli("resolve", str(pay))
+    resolved(flow, pay)
 
-    pay = flow.kept["pay"]
-    if show(home, pay)["state"] != "resolved":
-        home.cli("resolve", str(pay))
-        resolved(flow, pay)
-    since = flow.fault("silenced payment error")
+    since = flow.fault("payment error, silenced")
     home.cli("silence", "service=app", "kind=payment_error", "--for", f"{SILENCE:g}s")
     assert "payment_error" in home.cli("silences").stdout
     count = show(home, pay)["count"]
@@ -50,31 +47,31 @@ def by_cli(flow: Flow) -> None:
     ids = [pay, *(i["id"] for i in flow.opened_since(since))]
     assert flow.questions(ids, since) == 0
     time.sleep(max(0.0, since + SILENCE + 1 - time.time()))  # the silence expires
-    after = time.time()
+    after = flow.fault("payment error, the silence expired")
     get(flow, "/pay")
     wait_for(
         lambda: flow.questions([pay, *(i["id"] for i in flow.opened_since(since))], after) >= 1,
         45,
         "a question once the silence expired",
     )
-    flow.record("silenced payment error", since)
+    flow.kept["asked"] = pay
 
 
 def by_web(flow: Flow) -> None:
-    home, oom = flow.home, flow.kept["oom"]
+    home, inc = flow.home, flow.kept["asked"]
     token = cli_token(home, "ops", "operator")
     with httpx.Client(base_url=console_url(flow.log), timeout=30) as c:
         login = c.get("/login")
         found = CSRF.search(login.text)
         assert found, login.text
         c.post("/login", data={"csrf": found.group(1), "token": token})
-        page = c.get(f"/incidents/{oom}")
-        muted = c.post(f"/incidents/{oom}/mute", data={"csrf": csrf_of(page), "for": "1h"})
+        page = c.get(f"/incidents/{inc}")
+        muted = c.post(f"/incidents/{inc}/mute", data={"csrf": csrf_of(page), "for": "1h"})
         assert muted.status_code in (200, 303), muted.text[:2000]
-        page = c.get(f"/incidents/{oom}")
-        done = c.post(f"/incidents/{oom}/resolve", data={"csrf": csrf_of(page)})
+        page = c.get(f"/incidents/{inc}")
+        done = c.post(f"/incidents/{inc}/resolve", data={"csrf": csrf_of(page)})
         assert done.status_code in (200, 303), done.text[:2000]
-        resolved(flow, oom)
+        resolved(flow, inc)
         page = c.get("/silences")
         made = c.post(
             "/silences",

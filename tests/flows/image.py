@@ -22,7 +22,10 @@ IMAGE = f"guard-test-stack:{images.spec_hash(SPEC)}"
 
 
 def ensure_stack_image(client: Any) -> str:
-    """Build the stack image unless it is there (debootstrap 2-4 min once, then cached)."""
+    """Build the stack image unless it is there (debootstrap 2-4 min once, then cached); the
+    build lock only when it is not (other workers' builds hold it for minutes)."""
+    if images.image_exists(client, IMAGE):
+        return IMAGE
     with build_lock():
         if not images.image_exists(client, IMAGE):
             images.build_offline(client, IMAGE, spec=SPEC)

@@ -11,13 +11,14 @@ from typing import Any
 
 import httpx
 
-from tests.agent_helpers import show, wait_for
+from tests.agent_helpers import incidents, show, wait_for
 from tests.flows.ledger import Flow, stamp
 
 HOG = "for i in $(seq 8); do psql -h 127.0.0.1 -U postgres -c 'select pg_sleep(20)' & done; wait"
 FILL = "dd if=/dev/zero of=/data/junk bs=4k 2>/dev/null; true"
 QUIET = 4.0  # a log rule's `quiet` (set when the playbooks know it)
-RESOLVE_AFTER = 6.0  # a log monitor's `resolve_after` (likewise)
+RESOLVE_AFTER = 6.0  # the containers' log rules' `resolve_after` (likewise)
+APP_RESOLVE_AFTER = 40.0  # the app log's: people answer its questions before it ends
 WORDINGS = ("No space left on device", "Background saving error")  # Redis's, one rule
 
 
@@ -124,7 +125,6 @@ def oom_beside_an_open_incident(flow: Flow) -> None:
     since = flow.fault("payment error")
     get(flow, "/pay")
     pay = opened(flow, since, "the payment error's incident", monitor_id="app-log")
-    flow.kept["pay"] = pay["id"]
     wait_for(
         lambda: show(flow.home, pay["id"])["state"] == "awaiting_human", 45, "the pay question"
     )
@@ -135,16 +135,38 @@ def oom_beside_an_open_incident(flow: Flow) -> None:
     killed = opened(flow, oom, "a new incident for the OOM kill", kind="container_oom_killed")
     assert killed["id"] != pay["id"]
     wait_for(lambda: flow.questions([killed["id"]]) >= 1, 45, "the OOM kill's question")
-    flow.kept["oom"] = killed["id"]
     figures = flow.record("oom kill", oom)
     assert figures["incidents"] == 1 and figures["questions"] == 1, figures
     assert figures["restarts"] == {"app": 1}, figures  # the restart policy's, no other
     assert "container_oom_killed" not in {r["kind"] for r in show(flow.home, pay["id"])["related"]}
 
 
+def paid(flow: Flow, fault: str) -> int:
+    """A payment error logged now: its incident (opened, or reopened), once a human is asked."""
+    since = flow.fault(fault)
+    get(flow, "/pay")
+    return int(
+        wait_for(
+            lambda: next(
+                (
+                    i["id"]
+                    for i in incidents(flow.home)
+                    if i["monitor_id"] == "app-log"
+                    and i["kind"] == "payment_error"
+                    and i["state"] == "awaiting_human"
+                    and stamp(i["last_seen"]) >= since
+                ),
+                None,
+            ),
+            45,
+            "the payment error's question",
+        )
+    )
+
+
 def noop_fix(flow: Flow) -> None:
     """A no-op fix (`true`) on a log incident whose lines stopped: not learned, and told why."""
-    pay = flow.kept["pay"]
+    pay = paid(flow, "payment error again")
     last = stamp(show(flow.home, pay)["last_seen"])
     time.sleep(max(0.0, last + QUIET + 1 - time.time()))  # the lines stopped `quiet` ago
     skills = sorted(p.name for p in (flow.home.root / "skills").glob("learned-*"))
