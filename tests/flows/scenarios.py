@@ -70,13 +70,13 @@ def pg_out_of_connections(flow: Flow) -> None:
 
 def crash_loop(flow: Flow) -> None:
     """A crash loop: 1 incident, container_restarting, its real exit code (3), not healed while
-    it loops; the human's fix learned; the repeat healed with 0 new incidents, 0 questions and
-    no second restart."""
+    it loops, 1 question; the human's fix heals it."""
     s, app = flow.stack, flow.stack.name("app")
     since = flow.fault("crash loop")
     try:
         s.exec("redis", "redis-cli", "set", "app:mode", "broken")
         inc = opened(flow, since, "the app's incident", target=app)
+        flow.kept["loop"] = inc["id"]
         wait_for(
             lambda: show(flow.home, inc["id"])["kind"] == "container_restarting",
             45,
@@ -89,19 +89,27 @@ def crash_loop(flow: Flow) -> None:
         assert flow.questions([inc["id"]]) == 1
         fix = ("redis-cli", "-h", s.name("redis"), "set", "app:mode", "ok")
         reply = flow.home.cli("reply", str(inc["id"]), "--", *fix, timeout=180)
-        assert "saved as skill learned-" in reply.stdout, reply.stdout
+        print(f"FLOW crash loop: the answer: {reply.stdout.strip()}")
         assert show(flow.home, inc["id"])["state"] == "resolved"
         healthy_again(flow)
         first = flow.record("crash loop", since)
         assert first["incidents"] == 1 and first["questions"] == 1, first
+    finally:
+        s.exec("redis", "redis-cli", "set", "app:mode", "ok")
+        healthy_again(flow)
 
-        again = flow.fault("crash loop again")
+
+def crash_loop_again(flow: Flow) -> None:
+    """The human's fix of the crash loop learned; the repeat healed with 0 new incidents,
+    0 questions and no restart after it is healed."""
+    s, app, inc = flow.stack, flow.stack.name("app"), flow.kept["loop"]
+    learned = show(flow.home, inc)["details"].get("learned_skill")
+    assert learned, "the human's fix of the crash loop was not learned"
+    again = flow.fault("crash loop again")
+    try:
         s.exec("redis", "redis-cli", "set", "app:mode", "broken")
         wait_for(
-            lambda: (
-                show(flow.home, inc["id"])["reopen_count"] >= 1
-                and show(flow.home, inc["id"])["state"] == "resolved"
-            ),
+            lambda: (v := show(flow.home, inc))["reopen_count"] >= 1 and v["state"] == "resolved",
             120,
             "the learned skill to heal the repeat",
         )
@@ -111,7 +119,7 @@ def crash_loop(flow: Flow) -> None:
         repeat = flow.record("crash loop again", again)
         assert repeat["incidents"] == 0 and repeat["questions"] == 0, repeat
         (run,) = flow.runs(again)
-        assert run["status"] == "verified" and run["skill"].startswith("learned-"), run
+        assert run["status"] == "verified" and run["skill"] == learned, run
         assert not flow.engine.of(app, "die", healed_at), "restarted again after it was healed"
     finally:
         s.exec("redis", "redis-cli", "set", "app:mode", "ok")
@@ -202,8 +210,10 @@ def full_disk(flow: Flow) -> None:
     )
     figures = flow.record("full disk", since)
     assert figures["incidents"] == 1, flow.opened_since(since)
-    took = stamp(done["resolved_at"]) - stopped
-    assert RESOLVE_AFTER - 1 <= took <= RESOLVE_AFTER + 30, took
+    took = stamp(done["resolved_at"]) - stamp(done["last_seen"])  # after the last line
+    print(f"FLOW full disk: resolved {took:.1f} s after its last line")
+    assert stamp(done["resolved_at"]) >= stopped - 1
+    assert RESOLVE_AFTER - 1 <= took <= RESOLVE_AFTER + 15, took
 
 
 def logs(flow: Flow, since: float = 0.0) -> str:

@@ -42,6 +42,7 @@ pytestmark = [
 SCENARIOS: list[tuple[str, Callable[[Flow], None]]] = [
     ("pg out of connections", scenarios.pg_out_of_connections),
     ("crash loop", scenarios.crash_loop),
+    ("crash loop learned and repeated", scenarios.crash_loop_again),
     ("oom beside an open incident", scenarios.oom_beside_an_open_incident),
     ("no-op fix", scenarios.noop_fix),
     ("full disk", scenarios.full_disk),
@@ -50,13 +51,11 @@ SCENARIOS: list[tuple[str, Callable[[Flow], None]]] = [
 PENDING = {  # scenario -> the part of issue 40 it waits for (strict: it must fail until then)
     "oom beside an open incident": "item 2: correlation rules (an OOM kill does not join an "
     "unrelated open incident of its service)",
-    "full disk": "item 3: a log rule's incident ends resolve_after after its lines stop",
-    "ended by hand": "item 3: guard resolve|mute|unmute|silence|silences, in the web console too",
 }
 
 
 RACY = {  # scenario -> a race in the product it sometimes loses: printed, not enforced
-    "crash loop": "(1) the human's fix is not learned when the check run just before it catches "
+    "crash loop learned and repeated": "(1) the human's fix is not learned when the check run just before it catches "
     "the looping container in one of its moments of 'running' ('the fault was not present "
     "before it'); (2) the repeat's nginx upstream line sometimes reaches triage just before "
     "the healed incident reopens, and opens an incident of its own and asks",
