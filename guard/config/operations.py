@@ -95,9 +95,16 @@ class TriageSettings(Section):
     )
     correlate_window: Duration = Field(
         default=120.0,
-        description="a new incident on a service (or on one that depends on it) within this "
-        "long of an open one joins it as a related signal (playbooks' service: and "
-        "services.NAME.depends_on; 0: never)",
+        description="a new incident on a service (or on one that depends on it) joins an open "
+        "one still firing (its own signals seen within this long) as a related signal "
+        "(playbooks' service: and services.NAME.depends_on; 0: never)",
+    )
+    cause_lead: Duration = Field(
+        default=30.0,
+        ge=0,
+        description="a container's exit, OOM kill or restart joins an incident of another kind "
+        "only if that incident began at most this long before it (its symptoms); an older one "
+        "is another fault, and the death opens its own incident",
     )
 
 

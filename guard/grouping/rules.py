@@ -3,10 +3,13 @@
 Log monitors (files, Railway logs) fold the lines one check matched into one signal per
 ``fold`` key, with a count, and hand triage the ``Grouping`` that decides the incident:
 
-- ``group_by: template`` (the default): the line's header is taken off (``format``) and the
-  rest masked into tokens (``tokens.template_tokens``); lines with the same tokens fold, and
-  triage mines the event template from them;
-- ``group_by: rule``: every line of the rule folds into one signal and one incident;
+- ``group_by: template``: the line's header is taken off (``format``) and the rest masked
+  into tokens (``tokens.template_tokens``); lines with the same tokens fold, and triage mines
+  the event template from them. The default of a *catch-all* rule (``catch_all``: ``.``,
+  ``ERROR``, ``Exception|Traceback``), whose lines are many different events;
+- ``group_by: rule``: every line of the rule folds into one signal and one incident. The
+  default of an *alert-style* rule (any other: ``No space left on device``), which names one
+  fault however it is worded; its first line's template is still mined, to be shown;
 - ``group_by: [name, ...]``: one per value of those named groups of the rule's pattern.
 """
 
@@ -26,6 +29,37 @@ from guard.records import Grouping
 from guard.redact import redact
 
 GroupBy = str | list[str]
+GENERIC = frozenset(  # words that name no particular event: a rule of only these catches all
+    [
+        "error",
+        "errors",
+        "err",
+        "exception",
+        "exceptions",
+        "traceback",
+        "fatal",
+        "panic",
+        "critical",
+        "crit",
+        "severe",
+        "warn",
+        "warning",
+        "warnings",
+        "fail",
+        "failed",
+        "failure",
+        "alert",
+        "emerg",
+        "emergency",
+        "stack",
+        "trace",
+        "caused",
+        "by",
+        "unhandled",
+        "uncaught",
+    ]
+)
+_SYNTAX = re.compile(r"\\[A-Za-z]|\(\?P?<\w+>|\(\?[A-Za-z]+\)|\[[^\]]*\]|\{[^}]*\}")
 CONTENT_CHARS = 1000  # what of a line a template is mined from
 _RE2 = re2.Options()
 _RE2.log_errors = False
@@ -40,6 +74,7 @@ class RuleGrouper:
     group_by: GroupBy
     pattern: re.Pattern[str]
     format: LogFormat
+    mined: bool = False  # ``rule`` by default: its template is mined too, to be shown
     _linear: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,7 +108,7 @@ class RuleGrouper:
         tokens, so those are worked out once per masked line: the repeats of one fault in a
         storm cost one ``mask`` each. ``seen``: that mask, already worked out (``masks``).
         """
-        if self.group_by == "rule":
+        if self.group_by == "rule" and not self.mined:
             return (kind, "rule"), Grouping("rule")
         if isinstance(self.group_by, list):
             found = (self._linear or self.pattern).search(line[:CONTENT_CHARS])
@@ -98,13 +133,21 @@ class RuleGrouper:
                 (kind, "template", masked),
                 Grouping("template", content=masked),
             )
+        if self.mined:  # one incident per rule and target; its templates mined, to be shown
+            return known[1], Grouping("rule", content=known[2].content)
         return known[1], known[2]
+
+    @property
+    def templated(self) -> bool:
+        """Whether a line's template is mined (``group_by: template``, or ``rule`` by
+        default): its message, not the matched line, is what is grouped."""
+        return self.group_by == "template" or self.mined
 
 
 def masks(groupers: Sequence[RuleGrouper], found: Sequence[tuple[int, str]]) -> list[str | None]:
     """The ``seen`` argument of ``group`` for many ``(rule index, line)`` at once: the masks of
     the lines whose rule groups by template, worked out together (``mask_many``)."""
-    wanted = [n for n, (i, _) in enumerate(found) if groupers[i].group_by == "template"]
+    wanted = [n for n, (i, _) in enumerate(found) if groupers[i].templated]
     out: list[str | None] = [None] * len(found)
     texts = [found[n][1][:CONTENT_CHARS] for n in wanted]
     for n, seen in zip(wanted, mask_many(texts), strict=True):
@@ -119,14 +162,31 @@ def learn_headers(groupers: Sequence[RuleGrouper], block: bytes) -> None:
 
 
 def rule_groupers(
-    rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]], *, default: GroupBy, log_format: str
+    rules: Sequence[tuple[GroupBy | None, re.Pattern[str]]],
+    *,
+    default: GroupBy | None,
+    log_format: str,
 ) -> list[RuleGrouper]:
-    """One ``RuleGrouper`` per rule; a rule without ``group_by`` takes the monitor's."""
+    """One ``RuleGrouper`` per rule; a rule without ``group_by`` takes the monitor's, and
+    without either, ``template`` for a catch-all rule and ``rule`` for an alert-style one."""
     fmt = LogFormat(log_format)
-    return [
-        RuleGrouper(default if group_by is None else group_by, pattern, fmt)
-        for group_by, pattern in rules
-    ]
+    groupers = []
+    for group_by, pattern in rules:
+        chosen = default if group_by is None else group_by
+        if chosen is None:
+            alert = not catch_all(pattern.pattern)
+            groupers.append(RuleGrouper("rule" if alert else "template", pattern, fmt, alert))
+        else:
+            groupers.append(RuleGrouper(chosen, pattern, fmt))
+    return groupers
+
+
+def catch_all(pattern: str) -> bool:
+    """Whether a rule's ``pattern`` names no particular event (``.``, ``\\bERROR\\b``,
+    ``Exception|Traceback``: only words in ``GENERIC``): its lines are many faults, one per
+    event template. A pattern naming one (``disk full``, ``too many clients``) is an alert."""
+    words = re.findall(r"[A-Za-z]{2,}", _SYNTAX.sub(" ", pattern))
+    return all(word.lower() in GENERIC for word in words)
 
 
 def group_by_problem(group_by: GroupBy | None, pattern: str) -> str | None:

@@ -91,9 +91,7 @@ class Tally:
         container and its stdout/stderr, for container logs; ``seen``: the summary's mask,
         when it was worked out with a batch (``guard.grouping.rules.masks``)."""
         summary = line if event is None else event.summary
-        key, grouping = grouper.group(
-            rule.kind, summary if grouper.group_by == "template" else line, seen
-        )
+        key, grouping = grouper.group(rule.kind, summary if grouper.templated else line, seen)
         if target is not None:
             key = (target, stream or "", *key)
         if key not in self.signals and len(self.signals) >= MAX_DISTINCT:

@@ -224,7 +224,7 @@ class RailwayMonitor:
             rule, line = specs[index], lines[i]
             summary = texts[i] if event is None else event.summary
             grouper = groupers[index]
-            by = summary if grouper.group_by == "template" else (event.line if event else summary)
+            by = summary if grouper.templated else (event.line if event else summary)
             fold, grouping = grouper.group(rule.kind, by)
             if fold not in found and len(found) >= MAX_DISTINCT:
                 fold = (rule.kind, "<more distinct messages>")

@@ -16,8 +16,9 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 GroupBy = Literal["template", "rule"] | list[str]
 _GROUP_BY_HELP = (
-    "which lines are one incident: template (the event template, default), rule "
-    "(every line of the rule), or a list of the pattern's named groups"
+    "which lines are one incident: template (the event template), rule (every line of the "
+    "rule, on one target), or a list of the pattern's named groups; unset: rule for a rule "
+    "naming a fault (disk full), template for a catch-all (., ERROR, Exception|Traceback)"
 )
 
 
@@ -102,7 +103,7 @@ class LogRulesSpec(SpecModel):
         "{start: REGEX} / {continue: REGEX} with max_lines, max_bytes, flush_after",
     )
 
-    group_by: GroupBy = Field(default="template", description=_GROUP_BY_HELP)
+    group_by: GroupBy | None = Field(default=None, description=_GROUP_BY_HELP)
     resolve_after: Duration = Field(
         default=600.0,
         description="a log rule's incident resolves once no matching line came for this long "

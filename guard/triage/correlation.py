@@ -1,12 +1,15 @@
 """Correlation: signals of one fault, from different monitors, become one incident.
 
 Monitors name their ``service:``; playbooks' ``services:`` say what each ``depends_on``
-(``guard.playbooks.services``). When a firing signal would open a new incident, triage asks
-``Correlation.root`` first: an incident still open, first seen within
-``triage.correlate_window`` of the signal, that covers the signal's service (its own service,
-or one of its related signals', is that service, or one related to it by ``depends_on``
-either way round), takes it as a *related signal* instead
-(``guard.store.correlation.RelatedSignal``: its own count, first and last seen, message).
+(``guard.playbooks.services``). When a firing signal would open a new incident, or reopen one
+(correlation is decided first), triage asks ``Correlation.root``: an incident still open and
+still firing (its own check fired within ``triage.correlate_window`` of the signal; its related
+signals do not count), that covers the signal's service (its own service, or one of its related
+signals', is that service, or one related to it by ``depends_on`` either way round), takes it
+as a *related signal* instead (``guard.store.correlation.RelatedSignal``: its own count, first
+and last seen, message). A container's death of another kind, at the incident's severity or
+worse, joins only an incident begun at most ``triage.cause_lead`` before it (its symptoms);
+an older one is another fault, and the death is asked about on its own.
 A muted or resolved incident takes nothing: a person muted its noise, and a real fault of the
 service must still be asked about and paged (its signal opens, or joins, another incident).
 Correlation is across monitors: an incident only one monitor's signals make up takes no
@@ -27,9 +30,9 @@ triage's transaction, so a batch is stored whole or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
@@ -42,6 +45,17 @@ from guard.store.models import ACTIVE_STATES, Incident
 from guard.triage.counting import ACTOR, STORM_KIND, incident_event, max_severity
 
 FIRING, OK, EVENT = "firing", "ok", "event"
+DEATHS = frozenset(  # a container's (pod's, deployment's) own death: a fault, not a symptom
+    {
+        "container_exited",
+        "container_oom_killed",
+        "container_restarting",
+        "k8s_oom_killed",
+        "k8s_crash_loop_back_off",
+        "railway_deployment_crashed",
+    }
+)
+Seen = Callable[[str], str | None]  # a check's key -> when it last fired (ISO time)
 
 
 def signal_line(kind: str, target: str, count: int) -> str:
@@ -57,9 +71,12 @@ def is_event(sig: Signal) -> bool:
 class Correlation:
     """Joins signals to their root incident within ``window`` seconds (0: never)."""
 
-    def __init__(self, window: float, services: ServiceMap | None = None) -> None:
+    def __init__(
+        self, window: float, services: ServiceMap | None = None, *, cause_lead: float = 30.0
+    ) -> None:
         self.window = window
         self.services = services or ServiceMap()
+        self.cause_lead = cause_lead
 
     def service(self, monitor_id: str) -> str | None:
         return self.services.service(monitor_id)
@@ -97,22 +114,30 @@ class Correlation:
 
     # -- a signal that would open an incident --------------------------------------------------
 
-    def root(self, session: Session, sig: Signal, fingerprint: str) -> Incident | None:
-        """The open incident ``sig`` belongs to, if any (see the module's docstring)."""
+    def root(
+        self, session: Session, sig: Signal, fingerprint: str, seen: Seen | None = None
+    ) -> Incident | None:
+        """The open incident ``sig`` belongs to, if any (see the module's docstring).
+        ``seen``: when a check last fired (its incidents' own signals, not their related)."""
         service = self.service(sig.monitor_id)
         if service is None or self.window <= 0:
             return None
         near = timedelta(seconds=self.window)
-        candidates = session.exec(
+        found = session.exec(
             select(Incident)
             .where(
                 col(Incident.state).in_(ABSORBING),
-                col(Incident.first_seen) >= sig.observed_at - near,
+                col(Incident.last_seen) >= sig.observed_at - near,  # (own seen <= last seen)
                 col(Incident.first_seen) <= sig.observed_at + near,
                 Incident.kind != STORM_KIND,
             )
             .order_by(col(Incident.id))
         ).all()
+        candidates = [
+            inc
+            for inc in found
+            if self._firing(inc, sig, near, seen) and not self._another_fault(inc, sig)
+        ]
         covers, monitors = self._covers(session, candidates)
         related = [
             inc
@@ -127,6 +152,24 @@ class Correlation:
         needs = self.services.dependencies(service)
         first = [inc for inc in related if covers[inc.id] & needs]
         return next(iter(first or related), None)
+
+    def _firing(self, inc: Incident, sig: Signal, near: timedelta, seen: Seen | None) -> bool:
+        """Whether ``inc`` is still firing: its own check fired within the window of ``sig``
+        (its related signals keep its last seen, not this). Before its check recorded it (an
+        older store), its last seen stands in."""
+        stored = seen(inc.check_key) if seen is not None else None
+        own = datetime.fromisoformat(stored) if stored else inc.last_seen
+        return own >= sig.observed_at - near
+
+    def _another_fault(self, inc: Incident, sig: Signal) -> bool:
+        """A container's death (exit, OOM kill, restart, crash) of another kind than ``inc``,
+        at its severity or worse, seen more than ``cause_lead`` after ``inc`` began: it cannot
+        have caused what ``inc`` shows, so it is a fault of its own, asked on its own."""
+        if sig.kind not in DEATHS or sig.kind == inc.kind:
+            return False
+        if max_severity(inc.severity, sig.severity.value) != sig.severity.value:
+            return False  # a lesser signal of a worse fault: it joins
+        return sig.observed_at - inc.first_seen > timedelta(seconds=self.cause_lead)
 
     def _covers(
         self, session: Session, incidents: Sequence[Incident]

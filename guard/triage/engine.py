@@ -6,6 +6,7 @@
   that incident instead of opening a new one; after ``flap_threshold`` reopenings the incident
   is marked flapping (announced once) and resolves only after the check has passed for a
   whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
+  Correlation is decided first: a live incident of its service takes it (``correlation``).
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
   check's incidents that the agent is not working on; not a log rule's, which resolves once no
   matching line came for ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -78,7 +79,9 @@ class Triage:
         self.settings = settings
         self.policies = policies or {}
         self.templates = TemplateBook()
-        self.correlation = Correlation(settings.correlate_window)  # its services: Guard's
+        self.correlation = Correlation(  # its services: Guard's
+            settings.correlate_window, cause_lead=settings.cause_lead
+        )
         self.holds = Holds(self.correlation.service)  # Guard's own remedies' expected effects
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
@@ -172,21 +175,24 @@ class Triage:
         grouping = sig.grouping
         if grouping is None:
             return fingerprint(sig.source, sig.target, sig.kind, sig.message), None, False
-        if grouping.by == "rule":
-            key = f"rule:{sig.details.get('rule', '')}"
-        elif grouping.by == "fields":
+        template_id: int | None = None
+        if grouping.by == "fields":
             key = "fields:" + json.dumps(grouping.fields)
+        elif grouping.by == "rule":
+            key = f"rule:{sig.details.get('rule', '')}"
+            if grouping.content:  # an alert-style rule: its template only shown (``rules``)
+                template_id = self._template(session, grouping.content)[0]
         else:
-            if not self._templates_begun:
-                self.templates.begin(session)
-                self._templates_begun = True
-            template_id, new = self.templates.assign(session, grouping.content)
-            return (
-                keyed_fingerprint(sig.source, sig.target, sig.kind, f"template:{template_id}"),
-                template_id,
-                new,
-            )
-        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), None, False
+            template_id, new = self._template(session, grouping.content)
+            key = f"template:{template_id}"
+            return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, new
+        return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, False
+
+    def _template(self, session: Session, content: str) -> tuple[int, bool]:
+        if not self._templates_begun:
+            self.templates.begin(session)
+            self._templates_begun = True
+        return self.templates.assign(session, content)
 
     # -- failing checks -------------------------------------------------------------------------
 
@@ -197,14 +203,18 @@ class Triage:
         policy = self.policy(sig.monitor_id)
         check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
+        was = check.get("seen")  # when its check last fired: is an incident still firing?
+        seen = max(datetime.fromisoformat(was), sig.observed_at) if was else sig.observed_at
         self._checks[f"check:{sig.check_key}"] = {
             "failures": failures,
             "ok_since": None,
             "last": "firing",
+            "seen": seen.isoformat(),
         }
         if failures < policy.for_count:
             return
         fp, template_id, new = self.identify(session, sig)
+        recent = None
         if not new:
             incident = session.exec(
                 select(Incident)
@@ -221,21 +231,27 @@ class Triage:
                 self.correlation.count(session, joined, sig)
                 return
             recent = self._recently_resolved(session, fp, sig.observed_at)
-            if recent is not None:
-                if not redelivery.counted(recent.details, sig):  # not a late retry
-                    self._reopen(session, recent, sig, events)
-                return
+            if recent is not None and redelivery.counted(recent.details, sig):
+                return  # a late retry of what it counted before resolving
+        # correlation before reopening: a live fault of its service takes it first
+        root = self.correlation.root(session, sig, fp, self._seen(session))
+        if root is None and recent is not None:
+            self._reopen(session, recent, sig, events)
+            return
         if self._storms.over_cap(session, sig.monitor_id):  # the storm breaker takes it
             text = self.templates.text(template_id) if template_id is not None else None
             key = f"template:{template_id}" if text is not None else f"message:{sig.message[:300]}"
             self._storms.take(session, sig, key, text or sig.message, events)
             return
         self._storms.opened(sig.monitor_id)  # a join counts toward the cap like an open
-        root = self.correlation.root(session, sig, fp)
         if root is not None:  # one fault, one incident: it joins as a related signal
             self.correlation.join(session, root, sig, fp, events, template_id)
             return
         self._open(session, sig, fp, failures, policy, events, template_id)
+
+    def _seen(self, session: Session) -> Callable[[str], str | None]:
+        """When a check last fired (ISO time; None if not since this was recorded)."""
+        return lambda check_key: self._check(session, f"check:{check_key}").get("seen")
 
     def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
         since = now - timedelta(seconds=self.settings.flap_window)
@@ -339,6 +355,8 @@ class Triage:
             self.correlation.passed(session, sig.check_key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
+        if check.get("seen"):
+            self._checks[key]["seen"] = check["seen"]
         if redelivery.delivery(sig) is not None:  # which firing resolved (verify_source)
             self._checks[key]["delivery"] = redelivery.delivery(sig)
         if not self.policy(sig.monitor_id).auto_resolve:

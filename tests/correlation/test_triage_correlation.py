@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlmodel import select
@@ -13,6 +14,7 @@ from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentState, IncidentTimeline
 from guard.triage import Triage
+from tests.correlation import helpers
 from tests.correlation.helpers import obs, shop_services, signal
 
 pytestmark = pytest.mark.unit
@@ -226,3 +228,73 @@ def test_a_related_signal_of_a_root_muted_since_opens_its_own_incident(db):
     incidents, related = stored(db)
     assert [i.monitor_id for i in incidents] == ["db", "api-0"]
     assert related[0].count == 1  # not counted on the muted root's row
+
+
+# -- issue #40 item 2: correlation that never hides a fault -------------------------------------
+
+
+def test_a_root_still_firing_takes_a_dependants_signal_long_after_it_began(db):
+    """PostgreSQL out of connections: its log fires for minutes; the HTTP check failing three
+    minutes in is the same fault, not a second incident."""
+    services = ServiceMap.of({"pg-log": "pg", "app-http": "app"}, {"app": ["pg"]})
+    t = triage(db, services)
+    for s in range(0, 200, 20):  # "too many clients" every 20 s for over 3 minutes
+        t.process(obs(signal("pg-log", s, kind="db_too_many_connections")))
+    assert [e.type for e in t.process(obs(signal("app-http", 200)))] == ["related"]
+    incidents, related = stored(db)
+    assert len(incidents) == 1 and [r.monitor_id for r in related] == ["app-http"]
+
+
+def test_a_root_whose_own_signals_stopped_takes_nothing_though_joins_kept_it_seen(db):
+    services = ServiceMap.of({"pg-log": "pg", "app-http": "app", "app-log": "app"}, {})
+    services = ServiceMap.of(services.monitors, {"app": ["pg"]})
+    t = triage(db, services)
+    t.process(obs(signal("pg-log", 0)))
+    t.process(obs(signal("app-http", 100), signal("app-http", 200)))  # joined; seen at 200
+    assert [e.type for e in t.process(obs(signal("app-log", 210)))] == ["opened"]  # pg: stale
+
+
+def test_a_container_death_never_joins_an_older_fault_of_another_kind(db):
+    """An OOM kill while a log's "disk full" incident of the same service is open is a fault
+    of its own: a new incident, asked (not a related signal nobody hears of)."""
+    services = ServiceMap.of({"app-log": "app", "app-container": "app"}, {})
+    t = triage(db, services)
+    t.process(obs(signal("app-log", 0, kind="disk_full", details={"rule": "disk full"})))
+    t.process(obs(signal("app-log", 50, kind="disk_full", details={"rule": "disk full"})))
+    oom = signal("app-container", 60, source="docker", target="app", kind="container_oom_killed")
+    assert [e.type for e in t.process(obs(oom))] == ["opened"]
+    incidents, related = stored(db)
+    assert [i.kind for i in incidents] == ["disk_full", "container_oom_killed"] and not related
+
+
+def test_a_container_death_seen_just_after_its_symptoms_joins_them(db):
+    """The proxy's log can beat the container's exit event by a second: the exit is the cause
+    of what the incident already shows, and joins it."""
+    services = ServiceMap.of({"app-log": "app", "app-container": "app"}, {})
+    t = triage(db, services)
+    t.process(obs(signal("app-log", 0, kind="upstream_refused", details={"rule": "refused"})))
+    died = signal("app-container", 2, source="docker", target="app", kind="container_exited")
+    assert [e.type for e in t.process(obs(died))] == ["related"]
+
+
+def test_correlation_is_decided_before_reopening(db):
+    """nginx 502 with its upstream down: the proxy's 502 incident resolved a minute ago; its
+    502 now joins the live upstream incident rather than reopening the old one."""
+    services = ServiceMap.of({"nginx-log": "nginx", "app-container": "app"}, {"nginx": ["app"]})
+    t = Triage(db, TriageSettings(flap_window=600))
+    t.correlation.services = services
+    bad: dict[str, Any] = {"kind": "bad_gateway", "details": {"rule": "502"}}
+    t.process(obs(signal("nginx-log", 0, **bad)))
+    with db.session() as s:  # a human resolved it
+        (old,) = s.exec(select(Incident)).all()
+        old.state, old.resolved_at = IncidentState.resolved, helpers.at(30)
+        s.add(old)
+    down = signal("app-container", 60, source="docker", target="app", kind="container_exited")
+    t.process(obs(down))
+    assert [e.type for e in t.process(obs(signal("nginx-log", 61, **bad)))] == ["related"]
+    incidents, related = stored(db)
+    assert [(i.kind, i.state) for i in incidents] == [
+        ("bad_gateway", IncidentState.resolved),
+        ("container_exited", IncidentState.open),
+    ]
+    assert [r.kind for r in related] == ["bad_gateway"]
