@@ -77,14 +77,8 @@ class Orchestration:
         with self.db.session() as session:
             silence = silences.matching(session, inc)
         if silence is not None and (muted is None or silence.expires_at > muted.until):
-            self.lifecycle.move(
-                inc.id,
-                S.muted,
-                f"silenced by silence #{silence.id} ({silences.describe(silence)}) of "
-                f"{silence.by} until {silence.expires_at:%Y-%m-%d %H:%M:%S} UTC",
-                muted_until=silence.expires_at.isoformat(),
-                silenced={"silence": silence.id, "until": silence.expires_at.isoformat()},
-            )
+            reason, details = silences.hushing(silence)
+            self.lifecycle.move(inc.id, S.muted, reason, **details)
             return True
         if muted is not None:
             self.lifecycle.move(

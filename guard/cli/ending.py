@@ -16,23 +16,17 @@ import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.cli.human import WaitOption, answer, cli_actor
-from guard.durations import format_duration, parse_duration
 from guard.exceptions import GuardError
 from guard.incidents import silences
 from guard.incidents.authz import NotAuthorised
 from guard.notify.authz import gate_from_settings
-from guard.records import utcnow
-from guard.store.silences import Silence
 
 
 def _seconds(text: str, option: str) -> float:
     try:
-        seconds = parse_duration(text)
-    except ValueError as exc:
-        fail(f"{option}: {exc}")
-    if seconds <= 0:
-        fail(f"{option}: give a duration longer than 0 (e.g. 1h)")
-    return seconds
+        return silences.seconds_of(text, option)
+    except GuardError as exc:
+        fail(str(exc))
 
 
 IncidentArg = typer.Argument(..., metavar="INCIDENT")
@@ -86,38 +80,22 @@ def silence(
 ) -> None:
     """Silence incidents matching service, kind, target or labels for a while (operator
     role): recorded, nobody asked or paged."""
-    seconds = _seconds(for_, "--for")
     settings = settings_from(config)
     db = database(settings)
     try:
-        row = silences.create(
-            db, matchers, seconds, cli_actor(), gate_from_settings(settings, db), comment=comment
+        made = silences.create(
+            db,
+            matchers,
+            silences.seconds_of(for_, "--for"),
+            cli_actor(),
+            gate_from_settings(settings, db),
+            comment=comment,
         )
     except NotAuthorised as exc:
         fail(f"refused: {exc}")
     except GuardError as exc:
         fail(str(exc))
-    out.print(
-        f"silence #{row.id} ({silences.describe(row)}) until "
-        f"{row.expires_at:%Y-%m-%d %H:%M:%S} UTC ({format_duration(seconds)}): matching "
-        f"incidents are recorded, nobody is asked or paged (`guard silences --expire {row.id}`)",
-        markup=False,
-        soft_wrap=True,
-    )
-
-
-def _row(s: Silence) -> dict[str, object]:
-    now = utcnow()
-    ended = s.cleared_at or (s.expires_at if s.expires_at <= now else None)
-    return {
-        "id": s.id,
-        "matchers": silences.describe(s),
-        "expires_at": s.expires_at.isoformat(),
-        "by": s.by,
-        "comment": s.comment,
-        "created_at": s.created_at.isoformat(),
-        "ended_at": ended.isoformat() if ended else None,
-    }
+    out.print(str(made), markup=False, soft_wrap=True)
 
 
 def list_silences(
@@ -136,9 +114,9 @@ def list_silences(
             fail(f"refused: {exc}")
         except GuardError as exc:
             fail(str(exc))
-        out.print(f"silence #{row.id} ({silences.describe(row)}) expired", markup=False)
+        out.print(silences.expired(row), markup=False)
         return
-    rows = [_row(s) for s in silences.listed(db, everything=everything)]
+    rows = [silences.as_dict(s) for s in silences.listed(db, everything=everything)]
     if as_json:
         out.print_json(json.dumps(rows))
         return

@@ -8,11 +8,14 @@ labels; ``labels.NAME`` says so outright). All matchers of a silence must match.
 What a silence does (the agent applies it as it takes an incident, opened or reopened, in
 ``guard.agent.orchestration``): the incident is recorded as usual, then muted until the silence
 expires, with ``details.silenced`` naming the silence; so nobody is asked and no pager is
-triggered, and a later signal on it after the expiry opens it again (it is asked then). A
-question already asked is not taken back: ``guard mute ID`` does that.
+triggered, and a later signal on it after the expiry opens it again (it is asked then). As an
+Alertmanager silence hushes alerts already firing, a new silence also mutes the matching
+incidents already asking a human (``awaiting_human``, ``escalated``), in the transaction that
+writes it: their pages are resolved (the page worker's sweep) and their escalation stops.
 
 Creating and expiring a silence pass the authorisation gate (verbs ``silence`` and
-``unsilence``, operator) in the transaction that writes them, and are audited.
+``unsilence``, operator) in the transaction that writes them, and are audited. The CLI, the
+console and MCP all come here, so each validates and answers in the same words.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
+from guard.durations import format_duration, parse_duration
 from guard.exceptions import GuardError
 from guard.incidents.authz import (
     Actor,
@@ -33,19 +37,63 @@ from guard.incidents.authz import (
     Refused,
     authorise_in,
 )
+from guard.incidents.lifecycle import transition
 from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
-from guard.store.models import Incident
+from guard.store.models import Incident, IncidentState
 from guard.store.silences import Silence, live, recent
 
 FIELDS = ("service", "kind", "target", "source", "monitor", "severity")
 OPS = ("=~", "!~", "!=", "=")  # longest first: `a!=b` is not `a!` = `b`
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+ASKING = (IncidentState.awaiting_human, IncidentState.escalated)  # a new silence mutes these
+COMMENT_CHARS = 500
 
 
 class BadMatcher(GuardError):
-    """A matcher that does not parse; the message names it and shows the form."""
+    """A matcher (or a duration) that does not parse; the message names it and shows the
+    form."""
+
+
+@dataclass(frozen=True)
+class Made:
+    """A silence just written, how long it lasts, and the incidents already asked that it
+    muted."""
+
+    silence: Silence
+    seconds: float
+    hushed: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        """What the CLI, MCP and the console answer."""
+        s = self.silence
+        text = (
+            f"silence #{s.id} ({describe(s)}) until {s.expires_at:%Y-%m-%d %H:%M:%S} UTC "
+            f"({format_duration(self.seconds)}): matching incidents are recorded, nobody is "
+            f"asked or paged (`guard silences --expire {s.id}`)"
+        )
+        if self.hushed:
+            ids = ", ".join(f"#{i}" for i in self.hushed)
+            many = (
+                "incidents already asked are"
+                if len(self.hushed) > 1
+                else ("incident already asked is")
+            )
+            text += f"; {len(self.hushed)} {many} silenced too ({ids})"
+        return text
+
+
+def seconds_of(text: str, name: str = "--for") -> float:
+    """How long a silence (or a mute) of ``text`` lasts, in seconds (``BadMatcher`` naming
+    the option ``name`` otherwise)."""
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise BadMatcher(f"{name}: {exc}") from None
+    if seconds <= 0:
+        raise BadMatcher(f"{name}: give a duration longer than 0 (e.g. 1h)")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -118,6 +166,21 @@ def matching(session: Session, incident: Incident, at: datetime | None = None) -
     return max(found, key=lambda s: s.expires_at) if found else None
 
 
+def hushing(silence: Silence) -> tuple[str, dict[str, Any]]:
+    """Why an incident ``silence`` matches is muted (its timeline's words) and the details
+    that say so; the agent's and ``create``'s are the same."""
+    until = silence.expires_at
+    reason = (
+        f"silenced by silence #{silence.id} ({describe(silence)}) of {silence.by} until "
+        f"{until:%Y-%m-%d %H:%M:%S} UTC"
+    )
+    details = {
+        "muted_until": until.isoformat(),
+        "silenced": {"silence": silence.id, "until": until.isoformat()},
+    }
+    return reason, details
+
+
 def create(
     db: Database,
     texts: list[str],
@@ -126,9 +189,9 @@ def create(
     gate: Gate,
     *,
     comment: str = "",
-) -> Silence:
-    """A silence of the matchers ``texts`` for ``seconds`` from now (raises ``BadMatcher``,
-    ``NotAuthorised``)."""
+) -> Made:
+    """A silence of the matchers ``texts`` for ``seconds`` from now, which also mutes the
+    matching incidents already asking a human (raises ``BadMatcher``, ``NotAuthorised``)."""
     matchers = [parse(t) for t in texts]
     if not matchers:
         raise BadMatcher("a silence needs at least one matcher, e.g. service=api kind=log_match")
@@ -137,9 +200,26 @@ def create(
     with db.session() as session:
         decision = authorise_in(session, gate, actor, "silence", None, None, subject="silences")
         if isinstance(decision, Allowed):
-            return _write(session, matchers, seconds, actor, decision, comment)
+            row = _write(session, matchers, seconds, actor, decision, comment[:COMMENT_CHARS])
+            return Made(row, seconds, _hush_asked(session, row, actor))
     assert isinstance(decision, Refused)
     raise NotAuthorised(decision.reason)
+
+
+def _hush_asked(session: Session, silence: Silence, actor: Actor) -> tuple[int, ...]:
+    """Mute the incidents asking a human that ``silence`` matches (the ids, oldest first)."""
+    asking = session.exec(
+        select(Incident).where(col(Incident.state).in_(ASKING)).order_by(col(Incident.id))
+    ).all()
+    reason, details = hushing(silence)
+    hushed = []
+    for inc in asking:
+        if all(m.matches(inc) for m in matchers_of(silence)):
+            transition(session, inc, IncidentState.muted, actor=actor.name, reason=reason)
+            inc.details = {**inc.details, **details}
+            session.add(inc)
+            hushed.append(int(inc.id or 0))
+    return tuple(hushed)
 
 
 def _write(
@@ -201,3 +281,24 @@ def listed(db: Database, *, everything: bool = False) -> list[Silence]:
     """The live silences (``everything``: the newest ones, ended too)."""
     with db.session() as session:
         return recent(session) if everything else live(session)
+
+
+def as_dict(silence: Silence) -> dict[str, Any]:
+    """A silence as ``guard silences --json`` and MCP's ``silences`` give it."""
+    now = utcnow()
+    s = silence
+    ended = s.cleared_at or (s.expires_at if s.expires_at <= now else None)
+    return {
+        "id": s.id,
+        "matchers": describe(s),
+        "expires_at": s.expires_at.isoformat(),
+        "by": s.by,
+        "comment": s.comment,
+        "created_at": s.created_at.isoformat(),
+        "ended_at": ended.isoformat() if ended else None,
+    }
+
+
+def expired(silence: Silence) -> str:
+    """What expiring ``silence`` answers."""
+    return f"silence #{silence.id} ({describe(silence)}) expired"

@@ -25,6 +25,8 @@ from guard.mcp.service import GuardTools
 
 ActorOf = Callable[[ServerRequestContext[Any, Any]], Actor]
 RESOURCES = 50  # newest incidents listed as resources
+# the tools that change what Guard does (a remedy, an incident's state, a silence)
+CHANGING = ("approve", "deny", "propose_remedy", "resolve", "mute", "unmute", "silence", "silences")
 INSTRUCTIONS = (
     "Guard watches services, opens incidents and heals them. Read incidents, logs, memory "
     "and skills; with the operator role run read-only commands in an incident's sandbox "
@@ -41,7 +43,7 @@ def tool_list() -> list[types.Tool]:
             description=f"{s.description} (role: {s.role.name})",
             input_schema=input_schema(s),
             annotations=types.ToolAnnotations(
-                read_only_hint=s.name not in ("approve", "deny", "propose_remedy"),
+                read_only_hint=s.name not in CHANGING,
                 destructive_hint=s.name == "approve",
             ),
         )

@@ -40,10 +40,9 @@ from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
 from guard.commandtext import digest, short
 from guard.config import Settings
-from guard.durations import parse_duration
 from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
-from guard.mcp import reads
+from guard.mcp import reads, silencing
 from guard.memory import IncidentMemory
 from guard.redact import Redactor
 from guard.skills.library import SkillLibrary
@@ -55,7 +54,7 @@ from guard.textsafe import printable
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound
 # Guard's own words back: not fenced
-ANSWERS = ("propose_remedy", "approve", "deny", "resolve", "mute", "unmute")
+ANSWERS = ("propose_remedy", "approve", "deny", "resolve", "mute", "unmute", "silence")
 DATA = frozenset(BY_NAME) - frozenset(ANSWERS)  # what they read came from outside Guard: fenced
 WAIT = 300.0  # seconds a queued answer is waited for (a remedy runs, then is verified)
 POLL = 0.5
@@ -114,6 +113,8 @@ class GuardTools:
             "resolve": self._answer,
             "mute": self._answer,
             "unmute": self._answer,
+            "silence": self._silences,
+            "silences": self._silences,
         }
 
     async def call(self, actor: Actor, name: str, args: dict[str, Any] | None) -> Outcome:
@@ -240,8 +241,13 @@ class GuardTools:
         if bound is not None:
             option = PROPOSAL  # it runs that proposal or nothing, whatever is shown first then
         if tool == "mute" and args.get("for"):
-            bound = str(parse_duration(str(args["for"])))  # a ValueError names the bad input
+            bound = str(silencing.seconds(args["for"]))  # as the CLI's --for
         return await self._queue(actor, inc, tool, skill=option, fix=bound)
+
+    async def _silences(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
+        """``silence`` and ``silences`` (``guard.mcp.silencing``): written at once, not queued."""
+        do = silencing.silence if tool == "silence" else silencing.listed
+        return Outcome(await asyncio.to_thread(do, self.db, self.gate, actor, args))
 
     async def _queue(
         self, actor: Actor, inc: Incident, verb: str, *, skill: str | None = None, fix: str | None

@@ -204,7 +204,7 @@ class Forms:
             return posted
         who, form = posted
         try:
-            seconds = parse_duration(form.get("for", "").strip() or "0")
+            seconds = silences.seconds_of(form.get("for", "").strip() or "0", "for")
             await asyncio.to_thread(
                 silences.create,
                 self.c.db,

@@ -10,6 +10,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from tests.agent_helpers import db_rows, free_port, incidents, running_guard, show, wait_for
 from tests.conftest import GuardHome
@@ -20,13 +21,19 @@ FULL = ("ERROR disk /dev/sda1 is full", "ERROR write failed: No space left on de
 DISK_RULE = {"kind": "disk_full", "pattern": "disk .* is full|No space left", "group_by": "rule"}
 
 
-def setup_log_home(home: GuardHome, resolve_after: str | None = None) -> Path:
-    """A home watching one log file (service ``api``) whose disk-full rule groups by rule."""
+def setup_log_home(
+    home: GuardHome,
+    resolve_after: str | None = None,
+    rules: tuple[dict[str, Any], ...] = (DISK_RULE,),
+    **config: Any,
+) -> Path:
+    """A home watching one log file (service ``api``) whose disk-full rule groups by rule (or
+    ``rules``), with more ``config``."""
     disk = home.root / "disk.log"
     disk.write_text("")
     ending = {"resolve_after": resolve_after} if resolve_after else {}
     watch = {"path": str(disk), "every": "200ms", "service": "api", **ending}
-    home.playbook("api", [{"id": "disk", "type": "logfile", **watch, "rules": [DISK_RULE]}])
+    home.playbook("api", [{"id": "disk", "type": "logfile", **watch, "rules": list(rules)}])
     home.write_config(
         {
             "data_dir": str(home.root / "data"),
@@ -35,6 +42,7 @@ def setup_log_home(home: GuardHome, resolve_after: str | None = None) -> Path:
             "agent": {"poll_interval": "200ms"},
             "http_host": "127.0.0.1",
             "http_port": free_port(),
+            **config,
         }
     )
     return disk

@@ -39,6 +39,8 @@ TEN = {
     "resolve",  # and the three that end an incident (docs/ENDING.md)
     "mute",
     "unmute",
+    "silence",  # and silences (docs/ENDING.md)
+    "silences",
 }
 
 

@@ -80,7 +80,10 @@ def test_one_table_two_faces() -> None:
     assert roles["sandbox_run"] == roles["propose_remedy"] == Role.operator
     assert roles["approve"] == roles["deny"] == Role.approver
     assert roles["resolve"] == roles["mute"] == roles["unmute"] == Role.operator
+    assert roles["silence"] == roles["silences"] == Role.operator
     assert {n for n, r in roles.items() if r == Role.viewer} == TEN - {
+        "silence",
+        "silences",
         "resolve",
         "mute",
         "unmute",

@@ -2,13 +2,16 @@
 
 Two faces read this table. The model's investigation (``guard.agent.investigation``) offers the
 six marked ``investigation`` in OpenAI's function form (``TOOLS``), bound to the incident it
-investigates, so they take no ``incident_id``. MCP (``guard.mcp``) offers all ten with
+investigates, so they take no ``incident_id``. MCP (``guard.mcp``) offers them all with
 ``input_schema(spec)``: the same properties, plus ``incident_id`` for a tool bound to an
 incident (``incident``), and arguments with a default (``defaults``) optional.
 
 Roles (``guard.access.roles``): reading is ``viewer``; ``sandbox_run`` and ``propose_remedy``
 are ``operator`` (they run a command in the diagnostics sandbox, or add an option a human
-must approve; neither changes the system); ``approve`` and ``deny`` are ``approver``.
+must approve; neither changes the system), and so are ``resolve``, ``mute``, ``unmute``,
+``silence`` and ``silences`` (they end incidents or hush them, as ``guard resolve|mute|unmute|
+silence|silences`` do; managing silences, listing them included, is an operator's, a viewer
+sees them on the console's ``/silences``); ``approve`` and ``deny`` are ``approver``.
 """
 
 from __future__ import annotations
@@ -158,6 +161,36 @@ SPECS: tuple[ToolSpec, ...] = (
         role=Role.operator,
         incident=True,
         verb="unmute",
+    ),
+    ToolSpec(
+        "silence",
+        "Silence every incident matching the matchers for a while, now and later (incidents "
+        "already asking a human too): recorded, but nobody is asked or paged until it expires.",
+        {
+            "matchers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "NAME=VALUE, NAME!=VALUE, NAME=~REGEX or NAME!~REGEX; NAME is "
+                "service, kind, target, source, monitor, severity or a label; all must match",
+            },
+            "for": {"type": "string", "description": "how long, e.g. 2h"},
+            "comment": {"type": "string", "description": "why (shown with the silence)"},
+        },
+        ("matchers", "for"),
+        role=Role.operator,
+        defaults={"comment": ""},
+        verb="silence",
+    ),
+    ToolSpec(
+        "silences",
+        "The silences in force (JSON: id, matchers, expires_at, by, comment), or end one now.",
+        {
+            "expire": {"type": "integer", "minimum": 1, "description": "end this silence now"},
+            "all": {"type": "boolean", "description": "ended silences too (the newest 50)"},
+        },
+        role=Role.operator,
+        verb="silence",
     ),
 )
 BY_NAME = {s.name: s for s in SPECS}
