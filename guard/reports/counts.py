@@ -12,7 +12,7 @@ Definitions (also in docs/SKILLS.md, "What the figures count"):
 - healed by a human's fix (window): resolved in the window by a human's fix (a reply, or an
   approved proposal) that verified;
 - recovered on their own (window): resolved in the window with no remedy: the check passed
-  again, or went quiet;
+  again, or went quiet, or a person ended it (`guard resolve`);
 - learned skills (window): skills learned in the window (the timeline's ``learned`` entries),
   each skill once; the same lesson learned again is not a new skill.
 
@@ -82,12 +82,13 @@ class Counts:
 def healed_by(details: Mapping[str, Any]) -> str:
     """How a resolved incident was healed: ``skill``, ``human`` (a human's fix) or
     ``recovered`` (no remedy ran). ``healed_by`` is written by the agent when a run verified;
-    incidents stored before it carry only ``resolved_by``."""
+    incidents stored before it carry only ``resolved_by``. A person who ended one (``guard
+    resolve``: ``resolved_by`` is an actor, ``kind:name``, never a skill's name) ran no remedy."""
     how = details.get("healed_by")
     if how in (SKILL, HUMAN):
         return str(how)
     by = details.get("resolved_by")
-    if not by:
+    if not by or ":" in str(by):
         return RECOVERED
     return HUMAN if by == HUMAN_FIX or by == details.get("learned_skill") else SKILL
 

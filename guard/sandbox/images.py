@@ -160,9 +160,11 @@ def build_offline(
     on_stage: Progress = _quiet,
     on_detail: Progress = _quiet,
     debootstrap: str | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> None:
-    """Build the toolbox image ``name`` with debootstrap + docker import (no registry needed)."""
-    spec = toolbox_spec()
+    """Build the toolbox image ``name`` with debootstrap + docker import (no registry needed);
+    another ``spec`` (same keys as ``toolbox.json``) builds another image the same way."""
+    spec = spec or toolbox_spec()
     on_stage("checking tools")
     search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
     debootstrap = shutil.which(debootstrap or "debootstrap", path=search)
