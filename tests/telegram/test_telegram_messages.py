@@ -79,6 +79,7 @@ def long_report_home(home, tg) -> None:
             )
             s.add(inc)
             s.flush()  # its id, for the timeline entry the learning writes
+            assert inc.id is not None
             at = day + timedelta(minutes=5)
             s.add(IncidentTimeline(incident_id=inc.id, at=at, type="learned", data=learned))
 
