@@ -135,6 +135,8 @@ def search_everything(
     return found
 
 
+# a human's fix now settles (agent.settle) before it is learned: ~56 s alone, over 120 s beside 3 busy workers
+@pytest.mark.timeout(300)
 def test_secrets_in_logs_http_bodies_sandbox_output_and_a_fix_never_leave(home, tg, leaky):
     assert len(CORPUS) >= 15
     assert leaked(corpus_text()) == needles()  # the search does find what is there

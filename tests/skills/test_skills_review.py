@@ -119,6 +119,8 @@ def next_incident(home: GuardHome, svc: Service, after: int, **match: Any) -> di
     )
 
 
+# two learnings, each settling agent.settle: ~47 s alone, over 120 s beside 3 busy workers
+@pytest.mark.timeout(300)
 def test_a_learned_skill_is_reviewed_on_the_remote_before_guard_trusts_it(
     home: GuardHome, svc: Service, remote: tuple[Path, str, str], tmp_path: Path
 ) -> None:
