@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.agent_helpers import (
@@ -57,10 +58,18 @@ def app(client: Any, image: str, labels: dict[str, str]) -> Iterator[tuple[Any, 
     )
     try:
         wait_for(lambda: _health(container) == "healthy", 30, "the app to be healthy")
-        yield container, f"http://127.0.0.1:{port}/metrics"
+        url = f"http://127.0.0.1:{port}/metrics"
+        wait_for(lambda: _serves(url), 30, "the app to serve")  # httpd starts 3 s after health
+        yield container, url
     finally:
         with contextlib.suppress(Exception):
             container.remove(force=True)
+
+
+def _serves(url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(url, timeout=2).status_code == 200
+    return False
 
 
 def _health(container: Any) -> str:
