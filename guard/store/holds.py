@@ -72,6 +72,8 @@ def acted(session: Session, run_id: int, *, acting: bool) -> None:
     and exits are explained while it acts and for the settle period after."""
     hold = of_run(session, run_id)
     if hold is not None:
+        if acting and "acting_since" not in hold.details:  # before it, nothing is the remedy's
+            hold.details = {**hold.details, "acting_since": utcnow().isoformat()}
         hold.acted_at = None if acting else utcnow()
         session.add(hold)
 

@@ -13,6 +13,9 @@ what the remedy's action explains (``guard.agent.holding.EFFECTS``'s classes):
 - ``health`` (unhealthy) and ``http`` (an HTTP check failing): for the whole hold, until the
   run's verification ended and ``agent.settle`` passed (verification is what judges them).
 
+Nothing is explained before the run's first action step begins (its ``wait`` and diagnosis
+steps act on nothing): a symptom seen then is the fault's, and joins its incident as before.
+
 Such a signal is an *expected effect*: a timeline entry on the held incident (the first
 ``NOTED`` of them; the hold counts them all) and nothing else: it opens, reopens, joins and
 counts toward no incident, nor toward its check's ``for: N``. An OOM, a log line or an exit
@@ -52,7 +55,13 @@ def effect(sig: Signal) -> str | None:
 
 
 def _within(hold: holds.Hold, effect_: str, at: datetime) -> bool:
-    if effect_ not in hold.explains or at < hold.started_at - timedelta(seconds=1):
+    if effect_ not in hold.explains:
+        return False
+    since = (hold.details or {}).get("acting_since")
+    if since is None and hold.acted_at is None:  # its run waits or diagnoses: not acted yet,
+        return False  # so what fails now is the fault's own symptom (it joins, as before)
+    began = datetime.fromisoformat(since) if since else hold.started_at
+    if at < began - timedelta(seconds=1):
         return False
     if effect_ == "exit" and hold.acted_at is not None:  # the action's own stop
         return at <= hold.acted_at + EXIT_GRACE
