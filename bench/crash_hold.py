@@ -14,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-import uuid
 from typing import Any
 
 import yaml
 
 from bench.crash_checks import audit_check, stuck_check, telegram_check, telegram_config
 from bench.crash_run import REPO, Check, Run, Scenario
+from bench.crash_scenarios import watch_containers
 
 SKILL = "docker-restart-unhealthy"
 
@@ -36,24 +36,7 @@ class Hold(Scenario):
     points = ("remedy.held", "step.started", "step.ended", "verify.before_state")
 
     def setup(self, run: Run) -> None:
-        import docker
-
-        from tests.images import ensure_busybox_image
-
-        client = docker.from_env(timeout=60)
-        image = ensure_busybox_image(client)
-        label = uuid.uuid4().hex[:12]
-        run.home.playbook(
-            "containers",
-            [
-                {
-                    "id": "containers",
-                    "type": "docker",
-                    "selector": {"label": f"guard.crash.watch={label}"},
-                    "every": "1h",
-                }
-            ],
-        )
+        client, image, label = watch_containers(run)
         skills = run.home.root / "skills"
         skills.mkdir()
         shutil.copytree(REPO / "skills" / SKILL, skills / SKILL)

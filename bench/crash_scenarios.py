@@ -22,6 +22,29 @@ from bench.crash_run import REPO, WORKING, Check, Run, Scenario
 from tests.telegram_helpers import ADMIN, CHAT
 
 
+def watch_containers(run: Run) -> tuple[Any, str, str]:
+    """A docker monitor on the containers of a fresh label: (engine client, busybox, label)."""
+    import docker
+
+    from tests.images import ensure_busybox_image
+
+    client = docker.from_env(timeout=60)
+    image = ensure_busybox_image(client)
+    label = uuid.uuid4().hex[:12]
+    run.home.playbook(
+        "containers",
+        [
+            {
+                "id": "containers",
+                "type": "docker",
+                "selector": {"label": f"guard.crash.watch={label}"},
+                "every": "1h",
+            }
+        ],
+    )
+    return client, image, label
+
+
 class HttpSkill(Scenario):
     name = "http-skill"
     what = "an HTTP check fails; a learned, trusted skill POSTs /fix; verified; resolved"
@@ -319,24 +342,7 @@ class DockerExit(Scenario):
     def setup(self, run: Run) -> None:
         import shutil
 
-        import docker
-
-        from tests.images import ensure_busybox_image
-
-        client = docker.from_env(timeout=60)
-        image = ensure_busybox_image(client)
-        label = uuid.uuid4().hex[:12]
-        run.home.playbook(
-            "containers",
-            [
-                {
-                    "id": "containers",
-                    "type": "docker",
-                    "selector": {"label": f"guard.crash.watch={label}"},
-                    "every": "1h",
-                }
-            ],
-        )
+        client, image, label = watch_containers(run)
         (run.home.root / "skills").mkdir()
         shutil.copytree(
             REPO / "skills" / "docker-start-exited",
