@@ -386,7 +386,11 @@ def serve_railway() -> Iterator[RailwayServer]:
 
 
 def railway_config(server: RailwayServer, **extra: Any) -> dict[str, Any]:
-    """The ``railway:`` section pointing Guard at ``server`` with fast retries."""
+    """The ``railway:`` section pointing Guard at ``server`` with fast retries.
+
+    The timeout is generous: a test that wants one (a slow-answer fault) sets its own, so a
+    loaded CI machine's slow answer never consumes a fault meant for the next attempt.
+    """
     return {
         "token": ACCOUNT_TOKEN,
         "api_url": server.url,
@@ -394,7 +398,7 @@ def railway_config(server: RailwayServer, **extra: Any) -> dict[str, Any]:
         "environment_id": server.state.environment("production")["id"],
         "max_requests_per_hour": 100000,
         "max_requests_per_second": 1000,
-        "timeout": 0.5,
+        "timeout": 5.0,
         "retries": 2,
         "backoff": 0.05,
         **extra,

@@ -232,7 +232,7 @@ async def test_persistent_failures_are_retried_then_become_monitor_errors(
     home, railway, fault, expect
 ):
     railway.state.deploy(status="SUCCESS")
-    setup_home(home, railway)
+    setup_home(home, railway, timeout=0.5)
     railway.faults.extend([fault] * 3)  # retries: 2, so three attempts all fail
     delays: list[float] = []  # what the client decided to wait (not how long it took)
     sink = logger.add(
@@ -260,7 +260,7 @@ async def test_persistent_failures_are_retried_then_become_monitor_errors(
 
 async def test_transient_failures_are_retried_invisibly(home, railway):
     railway.state.deploy(status="CRASHED")
-    setup_home(home, railway, retries=3)
+    setup_home(home, railway, retries=3, timeout=0.5)
     railway.faults.extend(
         [Fault(status=502), Fault(status=429, headers={"Retry-After": "0"}), Fault(delay=0.8)]
     )
