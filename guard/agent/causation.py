@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from guard.agent.verify import Verifier, is_log_rule
+from guard.agent.verify import Verifier, held_for, is_log_rule
 from guard.durations import format_duration
 from guard.records import utcnow
 from guard.store.db import Database
@@ -109,10 +109,17 @@ class Causation:
             )
         return Evidence(True, f"the check failed just before it: {seen}")
 
-    async def after(self, inc: Incident) -> Evidence:
-        """Whether the fault came back within ``settle`` after verification passed."""
+    async def after(self, inc: Incident, verdict: str = "") -> Evidence:
+        """Whether the fault came back within ``settle`` after verification passed. A verdict
+        whose pass already held ``settle`` (a target that can flap) is looked at once more,
+        not waited for twice."""
         if self.settle <= 0:
             return Evidence(False, "not checked again (agent.settle is 0)")
+        if held_for(verdict) >= self.settle:
+            looked = await self.verifier.once(inc)
+            if looked is None or looked[0]:
+                return Evidence(False, "still gone: verification held it through agent.settle")
+            return Evidence(True, f"the fault came back as verification ended: {looked[1]}")
         if is_log_rule(inc):
             looked = await self.verifier.once(inc, quiet=self.settle)
         else:

@@ -87,7 +87,7 @@ class Learner:
         held = (inc.details or {}).get("fault_before") or {}
         if verified and held.get("holds") is False:
             return await self._not_learned(run, inc, reason, str(held.get("reason")))
-        back = await self.causation.after(inc) if verified else None
+        back = await self.causation.after(inc, reason) if verified else None
         if back is not None and back.holds:  # it came back within agent.settle: not cured
             verified, reason = False, back.reason
         if not verified:

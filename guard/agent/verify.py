@@ -27,6 +27,7 @@ attempt costs no lookups) but never writes it, so the running monitors still see
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ from guard.store.state import get_state
 from guard.triage.correlation import related_of, signal_line
 from guard.triage.related_groups import grouped
 
+STAYED = re.compile(r"; stayed up ([0-9.]+)s\b")  # how a settled verdict says it (``held_for``)
 FIRST_RECHECK = 0.05  # seconds before the second check; the wait doubles up to ``interval``
 RESTARTING_POLICIES = frozenset({"always", "unless-stopped", "on-failure"})
 
@@ -69,6 +71,13 @@ def can_flap(incident: Any, passed: Signal) -> bool:
         return True
     facts = passed.details
     return facts.get("restart_policy") in RESTARTING_POLICIES or bool(facts.get("restart_count"))
+
+
+def held_for(verdict: str) -> float:
+    """How long the pass a verdict reports held (its settle period; 0: counted at once). The
+    run's message is the verdict, stored: a restart between verification and learning knows."""
+    found = STAYED.search(verdict)
+    return float(found.group(1)) if found else 0.0
 
 
 def restarted(first: Signal, now: Signal) -> bool:
@@ -186,7 +195,7 @@ class Verifier:
                 first, since = seen, now
             if first is not None:
                 if now - since >= settle:
-                    return Verdict(True, f"{reason}; stayed up {settle:g}s", attempts)
+                    return Verdict(True, f"{reason}; stayed up {settle:g}s", attempts)  # STAYED
                 await asyncio.sleep(min(spec.interval, since + settle - now))
                 continue
             if now + delay > deadline:

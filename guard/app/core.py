@@ -134,14 +134,16 @@ class Guard:
         """Each monitor's health (None: not checked yet) and the end of its last check."""
         return self.monitoring.health()
 
-    def apply(self, observations: list[Observation]) -> list[IncidentEvent]:
+    def apply(
+        self, observations: list[Observation], *, release_all: bool = False
+    ) -> list[IncidentEvent]:
         """Triage a batch and tell the hooks what happened to incidents.
 
         Every signal is redacted here, the one place all monitors' signals pass through, so no
         secret in a log line, a response body or an event reaches triage, fingerprints or the
         store (the same fault leaking two different tokens is one incident)."""
         observations = [redact_observation(o) for o in observations]
-        events = self.triage.process(observations)
+        events = self.triage.process(observations, release_all=release_all)
         metrics.count_signals(observations)
         self.last_batch_at = datetime.now(UTC)
         for hook in self.event_hooks:
@@ -204,7 +206,8 @@ class Guard:
                     return await self.check(m)
 
             observations = await asyncio.gather(*(bounded(m) for m in self.monitors))
-            events = await asyncio.to_thread(self.apply, list(observations))
+            # one check: no cause comes later, so what waits for one is triaged now
+            events = await asyncio.to_thread(self.apply, list(observations), release_all=True)
             if heal:
                 await self.agent.resume()
                 await self.agent.poll_commands()

@@ -106,6 +106,13 @@ class TriageSettings(Section):
         "only if that incident began at most this long before it (its symptoms); an older one "
         "is another fault, and the death opens its own incident",
     )
+    symptom_wait: Duration = Field(
+        default=5.0,
+        ge=0,
+        description="a symptom of a service that depends on another watched one (nginx's "
+        "upstream error) waits this long before it opens an incident, so its cause's signal "
+        "(the app's restart) opens first and the symptom joins it (0: never wait)",
+    )
 
 
 class MemorySettings(Section):

@@ -17,8 +17,9 @@ other signal of that monitor (a monitor's distinct findings, two exceptions in o
 deployment failure and its build log's error, keep their own incidents as before); once another
 monitor's signal has joined it, they join too.
 The root is the dependency's incident when there is one (the database's, for the API's
-signal), else the first one opened. A dependency whose own signal comes only *after* a
-dependant's incident opened joins that incident too (the first one stays the root: its
+signal), else the first one opened. A dependant's symptom waits ``triage.symptom_wait`` for its
+cause first (``guard.triage.waiting``); a dependency whose own signal comes only *after* a
+dependant's incident opened all the same joins that incident too (the first one stays the root: its
 question may already be asked and its remedy running); ``guard incidents split`` gives it its
 own incident if that was wrong, and the pair is never joined again (``CorrelationSplit``).
 

@@ -47,6 +47,8 @@ from guard.triage import counting, quiet, redelivery, storm
 from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
 from guard.triage.holds import Holds
+from guard.triage.waiting import KEY as WAITING_KEY
+from guard.triage.waiting import Waiting
 
 QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
@@ -83,6 +85,7 @@ class Triage:
             settings.correlate_window, cause_lead=settings.cause_lead
         )
         self.holds = Holds(self.correlation.service)  # Guard's own remedies' expected effects
+        self.waiting = Waiting(settings.symptom_wait)  # dependants' symptoms, before they open
         self._storms = storm.StormBatch(settings.max_new_incidents, settings.storm_window)
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
@@ -95,8 +98,11 @@ class Triage:
         default = TriagePolicy(auto_resolve=self.settings.auto_resolve)
         return self.policies.get(monitor_id) or default
 
-    def process(self, observations: Sequence[Observation]) -> list[IncidentEvent]:
-        """Apply a batch of observations; return what happened to incidents."""
+    def process(
+        self, observations: Sequence[Observation], *, release_all: bool = False
+    ) -> list[IncidentEvent]:
+        """Apply a batch of observations, then the waiting symptoms now due (all of them with
+        ``release_all``: a single check, ``run_once``); return what happened to incidents."""
         events: list[IncidentEvent] = []
         targets = [s.target for o in observations for s in o.signals] if spans.enabled() else []
         for target in targets:
@@ -111,6 +117,7 @@ class Triage:
             with self.db.session() as session:
                 states: dict[str, dict[str, Any]] = {}  # written together, at the batch's end
                 self._prefetch(session, observations)
+                self.waiting.load(session)
                 for obs in observations:
                     for sig in obs.signals:
                         reached("triage.signal_stored")
@@ -120,6 +127,10 @@ class Triage:
                             self._failed(session, sig, events)
                     if obs.monitor_id and obs.state:
                         states[f"monitor:{obs.monitor_id}"] = obs.state
+                for sig in self.waiting.due(everything=release_all):  # after the batch's causes
+                    self._failed(session, sig, events, released=True)
+                if self.waiting.changed:
+                    states[WAITING_KEY] = self.waiting.state()
                 for key, value in self._checks.items():
                     if self._written.get(key) != value:
                         states[key] = value
@@ -137,6 +148,7 @@ class Triage:
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
             self.templates.reset()  # it may hold templates the rollback just took back
+            self.waiting.forget()
             self._written.clear()
             self._quiet.clear()
             raise
@@ -144,6 +156,7 @@ class Triage:
             self._written.clear()  # these are caches, re-read from the store when needed
             self._quiet.clear()
         self._written.update(self._checks)
+        self.waiting.changed = False
         for target in targets:
             spans.mark("incident.stored", target)
         return events
@@ -196,11 +209,23 @@ class Triage:
 
     # -- failing checks -------------------------------------------------------------------------
 
-    def _failed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+    def _failed(
+        self,
+        session: Session,
+        sig: Signal,
+        events: list[IncidentEvent],
+        *,
+        released: bool = False,
+    ) -> None:
+        """``released``: a symptom that waited (``triage.waiting``), counted when it came."""
         if self.holds.expected(session, sig):  # Guard's own remedy caused it: noted, no more
             return
         self._quiet.pop(sig.check_key, None)
         policy = self.policy(sig.monitor_id)
+        if released:
+            failures = int(self._check(session, f"check:{sig.check_key}").get("failures", 0))
+            self._land(session, sig, max(failures, policy.for_count), policy, events, True)
+            return
         check = self._check(session, f"check:{sig.check_key}")
         failures = int(check.get("failures", 0)) + sig.count
         was = check.get("seen")  # when its check last fired: is an incident still firing?
@@ -213,6 +238,18 @@ class Triage:
         }
         if failures < policy.for_count:
             return
+        self._land(session, sig, failures, policy, events, False)
+
+    def _land(
+        self,
+        session: Session,
+        sig: Signal,
+        failures: int,
+        policy: TriagePolicy,
+        events: list[IncidentEvent],
+        released: bool,
+    ) -> None:
+        """Count, join, reopen or open: where a firing signal past its ``for: N`` goes."""
         fp, template_id, new = self.identify(session, sig)
         recent = None
         if not new:
@@ -235,6 +272,8 @@ class Triage:
                 return  # a late retry of what it counted before resolving
         # correlation before reopening: a live fault of its service takes it first
         root = self.correlation.root(session, sig, fp, self._seen(session))
+        if root is None and not released and self._waits(sig):
+            return  # a dependant's symptom: its cause may be a moment behind (``waiting``)
         if root is None and recent is not None:
             self._reopen(session, recent, sig, events)
             return
@@ -248,6 +287,10 @@ class Triage:
             self.correlation.join(session, root, sig, fp, events, template_id)
             return
         self._open(session, sig, fp, failures, policy, events, template_id)
+
+    def _waits(self, sig: Signal) -> bool:
+        """Whether ``sig`` is held for ``triage.symptom_wait`` (and is now)."""
+        return self.waiting.waits(sig, self.correlation.services) and self.waiting.hold(sig)
 
     def _seen(self, session: Session) -> Callable[[str], str | None]:
         """When a check last fired (ISO time; None if not since this was recorded)."""

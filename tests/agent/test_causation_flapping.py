@@ -55,3 +55,44 @@ def test_a_fault_gone_longer_than_it_could_pause_does_not_hold(home: GuardHome) 
     assert not holds
     holds, _ = before(home, "container_exited", 3.0)
     assert holds
+
+
+class CountingLook(PassingLook):
+    """A passing verifier that counts its looks and how long they were told to be quiet."""
+
+    def __init__(self, passes: bool = True) -> None:
+        super().__init__()
+        self.passes = passes
+        self.looks: list[float] = []
+
+    async def once(self, incident: Any, quiet: float = 0.0) -> tuple[bool, str]:
+        self.looks.append(quiet)
+        return self.passes, f"container {incident.target} is {'running' if self.passes else 'gone'}"
+
+
+def after(
+    home: GuardHome, verdict: str, settle: float, passes: bool = True
+) -> tuple[Any, float, list[float]]:
+    db = home.database()
+    with db.session() as session:
+        inc = stored_incident(session, source="docker", kind="container_restarting", target="api")
+        session.expunge(inc)
+    look = CountingLook(passes)
+    causation = Causation(db, cast(Any, look), settle=settle)
+    loop = asyncio.new_event_loop()
+    try:
+        began = loop.time()
+        evidence = loop.run_until_complete(causation.after(cast(Incident, inc), verdict))
+        return evidence, loop.time() - began, look.looks
+    finally:
+        loop.close()
+
+
+def test_a_pass_verification_held_through_settle_is_not_waited_for_twice(home: GuardHome) -> None:
+    evidence, took, looks = after(home, "container api is running; stayed up 60s", 60)
+    assert not evidence.holds and "held it through agent.settle" in evidence.reason
+    assert took < 60 and looks == [0.0]  # one look now, not a second minute
+    evidence, took, _ = after(home, "container api is running", 0.3)  # counted at once: waits
+    assert not evidence.holds and took >= 0.3
+    evidence, _, _ = after(home, "container api is running; stayed up 60s", 60, passes=False)
+    assert evidence.holds and "came back as verification ended" in evidence.reason

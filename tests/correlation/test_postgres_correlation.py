@@ -19,7 +19,7 @@ from tests.pg_server import fresh_database
 def test_joins_passes_and_splits_on_postgres(postgres_url: str) -> None:
     db = open_database(fresh_database(postgres_url))
     try:
-        t = Triage(db, TriageSettings())
+        t = Triage(db, TriageSettings(symptom_wait=0))
         t.correlation.services = shop_services()
         t.process(obs(signal("db", 0), *(signal(f"api-{i}", 1 + i) for i in range(5))))
         t.process(obs(signal("api-0", 10), signal("api-0", 11, status="ok")))

@@ -23,7 +23,7 @@ from tests.correlation.helpers import obs, shop_services, signal
 
 def joined(db: Database) -> tuple[Triage, int]:
     """db's incident with api-0 and api-1 joined to it; returns the triage and its id."""
-    t = Triage(db, TriageSettings(flap_window=1))
+    t = Triage(db, TriageSettings(flap_window=1, symptom_wait=0))
     t.correlation.services = shop_services(2)
     t.process(obs(signal("db", 0), signal("api-0", 1), signal("api-1", 2)))
     with db.session() as s:
@@ -107,7 +107,7 @@ def test_guard_incidents_show_and_split_as_a_user_runs_them(home: GuardHome):
 
 def two_lines_joined(db: Database) -> tuple[Triage, int]:
     """db's incident joined by api-0's HTTP check and two different lines of api-1's log."""
-    t = Triage(db, TriageSettings(flap_window=1))
+    t = Triage(db, TriageSettings(flap_window=1, symptom_wait=0))
     t.correlation.services = shop_services(2)
     log = {"source": "logfile", "target": "/var/log/api-1.log"}
     t.process(

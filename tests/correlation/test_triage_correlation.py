@@ -28,7 +28,8 @@ def db(tmp_path: Path):
 
 
 def triage(db, services: ServiceMap, window: float = 120.0) -> Triage:
-    t = Triage(db, TriageSettings(correlate_window=window, flap_window=1))
+    """Correlation's order alone: no symptom waits for its cause (``test_waiting``)."""
+    t = Triage(db, TriageSettings(correlate_window=window, flap_window=1, symptom_wait=0))
     t.correlation.services = services
     return t
 
@@ -133,7 +134,7 @@ def test_a_related_signal_still_failing_holds_the_root_open(db):
 
 
 def test_one_monitors_distinct_findings_keep_their_incidents_until_another_monitor_joins(db):
-    t = Triage(db, TriageSettings())
+    t = Triage(db, TriageSettings(symptom_wait=0))
     t.correlation.services = ServiceMap.of({"api-log": "api", "api-http": "api"}, {})
     one = signal("api-log", 0, message="error A in module one")
     two = signal("api-log", 1, message="error B in another place entirely")
@@ -168,7 +169,7 @@ def test_a_batch_that_fails_stores_no_join(db):
 
 
 def test_joins_count_toward_the_storm_breakers_cap_and_a_storm_keeps_its_service(db):
-    t = Triage(db, TriageSettings(max_new_incidents=3, storm_window=600))
+    t = Triage(db, TriageSettings(max_new_incidents=3, storm_window=600, symptom_wait=0))
     t.correlation.services = ServiceMap.of({"api": "api", "api-log": "api"}, {})
     assert [e.type for e in t.process(obs(signal("api", 0)))] == ["opened"]
     lines = [signal("api-log", i, message=f"error {'x' * i} in module {i}") for i in range(6)]
@@ -281,7 +282,7 @@ def test_correlation_is_decided_before_reopening(db):
     """nginx 502 with its upstream down: the proxy's 502 incident resolved a minute ago; its
     502 now joins the live upstream incident rather than reopening the old one."""
     services = ServiceMap.of({"nginx-log": "nginx", "app-container": "app"}, {"nginx": ["app"]})
-    t = Triage(db, TriageSettings(flap_window=600))
+    t = Triage(db, TriageSettings(flap_window=600, symptom_wait=0))
     t.correlation.services = services
     bad: dict[str, Any] = {"kind": "bad_gateway", "details": {"rule": "502"}}
     t.process(obs(signal("nginx-log", 0, **bad)))

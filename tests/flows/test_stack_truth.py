@@ -52,14 +52,8 @@ PENDING: dict[str, str] = {}  # scenario -> the part of issue 40 it waits for (s
 # fail until then); all of them have landed
 
 
-RACY = {  # scenario -> a race in the product it sometimes loses: printed, not enforced
-    "crash loop learned and repeated": "(1) the human's fix is not learned when the check "
-    "run just before it catches the looping container in one of its moments of 'running' "
-    "('the fault was not present before it'); (2) when the repeat's nginx upstream line "
-    "reaches triage before the app's restart, it opens a web incident that the app's "
-    "container_restarting joins (correlation comes before reopening): the learned skill is "
-    "no candidate, Guard asks, and the loop goes on",
-}
+RACY: dict[str, str] = {}  # scenario -> a race in the product it sometimes loses: printed, not
+# enforced; none is left (the symptom-first race: ``triage.symptom_wait``, ``tests/correlation``)
 
 
 CORRELATE = 10.0  # triage.correlate_window: the scenarios' faults come more than this apart

@@ -159,10 +159,10 @@ async def test_2xx_only_once_stored_503_while_the_store_refuses(home: GuardHome)
         process = hook.guard.triage.process
         refusing = [True]
 
-        def flaky(observations: Any) -> Any:
+        def flaky(observations: Any, **kw: Any) -> Any:
             if refusing[0]:
                 raise OperationalError("INSERT", {}, Exception("database is locked"))
-            return process(observations)
+            return process(observations, **kw)
 
         hook.guard.triage.process = flaky  # type: ignore[method-assign]
         payload = am_payload(am_alert("InstanceDown", "api"), am_alert("DiskFull", "api"))
