@@ -1,7 +1,8 @@
 """The crash matrix: SIGKILL a real ``guard run`` at each crash point, restart it, check.
 
 Each case is a scenario (real incidents against real local services) and a crash point from
-``guard.crashpoints``: Guard runs with ``GUARD_CRASH_AT=<point>[:<n>]`` and kills itself with
+``guard.harness.crashpoints``: Guard runs with ``GUARD_CRASH_AT=<point>[:<n>]`` and kills
+itself with
 SIGKILL the n-th time it reaches the point (deterministic: no sleeping, no racing). The harness
 then starts Guard again without the hook, lets the scenario finish, stops Guard and checks:
 

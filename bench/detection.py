@@ -5,7 +5,7 @@ floor any events-driven watcher stands on), Guard's events stream (the default),
 during a log storm (a container in the selection printing 5,000 ``ERROR`` lines a second that
 the monitor's log rule counts), and polling alone (``events: false``, ``every: 2s``). Guard
 runs a real ``Guard.run()`` on the local engine with the offline busybox image; the clock stops
-in an incident event hook, i.e. once the incident is committed. ``guard.spans`` says where
+in an incident event hook, i.e. once the incident is committed. ``guard.harness.spans`` says where
 Guard's time goes (die received, queued, triage batch taken, stored).
 Run alone: ``python -m bench.detection [--kills N]``.
 """
@@ -32,11 +32,11 @@ import docker
 
 from bench.common import machine, percentiles, quiet, sleepers
 from bench.spans import steps
-from guard import spans
 from guard.app import Guard
 from guard.config import Settings
+from guard.domain.records import IncidentEvent
+from guard.harness import spans
 from guard.playbooks.models import Playbook
-from guard.records import IncidentEvent
 from tests.images import ensure_busybox_image
 
 STORM = 5000  # lines a second while the storm runs

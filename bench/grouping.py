@@ -47,7 +47,7 @@ import yaml
 
 from bench.common import REPO, machine
 from bench.grouping_samples import samples
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 from guard.grouping.rules import learn_headers, rule_groupers
 from guard.grouping.templates import TemplateBook
 from guard.store.db import open_database

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import machine
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 from guard.monitors.logblocks import CHUNK
 from guard.monitors.logfile import LogfileMonitor
 from guard.monitors.matcher import Engine, LineMatcher

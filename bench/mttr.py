@@ -6,7 +6,8 @@ moment the container is killed (the fastest a human or a script with perfect kno
 do, with no detection or verification), both as a phase of its own after Guard's and one
 right after each of Guard's kills (``alongside``: the same moment of a shared machine). One
 container per kill, so the skill's rate limit (3 runs per target per hour) does not apply.
-``guard.spans`` says where Guard's time goes, step by step (``spans_ms``); Guard's clock stops
+``guard.harness.spans`` says where Guard's time goes, step by step (``spans_ms``); Guard's
+clock stops
 at its ``resolved`` mark (the resolved state committed), not when the bench's poll sees it.
 Run alone: ``python -m bench.mttr [--kills N]``.
 """
@@ -29,9 +30,9 @@ from sqlmodel import select
 
 from bench.common import REPO, machine, percentiles, quiet, sleepers
 from bench.spans import steps
-from guard import spans
 from guard.app import Guard
 from guard.config import Settings
+from guard.harness import spans
 from guard.playbooks.models import Playbook
 from guard.store.models import Incident
 from tests.images import ensure_busybox_image

@@ -34,10 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.common import REPO, machine
-from guard.records import Signal
+from guard.domain.records import Signal
 from guard.redact import Policy, builtin_rules, redact_signal
-from guard.redact_engine import Engine
-from guard.redact_keys import KeyLines
+from guard.redact.engine import Engine
+from guard.redact.keys import KeyLines
 from tests.secret_corpus import hostile_lines, ordinary_lines, secrets
 from tests.secret_corpus_heldout import GROUPS, heldout, pieces
 from tests.secret_corpus_shapes import SUBGROUPS, shapes, verdict
@@ -276,7 +276,7 @@ def _hostile() -> dict[str, Any]:
 _AGAINST = r"""
 import json, sys, time
 from guard.redact import Policy
-from guard.redact_keys import KeyLines
+from guard.redact.keys import KeyLines
 ordinary, dirty, entries = json.load(sys.stdin)
 policy = Policy()
 def per_line(lines):

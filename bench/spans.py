@@ -1,6 +1,6 @@
-"""Where the time of one kill goes: ``guard.spans`` marks, summed up per step.
+"""Where the time of one kill goes: ``guard.harness.spans`` marks, summed up per step.
 
-``steps(marks, kills)`` takes what ``guard.spans.recording()`` recorded and, per kill (a
+``steps(marks, kills)`` takes what ``guard.harness.spans.recording()`` recorded and, per kill (a
 container name and the monotonic time it was killed), the first time each point was reached
 after the kill (for ``verify.check`` the last one before the incident resolved, and how many
 checks ran). It returns, per point, the p50/p95/max of the time since the kill and of the step
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.common import percentiles
-from guard.spans import SPANS, Mark
+from guard.harness.spans import SPANS, Mark
 
 
 def _per_kill(marks: list[Mark], name: str, t0: float) -> dict[str, float]:

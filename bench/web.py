@@ -62,8 +62,8 @@ def run_size(incidents: int, requests: int) -> dict[str, Any]:
     from guard.access.tokens import create_token
     from guard.notify.authz import gate_from_settings
     from guard.store.models import Incident
-    from guard.webui import Console, routes
-    from guard.webui.auth import StoreTokens
+    from guard.web.console import Console, routes
+    from guard.web.console.auth import StoreTokens
 
     with tempfile.TemporaryDirectory(prefix="guard-bench-web-") as tmp:
         _, settings, db = store_home(Path(tmp))

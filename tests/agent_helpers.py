@@ -35,7 +35,7 @@ def new_incident(*, state: str = "open", at: datetime | None = None, **fields: A
     """An incident row, not stored: HTTP ``http_status`` on ``http://svc``, critical, "down",
     unless ``fields`` (any column) say otherwise; ``at``: when it was opened, first and last seen
     (default: now)."""
-    from guard.records import utcnow
+    from guard.domain.records import utcnow
     from guard.store.models import Incident, IncidentState
 
     when = at or utcnow()

@@ -20,7 +20,7 @@ from sqlmodel import col, select
 
 from guard.app import Guard
 from guard.store.models import Incident
-from guard.web import WebServer
+from guard.web.server import WebServer
 from tests.conftest import GuardHome
 
 TOKEN = "s3cr3t-hook-token-9f8e7d6c5b4a"

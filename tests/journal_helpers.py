@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from guard.domain.records import Observation, Signal
 from guard.monitors import build_monitor
 from guard.monitors.journald import JournaldMonitor
 from guard.playbooks.models import JournaldMonitorSpec
-from guard.records import Observation, Signal
 
 BOOT = "0123456789abcdef0123456789abcdef"
 REMOTE_PATHS = ("/lib/systemd/systemd-journal-remote", "/usr/lib/systemd/systemd-journal-remote")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from guard.domain.records import Observation, Signal
 from guard.monitors.kubernetes import KubernetesMonitor
 from guard.playbooks.models import KubernetesMonitorSpec
-from guard.records import Observation, Signal
 from tests.kube_server import KubeServer
 from tests.kubernetes.test_kubernetes import kube_home
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import yaml
 
-from guard.durations import parse_duration
+from guard.domain.durations import parse_duration
 from tests.agent_helpers import free_port, wait_for
 from tests.conftest import GuardHome
 

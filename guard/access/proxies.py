@@ -5,7 +5,7 @@ Every request's client address is its TCP peer. Only a peer listed in
 signed-in user), its ``X-Forwarded-Proto`` and the last ``X-Forwarded-For`` hop (the address it
 appended, which is the one it saw). From any other peer those headers are ignored, so a
 loopback client cannot claim to be a proxy, nor rotate ``X-Forwarded-For`` for a fresh
-wrong-token budget. uvicorn's own proxy-header handling is off (``guard.web``): it trusts
+wrong-token budget. uvicorn's own proxy-header handling is off (``guard.web.server``): it trusts
 127.0.0.1 by default and would rewrite the peer from the client's own headers first.
 """
 

@@ -20,8 +20,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from guard.access.roles import Role
-from guard.exceptions import GuardError
-from guard.records import utcnow
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import AccessToken

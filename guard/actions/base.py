@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from guard.config import Settings
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 
 
 class ActionError(GuardError):

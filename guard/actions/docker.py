@@ -10,8 +10,8 @@ from typing import Any
 from docker.errors import DockerException, NotFound
 
 from guard.actions.base import ActionContext, ActionError, ActionResult
-from guard.docker_client import Timeouts, docker_client
-from guard.textsafe import line_tail
+from guard.util.docker_client import Timeouts, docker_client
+from guard.util.textsafe import line_tail
 
 
 def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:

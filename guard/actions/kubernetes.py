@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from guard.actions.base import ActionContext, ActionError, ActionResult
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import JSON_PATCH, STRATEGIC_MERGE, KubeClient
 from guard.k8s.evidence import log_text
 

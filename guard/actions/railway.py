@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.actions.base import ActionContext, ActionError, ActionResult
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.railway.client import RailwayClient
 from guard.railway.models import DeploymentStatus, Target
 from guard.railway.targets import resolve_target

@@ -2,7 +2,7 @@
 
 The options shown are kept on the incident (``details.options``), so a bare approval
 (``guard approve N``, a channel's approve button) runs the first option the human saw. A model's
-proposal is offered only if a human can read it whole (``guard.commandtext.oddities``); its
+proposal is offered only if a human can read it whole (``guard.util.commandtext.oddities``); its
 option carries the exact command and its digest, and its approval is bound to that digest.
 """
 
@@ -18,17 +18,17 @@ from sqlmodel import col, select
 
 from guard.agent import policy
 from guard.agent.tools import Proposal
-from guard.commandtext import approval_key, digest, oddities
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.notify import related
 from guard.notify.base import HumanRequest, Notifier, SkillOption, joined
-from guard.records import utcnow
 from guard.skills.library import Candidate
 from guard.store.db import Database
 from guard.store.models import Approval, IncidentState
 from guard.store.state import put_state
+from guard.util.commandtext import approval_key, digest, oddities
 
 
 class Asker:

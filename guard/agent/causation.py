@@ -27,8 +27,8 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from guard.agent.verify import Verifier, held_for, is_log_rule
-from guard.durations import format_duration
-from guard.records import utcnow
+from guard.domain.durations import format_duration
+from guard.domain.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Incident
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from loguru import logger
 
-from guard import spans
-from guard.crashpoints import reached
+from guard.harness import spans
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.memory import IncidentMemory
 from guard.notify.base import IncidentUpdate, Notifier

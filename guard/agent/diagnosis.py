@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import asyncio
 
-from guard import spans
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
 from guard.agent.templating import describe, incident_context
-from guard.crashpoints import reached
+from guard.harness import spans
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.k8s.evidence import previous_block
 from guard.monitors import monitor_kind

@@ -21,19 +21,19 @@ from guard.agent.asking import Asker
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.agent.tools import Proposal
-from guard.commandtext import digest, oddities, short
 from guard.config import Settings
-from guard.crashpoints import reached
-from guard.durations import format_duration
+from guard.domain.durations import format_duration
+from guard.harness.crashpoints import reached
 from guard.incidents.commands import finish_command
 from guard.incidents.lifecycle import ANSWERABLE, Lifecycle
-from guard.metrics import record_remediation
 from guard.skills.library import Candidate, SkillLibrary
 from guard.skills.model import Step
 from guard.skills.writer import fix_script, literal_template
 from guard.store import mutes
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState
+from guard.telemetry.metrics import record_remediation
+from guard.util.commandtext import digest, oddities, short
 
 S = IncidentState
 Done, Failed = CommandStatus.done, CommandStatus.failed

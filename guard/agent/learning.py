@@ -21,7 +21,7 @@ from guard.actions import ActionRegistry
 from guard.agent.causation import Causation
 from guard.agent.closing import Closer
 from guard.agent.steps import StepRunner
-from guard.crashpoints import reached
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned

@@ -14,7 +14,7 @@ from datetime import timedelta
 from sqlmodel import Session, col, select
 
 from guard.agent.policy import SkillHistory
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.skills.library import Candidate
 from guard.skills.model import Limits
 from guard.store.models import RemediationRun, RunStatus, SkillBlock

@@ -50,14 +50,14 @@ from guard.agent.steps import StepRunner
 from guard.agent.verify import Verifier
 from guard.agent.workers import IncidentWorkers
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.domain.records import IncidentEvent
+from guard.harness.crashpoints import reached
 from guard.incidents.commands import beat, take_queued
 from guard.incidents.lifecycle import ENDED, Lifecycle
 from guard.memory import IncidentMemory, open_memory
 from guard.notify.base import Notifier
 from guard.notify.console import ConsoleNotifier
 from guard.playbooks.models import MonitorSpec, Playbook
-from guard.records import IncidentEvent
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxPool
 from guard.sandbox.pool import WarmSandboxPool

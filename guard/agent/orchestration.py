@@ -8,7 +8,6 @@ import asyncio
 
 from loguru import logger
 
-from guard import spans
 from guard.actions import ActionRegistry
 from guard.agent import limits, policy
 from guard.agent.asking import Asker
@@ -20,12 +19,12 @@ from guard.agent.steps import StepRunner
 from guard.agent.tools import Toolbox
 from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
-from guard.exceptions import InvalidTransition, NotLeader
+from guard.domain.exceptions import InvalidTransition, NotLeader
+from guard.harness import spans
 from guard.incidents import silences
 from guard.incidents.lifecycle import ENDED, WORKABLE, Lifecycle
 from guard.llm import ModelProvider, build_provider
 from guard.memory import IncidentMemory
-from guard.metrics import record_remediation
 from guard.playbooks.models import Playbook
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants
@@ -33,6 +32,7 @@ from guard.skills.library import Candidate, SkillLibrary
 from guard.store import mutes
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState
+from guard.telemetry.metrics import record_remediation
 
 S = IncidentState
 

@@ -7,8 +7,8 @@ import asyncio
 
 from loguru import logger
 
-from guard import spans
 from guard.agent import policy
+from guard.harness import spans
 from guard.memory import IncidentMemory
 from guard.memory.semantic import summary
 from guard.skills.library import Candidate, SkillLibrary

@@ -18,9 +18,9 @@ from sqlmodel import col, select
 from guard import cluster
 from guard.agent.orchestration import Orchestration
 from guard.agent.workers import IncidentWorkers
+from guard.domain.records import utcnow
 from guard.incidents.commands import reset_interrupted
 from guard.incidents.lifecycle import WORKABLE, unattended
-from guard.records import utcnow
 from guard.sandbox.base import SandboxPool
 from guard.store import holds
 from guard.store.correlation import RelatedSignal

@@ -18,11 +18,10 @@ from guard.agent.learning import Learner, Settled
 from guard.agent.steps import StepRunner
 from guard.agent.trajectories import TrajectoryLog
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
-from guard.metrics import record_remediation
 from guard.playbooks.models import Playbook
-from guard.records import utcnow
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import Skill, SkillLibrary
 from guard.skills.model import Step
@@ -35,6 +34,7 @@ from guard.store.models import (
     RunOrigin,
     RunStatus,
 )
+from guard.telemetry.metrics import record_remediation
 
 S = IncidentState
 

@@ -15,16 +15,16 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
-from guard import cluster, spans
+from guard import cluster
 from guard.actions import ActionContext, ActionError, ActionRegistry
 from guard.agent.templating import describe, incident_context, render, render_args
 from guard.agent.verify import Verifier
 from guard.config import Settings
-from guard.crashpoints import reached
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
+from guard.harness import spans
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import record
-from guard.metrics import observe_sandbox_exec
-from guard.records import utcnow
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants, SandboxPool
 from guard.skills.library import Skill
@@ -32,7 +32,8 @@ from guard.skills.model import Step, VerifySpec
 from guard.store import audit, holds
 from guard.store.db import Database
 from guard.store.models import AgentStep, Incident, RemediationRun, StepStatus
-from guard.textsafe import line_tail
+from guard.telemetry.metrics import observe_sandbox_exec
+from guard.util.textsafe import line_tail
 
 REPEATABLE = frozenset({"wait", "verify"})
 KEEP = 4000  # characters of output kept per stream in the step record

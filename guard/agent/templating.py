@@ -19,8 +19,8 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
 from guard.actions.base import ActionError
-from guard.shellquote import quote_states
 from guard.skills.model import Step
+from guard.util.shellquote import quote_states
 
 _EXPR = re.compile(r"\{\{(-?)(.*?)(-?)\}\}", re.DOTALL)
 _RAW = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)

@@ -32,13 +32,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from guard import spans
 from guard.agent.verify_source import SOURCE_VERIFIERS
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.domain.records import Signal
+from guard.harness import spans
+from guard.harness.crashpoints import reached
 from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
 from guard.playbooks.models import MonitorSpec
-from guard.records import Signal
 from guard.skills.model import VerifySpec
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database

@@ -22,8 +22,8 @@ from typing import Any, Protocol, get_args
 
 import httpx
 
-from guard.crashpoints import reached
-from guard.intake_config import IntakeSource, IntakeType
+from guard.config.intake import IntakeSource, IntakeType
+from guard.harness.crashpoints import reached
 from guard.redact import PLACEHOLDER
 from guard.skills.model import VerifySpec
 from guard.store.db import Database

@@ -1,6 +1,6 @@
 """The Guard: one appliance's monitors, store, triage and agent, started and stopped together.
 
-Monitors (``monitoring``) hand ``Observation``s to the triage intake (``guard.intake``: one
+Monitors (``monitoring``) hand ``Observation``s to the triage intake (``guard.triage.queue``: one
 bounded queue, one consumer applying them to the store in batches, through ``Guard.apply``).
 """
 
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from guard import cluster, metrics
+from guard import cluster
+from guard.app.checks import CheckScheduler
 from guard.app.monitoring import MonitorRunner
 from guard.app.reload import PlaybookReloader
 from guard.app.selfhealth import (
@@ -24,22 +25,22 @@ from guard.app.selfhealth import (
     skill_invalid_signals,
     start_scheduler,
 )
+from guard.app.stalls import StallWatch
 from guard.app.wiring import build_agent, page_worker, triage_policies
-from guard.checks import CheckScheduler
 from guard.config import Settings
-from guard.intake import Intake
+from guard.domain.records import IncidentEvent, Observation
 from guard.monitors import Monitor, build_monitor
 from guard.playbooks.models import Playbook
 from guard.playbooks.services import service_map
 from guard.playbooks.watch import PlaybooksDiff, active_specs, diff_playbooks
-from guard.records import IncidentEvent, Observation
 from guard.redact import configure as configure_redaction
 from guard.redact import redact_signal
-from guard.stalls import StallWatch
 from guard.store import audit
 from guard.store.db import Database, open_database
+from guard.telemetry import metrics
 from guard.triage import Triage
-from guard.web import WebServer
+from guard.triage.queue import Intake
+from guard.web.server import WebServer
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent

@@ -16,11 +16,11 @@ from typing import Any
 
 from loguru import logger
 
+from guard.app.checks import CheckScheduler
 from guard.app.selfhealth import Put, monitor_error_signal, monitor_ok_signal
-from guard.checks import CheckScheduler
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
+from guard.domain.records import Observation
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor
-from guard.records import Observation
 from guard.store.db import Database
 from guard.store.state import get_state, get_states, put_state
 

@@ -14,10 +14,10 @@ from typing import Any
 from loguru import logger
 
 from guard.app.selfhealth import Put
+from guard.domain.records import Observation
 from guard.playbooks.loader import check_playbooks
 from guard.playbooks.models import Playbook
 from guard.playbooks.watch import PlaybooksDiff, PlaybookWatch, invalid_signal, valid_signal
-from guard.records import Observation
 
 Apply = Callable[[list[Playbook]], Awaitable[PlaybooksDiff]]
 Audit = Callable[[str, dict[str, Any]], None]

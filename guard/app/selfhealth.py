@@ -15,9 +15,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
 from guard.config import Settings
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
+from guard.domain.records import Observation, Severity, Signal
 from guard.monitors import Monitor
-from guard.records import Observation, Severity, Signal
 from guard.store import audit
 from guard.store.db import Database
 

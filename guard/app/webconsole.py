@@ -1,5 +1,5 @@
 """The web console's wiring: the gate built from the settings, the store's tokens, the
-trusted proxies (``access:``), handed to ``guard.webui`` (which reads no settings of its own);
+trusted proxies (``access:``), handed to ``guard.web.console`` (which reads no settings of its own);
 and MCP at ``/mcp`` (``guard.mcp.http``) over the running Guard's agent."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from guard.access.proxies import Proxies
 from guard.notify.authz import gate_from_settings
-from guard.runtime import Runtime
-from guard.webui import Console, routes
-from guard.webui.auth import StoreTokens
+from guard.ports.running import Runtime
+from guard.web.console import Console, routes
+from guard.web.console.auth import StoreTokens
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

@@ -13,7 +13,7 @@ import getpass
 import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents.authz import Actor, NotAuthorised
 from guard.notify.authz import gate_from_settings
 from guard.notify.escalation import acknowledge

@@ -6,8 +6,8 @@ from __future__ import annotations
 import typer
 
 from guard.cli.common import ConfigOption, database, err, fail, out, settings_from
-from guard.exceptions import AuditChainBroken
-from guard.records import utcnow
+from guard.domain.exceptions import AuditChainBroken
+from guard.domain.records import utcnow
 from guard.store import audit as chain
 from guard.store.db import Database
 from guard.store.state import put_state

@@ -17,10 +17,10 @@ from rich.text import Text
 from guard.cli.console import RedactingConsole as RedactingConsole
 from guard.cli.console import err as err
 from guard.cli.console import out as out
-from guard.exceptions import ConfigError, GuardError
+from guard.domain.exceptions import ConfigError, GuardError
 from guard.redact import configure as configure_redaction
 from guard.redact import redact
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
@@ -60,8 +60,8 @@ def config_failed(exc: ConfigError) -> NoReturn:
 def settings_from(config: str | None, *, logging: bool = True) -> Settings:
     """Load settings or exit 2 naming every problem; also sets up logging."""
     from guard.config import load_settings
-    from guard.logsetup import setup_logging
     from guard.store import audit
+    from guard.telemetry.logsetup import setup_logging
 
     try:
         settings = load_settings(config)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from guard.cli.common import ConfigOption, config_failed, out, settings_from
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.playbooks import load_playbooks, playbook_json_schema
 from guard.skills.library import load_library
 
@@ -29,7 +29,7 @@ def check_config(config: str | None = ConfigOption) -> None:
             f"{p} (skill {name} is quarantined: `guard run` skips it until fixed)" for p in found
         ]
     if settings.skills.git_remote:
-        from guard.exceptions import SkillsRemoteError
+        from guard.domain.exceptions import SkillsRemoteError
         from guard.skills.remote import SkillsRemote
 
         try:
@@ -44,7 +44,7 @@ def check_config(config: str | None = ConfigOption) -> None:
             problems.append(problem)
     if problems:
         config_failed(ConfigError(problems))
-    from guard.intake_config import replay_warnings
+    from guard.config.intake import replay_warnings
     from guard.railway.budget import railway_budget_warnings
     from guard.redact import allow_warnings
 

@@ -8,14 +8,14 @@ import json
 import typer
 
 from guard.cli.common import err, fail, out
-from guard.logsetup import setup_logging
+from guard.telemetry.logsetup import setup_logging
 
 
 def demo(as_json: bool = typer.Option(False, "--json", help="Print the timings as JSON.")) -> None:
     """Start a victim container, break it twice, and watch Guard learn the fix and heal it."""
     from docker.errors import DockerException
 
-    from guard.demo import IMAGE, Demo
+    from guard.app.demo import IMAGE, Demo
 
     setup_logging("WARNING")
     try:

@@ -25,7 +25,7 @@ from guard.cli.common import (
 from guard.config import Settings
 from guard.incidents.lifecycle import ANSWERABLE
 from guard.store.db import Database
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 
 async def _investigate(settings: Settings, db: Database, incident_id: int) -> dict[str, Any]:

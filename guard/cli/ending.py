@@ -16,7 +16,7 @@ import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.cli.human import WaitOption, answer, cli_actor
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents import silences
 from guard.incidents.authz import NotAuthorised
 from guard.notify.authz import gate_from_settings

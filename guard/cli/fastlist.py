@@ -16,7 +16,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from guard.records import IncidentState
+from guard.domain.records import IncidentState
 
 STATES = frozenset(s.value for s in IncidentState)
 _OPTIONS = {

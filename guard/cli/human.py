@@ -26,7 +26,6 @@ from guard.cli.common import (
     settings_from,
     standalone_agent,
 )
-from guard.commandtext import approval_key, digest, oddities, short
 from guard.config import Settings
 from guard.incidents.authz import Actor, NotAuthorised
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
@@ -34,7 +33,8 @@ from guard.notify.authz import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
 from guard.store.state import get_state
-from guard.textsafe import printable
+from guard.util.commandtext import approval_key, digest, oddities, short
+from guard.util.textsafe import printable
 
 WaitOption = typer.Option(600.0, "--wait", help="Seconds to wait for the outcome.")
 

@@ -30,9 +30,9 @@ from guard.cli.incidents_view import (
     proposal_of,
     template_ids,
 )
-from guard.commandtext import digest, short
-from guard.records import IncidentState
-from guard.textsafe import printable
+from guard.domain.records import IncidentState
+from guard.util.commandtext import digest, short
+from guard.util.textsafe import printable
 
 if TYPE_CHECKING:
     from sqlmodel import Session

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 
 def print_related(related: list[dict[str, Any]]) -> None:

@@ -18,7 +18,7 @@ from rich.text import Text
 from guard.cli import plaintable
 from guard.cli.console import out
 from guard.redact import redact
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 if TYPE_CHECKING:
     from guard.store.fastread import IncidentRow

@@ -11,7 +11,7 @@ from rich.text import Text
 from guard.cli.common import ConfigOption, database, echo, out, settings_from
 from guard.memory.semantic import SemanticMemory
 from guard.store.models import Incident
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 app = typer.Typer(help="Guard's memory of past incidents.", no_args_is_help=True)
 

@@ -12,7 +12,7 @@ from datetime import date
 import typer
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.reports import daily
 from guard.reports.chart import incidents_per_hour
 

@@ -9,7 +9,7 @@ from loguru import logger
 
 from guard.app import Guard
 from guard.cli.common import ConfigOption, config_failed, database, out, settings_from
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.playbooks import load_playbooks
 
 DEPOSED = 3  # exit status of a leader that lost its lease

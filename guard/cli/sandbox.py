@@ -25,10 +25,10 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from guard.config import Settings, load_settings
-from guard.docker_client import Timeouts
-from guard.exceptions import ConfigError, GuardError
+from guard.domain.exceptions import ConfigError, GuardError
 from guard.redact import Redactor
-from guard.validation import format_validation_error
+from guard.util.docker_client import Timeouts
+from guard.util.validation import format_validation_error
 
 app = typer.Typer(
     help="Build sandbox images and run commands in the hardened sandbox.", no_args_is_help=True

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from guard.cli.common import ConfigOption, err, fail, guarded, out, settings_from
 from guard.skills.library import Skill, load_library
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 app = typer.Typer(help="List and inspect skills (built-in and learned).", no_args_is_help=True)
 

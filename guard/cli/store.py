@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from guard.cli.common import ConfigOption, database, echo, fail, out, settings_from
-from guard.durations import format_duration
+from guard.domain.durations import format_duration
 from guard.store import audit
 from guard.store import retention as store_retention
 

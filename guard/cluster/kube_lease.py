@@ -30,7 +30,7 @@ from sqlmodel import Session
 
 from guard.cluster.lease import EPOCH, SqlLease, Term
 from guard.config import Settings
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import KubeClient, pod_namespace
 from guard.store.db import Database
 

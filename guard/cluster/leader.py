@@ -33,11 +33,11 @@ from sqlalchemy import delete
 from sqlmodel import Session, col
 
 from guard.cluster.lease import Lease, SqlLease, Term
-from guard.exceptions import NotLeader
-from guard.metrics import REGISTRY
-from guard.records import utcnow
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import utcnow
 from guard.store.cluster import ClusterAction, ClusterReplica
 from guard.store.db import Database
+from guard.telemetry.metrics import REGISTRY
 
 SOLO_BEAT = 5.0
 LEADER = Gauge(

@@ -26,8 +26,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session, col
 
-from guard.exceptions import NotLeader
-from guard.records import utcnow
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import utcnow
 from guard.store.cluster import ClusterLease
 from guard.store.db import Database
 

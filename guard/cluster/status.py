@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.cluster import ClusterLease, ClusterReplica
 from guard.store.db import Database
 

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from guard.config.validators import INSECURE_HELP, Section, refuse_cleartext
-from guard.durations import Duration
+from guard.domain.durations import Duration
 
 
 class TelegramSettings(Section):

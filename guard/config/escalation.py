@@ -18,7 +18,7 @@ from pydantic import (
 
 from guard.config.paging import NotifiersSettings
 from guard.config.validators import Section
-from guard.durations import Duration
+from guard.domain.durations import Duration
 
 _TARGET = re.compile(r"[a-z][a-z0-9_-]*:[A-Za-z0-9][A-Za-z0-9._-]*")
 _CLOCK = re.compile(r"([01]?\d|2[0-3]):([0-5]\d)")

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from guard.config.settings import Settings, yaml_path
 from guard.config.sources import config_path
-from guard.exceptions import ConfigError
-from guard.validation import format_validation_error
+from guard.domain.exceptions import ConfigError
+from guard.util.validation import format_validation_error
 
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:

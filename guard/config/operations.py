@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from guard.config.validators import Section
-from guard.durations import Duration
+from guard.domain.durations import Duration
 
 
 class SandboxSettings(Section):

@@ -21,7 +21,7 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from guard.config.validators import INSECURE_HELP, Section, refuse_cleartext
-from guard.durations import Duration
+from guard.domain.durations import Duration
 
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 SEVERITIES = ("info", "warning", "error", "critical")

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from guard.config.validators import Section, valid_regex
-from guard.durations import Duration
+from guard.domain.durations import Duration
 
 
 class ExtraPatternSettings(Section):

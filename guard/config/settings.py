@@ -22,6 +22,7 @@ from guard.config.connections import (
 )
 from guard.config.credentials import basic_credentials
 from guard.config.escalation import Escalation, EscalationSettings, QuietHours
+from guard.config.intake import IntakeSource, check_sources
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -41,8 +42,7 @@ from guard.config.sources import (
     default_http_port,
     shipped_skills,
 )
-from guard.durations import Duration
-from guard.intake_config import IntakeSource, check_sources
+from guard.domain.durations import Duration
 
 # the YAML file ``load_settings`` is reading, for ``settings_customise_sources``
 yaml_path: ContextVar[Path | None] = ContextVar("guard_yaml_path", default=None)

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo
 
-from guard.plainhttp import cleartext_host
+from guard.util.plainhttp import cleartext_host
 
 
 class Section(BaseModel):

@@ -30,7 +30,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 
 SAMPLE = 200  # lines a header is learned from
 KEPT = 4  # learned headers tried on a line (a source may hold lines of a few writers)

@@ -22,10 +22,10 @@ from typing import Any
 
 import re2
 
-from guard.fingerprint import mask, mask_many
+from guard.domain.fingerprint import mask, mask_many
+from guard.domain.records import Grouping
 from guard.grouping.headers import LogFormat
 from guard.grouping.tokens import template_tokens
-from guard.records import Grouping
 from guard.redact import redact
 
 GroupBy = str | list[str]

@@ -12,8 +12,8 @@ from __future__ import annotations
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from guard.domain.records import utcnow
 from guard.grouping.drain import TemplateMiner
-from guard.records import utcnow
 from guard.store.models import LogTemplate
 
 SIMILARITY = 0.7  # measured on the labelled corpus: docs/GROUPING.md

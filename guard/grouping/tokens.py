@@ -1,7 +1,7 @@
 """Turn a line's content into the tokens a template is mined from.
 
 Masking first replaces what is plainly a value (timestamps, ids, addresses, numbers: the masks
-of ``guard.fingerprint``) plus the values that real logs glue to words or wrap in other text:
+of ``guard.domain.fingerprint``) plus the values that real logs glue to words or wrap in other text:
 ``blk_-695...``, ``x1``, ``host:port``, paths, URLs, quoted strings, ``key=value`` values. Then
 the content is split on white space. The miner learns the rest (user names, hostnames, words
 that vary) by comparing lines.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 
 _DURATION = re.compile(r"[<>~]?=?<num> ?(?:m?secs?|seconds?|ms|mins?|minutes?|hours?|hrs?|days?)\b")
 

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from guard import metrics
 from guard.access.proxies import Proxies
+from guard.domain.records import Observation
 from guard.hooks.guards import RateLimit, Refusals, authentic, given_signature
 from guard.hooks.mapping import BadPayload, Mapper
 from guard.hooks.replay import Replays
-from guard.records import Observation
-from guard.runtime import Runtime
+from guard.ports.running import Runtime
 from guard.store import audit
+from guard.telemetry import metrics
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from loguru import logger
 
-from guard.intake_config import IntakeSource, parse_rate
+from guard.config.intake import IntakeSource, parse_rate
 
 EVERY = 60.0  # seconds between log lines (and audit entries) about one source's refusals
 

@@ -21,9 +21,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from guard.config.intake import SEVERITIES, IntakeSource, compile_jmespath, compile_template
+from guard.domain.records import Grouping, Signal, utcnow
 from guard.grouping.tokens import template_tokens
-from guard.intake_config import SEVERITIES, IntakeSource, compile_jmespath, compile_template
-from guard.records import Grouping, Signal, utcnow
 
 TEXT_LIMIT = 2000  # characters of a rendered message
 NAME_LIMIT = 200  # characters of a kind or target

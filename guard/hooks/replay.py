@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from guard.intake_config import IntakeSource
+from guard.config.intake import IntakeSource
 
 KEEP = 100_000  # signatures remembered per source at most (the oldest go first)
 

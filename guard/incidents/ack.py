@@ -17,10 +17,10 @@ from datetime import datetime
 
 from sqlmodel import Session
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
 from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
-from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.escalation import IncidentAck
 from guard.store.models import Incident, IncidentState

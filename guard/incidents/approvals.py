@@ -20,8 +20,8 @@ from typing import Protocol
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
+from guard.domain.records import utcnow
 from guard.incidents.authz import Actor, Refused
-from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Approval

@@ -27,7 +27,7 @@ from typing import Protocol
 
 from sqlmodel import Session
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.store import audit
 from guard.store.models import Incident
 

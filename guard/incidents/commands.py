@@ -14,12 +14,12 @@ from datetime import datetime
 from loguru import logger
 from sqlmodel import Session, col, select
 
-from guard.crashpoints import reached
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
 from guard.memory.conversation import record_message
-from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, RemediationRun

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from guard.durations import format_duration
-from guard.intake_config import IntakeType
+from guard.config.intake import IntakeType
+from guard.domain.durations import format_duration
 from guard.store.models import Incident
 
 DEFAULT_RESOLVE_AFTER = 600.0  # seconds without a matching line before a log rule's incident ends

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from guard.exceptions import InvalidTransition
-from guard.records import utcnow
+from guard.domain.exceptions import InvalidTransition
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState, IncidentTimeline

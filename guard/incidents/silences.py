@@ -27,8 +27,9 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from guard.durations import format_duration, parse_duration
-from guard.exceptions import GuardError
+from guard.domain.durations import format_duration, parse_duration
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
 from guard.incidents.authz import (
     Actor,
     Allowed,
@@ -38,7 +39,6 @@ from guard.incidents.authz import (
     authorise_in,
 )
 from guard.incidents.lifecycle import transition
-from guard.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState

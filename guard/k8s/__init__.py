@@ -7,7 +7,7 @@ the diagnosis), most of which never talk to a cluster.
 
 from typing import Any
 
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
 
 __all__ = ["KubeClient", "KubernetesError", "WatchExpired", "load_configuration", "pod_namespace"]
 

@@ -28,8 +28,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import watch as _watch
 
 from guard.config import KubernetesSettings
-from guard.exceptions import KubernetesError
-from guard.plainhttp import cleartext_host
+from guard.domain.exceptions import KubernetesError
+from guard.util.plainhttp import cleartext_host
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 
 Message = dict[str, Any]
 """An OpenAI-style chat message."""

@@ -35,7 +35,7 @@ from guard.incidents.authz import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
 from guard.mcp.sessions import CappedSessions
-from guard.webui.auth import Limiter
+from guard.web.console.auth import Limiter
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

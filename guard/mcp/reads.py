@@ -9,13 +9,13 @@ from typing import Any
 from sqlmodel import col, select
 
 from guard.agent.fencing import defused
-from guard.commandtext import digest
-from guard.records import IncidentState
+from guard.domain.records import IncidentState
 from guard.store.db import Database
 from guard.store.models import HumanCommand, Incident, IncidentTimeline, RemediationRun
-from guard.textsafe import printable
 from guard.triage.correlation import related_of
 from guard.triage.related_groups import grouped
+from guard.util.commandtext import digest
+from guard.util.textsafe import printable
 
 ACTIVE = "active"  # every state but resolved and muted
 TIMELINE = 40  # newest timeline entries shown

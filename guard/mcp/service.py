@@ -38,7 +38,6 @@ from guard.agent.fencing import Fence
 from guard.agent.investigation import cap
 from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
-from guard.commandtext import digest, short
 from guard.config import Settings
 from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
@@ -49,7 +48,8 @@ from guard.skills.library import SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState
-from guard.textsafe import printable
+from guard.util.commandtext import digest, short
+from guard.util.textsafe import printable
 
 ASKING = (IncidentState.awaiting_human, IncidentState.escalated)
 READS = ("list_incidents", "show_incident")  # cut to ``reads.READ_CHARS``, not the model's bound

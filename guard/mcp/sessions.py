@@ -21,8 +21,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from prometheus_client import Gauge
 
 from guard.access.tokens import role_of
-from guard.metrics import REGISTRY
 from guard.store.db import Database
+from guard.telemetry.metrics import REGISTRY
 
 if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send

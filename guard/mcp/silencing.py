@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from guard.agent.tools import ToolError
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents import silences
 from guard.incidents.authz import Actor, Gate, NotAuthorised
 from guard.store.db import Database

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Protocol, runtime_checkable
 
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 
 SYNONYMS = {
     "crashed": "exit",

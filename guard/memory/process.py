@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from loguru import logger
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.memory.semantic import TABLE, Recollection, SemanticMemory
 
 ANSWER_TIMEOUT = 60.0  # a search or an insert; the first one imports LanceDB (a few seconds)

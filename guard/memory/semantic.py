@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from guard.fingerprint import mask
+from guard.domain.fingerprint import mask
 from guard.memory.embedders import Embedder, HashingEmbedder
 from guard.redact import redact
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from guard.records import Observation
+from guard.domain.records import Observation
 
 Emit = Callable[[Observation], Awaitable[None]]
 

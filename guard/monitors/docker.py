@@ -22,9 +22,9 @@ from typing import Any
 
 from docker.errors import DockerException, NotFound
 
-from guard import spans
-from guard.docker_client import Timeouts, docker_client
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
+from guard.domain.records import Observation, Severity, Signal
+from guard.harness import spans
 from guard.monitors.base import Emit
 from guard.monitors.docker_logs import ContainerLogs
 from guard.monitors.docker_restarts import (
@@ -34,7 +34,7 @@ from guard.monitors.docker_restarts import (
     still_that_start,
 )
 from guard.playbooks.models import DockerMonitorSpec
-from guard.records import Observation, Severity, Signal
+from guard.util.docker_client import Timeouts, docker_client
 
 
 def _engine_error(exc: Exception) -> MonitorError:

@@ -26,12 +26,12 @@ from typing import Any
 import aiohttp
 from loguru import logger
 
+from guard.domain.records import Observation
 from guard.grouping.rules import RuleGrouper
 from guard.monitors.docker_stream import Demux, engine_session
 from guard.monitors.matcher import LineMatcher
 from guard.monitors.multiline import Context, Event, Framer
 from guard.playbooks.models import LogRule
-from guard.records import Observation
 
 STREAMS = {1: "stdout", 2: "stderr"}
 Item = tuple[str, str, int, bytes] | tuple[str, None, int, bytes]  # name, stream, ts, line

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
 
 
 def engine_session(api: Any) -> tuple[aiohttp.ClientSession, str]:

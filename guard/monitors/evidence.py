@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
 from guard.k8s.evidence import previous_block
 
 RunAction = Callable[[str, dict[str, Any]], Awaitable[tuple[str, Any]]]

@@ -14,9 +14,9 @@ from typing import Any
 
 import aiohttp
 
+from guard.domain.records import Observation, Signal
 from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients, proxy_for
 from guard.playbooks.models import HttpMonitorSpec
-from guard.records import Observation, Signal
 
 
 class HttpMonitor:

@@ -31,13 +31,13 @@ from typing import Any
 
 from loguru import logger
 
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
+from guard.domain.records import Observation
 from guard.monitors.base import Emit
 from guard.monitors.journal_entries import FIELDS, TAIL, Lines, parse
 from guard.monitors.journal_tail import JournalTail
 from guard.playbooks.models import JournaldMonitorSpec
-from guard.records import Observation
-from guard.textsafe import line_tail
+from guard.util.textsafe import line_tail
 
 CHUNK = 1 << 20  # bytes read from journalctl at once (one batch, one emit)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's reading; the next check continues

@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.config import Settings
-from guard.exceptions import KubernetesError, MonitorError
+from guard.domain.exceptions import KubernetesError, MonitorError
+from guard.domain.records import Observation, Severity, Signal
 from guard.k8s.client import KubeClient, WatchExpired
 from guard.k8s.pods import problems, ready, workload
 from guard.monitors.base import Emit
 from guard.monitors.kubernetes_previous import PreviousLines
 from guard.playbooks.models import KubernetesMonitorSpec
-from guard.records import Observation, Severity, Signal
 
 RECONNECTS = 3  # consecutive failed reconnects before follow() gives up
 RESYNC = 10.0  # seconds between looks for containers whose log stream has ended
@@ -189,7 +189,7 @@ class KubernetesMonitor:
             monitor_id=self.id,
             source="kubernetes",
             target=target,
-            kind=f"k8s_event_{_snake(reason)}",  # guard.metrics counts it as k8s_event
+            kind=f"k8s_event_{_snake(reason)}",  # guard.telemetry.metrics counts it as k8s_event
             severity=Severity.warning,
             message=f"{reason}: {ev.get('message', '')}"[:1000],
             count=new,

@@ -32,11 +32,11 @@ from typing import Any
 
 from loguru import logger
 
+from guard.domain.records import Signal
 from guard.k8s.pods import workload
 from guard.monitors.docker_logs import ContainerLogs, Queue, parse_ts
 from guard.monitors.logfile import Tally
 from guard.playbooks.models import KubernetesMonitorSpec, LogRule
-from guard.records import Signal
 
 MAX_STREAMS = 100  # containers followed at once; more are named in a warning, not followed
 READ = 64 * 1024  # bytes read from a stream at a time

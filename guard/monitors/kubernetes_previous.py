@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
+from guard.domain.records import Signal
 from guard.k8s.evidence import log_text
-from guard.records import Signal
 
 KINDS = {"k8s_crash_loop_back_off", "k8s_oom_killed", "k8s_container_error"}
 REMEMBERED = 256  # dead instances whose lines are kept

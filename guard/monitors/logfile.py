@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
+from guard.domain.records import Observation, Signal, utcnow
 from guard.grouping.rules import RuleGrouper, masks, rule_groupers
 from guard.monitors.logblocks import CHUNK, Blocks
 from guard.monitors.matcher import LineMatcher, Match
@@ -44,7 +45,6 @@ from guard.playbooks.models import (
     LogfileMonitorSpec,
     LogRule,
 )
-from guard.records import Observation, Signal, utcnow
 
 LEARN_BYTES = 1 << 16  # read before the position to learn a header from (format: auto)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues

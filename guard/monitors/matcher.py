@@ -3,7 +3,7 @@
 A log monitor scans megabytes of mostly boring lines. Running every rule's regex on every line
 costs ``lines x rules`` regex calls; this module instead runs **one** multi-pattern scan over a
 whole block, and only on the few lines where it finds something does it ask the rules, in order,
-through ``guard.saferegex.RuleSet``: RE2 wherever its answer is exactly Python's, Python's
+through ``guard.util.saferegex.RuleSet``: RE2 wherever its answer is exactly Python's, Python's
 ``re`` only for what RE2 lacks, in a worker process under a time budget. The answer therefore
 always has Python's semantics ("the first rule that matches wins", a rule's ``ignore_case``) and a
 bounded cost per line; no hostile line can hold the GIL (and so the event loop) for long. Lines
@@ -39,9 +39,9 @@ from typing import Any, Literal
 import re2
 from loguru import logger
 
-from guard.saferegex import RE2_OPTIONS as _RE2_OPTIONS
-from guard.saferegex import RuleSet
-from guard.saferegex import re2_source as _re2_source
+from guard.util.saferegex import RE2_OPTIONS as _RE2_OPTIONS
+from guard.util.saferegex import RuleSet
+from guard.util.saferegex import re2_source as _re2_source
 
 
 def _import_hyperscan() -> Any:
@@ -161,7 +161,7 @@ class LineMatcher:
 
     @property
     def timeouts(self) -> int:
-        """Lines whose Python-only check ran out of time (see ``guard.saferegex``)."""
+        """Lines whose Python-only check ran out of time (see ``guard.util.saferegex``)."""
         return self._rules.timeouts
 
     def first(self, text: str, among: Iterable[int] | None = None) -> int | None:

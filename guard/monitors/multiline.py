@@ -29,7 +29,7 @@ from typing import Any
 from guard.monitors.matcher import Match
 from guard.playbooks.models import MultilineSpec
 from guard.redact import redact
-from guard.saferegex import RuleSet
+from guard.util.saferegex import RuleSet
 
 SHAPES: dict[str, frozenset[str]] = {
     "python": frozenset({"indent", "traceback", "chain", "pyexc"}),

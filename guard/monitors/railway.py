@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.config import Settings
-from guard.exceptions import MonitorError, RailwayError
+from guard.domain.exceptions import MonitorError, RailwayError
+from guard.domain.records import Grouping, Observation, Severity, Signal
 from guard.grouping.rules import rule_groupers
 from guard.monitors.multiline import Event, Framer
 from guard.monitors.railway_events import complete, matched
@@ -36,8 +37,7 @@ from guard.railway.client import RailwayClient
 from guard.railway.cursor import LogCursor, normalise
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Target
 from guard.railway.targets import resolve_target
-from guard.records import Grouping, Observation, Severity, Signal
-from guard.saferegex import RuleSet
+from guard.util.saferegex import RuleSet
 
 FIRING = {
     DeploymentStatus.CRASHED: "railway_deployment_crashed",
@@ -210,7 +210,7 @@ class RailwayMonitor:
         counts; also how many of ``lines`` were counted (a last event that may go on waits).
 
         Each message is matched on its first ``MAX_LINE_CHARS`` characters (the signal says
-        when it was cut), by the same bounded engines as log files (``guard.saferegex``)."""
+        when it was cut), by the same bounded engines as log files (``guard.util.saferegex``)."""
         specs, ruleset = rules
         groupers = self._groupers[key]
         texts = [line.message[:MAX_LINE_CHARS] for line in lines]

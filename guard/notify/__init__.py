@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from guard.notify.pagers.worker import PageWorker
     from guard.notify.routing import Router
     from guard.notify.telegram.gateway import TelegramGateway
-    from guard.runtime import HealthSource
+    from guard.ports.running import HealthSource
     from guard.store.db import Database
 
 

@@ -13,13 +13,13 @@ import time
 
 from loguru import logger
 
-from guard.commandtext import oddities, short
 from guard.memory.conversation import record_message
 from guard.notify import inbound
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.notify.channel import Buttons, Post, Rejected
 from guard.notify.plain import PlainMarkup
 from guard.store.db import Database
+from guard.util.commandtext import oddities, short
 
 CHAT = "console"
 

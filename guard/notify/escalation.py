@@ -31,14 +31,14 @@ from sqlmodel import Session, col, select
 
 from guard import cluster
 from guard.config import Settings
-from guard.crashpoints import reached
-from guard.durations import format_duration
+from guard.domain.durations import format_duration
+from guard.domain.records import Severity, utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.ack import Acked, ack_of
 from guard.incidents.ack import acknowledge as record_ack
 from guard.incidents.authz import Actor, Gate
 from guard.incidents.lifecycle import record
 from guard.notify.outbox import queue
-from guard.records import Severity, utcnow
 from guard.store.db import Database
 from guard.store.escalation import EscalationFired, QuietHeld
 from guard.store.models import Incident, IncidentState, IncidentTimeline, OutboxMessage

@@ -20,7 +20,7 @@ from datetime import timedelta
 from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, InboundUpdate
 from guard.store.state import get_state, put_state

@@ -7,7 +7,7 @@ from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
 from guard.notify.outbox import grouping
 from guard.store.models import Incident, MessageGroupMember
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 STATE_LABEL = {
     "resolved": "Resolved",

@@ -29,11 +29,11 @@ from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import record
 from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOption, joined
 from guard.notify.escalation import WAITING, Clock, below_threshold
-from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.escalation import QuietHeld
 from guard.store.models import Approval, Incident, OutboxMessage

@@ -23,8 +23,8 @@ from guard.notify.outbox import grouping, queue
 from guard.notify.relatedline import related_line, with_related
 from guard.store.db import Database
 from guard.store.models import OutboxMessage, OutboxStatus
-from guard.textsafe import printable
 from guard.triage.correlation import related_of
+from guard.util.textsafe import printable
 
 MARKUPS: dict[str, Markup] = {}
 """How each outbox channel (by its rows' ``channel``) renders text, as the channels register."""

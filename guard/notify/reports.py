@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from guard.config import Settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.store.db import Database
 
 

@@ -21,9 +21,9 @@ from datetime import datetime
 from loguru import logger
 from sqlmodel import Session, col, select
 
+from guard.domain.records import utcnow
 from guard.notify.channel import Markup
 from guard.notify.outbox import grouping, queue
-from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import (
     Approval,

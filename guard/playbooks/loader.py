@@ -10,10 +10,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.playbooks.models import Playbook, monitor_types
 from guard.playbooks.services import service_problems
-from guard.validation import display_path, format_loc, format_validation_error, line_finder
+from guard.util.validation import display_path, format_loc, format_validation_error, line_finder
 
 
 def _is_union_tag(loc: Sequence[int | str], i: int) -> bool:

@@ -6,11 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from guard.durations import Duration
+from guard.domain.durations import Duration
+from guard.domain.records import Severity
 from guard.grouping.headers import format_problem
 from guard.grouping.rules import group_by_problem
-from guard.records import Severity
-from guard.validation import valid_regex
+from guard.util.validation import valid_regex
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 

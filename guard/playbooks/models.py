@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypeVar, U
 from pydantic import Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from guard.durations import Duration
+from guard.domain.durations import Duration
+from guard.domain.records import Severity
 from guard.playbooks.logrules import ID_PATTERN, LogRulesSpec, SpecModel
 from guard.playbooks.logrules import GroupBy as GroupBy  # re-exported: playbook models live here
 from guard.playbooks.logrules import LogRule as LogRule
 from guard.playbooks.logrules import MultilinePreset as MultilinePreset
 from guard.playbooks.logrules import MultilineSpec as MultilineSpec
-from guard.records import Severity
 from guard.sandbox.base import SandboxGrants
-from guard.validation import valid_regex
+from guard.util.validation import valid_regex
 
 
 class MonitorSpecBase(SpecModel):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guard.playbooks.models import MonitorSpecBase, Playbook
-from guard.validation import display_path
+from guard.util.validation import display_path
 
 
 def service_of(spec: MonitorSpecBase) -> str | None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guard.domain.records import Severity, Signal
 from guard.playbooks.models import MonitorSpec, Playbook
-from guard.records import Severity, Signal
 
 MONITOR_ID = "playbooks"
 KIND = "playbook_invalid"

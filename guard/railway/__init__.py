@@ -1,6 +1,6 @@
 """Railway's public GraphQL API: the client, its models, rate budget and log cursors."""
 
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.railway.budget import Limiter, railway_budget_warnings, shared_limiter
 from guard.railway.client import RailwayClient
 from guard.railway.cursor import LogCursor

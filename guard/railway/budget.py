@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from guard.config import RailwaySettings, Settings
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.playbooks.models import Playbook, RailwayMonitorSpec
 
 NEAR_BUDGET = 0.8  # warn above this share of the hourly budget, leaving room for actions

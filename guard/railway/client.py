@@ -28,7 +28,7 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError
 
 from guard.config import RailwaySettings
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.railway import queries
 from guard.railway.budget import Limiter, shared_limiter
 from guard.railway.models import Deployment, DeploymentStatus, LogLine, Project, ProjectTokenScope

@@ -9,7 +9,7 @@ defaults to ``railway.environment_id``, then to the project token's environment.
 from __future__ import annotations
 
 from guard.config import RailwaySettings
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.railway.client import RailwayClient
 from guard.railway.models import Named, Target
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import HUMAN_FIX, Approval, Incident, IncidentState, IncidentTimeline
 
 AWAITING = (IncidentState.awaiting_human, IncidentState.escalated)

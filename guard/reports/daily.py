@@ -38,7 +38,7 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from guard.config import Settings
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.redact import redact
 from guard.reports import counts
 from guard.store import audit

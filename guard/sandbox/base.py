@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.redact import Redactor
 
 TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` reports; ``timed_out`` is the real signal

@@ -48,7 +48,7 @@ from docker.types import LogConfig, Mount, Ulimit
 from loguru import logger
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.redact import Redactor
 from guard.sandbox.base import (
     TIMEOUT_EXIT_CODE,

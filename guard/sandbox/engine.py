@@ -23,9 +23,9 @@ import requests
 from docker.errors import DockerException, ImageNotFound, NotFound
 from loguru import logger
 
-from guard.docker_client import EngineUnreachable, Timeouts, docker_client
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.sandbox.base import OutputBuffer
+from guard.util.docker_client import EngineUnreachable, Timeouts, docker_client
 
 LABEL = "guard.sandbox"
 LABEL_OWNER = "guard.owner"

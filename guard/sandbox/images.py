@@ -33,7 +33,7 @@ import docker
 import requests
 from docker.errors import DockerException
 
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 
 Progress = Callable[[str], None]
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from loguru import logger
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.redact import Redactor
 from guard.sandbox.base import (
     TIMEOUT_EXIT_CODE,

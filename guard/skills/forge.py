@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from guard.exceptions import SkillsRemoteError
+from guard.domain.exceptions import SkillsRemoteError
 from guard.redact import redact
 
 

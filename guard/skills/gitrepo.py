@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from guard.config import basic_credentials
-from guard.exceptions import SkillsRemoteError
+from guard.domain.exceptions import SkillsRemoteError
 from guard.redact import redact
 from guard.skills.files import NO_SYMLINKS
 

@@ -20,12 +20,12 @@ import yaml
 from loguru import logger
 from pydantic import ValidationError
 
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.memory.embedders import terms
 from guard.skills.files import MAX_FILE_BYTES, folder_problems, index_problems
 from guard.skills.model import REQUIRED_SECTIONS, SkillFrontmatter, SkillSpec
 from guard.skills.review import Review, ReviewBook, review_dir
-from guard.validation import display_path, format_validation_error, line_finder
+from guard.util.validation import display_path, format_validation_error, line_finder
 
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.DOTALL)
 

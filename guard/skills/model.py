@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from guard.durations import Duration
-from guard.saferegex import RuleSet
+from guard.domain.durations import Duration
 from guard.sandbox.base import SandboxGrants
-from guard.validation import valid_regex
+from guard.util.saferegex import RuleSet
+from guard.util.validation import valid_regex
 
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("When to use", "Procedure", "Pitfalls", "Verification")

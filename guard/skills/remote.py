@@ -12,7 +12,7 @@ from __future__ import annotations
 from loguru import logger
 
 from guard.config import Settings
-from guard.records import Severity, Signal
+from guard.domain.records import Severity, Signal
 from guard.skills.library import SkillLibrary
 from guard.skills.sync import SkillsRemote, SyncResult
 from guard.skills.writer import LearnedSkill

@@ -18,7 +18,7 @@ import subprocess
 import tarfile
 from dataclasses import dataclass, field, replace
 
-from guard.exceptions import SkillsRemoteError
+from guard.domain.exceptions import SkillsRemoteError
 from guard.skills.files import NO_SYMLINKS, recorded_problems
 from guard.skills.gitrepo import LOCK
 from guard.skills.review import BRANCH_PREFIX, Review, review_dir

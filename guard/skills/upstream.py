@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from guard.config import Settings
-from guard.exceptions import SkillsRemoteError
+from guard.domain.exceptions import SkillsRemoteError
 from guard.skills.forge import Forge, branch_url, build_forge
 from guard.skills.gitrepo import Git
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook

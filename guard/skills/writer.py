@@ -22,16 +22,16 @@ from typing import Any
 
 import yaml
 
-from guard.crashpoints import reached
-from guard.fingerprint import mask
-from guard.records import utcnow
+from guard.domain.fingerprint import mask
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.redact import redact, redact_value
-from guard.shellquote import quote_states
 from guard.skills.files import NO_SYMLINKS
 from guard.skills.gitrepo import LOCK, Git
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE, SkillSpec
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
+from guard.util.shellquote import quote_states
 
 _VARIES = re.compile(r"\d|[0-9a-fA-F]{8,}")  # a token holding a number or an id varies
 _WORD = r"[A-Za-z0-9_.-]"  # what may not touch a target for it to count as a whole word

@@ -39,9 +39,9 @@ from typing import Any
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
-from guard.crashpoints import reached
-from guard.exceptions import AuditChainBroken
-from guard.records import utcnow
+from guard.domain.exceptions import AuditChainBroken
+from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.redact import redact, redact_value
 from guard.store.models import AuditEntry
 

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
 
-from guard.exceptions import StoreError
+from guard.domain.exceptions import StoreError
 from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
 from guard.store import correlation as _correlation  # noqa: F401  (registers the tables)
 from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from guard.records import IncidentState
+from guard.domain.records import IncidentState
 
 RULESET = 1  # guard.store.scrub.RULESET (a test keeps them equal)
 SCRUB_MARK = "guard:redaction"  # guard.store.scrub._MARK

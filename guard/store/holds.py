@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, Session, SQLModel, col, or_, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import RemediationRun, UTCDateTime, now_column
 
 

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 from sqlalchemy import JSON, Column, DateTime, Index, LargeBinary, String, Text, TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from guard.records import IncidentState as IncidentState
-from guard.records import utcnow
+from guard.domain.records import IncidentState as IncidentState
+from guard.domain.records import utcnow
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from sqlmodel import col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Mute

@@ -31,7 +31,7 @@ from typing import Any
 from sqlalchemy import delete, func, text
 from sqlmodel import Session, col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import UTCDateTime, now_column
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import MonitorState
 
 

@@ -37,10 +37,10 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from guard.crashpoints import reached
+from guard.domain.records import IncidentEvent, Signal
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import ABSORBING, record
 from guard.playbooks.services import ServiceMap
-from guard.records import IncidentEvent, Signal
 from guard.store.correlation import CorrelationSplit, RelatedSignal
 from guard.store.models import ACTIVE_STATES, Incident
 from guard.triage.counting import ACTOR, STORM_KIND, incident_event, max_severity

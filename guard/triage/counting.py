@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from guard.domain.records import IncidentEvent, Severity, Signal
 from guard.incidents.ending import STORM_KIND as STORM_KIND
 from guard.incidents.lifecycle import record
-from guard.records import IncidentEvent, Severity, Signal
 from guard.store.models import Incident
 from guard.triage import redelivery
 

@@ -32,14 +32,15 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from guard import cluster, spans
+from guard import cluster
 from guard.config import TriageSettings
-from guard.crashpoints import reached
-from guard.fingerprint import fingerprint, keyed_fingerprint
+from guard.domain.fingerprint import fingerprint, keyed_fingerprint
+from guard.domain.records import IncidentEvent, Observation, Signal, utcnow
 from guard.grouping.templates import TemplateBook
+from guard.harness import spans
+from guard.harness.crashpoints import reached
 from guard.incidents.ending import ends_by_quiet
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
-from guard.records import IncidentEvent, Observation, Signal, utcnow
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, get_states, put_states

@@ -29,8 +29,8 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
+from guard.domain.records import Signal
 from guard.incidents.lifecycle import record
-from guard.records import Signal
 from guard.store import holds
 from guard.store.models import Incident
 from guard.triage.counting import ACTOR

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from guard.durations import format_duration
+from guard.domain.durations import format_duration
+from guard.domain.records import IncidentEvent, utcnow
 from guard.incidents.ending import ends_by_quiet
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, transition
-from guard.records import IncidentEvent, utcnow
 from guard.store.models import Incident, IncidentState
 from guard.triage.counting import ACTOR, incident_event
 

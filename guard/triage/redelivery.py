@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from guard.records import Signal
+from guard.domain.records import Signal
 
 KEEP = 200  # delivery keys (and firing alerts) kept per incident; the oldest go first
 DELIVERY = "delivery"  # the key's name in a signal's details

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
+from guard.domain.records import utcnow
 from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, authorise_in
 from guard.incidents.lifecycle import opened, record
-from guard.records import utcnow
 from guard.store.correlation import CorrelationSplit, RelatedSignal
 from guard.store.db import Database
 from guard.store.models import Incident

@@ -21,10 +21,10 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from guard.crashpoints import reached
-from guard.fingerprint import keyed_fingerprint
+from guard.domain.fingerprint import keyed_fingerprint
+from guard.domain.records import IncidentEvent, Signal, utcnow
+from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, transition
-from guard.records import IncidentEvent, Signal, utcnow
 from guard.store.correlation import RelatedSignal
 from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.triage.counting import ACTOR, STORM_KIND, count, incident_event

@@ -26,8 +26,8 @@ from typing import Any
 
 from sqlmodel import Session
 
+from guard.domain.records import Grouping, Severity, Signal, utcnow
 from guard.playbooks.services import ServiceMap
-from guard.records import Grouping, Severity, Signal, utcnow
 from guard.store.state import get_state
 from guard.triage.correlation import DEATHS
 

@@ -106,7 +106,7 @@ async def test_an_incident_whose_hand_off_was_lost_is_taken_by_the_sweep(tmp_pat
     no worker holds."""
     from datetime import timedelta
 
-    from guard.records import utcnow
+    from guard.domain.records import utcnow
 
     a = agent(tmp_path)
     with a.db.session() as session:
@@ -145,7 +145,7 @@ async def test_an_incident_a_failed_worker_left_working_is_resumed_by_the_sweep(
     from datetime import timedelta
 
     from guard.agent import loop
-    from guard.records import utcnow
+    from guard.domain.records import utcnow
     from guard.store.models import RemediationRun
 
     a = agent(tmp_path)
@@ -210,7 +210,7 @@ async def test_an_incident_that_recovered_before_the_agent_took_it_is_not_escala
 ) -> None:
     """The check passed again between the open and the agent's move to diagnosing: the move
     is refused (resolved -> diagnosing) and that is the end of it, not an "agent failed"."""
-    from guard.exceptions import InvalidTransition
+    from guard.domain.exceptions import InvalidTransition
 
     a = agent(tmp_path)
     with a.db.session() as session:

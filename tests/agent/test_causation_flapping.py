@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from guard.agent.causation import LOOP_GAP, Causation
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import Incident
 from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.demo import IMAGE, ensure_victim_image
+from guard.app.demo import IMAGE, ensure_victim_image
 from tests.agent_helpers import find, free_port, running_guard, wait_for
 from tests.conftest import REPO, GuardHome
 
@@ -43,7 +43,7 @@ def test_demo_runs_and_cleans_up(docker_client):
     assert "healed by itself" in proc.stderr
     assert (
         docker_client.containers.list(
-            all=True, ignore_removed=True, filters={"label": "guard.demo"}
+            all=True, ignore_removed=True, filters={"label": "guard.app.demo"}
         )
         == []
     )

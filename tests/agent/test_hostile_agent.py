@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from guard.agent.loop import Agent
 from guard.config import Settings
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.db import open_database
 from guard.store.models import (
     CommandStatus,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from guard.agent import limits, policy
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.skills.library import Candidate, Skill
 from guard.skills.model import SkillFrontmatter, SkillSpec
 from guard.store.db import Database, open_database

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.app import Guard
-from guard.records import Observation
+from guard.domain.records import Observation
 
 
 def test_guard_run_keeps_running_when_monitors_fail(home, tmp_path):

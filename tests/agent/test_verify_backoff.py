@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from guard.agent.verify import FIRST_RECHECK, Verifier
-from guard.records import Observation, Signal
+from guard.domain.records import Observation, Signal
 from guard.skills.model import VerifySpec
 
 pytestmark = pytest.mark.unit

@@ -17,13 +17,13 @@ pytestmark = pytest.mark.unit
 # Third-party internals Guard reads on purpose, each in one place with a fallback or a test:
 THIRD_PARTY_INTERNALS = {
     ("guard/monitors/matcher.py", "_parser"),  # re's parser: can a rule match zero characters?
-    ("guard/saferegex.py", "_Anchor"),  # google-re2's low-level match: several times faster
-    ("guard/saferegex.py", "_regexp"),
-    ("guard/redact_engine.py", "_Anchor"),  # the same low-level match, for the spans of groups
-    ("guard/redact_engine.py", "_regexp"),
-    ("guard/fingerprint.py", "_Anchor"),  # the same low-level match, to skip a mask's pass
-    ("guard/fingerprint.py", "_regexp"),
-    ("guard/stalls.py", "_current_frames"),  # sys: the only way to see another thread's stack
+    ("guard/util/saferegex.py", "_Anchor"),  # google-re2's low-level match: several times faster
+    ("guard/util/saferegex.py", "_regexp"),
+    ("guard/redact/engine.py", "_Anchor"),  # the same low-level match, for the spans of groups
+    ("guard/redact/engine.py", "_regexp"),
+    ("guard/domain/fingerprint.py", "_Anchor"),  # the same low-level match, to skip a mask's pass
+    ("guard/domain/fingerprint.py", "_regexp"),
+    ("guard/app/stalls.py", "_current_frames"),  # sys: the only way to see another thread's stack
 }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents.authz import (
     Actor,
     Allowed,

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from guard.cli import app
 from guard.config import Settings, load_settings
 from guard.config import fast as fastconfig
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.store import fastread, scrub
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentState, LogTemplate

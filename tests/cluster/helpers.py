@@ -17,7 +17,7 @@ import pytest
 
 from guard.cluster import Leadership
 from guard.cluster.status import replicas
-from guard.exceptions import NotLeader
+from guard.domain.exceptions import NotLeader
 from guard.store.db import Database
 from tests.agent_helpers import free_port, wait_for
 from tests.conftest import GuardHome

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.cluster import ClusterAction
 from guard.store.models import Incident
 from tests import pg_server

@@ -18,7 +18,7 @@ from guard.cluster.kube_lease import KubeLease, kube_lease
 from guard.cluster.lease import SqlLease
 from guard.cluster.status import replicas
 from guard.config import KubernetesSettings, Settings
-from guard.exceptions import NotLeader
+from guard.domain.exceptions import NotLeader
 from guard.k8s import KubeClient, pod_namespace
 from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database

@@ -13,12 +13,12 @@ from sqlalchemy import update
 from sqlmodel import col, select
 
 from guard.cluster import Leadership, Replica, Solo, SqlLease
-from guard.exceptions import NotLeader
-from guard.metrics import REGISTRY
-from guard.records import utcnow
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import utcnow
 from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database
 from guard.store.models import MonitorState
+from guard.telemetry.metrics import REGISTRY
 from tests import pg_server
 from tests.cluster.helpers import one_leads
 

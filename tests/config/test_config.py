@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from guard.config import load_settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ import yaml
 
 from guard.config import KubernetesSettings, Settings
 from guard.k8s.client import CleartextServer, load_configuration
-from guard.plainhttp import cleartext_host, is_loopback
+from guard.util.plainhttp import cleartext_host, is_loopback
 from tests.conftest import GuardHome
 
 LLM = {"provider": "openai", "model": "m", "api_key": "sk-test-0123456789"}

@@ -12,7 +12,7 @@ import yaml
 from guard.agent.loop import Agent
 from guard.app import Guard
 from guard.config import Settings
-from guard.fingerprint import fingerprint
+from guard.domain.fingerprint import fingerprint
 from guard.playbooks import Playbook
 from guard.playbooks.loader import check_playbooks
 from guard.playbooks.watch import PlaybookWatch, diff_playbooks, invalid_signal, valid_signal

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from guard.durations import format_duration, parse_duration
-from guard.exceptions import ConfigError
+from guard.domain.durations import format_duration, parse_duration
+from guard.domain.exceptions import ConfigError
 from guard.playbooks import (
     DockerMonitorSpec,
     HttpMonitorSpec,

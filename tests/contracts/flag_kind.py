@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from guard.config import Settings
-from guard.durations import Duration
+from guard.domain.durations import Duration
+from guard.domain.records import Observation, Signal
 from guard.monitors import (
     FirstLook,
     MonitorKind,
@@ -21,7 +22,6 @@ from guard.monitors import (
     unregister_monitor_kind,
 )
 from guard.playbooks.models import MonitorSpecBase
-from guard.records import Observation, Signal
 
 
 class FlagMonitorSpec(MonitorSpecBase):

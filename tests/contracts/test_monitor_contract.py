@@ -26,9 +26,9 @@ from guard.agent.templating import incident_context
 from guard.agent.tools import Toolbox
 from guard.agent.verify import Verifier
 from guard.config import Settings
+from guard.domain.records import Observation, Severity
 from guard.monitors import MONITOR_KINDS, BaseliningMonitor, Monitor, build_monitor
 from guard.playbooks.models import Playbook, monitor_types
-from guard.records import Observation, Severity
 from guard.skills.model import VerifySpec
 from guard.store.models import Incident
 from guard.store.state import get_state, put_state

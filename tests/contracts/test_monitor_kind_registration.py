@@ -15,7 +15,7 @@ import pytest
 from guard.agent.diagnosis import Diagnoser
 from guard.agent.tools import Toolbox
 from guard.agent.verify import Verifier
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.monitors import Monitor, MonitorKind, build_monitor, register_monitor_kind
 from guard.playbooks import load_playbooks, playbook_json_schema
 from guard.playbooks.models import MonitorSpecBase, monitor_types

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.sandbox import Sandbox, SandboxGrants, SandboxPool, WarmSandboxPool
 from guard.sandbox.base import TIMEOUT_EXIT_CODE
 from tests.images import ensure_busybox_image

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from guard.domain.records import Observation, Signal, utcnow
 from guard.playbooks.services import ServiceMap
-from guard.records import Observation, Signal, utcnow
 from guard.store.correlation import RelatedSignal
 
 T0 = utcnow().replace(microsecond=0)

@@ -20,7 +20,7 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from guard.app import Guard
-from guard.web import WebServer
+from guard.web.server import WebServer
 from tests.agent_helpers import find, guard_process, scrape, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
 

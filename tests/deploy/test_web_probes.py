@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from guard.app import Guard
 from guard.store.state import get_state
-from guard.web import WebServer
+from guard.web.server import WebServer
 from tests.conftest import GuardHome
 
 

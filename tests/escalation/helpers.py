@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlmodel import col, select
 
+from guard.domain.records import utcnow
 from guard.notify.outbox import queue
-from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import IncidentTimeline
 from guard.store.paging import PageOutbox

@@ -12,12 +12,12 @@ import pytest
 from sqlmodel import select
 
 from guard.config import Settings
+from guard.domain.records import utcnow
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.escalation import asked_at
 from guard.notify.fanout import ChannelNotifier
 from guard.notify.quiet import QuietNotifier, release_held, wrap_quiet
 from guard.notify.telegram.markup import HtmlMarkup
-from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.escalation import QuietHeld
 from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline, OutboxMessage

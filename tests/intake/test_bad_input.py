@@ -12,9 +12,9 @@ from loguru import logger
 from sqlalchemy.exc import OperationalError
 from sqlmodel import select
 
-from guard import metrics
 from guard.hooks.guards import RateLimit
 from guard.store.models import AuditEntry
+from guard.telemetry import metrics
 from tests.conftest import GuardHome
 from tests.intake_helpers import (
     HMAC_KEY,

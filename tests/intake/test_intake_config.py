@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from guard.config import Settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from tests.conftest import GuardHome
 from tests.intake_helpers import TOKEN
 

@@ -20,9 +20,9 @@ from sqlmodel import select
 from guard.agent.verify import Verifier
 from guard.agent.verify_source import SourceVerifier, fires_in, label_filter
 from guard.config import TriageSettings
+from guard.config.intake import IntakeSource
+from guard.domain.records import Observation, Signal
 from guard.incidents.lifecycle import transition
-from guard.intake_config import IntakeSource
-from guard.records import Observation, Signal
 from guard.skills.model import VerifySpec
 from guard.store.db import Database, open_database
 from guard.store.models import Incident, IncidentState

@@ -17,9 +17,9 @@ from guard.actions.base import ActionContext
 from guard.actions.registry import ActionRegistry
 from guard.app import Guard
 from guard.config import Settings
+from guard.domain.records import Observation
 from guard.monitors.kubernetes import KubernetesMonitor
 from guard.playbooks.models import KubernetesMonitorSpec
-from guard.records import Observation
 from guard.store.models import Incident
 from tests.kube_server import KubeServer, container_status, deployment, pod
 

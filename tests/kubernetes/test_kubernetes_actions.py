@@ -12,7 +12,7 @@ from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
 from guard.app import Guard
 from guard.config import KubernetesSettings, Settings
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import load_configuration
 from guard.store.models import Incident
 from tests.kube_server import (

@@ -8,15 +8,15 @@ from typing import Any
 
 from sqlmodel import select
 
-from guard import metrics
 from guard.app import Guard
 from guard.store.models import Incident
+from guard.telemetry import metrics
 from tests.kube_server import KubeServer, pod
 from tests.kubernetes.test_kubernetes_actions import settings_for
 
 
 def series() -> dict[str, float]:
-    """The series on ``/metrics`` (``guard.web`` serves ``metrics.render()``) and their values."""
+    """The series on ``/metrics`` (``guard.web.server`` serves ``metrics.render()``) and their values."""
     lines = metrics.render().decode().splitlines()
     return {
         name: float(value)

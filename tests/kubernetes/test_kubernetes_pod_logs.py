@@ -18,7 +18,7 @@ import pytest
 
 from guard.app import Guard
 from guard.config import KubernetesSettings
-from guard.exceptions import KubernetesError
+from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import KubeClient
 from guard.monitors import kubernetes_logs
 from guard.monitors.kubernetes_logs import since_time, split_lines

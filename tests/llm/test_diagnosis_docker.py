@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from guard.commandtext import digest, short
 from guard.skills.library import load_skill
+from guard.util.commandtext import digest, short
 from tests.agent_helpers import (
     REPO,
     db_rows,

@@ -12,11 +12,11 @@ import pytest
 from sqlmodel import col, select
 
 from guard.agent.loop import Agent
-from guard.commandtext import digest
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.store.models import IncidentTimeline, RemediationRun, Trajectory
+from guard.util.commandtext import digest
 from tests.agent_helpers import as_cli, stored_incident
 from tests.model_server import ModelServer, call, error
 

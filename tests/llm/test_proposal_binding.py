@@ -11,11 +11,11 @@ import pytest
 from sqlmodel import select
 
 from guard.agent.tools import Proposal
-from guard.commandtext import digest, oddities, short
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.console import ConsoleNotifier
 from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
+from guard.util.commandtext import digest, oddities, short
 from tests.agent_helpers import as_cli
 from tests.llm.test_investigation import make_agent, timeline, tool_results
 from tests.model_server import ModelServer, call

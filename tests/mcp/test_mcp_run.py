@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from guard.commandtext import digest, short
+from guard.util.commandtext import digest, short
 from tests.agent_helpers import db_rows, find, running_guard, show, wait_for
 from tests.conftest import GuardHome
 from tests.local_http import stop

@@ -7,11 +7,11 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, cast
 
-from guard import metrics
-from guard.checks import CheckScheduler, phase
+from guard.app.checks import CheckScheduler, phase
 from guard.monitors.http import HttpMonitor
 from guard.monitors.http_clients import ClientConfig, HttpClients
 from guard.playbooks.models import HttpMonitorSpec
+from guard.telemetry import metrics
 
 
 @dataclass

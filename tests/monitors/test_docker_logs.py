@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from guard.domain.records import Observation, Signal
 from guard.monitors.docker import DockerMonitor
 from guard.playbooks.models import DockerMonitorSpec
-from guard.records import Observation, Signal
 from tests.monitors.test_multiline import go_panic, java_trace, python_trace
 
 pytestmark = pytest.mark.docker

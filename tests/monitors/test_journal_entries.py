@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.monitors.journal_entries import TAIL, Entry, Lines, parse
 from guard.monitors.journal_tail import JournalTail
 from guard.monitors.logfile import Tally, groupers_of

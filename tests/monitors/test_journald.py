@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from guard.domain.records import Observation
 from guard.monitors import build_monitor
 from guard.monitors.journald import JournaldMonitor
-from guard.records import Observation
 from tests.journal_helpers import RULES, Journal, following, monitor, numbers, spec
 from tests.monitors.test_multiline import python_trace
 

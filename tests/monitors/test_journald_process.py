@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from guard.domain.records import Signal
 from guard.monitors.journald import JournaldMonitor
-from guard.records import Signal
 from tests.journal_helpers import RULES, Journal, following, monitor, numbers, wrap
 from tests.monitors.test_multiline import python_trace
 
@@ -36,7 +36,7 @@ async def test_journalctl_ending_is_an_error_and_reading_goes_on_where_it_stoppe
 ):
     """As the runner does: a check while following is a health check; when journalctl ends,
     follow raises; a check meanwhile reads on; follow again starts after that."""
-    from guard.exceptions import MonitorError
+    from guard.domain.exceptions import MonitorError
 
     broken = tmp_path / "broken"  # while it exists, journalctl fails at once (a wrapper)
     wrap(tmp_path, monkeypatch, f"[ -e {broken} ] && echo 'journalctl: broken' >&2 && exit 1")
@@ -127,7 +127,7 @@ async def test_a_silent_journalctl_is_started_again_and_counts_once(tmp_path, mo
 
 
 async def test_a_cursor_journalctl_cannot_seek_to_is_dropped_for_its_time(tmp_path):
-    from guard.exceptions import MonitorError
+    from guard.domain.exceptions import MonitorError
 
     journal = Journal(tmp_path / "journal")
     journal.write([journal.entry("ERROR 1 long ago", unit="api.service")])
@@ -170,7 +170,7 @@ def _as_guard_user(tmp: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.unit
 def test_a_missing_directory_or_journalctl_names_what_to_fix(tmp_path, monkeypatch):
-    from guard.exceptions import MonitorError
+    from guard.domain.exceptions import MonitorError
 
     gone = monitor(tmp_path / "nowhere")
     with pytest.raises(MonitorError, match=r"directory .*nowhere does not exist.*DEPLOY"):

@@ -134,7 +134,7 @@ def test_huge_binary_and_non_utf8_lines(tmp_path: Path):
 def test_missing_file_is_a_monitor_error(tmp_path: Path):
     import pytest
 
-    from guard.exceptions import MonitorError
+    from guard.domain.exceptions import MonitorError
 
     with pytest.raises(MonitorError, match="does not exist"):
         monitor(tmp_path / "missing.log").scan({})

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from guard.config import TriageSettings
+from guard.domain.records import Observation
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
-from guard.records import Observation
 from guard.store.db import open_database
 from guard.store.models import Incident
 from guard.triage import Triage

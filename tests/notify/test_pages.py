@@ -13,15 +13,16 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard import cluster, metrics
+from guard import cluster
 from guard.config import Settings
-from guard.exceptions import NotLeader
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import IncidentState, utcnow
 from guard.notify.pagers import dedup_key, enqueue_pages, triggered_targets
 from guard.notify.pagers.worker import PageWorker, backoff
-from guard.records import IncidentState, utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, Incident
 from guard.store.paging import PageOutbox
+from guard.telemetry import metrics
 from tests.agent_helpers import stored_incident
 from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
 from tests.webhook_receiver import SECRET, WebhookReceiver, receiving

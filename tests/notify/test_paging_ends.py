@@ -14,10 +14,10 @@ import yaml
 from loguru import logger
 
 from guard.config import Settings, load_settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
+from guard.domain.records import IncidentState, utcnow
 from guard.notify.pagers import dedup_key, triggered_targets
 from guard.notify.pagers.worker import PageWorker
-from guard.records import IncidentState, utcnow
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from guard.config import Settings, load_settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.notify.routing import Routed, Router, labels_of
 from guard.store.correlation import RelatedSignal
 from tests.agent_helpers import new_incident

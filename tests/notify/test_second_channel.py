@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from guard.domain.records import utcnow
 from guard.notify import inbound
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.notify.fanout import ChannelNotifier, FanOut
@@ -28,7 +29,6 @@ from guard.notify.runner import ChannelRunner
 from guard.notify.sync import Sync
 from guard.notify.telegram.channel import TelegramChannel
 from guard.notify.telegram.markup import HtmlMarkup
-from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import (
     Approval,

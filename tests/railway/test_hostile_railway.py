@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from guard.app import Guard
 from guard.config import RailwaySettings
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.railway.client import RailwayClient
 from guard.railway.models import DeploymentStatus
 from guard.store.models import Incident

@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 
 from guard.config import Settings
-from guard.exceptions import RailwayError
+from guard.domain.exceptions import RailwayError
 from guard.playbooks.models import Playbook, RailwayMonitorSpec
 from guard.railway.budget import Limiter, railway_budget_warnings, requests_per_check
 from guard.railway.cursor import LogCursor, normalise

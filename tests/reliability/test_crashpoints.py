@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from guard import crashpoints
+from guard.harness import crashpoints
 
-GUARD = Path(crashpoints.__file__).resolve().parent
+GUARD = Path(crashpoints.__file__).resolve().parent.parent  # guard/
 
 
 def called_points() -> set[str]:
@@ -42,7 +42,7 @@ def test_unset_it_does_nothing(monkeypatch):
 
 def test_it_kills_the_process_at_the_nth_time_the_point_is_reached():
     code = (
-        "import sys\nfrom guard.crashpoints import reached\n"
+        "import sys\nfrom guard.harness.crashpoints import reached\n"
         "for i in range(5):\n"
         "    reached('other')\n"
         "    reached('step.ended')\n"

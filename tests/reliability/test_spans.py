@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from guard import spans
+from guard.harness import spans
 
-GUARD = Path(spans.__file__).resolve().parent
+GUARD = Path(spans.__file__).resolve().parent.parent  # guard/
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from loguru import logger
 
-from guard import metrics
-from guard.stalls import StallWatch
+from guard.app.stalls import StallWatch
+from guard.telemetry import metrics
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.sandbox import ReadOnlyMount, SandboxGrants
 from guard.sandbox.docker import DockerSandbox
-from guard.validation import format_validation_error
+from guard.util.validation import format_validation_error
 from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok
 
 

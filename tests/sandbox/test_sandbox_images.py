@@ -10,7 +10,7 @@ import docker
 import pytest
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.sandbox import images
 from guard.sandbox.docker import DockerSandbox
 from tests.images import build_lock

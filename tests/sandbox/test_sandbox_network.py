@@ -14,7 +14,7 @@ import pytest
 from loguru import logger
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.sandbox import SandboxGrants
 from guard.sandbox.docker import DockerSandbox
 from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok

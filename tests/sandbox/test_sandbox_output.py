@@ -9,7 +9,7 @@ import docker
 import pytest
 
 from guard.config import SandboxSettings
-from guard.exceptions import SandboxError
+from guard.domain.exceptions import SandboxError
 from guard.redact import Redactor
 from guard.sandbox import OutputBuffer, Sandbox, SandboxGrants, create_sandbox
 from guard.sandbox.docker import DockerSandbox

@@ -11,7 +11,7 @@ import docker
 import pytest
 
 from guard.config import SandboxSettings, load_settings
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.sandbox.docker import DockerSandbox
 from tests.conftest import GuardHome
 from tests.sandbox_helpers import TEST_PREFIX

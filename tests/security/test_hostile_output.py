@@ -3,10 +3,10 @@ control sequences, and is never read as markup."""
 
 from __future__ import annotations
 
+from guard.domain.records import utcnow
 from guard.notify.telegram.messages import esc
-from guard.records import utcnow
 from guard.store.models import IncidentTimeline
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
 

@@ -13,8 +13,8 @@ from sqlmodel import select
 
 from guard import redact as redaction
 from guard.config import Settings, load_settings
-from guard.exceptions import ConfigError
-from guard.records import Observation, Signal
+from guard.domain.exceptions import ConfigError
+from guard.domain.records import Observation, Signal
 from guard.redact import Policy, Redactor, redact
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentTimeline
@@ -207,7 +207,7 @@ def test_check_config_warns_on_an_allow_pattern_that_matches_everything_or_typic
 def test_the_held_out_corpus_is_caught_at_95_percent_per_group_and_redacting_twice_is_a_no_op():
     from collections import Counter
 
-    from guard.redact_keys import KeyLines
+    from guard.redact.keys import KeyLines
     from tests.secret_corpus_heldout import GROUPS, heldout, pieces
 
     policy = Policy()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from guard.records import Signal
+from guard.domain.records import Signal
 from guard.redact import Policy, redact_signal
-from guard.redact_keys import MAX_BODY_LINES, KeyLines, redact_blocks
+from guard.redact.keys import MAX_BODY_LINES, KeyLines, redact_blocks
 from tests.secret_corpus_heldout import heldout, pieces
 
 pytestmark = pytest.mark.unit

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from guard.records import Signal
+from guard.domain.records import Signal
 from guard.redact import Policy, redact_signal
-from guard.redact_keys import KeyLines
+from guard.redact.keys import KeyLines
 from tests.secret_corpus_heldout import pieces
 from tests.secret_corpus_shapes import shapes, verdict
 

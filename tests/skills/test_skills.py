@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from guard.agent.templating import incident_context, render, render_args
-from guard.exceptions import ConfigError
+from guard.domain.exceptions import ConfigError
 from guard.skills.library import SkillLibrary, load_skill, load_skills
 from guard.skills.writer import SkillWriter, message_regex
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from guard.config import Settings, basic_credentials
-from guard.exceptions import SkillsRemoteError
+from guard.domain.exceptions import SkillsRemoteError
 from guard.notify.telegram.commands import skills_text
 from guard.skills.forge import build_forge, repo_path
 from guard.skills.library import SkillLibrary

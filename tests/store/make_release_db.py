@@ -23,9 +23,9 @@ from pathlib import Path
 
 from telegram import Bot
 
+from guard.domain.records import utcnow
 from guard.notify.telegram import inflight, outbox, updates  # type: ignore[attr-defined]
 from guard.notify.telegram.outbox import OutboxWorker  # type: ignore[attr-defined]
-from guard.records import utcnow
 from guard.store.audit import append
 from guard.store.db import open_database
 from guard.store.models import Approval, HumanCommand, Incident, IncidentState

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.audit import ANCHORS, entry_hash
 from guard.store.retention import prune

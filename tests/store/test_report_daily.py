@@ -6,8 +6,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from guard.domain.records import utcnow
 from guard.notify.telegram.gateway import TelegramGateway
-from guard.records import utcnow
 from guard.store.models import Approval, IncidentTimeline
 from tests.agent_helpers import new_incident
 from tests.telegram_helpers import CHAT, configure

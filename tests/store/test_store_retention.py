@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from guard.exceptions import AuditChainBroken
-from guard.records import utcnow
+from guard.domain.exceptions import AuditChainBroken
+from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.models import (
     AgentStep,

@@ -16,9 +16,9 @@ from sqlmodel import func, select
 from telegram import Bot, Update
 
 from guard.config import Settings, TelegramSettings
+from guard.domain.records import utcnow
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
-from guard.records import utcnow
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, ChannelMessage, IncidentState
 from tests.agent_helpers import stored_incident

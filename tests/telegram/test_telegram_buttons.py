@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlmodel import select
 
-from guard.records import utcnow
+from guard.domain.records import utcnow
 from guard.store.models import Approval, AuditEntry, HumanCommand
 from tests.agent_helpers import find, show, wait_for
 from tests.telegram_helpers import (

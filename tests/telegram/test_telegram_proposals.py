@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from guard.commandtext import digest, short
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import LIMIT, render_request
 from guard.store.models import OutboxMessage
+from guard.util.commandtext import digest, short
 from tests.agent_helpers import db_rows, find, show, wait_for
 from tests.model_server import ModelServer, call
 from tests.telegram_helpers import (

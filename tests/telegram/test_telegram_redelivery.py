@@ -71,7 +71,7 @@ async def test_a_press_cut_short_before_its_command_counts_when_delivered_again(
     the update unrecorded, so Telegram's redelivery is heard, not refused as answered."""
     from datetime import timedelta
 
-    from guard.records import utcnow
+    from guard.domain.records import utcnow
     from guard.store import audit
     from guard.store.models import Approval, ChannelMessage
     from tests.telegram.conftest import INCIDENT_MESSAGE

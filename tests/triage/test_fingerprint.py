@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.fingerprint import fingerprint, mask, mask_many
+from guard.domain.fingerprint import fingerprint, mask, mask_many
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +48,7 @@ def _mask_every_pass(message: str) -> str:
     """What ``mask`` must equal: every pattern's pass in order, then whitespace folded."""
     import re
 
-    from guard.fingerprint import _MASKS
+    from guard.domain.fingerprint import _MASKS
 
     out = message
     for pattern, placeholder, _ in _MASKS:

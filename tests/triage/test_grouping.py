@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from guard.config import TriageSettings
+from guard.domain.records import Observation
 from guard.grouping.drain import TemplateMiner
 from guard.grouping.headers import PRESETS, LogFormat
 from guard.grouping.tokens import template_tokens
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
-from guard.records import Observation
 from guard.store.db import Database, open_database
 from guard.store.models import Incident, LogTemplate
 from guard.triage import Triage
@@ -408,7 +408,7 @@ async def test_the_console_announces_the_first_at_once_and_the_rest_together(db)
 def test_masks_worked_out_for_a_block_group_lines_as_one_at_a_time():
     import re
 
-    from guard.fingerprint import mask
+    from guard.domain.fingerprint import mask
     from guard.grouping.rules import masks, rule_groupers
 
     rules = [

@@ -7,8 +7,8 @@ import contextlib
 
 import pytest
 
-from guard.intake import Intake, lanes
-from guard.records import Grouping, Observation, Signal
+from guard.domain.records import Grouping, Observation, Signal
+from guard.triage.queue import Intake, lanes
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.pacing import Pace
+from guard.util.pacing import Pace
 
 pytestmark = pytest.mark.unit
 

@@ -9,9 +9,9 @@ import pytest
 from sqlmodel import select
 
 from guard.config import TriageSettings
-from guard.exceptions import InvalidTransition
+from guard.domain.exceptions import InvalidTransition
+from guard.domain.records import Observation, Signal, utcnow
 from guard.incidents import transition
-from guard.records import Observation, Signal, utcnow
 from guard.store import audit
 from guard.store.db import open_database
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline

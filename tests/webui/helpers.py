@@ -21,8 +21,8 @@ from guard.config import Settings
 from guard.notify.authz import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
-from guard.webui import Console, routes
-from guard.webui.auth import Proxies, StoreTokens
+from guard.web.console import Console, routes
+from guard.web.console.auth import Proxies, StoreTokens
 from tests.agent_helpers import stored_incident, wait_for
 from tests.conftest import GuardHome
 

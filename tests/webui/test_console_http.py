@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guard.access.tokens import revoke_token
-from guard.webui.auth import SESSION_AGE, Proxies, Signer
+from guard.web.console.auth import SESSION_AGE, Proxies, Signer
 from tests.conftest import GuardHome
 from tests.webui.helpers import Site, csrf_of, sign_in
 
@@ -238,8 +238,8 @@ async def test_hostile_incident_text_is_shown_as_text(home: GuardHome) -> None:
 
 
 async def test_a_proposal_is_approved_only_as_the_page_showed_it(home: GuardHome) -> None:
-    from guard.commandtext import digest
     from guard.store.models import Incident
+    from guard.util.commandtext import digest
 
     site = Site(home)
     proposal = {

@@ -4,7 +4,7 @@
 ``StepRunner.sandbox_run`` diagnostics use); ``recent_logs {lines}``; ``search_memory
 {query}``; ``list_skills {}``; ``show_skill {name}``; ``propose_remedy {fix, reason,
 confidence}`` ends the investigation with a proposal, which nothing runs until a human
-approves it; a fix a human could not read whole (``guard.commandtext.oddities``: control or
+approves it; a fix a human could not read whole (``guard.util.commandtext.oddities``: control or
 invisible characters, a run of whitespace, over 1,000 characters) is refused back to the
 model. Each tool returns text; a tool that fails says why, as text, to the model.
 """
@@ -20,14 +20,14 @@ from guard.actions import ActionError, ActionRegistry
 from guard.agent.steps import StepRunner
 from guard.agent.templating import incident_context
 from guard.agent.tools.registry import MAX_LOG_LINES, TOOL_NAMES
-from guard.commandtext import oddities
-from guard.exceptions import MonitorError
+from guard.domain.exceptions import MonitorError
 from guard.memory import IncidentMemory
 from guard.monitors import monitor_kind
 from guard.sandbox.base import SandboxGrants
 from guard.skills.library import SkillLibrary
 from guard.skills.model import Step
 from guard.store.models import Incident
+from guard.util.commandtext import oddities
 
 
 class ToolError(Exception):

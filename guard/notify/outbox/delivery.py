@@ -13,11 +13,11 @@ import asyncio
 from loguru import logger
 from sqlmodel import Session, col, select
 
+from guard.domain.records import utcnow
 from guard.notify.channel import Channel, Post
 from guard.notify.outbox import grouping, inflight
 from guard.notify.outbox.queue import claim_send, incident_message
 from guard.notify.relatedline import member_text
-from guard.records import utcnow
 from guard.redact import redact
 from guard.store.db import Database
 from guard.store.models import (

@@ -23,8 +23,8 @@ from loguru import logger
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import col, select
 
-from guard.crashpoints import reached
-from guard.exceptions import NotLeader
+from guard.domain.exceptions import NotLeader
+from guard.harness.crashpoints import reached
 from guard.notify.channel import Channel, Post, Rejected, Retry, Unreachable
 from guard.notify.outbox import grouping, inflight
 from guard.notify.outbox.delivery import Delivery

@@ -34,20 +34,21 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import aliased
 from sqlmodel import col, select
 
-from guard import cluster, metrics
+from guard import cluster
 from guard.config import Settings
 from guard.config.paging import PagerDutyNotifier, WebhookNotifier
-from guard.crashpoints import reached
-from guard.durations import format_duration
-from guard.exceptions import NotLeader
+from guard.domain.durations import format_duration
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import IncidentState, utcnow
+from guard.harness.crashpoints import reached
 from guard.notify.channel import Rejected, Retry, Unreachable
 from guard.notify.pagers import enqueue_pages, pagerduty, triggered_targets, webhook
-from guard.records import IncidentState, utcnow
 from guard.redact import redact_value
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox, PageStatus
+from guard.telemetry import metrics
 
 IDLE = 0.5  # seconds between passes when nothing is due
 SWEEP_EVERY = 2.0  # seconds between looks for resolved incidents with open pages

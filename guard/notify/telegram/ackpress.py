@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 from telegram import Update
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents.authz import NotAuthorised, Refused
 from guard.notify import escalation
 from guard.notify.telegram.auth import Authoriser, telegram_actor

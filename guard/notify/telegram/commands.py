@@ -8,10 +8,10 @@ from __future__ import annotations
 from sqlmodel import col, select
 
 from guard.config import Settings
-from guard.durations import format_duration
+from guard.domain.durations import format_duration
+from guard.domain.records import utcnow
 from guard.notify.telegram.messages import cut, esc
-from guard.records import utcnow
-from guard.runtime import HealthSource
+from guard.ports.running import HealthSource
 from guard.skills.library import load_library
 from guard.store import mutes
 from guard.store.db import Database

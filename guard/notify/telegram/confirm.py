@@ -19,12 +19,12 @@ from datetime import timedelta
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
-from guard.commandtext import oddities
+from guard.domain.records import utcnow
 from guard.notify.telegram.messages import LIMIT, Buttons, cut, esc
-from guard.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Approval
 from guard.store.state import get_state, put_state
+from guard.util.commandtext import oddities
 
 # The sandbox image's tools plus the shell's and coreutils' everyday commands.
 KNOWN_COMMANDS = frozenset(

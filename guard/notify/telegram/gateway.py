@@ -41,7 +41,7 @@ from telegram.ext import (
 )
 
 from guard.config import Settings
-from guard.crashpoints import reached
+from guard.harness.crashpoints import reached
 from guard.notify.authz import gate_from_settings
 from guard.notify.runner import ChannelRunner
 from guard.notify.telegram import handlers, logbridge, outbox
@@ -49,7 +49,7 @@ from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.channel import TelegramChannel
 from guard.notify.telegram.notifier import TelegramNotifier
 from guard.notify.telegram.sync import Sync
-from guard.runtime import HealthSource
+from guard.ports.running import HealthSource
 from guard.store.db import Database
 
 ALLOWED_UPDATES = ["message", "callback_query"]

@@ -25,9 +25,8 @@ from telegram import Update
 from telegram.error import TelegramError
 from telegram.ext import ApplicationHandlerStop
 
-from guard.commandtext import approval_key, short
-from guard.durations import format_duration
-from guard.exceptions import GuardError
+from guard.domain.durations import format_duration
+from guard.domain.exceptions import GuardError
 from guard.incidents.approvals import ACK, CONFIRM_KINDS, verb_for
 from guard.incidents.authz import VIEW, NotAuthorised, Refused
 from guard.incidents.commands import queue_command
@@ -39,6 +38,7 @@ from guard.notify.telegram.handling import Ctx, handled, skipped
 from guard.notify.telegram.slash import INCIDENT_ID, SlashCommands
 from guard.store.models import OutboxMessage
 from guard.store.state import get_state
+from guard.util.commandtext import approval_key, short
 
 __all__ = ["Handlers", "handled"]
 

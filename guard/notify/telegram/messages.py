@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from html import escape
 
-from guard.commandtext import oddities, short
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
-from guard.textsafe import printable
+from guard.util.commandtext import oddities, short
+from guard.util.textsafe import printable
 
 RUN_COMMAND = "▶ Run proposal"
 """The label of a button that runs a command its own message shows whole (never grouped)."""

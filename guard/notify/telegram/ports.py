@@ -12,7 +12,7 @@ from sqlmodel import Session
 from guard.config import Settings
 from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.notifier import TelegramNotifier
-from guard.runtime import HealthSource
+from guard.ports.running import HealthSource
 from guard.store.db import Database
 
 

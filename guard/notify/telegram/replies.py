@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, func, select
 from telegram import Update
 
-from guard.exceptions import GuardError
+from guard.domain.exceptions import GuardError
 from guard.incidents.authz import Refused
 from guard.incidents.commands import queue_command
 from guard.notify.telegram import confirm, outbox

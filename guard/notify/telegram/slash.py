@@ -11,7 +11,7 @@ import re
 from sqlalchemy.exc import IntegrityError
 from telegram import Update
 
-from guard.durations import parse_duration
+from guard.domain.durations import parse_duration
 from guard.incidents.authz import UNMUTE, VIEW, Refused
 from guard.notify.telegram.ackpress import ack_command
 from guard.notify.telegram.auth import telegram_actor

@@ -15,7 +15,7 @@ import traceback
 
 from loguru import logger
 
-from guard import metrics
+from guard.telemetry import metrics
 
 TICK = 0.05  # seconds between the loop's ticks
 

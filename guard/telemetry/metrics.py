@@ -1,6 +1,7 @@
 """Prometheus metrics: what Guard observed, what it opened, how fast, and how it healed.
 
-One module-level registry (``REGISTRY``), served by ``guard.web`` at ``/metrics``. Counters and
+One module-level registry (``REGISTRY``), served by ``guard.web.server`` at ``/metrics``.
+Counters and
 histograms are kept in memory by the process; the incidents-by-state gauge is read from the
 database at scrape time instead, so it is right after a restart and across processes sharing a
 database. Every label takes values from a bounded set (monitor types, Guard's own and the
@@ -43,7 +44,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from guard.records import IncidentEvent, Observation
+from guard.domain.records import IncidentEvent, Observation
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState
 
@@ -321,7 +322,7 @@ _worst_stall = 0.0
 def record_loop_late(late: float) -> None:
     """Keep ``guard_event_loop_max_stall_seconds``: how much later than asked a tick of the
     event loop woke up, at worst (what a hostile log line or a blocking call would show).
-    Ticked by ``guard.stalls.StallWatch``."""
+    Ticked by ``guard.app.stalls.StallWatch``."""
     global _worst_stall
     if late > _worst_stall:
         _worst_stall = late

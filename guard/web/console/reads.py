@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from sqlmodel import Session, col, func, select
 
-from guard.records import IncidentState, utcnow
+from guard.domain.records import IncidentState, utcnow
 from guard.reports.counts import Counts, last_day
 from guard.store import audit
 from guard.store.correlation import RelatedSignal

@@ -1,10 +1,10 @@
 """Guard's own secret detectors: the shapes gitleaks' rules miss, and private key material.
 
-Each ``Rule`` (``guard.redact_engine``) is an RE2 regex with every repeat bounded, the
+Each ``Rule`` (``guard.redact.engine``) is an RE2 regex with every repeat bounded, the
 placeholder kind it leaves (``[REDACTED:<kind>]``), the group that holds the secret and keywords
 of which one must occur in the text before the regex runs at all. These run before gitleaks'
-rules (``guard.redact_gitleaks``), so the kinds Guard has always promised keep their names; the
-context rules (``guard.redact_context``: ``password=``, headers, URLs, flags) run last and skip a
+rules (``guard.redact.gitleaks``), so the kinds Guard has always promised keep their names; the
+context rules (``guard.redact.context``: ``password=``, headers, URLs, flags) run last and skip a
 value that is already a placeholder, so redacting twice changes nothing. Kinds hold letters and
 dashes only, so the fingerprint's number masking leaves a placeholder alone.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from guard.redact_engine import Rule, entropy
+from guard.redact.engine import Rule, entropy
 
 _B64 = "A-Za-z0-9+/"
 

@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from guard.durations import Duration
-from guard.plainhttp import cleartext_host
-from guard.records import Severity
+from guard.domain.durations import Duration
+from guard.domain.records import Severity
+from guard.util.plainhttp import cleartext_host
 
 IntakeType = Literal["alertmanager", "grafana", "webhook"]
 IntakeGroupBy = Literal["alert", "rule", "template"] | list[str]

@@ -7,13 +7,13 @@
   flood of probes must not become a flood of writes): requests in between get the last result
   and its age, and while a write hangs no second one starts.
 - ``/readyz`` (readiness): the runtime has started and every enabled monitor is on the check
-  schedule (``guard.checks``); a standby: it has started and waits to lead. 503 before that,
+  schedule (``guard.app.checks``); a standby: it has started and waits to lead. 503 before that,
   after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby;
   the replica id, fencing token and monitors only to a client on loopback (the port listens on
   every interface by default), not to one an unlisted proxy relayed (``X-Forwarded-For``).
-- ``/metrics``: ``guard.metrics.REGISTRY`` in Prometheus' text format.
+- ``/metrics``: ``guard.telemetry.metrics.REGISTRY`` in Prometheus' text format.
 - ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
-- the web console's pages (``guard.webui``, docs/WEB.md) and MCP at ``/mcp`` (``guard.mcp``,
+- the web console's pages (``guard.web.console``, docs/WEB.md) and MCP at ``/mcp`` (``guard.mcp``,
   docs/MCP.md): routes the wiring layer passes in.
 
 The server is Starlette served by uvicorn, run as a task of Guard's own event loop (no signal
@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any
 from apscheduler.triggers.interval import IntervalTrigger
 from loguru import logger
 
-from guard import metrics
 from guard.access.proxies import Proxies
+from guard.domain.records import utcnow
 from guard.hooks import Hooks
-from guard.plainhttp import is_loopback
-from guard.records import utcnow
-from guard.runtime import Runtime, Schedule
+from guard.ports.running import Runtime, Schedule
 from guard.store.state import put_state
+from guard.telemetry import metrics
+from guard.util.plainhttp import is_loopback
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.asyncio import AsyncIOScheduler

@@ -3,7 +3,7 @@
 ``guard/data/gitleaks.toml`` is gitleaks' ``config/gitleaks.toml`` at the tag named in
 ``VERSION`` (MIT licence, ``guard/data/LICENSE-gitleaks.txt``), unmodified; updating it is
 replacing the file (see docs/REDACTION.md). Its regexes are Go's RE2 syntax, which is what
-``guard.redact_engine`` runs. Each rule becomes a ``Rule`` of kind ``<its id>`` (digits spelled
+``guard.redact.engine`` runs. Each rule becomes a ``Rule`` of kind ``<its id>`` (digits spelled
 out, so a fingerprint's number masking leaves the placeholder alone) with:
 
 - its keywords as the keyword prefilter, its ``entropy`` as a minimum for the secret;
@@ -27,10 +27,10 @@ from typing import Any
 
 import re2
 
-from guard.redact_engine import FIRST_GROUP, Rule, bound_repeats, compile_rule, entropy
+from guard.redact.engine import FIRST_GROUP, Rule, bound_repeats, compile_rule, entropy
 
 VERSION = "v8.30.0"  # the gitleaks tag guard/data/gitleaks.toml was taken from
-PATH = Path(__file__).parent / "data" / "gitleaks.toml"
+PATH = Path(__file__).parent.parent / "data" / "gitleaks.toml"
 REPEAT_CAP = 512  # the longest run of one repeat in a bounded rule
 SKIPPED = frozenset({"generic-api-key", "private-key", "jwt", "jwt-base64", "pkcs12-file"})
 # gitleaks' "end of the secret" group, and the same with the punctuation a log line puts there

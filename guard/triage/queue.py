@@ -24,9 +24,9 @@ from typing import Any
 from loguru import logger
 from sqlalchemy.exc import OperationalError
 
-from guard.exceptions import NotLeader
-from guard.pacing import Pace
-from guard.records import Observation
+from guard.domain.exceptions import NotLeader
+from guard.domain.records import Observation
+from guard.util.pacing import Pace
 
 BATCH = 500
 BATCH_SIGNALS = 250  # a batch closes at this many signals: one transaction holds the store's
@@ -102,7 +102,7 @@ class Intake:
     async def consume(self) -> None:
         """Apply observations in batches, forever. After a quiet spell the first one goes at
         once, even right after a transaction (a kill's ``die`` just after a passing check);
-        while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.pacing``) and
+        while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.util.pacing``) and
         what arrives meanwhile joins the next one, so a storm costs tens of transactions a
         second, not one per line. A batch that mixes log lines with other signals stores the
         others first (``lanes``)."""

@@ -24,8 +24,8 @@ v``); headers named for their vendor (``X-Auth-Key``, ``Ocp-Apim-Subscription-Ke
 
 from __future__ import annotations
 
-from guard.redact_engine import FIRST_GROUP, Check, Rule, entropy
-from guard.redact_rules import basic_credentials, credential_like, random_looking
+from guard.redact.engine import FIRST_GROUP, Check, Rule, entropy
+from guard.redact.rules import basic_credentials, credential_like, random_looking
 
 _EMPTY_WORDS = frozenset(
     {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from guard.webui.forms import Forms
-from guard.webui.site import Console
+from guard.web.console.forms import Forms
+from guard.web.console.site import Console
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

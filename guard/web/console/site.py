@@ -1,4 +1,4 @@
-"""The console's pages and who may see them (the forms are in ``guard.webui.forms``)."""
+"""The console's pages and who may see them (the forms are in ``guard.web.console.forms``)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ import subprocess
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
-from guard.commandtext import digest
 from guard.config import Settings
+from guard.domain.records import IncidentState, utcnow
 from guard.incidents import silences
 from guard.incidents.authz import Actor, Allowed, Gate, Refused
 from guard.incidents.ending import ends_for
-from guard.records import IncidentState, utcnow
-from guard.runtime import HealthSource
+from guard.ports.running import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
 from guard.skills.library import Candidate, Skill, SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
-from guard.webui import reads
-from guard.webui.auth import COOKIE, Limiter, Proxies, Signer, Tokens, Who, load_key
-from guard.webui.render import render
+from guard.util.commandtext import digest
+from guard.web.console import reads
+from guard.web.console.auth import COOKIE, Limiter, Proxies, Signer, Tokens, Who, load_key
+from guard.web.console.render import render
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -40,7 +40,7 @@ SECURITY_HEADERS = {
 
 
 class Source(HealthSource, Protocol):
-    """What the console reads of a running Guard (``guard.runtime.Runtime`` is one)."""
+    """What the console reads of a running Guard (``guard.ports.running.Runtime`` is one)."""
 
     @property
     def settings(self) -> Settings: ...

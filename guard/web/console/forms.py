@@ -14,20 +14,20 @@ import secrets
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from guard.commandtext import digest
-from guard.durations import parse_duration
-from guard.exceptions import GuardError
+from guard.domain.durations import parse_duration
+from guard.domain.exceptions import GuardError
 from guard.incidents import silences
 from guard.incidents.authz import NotAuthorised
 from guard.incidents.commands import UnknownIncident, queue_command
 from guard.store.models import Incident
-from guard.webui.auth import COOKIE, LOGIN_COOKIE, SESSION_AGE, Who
+from guard.util.commandtext import digest
+from guard.web.console.auth import COOKIE, LOGIN_COOKIE, SESSION_AGE, Who
 
 if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from guard.webui.site import Console
+    from guard.web.console.site import Console
 
 MAX_FORM = 64 * 1024  # bytes of a form body
 VERBS = {  # path -> command verb

@@ -21,8 +21,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from guard.redact_engine import marker
-from guard.redact_rules import key_line
+from guard.redact.engine import marker
+from guard.redact.rules import key_line
 
 MAX_BODY_LINES = 200  # an 8192-bit RSA key is ~100 lines of 64 columns
 MAX_SOURCES = 4096  # sources remembered at once (the least recently seen is forgotten)

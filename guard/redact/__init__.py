@@ -5,9 +5,9 @@ The policy (``Policy``) replaces each secret it finds with ``[REDACTED:<kind>]``
 - Guard's own configured secrets, raw, URL-encoded and base64-encoded (at any alignment, so one
   inside a longer base64 string such as ``Basic`` credentials is found too);
 - ``redact.extra_patterns`` from the config; ``redact.allow`` keeps a match that is not a secret;
-- private key blocks (``guard.redact_keys``), then known credential shapes (Guard's
-  ``guard.redact_rules``, gitleaks' rules as data in ``guard.redact_gitleaks``) and secrets by
-  context (``guard.redact_context``), all RE2 regexes run by ``guard.redact_engine`` in time
+- private key blocks (``guard.redact.keys``), then known credential shapes (Guard's
+  ``guard.redact.rules``, gitleaks' rules as data in ``guard.redact.gitleaks``) and secrets by
+  context (``guard.redact.context``), all RE2 regexes run by ``guard.redact.engine`` in time
   linear in the text; URL-encoded runs are decoded and redacted too.
 
 The same placeholder for every value of a kind keeps fingerprints stable: one fault leaking two
@@ -35,11 +35,11 @@ from typing import Any
 
 import re2
 
-from guard import redact_gitleaks as gitleaks
-from guard.redact_context import CONTEXT
-from guard.redact_engine import Engine, Rule, compile_rule, marker
-from guard.redact_keys import KeyLines, redact_blocks
-from guard.redact_rules import SHAPES
+from guard.redact import gitleaks
+from guard.redact.context import CONTEXT
+from guard.redact.engine import Engine, Rule, compile_rule, marker
+from guard.redact.keys import KeyLines, redact_blocks
+from guard.redact.rules import SHAPES
 
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z-]+\]")
 
@@ -138,7 +138,8 @@ def _extra_rule(p: ExtraPattern) -> tuple[str, Rule | re.Pattern[str]]:
     return p.kind, compiled
 
 
-# constructs RE2 reads differently from Python, or not at all (as ``guard.saferegex`` lists them;
+# constructs RE2 reads differently from Python, or not at all (as ``guard.util.saferegex``
+# lists them;
 # not imported from there: it brings loguru, and the fast CLI path must stay light)
 _DIVERGENT = re.compile(r"\\[AZz]|\{,|\[:")
 
@@ -255,7 +256,7 @@ def redact_signal(signal: Any) -> Any:
     """A ``Signal`` with its target, message and details redacted (the same one if clean).
 
     Its message is also a line of its source (the monitor and its target): once a private key
-    has begun there, its body lines are key material (``guard.redact_keys``)."""
+    has begun there, its body lines are key material (``guard.redact.keys``)."""
     message = _key_lines.redact((signal.monitor_id, signal.target), signal.message)
     target, message = policy().redact(signal.target), policy().redact(message)
     details = redact_value(signal.details)

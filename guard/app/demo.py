@@ -88,7 +88,7 @@ class Demo:
         self.console.print(text)
 
     async def run(self) -> dict[str, float]:
-        from guard.docker_client import Timeouts, docker_client
+        from guard.util.docker_client import Timeouts, docker_client
 
         client = docker_client(Timeouts.call, ping=False)
         if ensure_victim_image(client):
@@ -103,7 +103,7 @@ class Demo:
                     ["sleep", "3600"],
                     name=f"victim-{label[:6]}",
                     detach=True,
-                    labels={"guard.demo": label},
+                    labels={"guard.app.demo": label},
                     network_mode="none",
                 )
                 return await self._scenario(root, client, victim, label)
@@ -124,7 +124,7 @@ class Demo:
                         {
                             "id": "victims",
                             "type": "docker",
-                            "selector": {"label": f"guard.demo={label}"},
+                            "selector": {"label": f"guard.app.demo={label}"},
                             "every": "1h",
                         }
                     ],

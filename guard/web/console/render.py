@@ -9,7 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
-from guard.textsafe import printable
+from guard.util.textsafe import printable
 
 TEXT_LIMIT = 65_536  # characters of one value a page shows (a 1 MB log line is cut, and said)
 
@@ -29,7 +29,7 @@ def when(value: datetime | None) -> str:
 @cache
 def environment() -> Environment:
     env = Environment(
-        loader=PackageLoader("guard.webui", "templates"),
+        loader=PackageLoader("guard.web.console", "templates"),
         autoescape=True,  # always: every template, every value
         trim_blocks=True,
         lstrip_blocks=True,

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from loguru import logger
 
-from guard import metrics
 from guard.monitors import Monitor
+from guard.telemetry import metrics
 
 GOLDEN = (math.sqrt(5) - 1) / 2
 Check = Callable[[Monitor], Awaitable[None]]

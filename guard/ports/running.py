@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from guard.config import Settings
-from guard.records import Observation
+from guard.domain.records import Observation
 from guard.store.db import Database
 
 
@@ -47,7 +47,7 @@ class Role(Protocol):
 
 
 class Submit(Protocol):
-    """The triage intake (``guard.intake``), as a hook sees it."""
+    """The triage intake (``guard.triage.queue``), as a hook sees it."""
 
     async def submit(self, obs: Observation, wait: float) -> bool:
         """Queue ``obs``; True once it is stored, False if not within ``wait`` seconds."""
@@ -74,7 +74,7 @@ class Runtime(HealthSource, Protocol):
 
 
 class Schedule(Protocol):
-    """The check schedule (``guard.checks``), as readiness sees it."""
+    """The check schedule (``guard.app.checks``), as readiness sees it."""
 
     def scheduled(self, monitor_id: str) -> bool:
         """Whether the monitor is on the schedule."""

@@ -1,0 +1,1 @@
+"""What Guard tells about itself: Prometheus metrics and its logging setup."""

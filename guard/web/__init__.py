@@ -1,0 +1,1 @@
+"""The web endpoint: the server (probes, metrics, hooks, MCP's mount) and the console."""
