@@ -39,9 +39,16 @@ class ActionResult:
 class Action(Protocol):
     """One named operation, e.g. ``docker.restart``."""
 
-    name: str
-    description: str
-    params: Sequence[str]  # positional parameter names, in order; the first is the target
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def params(self) -> Sequence[str]:
+        """Positional parameter names, in order; the first is the target."""
+        ...
 
     async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
         """Perform the action with validated ``args``."""

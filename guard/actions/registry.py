@@ -1,22 +1,15 @@
-"""Find actions by name. Built-in families register lazily, so importing the registry does not
-import the docker, kubernetes or Railway clients until one of their actions is used."""
+"""Find actions by name. Built-in families (``guard.actions.kinds``) load lazily, so importing
+the registry does not import the docker, kubernetes or Railway clients until one of their
+actions is used."""
 
 from __future__ import annotations
 
-import importlib
 import shlex
 from collections.abc import Iterable
 from typing import Any
 
 from guard.actions.base import Action, ActionError
-
-# family prefix -> module whose ``ACTIONS`` lists that family's actions
-FAMILIES: dict[str, str] = {
-    "docker": "guard.actions.docker",
-    "http": "guard.actions.http",
-    "railway": "guard.actions.railway",
-    "k8s": "guard.actions.kubernetes",
-}
+from guard.actions.kinds import ACTION_FAMILIES
 
 
 class ActionRegistry:
@@ -31,13 +24,13 @@ class ActionRegistry:
     def get(self, name: str) -> Action:
         if name not in self._actions:
             family = name.split(".", 1)[0]
-            module = FAMILIES.get(family)
-            if module is not None:
+            found = ACTION_FAMILIES.get(family)
+            if found is not None:
                 try:
-                    mod = importlib.import_module(module)
+                    actions = found.load()
                 except ModuleNotFoundError as exc:
                     raise ActionError(f"action family {family!r} is not available: {exc}") from None
-                for action in getattr(mod, "ACTIONS", ()):
+                for action in actions:
                     self._actions.setdefault(action.name, action)
         if name not in self._actions:
             raise ActionError(f"unknown action {name!r} (known: {', '.join(self.names())})")
@@ -69,4 +62,4 @@ class ActionRegistry:
     def looks_like_action(self, text: str) -> bool:
         """Whether a human's fix names an action (``family.verb ...``) rather than a command."""
         head = text.strip().split(" ", 1)[0]
-        return "." in head and head.split(".", 1)[0] in FAMILIES
+        return "." in head and head.split(".", 1)[0] in ACTION_FAMILIES

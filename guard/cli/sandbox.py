@@ -142,6 +142,7 @@ def run(
 ) -> None:
     """Run one command in a fresh sandbox: `guard sandbox run [--network NAME] -- CMD...`."""
     from guard.sandbox import SandboxGrants, create_sandbox
+    from guard.sandbox.kinds import sandbox_backend
 
     with _errors():
         settings = _settings(config)
@@ -150,12 +151,10 @@ def run(
             grants = SandboxGrants(network=network, secrets=secret)
         except ValidationError as exc:
             raise ConfigError(format_validation_error("command line", exc)) from None
-        client = None
-        if settings.sandbox.backend == "docker":
-            from guard.sandbox.docker import connect, reap_orphans
-
-            client = connect()
-            reap_orphans(client, only_dead_owners=True)
+        backend = sandbox_backend(settings.sandbox.backend)
+        client = backend.connect() if backend.connect is not None else None
+        if backend.reap is not None:
+            backend.reap(client)
         redactor = Redactor()
         redactor.register_all(settings.secret_values(), "guard-setting")
         sandbox = create_sandbox(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from guard.cluster.kinds import LEASE_BACKENDS
 from guard.cluster.leader import Leadership, Replica, Solo
 from guard.cluster.lease import Lease, SqlLease, Term
 from guard.config import Settings
@@ -51,11 +52,7 @@ def for_settings(settings: Settings, db: Database) -> Leadership | Solo:
     replica = Replica.this(settings.ha.replica_id)
     if not (db.is_postgres and settings.ha.enabled):
         return Solo(db, replica)
-    lease: Lease | None = None
-    if settings.ha.backend == "kubernetes":
-        from guard.cluster.kube_lease import kube_lease  # the kubernetes client: only if used
-
-        lease = kube_lease(settings, db)
+    lease = LEASE_BACKENDS[settings.ha.backend].lease(settings, db)
     return Leadership(db, settings.ha.lease_ttl, replica, lease)
 
 

@@ -10,6 +10,8 @@ and expressions are compiled here, so ``guard check-config`` names a broken one 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -100,6 +102,50 @@ def compile_jmespath(text: str) -> Any:
         raise ValueError(f"JMESPath {text!r}: {what}{at}") from None
 
 
+@dataclass(frozen=True)
+class IntakeKind:
+    """One payload ``type``: how its fields are written and what its body carries.
+
+    ``compile``: a field's text as given (Jinja2 template or JMESPath) -> its compiled form.
+    ``defaults``: the fields a source may leave out. ``alerts``: the body is a list of
+    ``alerts`` (Alertmanager's shape, which Grafana shares), else one event. ``version``: the
+    ``version`` such a body must carry, if any. ``requires``: fields a source must give.
+    ``event_fields``: fields only an event's source may give. ``episodes``: each alert carries
+    its own start (``startsAt``), so a replayed ``resolved`` is told from a new one."""
+
+    name: str
+    title: str  # as its sender calls itself
+    compile: Callable[[str], Any]
+    defaults: Mapping[str, str]
+    alerts: bool
+    version: str | None = None
+    requires: tuple[str, ...] = ()
+    event_fields: tuple[str, ...] = ()
+    episodes: bool = True
+
+
+INTAKE_KINDS: dict[str, IntakeKind] = {
+    k.name: k
+    for k in (
+        IntakeKind(
+            "alertmanager", "Alertmanager", compile_template, ALERT_DEFAULTS, True, version="4"
+        ),
+        IntakeKind("grafana", "Grafana", compile_template, ALERT_DEFAULTS, True),
+        IntakeKind(
+            "webhook",
+            "a JSON webhook",
+            compile_jmespath,
+            WEBHOOK_DEFAULTS,
+            alerts=False,
+            requires=("kind", "target"),
+            episodes=False,
+        ),
+    )
+}
+"""The payload types (``IntakeType`` lists the same names: ``tests/contracts``)."""
+EVENT_FIELDS = ("status", "dedup_key")  # what only an event's JMESPath can give
+
+
 class IntakeSource(BaseModel):
     """One alert source, served at ``POST /hooks/<id>``."""
 
@@ -175,9 +221,9 @@ class IntakeSource(BaseModel):
     @field_validator("kind", "target", "severity", "message", "status", "dedup_key")
     @classmethod
     def _compiles(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None:
-            kind = info.data.get("type")
-            (compile_jmespath if kind == "webhook" else compile_template)(value)
+        kind = INTAKE_KINDS.get(str(info.data.get("type")))
+        if value is not None and kind is not None:
+            kind.compile(value)
         return value
 
     @field_validator("rate")
@@ -197,19 +243,23 @@ class IntakeSource(BaseModel):
             raise ValueError("hmac_secret and hmac_header go together")
         if self.hmac_timestamp_header is not None and self.hmac_secret is None:
             raise ValueError("hmac_timestamp_header: only with hmac_secret and hmac_header")
-        if self.type == "webhook":
-            for name in ("kind", "target"):
-                if getattr(self, name) is None:
-                    raise ValueError(f"{name}: a webhook source needs a JMESPath for it")
-        else:
-            for name in ("status", "dedup_key"):
+        kind = self.kind_of()
+        for name in kind.requires:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name}: a {kind.name} source needs a JMESPath for it")
+        if kind.alerts:
+            for name in EVENT_FIELDS:
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name}: only for type webhook")
         return self
 
+    def kind_of(self) -> IntakeKind:
+        """This source's payload type (``INTAKE_KINDS``)."""
+        return INTAKE_KINDS[self.type]
+
     def field_sources(self) -> dict[str, str]:
         """Each mapped field's template (alerts) or JMESPath (webhook), defaults filled in."""
-        defaults = WEBHOOK_DEFAULTS if self.type == "webhook" else ALERT_DEFAULTS
+        defaults = dict(self.kind_of().defaults)
         names = ("kind", "target", "severity", "message", "status", "dedup_key")
         given = {n: getattr(self, n) for n in names if getattr(self, n) is not None}
         return defaults | given
@@ -228,7 +278,7 @@ def replay_warnings(sources: list[IntakeSource]) -> list[str]:
         "same kind and target. Set hmac_timestamp_header if the sender signs a time (see "
         "docs/INTAKE.md, Replays), or dedup_key to the alert's id"
         for i, s in enumerate(sources)
-        if s.type == "webhook"
+        if not s.kind_of().episodes
         and s.hmac_secret is not None
         and s.hmac_timestamp_header is None
         and s.dedup_key is None

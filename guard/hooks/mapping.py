@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.config.intake import SEVERITIES, IntakeSource, compile_jmespath, compile_template
+from guard.config.intake import SEVERITIES, IntakeSource
 from guard.domain.records import Grouping, Signal, utcnow
 from guard.grouping.tokens import template_tokens
 
@@ -43,7 +43,7 @@ class Mapper:
     _fields: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        compile_one = compile_jmespath if self.source.type == "webhook" else compile_template
+        compile_one = self.source.kind_of().compile
         self._fields = {n: compile_one(t) for n, t in self.source.field_sources().items()}
 
     @property
@@ -55,7 +55,7 @@ class Mapper:
         (``guard.triage.redelivery``: a ``resolved`` signed before the latest firing is stale)."""
         if not isinstance(body, dict):
             raise BadPayload("body: expected a JSON object")
-        found = [self._webhook(body)] if self.source.type == "webhook" else self._alerts(body)
+        found = self._alerts(body) if self.source.kind_of().alerts else [self._webhook(body)]
         if signed_at is not None:
             for sig in found:
                 sig.details[SIGNED_AT] = signed_at
@@ -64,8 +64,11 @@ class Mapper:
     # -- Alertmanager and Grafana ---------------------------------------------------------------
 
     def _alerts(self, body: dict[str, Any]) -> list[Signal]:
-        if self.source.type == "alertmanager" and str(body.get("version", "4")) != "4":
-            raise BadPayload(f"version: expected 4 (Alertmanager's webhook), got {body['version']}")
+        kind = self.source.kind_of()
+        if kind.version is not None and str(body.get("version", kind.version)) != kind.version:
+            raise BadPayload(
+                f"version: expected {kind.version} ({kind.title}'s webhook), got {body['version']}"
+            )
         alerts = body.get("alerts")
         if not isinstance(alerts, list):
             raise BadPayload("alerts: " + ("field required" if alerts is None else "not a list"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from guard.config import EndpointSettings, LLMSettings
 from guard.llm.base import Completion, Message, ModelProvider, ProviderError, Tool, Usage
 from guard.llm.failover import FailoverProvider
+from guard.llm.kinds import MODEL_PROVIDERS
 from guard.redact import Redactor
 
 __all__ = [
@@ -25,13 +26,9 @@ __all__ = [
 
 
 def endpoint_provider(settings: EndpointSettings, redactor: Redactor) -> ModelProvider:
-    """The adapter for one endpoint (imported here: httpx only loads when a model is used)."""
-    from guard.llm.anthropic import AnthropicProvider
-    from guard.llm.openai import OpenAIProvider
-
-    if settings.provider == "anthropic":
-        return AnthropicProvider(settings, redactor)
-    return OpenAIProvider(settings, redactor)
+    """The adapter for one endpoint (``MODEL_PROVIDERS``: httpx only loads when a model is
+    used)."""
+    return MODEL_PROVIDERS[settings.provider].build(settings, redactor)
 
 
 def build_provider(settings: LLMSettings, redactor: Redactor) -> FailoverProvider | None:

@@ -1,6 +1,7 @@
-"""Per-incident sandbox sessions: ``create_sandbox`` picks the backend, ``WarmSandboxPool``
-(the ``SandboxPool`` port) keeps one warm sandbox per open incident so its commands reuse one
-container, closes it on release, and reaps what a dead Guard left behind.
+"""Per-incident sandbox sessions: ``create_sandbox`` makes one on the configured backend
+(``guard.sandbox.kinds``); ``WarmSandboxPool`` (the ``SandboxPool`` port) keeps one warm
+sandbox per open incident so its commands reuse one container, closes it on release, and
+reaps what a dead Guard left behind.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 from guard.config import SandboxSettings
 from guard.redact import Redactor
 from guard.sandbox.base import Sandbox, SandboxGrants, resolve_secrets
+from guard.sandbox.kinds import SandboxRequest, sandbox_backend
 
 
 def create_sandbox(
@@ -27,24 +29,15 @@ def create_sandbox(
     """A sandbox for ``incident_id`` on the configured backend, with granted secrets resolved
     from ``environ`` (default: Guard's environment)."""
     grants = grants or SandboxGrants()
-    secrets = resolve_secrets(grants.secrets, environ)
-    if settings.backend == "local":
-        from guard.sandbox.local import LocalSandbox
-
-        return LocalSandbox(
-            settings, incident_id=incident_id, grants=grants, secrets=secrets, redactor=redactor
-        )
-    from guard.sandbox.docker import DockerSandbox
-
-    return DockerSandbox(
-        settings,
+    request = SandboxRequest(
         incident_id=incident_id,
         grants=grants,
-        secrets=secrets,
+        secrets=resolve_secrets(grants.secrets, environ),
         redactor=redactor,
         client=client,
         image=image,
     )
+    return sandbox_backend(settings.backend).create(settings, request)
 
 
 class WarmSandboxPool:
@@ -112,18 +105,7 @@ class WarmSandboxPool:
     async def reap(self) -> int:
         """Remove sandbox containers left by a Guard that died (the local backend's sandboxes
         are child processes, which die with their Guard: nothing to reap)."""
-        if self.settings.backend != "docker":
+        reap = sandbox_backend(self.settings.backend).reap
+        if reap is None:
             return 0
-        return await asyncio.to_thread(_reap_docker_orphans, self._client)
-
-
-def _reap_docker_orphans(client: Any) -> int:
-    from guard.sandbox.docker import connect, reap_orphans
-
-    own = client is None
-    engine = connect() if own else client
-    try:
-        return reap_orphans(engine, only_dead_owners=True)
-    finally:
-        if own:
-            engine.close()
+        return await asyncio.to_thread(reap, self._client)

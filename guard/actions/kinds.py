@@ -1,0 +1,54 @@
+"""Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``) says
+where its actions are. A family's module (and its client: the Docker SDK, the Kubernetes
+client) is imported only when one of its actions is first asked for. ``ActionRegistry`` reads
+this table; a human's fix is an action when it starts with one of its prefixes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from guard.actions.base import Action
+
+
+@dataclass(frozen=True)
+class ActionFamily:
+    """One family: its prefix and how to load its actions."""
+
+    prefix: str
+    load: Callable[[], Sequence[Action]]
+
+
+def _docker() -> Sequence[Action]:
+    from guard.actions.docker import ACTIONS
+
+    return ACTIONS
+
+
+def _http() -> Sequence[Action]:
+    from guard.actions.http import ACTIONS
+
+    return ACTIONS
+
+
+def _railway() -> Sequence[Action]:
+    from guard.actions.railway import ACTIONS
+
+    return ACTIONS
+
+
+def _kubernetes() -> Sequence[Action]:
+    from guard.actions.kubernetes import ACTIONS
+
+    return ACTIONS
+
+
+ACTION_FAMILIES: dict[str, ActionFamily] = {
+    f.prefix: f
+    for f in (
+        ActionFamily("docker", _docker),
+        ActionFamily("http", _http),
+        ActionFamily("railway", _railway),
+        ActionFamily("k8s", _kubernetes),
+    )
+}
