@@ -41,18 +41,20 @@ class SandboxBackend:
     reap: Callable[[Any], int] | None = None  # what a dead Guard left: how many removed
 
 
+def _every(request: SandboxRequest) -> dict[str, Any]:
+    """The arguments every backend's sandbox takes."""
+    return {
+        "incident_id": request.incident_id,
+        "grants": request.grants,
+        "secrets": dict(request.secrets),
+        "redactor": request.redactor,
+    }
+
+
 def _docker(settings: SandboxSettings, request: SandboxRequest) -> Sandbox:
     from guard.sandbox.docker import DockerSandbox
 
-    return DockerSandbox(
-        settings,
-        incident_id=request.incident_id,
-        grants=request.grants,
-        secrets=dict(request.secrets),
-        redactor=request.redactor,
-        client=request.client,
-        image=request.image,
-    )
+    return DockerSandbox(settings, client=request.client, image=request.image, **_every(request))
 
 
 def _docker_connect() -> Any:
@@ -76,13 +78,7 @@ def _docker_reap(client: Any) -> int:
 def _local(settings: SandboxSettings, request: SandboxRequest) -> Sandbox:
     from guard.sandbox.local import LocalSandbox
 
-    return LocalSandbox(
-        settings,
-        incident_id=request.incident_id,
-        grants=request.grants,
-        secrets=dict(request.secrets),
-        redactor=request.redactor,
-    )
+    return LocalSandbox(settings, **_every(request))
 
 
 SANDBOX_BACKENDS: dict[str, SandboxBackend] = {
