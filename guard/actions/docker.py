@@ -4,6 +4,7 @@ socket): ``docker.restart``, ``docker.start``, ``docker.stop`` and ``docker.logs
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ def _client() -> Any:
         raise ActionError(f"cannot reach the Docker engine: {exc}") from None
 
 
-class _DockerAction:
+class _DockerAction(ABC):
     params = ("container",)
     name = ""
     description = ""
@@ -49,8 +50,9 @@ class _DockerAction:
         finally:
             client.close()
 
+    @abstractmethod
     def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
-        raise NotImplementedError
+        """What the action does to what it found."""
 
 
 class Restart(_DockerAction):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -61,7 +62,7 @@ def label_selector(selector: Mapping[str, Any]) -> str:
     return ",".join(terms)
 
 
-class _KubeAction:
+class _KubeAction(ABC):
     name = ""
     description = ""
     params: tuple[str, ...] = ()
@@ -90,10 +91,11 @@ class _KubeAction:
             if kube is not None:
                 kube.close()
 
+    @abstractmethod
     def act(
         self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
     ) -> ActionResult:
-        raise NotImplementedError
+        """What the action does to what it found."""
 
 
 class RolloutRestart(_KubeAction):

@@ -12,6 +12,7 @@ Railway's list that is not the one being replaced. Railway's own errors reach th
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,7 @@ def _incident_details(ctx: ActionContext) -> Mapping[str, Any]:
     return details if isinstance(details, Mapping) else incident
 
 
-class _RailwayAction:
+class _RailwayAction(ABC):
     name = ""
     description = ""
     params = ("service", "environment")
@@ -54,6 +55,7 @@ class _RailwayAction:
         except RailwayError as exc:
             raise ActionError(f"{self.name} {service}: {exc}") from None
 
+    @abstractmethod
     async def act(
         self,
         client: RailwayClient,
@@ -61,7 +63,7 @@ class _RailwayAction:
         args: Mapping[str, Any],
         details: Mapping[str, Any],
     ) -> ActionResult:
-        raise NotImplementedError
+        """What the action does to what it found."""
 
     async def deployment_id(
         self,

@@ -1,7 +1,7 @@
 """Recovery: after a restart, or a worker that failed mid-way, finish what was interrupted
 (a step that ran is not run again) and take up incidents nobody works on; an asked incident
 with related signals is routed again (a join whose routing a restart cut short pages then).
-Part of ``Agent`` (``guard.agent.loop``); it resumes work through the orchestration
+The ``Agent`` (``guard.agent.loop``) runs it; it resumes work through the incident handler
 (``guard.agent.orchestration``).
 """
 
@@ -16,12 +16,12 @@ from loguru import logger
 from sqlmodel import col, select
 
 from guard import cluster
-from guard.agent.orchestration import Orchestration
+from guard.agent.orchestration import IncidentHandler
+from guard.agent.parts import AgentParts
 from guard.agent.workers import IncidentWorkers
 from guard.domain.records import utcnow
 from guard.incidents.commands import reset_interrupted
 from guard.incidents.lifecycle import WORKABLE, unattended
-from guard.sandbox.base import SandboxPool
 from guard.store import holds
 from guard.store.correlation import RelatedSignal
 from guard.store.models import Incident, IncidentState, IncidentTimeline, RemediationRun, RunStatus
@@ -32,32 +32,35 @@ SWEEP_AFTER = 30.0  # an incident open (or working, unmoved) this long with no w
 SWEEP_RETRIES = 3  # resumptions of one incident whose worker failed, before leaving it be
 
 
-class Recovery(Orchestration):
-    """Resumption of interrupted work, on top of how one incident is worked."""
+class Recovery:
+    """Resumption of interrupted work: it hands incidents to the workers, which work them
+    through the handler."""
 
-    workers: IncidentWorkers
-    sandboxes: SandboxPool
-    _resumed: dict[int, int]  # incident -> times the sweep resumed it
-    _loop: asyncio.AbstractEventLoop | None
+    def __init__(
+        self, parts: AgentParts, handler: IncidentHandler, workers: IncidentWorkers
+    ) -> None:
+        self.parts = parts
+        self.handler = handler
+        self.workers = workers
+        self._resumed: dict[int, int] = {}  # incident -> times the sweep resumed it
 
     def submit(self, incident_id: int, job: Coroutine[Any, Any, None] | None = None) -> None:
         """Work on an incident: ``job``, or a look at it (see ``IncidentWorkers``)."""
         self.workers.start(incident_id, job)
 
-    async def _reap_sandboxes(self) -> None:
+    async def reap_sandboxes(self) -> None:
         """Remove sandbox containers left behind by a Guard that died (no orphans)."""
         try:
-            if n := await self.sandboxes.reap():
+            if n := await self.parts.sandboxes.reap():
                 logger.info("removed {} sandbox container(s) left by an earlier Guard", n)
         except Exception as exc:
             logger.warning("could not reap old sandboxes: {}", exc)
 
     async def resume(self) -> None:
         """After a restart: finish interrupted runs; pick up incidents nobody handled."""
-        self._loop = asyncio.get_running_loop()
-        if n := await asyncio.to_thread(reset_interrupted, self.db):
+        if n := await asyncio.to_thread(reset_interrupted, self.parts.db):
             logger.info("reset {} human command(s) a restart interrupted", n)
-        with self.db.session() as session:
+        with self.parts.db.session() as session:
             runs = session.exec(
                 select(RemediationRun).where(RemediationRun.status == RunStatus.running)
             ).all()
@@ -70,7 +73,7 @@ class Recovery(Orchestration):
                 .distinct()
             ).all()
             running = {run.id for run in runs if run.id is not None}
-            ended = holds.close_expired(session, running, self.settings.agent.settle)
+            ended = holds.close_expired(session, running, self.parts.settings.agent.settle)
         for hold in ended:  # a remedy's hold whose time ran out while Guard was down
             logger.info(
                 "incident #{}: its remedy's hold on {} ended", hold.incident_id, hold.target
@@ -92,18 +95,18 @@ class Recovery(Orchestration):
             assert inc.id is not None
             self.submit(inc.id)
         for incident_id in joined:  # routed again: pages nobody twice (keyed by episode)
-            self.submit(incident_id, self.asker.joined(incident_id))
+            self.submit(incident_id, self.parts.asker.joined(incident_id))
 
     async def _resume_run(self, run: RemediationRun) -> None:
-        async with self._incidents:
-            await self.remediator.resume(run)
-            inc = self.lifecycle.load(run.incident_id)
+        async with self.parts.slots:
+            await self.parts.remediator.resume(run)
+            inc = self.parts.lifecycle.load(run.incident_id)
             if inc is not None and inc.state == S.remediating:  # the resumed skill failed
-                await self._decide(inc)  # as after any failed run: decide again
+                await self.handler.decide_or_escalate(inc)  # as after any failed run: decide again
 
     async def _settle_run(self, incident_id: int) -> None:
-        async with self._incidents:
-            with self.db.session() as session:
+        async with self.parts.slots:
+            with self.parts.db.session() as session:
                 run = session.exec(
                     select(RemediationRun)
                     .where(RemediationRun.incident_id == incident_id)
@@ -119,25 +122,25 @@ class Recovery(Orchestration):
                 ).first()
             if run is not None and moved is not None and run.started_at < moved:
                 run = None  # an older run: the restart came before this move's run was stored
-            inc = self.lifecycle.load(incident_id)
+            inc = self.parts.lifecycle.load(incident_id)
             if inc is None or inc.state != S.remediating:
                 return
             if run is not None:
-                await self.remediator.settle(run, inc)
-                inc = self.lifecycle.load(incident_id)
+                await self.parts.remediator.settle(run, inc)
+                inc = self.parts.lifecycle.load(incident_id)
             if inc is not None and inc.state == S.remediating:  # no run, or a failed skill
-                await self._decide(inc)
+                await self.handler.decide_or_escalate(inc)
 
     async def sweep(self) -> None:
         """Take up the incidents that no worker holds but should: one left ``open`` (a hand-off
         from triage lost to a store error: the database locked, the disk full) is taken; one
         left ``diagnosing`` or ``remediating`` by a worker that failed mid-way is resumed as
         after a restart (a step that ran is not run again), at most ``SWEEP_RETRIES`` times."""
-        if not self.settings.agent.enabled or not cluster.current().is_leader():
+        if not self.parts.settings.agent.enabled or not cluster.current().is_leader():
             return
         cutoff = utcnow() - timedelta(seconds=SWEEP_AFTER)
         try:
-            found = await asyncio.to_thread(unattended, self.db, cutoff)
+            found = await asyncio.to_thread(unattended, self.parts.db, cutoff)
         except Exception as exc:  # the store is still failing: the next sweep tries again
             logger.warning("could not look for unattended incidents: {}", exc)
             return
@@ -164,13 +167,13 @@ class Recovery(Orchestration):
 
     async def _recover(self, incident_id: int) -> None:
         """Resume one incident that a failed worker left working, as a restart would."""
-        inc = self.lifecycle.load(incident_id)
+        inc = self.parts.lifecycle.load(incident_id)
         if inc is None or inc.state not in (S.diagnosing, S.remediating):
             return
         if inc.state == S.diagnosing:
-            await self.handle(incident_id)
+            await self.handler.handle(incident_id)
             return
-        with self.db.session() as session:
+        with self.parts.db.session() as session:
             run = session.exec(
                 select(RemediationRun).where(
                     RemediationRun.incident_id == incident_id,

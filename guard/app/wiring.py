@@ -42,7 +42,7 @@ def build_agent(
     """The agent loop and the notifier it tells humans through (imported on first use: it
     loads skills and memory), and the quiet hours around that notifier (None when none are
     configured), for whoever runs their release (``guard.notify.quiet.release_held``)."""
-    from guard.agent.loop import Agent
+    from guard.app.compose import compose_agent
     from guard.notify import build_notifier
     from guard.notify.quiet import wrap_quiet
     from guard.notify.routing import Router
@@ -50,7 +50,7 @@ def build_agent(
     router = Router(settings)
     notifier = build_notifier(settings, db, router)
     quiet = wrap_quiet(notifier, settings, db)
-    agent = Agent(
+    agent = compose_agent(
         settings,
         db,
         playbooks,

@@ -64,11 +64,20 @@ _HEX = re.compile(r"[0-9a-fA-F]{12,64}")
 class Parts(Protocol):
     """What the tools need of an agent (``guard.agent.loop.Agent`` is one)."""
 
-    settings: Settings
-    db: Database
-    redactor: Redactor
-    library: SkillLibrary
-    memory: IncidentMemory
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def redactor(self) -> Redactor: ...
+
+    @property
+    def library(self) -> SkillLibrary: ...
+
+    @property
+    def memory(self) -> IncidentMemory: ...
 
     def toolbox(self, inc: Incident) -> Toolbox: ...
 

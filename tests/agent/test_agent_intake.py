@@ -9,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from guard.agent.loop import Agent
+from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.store.db import open_database
 from tests.agent_helpers import stored_incident
@@ -20,7 +21,9 @@ def agent(tmp_path: Path) -> Agent:
     settings = Settings(
         data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=tmp_path / "playbooks"
     )
-    return Agent(settings, open_database(settings.database_url), [], sandboxes=cast(Any, object()))
+    return compose_agent(
+        settings, open_database(settings.database_url), [], sandboxes=cast(Any, object())
+    )
 
 
 async def test_a_reopen_during_work_is_handled_after_it(tmp_path: Path) -> None:
@@ -33,7 +36,7 @@ async def test_a_reopen_during_work_is_handled_after_it(tmp_path: Path) -> None:
         if len(calls) == 1:
             await busy.wait()  # the first worker is still busy when the incident reopens
 
-    a.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign]
     a.submit(7)
     await asyncio.sleep(0)
     a.submit(7)  # reopened while the worker runs: not a second worker, not dropped either
@@ -47,14 +50,14 @@ async def test_a_reopen_during_work_is_handled_after_it(tmp_path: Path) -> None:
 
 async def test_nothing_new_starts_while_shutting_down(tmp_path: Path) -> None:
     a = agent(tmp_path)
-    a.sandboxes = cast(Any, _Closable())
+    a.parts.sandboxes = cast(Any, _Closable())
     started: list[int] = []
 
     async def handle(incident_id: int) -> None:
         started.append(incident_id)
         await asyncio.sleep(60)
 
-    a.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign]
     a.submit(1)
     await asyncio.sleep(0)
     a.submit(1)  # queued for another look...
@@ -87,12 +90,12 @@ async def test_a_slow_memory_does_not_stall_the_event_loop(tmp_path: Path) -> No
             return []
 
     a = agent(tmp_path)
-    a.recaller.memory = cast(Any, SlowMemory())
+    a.parts.recaller.memory = cast(Any, SlowMemory())
     with a.db.session() as s:
         inc = stored_incident(s)
         s.refresh(inc)
         s.expunge(inc)
-    recalling = asyncio.create_task(a.recall(inc))
+    recalling = asyncio.create_task(a.handler.recall(inc))
     for _ in range(5):
         await asyncio.sleep(0.01)  # the loop goes on while the search waits
     assert not recalling.done()
@@ -125,7 +128,7 @@ async def test_an_incident_whose_hand_off_was_lost_is_taken_by_the_sweep(tmp_pat
         looked.append(incident_id)
         await release.wait()
 
-    a.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign]
     a.submit(ids[2])  # a worker holds it already
     await asyncio.sleep(0)
     await a.sweep()
@@ -172,9 +175,9 @@ async def test_an_incident_a_failed_worker_left_working_is_resumed_by_the_sweep(
     async def settle_run(incident_id: int) -> None:
         done.append(("settle", incident_id))
 
-    a.handle = handle  # type: ignore[method-assign]
-    a._resume_run = resume_run  # type: ignore[method-assign,assignment]
-    a._settle_run = settle_run  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign]
+    a.recovery._resume_run = resume_run  # type: ignore[method-assign,assignment]
+    a.recovery._settle_run = settle_run  # type: ignore[method-assign]
     await a.sweep()
     await a.drain()
     assert sorted(done) == sorted([("look", ids[0]), ("resume run", ids[4]), ("settle", ids[2])])
@@ -194,7 +197,7 @@ async def test_a_worker_that_raises_is_logged_not_silent(tmp_path: Path) -> None
     async def handle(incident_id: int) -> None:
         raise RuntimeError("database is locked")
 
-    a.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign]
     try:
         a.submit(3)
         await a.drain()
@@ -223,9 +226,9 @@ async def test_an_incident_that_recovered_before_the_agent_took_it_is_not_escala
     async def ask(incident_id: int, *args: Any, **kw: Any) -> None:
         asked.append(incident_id)
 
-    a.decide = decide  # type: ignore[method-assign,assignment]
-    a.asker.ask = ask  # type: ignore[method-assign]
-    await a._decide(inc)
+    a.handler.decide = decide  # type: ignore[method-assign,assignment]
+    a.parts.asker.ask = ask  # type: ignore[method-assign]
+    await a.handler.decide_or_escalate(inc)
     assert asked == ([inc.id] if escalated else [])
 
 
@@ -238,7 +241,7 @@ async def test_a_store_error_skips_a_round_of_the_agent_loop_and_does_not_end_it
 
     a = agent(tmp_path)
     a.settings.agent.poll_interval = 0.02
-    a.sandboxes = cast(Any, _Closable())
+    a.parts.sandboxes = cast(Any, _Closable())
     rounds: list[int] = []
     stop = asyncio.Event()
 

@@ -10,6 +10,7 @@ import pytest
 from sqlmodel import select
 
 from guard.agent.loop import Agent
+from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.domain.records import utcnow
 from guard.store.db import open_database
@@ -30,7 +31,7 @@ def agent(tmp_path: Path, **kw: Any) -> Agent:
     settings = Settings(
         data_dir=tmp_path, skills_dir=tmp_path / "skills", playbooks_dir=tmp_path / "playbooks"
     )
-    return Agent(
+    return compose_agent(
         settings, open_database(settings.database_url), [], sandboxes=cast(Any, object()), **kw
     )
 

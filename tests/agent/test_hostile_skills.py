@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from guard.agent.loop import Agent
 from guard.app import skill_invalid_signals
+from guard.app.compose import compose_agent
 from guard.config import load_settings
 from guard.incidents.commands import queue_command
 from guard.skills.library import SkillLibrary, load_skill
@@ -146,7 +146,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
     )
     settings = load_settings(home.config)
     db = home.database()
-    agent = Agent(settings, db, home.playbooks_loaded())
+    agent = compose_agent(settings, db, home.playbooks_loaded())
     with db.session() as s:
         inc = stored_incident(
             s,

@@ -13,6 +13,7 @@ import yaml
 from sqlmodel import select
 
 from guard.agent.loop import Agent
+from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
@@ -101,7 +102,7 @@ def setup(tmp_path: Path) -> tuple[Agent, Database, Notifier, int]:
     )
     db = open_database(settings.database_url)
     notifier = Notifier()
-    agent = Agent(settings, db, [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
+    agent = compose_agent(settings, db, [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
     with db.session() as s:
         inc = stored_incident(
             s,

@@ -77,3 +77,30 @@ def test_the_layer_contract_holds_and_nothing_imports_in_a_cycle() -> None:
     done = subprocess.run([str(exe), "--no-cache"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "2 kept, 0 broken" in done.stdout
+
+
+def test_the_root_of_the_package_holds_no_module() -> None:
+    """Every module lives in the package of its layer (issue 41): ``ls guard/*.py``."""
+    assert sorted(p.name for p in (REPO / "guard").glob("*.py")) == ["__init__.py"]
+
+
+def test_no_class_inherits_another_to_live_in_another_file() -> None:
+    """The agent's parts are given, not inherited (``guard.app.compose``), and no base class
+    leaves a method to its subclass with ``NotImplementedError`` (a port is a Protocol, an
+    abstract base says so with ``abstractmethod``)."""
+    from guard.agent.loop import Agent
+    from guard.agent.orchestration import IncidentHandler
+    from guard.agent.recovery import Recovery
+    from guard.notify.outbox.worker import OutboxWorker
+
+    for cls in (Agent, IncidentHandler, Recovery, OutboxWorker):
+        assert cls.__bases__ == (object,), cls
+    raising = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for path in sorted((REPO / "guard").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Raise)
+        and isinstance(node.exc, ast.Name | ast.Call)
+        and "NotImplementedError" in ast.unparse(node.exc)
+    ]
+    assert raising == []

@@ -9,8 +9,8 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from guard.agent.loop import Agent
 from guard.app import Guard
+from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.domain.fingerprint import fingerprint
 from guard.playbooks import Playbook
@@ -107,7 +107,7 @@ async def test_apply_keeps_unchanged_monitors_and_updates_what_derives_from_play
     )
     db = open_database(settings.database_url)
     old = [book("a", http("same"), http("edited"), http("dropped"))]
-    agent = Agent(settings, db, old, sandboxes=cast(Any, object()))
+    agent = compose_agent(settings, db, old, sandboxes=cast(Any, object()))
     guard = Guard(settings, old, db=db, agent=agent)
     same = guard.monitors[0]
     new = [

@@ -12,6 +12,7 @@ import pytest
 from sqlmodel import col, select
 
 from guard.agent.loop import Agent
+from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
@@ -62,7 +63,7 @@ def make_agent(
     )
     (tmp_path / "skills").mkdir(parents=True, exist_ok=True)
     notifier = Notifier()
-    agent = Agent(settings, settings_db(settings), [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
+    agent = compose_agent(settings, settings_db(settings), [], notifier=notifier, memory=Memory())  # type: ignore[arg-type]
     with agent.db.session() as s:
         inc = stored_incident(s, check_key="web", source=source, target=target, message=message)
         return agent, notifier, inc.id

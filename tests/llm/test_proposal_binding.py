@@ -127,7 +127,7 @@ async def test_a_proposal_no_human_could_read_is_neither_offered_nor_run(
     and an approval of it, even bound to its very digest, runs nothing."""
     agent, notifier, inc_id = make_agent(tmp_path, None)
     try:
-        await agent.asker.ask(
+        await agent.parts.asker.ask(
             inc_id, [], "", "No skill matches.", proposal=Proposal(PADDED, "r", 0.9, "m:x")
         )
         (request,) = notifier.asked

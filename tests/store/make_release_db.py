@@ -111,7 +111,7 @@ async def flows(url: str, server: TelegramServer) -> None:
             incident_id=i,
             role="incident",
         )
-    await worker._deliver_group(outbox.pending(db))
+    await worker.delivery.deliver_group(outbox.pending(db))
     # updates handled (a human's message; a press)
     for update_id, message_id in ((500, server.say(42, "hi", chat_id=CHAT)), (501, None)):
         with db.session() as s:

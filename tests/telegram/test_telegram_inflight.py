@@ -179,7 +179,7 @@ async def test_a_send_that_timed_out_stays_in_flight_and_is_looked_for_before_a_
     await sent_before(db, bot)
     row = await crash_during(db, bot, posted=True)
     worker = OutboxWorker(bot, db)
-    worker._attempted(row, "timed out", uncertain=True)  # what a NetworkError leaves
+    worker.delivery.attempted(row, "timed out", uncertain=True)  # what a NetworkError leaves
     assert state(db, row)[0] == OutboxStatus.in_flight
     [again] = outbox.pending(db)
     await worker._recover(again)

@@ -9,6 +9,7 @@ post (in the incident's thread for a reply), and the bookkeeping of what was pos
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from loguru import logger
 from sqlmodel import Session, col, select
@@ -28,21 +29,22 @@ from guard.store.models import (
     OutboxStatus,
 )
 
+PostOnce = Callable[[list[OutboxMessage], Post], Awaitable[int]]
+"""Posts one message for rows and returns its id, at most once (the worker's)."""
+
 
 class Delivery:
-    """A channel's calls for the rows of its outbox."""
+    """A channel's calls for the rows of its outbox; ``post`` posts at most once."""
 
-    def __init__(self, channel: Channel, db: Database) -> None:
+    def __init__(self, channel: Channel, db: Database, post: PostOnce) -> None:
         self.channel = channel
         self.db = db
+        self._post = post
 
-    async def _post(self, rows: list[OutboxMessage], post: Post) -> int:
-        raise NotImplementedError  # the worker's: at most once
-
-    def _claim(self, rows: list[OutboxMessage]) -> None:
+    def claim(self, rows: list[OutboxMessage]) -> None:
         claim_send(self.db, rows)
 
-    async def _deliver(self, row: OutboxMessage) -> None:
+    async def deliver(self, row: OutboxMessage) -> None:
         chat, name = row.chat_id, self.channel.name
         row.text = redact(row.text)  # the store keeps it redacted already; an exit checks again
         target = (
@@ -57,7 +59,7 @@ class Delivery:
             if target.role == "group":
                 await self._edit_group(row, target)
                 return
-            await asyncio.to_thread(self._claim, [row])
+            await asyncio.to_thread(self.claim, [row])
             await self.channel.edit(chat, target.message_id, row.text, _buttons(row.buttons))
             self._mark(row, OutboxStatus.sent)
             if not row.buttons:
@@ -84,7 +86,7 @@ class Delivery:
             _sent(session, row)
             inflight.settle(session, [row], message_id)
 
-    async def _deliver_group(self, rows: list[OutboxMessage]) -> None:
+    async def deliver_group(self, rows: list[OutboxMessage]) -> None:
         chat, name = rows[0].chat_id, self.channel.name
         markup = self.channel.markup
         with self.db.session() as session:
@@ -156,7 +158,7 @@ class Delivery:
                         m.live = False
                     session.add(m)
         text, buttons = markup.group(members)
-        await asyncio.to_thread(self._claim, [row])
+        await asyncio.to_thread(self.claim, [row])
         await self.channel.edit(row.chat_id, target.message_id, text, buttons)
         self._mark(row, OutboxStatus.sent)
         if not buttons:
@@ -171,7 +173,7 @@ class Delivery:
                 fresh.sent_at = utcnow()
             session.add(fresh)
 
-    def _attempted(self, row: OutboxMessage, error: str, *, uncertain: bool = False) -> None:
+    def attempted(self, row: OutboxMessage, error: str, *, uncertain: bool = False) -> None:
         """The call failed; with ``uncertain`` (a network error) it may still have posted, so a
         post stays in flight and is looked for before it is tried again."""
         if not uncertain or row.method not in ("send", "photo"):
@@ -184,7 +186,7 @@ class Delivery:
             fresh.error, fresh.attempts = error, fresh.attempts + 1
             session.add(fresh)
 
-    def _rejected(self, row: OutboxMessage, exc: Exception) -> None:
+    def rejected(self, row: OutboxMessage, exc: Exception) -> None:
         logger.error(
             "{} refused outbox message {} ({}): {}", self.channel.name, row.id, row.method, exc
         )

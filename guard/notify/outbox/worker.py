@@ -35,11 +35,14 @@ from guard.store.models import OutboxMessage, OutboxStatus
 IDLE = 0.3
 
 
-class OutboxWorker(Delivery):
-    """Sends a channel's queued rows in order until ``stop`` is set."""
+class OutboxWorker:
+    """Sends a channel's queued rows in order until ``stop`` is set (each row's calls:
+    ``Delivery``, with this worker's at-most-once post)."""
 
     def __init__(self, channel: Channel, db: Database, *, group_wait: float = 0.0) -> None:
-        super().__init__(channel, db)
+        self.channel = channel
+        self.db = db
+        self.delivery = Delivery(channel, db, self._post)
         self.wake = asyncio.Event()
         self.group_wait = group_wait
         self._announced_at = -float("inf")  # monotonic time of the last announcement
@@ -77,7 +80,7 @@ class OutboxWorker(Delivery):
                     if await self._announce(row, stop):
                         break  # a group went out: rows of this snapshot were in it
                     continue
-                await self._deliver(row)
+                await self.delivery.deliver(row)
                 delay = 1.0
                 if row.role in LOW_PRIORITY:
                     return delay  # look again: an alert queued meanwhile goes first
@@ -88,19 +91,21 @@ class OutboxWorker(Delivery):
                     exc.after,
                     len(rows),
                 )
-                await asyncio.to_thread(self._attempted, row, f"429: retry after {exc.after:g}s")
+                why = f"429: retry after {exc.after:g}s"
+                await asyncio.to_thread(self.delivery.attempted, row, why)
                 await self._sleep(stop, exc.after)
                 break
             except Unreachable as exc:
                 logger.warning(
                     "{} unreachable ({}); retrying in {:g}s", self.channel.name, exc, delay
                 )
-                await asyncio.to_thread(self._attempted, row, str(exc), uncertain=exc.uncertain)
+                uncertain = exc.uncertain
+                await asyncio.to_thread(self.delivery.attempted, row, str(exc), uncertain=uncertain)
                 await self._sleep(stop, delay)
                 delay = min(delay * 2, 10.0)
                 break
             except Rejected as exc:
-                await asyncio.to_thread(self._rejected, row, exc)
+                await asyncio.to_thread(self.delivery.rejected, row, exc)
             except NotLeader as exc:  # deposed: the new leader sends what is left
                 logger.warning("outbox stops: {}", exc)
                 return None
@@ -129,7 +134,7 @@ class OutboxWorker(Delivery):
         """Deliver a row whose post was in flight, with the rows posted in the same message."""
         record = await asyncio.to_thread(inflight.find, self.db, row)
         if record is None or len(record.outbox_ids) == 1:
-            await self._deliver(row)
+            await self.delivery.deliver(row)
             return
         with self.db.session() as session:
             rows = list(
@@ -139,7 +144,7 @@ class OutboxWorker(Delivery):
                     .order_by(col(OutboxMessage.id))
                 ).all()
             )
-        await self._deliver_group(rows)
+        await self.delivery.deliver_group(rows)
 
     async def _announce(self, row: OutboxMessage, stop: asyncio.Event) -> bool:
         """Announce an incident: at once after a quiet spell, else with every announcement
@@ -154,9 +159,9 @@ class OutboxWorker(Delivery):
         else:
             group = [row]
         if len(group) == 1:
-            await self._deliver(row)
+            await self.delivery.deliver(row)
         else:
-            await self._deliver_group(group)
+            await self.delivery.deliver_group(group)
         self._announced_at = time.monotonic()
         return len(group) > 1
 
@@ -170,7 +175,7 @@ class OutboxWorker(Delivery):
         row = rows[0]
         record = await asyncio.to_thread(inflight.find, self.db, row)
         if record is not None:
-            await asyncio.to_thread(self._claim, rows)
+            await asyncio.to_thread(self.delivery.claim, rows)
             known = await asyncio.to_thread(inflight.known, self.db, row.channel, row.chat_id)
             was = Post(post.chat, record.text, record.buttons, post.photo, post.reply_to)
             found = await self.channel.find(was, record.floor, known)
@@ -185,3 +190,7 @@ class OutboxWorker(Delivery):
         message_id = await self.channel.post(post)
         reached("report.sent_before_mark" if row.role == "report" else "outbox.sent_before_id")
         return message_id
+
+    async def _deliver(self, row: OutboxMessage) -> None:
+        """Deliver one row now (its calls, its marks)."""
+        await self.delivery.deliver(row)
