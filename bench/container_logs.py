@@ -37,7 +37,7 @@ IMAGE = "guard-test-busybox:sandbox"
 def _client() -> Any:
     import docker
 
-    from tests.images import ensure_busybox_image
+    from tests.helpers.images import ensure_busybox_image
 
     client = docker.from_env(timeout=60)
     ensure_busybox_image(client, IMAGE)

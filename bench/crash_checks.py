@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 from bench.crash_run import Check, Run
-from tests.telegram_helpers import ADMIN, CHAT, TOKEN
+from tests.helpers.telegram import ADMIN, CHAT, TOKEN
 
 
 def telegram_config(run: Run, **extra: Any) -> dict[str, Any]:

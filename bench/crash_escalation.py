@@ -19,7 +19,7 @@ from bench.crash_checks import (
     web_playbook,
 )
 from bench.crash_run import Check, Run, Scenario
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
 
 SECONDARY, TERTIARY = ROUTING_KEY[::-1], ROUTING_KEY.upper()
 

@@ -15,8 +15,8 @@ from bench.crash_checks import (
     web_playbook,
 )
 from bench.crash_run import Check, Run, Scenario
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.webhook_receiver import SECRET, WebhookReceiver
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.webhook_receiver import SECRET, WebhookReceiver
 
 
 @dataclass

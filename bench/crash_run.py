@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import GuardHome
-from tests.telegram_helpers import TOKEN, Service
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.telegram import TOKEN, Service
 
 REPO = Path(__file__).resolve().parent.parent
 WORKING = {"diagnosing", "remediating"}
@@ -156,7 +156,7 @@ class Result:
 
 @contextlib.contextmanager
 def services() -> Iterator[tuple[TelegramServer, Service]]:
-    from tests.local_http import stop as stop_http
+    from tests.fakes.local_http import stop as stop_http
 
     tg = TelegramServer(TOKEN).start()
     svc = Service()

@@ -19,14 +19,14 @@ from bench.crash_checks import (
     write_learned_skill,
 )
 from bench.crash_run import REPO, WORKING, Check, Run, Scenario
-from tests.telegram_helpers import ADMIN, CHAT
+from tests.helpers.telegram import ADMIN, CHAT
 
 
 def watch_containers(run: Run) -> tuple[Any, str, str]:
     """A docker monitor on the containers of a fresh label: (engine client, busybox, label)."""
     import docker
 
-    from tests.images import ensure_busybox_image
+    from tests.helpers.images import ensure_busybox_image
 
     client = docker.from_env(timeout=60)
     image = ensure_busybox_image(client)

@@ -37,7 +37,7 @@ from guard.config import Settings
 from guard.domain.records import IncidentEvent
 from guard.harness import spans
 from guard.playbooks.models import Playbook
-from tests.images import ensure_busybox_image
+from tests.helpers.images import ensure_busybox_image
 
 STORM = 5000  # lines a second while the storm runs
 NOISE = (

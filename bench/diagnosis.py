@@ -42,8 +42,8 @@ from guard.incidents.commands import queue_command
 from guard.playbooks.models import Playbook
 from guard.store.models import CommandStatus, HumanCommand, Incident, Trajectory
 from guard.util.commandtext import digest
-from tests.images import ensure_busybox_image
-from tests.model_server import ModelServer, Reply, call
+from tests.fakes.model import ModelServer, Reply, call
+from tests.helpers.images import ensure_busybox_image
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 from bench.common import machine
 from guard.monitors.journald import JournaldMonitor
 from guard.playbooks.models import JournaldMonitorSpec
-from tests.journal_helpers import Journal
+from tests.helpers.journal import Journal
 
 RULES = [
     {"kind": "payment_failed", "pattern": r"payment failed for order \d+"},

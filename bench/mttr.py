@@ -35,7 +35,7 @@ from guard.config import Settings
 from guard.harness import spans
 from guard.playbooks.models import Playbook
 from guard.store.models import Incident
-from tests.images import ensure_busybox_image
+from tests.helpers.images import ensure_busybox_image
 
 
 def _skills(folder: Path) -> None:

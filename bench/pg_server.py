@@ -1,8 +1,8 @@
 """A real local PostgreSQL server (initdb + pg_ctl from the distribution's packages).
 
 Shared by the benchmarks (``python -m bench.crash --database postgres``) and the tests'
-``postgres_url`` fixture (``tests/pg_server.py``): ``postgres_server`` starts one in a temporary
-folder and removes it afterwards; ``fresh_database`` makes an empty database on it.
+``postgres_url`` fixture (``tests/fakes/postgres.py``): ``postgres_server`` starts one in a
+temporary folder and removes it afterwards; ``fresh_database`` makes an empty database on it.
 """
 
 from __future__ import annotations

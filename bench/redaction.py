@@ -10,9 +10,9 @@ rule set it was chosen over) when that package is installed: the same corpus, th
 - cost: microseconds per line through the policy, for clean lines (most signals) and for lines
   that hold a secret; and per ``Signal`` (message, target and details).
 
-- held-out recall: the second corpus (``tests/secret_corpus_heldout.py``, written from vendors'
-  documented formats, not the one the rules are tuned on), per group, each entry's lines fed one
-  at a time from one source as a log monitor's signals are;
+- held-out recall: the second corpus (``tests/helpers/secret_corpus_heldout.py``, written from
+  vendors' documented formats, not the one the rules are tuned on), per group, each entry's
+  lines fed one at a time from one source as a log monitor's signals are;
 - real logs: lines of the 16 Loghub systems and the captured daemon logs (``bench.grouping``'s
   corpus) that redaction changes (none should: they hold no secret);
 - hostile lines: each rule alone on adversarial lines at the 64 KiB line limit, the worst
@@ -38,9 +38,9 @@ from guard.domain.records import Signal
 from guard.redact import Policy, builtin_rules, redact_signal
 from guard.redact.engine import Engine
 from guard.redact.keys import KeyLines
-from tests.secret_corpus import hostile_lines, ordinary_lines, secrets
-from tests.secret_corpus_heldout import GROUPS, heldout, pieces
-from tests.secret_corpus_shapes import SUBGROUPS, shapes, verdict
+from tests.helpers.secret_corpus import hostile_lines, ordinary_lines, secrets
+from tests.helpers.secret_corpus_heldout import GROUPS, heldout, pieces
+from tests.helpers.secret_corpus_shapes import SUBGROUPS, shapes, verdict
 
 # issue 39's group on the redaction before rules were added for it (commit 6d7a2e8, 5 seeds);
 # ``--against 6d7a2e8`` measures it again
@@ -192,7 +192,7 @@ def _shape_outputs(entries: list[list[str]]) -> list[str]:
 
 
 def _shapes(seeds: int, outputs: Callable[[list[list[str]]], list[str]]) -> dict[str, Any]:
-    """Issue 39's group (``tests/secret_corpus_shapes.py``): caught, partial and leaked per
+    """Issue 39's group (``tests/helpers/secret_corpus_shapes.py``): caught, partial and leaked per
     subgroup, the entries redacted by ``outputs``."""
     entries = [e for seed in range(seeds) for e in shapes(f"shape-{seed}")]
     found = outputs([lines for _, _, _, lines in entries])

@@ -56,9 +56,9 @@ from typing import Any
 
 from bench.common import GuardProcess, machine, replace_section, tree_rss_mb
 from bench.soak_faults import FakeClock, PrivateDocker, SmallVolume, lock_sqlite, unmount_under
-from tests.images import ensure_busybox_image
-from tests.telegram_helpers import ADMIN, CHAT, TOKEN, Service
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.images import ensure_busybox_image
+from tests.helpers.telegram import ADMIN, CHAT, TOKEN, Service
 
 MARKER = "<!-- soak -->"
 WARMUP = 0.10

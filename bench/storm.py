@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import guard_process, machine, rss_mb
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
 
 TOKEN = "123456:storm-bench"
 CHAT = -1001

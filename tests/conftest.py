@@ -17,11 +17,11 @@ import yaml
 from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
-from tests.images import ensure_busybox_image
+from tests.helpers.images import ensure_busybox_image
 
 if TYPE_CHECKING:
-    from tests.telegram_helpers import Service
-    from tests.telegram_server import TelegramServer
+    from tests.fakes.telegram import TelegramServer
+    from tests.helpers.telegram import Service
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -156,8 +156,8 @@ def containers(
 def tg() -> Iterator[TelegramServer]:
     """The Bot API server; a test fails if Guard sent anything Telegram would have refused
     (a test that provokes refusals on purpose empties ``tg.refused`` after checking them)."""
-    from tests.telegram_helpers import TOKEN
-    from tests.telegram_server import TelegramServer
+    from tests.fakes.telegram import TelegramServer
+    from tests.helpers.telegram import TOKEN
 
     server = TelegramServer(TOKEN).start()
     yield server
@@ -168,8 +168,8 @@ def tg() -> Iterator[TelegramServer]:
 @pytest.fixture
 def service() -> Iterator[Service]:
     """A local web service whose health endpoint fails until its fix endpoint is called."""
-    from tests.local_http import stop
-    from tests.telegram_helpers import Service
+    from tests.fakes.local_http import stop
+    from tests.helpers.telegram import Service
 
     svc = Service()
     yield svc
@@ -179,6 +179,6 @@ def service() -> Iterator[Service]:
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A real local PostgreSQL server (one per test module), as a database URL."""
-    from tests.pg_server import serve_postgres
+    from tests.fakes.postgres import serve_postgres
 
     yield from serve_postgres()

@@ -13,7 +13,7 @@ from guard.incidents.commands import queue_command
 from guard.notify.authz import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 
 def as_token(db: Database, gate: Gate, incident_id: int, name: str, verb: str) -> HumanCommand:

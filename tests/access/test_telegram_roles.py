@@ -20,8 +20,8 @@ from guard.store.models import (
     Mute,
     OutboxMessage,
 )
+from tests.helpers.telegram import ADMIN
 from tests.telegram.conftest import INCIDENT_MESSAGE, world
-from tests.telegram_helpers import ADMIN
 
 if TYPE_CHECKING:
     from tests.telegram.conftest import World

@@ -10,7 +10,7 @@ from guard.access.tokens import create_token, role_of, verify_token
 from guard.store.db import open_database
 from guard.store.models import AccessToken
 from tests.access.queue_checks import tokens_at_the_queue
-from tests.pg_server import fresh_database
+from tests.fakes.postgres import fresh_database
 
 
 def test_tokens_and_the_gate_on_postgres(postgres_url: str) -> None:

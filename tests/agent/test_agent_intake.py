@@ -12,7 +12,7 @@ from guard.agent.loop import Agent
 from guard.app.compose import compose_agent
 from guard.config import Settings
 from guard.store.db import open_database
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

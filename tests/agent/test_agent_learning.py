@@ -11,7 +11,7 @@ import pytest
 from guard.memory.semantic import SemanticMemory
 from guard.skills.library import load_skill, load_skills
 from guard.store.models import Incident
-from tests.agent_helpers import (
+from tests.helpers.agent import (
     REPO,
     find,
     guard_process,

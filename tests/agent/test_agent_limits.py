@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.agent_helpers import (
+from tests.helpers.agent import (
     db_rows,
     find,
     guard_process,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.agent_helpers import (
+from tests.helpers.agent import (
     find,
     guard_process,
     sandboxes_of,

@@ -14,8 +14,8 @@ import pytest
 from guard.agent.causation import LOOP_GAP, Causation
 from guard.domain.records import utcnow
 from guard.store.models import Incident
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

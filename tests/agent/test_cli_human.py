@@ -9,7 +9,7 @@ import shutil
 import pytest
 import yaml
 
-from tests.agent_helpers import REPO, db_rows, find, setup_docker_home, show, tune_skill, wait_for
+from tests.helpers.agent import REPO, db_rows, find, setup_docker_home, show, tune_skill, wait_for
 
 RESTART_SKILL_MD = """---
 name: restart-exited

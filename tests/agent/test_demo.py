@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from guard.app.demo import IMAGE, ensure_victim_image
-from tests.agent_helpers import find, free_port, running_guard, wait_for
 from tests.conftest import REPO, GuardHome
+from tests.helpers.agent import find, free_port, running_guard, wait_for
 
 pytestmark = pytest.mark.docker
 

@@ -18,8 +18,8 @@ from guard.incidents.lifecycle import Lifecycle
 from guard.skills.model import Step
 from guard.store.db import Database, open_database
 from guard.store.models import IncidentTimeline, RemediationRun
-from tests.agent_helpers import stored_incident
-from tests.pg_server import fresh_database
+from tests.fakes.postgres import fresh_database
+from tests.helpers.agent import stored_incident
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

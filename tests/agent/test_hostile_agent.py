@@ -22,7 +22,7 @@ from guard.store.models import (
     RunOrigin,
     RunStatus,
 )
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -20,9 +20,9 @@ from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
 from guard.skills.writer import SkillWriter, message_regex, shell_generalise
 from guard.store.models import HumanCommand, Incident, IncidentState
-from tests.agent_helpers import as_cli, find, running_guard, stored_incident, wait_for
 from tests.conftest import GuardHome
-from tests.telegram_helpers import Service, http_playbook
+from tests.helpers.agent import as_cli, find, running_guard, stored_incident, wait_for
+from tests.helpers.telegram import Service, http_playbook
 
 KIND = "a" * 24
 TARGET = "b" * 23 + "-" + "c" * 6  # its slug puts a hyphen where the old suffix went: "--2"
@@ -190,7 +190,7 @@ async def test_a_learned_skill_replays_the_script_that_ran(home: GuardHome) -> N
         assert replay.stdout == "{{.State.Status}}\ntwo words\n"
     finally:
         await agent.shutdown()
-        from tests.local_http import stop
+        from tests.fakes.local_http import stop
 
         stop(svc.server)
 

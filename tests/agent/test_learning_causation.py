@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from guard.skills.library import load_skills
-from tests.agent_helpers import find, guard_process, incidents, past_flap_window, show, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import find, guard_process, incidents, past_flap_window, show, wait_for
 
 WORDING_A = "ERROR write /data/blob-{n}: No space left on device"
 WORDING_B = "WARN disk is full, cannot rotate segment {n} on /data"

@@ -13,7 +13,7 @@ from guard.skills.library import Candidate, Skill
 from guard.skills.model import SkillFrontmatter, SkillSpec
 from guard.store.db import Database, open_database
 from guard.store.models import RemediationRun, RunStatus
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -25,7 +25,7 @@ from guard.store.models import (
     IncidentTimeline,
     RemediationRun,
 )
-from tests.agent_helpers import as_cli, stored_incident
+from tests.helpers.agent import as_cli, stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.agent_helpers import (
+from tests.conftest import GuardHome
+from tests.correlation.shop import write_playbook
+from tests.helpers.agent import (
     db_rows,
     free_port,
     guard_process,
@@ -21,8 +23,6 @@ from tests.agent_helpers import (
     tune_skill,
     wait_for,
 )
-from tests.conftest import GuardHome
-from tests.correlation.shop import write_playbook
 
 pytestmark = pytest.mark.docker
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.agent_helpers import db_rows, find, guard_process, setup_docker_home, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import db_rows, find, guard_process, setup_docker_home, wait_for
 from tests.webui.helpers import Site
 
 pytestmark = pytest.mark.docker

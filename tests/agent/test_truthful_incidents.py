@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests.agent_helpers import find, guard_process, incidents, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
+from tests.helpers.agent import find, guard_process, incidents, setup_docker_home, show, wait_for
 
 FILLER = "x" * 50
 LINE = re.compile(rf"line \d\d {FILLER} end")  # what the container prints, 62 characters

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests import agent_helpers as ah
 from tests.conftest import GuardHome
+from tests.helpers import agent as ah
 
 pytestmark = pytest.mark.docker
 

@@ -13,8 +13,8 @@ import textwrap
 from sqlmodel import select
 
 from guard.store.models import AuditEntry, HumanCommand
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 
 REFUSING_CLI = textwrap.dedent(
     """

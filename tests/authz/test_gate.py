@@ -22,7 +22,7 @@ from guard.incidents.authz import (
 from guard.incidents.commands import queue_command
 from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, ConversationMessage, HumanCommand, Incident
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -134,7 +134,7 @@ def test_sqlite_fast_path_matches_the_orm(home: GuardHome, monkeypatch: pytest.M
 def test_postgres_fast_path_matches_the_orm(
     home: GuardHome, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.pg_server import fresh_database
+    from tests.fakes.postgres import fresh_database
 
     url = fresh_database(postgres_url)
     home.write_config({"database_url": url, "telegram": {"bot_token": TOKEN, "chat_id": 1}})

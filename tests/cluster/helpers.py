@@ -19,8 +19,8 @@ from guard.cluster import Leadership
 from guard.cluster.status import replicas
 from guard.domain.exceptions import NotLeader
 from guard.store.db import Database
-from tests.agent_helpers import free_port, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import free_port, wait_for
 
 
 def one_leads(db: Database, one: Leadership, two: Leadership) -> None:

@@ -15,12 +15,12 @@ from sqlmodel import col, select
 from guard.domain.records import utcnow
 from guard.store.cluster import ClusterAction
 from guard.store.models import AuditEntry, Incident, RemediationRun
-from tests import pg_server
-from tests.agent_helpers import setup_docker_home, show, tune_skill, wait_for
 from tests.cluster.helpers import Replicas
 from tests.conftest import GuardHome
-from tests.telegram_helpers import ADMIN, CHAT, TOKEN, buttons
-from tests.telegram_server import TelegramServer
+from tests.fakes import postgres as pg_server
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import setup_docker_home, show, tune_skill, wait_for
+from tests.helpers.telegram import ADMIN, CHAT, TOKEN, buttons
 
 pytestmark = [pytest.mark.docker, pytest.mark.serial]  # lease timings: not beside other tests
 

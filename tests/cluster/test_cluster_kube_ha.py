@@ -15,11 +15,11 @@ from sqlmodel import col, select
 from guard.domain.records import utcnow
 from guard.store.cluster import ClusterAction
 from guard.store.models import Incident
-from tests import pg_server
-from tests.agent_helpers import wait_for
 from tests.cluster.helpers import Replicas
 from tests.conftest import GuardHome
-from tests.kube_server import KubeServer, serve_kube
+from tests.fakes import postgres as pg_server
+from tests.fakes.kube import KubeServer, serve_kube
+from tests.helpers.agent import wait_for
 
 pytestmark = pytest.mark.serial  # lease timings: not beside other tests
 

@@ -1,5 +1,5 @@
 """The Kubernetes Lease backend, in process: elected by a coordination.k8s.io Lease on the local
-API server (tests/kube_server.py), fenced by the token in a real local PostgreSQL."""
+API server (tests/fakes/kube.py), fenced by the token in a real local PostgreSQL."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from guard.k8s import KubeClient, pod_namespace
 from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database
 from guard.store.models import MonitorState
-from tests import pg_server
 from tests.cluster.helpers import one_leads
-from tests.kube_server import KubeServer, serve_kube
+from tests.fakes import postgres as pg_server
+from tests.fakes.kube import KubeServer, serve_kube
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/guard/leases"
 

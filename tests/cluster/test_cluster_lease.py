@@ -19,8 +19,8 @@ from guard.store.cluster import ClusterAction, ClusterLease
 from guard.store.db import Database, open_database
 from guard.store.models import MonitorState
 from guard.telemetry.metrics import REGISTRY
-from tests import pg_server
 from tests.cluster.helpers import one_leads
+from tests.fakes import postgres as pg_server
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

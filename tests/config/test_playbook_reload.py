@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from tests.agent_helpers import db_rows, find, incidents, running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.telegram_helpers import configure, guard_run, incident_message
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import db_rows, find, incidents, running_guard, wait_for
+from tests.helpers.telegram import configure, guard_run, incident_message
 
 
 def logfile(id_: str, path: Path, *kinds: str) -> dict[str, Any]:

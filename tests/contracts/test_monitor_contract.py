@@ -34,8 +34,8 @@ from guard.store.models import Incident
 from guard.store.state import get_state, put_state
 from guard.triage.engine import Triage
 from tests.conftest import GuardHome
-from tests.kube_server import KubeServer
-from tests.railway_server import RailwayServer
+from tests.fakes.kube import KubeServer
+from tests.fakes.railway import RailwayServer
 
 KINDS = list(MONITOR_KINDS)
 LOG_RULE = [{"kind": "boom", "pattern": "BOOM (?P<n>\\d+)", "group_by": ["n"]}]
@@ -246,14 +246,14 @@ def rig_docker(home: GuardHome, containers: Any) -> Iterator[Rig]:
 
 @pytest.fixture
 def railway() -> Iterator[RailwayServer]:
-    from tests.railway_server import serve_railway
+    from tests.fakes.railway import serve_railway
 
     yield from serve_railway()
 
 
 @pytest.fixture
 def rig_railway(home: GuardHome, railway: RailwayServer) -> Rig:
-    from tests.railway_server import railway_config
+    from tests.fakes.railway import railway_config
 
     railway.state.deploy(status="SUCCESS")
     home.write_config({"railway": railway_config(railway)})
@@ -272,15 +272,15 @@ def rig_railway(home: GuardHome, railway: RailwayServer) -> Rig:
 
 @pytest.fixture
 def kube() -> Iterator[KubeServer]:
-    from tests.kube_server import serve_kube
+    from tests.fakes.kube import serve_kube
 
     yield from serve_kube()
 
 
 @pytest.fixture
 def rig_kubernetes(home: GuardHome, kube: KubeServer) -> Rig:
-    from tests.kube_logs import crash, start_again, started, write_log
-    from tests.kube_server import pod
+    from tests.fakes.kube import pod
+    from tests.fakes.kube_logs import crash, start_again, started, write_log
 
     name = "api-7d9f8b6c5d-x2k4p"
     kube.state.put_pod(pod(name, statuses=[started("app")]))
@@ -302,7 +302,7 @@ def rig_kubernetes(home: GuardHome, kube: KubeServer) -> Rig:
 
 @pytest.fixture
 def rig_journald(home: GuardHome, tmp_path: Path) -> Rig:
-    from tests.journal_helpers import Journal
+    from tests.helpers.journal import Journal
 
     journal = Journal(tmp_path / "journal")
     journal.write([journal.entry("pay starting", unit="pay.service")])

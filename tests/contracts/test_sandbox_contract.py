@@ -31,8 +31,8 @@ from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import Sandbox, SandboxGrants, SandboxPool, WarmSandboxPool
 from guard.sandbox.base import TIMEOUT_EXIT_CODE
-from tests.images import ensure_busybox_image
-from tests.sandbox_helpers import BUSYBOX_IMAGE, TEST_PREFIX
+from tests.helpers.images import ensure_busybox_image
+from tests.helpers.sandbox import BUSYBOX_IMAGE, TEST_PREFIX
 
 TOKEN = "CONTRACT_TOKEN"
 LIMIT = 1024  # bytes kept per stream (the smallest output_limit)

@@ -22,7 +22,7 @@ import httpx
 import yaml
 
 from tests.conftest import GuardHome
-from tests.prom_peers import victim
+from tests.fakes.prometheus import victim
 
 PROXY_EVERY = 0.5
 

@@ -24,12 +24,12 @@ import pytest
 
 from guard.incidents.commands import queue_command
 from guard.notify.pagers import dedup_key
-from tests.agent_helpers import as_cli, find, running_guard, show, wait_for
 from tests.conftest import GuardHome
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
-from tests.telegram_helpers import Service
-from tests.webhook_receiver import SECRET, WebhookReceiver, receiving
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.pagerduty import running as pagerduty
+from tests.fakes.webhook_receiver import SECRET, WebhookReceiver, receiving
+from tests.helpers.agent import as_cli, find, running_guard, show, wait_for
+from tests.helpers.telegram import Service
 
 BAD_INPUT = "WARN request rejected: invalid input from client 10.0.0.{n}\n"
 PAYMENT = "ERROR payment provider timed out for order {n}\n"

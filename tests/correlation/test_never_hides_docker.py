@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.agent_helpers import guard_process, incidents, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
 from tests.correlation.shop import write_playbook
+from tests.helpers.agent import guard_process, incidents, setup_docker_home, show, wait_for
 
 pytestmark = pytest.mark.docker
 

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.agent_helpers import (
+from tests.conftest import GuardHome
+from tests.correlation.shop import monitors, shop, write_playbook
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import (
     db_rows,
     guard_process,
     incidents,
@@ -16,10 +19,7 @@ from tests.agent_helpers import (
     tune_skill,
     wait_for,
 )
-from tests.conftest import GuardHome
-from tests.correlation.shop import monitors, shop, write_playbook
-from tests.telegram_helpers import CHAT, configure
-from tests.telegram_server import TelegramServer
+from tests.helpers.telegram import CHAT, configure
 
 pytestmark = pytest.mark.docker
 

@@ -11,9 +11,9 @@ from guard.store.db import open_database
 from guard.store.models import Incident, IncidentState
 from guard.triage import Triage
 from guard.triage.split import split
-from tests.agent_helpers import as_cli
 from tests.correlation.helpers import obs, shop_services, signal
-from tests.pg_server import fresh_database
+from tests.fakes.postgres import fresh_database
+from tests.helpers.agent import as_cli
 
 
 def test_joins_passes_and_splits_on_postgres(postgres_url: str) -> None:

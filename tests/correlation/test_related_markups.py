@@ -15,8 +15,8 @@ from guard.notify.outbox import queue
 from guard.notify.plain import PlainMarkup
 from guard.notify.related import refresh
 from guard.store.db import Database, open_database
-from tests.agent_helpers import stored_incident
 from tests.correlation.test_related_message import joined, rows
+from tests.helpers.agent import stored_incident
 
 QUESTION = "Incident #1 [critical]: down\nTarget: shop\n\nWhat now?"
 

@@ -14,8 +14,8 @@ from guard.notify.relatedline import with_related
 from guard.notify.telegram import markup  # Telegram's rows: its package registers its HTML
 from guard.store.db import open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
-from tests.agent_helpers import stored_incident
 from tests.correlation.helpers import related_row
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -16,9 +16,9 @@ from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, Incident, IncidentState
 from guard.triage import Triage
 from guard.triage.split import SplitError, split
-from tests.agent_helpers import as_cli
 from tests.conftest import GuardHome
 from tests.correlation.helpers import obs, shop_services, signal
+from tests.helpers.agent import as_cli
 
 
 def joined(db: Database) -> tuple[Triage, int]:

@@ -12,8 +12,8 @@ from guard.playbooks.models import HttpMonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
-from tests.agent_helpers import stored_incident
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
+from tests.helpers.agent import stored_incident
 
 SPEC = VerifySpec(timeout=1, interval=0.1)
 

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.images import build_lock
+from tests.helpers.images import build_lock
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 

@@ -21,8 +21,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from guard.app import Guard
 from guard.web.server import WebServer
-from tests.agent_helpers import find, guard_process, scrape, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import find, guard_process, scrape, setup_docker_home, show, wait_for
 
 
 def free_port() -> int:

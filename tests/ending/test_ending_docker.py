@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.agent_helpers import guard_process, incidents, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import guard_process, incidents, setup_docker_home, show, wait_for
 
 
 @pytest.mark.docker

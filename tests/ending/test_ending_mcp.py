@@ -10,9 +10,9 @@ import asyncio
 import json
 from typing import Any
 
-from tests.agent_helpers import db_rows, incidents, running_guard, show, wait_for
 from tests.conftest import GuardHome
 from tests.ending.test_ending_run import FULL, setup_log_home, timeline, write
+from tests.helpers.agent import db_rows, incidents, running_guard, show, wait_for
 from tests.mcp.helpers import Transcript, http_session, unfenced
 from tests.webui.helpers import cli_token, console_url
 

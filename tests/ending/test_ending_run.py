@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.agent_helpers import db_rows, free_port, incidents, running_guard, show, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import db_rows, free_port, incidents, running_guard, show, wait_for
 
 FULL = ("ERROR disk /dev/sda1 is full", "ERROR write failed: No space left on device")
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from guard.notify.pagers import dedup_key
-from tests.agent_helpers import find, running_guard, show, wait_for
 from tests.conftest import GuardHome
 from tests.ending.test_ending_run import DISK_RULE, FULL, setup_log_home, timeline, write
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.pagerduty import running as pagerduty
+from tests.helpers.agent import find, running_guard, show, wait_for
 
 PAYMENT = "ERROR payment provider timed out for order 7"
 PAYMENT_RULE = {"kind": "payment_timeout", "pattern": "payment provider timed out"}

@@ -14,7 +14,7 @@ from guard.notify.outbox import queue
 from guard.store.db import Database
 from guard.store.models import IncidentTimeline
 from guard.store.paging import PageOutbox
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 NOTIFIERS = {
     "pagerduty": {"primary": {"routing_key": "k" * 32}},

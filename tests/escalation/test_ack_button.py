@@ -26,10 +26,10 @@ from guard.notify.telegram.messages import render_request
 from guard.store.db import open_database
 from guard.store.escalation import IncidentAck
 from guard.store.models import Approval, AuditEntry, ChannelMessage, IncidentState, OutboxMessage
-from tests.agent_helpers import stored_incident
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import stored_incident
+from tests.helpers.telegram import CHAT, TOKEN
 from tests.telegram.conftest import INCIDENT_MESSAGE, World
-from tests.telegram_helpers import CHAT, TOKEN
-from tests.telegram_server import TelegramServer
 
 OPERATOR, VIEWER = 7, 8
 

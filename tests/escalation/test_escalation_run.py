@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.agent_helpers import find, show, wait_for
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
-from tests.telegram_helpers import (
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.pagerduty import running as pagerduty
+from tests.helpers.agent import find, show, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     answers,

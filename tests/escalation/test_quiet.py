@@ -21,8 +21,8 @@ from guard.notify.telegram.markup import HtmlMarkup
 from guard.store.db import Database, open_database
 from guard.store.escalation import QuietHeld
 from guard.store.models import Approval, Incident, IncidentState, IncidentTimeline, OutboxMessage
-from tests.agent_helpers import stored_incident
 from tests.escalation.helpers import Clock
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import select
 
 from guard.store.escalation import QuietHeld
-from tests.agent_helpers import find, show, wait_for
-from tests.telegram_helpers import configure, guard_run
+from tests.helpers.agent import find, show, wait_for
+from tests.helpers.telegram import configure, guard_run
 
 
 def test_a_warning_asked_in_quiet_hours_is_held(home, tg, service):

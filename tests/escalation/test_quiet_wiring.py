@@ -12,7 +12,7 @@ from guard.notify.quiet import QuietNotifier, release_held
 from tests.conftest import GuardHome
 from tests.escalation.helpers import Clock
 from tests.escalation.test_quiet import MORNING, NIGHT, asks, held, incident
-from tests.telegram_helpers import CHAT, TOKEN
+from tests.helpers.telegram import CHAT, TOKEN
 
 QUIET = {"from": "22:00", "to": "08:00", "timezone": "Europe/Madrid", "below": "critical"}
 

@@ -8,9 +8,9 @@ import time
 
 import httpx
 
-from tests.agent_helpers import show, wait_for
 from tests.flows.ledger import Flow
 from tests.flows.scenarios import get, paid
+from tests.helpers.agent import show, wait_for
 from tests.webui.helpers import CSRF, cli_token, console_url, csrf_of
 
 SILENCE = 12.0  # seconds

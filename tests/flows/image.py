@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from guard.sandbox import images
-from tests.images import build_lock
+from tests.helpers.images import build_lock
 
 SPEC: dict[str, Any] = {
     "suite": "bookworm",

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.agent_helpers import db_rows, incidents, show
 from tests.conftest import GuardHome
 from tests.flows.stack import Engine, Stack
+from tests.helpers.agent import db_rows, incidents, show
 
 
 def stamp(text: str) -> float:

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from tests.agent_helpers import incidents, show, wait_for
 from tests.flows.ledger import Flow, stamp
+from tests.helpers.agent import incidents, show, wait_for
 
 HOG = "for i in $(seq 8); do psql -h 127.0.0.1 -U postgres -c 'select pg_sleep(20)' & done; wait"
 FILL = "dd if=/dev/zero of=/data/junk bs=4k 2>/dev/null; true"

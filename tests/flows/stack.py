@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
-from tests.agent_helpers import free_port, wait_for
 from tests.flows.app import NGINX, SOURCE
+from tests.helpers.agent import free_port, wait_for
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PG_START = (

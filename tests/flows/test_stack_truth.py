@@ -26,13 +26,13 @@ import pytest
 
 from guard.playbooks.logrules import LogRule, LogRulesSpec
 from tests.agent.test_truthful_counts import store_counts
-from tests.agent_helpers import incidents, running_guard, setup_docker_home
 from tests.conftest import GuardHome
 from tests.correlation.shop import write_playbook
 from tests.flows import ending, scenarios
 from tests.flows.image import ensure_stack_image
 from tests.flows.ledger import Flow, healed_truth, stamp
 from tests.flows.stack import Stack, engine_events, stack
+from tests.helpers.agent import incidents, running_guard, setup_docker_home
 
 pytestmark = [
     pytest.mark.docker,

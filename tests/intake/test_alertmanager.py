@@ -10,7 +10,7 @@ import yaml
 from guard.skills.library import SkillLibrary
 from guard.triage import engine
 from tests.conftest import GuardHome
-from tests.intake_helpers import am_alert, am_payload, am_source, serving
+from tests.helpers.intake import am_alert, am_payload, am_source, serving
 from tests.skills.test_skills_files import SECTIONS
 
 

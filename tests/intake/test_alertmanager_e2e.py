@@ -21,8 +21,9 @@ import httpx
 import pytest
 import yaml
 
-from tests import prom_peers
-from tests.agent_helpers import (
+from tests.conftest import GuardHome
+from tests.fakes import prometheus as prom_peers
+from tests.helpers.agent import (
     find,
     incidents,
     running_guard,
@@ -30,7 +31,6 @@ from tests.agent_helpers import (
     show,
     wait_for,
 )
-from tests.conftest import GuardHome
 
 pytestmark = pytest.mark.docker
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests import prom_peers
-from tests.agent_helpers import find, running_guard, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
-from tests.webhook_receiver import SECRET, receiving
+from tests.fakes import prometheus as prom_peers
+from tests.fakes.webhook_receiver import SECRET, receiving
+from tests.helpers.agent import find, running_guard, setup_docker_home, show, wait_for
 
 pytestmark = pytest.mark.docker
 

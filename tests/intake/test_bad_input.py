@@ -16,7 +16,7 @@ from guard.hooks.guards import RateLimit
 from guard.store.models import AuditEntry
 from guard.telemetry import metrics
 from tests.conftest import GuardHome
-from tests.intake_helpers import (
+from tests.helpers.intake import (
     HMAC_KEY,
     TOKEN,
     am_alert,

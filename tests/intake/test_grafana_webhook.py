@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import GuardHome
-from tests.intake_helpers import TOKEN, serving
+from tests.helpers.intake import TOKEN, serving
 
 GRAFANA_TARGET = "{{ labels.zone }}"
 

@@ -11,7 +11,7 @@ import httpx
 
 from tests.conftest import GuardHome
 from tests.deploy.test_web import Running, free_port, guard_running
-from tests.intake_helpers import TOKEN, am_alert, am_payload, am_source
+from tests.helpers.intake import TOKEN, am_alert, am_payload, am_source
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

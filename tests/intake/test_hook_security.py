@@ -16,9 +16,9 @@ import httpx
 
 from tests.conftest import GuardHome
 from tests.deploy.test_web import free_port
+from tests.helpers.intake import HMAC_KEY, TOKEN, am_alert, am_payload, signature, stamped
 from tests.intake.test_guard_run import guard_run, incidents
 from tests.intake.test_intake_config import check
-from tests.intake_helpers import HMAC_KEY, TOKEN, am_alert, am_payload, signature, stamped
 
 SIGNED_AM = {
     "id": "signed",

@@ -9,7 +9,7 @@ import pytest
 from guard.config import Settings
 from guard.domain.exceptions import ConfigError
 from tests.conftest import GuardHome
-from tests.intake_helpers import TOKEN
+from tests.helpers.intake import TOKEN
 
 WEBHOOK = {"id": "up", "type": "webhook", "token": TOKEN, "kind": "'down'", "target": "url"}
 

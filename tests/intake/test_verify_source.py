@@ -27,8 +27,8 @@ from guard.skills.model import VerifySpec
 from guard.store.db import Database, open_database
 from guard.store.models import Incident, IncidentState
 from guard.triage import Triage
-from tests import prom_peers
-from tests.intake_helpers import am_source
+from tests.fakes import prometheus as prom_peers
+from tests.helpers.intake import am_source
 
 LABELS = {"alertname": "VictimDown", "instance": "10.0.0.7:9100", "job": "victim"}
 FAST = VerifySpec(timeout=60, interval=0.05)

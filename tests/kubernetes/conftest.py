@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kube_server import KubeServer, serve_kube
+from tests.fakes.kube import KubeServer, serve_kube
 
 
 @pytest.fixture

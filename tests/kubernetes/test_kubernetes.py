@@ -1,4 +1,4 @@
-"""Kubernetes end to end: the official client against a local API server (tests/kube_server.py).
+"""Kubernetes end to end: the official client against a local API server (tests/fakes/kube.py).
 
 The monitor follows the real watch protocol (chunked newline-delimited JSON, resourceVersion
 resumption, 410 Gone), and the actions are checked by the exact requests the server received.
@@ -21,7 +21,7 @@ from guard.domain.records import Observation
 from guard.monitors.kubernetes import KubernetesMonitor
 from guard.playbooks.models import KubernetesMonitorSpec
 from guard.store.models import Incident
-from tests.kube_server import KubeServer, container_status, deployment, pod
+from tests.fakes.kube import KubeServer, container_status, deployment, pod
 
 CRASHLOOP = [container_status(waiting="CrashLoopBackOff", last_terminated="Error", restarts=4)]
 

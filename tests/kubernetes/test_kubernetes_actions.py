@@ -15,7 +15,7 @@ from guard.config import KubernetesSettings, Settings
 from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import load_configuration
 from guard.store.models import Incident
-from tests.kube_server import (
+from tests.fakes.kube import (
     RBAC,
     KubeServer,
     container_status,

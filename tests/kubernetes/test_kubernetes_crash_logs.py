@@ -1,7 +1,7 @@
 """A crash's last lines: the previous container instance's ``tailLines`` on the incident (its
 ``evidence``), in the question to the human, in the model's ``recent_logs``; ``k8s.logs``.
 
-Against the local API server's log endpoint (tests/kube_logs.py); two tests run a real
+Against the local API server's log endpoint (tests/fakes/kube_logs.py); two tests run a real
 ``guard run`` with the Telegram and model test servers.
 """
 
@@ -17,13 +17,13 @@ import yaml
 
 from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
-from tests.agent_helpers import show, wait_for
-from tests.kube_log_helpers import POD, RULES, following, log_requests, monitor_for, stop
-from tests.kube_logs import crash, start_again, started, write_log
-from tests.kube_server import KubeServer, deployment, pod
+from tests.fakes.kube import KubeServer, deployment, pod
+from tests.fakes.kube_logs import crash, start_again, started, write_log
+from tests.fakes.model import ModelServer, call
+from tests.helpers.agent import show, wait_for
+from tests.helpers.kube_logs import POD, RULES, following, log_requests, monitor_for, stop
+from tests.helpers.telegram import configure, guard_run, incident_message
 from tests.kubernetes.test_kubernetes import kube_home, wait_until
-from tests.model_server import ModelServer, call
-from tests.telegram_helpers import configure, guard_run, incident_message
 
 
 @contextmanager

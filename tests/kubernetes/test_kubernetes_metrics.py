@@ -11,7 +11,7 @@ from sqlmodel import select
 from guard.app import Guard
 from guard.store.models import Incident
 from guard.telemetry import metrics
-from tests.kube_server import KubeServer, pod
+from tests.fakes.kube import KubeServer, pod
 from tests.kubernetes.test_kubernetes_actions import settings_for
 
 

@@ -1,7 +1,7 @@
 """Pod logs: ``logs:`` rules over the selected pods' containers (a crash's last lines are in
 test_kubernetes_crash_logs.py).
 
-Against the local API server's log endpoint (tests/kube_logs.py): ``follow`` streams chunked
+Against the local API server's log endpoint (tests/fakes/kube_logs.py): ``follow`` streams chunked
 text with RFC 3339 timestamps, ``sinceTime`` has whole-second precision, ``previous=true`` is
 the instance that died. Positions are stored like the Docker log monitor's and a restart counts
 nothing twice, even lines at the same nanosecond.
@@ -23,9 +23,17 @@ from guard.k8s.client import KubeClient
 from guard.monitors import kubernetes_logs
 from guard.monitors.kubernetes_logs import since_time, split_lines
 from guard.playbooks.models import KubernetesMonitorSpec
-from tests.kube_log_helpers import POD, RULES, Collected, following, log_requests, monitor_for, stop
-from tests.kube_logs import crash, start_again, started, write_log
-from tests.kube_server import pod
+from tests.fakes.kube import pod
+from tests.fakes.kube_logs import crash, start_again, started, write_log
+from tests.helpers.kube_logs import (
+    POD,
+    RULES,
+    Collected,
+    following,
+    log_requests,
+    monitor_for,
+    stop,
+)
 from tests.kubernetes.test_kubernetes import incidents, kube_home, wait_until
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.model_server import ModelServer
+from tests.fakes.model import ModelServer
 
 
 @pytest.fixture(params=["openai", "anthropic"])

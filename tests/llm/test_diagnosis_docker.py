@@ -16,7 +16,8 @@ import pytest
 
 from guard.skills.library import load_skill
 from guard.util.commandtext import digest, short
-from tests.agent_helpers import (
+from tests.fakes.model import ModelServer, call
+from tests.helpers.agent import (
     REPO,
     db_rows,
     find,
@@ -25,7 +26,6 @@ from tests.agent_helpers import (
     show,
     wait_for,
 )
-from tests.model_server import ModelServer, call
 
 pytestmark = pytest.mark.docker
 

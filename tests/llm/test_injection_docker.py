@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.agent_helpers import find, guard_process, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
-from tests.model_server import ModelServer, Reply, call
+from tests.fakes.model import ModelServer, Reply, call
+from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
 
 pytestmark = pytest.mark.docker
 

@@ -18,8 +18,8 @@ from guard.incidents.commands import queue_command
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.store.models import IncidentTimeline, RemediationRun, Trajectory
 from guard.util.commandtext import digest
-from tests.agent_helpers import as_cli, stored_incident
-from tests.model_server import ModelServer, call, error
+from tests.fakes.model import ModelServer, call, error
+from tests.helpers.agent import as_cli, stored_incident
 
 pytestmark = pytest.mark.unit
 

@@ -16,9 +16,9 @@ from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.console import ConsoleNotifier
 from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
 from guard.util.commandtext import digest, oddities, short
-from tests.agent_helpers import as_cli
+from tests.fakes.model import ModelServer, call
+from tests.helpers.agent import as_cli
 from tests.llm.test_investigation import make_agent, timeline, tool_results
-from tests.model_server import ModelServer, call
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from guard.config import LLMSettings
 from guard.llm import ProviderError, build_provider
 from guard.redact import Redactor
-from tests.model_server import ModelServer, call, error, say
+from tests.fakes.model import ModelServer, call, error, say
 
 pytestmark = pytest.mark.unit
 

@@ -18,7 +18,7 @@ from guard.agent.trajectories import TrajectoryLog
 from guard.cli import app
 from guard.store.db import open_database
 from guard.store.models import Incident
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 DOCS = Path(__file__).resolve().parents[2] / "docs"

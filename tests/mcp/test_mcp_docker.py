@@ -19,7 +19,8 @@ import pytest
 from guard.memory.semantic import SemanticMemory
 from guard.skills.library import load_skill
 from tests.agent.test_agent_learning import UNRELATED
-from tests.agent_helpers import (
+from tests.conftest import GuardHome
+from tests.helpers.agent import (
     db_rows,
     find,
     running_guard,
@@ -28,7 +29,6 @@ from tests.agent_helpers import (
     show,
     wait_for,
 )
-from tests.conftest import GuardHome
 from tests.mcp.helpers import (
     TEN,
     Transcript,

@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from guard.util.commandtext import digest, short
-from tests.agent_helpers import db_rows, find, running_guard, show, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import stop
+from tests.fakes.local_http import stop
+from tests.helpers.agent import db_rows, find, running_guard, show, wait_for
+from tests.helpers.telegram import Service, http_playbook
 from tests.mcp.helpers import Transcript, http_session
 from tests.mcp.test_mcp_http import INIT, bearer
-from tests.telegram_helpers import Service, http_playbook
 from tests.webui.helpers import LOCAL, cli_token, console_url
 
 CAP = 3  # access.mcp_sessions_per_token, lowered

@@ -10,8 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from tests.agent_helpers import find, running_guard, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import find, running_guard, wait_for
 from tests.mcp.helpers import FENCED, Transcript, http_session, unfenced
 from tests.mcp.test_mcp_fencing import CONTROLS, ORDER, UNSAFE, folded, forgeries, strings
 from tests.webui.helpers import LOCAL, cli_token, console_url

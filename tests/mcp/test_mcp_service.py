@@ -24,8 +24,8 @@ from guard.mcp.service import GuardTools
 from guard.mcp.stdio import stdio_actor, stdio_gate
 from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand, Incident
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 from tests.mcp.helpers import TEN, parts, unfenced
 
 pytestmark = pytest.mark.unit

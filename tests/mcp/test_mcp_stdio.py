@@ -8,8 +8,8 @@ import getpass
 from sqlmodel import select
 
 from guard.store.models import AuditEntry
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 from tests.mcp.helpers import TEN, Transcript, over_stdio
 
 

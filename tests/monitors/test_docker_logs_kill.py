@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent_helpers import db_rows, free_port, running_guard, wait_for
+from tests.helpers.agent import db_rows, free_port, running_guard, wait_for
 from tests.monitors.test_docker_logs import WRITER
 
 pytestmark = pytest.mark.docker

@@ -12,7 +12,7 @@ import pytest
 
 from guard.monitors.http import HttpMonitor
 from guard.playbooks.models import HttpMonitorSpec
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ import pytest
 from guard.domain.records import Observation
 from guard.monitors import build_monitor
 from guard.monitors.journald import JournaldMonitor
-from tests.journal_helpers import RULES, Journal, following, monitor, numbers, spec
+from tests.helpers.journal import RULES, Journal, following, monitor, numbers, spec
 from tests.monitors.test_multiline import python_trace
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from guard.domain.records import Signal
 from guard.monitors.journald import JournaldMonitor
-from tests.journal_helpers import RULES, Journal, following, monitor, numbers, wrap
+from tests.helpers.journal import RULES, Journal, following, monitor, numbers, wrap
 from tests.monitors.test_multiline import python_trace
 
 
@@ -158,7 +158,7 @@ def _as_guard_user(tmp: Path) -> subprocess.CompletedProcess[str]:
     journal.folder.chmod(0o755)  # the folder is open, the file (0640, root's group) is not
     code = (
         "import asyncio, concurrent.futures.thread, os;"
-        "from tests.journal_helpers import monitor;"
+        "from tests.helpers.journal import monitor;"
         f"m = monitor({str(journal.folder)!r}, start='beginning');"
         "os.setgroups([]); os.setgid(10001); os.setuid(10001);"
         "asyncio.run(m.check({}))"

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.pagerduty_server import PagerDutyServer
-from tests.pagerduty_server import running as pagerduty
-from tests.webhook_receiver import WebhookReceiver, receiving
+from tests.fakes.pagerduty import PagerDutyServer
+from tests.fakes.pagerduty import running as pagerduty
+from tests.fakes.webhook_receiver import WebhookReceiver, receiving
 
 
 @pytest.fixture

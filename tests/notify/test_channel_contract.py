@@ -24,9 +24,9 @@ from guard.notify.outbox.worker import OutboxWorker
 from guard.notify.telegram.channel import TelegramChannel
 from guard.store.db import Database, open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.telegram import CHAT, TOKEN
 from tests.notify.recording import RecordingChannel
-from tests.telegram_helpers import CHAT, TOKEN
-from tests.telegram_server import TelegramServer
 
 SUBJECTS = ["telegram", "console", "recording"]
 BUTTONS = [[("Run web-fix", "a" * 22)], [("Deny", "d" * 22)]]
@@ -196,7 +196,7 @@ async def test_a_grouped_question_names_its_related_signals_as_they_join(
     from guard.notify import related
     from guard.notify.telegram import markup  # noqa: F401  (Telegram registers its HTML)
     from guard.store.correlation import RelatedSignal
-    from tests.agent_helpers import stored_incident
+    from tests.helpers.agent import stored_incident
 
     name = subject.channel.name
     with db.session() as s:

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from tests.pagerduty_server import ROUTING_KEY, running
+from tests.fakes.pagerduty import ROUTING_KEY, running
 
 
 def _post(url: str, body: Any) -> tuple[int, dict[str, Any]]:

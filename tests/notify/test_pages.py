@@ -23,9 +23,9 @@ from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, Incident
 from guard.store.paging import PageOutbox
 from guard.telemetry import metrics
-from tests.agent_helpers import stored_incident
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.webhook_receiver import SECRET, WebhookReceiver, receiving
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.webhook_receiver import SECRET, WebhookReceiver, receiving
+from tests.helpers.agent import stored_incident
 
 
 def make_settings(

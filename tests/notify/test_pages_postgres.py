@@ -16,10 +16,10 @@ from guard.notify.pagers import enqueue_pages
 from guard.notify.pagers.worker import PageWorker
 from guard.store.db import open_database
 from guard.store.paging import PageOutbox
-from tests.agent_helpers import stored_incident
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.postgres import fresh_database
+from tests.helpers.agent import stored_incident
 from tests.notify.test_pages import work_until
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pg_server import fresh_database
 
 
 def test_two_transactions_queue_one_page_and_it_is_delivered(

@@ -21,6 +21,8 @@ from guard.notify.pagers.worker import PageWorker
 from guard.store.db import Database
 from guard.store.models import Incident
 from guard.store.paging import PageOutbox
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.webhook_receiver import SECRET, WebhookReceiver
 from tests.notify.test_pages import (
     audited,
     counted,
@@ -33,8 +35,6 @@ from tests.notify.test_pages import (
     settled,
     work_until,
 )
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.webhook_receiver import SECRET, WebhookReceiver
 
 
 def set_state(db: Database, inc: Incident, state: IncidentState) -> None:

@@ -9,10 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from guard.notify.pagers import dedup_key
-from tests.agent_helpers import find
 from tests.conftest import GuardHome
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.telegram_helpers import Service, http_playbook
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.helpers.agent import find
+from tests.helpers.telegram import Service, http_playbook
 
 
 def configure(home: GuardHome, pd: PagerDutyServer) -> None:

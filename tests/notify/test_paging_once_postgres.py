@@ -19,9 +19,9 @@ from guard.notify.pagers.once import deliver_once
 from guard.store.cluster import ClusterAction, ClusterReplica
 from guard.store.db import Database, open_database
 from guard.store.paging import PageOutbox
-from tests.agent_helpers import stored_incident
-from tests.pagerduty_server import ROUTING_KEY, PagerDutyServer
-from tests.pg_server import fresh_database
+from tests.fakes.pagerduty import ROUTING_KEY, PagerDutyServer
+from tests.fakes.postgres import fresh_database
+from tests.helpers.agent import stored_incident
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ PagerDuty Events API v2 server, a signed webhook) link to ``<public_url>/inciden
 
 from __future__ import annotations
 
-from tests.agent_helpers import find, wait_for
-from tests.pagerduty_server import ROUTING_KEY
-from tests.telegram_helpers import configure, guard_run, http_playbook, incident_message
-from tests.webhook_receiver import SECRET
+from tests.fakes.pagerduty import ROUTING_KEY
+from tests.fakes.webhook_receiver import SECRET
+from tests.helpers.agent import find, wait_for
+from tests.helpers.telegram import configure, guard_run, http_playbook, incident_message
 
 PUBLIC = "https://guard.example.test/ops"  # never contacted: only written into links
 

@@ -19,7 +19,7 @@ from guard.notify.telegram.notifier import TelegramNotifier
 from guard.store.db import Database, open_database
 from guard.store.models import OutboxMessage
 from guard.store.paging import PageOutbox
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 KEY = "0123456789abcdef0123456789abcdef"
 

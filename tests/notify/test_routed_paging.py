@@ -10,9 +10,10 @@ resolution reaches PagerDuty with the trigger's ``dedup_key`` and the webhook as
 
 from __future__ import annotations
 
-from tests.agent_helpers import find, wait_for
-from tests.pagerduty_server import ROUTING_KEY
-from tests.telegram_helpers import (
+from tests.fakes.pagerduty import ROUTING_KEY
+from tests.fakes.webhook_receiver import SECRET
+from tests.helpers.agent import find, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     STRANGER,
@@ -23,7 +24,6 @@ from tests.telegram_helpers import (
     http_playbook,
     write_http_skill,
 )
-from tests.webhook_receiver import SECRET
 
 ONCALL, TEAM = -1001, -1002
 

@@ -13,8 +13,8 @@ from guard.config import Settings, load_settings
 from guard.domain.exceptions import ConfigError
 from guard.notify.routing import Routed, Router, labels_of
 from guard.store.correlation import RelatedSignal
-from tests.agent_helpers import new_incident
 from tests.correlation.helpers import related_row
+from tests.helpers.agent import new_incident
 
 KEY = "0123456789abcdef0123456789abcdef"
 NOTIFIERS = {

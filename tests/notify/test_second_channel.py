@@ -40,10 +40,10 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.agent_helpers import stored_incident
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import stored_incident
+from tests.helpers.telegram import CHAT, TOKEN
 from tests.notify.recording import RecordingChannel
-from tests.telegram_helpers import CHAT, TOKEN
-from tests.telegram_server import TelegramServer
 
 NAME, ROOM = "recording", "ops-room"
 DRIVER = """

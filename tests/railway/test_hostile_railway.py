@@ -16,7 +16,7 @@ from guard.domain.exceptions import RailwayError
 from guard.railway.client import RailwayClient
 from guard.railway.models import DeploymentStatus
 from guard.store.models import Incident
-from tests.railway_server import Fault, RailwayServer, railway_config, serve_railway
+from tests.fakes.railway import Fault, RailwayServer, railway_config, serve_railway
 
 PLAYBOOK = """\
 name: railway

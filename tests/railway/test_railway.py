@@ -1,6 +1,6 @@
 """Railway end to end: a real client against a schema-validating local Railway, through Guard.
 
-The server (tests/railway_server.py) rejects any query that is not valid against Railway's
+The server (tests/fakes/railway.py) rejects any query that is not valid against Railway's
 real schema, so every test here also proves the queries Guard sends are well-formed.
 """
 
@@ -18,7 +18,7 @@ from guard.actions.registry import ActionRegistry
 from guard.app import Guard
 from guard.railway import queries
 from guard.store.models import Incident
-from tests.railway_server import (
+from tests.fakes.railway import (
     ACCOUNT_TOKEN,
     PROJECT_TOKEN,
     Fault,

@@ -12,7 +12,7 @@ from sqlmodel import col, select
 
 from guard.app import Guard
 from guard.store.models import Incident, IncidentTimeline
-from tests.railway_server import RailwayServer, railway_config, serve_railway
+from tests.fakes.railway import RailwayServer, railway_config, serve_railway
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = """\

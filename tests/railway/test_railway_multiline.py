@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.fakes.railway import RailwayServer, iso, serve_railway
 from tests.monitors.test_multiline import java_trace, python_trace
 from tests.railway.test_railway import incidents, run_guard, setup_home
-from tests.railway_server import RailwayServer, iso, serve_railway
 
 BOOK = """\
 name: railway

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench.crash import Result, run_case, scenarios
-from tests.pg_server import fresh_database
+from tests.fakes.postgres import fresh_database
 
 FAST = [
     # regression: a resumed skill run whose verify failed left the incident remediating forever

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from bench.soak_faults import lock_sqlite
-from tests.agent_helpers import db_rows, running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import stop
-from tests.telegram_helpers import Service
+from tests.fakes.local_http import stop
+from tests.helpers.agent import db_rows, running_guard, wait_for
+from tests.helpers.telegram import Service
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -1,7 +1,7 @@
 """Shared fixtures for the sandbox tests: a real engine, real images, and strict cleanup.
 
 Every test module in tests/sandbox/ gets them (plain helpers live
-in ``tests.sandbox_helpers``). Fixture names start with ``sbx`` so they never collide with the
+in ``tests.helpers.sandbox``). Fixture names start with ``sbx`` so they never collide with the
 suite's own conftest. Images are built on first use and kept (they are cache); every container a
 test creates is removed even when it fails, and a test that leaves one behind fails.
 """
@@ -18,8 +18,8 @@ import pytest
 from guard.config import SandboxSettings
 from guard.sandbox import images
 from guard.sandbox.docker import DockerSandbox, connect
-from tests.images import build_lock, ensure_busybox_image
-from tests.sandbox_helpers import BUSYBOX_IMAGE, TEST_PREFIX, TOOLBOX_IMAGE, leftover_containers
+from tests.helpers.images import build_lock, ensure_busybox_image
+from tests.helpers.sandbox import BUSYBOX_IMAGE, TEST_PREFIX, TOOLBOX_IMAGE, leftover_containers
 
 
 @pytest.fixture(scope="session")

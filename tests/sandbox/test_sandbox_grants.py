@@ -16,7 +16,7 @@ from guard.domain.exceptions import SandboxError
 from guard.sandbox import ReadOnlyMount, SandboxGrants
 from guard.sandbox.docker import DockerSandbox
 from guard.util.validation import format_validation_error
-from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok
+from tests.helpers.sandbox import TEST_PREFIX, assert_host_ok
 
 
 def _listing(path: Path) -> dict[str, str]:

@@ -11,7 +11,7 @@ import docker
 import pytest
 
 from guard.sandbox.docker import DockerSandbox
-from tests.sandbox_helpers import assert_host_ok
+from tests.helpers.sandbox import assert_host_ok
 
 pytestmark = pytest.mark.docker
 DISK = "/var/lib/docker" if Path("/var/lib/docker").exists() else "/"  # where a leak would land

@@ -13,8 +13,8 @@ from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import images
 from guard.sandbox.docker import DockerSandbox
-from tests.images import build_lock
-from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok
+from tests.helpers.images import build_lock
+from tests.helpers.sandbox import TEST_PREFIX, assert_host_ok
 
 pytestmark = pytest.mark.timeout(600)  # a first offline toolbox build takes 1-3 minutes
 DOCKERFILE = Path(__file__).resolve().parents[2] / "sandbox-images" / "toolbox" / "Dockerfile"

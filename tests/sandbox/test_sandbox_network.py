@@ -17,7 +17,7 @@ from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import SandboxGrants
 from guard.sandbox.docker import DockerSandbox
-from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok
+from tests.helpers.sandbox import TEST_PREFIX, assert_host_ok
 
 pytestmark = pytest.mark.docker
 

@@ -13,7 +13,7 @@ from guard.domain.exceptions import SandboxError
 from guard.redact import Redactor
 from guard.sandbox import OutputBuffer, Sandbox, SandboxGrants, create_sandbox
 from guard.sandbox.docker import DockerSandbox
-from tests.sandbox_helpers import TEST_PREFIX, assert_host_ok, vm_kib
+from tests.helpers.sandbox import TEST_PREFIX, assert_host_ok, vm_kib
 
 
 def _reset_peak_rss() -> None:

@@ -30,7 +30,7 @@ from guard.sandbox.docker import (
     reap_orphans,
 )
 from guard.sandbox.engine import owner_alive, process_started
-from tests.sandbox_helpers import TEST_PREFIX
+from tests.helpers.sandbox import TEST_PREFIX
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]

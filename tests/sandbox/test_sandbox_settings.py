@@ -14,7 +14,7 @@ from guard.config import SandboxSettings, load_settings
 from guard.domain.exceptions import ConfigError
 from guard.sandbox.docker import DockerSandbox
 from tests.conftest import GuardHome
-from tests.sandbox_helpers import TEST_PREFIX
+from tests.helpers.sandbox import TEST_PREFIX
 
 
 def _problems(tmp_path: Path, sandbox: str) -> str:

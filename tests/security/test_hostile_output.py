@@ -7,8 +7,8 @@ from guard.domain.records import utcnow
 from guard.notify.telegram.messages import esc
 from guard.store.models import IncidentTimeline
 from guard.util.textsafe import printable
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 
 TITLE = "api error [/x] on [bold]/srv/api.log[/]"
 MESSAGE = "ERROR \x1b]0;pwned\x07\x1b[2J\x1b[H cleared \u202eevil\x9b31m"

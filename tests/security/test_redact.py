@@ -18,8 +18,8 @@ from guard.domain.records import Observation, Signal
 from guard.redact import Policy, Redactor, redact
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentTimeline
-from tests.agent_helpers import new_incident
-from tests.secret_corpus import ordinary_lines, secrets
+from tests.helpers.agent import new_incident
+from tests.helpers.secret_corpus import ordinary_lines, secrets
 
 pytestmark = pytest.mark.unit
 
@@ -208,7 +208,7 @@ def test_the_held_out_corpus_is_caught_at_95_percent_per_group_and_redacting_twi
     from collections import Counter
 
     from guard.redact.keys import KeyLines
-    from tests.secret_corpus_heldout import GROUPS, heldout, pieces
+    from tests.helpers.secret_corpus_heldout import GROUPS, heldout, pieces
 
     policy = Policy()
     shapes, caught = Counter[str](), Counter[str]()

@@ -8,7 +8,7 @@ import pytest
 
 from guard.redact import Policy, builtin_rules
 from guard.redact.engine import MAX_CHECKED, WINDOW, Engine, Rule, bound_repeats, compile_rule
-from tests.secret_corpus import LINE_LIMIT, hostile_lines
+from tests.helpers.secret_corpus import LINE_LIMIT, hostile_lines
 
 pytestmark = pytest.mark.unit
 

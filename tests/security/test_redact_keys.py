@@ -8,7 +8,7 @@ import pytest
 from guard.domain.records import Signal
 from guard.redact import Policy, redact_signal
 from guard.redact.keys import MAX_BODY_LINES, KeyLines, redact_blocks
-from tests.secret_corpus_heldout import heldout, pieces
+from tests.helpers.secret_corpus_heldout import heldout, pieces
 
 pytestmark = pytest.mark.unit
 

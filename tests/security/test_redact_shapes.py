@@ -9,8 +9,8 @@ import pytest
 from guard.domain.records import Signal
 from guard.redact import Policy, redact_signal
 from guard.redact.keys import KeyLines
-from tests.secret_corpus_heldout import pieces
-from tests.secret_corpus_shapes import shapes, verdict
+from tests.helpers.secret_corpus_heldout import pieces
+from tests.helpers.secret_corpus_shapes import shapes, verdict
 
 pytestmark = pytest.mark.unit
 

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.agent_helpers import find, incidents, running_guard, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import serve, stop
-from tests.secret_corpus import secrets
-from tests.secret_corpus_heldout import heldout, pieces
-from tests.telegram_helpers import ADMIN, CHAT, configure, incident_message
-from tests.telegram_server import TelegramServer
+from tests.fakes.local_http import serve, stop
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import find, incidents, running_guard, setup_docker_home, show, wait_for
+from tests.helpers.secret_corpus import secrets
+from tests.helpers.secret_corpus_heldout import heldout, pieces
+from tests.helpers.telegram import ADMIN, CHAT, configure, incident_message
 
 CORPUS = secrets("e2e")
 

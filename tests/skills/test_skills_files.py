@@ -19,10 +19,10 @@ import yaml
 
 from guard.skills.files import MAX_FILE_BYTES
 from guard.skills.library import SkillLibrary
-from tests.agent_helpers import find, guard_process, incidents, setup_docker_home, show, wait_for
 from tests.conftest import GuardHome
-from tests.git_server import bare_repo, git, reviewer_clone
-from tests.images import BUSYBOX_IMAGE
+from tests.fakes.git import bare_repo, git, reviewer_clone
+from tests.helpers.agent import find, guard_process, incidents, setup_docker_home, show, wait_for
+from tests.helpers.images import BUSYBOX_IMAGE
 
 SECTIONS = "".join(
     f"\n## {h}\n{h}.\n" for h in ("When to use", "Procedure", "Pitfalls", "Verification")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from guard.skills.library import load_skill
-from tests.agent_helpers import find, guard_process, setup_docker_home, show, wait_for
 from tests.conftest import REPO, GuardHome
+from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
 
 STARTERS = sorted(p.name for p in (REPO / "skills").iterdir() if (p / "skill.yaml").is_file())
 

@@ -26,10 +26,10 @@ from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
 from guard.skills.review import ReviewBook
 from guard.skills.writer import LearnedSkill, SkillWriter
-from tests.agent_helpers import find, running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.forge_server import GitHubServer, GitLabServer
-from tests.git_server import GitServer, bare_repo, git, reviewer_clone
+from tests.fakes.forge import GitHubServer, GitLabServer
+from tests.fakes.git import GitServer, bare_repo, git, reviewer_clone
+from tests.helpers.agent import find, running_guard, wait_for
 
 TOKEN = "ghp_" + "Zq7" * 12  # the shape of a GitHub token, so redaction rules know it too
 

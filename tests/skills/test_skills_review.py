@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from guard.config import basic_credentials
-from tests.agent_helpers import find, incidents, past_flap_window, running_guard, show, wait_for
 from tests.conftest import GuardHome
-from tests.git_server import GitServer, bare_repo, git, reviewer_clone
-from tests.local_http import serve, stop
+from tests.fakes.git import GitServer, bare_repo, git, reviewer_clone
+from tests.fakes.local_http import serve, stop
+from tests.helpers.agent import find, incidents, past_flap_window, running_guard, show, wait_for
 
 TOKEN = "glpat-" + "Rv8k" * 5
 

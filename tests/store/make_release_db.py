@@ -29,8 +29,8 @@ from guard.notify.telegram.outbox import OutboxWorker  # type: ignore[attr-defin
 from guard.store.audit import append
 from guard.store.db import open_database
 from guard.store.models import Approval, HumanCommand, Incident, IncidentState
-from tests.telegram_helpers import CHAT, TOKEN
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.telegram import CHAT, TOKEN
 
 BUTTONS = [[["▶ Run web-fix", "a1"]], [["✖ Deny", "d1"]]]
 PENDING_TEXTS = ("still pending: the reply", "still pending: the report")

@@ -120,7 +120,7 @@ def _config(home: GuardHome) -> dict[str, str]:
 
 
 def test_guard_run_anchors_every_anchor_every(home: GuardHome):
-    from tests.agent_helpers import running_guard, wait_for
+    from tests.helpers.agent import running_guard, wait_for
 
     setup_log(home)
     home.write_config(

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 from guard.domain.records import utcnow
 from guard.notify.telegram.gateway import TelegramGateway
 from guard.store.models import Approval, IncidentTimeline
-from tests.agent_helpers import new_incident
-from tests.telegram_helpers import CHAT, configure
+from tests.helpers.agent import new_incident
+from tests.helpers.telegram import CHAT, configure
 
 DAY = datetime(2024, 3, 10, tzinfo=UTC)
 

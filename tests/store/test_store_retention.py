@@ -23,8 +23,8 @@ from guard.store.models import (
     RemediationRun,
 )
 from guard.store.retention import prune
-from tests.agent_helpers import stored_incident
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident
 
 DAY = 86400.0
 

@@ -27,12 +27,12 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.pg_server import fresh_database
+from tests.fakes.postgres import fresh_database
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import running_guard, wait_for
+from tests.helpers.telegram import CHAT, configure
 from tests.telegram.test_telegram_limits import call
-from tests.telegram_helpers import CHAT, configure
-from tests.telegram_server import TelegramServer
 
 DUMP = Path(__file__).parent / "data" / "release-dbf7ca5.sql"
 OLD = {f"telegram_{t}" for t in ("outbox", "message", "group_member", "in_flight", "update")}

@@ -21,9 +21,9 @@ from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, ChannelMessage, IncidentState
-from tests.agent_helpers import stored_incident
-from tests.telegram_helpers import ADMIN, CHAT, TOKEN
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import stored_incident
+from tests.helpers.telegram import ADMIN, CHAT, TOKEN
 
 INCIDENT_MESSAGE = 77
 

@@ -14,8 +14,8 @@ import pytest
 from guard.app import freeze_startup_heap
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
+from tests.helpers.telegram import ADMIN, STRANGER
 from tests.monitors.test_hostile_matching import RULES, max_stall
-from tests.telegram_helpers import ADMIN, STRANGER
 
 if TYPE_CHECKING:
     from tests.telegram.conftest import World

@@ -19,7 +19,7 @@ from guard.store.models import (
     HumanCommand,
     OutboxMessage,
 )
-from tests.telegram_helpers import ADMIN, CHAT, STRANGER
+from tests.helpers.telegram import ADMIN, CHAT, STRANGER
 
 pytestmark = pytest.mark.unit
 

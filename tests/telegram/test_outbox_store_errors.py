@@ -10,8 +10,8 @@ from loguru import logger
 
 from guard.notify.telegram.outbox import OutboxWorker, enqueue
 from guard.store.models import OutboxMessage
+from tests.helpers.telegram import CHAT
 from tests.telegram.conftest import World
-from tests.telegram_helpers import CHAT
 
 
 async def _until(predicate, within: float, what: str) -> None:

@@ -15,8 +15,8 @@ from sqlmodel import select
 
 from guard.domain.records import utcnow
 from guard.store.models import Approval, AuditEntry, HumanCommand
-from tests.agent_helpers import find, show, wait_for
-from tests.telegram_helpers import (
+from tests.helpers.agent import find, show, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     STRANGER,

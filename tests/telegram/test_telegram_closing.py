@@ -29,7 +29,7 @@ from guard.store.models import (
     IncidentState,
     OutboxMessage,
 )
-from tests.agent_helpers import stored_incident
+from tests.helpers.agent import stored_incident
 
 pytestmark = pytest.mark.unit
 

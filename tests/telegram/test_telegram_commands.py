@@ -9,8 +9,8 @@ from sqlmodel import col, select
 
 from guard.memory.conversation import history
 from guard.store.models import AuditEntry, HumanCommand
-from tests.agent_helpers import find, show, wait_for
-from tests.telegram_helpers import (
+from tests.helpers.agent import find, show, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     STRANGER,

@@ -7,8 +7,8 @@ import random
 import string
 import time
 
-from tests.agent_helpers import incidents, show, wait_for
-from tests.telegram_helpers import ADMIN, CHAT, buttons, configure, guard_run
+from tests.helpers.agent import incidents, show, wait_for
+from tests.helpers.telegram import ADMIN, CHAT, buttons, configure, guard_run
 
 
 def _announcements(tg) -> list[dict]:

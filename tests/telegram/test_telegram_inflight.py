@@ -28,9 +28,9 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
+from tests.fakes.telegram import NOT_MODIFIED, TelegramServer
+from tests.helpers.telegram import ADMIN, CHAT, TOKEN
 from tests.telegram.test_telegram_limits import call, refused
-from tests.telegram_helpers import ADMIN, CHAT, TOKEN
-from tests.telegram_server import NOT_MODIFIED, TelegramServer
 
 pytestmark = pytest.mark.unit
 

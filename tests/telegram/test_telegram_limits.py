@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.telegram_helpers import CHAT, TOKEN
-from tests.telegram_server import TelegramServer
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.telegram import CHAT, TOKEN
 
 pytestmark = pytest.mark.unit
 

@@ -12,9 +12,9 @@ from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.telegram.gateway import TelegramGateway
 from guard.notify.telegram.messages import LIMIT, REPORT_POINTER, cut, pointer, render_request
 from guard.store.models import IncidentState, IncidentTimeline, OutboxMessage
-from tests.agent_helpers import new_incident
-from tests.telegram_helpers import configure
-from tests.telegram_server import parse_html
+from tests.fakes.telegram import parse_html
+from tests.helpers.agent import new_incident
+from tests.helpers.telegram import configure
 
 
 def test_huge_evidence_is_escaped_and_cut_safely():

@@ -18,9 +18,10 @@ from guard.notify.telegram import grouping
 from guard.notify.telegram.messages import LIMIT, render_request
 from guard.store.models import OutboxMessage
 from guard.util.commandtext import digest, short
-from tests.agent_helpers import db_rows, find, show, wait_for
-from tests.model_server import ModelServer, call
-from tests.telegram_helpers import (
+from tests.fakes.model import ModelServer, call
+from tests.fakes.telegram import parse_html
+from tests.helpers.agent import db_rows, find, show, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     answers,
@@ -30,7 +31,6 @@ from tests.telegram_helpers import (
     http_playbook,
     incident_message,
 )
-from tests.telegram_server import parse_html
 
 PADDED = "echo restarting payment-worker" + " " * 3600 + "; echo HIDDEN-TAIL-RAN"
 

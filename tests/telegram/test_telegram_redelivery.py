@@ -17,7 +17,7 @@ from telegram.ext import ApplicationHandlerStop
 
 from guard.notify.telegram.handlers import Handlers
 from guard.store.models import HumanCommand, InboundUpdate, OutboxMessage
-from tests.telegram_helpers import ADMIN
+from tests.helpers.telegram import ADMIN
 
 pytestmark = pytest.mark.unit
 

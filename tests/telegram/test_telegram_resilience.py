@@ -6,8 +6,8 @@ from __future__ import annotations
 from sqlmodel import col, select
 
 from guard.store.models import HumanCommand, OutboxMessage
-from tests.agent_helpers import find, wait_for
-from tests.telegram_helpers import (
+from tests.helpers.agent import find, wait_for
+from tests.helpers.telegram import (
     ADMIN,
     CHAT,
     configure,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from guard.memory.conversation import history
-from tests.agent_helpers import incidents, wait_for
-from tests.telegram_helpers import CHAT, TOKEN, buttons, configure, guard_run, incident_message
+from tests.helpers.agent import incidents, wait_for
+from tests.helpers.telegram import CHAT, TOKEN, buttons, configure, guard_run, incident_message
 
 
 def test_a_storm_of_10000_lines_is_one_message_with_buttons(home, tg):

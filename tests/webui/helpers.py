@@ -23,8 +23,8 @@ from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
 from guard.web.console import Console, routes
 from guard.web.console.auth import Proxies, StoreTokens
-from tests.agent_helpers import stored_incident, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import stored_incident, wait_for
 
 CSRF = re.compile(r'name="csrf" value="([^"]*)"')
 PORT = re.compile(r"web console on http://127\.0\.0\.1:(\d+)/")

@@ -15,9 +15,9 @@ import pytest
 from sqlmodel import select
 
 from guard.store.models import HumanCommand, Incident
-from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import REPO, GuardHome
-from tests.telegram_helpers import Service, http_playbook, write_http_skill
+from tests.helpers.agent import running_guard, wait_for
+from tests.helpers.telegram import Service, http_playbook, write_http_skill
 from tests.webui.browser import chromium
 from tests.webui.helpers import LOCAL, cli_token, console_url
 

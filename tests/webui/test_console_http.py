@@ -274,7 +274,7 @@ async def test_a_proposal_is_approved_only_as_the_page_showed_it(home: GuardHome
 async def test_skills_show_their_files_review_and_the_incidents_they_match(home: GuardHome) -> None:
     from types import SimpleNamespace
 
-    from tests.telegram_helpers import write_http_skill
+    from tests.helpers.telegram import write_http_skill
 
     site = Site(home)
     write_http_skill(home, SimpleNamespace(base="http://svc"), "web-fix")  # type: ignore[arg-type]

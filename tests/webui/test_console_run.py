@@ -7,8 +7,8 @@ import re
 
 import httpx
 
-from tests.agent_helpers import running_guard
 from tests.conftest import GuardHome
+from tests.helpers.agent import running_guard
 from tests.webui.helpers import LOCAL, cli_token, console_url
 
 

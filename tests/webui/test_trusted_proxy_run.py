@@ -9,9 +9,9 @@ from __future__ import annotations
 from sqlmodel import select
 
 from guard.store.models import AuditEntry
-from tests.agent_helpers import running_guard
 from tests.conftest import GuardHome
-from tests.intake_helpers import am_alert, am_payload, am_source
+from tests.helpers.agent import running_guard
+from tests.helpers.intake import am_alert, am_payload, am_source
 from tests.webui.helpers import LOCAL, cli_token, console_url, from_address, reverse_proxy
 
 USER = "X-Forwarded-User"

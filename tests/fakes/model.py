@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
 
 
 @dataclass

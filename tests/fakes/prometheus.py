@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from guard.domain.durations import parse_duration
-from tests.agent_helpers import free_port, wait_for
 from tests.conftest import GuardHome
+from tests.helpers.agent import free_port, wait_for
 
 RULE = "VictimDown"
 
@@ -40,7 +40,7 @@ def _binary(name: str) -> str:
     return found
 
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "ALERTMANAGER.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ALERTMANAGER.md"
 
 
 def doc_block(name: str) -> Any:

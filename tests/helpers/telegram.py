@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.agent_helpers import running_guard, wait_for
 from tests.conftest import GuardHome
-from tests.local_http import serve
-from tests.telegram_server import TelegramServer
+from tests.fakes.local_http import serve
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.agent import running_guard, wait_for
 
 TOKEN = "123456789:AAtest-SECRET-token_0123456789abcdef"
 CHAT = 1001

@@ -1,5 +1,5 @@
 """Helpers for the pod log tests: a kubernetes monitor with ``logs`` rules, followed in-process
-against the local API server (tests/kube_server.py, tests/kube_logs.py)."""
+against the local API server (tests/fakes/kube.py, tests/fakes/kube_logs.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from guard.domain.records import Observation, Signal
 from guard.monitors.kubernetes import KubernetesMonitor
 from guard.playbooks.models import KubernetesMonitorSpec
-from tests.kube_server import KubeServer
+from tests.fakes.kube import KubeServer
 from tests.kubernetes.test_kubernetes import kube_home
 
 POD = "api-7d9f8b6c5d-x2k4p"

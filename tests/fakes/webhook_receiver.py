@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
 
 SECRET = "whsec-test-0123456789abcdef"
 

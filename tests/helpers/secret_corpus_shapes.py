@@ -7,7 +7,7 @@ credentials in headers with their own names and presigned storage URLs' signatur
 secrets as ``name=value``, a password holding ``&``, a plain lower-case YAML ``password:``, a
 password echoed after a ``password for USER:`` prompt; a private key's body lines, each with a
 log prefix, when Guard never saw the ``BEGIN`` line. Every value is generated from a seed (as in
-``tests/secret_corpus_heldout.py``): none is, or was, a real credential.
+``tests/helpers/secret_corpus_heldout.py``): none is, or was, a real credential.
 
 Each entry is ``(subgroup, name, secret, lines)``, fed one line at a time from one source;
 ``verdict`` says whether it was caught, leaked (a piece of the secret survives whole) or caught
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from tests.secret_corpus_heldout import _AZ, _D, Entry, _armour, _Gen, _key_body, _p
-from tests.secret_corpus_heldout import pieces as _pieces
+from tests.helpers.secret_corpus_heldout import _AZ, _D, Entry, _armour, _Gen, _key_body, _p
+from tests.helpers.secret_corpus_heldout import pieces as _pieces
 
 GROUP = "shapes"
 SUBGROUPS = ("punctuation", "headers", "framework", "key-lines")

@@ -1,4 +1,4 @@
-"""Container logs for the fake API server (tests/kube_server.py), as the kubelet serves them.
+"""Container logs for the fake API server (tests/fakes/kube.py), as the kubelet serves them.
 
 ``GET /api/v1/namespaces/{ns}/pods/{name}/log`` picks the container instance the way the
 kubelet's ``validateContainerLogStatus`` does: ``previous=true`` is the last terminated
@@ -26,7 +26,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.kube_server import KubeState, container_status, now
+from tests.fakes.kube import KubeState, container_status, now
 
 CHUNK = 64 * 1024
 
@@ -129,7 +129,7 @@ def start_again(st: KubeState, ns: str, pod: str, container: str) -> dict[str, A
 
 
 def _bad(h: Any, message: str) -> None:
-    from tests.kube_routes import status
+    from tests.fakes.kube_routes import status
 
     h.reply(400, status(400, "BadRequest", message))
 
@@ -166,7 +166,7 @@ def _since(query: dict[str, str]) -> int | None:
 
 
 def log_route(server: Any, h: Any, ns: str, name: str, query: dict[str, str]) -> None:
-    from tests.kube_routes import status
+    from tests.fakes.kube_routes import status
 
     st = server.state
     with st.cond:

@@ -1,7 +1,7 @@
-"""The REST surface of the fake API server (tests/kube_server.py): lists, watches, patches.
+"""The REST surface of the fake API server (tests/fakes/kube.py): lists, watches, patches.
 
 Paths and answers follow the Kubernetes API: ``/api/v1/namespaces/{ns}/pods`` (list, or watch
-with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../pods/{name}/log`` (tests/kube_logs.py), ``.../events``,
+with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../pods/{name}/log`` (tests/fakes/kube_logs.py), ``.../events``,
 ``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
 patch), ``.../deployments/{name}/scale``, ``.../replicasets`` and
 ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`` (POST; GET, PUT). Errors are
@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from tests.kube_server import REVISION, merge, now, selects
+from tests.fakes.kube import REVISION, merge, now, selects
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -60,7 +60,7 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], bo
     if (
         m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log", path)
     ) and method == "GET":
-        from tests.kube_logs import log_route
+        from tests.fakes.kube_logs import log_route
 
         return log_route(server, h, m.group(1), m.group(2), query)
     m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)

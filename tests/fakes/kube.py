@@ -387,7 +387,7 @@ class KubeServer:
         return [r for r in self.requests if r.method == method and path_part in r.path]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        from tests.kube_routes import route  # the REST surface, beside this module
+        from tests.fakes.kube_routes import route  # the REST surface, beside this module
 
         server = self
 
@@ -456,7 +456,7 @@ class KubeServer:
         return Handler
 
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy/kubernetes"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy/kubernetes"
 RBAC = DEPLOY / "rbac.yaml"
 HA = DEPLOY / "guard-ha.yaml"  # its Role: the leader election's Lease
 
@@ -478,7 +478,7 @@ def serve_kube() -> Iterator[KubeServer]:
     """Body of a ``kube`` fixture. Afterwards, every request Guard made must be one that
     deploy/kubernetes/rbac.yaml (or guard-ha.yaml's Role) allows, so the documented RBAC cannot
     fall behind the code."""
-    from tests.kube_routes import rbac_need
+    from tests.fakes.kube_routes import rbac_need
 
     server = KubeServer().start()
     yield server

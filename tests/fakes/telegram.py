@@ -30,7 +30,7 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tests.local_http import Connections, QuietServer, Tracked
+from tests.fakes.local_http import Connections, QuietServer, Tracked
 
 BOT = {
     "id": 777000,

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
 
 
 class GitHubServer:

@@ -27,7 +27,7 @@ from typing import Any
 import graphql
 import pytest
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "shared/railway/schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "shared/railway/schema.json"
 ACCOUNT_TOKEN = "acct-0f1e2d3c4b5a"
 PROJECT_TOKEN = "proj-9a8b7c6d5e4f"
 

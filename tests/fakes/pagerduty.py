@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from tests.local_http import Connections, Tracked, serve, stop
+from tests.fakes.local_http import Connections, Tracked, serve, stop
 
 ACTIONS = ("trigger", "acknowledge", "resolve")
 SEVERITIES = ("critical", "error", "warning", "info")

@@ -23,12 +23,12 @@ import httpx
 import yaml
 
 from tests.conftest import GuardHome
-from tests.images import BUSYBOX_IMAGE
+from tests.helpers.images import BUSYBOX_IMAGE
 
 if TYPE_CHECKING:
     from guard.store.models import Incident
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def new_incident(*, state: str = "open", at: datetime | None = None, **fields: Any) -> Incident:

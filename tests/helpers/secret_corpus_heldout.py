@@ -1,6 +1,6 @@
 """A HELD-OUT corpus of FAKE secrets: the shapes vendors document, as log lines show them.
 
-The redaction rules are tuned on ``tests/secret_corpus.py``; this one was written afterwards,
+The redaction rules are tuned on ``tests/helpers/secret_corpus.py``; this one was written afterwards,
 from the vendors' own descriptions of their token formats (prefixes, lengths, alphabets: GitHub,
 GitLab, Slack, Stripe, Twilio, AWS, Azure, Google Cloud, HashiCorp, Shopify, ... docs) and from
 how tools print credentials (``curl -u``, ``mysql -p``, ``PGPASSWORD=``, kubeconfig, Docker's

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from tests.local_http import serve, stop
+from tests.fakes.local_http import serve, stop
 
 
 def git(*args: str, cwd: Path) -> str:
