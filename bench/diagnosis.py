@@ -37,8 +37,8 @@ from sqlmodel import col, select
 from bench.common import machine, quiet
 from guard.app import Guard
 from guard.config import Settings
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
+from guard.incidents.gate import Actor, default_gate
 from guard.playbooks.models import Playbook
 from guard.store.models import CommandStatus, HumanCommand, Incident, Trajectory
 from guard.util.commandtext import digest

@@ -60,10 +60,10 @@ def run_size(incidents: int, requests: int) -> dict[str, Any]:
 
     from guard.access.roles import Role
     from guard.access.tokens import create_token
-    from guard.notify.authz import gate_from_settings
+    from guard.notify.running_gate import gate_from_settings
     from guard.store.models import Incident
     from guard.web.console import Console, routes
-    from guard.web.console.auth import StoreTokens
+    from guard.web.console.signin import StoreTokens
 
     with tempfile.TemporaryDirectory(prefix="guard-bench-web-") as tmp:
         _, settings, db = store_home(Path(tmp))

@@ -3,7 +3,7 @@
 Who has which role:
 
 - a chat user: the role their channel's table gives their id (``access.telegram``; an id only
-  in ``telegram.allowed_user_ids`` is an approver, built by ``guard.notify.authz``); an id in
+  in ``telegram.allowed_user_ids`` is an approver, built by ``guard.notify.running_gate``); an id in
   no table: no opinion (the allowlist after this policy refuses strangers as before);
 - a token (``Actor("token", NAME)``): the live token's role, read from the store at the moment
   of asking, so a revoked token is refused at once;
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 from guard.access.roles import Role, needed
 from guard.access.tokens import role_of
-from guard.incidents.authz import Actor, Allowed, Decision, Refused
+from guard.incidents.gate import Actor, Allowed, Decision, Refused
 from guard.store.db import Database
 from guard.store.models import Incident
 
@@ -27,7 +27,7 @@ TOKEN = "token"  # the channel of an actor signed in with a token; its id is the
 
 
 class RolePolicy:
-    """A ``guard.incidents.authz`` policy: allow a verb iff the actor's role covers it."""
+    """A ``guard.incidents.gate`` policy: allow a verb iff the actor's role covers it."""
 
     def __init__(
         self,

@@ -7,7 +7,7 @@ deployment's logs) has no ``ok``: it passes when a whole ``quiet`` period goes b
 line of the incident's kind, read from where the running monitor is. A ``monitor_error``
 incident passes when the monitor works. What a kind needs (its monitor's state, log rules only)
 its ``MonitorKind.verification`` says. An incident that an ``intake:`` source opened is
-verified by that source (``verify_source.SOURCE_VERIFIERS``). An incident with related signals
+verified by that source (``verify_alerts.SOURCE_VERIFIERS``). An incident with related signals
 (``guard.triage.correlation``) is verified only when its own check and every related signal's
 check pass: they are re-run side by side, each by its own monitor.
 The first check runs as soon as the remedy returns; while it fails, the next ones follow after
@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from guard.agent.verify_source import SOURCE_VERIFIERS
+from guard.agent.verify_alerts import SOURCE_VERIFIERS
 from guard.config import Settings
 from guard.domain.records import Signal
 from guard.harness import spans

@@ -27,8 +27,8 @@ from sqlmodel import select
 
 from guard.app import Guard
 from guard.config import Settings, load_settings
-from guard.incidents.authz import Actor, default_gate
 from guard.incidents.commands import queue_command
+from guard.incidents.gate import Actor, default_gate
 from guard.playbooks import load_playbooks
 from guard.store.models import Incident
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from guard.access.proxies import Proxies
-from guard.notify.authz import gate_from_settings
+from guard.notify.running_gate import gate_from_settings
 from guard.ports.running import Runtime
 from guard.web.console import Console, routes
-from guard.web.console.auth import StoreTokens
+from guard.web.console.signin import StoreTokens
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

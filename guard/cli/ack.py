@@ -14,9 +14,9 @@ import typer
 
 from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.domain.exceptions import GuardError
-from guard.incidents.authz import Actor, NotAuthorised
-from guard.notify.authz import gate_from_settings
+from guard.incidents.gate import Actor, NotAuthorised
 from guard.notify.escalation import acknowledge
+from guard.notify.running_gate import gate_from_settings
 
 
 def _actor() -> Actor:

@@ -18,8 +18,8 @@ from guard.cli.common import ConfigOption, database, fail, out, settings_from
 from guard.cli.human import WaitOption, answer, cli_actor
 from guard.domain.exceptions import GuardError
 from guard.incidents import silences
-from guard.incidents.authz import NotAuthorised
-from guard.notify.authz import gate_from_settings
+from guard.incidents.gate import NotAuthorised
+from guard.notify.running_gate import gate_from_settings
 
 
 def _seconds(text: str, option: str) -> float:

@@ -27,9 +27,9 @@ from guard.cli.common import (
     standalone_agent,
 )
 from guard.config import Settings
-from guard.incidents.authz import Actor, NotAuthorised
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
-from guard.notify.authz import gate_from_settings
+from guard.incidents.gate import Actor, NotAuthorised
+from guard.notify.running_gate import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import Approval, CommandStatus, HumanCommand, Incident
 from guard.store.state import get_state

@@ -33,7 +33,7 @@ def print_related(related: list[dict[str, Any]]) -> None:
 
 
 def _actor() -> Any:
-    from guard.incidents.authz import Actor
+    from guard.incidents.gate import Actor
 
     try:
         return Actor("cli", getpass.getuser())
@@ -50,8 +50,8 @@ def split(
 ) -> None:
     """Split a related signal off an incident: it becomes its own incident, and that pair is
     never joined again."""
-    from guard.incidents.authz import NotAuthorised
-    from guard.notify.authz import gate_from_settings
+    from guard.incidents.gate import NotAuthorised
+    from guard.notify.running_gate import gate_from_settings
     from guard.triage.split import SplitError
     from guard.triage.split import split as split_off
 

@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from guard.domain.exceptions import GuardError
 from guard.domain.records import utcnow
-from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
+from guard.incidents.gate import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
 from guard.store.db import Database
 from guard.store.escalation import IncidentAck

@@ -8,7 +8,7 @@ claim). Claiming is one conditional UPDATE, so two presses cannot both win; the 
 of the same question are spent with it (one decision per question) and the post stops being
 live. Each outcome is audited as ``<channel>.pressed`` or ``<channel>.refused``.
 
-Whether the actor may answer at all is the gate's question (``guard.incidents.authz``), asked
+Whether the actor may answer at all is the gate's question (``guard.incidents.gate``), asked
 before a claim.
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from guard.domain.records import utcnow
-from guard.incidents.authz import Actor, Refused
+from guard.incidents.gate import Actor, Refused
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Approval

@@ -2,7 +2,7 @@
 ``HumanCommand`` rows.
 
 Every channel (the CLI, a chat gateway, the demo) queues them here, in Guard's process or not,
-and each passes the authorisation gate here first (``guard.incidents.authz``); the agent takes
+and each passes the authorisation gate here first (``guard.incidents.gate``); the agent takes
 them one incident at a time and settles each with an outcome.
 """
 
@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 from guard.domain.exceptions import GuardError
 from guard.domain.records import utcnow
 from guard.harness.crashpoints import reached
-from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
+from guard.incidents.gate import Actor, Allowed, Gate, NotAuthorised, Refused, authorise_in
 from guard.incidents.lifecycle import record
 from guard.memory.conversation import record_message
 from guard.store import audit

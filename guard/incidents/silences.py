@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select
 from guard.domain.durations import format_duration, parse_duration
 from guard.domain.exceptions import GuardError
 from guard.domain.records import utcnow
-from guard.incidents.authz import (
+from guard.incidents.gate import (
     Actor,
     Allowed,
     Gate,

@@ -31,11 +31,11 @@ from guard.access.policy import TOKEN, RolePolicy
 from guard.access.proxies import Proxies
 from guard.access.tokens import verify_token
 from guard.config.safety import origin_key
-from guard.incidents.authz import Actor, Gate
+from guard.incidents.gate import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
 from guard.mcp.sessions import CappedSessions
-from guard.web.console.auth import Limiter
+from guard.web.console.signin import Limiter
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute

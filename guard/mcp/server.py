@@ -19,7 +19,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from guard.agent.tools import SPECS, input_schema
-from guard.incidents.authz import Actor
+from guard.incidents.gate import Actor
 from guard.mcp import reads
 from guard.mcp.service import GuardTools
 

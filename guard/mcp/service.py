@@ -2,7 +2,7 @@
 
 ``GuardTools.call(actor, name, args)``:
 
-1. the gate (``guard.incidents.authz``, with ``guard.access.policy.RolePolicy`` first) is asked
+1. the gate (``guard.incidents.gate``, with ``guard.access.policy.RolePolicy`` first) is asked
    the tool's verb (``ToolSpec.verb``); a refusal names the role missing (``needs operator;
    you are viewer``), is audited as ``mcp.refused`` and comes back as an error result;
 2. the tool runs: reads from the store; ``sandbox_run`` and ``recent_logs`` through the
@@ -39,8 +39,8 @@ from guard.agent.investigation import cap
 from guard.agent.policy import PROPOSAL
 from guard.agent.tools import BY_NAME, Shelf, Toolbox, ToolError, ToolSpec
 from guard.config import Settings
-from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
 from guard.incidents.commands import UnknownIncident, agent_alive, queue_command
+from guard.incidents.gate import Actor, Gate, NotAuthorised, Refused
 from guard.mcp import reads, silencing
 from guard.memory import IncidentMemory
 from guard.redact import Redactor

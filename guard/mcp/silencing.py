@@ -12,7 +12,7 @@ from typing import Any
 from guard.agent.tools import ToolError
 from guard.domain.exceptions import GuardError
 from guard.incidents import silences
-from guard.incidents.authz import Actor, Gate, NotAuthorised
+from guard.incidents.gate import Actor, Gate, NotAuthorised
 from guard.store.db import Database
 
 

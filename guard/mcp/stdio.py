@@ -15,7 +15,7 @@ from mcp.server.stdio import stdio_server
 
 from guard.access.policy import RolePolicy
 from guard.access.roles import Role
-from guard.incidents.authz import Actor, Gate
+from guard.incidents.gate import Actor, Gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools, Parts
 

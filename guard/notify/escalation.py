@@ -36,7 +36,7 @@ from guard.domain.records import Severity, utcnow
 from guard.harness.crashpoints import reached
 from guard.incidents.ack import Acked, ack_of
 from guard.incidents.ack import acknowledge as record_ack
-from guard.incidents.authz import Actor, Gate
+from guard.incidents.gate import Actor, Gate
 from guard.incidents.lifecycle import record
 from guard.notify.outbox import queue
 from guard.store.db import Database

@@ -401,7 +401,7 @@ class Triage:
         self._checks[key] = {"failures": 0, "ok_since": ok_since, "last": "ok"}
         if check.get("seen"):
             self._checks[key]["seen"] = check["seen"]
-        if redelivery.delivery(sig) is not None:  # which firing resolved (verify_source)
+        if redelivery.delivery(sig) is not None:  # which firing resolved (verify_alerts)
             self._checks[key]["delivery"] = redelivery.delivery(sig)
         if not self.policy(sig.monitor_id).auto_resolve:
             return

@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 
 from guard.domain.exceptions import GuardError
 from guard.domain.records import utcnow
-from guard.incidents.authz import Actor, Allowed, Gate, NotAuthorised, authorise_in
+from guard.incidents.gate import Actor, Allowed, Gate, NotAuthorised, authorise_in
 from guard.incidents.lifecycle import opened, record
 from guard.store.correlation import CorrelationSplit, RelatedSignal
 from guard.store.db import Database

@@ -8,9 +8,9 @@ from sqlmodel import select
 from guard.access.roles import Role
 from guard.access.tokens import create_token, revoke_token
 from guard.config import Settings
-from guard.incidents.authz import Actor, Gate, NotAuthorised
 from guard.incidents.commands import queue_command
-from guard.notify.authz import gate_from_settings
+from guard.incidents.gate import Actor, Gate, NotAuthorised
+from guard.notify.running_gate import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
 from tests.helpers.agent import stored_incident

@@ -11,8 +11,8 @@ from guard.access.policy import RolePolicy
 from guard.access.roles import NEEDS, Role
 from guard.access.tokens import create_token, revoke_token
 from guard.config import Settings
-from guard.incidents.authz import Actor, Allowed, Refused
-from guard.notify.authz import gate_from_settings
+from guard.incidents.gate import Actor, Allowed, Refused
+from guard.notify.running_gate import gate_from_settings
 from guard.store.db import Database, open_database
 from tests.access.queue_checks import tokens_at_the_queue
 

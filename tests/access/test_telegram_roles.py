@@ -11,7 +11,7 @@ import pytest
 from sqlmodel import select
 
 from guard.config import Settings, TelegramSettings
-from guard.notify.authz import gate_from_settings
+from guard.notify.running_gate import gate_from_settings
 from guard.store.models import (
     Approval,
     AuditEntry,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 from sqlmodel import select
 
-from guard.incidents.authz import VIEW, Actor, Gate, Refused
+from guard.incidents.gate import VIEW, Actor, Gate, Refused
 from guard.store.models import (
     Approval,
     AuditEntry,

@@ -19,8 +19,8 @@ from tests.helpers.agent import stored_incident
 REFUSING_CLI = textwrap.dedent(
     """
     import sys
-    import guard.notify.authz as wiring
-    from guard.incidents.authz import Gate, Refused
+    import guard.notify.running_gate as wiring
+    from guard.incidents.gate import Gate, Refused
 
     class NoShell:  # a policy an operator could put first: answers only from the chat
         def decide(self, actor, verb, incident):

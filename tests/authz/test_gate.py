@@ -10,7 +10,8 @@ import pytest
 from sqlmodel import col, select
 
 from guard.domain.exceptions import GuardError
-from guard.incidents.authz import (
+from guard.incidents.commands import queue_command
+from guard.incidents.gate import (
     Actor,
     Allowed,
     AllowlistPolicy,
@@ -19,7 +20,6 @@ from guard.incidents.authz import (
     Refused,
     default_gate,
 )
-from guard.incidents.commands import queue_command
 from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, ConversationMessage, HumanCommand, Incident
 from tests.helpers.agent import stored_incident

@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from guard.config import TriageSettings
 from guard.incidents import transition
-from guard.incidents.authz import Actor, Gate, NotAuthorised, Refused
+from guard.incidents.gate import Actor, Gate, NotAuthorised, Refused
 from guard.store.correlation import CorrelationSplit, RelatedSignal
 from guard.store.db import Database, open_database
 from guard.store.models import AuditEntry, Incident, IncidentState

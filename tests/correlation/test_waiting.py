@@ -8,7 +8,6 @@ order) got wrong where it matters.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,9 @@ from guard.playbooks.services import ServiceMap
 from guard.store.correlation import RelatedSignal
 from guard.store.db import open_database
 from guard.store.models import Incident, IncidentState
-from guard.triage import Triage
+from guard.triage import Triage, waiting
 from guard.triage.waiting import MOST, Waiting
-from tests.correlation.helpers import obs, shop_services, signal
+from tests.correlation.helpers import at, obs, shop_services, signal
 
 pytestmark = pytest.mark.unit
 
@@ -46,13 +45,23 @@ def stored(db) -> tuple[list[Incident], list[RelatedSignal]]:
         return list(s.exec(select(Incident)).all()), list(s.exec(select(RelatedSignal)).all())
 
 
+CLOCK = [0.0]  # seconds after the helpers' T0: the wait's clock, moved by ``released``
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait runs on a clock the test moves, so a loaded machine cannot release early."""
+    CLOCK[0] = 0.0
+    monkeypatch.setattr(waiting, "utcnow", lambda: at(CLOCK[0]))
+
+
 def now_signal(monitor: str, **kw):
-    """A signal seen now (the wait runs on the wall clock, from when it was seen)."""
-    return signal(monitor, time.time() - signal(monitor).observed_at.timestamp(), **kw)
+    """A signal seen now, by the test's clock."""
+    return signal(monitor, CLOCK[0], **kw)
 
 
 def released(t: Triage) -> list[str]:
-    time.sleep(WAIT + 0.1)
+    CLOCK[0] += WAIT + 0.1
     return [e.type for e in t.process([])]  # the tick's empty batch (``_tick_triage``)
 
 

@@ -17,12 +17,12 @@ from telegram import Bot
 
 from guard.config import Settings
 from guard.domain.records import utcnow
-from guard.notify.authz import gate_from_settings
 from guard.notify.base import HumanRequest
 from guard.notify.outbox import queue
-from guard.notify.telegram.auth import Authoriser
+from guard.notify.running_gate import gate_from_settings
 from guard.notify.telegram.handlers import Handlers
 from guard.notify.telegram.messages import render_request
+from guard.notify.telegram.senders import Authoriser
 from guard.store.db import open_database
 from guard.store.escalation import IncidentAck
 from guard.store.models import Approval, AuditEntry, ChannelMessage, IncidentState, OutboxMessage

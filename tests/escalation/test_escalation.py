@@ -12,10 +12,10 @@ import pytest
 from sqlmodel import col, select
 
 from guard.config import Settings
-from guard.incidents.authz import Actor, NotAuthorised
+from guard.incidents.gate import Actor, NotAuthorised
 from guard.notify import pagers
-from guard.notify.authz import gate_from_settings
 from guard.notify.escalation import Escalator, Fired, acknowledge
+from guard.notify.running_gate import gate_from_settings
 from guard.store.db import Database, open_database
 from guard.store.escalation import EscalationFired, IncidentAck
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline, OutboxMessage

@@ -68,7 +68,7 @@ def stored_incident(session: Any, state: str = "open", **fields: Any) -> Any:
 
 def as_cli(user: str) -> dict[str, Any]:
     """``queue_command``'s actor and gate for ``guard approve|deny|reply`` run by ``user``."""
-    from guard.incidents.authz import Actor, default_gate
+    from guard.incidents.gate import Actor, default_gate
 
     return {"actor": Actor("cli", user), "gate": default_gate({})}
 

@@ -22,7 +22,7 @@ from guard.access.roles import Role
 from guard.access.tokens import create_token, revoke_token
 from guard.config import Settings
 from guard.mcp.http import mcp_routes
-from guard.web.console.auth import Limiter
+from guard.web.console.signin import Limiter
 from tests.conftest import GuardHome
 from tests.mcp.helpers import TEN, http_session, parts
 

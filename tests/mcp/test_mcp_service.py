@@ -15,7 +15,7 @@ from sqlmodel import col, select
 from guard.access.roles import Role, needed
 from guard.access.tokens import create_token, revoke_token
 from guard.agent.tools import SPECS, TOOL_NAMES, TOOLS, input_schema
-from guard.incidents.authz import Actor
+from guard.incidents.gate import Actor
 from guard.incidents.lifecycle import record
 from guard.mcp.http import token_gate
 from guard.mcp.reads import READ_CHARS

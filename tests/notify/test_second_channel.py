@@ -194,7 +194,7 @@ def test_a_kill_9_after_the_post_posts_nothing_twice(
 
 async def test_an_approval_through_the_second_channel(db: Database, tmp_path: Path) -> None:
     authz = pytest.importorskip(
-        "guard.incidents.authz", reason="needs guard.incidents.authz (wt-authz)"
+        "guard.incidents.gate", reason="needs guard.incidents.gate (wt-authz)"
     )
     from guard.incidents import commands
 

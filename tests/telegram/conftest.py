@@ -17,8 +17,8 @@ from telegram import Bot, Update
 
 from guard.config import Settings, TelegramSettings
 from guard.domain.records import utcnow
-from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.handlers import Handlers
+from guard.notify.telegram.senders import Authoriser
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, ChannelMessage, IncidentState
 from tests.fakes.telegram import TelegramServer

@@ -19,7 +19,7 @@ from guard.config import TelegramSettings
 from guard.domain.records import utcnow
 from guard.incidents import commands
 from guard.notify.telegram import handlers, outbox
-from guard.notify.telegram.auth import Authoriser
+from guard.notify.telegram.senders import Authoriser
 from guard.notify.telegram.sync import Sync
 from guard.store.db import Database, open_database
 from guard.store.models import (

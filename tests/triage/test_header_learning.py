@@ -1,4 +1,4 @@
-"""``format: auto`` learns a source's header from its first lines (guard/grouping/learner.py)."""
+"""``format: auto`` learns a source's header from its first lines (guard/grouping/header_learning.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from guard.grouping.header_learning import SAMPLE, WINDOW, learn_header
 from guard.grouping.headers import LogFormat
-from guard.grouping.learner import SAMPLE, WINDOW, learn_header
 from guard.grouping.rules import learn_headers, rule_groupers
 from guard.grouping.tokens import template_tokens
 from guard.monitors.logfile import LogfileMonitor

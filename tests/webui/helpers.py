@@ -18,11 +18,11 @@ from sqlmodel import select
 from guard.access.roles import Role
 from guard.access.tokens import create_token
 from guard.config import Settings
-from guard.notify.authz import gate_from_settings
+from guard.notify.running_gate import gate_from_settings
 from guard.store.db import Database
 from guard.store.models import AuditEntry, HumanCommand
 from guard.web.console import Console, routes
-from guard.web.console.auth import Proxies, StoreTokens
+from guard.web.console.signin import Proxies, StoreTokens
 from tests.conftest import GuardHome
 from tests.helpers.agent import stored_incident, wait_for
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from guard.access.tokens import revoke_token
-from guard.web.console.auth import SESSION_AGE, Proxies, Signer
+from guard.web.console.signin import SESSION_AGE, Proxies, Signer
 from tests.conftest import GuardHome
 from tests.webui.helpers import Site, csrf_of, sign_in
 

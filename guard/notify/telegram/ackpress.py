@@ -13,10 +13,10 @@ from sqlmodel import Session
 from telegram import Update
 
 from guard.domain.exceptions import GuardError
-from guard.incidents.authz import NotAuthorised, Refused
+from guard.incidents.gate import NotAuthorised, Refused
 from guard.notify import escalation
-from guard.notify.telegram.auth import Authoriser, telegram_actor
 from guard.notify.telegram.handling import handled, skipped
+from guard.notify.telegram.senders import Authoriser, telegram_actor
 from guard.store.db import Database
 
 

@@ -42,12 +42,12 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.harness.crashpoints import reached
-from guard.notify.authz import gate_from_settings
 from guard.notify.runner import ChannelRunner
+from guard.notify.running_gate import gate_from_settings
 from guard.notify.telegram import handlers, logbridge, outbox
-from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.channel import TelegramChannel
 from guard.notify.telegram.notifier import TelegramNotifier
+from guard.notify.telegram.senders import Authoriser
 from guard.notify.telegram.sync import Sync
 from guard.ports.running import HealthSource
 from guard.store.db import Database

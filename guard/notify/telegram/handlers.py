@@ -28,13 +28,13 @@ from telegram.ext import ApplicationHandlerStop
 from guard.domain.durations import format_duration
 from guard.domain.exceptions import GuardError
 from guard.incidents.approvals import ACK, CONFIRM_KINDS, verb_for
-from guard.incidents.authz import VIEW, NotAuthorised, Refused
 from guard.incidents.commands import queue_command
+from guard.incidents.gate import VIEW, NotAuthorised, Refused
 from guard.memory.conversation import record_message
 from guard.notify.telegram import outbox, updates
 from guard.notify.telegram.ackpress import ack_press
-from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.handling import Ctx, handled, skipped
+from guard.notify.telegram.senders import telegram_actor
 from guard.notify.telegram.slash import INCIDENT_ID, SlashCommands
 from guard.store.models import OutboxMessage
 from guard.store.state import get_state

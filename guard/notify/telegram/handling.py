@@ -13,7 +13,7 @@ from telegram import Update
 from telegram.ext import ContextTypes
 
 from guard.actions import ActionRegistry
-from guard.incidents.authz import Allowed, Refused
+from guard.incidents.gate import Allowed, Refused
 from guard.notify.telegram import outbox, updates
 
 if TYPE_CHECKING:

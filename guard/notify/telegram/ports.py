@@ -10,8 +10,8 @@ from typing import Protocol
 from sqlmodel import Session
 
 from guard.config import Settings
-from guard.notify.telegram.auth import Authoriser
 from guard.notify.telegram.notifier import TelegramNotifier
+from guard.notify.telegram.senders import Authoriser
 from guard.ports.running import HealthSource
 from guard.store.db import Database
 

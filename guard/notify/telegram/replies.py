@@ -12,13 +12,13 @@ from sqlmodel import Session, func, select
 from telegram import Update
 
 from guard.domain.exceptions import GuardError
-from guard.incidents.authz import Refused
 from guard.incidents.commands import queue_command
+from guard.incidents.gate import Refused
 from guard.notify.telegram import confirm, outbox
-from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.grouping import group_reply
 from guard.notify.telegram.handling import Ctx, HandlerBase, handled, skipped
 from guard.notify.telegram.messages import esc
+from guard.notify.telegram.senders import telegram_actor
 from guard.store.models import HumanCommand, OutboxMessage
 
 

@@ -12,13 +12,13 @@ from sqlalchemy.exc import IntegrityError
 from telegram import Update
 
 from guard.domain.durations import parse_duration
-from guard.incidents.authz import UNMUTE, VIEW, Refused
+from guard.incidents.gate import UNMUTE, VIEW, Refused
 from guard.notify.telegram.ackpress import ack_command
-from guard.notify.telegram.auth import telegram_actor
 from guard.notify.telegram.commands import HELP, incidents_text, skills_text, status_text
 from guard.notify.telegram.handling import Ctx, handled, skipped
 from guard.notify.telegram.messages import esc
 from guard.notify.telegram.replies import Replies
+from guard.notify.telegram.senders import telegram_actor
 from guard.store import mutes
 
 INCIDENT_ID = re.compile(r"#?[0-9]{1,12}", re.ASCII)

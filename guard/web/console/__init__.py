@@ -6,8 +6,8 @@ reads the store and queues human commands through ``guard.incidents``, and knows
 docs/WEB.md describes the pages, the sign-in and the forms.
 """
 
-from guard.web.console.auth import Tokens, Who
 from guard.web.console.routes import routes
+from guard.web.console.signin import Tokens, Who
 from guard.web.console.site import Console
 
 __all__ = ["Console", "Tokens", "Who", "routes"]

@@ -17,11 +17,11 @@ from urllib.parse import parse_qs
 from guard.domain.durations import parse_duration
 from guard.domain.exceptions import GuardError
 from guard.incidents import silences
-from guard.incidents.authz import NotAuthorised
 from guard.incidents.commands import UnknownIncident, queue_command
+from guard.incidents.gate import NotAuthorised
 from guard.store.models import Incident
 from guard.util.commandtext import digest
-from guard.web.console.auth import COOKIE, LOGIN_COOKIE, SESSION_AGE, Who
+from guard.web.console.signin import COOKIE, LOGIN_COOKIE, SESSION_AGE, Who
 
 if TYPE_CHECKING:
     from starlette.requests import Request

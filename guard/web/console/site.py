@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from guard.config import Settings
 from guard.domain.records import IncidentState, utcnow
 from guard.incidents import silences
-from guard.incidents.authz import Actor, Allowed, Gate, Refused
 from guard.incidents.ending import ends_for
+from guard.incidents.gate import Actor, Allowed, Gate, Refused
 from guard.ports.running import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
 from guard.skills.library import Candidate, Skill, SkillLibrary
@@ -19,8 +19,8 @@ from guard.store import audit
 from guard.store.db import Database
 from guard.util.commandtext import digest
 from guard.web.console import reads
-from guard.web.console.auth import COOKIE, Limiter, Proxies, Signer, Tokens, Who, load_key
 from guard.web.console.render import render
+from guard.web.console.signin import COOKIE, Limiter, Proxies, Signer, Tokens, Who, load_key
 
 if TYPE_CHECKING:
     from starlette.requests import Request

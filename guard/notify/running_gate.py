@@ -12,7 +12,7 @@ from __future__ import annotations
 from guard.access.policy import RolePolicy
 from guard.access.roles import Role
 from guard.config import AccessSettings, Settings, TelegramSettings
-from guard.incidents.authz import AllowlistPolicy, Gate
+from guard.incidents.gate import AllowlistPolicy, Gate
 from guard.store.db import Database
 
 

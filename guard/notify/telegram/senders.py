@@ -1,7 +1,7 @@
 """Telegram's side of authorisation: who a sender is, and the quiet window for strangers.
 
 Every update is authorised by the sender's ``from.id`` (``telegram_actor``) through the gate
-(``guard.incidents.authz``: the role policy, then the allowlist); the chat a message came from
+(``guard.incidents.gate``: the role policy, then the allowlist); the chat a message came from
 proves nothing (anyone can be in a group). An id with no role and not on the allowlist is
 refused; an empty allowlist and no roles allow nobody: Guard fails closed.
 
@@ -21,8 +21,8 @@ from sqlmodel import Session, select
 
 from guard.config import TelegramSettings
 from guard.incidents import approvals
-from guard.incidents.authz import Actor, Allowed, Gate, Refused
-from guard.notify.authz import allowlist_gate
+from guard.incidents.gate import Actor, Allowed, Gate, Refused
+from guard.notify.running_gate import allowlist_gate
 from guard.notify.telegram.channel import NAME as CHANNEL
 from guard.store import audit
 from guard.store.db import Database

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlmodel import select
 
 from guard.agent.verify import Verifier
-from guard.agent.verify_source import SourceVerifier, fires_in, label_filter
+from guard.agent.verify_alerts import SourceVerifier, fires_in, label_filter
 from guard.config import TriageSettings
 from guard.config.intake import IntakeSource
 from guard.domain.records import Observation, Signal
