@@ -16,6 +16,8 @@ the line as plain printable text, uncut. This module knows no channel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlmodel import Session, col, select
 
 from guard.notify.channel import Markup
@@ -26,14 +28,44 @@ from guard.store.models import OutboxMessage, OutboxStatus
 from guard.triage.correlation import related_of
 from guard.util.textsafe import printable
 
-MARKUPS: dict[str, Markup] = {}
-"""How each outbox channel (by its rows' ``channel``) renders text, as the channels register."""
+
+def _telegram() -> Markup:
+    from guard.notify.telegram.markup import HtmlMarkup  # only when a telegram row is edited
+
+    return HtmlMarkup()
+
+
+BUILT_IN: dict[str, Callable[[], Markup]] = {"telegram": _telegram}  # channel.NAME -> markup
+"""The built-in channels' markups, made on first use (no channel is imported for this)."""
+
+
+class Markups(dict[str, Markup]):
+    """The markups registered, and a built-in channel's made the first time it is asked."""
+
+    def __missing__(self, channel: str) -> Markup:
+        build = BUILT_IN.get(channel)
+        if build is None:
+            raise KeyError(channel)
+        self[channel] = made = build()
+        return made
+
+
+MARKUPS: dict[str, Markup] = Markups()
+"""How each outbox channel (by its rows' ``channel``) renders text."""
 
 
 def register(channel: str, markup: Markup) -> None:
-    """Escape and cut the related line in ``channel``'s rows with ``markup`` (called by the
-    channel's package when it is imported)."""
+    """Escape and cut the related line in ``channel``'s rows with ``markup`` (a channel
+    outside ``BUILT_IN``)."""
     MARKUPS[channel] = markup
+
+
+def markup_of(channel: str) -> Markup | None:
+    """``channel``'s markup (None: plain printable text)."""
+    try:
+        return MARKUPS[channel]
+    except KeyError:
+        return None
 
 
 def _questions(session: Session, incident_id: int) -> dict[tuple[str, str], list[OutboxMessage]]:
@@ -74,7 +106,7 @@ def refresh(db: Database, incident_id: int) -> int:
             return 0
         line = related_line(related)
         for (channel, chat), rows in _questions(session, incident_id).items():
-            markup = MARKUPS.get(channel)
+            markup = markup_of(channel)
             send, latest = rows[0], rows[-1]
             if any(r.method == "edit" and not r.buttons for r in rows[1:]):
                 continue  # the question is over

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from guard.notify import related
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
 from guard.notify.outbox import grouping
@@ -95,6 +94,3 @@ class HtmlMarkup:
 
     def group(self, members: list[MessageGroupMember]) -> tuple[str, Buttons]:
         return render(members)
-
-
-related.register("telegram", HtmlMarkup())  # the channel's name: ``channel.NAME``
