@@ -52,36 +52,9 @@ def compose_agent(
     memory: IncidentMemory | None = None,
     mute_for: float = DEFAULT_MUTE_FOR,
 ) -> Agent:
-    """The agent for ``settings``, with every part it works with built here."""
-    return Agent(
-        agent_parts(
-            settings,
-            db,
-            playbooks,
-            notifier=notifier,
-            sandboxes=sandboxes,
-            actions=actions,
-            library=library,
-            memory=memory,
-            mute_for=mute_for,
-        )
-    )
-
-
-def agent_parts(
-    settings: Settings,
-    db: Database,
-    playbooks: list[Playbook],
-    *,
-    notifier: Notifier | None = None,
-    sandboxes: SandboxPool | None = None,
-    actions: ActionRegistry | None = None,
-    library: SkillLibrary | None = None,
-    memory: IncidentMemory | None = None,
-    mute_for: float = DEFAULT_MUTE_FOR,
-) -> AgentParts:
-    """Every collaborator of the agent, wired: remediation -> learning -> closing in one
-    direction, the verifier, remediator and diagnoser sharing the playbooks' maps."""
+    """The agent for ``settings``, every collaborator built and wired here: remediation ->
+    learning -> closing in one direction, the verifier, remediator and diagnoser sharing the
+    playbooks' maps."""
     specs: dict[str, MonitorSpec] = {}
     books: dict[str, Playbook] = {}
     use_playbooks(specs, books, playbooks)
@@ -117,7 +90,7 @@ def agent_parts(
         assert provider is not None, "llm.provider is none"
         return provider
 
-    return AgentParts(
+    parts = AgentParts(
         settings=settings,
         db=db,
         lifecycle=lifecycle,
@@ -149,3 +122,4 @@ def agent_parts(
         limits=policy.Limits(breaker_failures=settings.agent.breaker_failures),
         slots=asyncio.Semaphore(settings.agent.max_concurrent_incidents),
     )
+    return Agent(parts)

@@ -27,7 +27,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -40,11 +40,11 @@ from guard.grouping.templates import TemplateBook
 from guard.harness import spans
 from guard.harness.crashpoints import reached
 from guard.incidents.ending import ends_by_quiet
-from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened, record, transition
+from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened
 from guard.store.db import Database
-from guard.store.models import ACTIVE_STATES, Incident, IncidentState
+from guard.store.models import ACTIVE_STATES, Incident
 from guard.store.state import get_state, get_states, put_states
-from guard.triage import counting, quiet, redelivery, storm
+from guard.triage import counting, flapping, quiet, redelivery, storm
 from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
 from guard.triage.holds import Holds
@@ -268,7 +268,7 @@ class Triage:
             if joined is not None:  # a related signal of an open incident
                 self.correlation.count(session, joined, sig)
                 return
-            recent = self._recently_resolved(session, fp, sig.observed_at)
+            recent = flapping.recently_resolved(session, fp, sig.observed_at, self.settings)
             if recent is not None and redelivery.counted(recent.details, sig):
                 return  # a late retry of what it counted before resolving
         # correlation before reopening: a live fault of its service takes it first
@@ -276,7 +276,7 @@ class Triage:
         if root is None and not released and self._waits(sig):
             return  # a dependant's symptom: its cause may be a moment behind (``waiting``)
         if root is None and recent is not None:
-            self._reopen(session, recent, sig, events)
+            flapping.reopen(session, recent, sig, events, self.settings)
             return
         if self._storms.over_cap(session, sig.monitor_id):  # the storm breaker takes it
             text = self.templates.text(template_id) if template_id is not None else None
@@ -296,19 +296,6 @@ class Triage:
     def _seen(self, session: Session) -> Callable[[str], str | None]:
         """When a check last fired (ISO time; None if not since this was recorded)."""
         return lambda check_key: self._check(session, f"check:{check_key}").get("seen")
-
-    def _recently_resolved(self, session: Session, fp: str, now: datetime) -> Incident | None:
-        since = now - timedelta(seconds=self.settings.flap_window)
-        return session.exec(
-            select(Incident)
-            .where(
-                Incident.fingerprint == fp,
-                Incident.state == IncidentState.resolved,
-                col(Incident.resolved_at) >= since,
-            )
-            .order_by(col(Incident.id).desc())
-            .limit(1)
-        ).first()
 
     def _open(
         self,
@@ -361,34 +348,6 @@ class Triage:
         if (service := self.correlation.service(sig.monitor_id)) is not None:
             details["service"] = service
         return details
-
-    def _reopen(
-        self, session: Session, incident: Incident, sig: Signal, events: list[IncidentEvent]
-    ) -> None:
-        incident.reopen_count += 1
-        reached("triage.flap_reopen")
-        counting.count(session, incident, sig)
-        transition(
-            session,
-            incident,
-            IncidentState.open,
-            actor=ACTOR,
-            reason=f"failed again within {self.settings.flap_window:g}s of resolving: "
-            f"{sig.message}",
-        )
-        if not incident.flapping and incident.reopen_count >= self.settings.flap_threshold:
-            incident.flapping = True
-            record(
-                session,
-                incident,
-                "flapping",
-                f"reopened {incident.reopen_count} times; holding it open until the check "
-                f"passes for {self.settings.flap_window:g}s",
-                actor=ACTOR,
-            )
-            events.append(incident_event(incident, "flapping"))
-        else:  # flapping already or not, the agent takes it at once (not the recovery sweep)
-            events.append(incident_event(incident, "reopened"))
 
     # -- passing checks -------------------------------------------------------------------------
 
