@@ -1,5 +1,7 @@
 """Where the settings come from, and the defaults read from the environment (no pydantic here:
-the fast path of ``guard incidents list`` shares them, see ``guard.config.fast``)."""
+the fast path of ``guard incidents list`` shares them, see ``guard.config.fast``).
+
+Tested by ``tests/config/test_config.py``."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ live. Each outcome is audited as ``<channel>.pressed`` or ``<channel>.refused``.
 
 Whether the actor may answer at all is the gate's question (``guard.incidents.gate``), asked
 before a claim.
+
+Tested by ``tests/telegram/test_telegram_closing.py``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ transaction, so the history cannot disagree with the state. Two levels:
   batch of signals in one transaction);
 - ``Lifecycle`` is the same, one transaction per call, for the agent, human commands and the
   gateway: ``load``, ``move``, ``note``, ``assign`` and ``release``.
+
+Tested by ``tests/agent/test_orchestration.py``.
 """
 
 from __future__ import annotations

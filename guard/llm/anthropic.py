@@ -5,6 +5,8 @@ Translation from Guard's OpenAI form: system messages become ``system``; an assi
 of ``tool_result`` blocks; tools become ``{name, description, input_schema}``. The answer's
 ``text`` and ``tool_use`` blocks come back as one OpenAI assistant message; ``stop_reason``
 ``end_turn``/``tool_use``/``max_tokens`` maps to ``stop``/``tool_calls``/``length``.
+
+Tested by ``tests/llm/test_providers.py``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ An endpoint that still fails after its own retries on 429/5xx, or that refuses a
 (401/403/404: a wrong key, model or URL), hands the turn to the next one, at most once per
 turn. The endpoint that answered serves the following turns. A malformed request (400, 422)
 fails the turn everywhere alike, so it is not passed on.
+
+Tested by ``tests/llm/test_providers.py``.
 """
 
 from __future__ import annotations

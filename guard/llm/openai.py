@@ -2,6 +2,8 @@
 
 ``POST {base_url}/chat/completions`` with ``tools``; Guard's internal form is this API's own,
 so messages go out as they are and the first choice's message comes back.
+
+Tested by ``tests/llm/test_providers.py``.
 """
 
 from __future__ import annotations

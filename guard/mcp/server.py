@@ -6,6 +6,8 @@ the templates ``guard://incidents/{id}`` and ``guard://skills/{name}``, and the 
 incidents and every skill listed as resources. ``actor_of`` says who asks, per request (the
 stdio process's user, an HTTP request's token). What Guard read (results, resources, their
 listed descriptions) comes fenced as untrusted data; the instructions say what that means.
+
+Tested by ``tests/mcp/test_mcp_service.py``.
 """
 
 from __future__ import annotations

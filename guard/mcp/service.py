@@ -20,6 +20,8 @@
    ``rule`` the server's instructions carry: a log line reaches the caller's model as data,
    never as an instruction. Guard's own answers (refusals, ``queued as answer #N``, a
    remedy's outcome) are not fenced.
+
+Tested by ``tests/mcp/test_mcp_service.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Conversation memory: every message exchanged with a human, per chat, in the SQL store."""
+"""Conversation memory: every message exchanged with a human, per chat, in the SQL store.
+
+Tested by ``tests/telegram/test_telegram_redelivery.py``."""
 
 from __future__ import annotations
 

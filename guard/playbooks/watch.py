@@ -7,6 +7,8 @@ a rewrite with the same text is no reload. ``diff_playbooks`` compares two valid
 monitor: what to start, stop and replace, and whether anything else a playbook says
 (diagnostics, sandbox grants) changed. The signals put a broken edit on Guard itself, kind
 ``playbook_invalid`` with the file's path as target, and take it off once the files load again.
+
+Tested by ``tests/config/test_playbook_watch.py``.
 """
 
 from __future__ import annotations

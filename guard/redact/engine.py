@@ -16,6 +16,8 @@ run, in order. A rule replaces its secret group with ``[REDACTED:<kind>]`` unles
 (entropy, an empty word, a placeholder) says the value is no secret, or ``allowed`` keeps it;
 the next search starts where the secret ended, so the ``&`` that ended one ``password=`` value
 in a query can begin the next parameter's.
+
+Tested by ``tests/security/test_redact_bounded.py``.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ When the ``BEGIN`` line went by unseen (another process logged it, or it came be
 memory of the source), a body line is known by its shape: 64, 70 or 76 columns of key-like
 base64 ending a line, after a space (a log prefix). It is replaced, and so is each next line of
 that source holding only base64 in the same column, up to the body's last, shorter line.
+
+Tested by ``tests/security/test_redact_keys.py``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ rules (``guard.redact.gitleaks``), so the kinds Guard has always promised keep t
 context rules (``guard.redact.context``: ``password=``, headers, URLs, flags) run last and skip a
 value that is already a placeholder, so redacting twice changes nothing. Kinds hold letters and
 dashes only, so the fingerprint's number masking leaves a placeholder alone.
+
+Tested by ``tests/security/test_redact.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The database: one SQLAlchemy engine (SQLite in WAL mode by default, Postgres by URL)."""
+"""The database: one SQLAlchemy engine (SQLite in WAL mode by default, Postgres by URL).
+
+Tested by ``tests/store/test_read_only_open.py``."""
 
 from __future__ import annotations
 

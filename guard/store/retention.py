@@ -19,6 +19,8 @@ there are as many as there are distinct events, not as many as lines.
 
 Deletes run in batches of ``BATCH`` incidents, one transaction each, so ``guard run``'s writer
 never waits long for SQLite's lock.
+
+Tested by ``tests/store/test_store_retention.py``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ hashes them, and rewriting one afterwards would break the chain. Primary keys ar
 ``migrate`` scrubs rows written before this existed (or under an older rule set), once per
 ``RULESET`` version, then checkpoints SQLite's WAL so the old text does not linger there
 (``secure_delete`` zeroes the freed pages).
+
+Tested by ``tests/security/test_redact.py``.
 """
 
 from __future__ import annotations

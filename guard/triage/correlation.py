@@ -27,6 +27,8 @@ A related signal firing again counts on its row. Its check passing marks the row
 root with a related signal still firing is not auto-resolved by its own check alone (a log
 rule's row is an ``event``: lines have no "ok", and never hold the root). All of it happens in
 triage's transaction, so a batch is stored whole or not at all.
+
+Tested by ``tests/correlation/test_triage_correlation.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """What a signal does to the incident it lands on (count, last seen, worst severity), and the
-event that tells the hooks; shared by triage (``engine``) and the storm breaker (``storm``)."""
+event that tells the hooks; shared by triage (``engine``) and the storm breaker (``storm``).
+
+Tested by ``tests/triage/test_triage.py``."""
 
 from __future__ import annotations
 

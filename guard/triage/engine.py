@@ -19,6 +19,8 @@
 - A passing check costs no write when nothing changed: check states are remembered as written,
   and a check known to have no incident to resolve is not asked about for ``QUIET_TTL``
   seconds (only triage opens incidents from signals, and it forgets the check when it does).
+
+Tested by ``tests/correlation/test_triage_correlation.py``.
 """
 
 from __future__ import annotations

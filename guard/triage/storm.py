@@ -10,6 +10,8 @@ passes with nothing folded into it (``calm_storms``), so the next storm is a new
 Triage (``engine``) asks whether a monitor is over its cap, and if so hands the signal here;
 everything a storm does (open, fold, count, title, calm down) happens in this module, which
 never calls back into the engine.
+
+Tested by ``tests/correlation/test_triage_correlation.py``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ differently from what the shell runs; a control character is dropped or replaced
 ``oddities`` names each such thing, so a surface refuses the command or says what is odd
 about it. ``digest`` binds an approval to the exact text shown: the command is carried out
 only if its digest still matches when it runs.
+
+Tested by ``tests/llm/test_proposal_binding.py``.
 """
 
 from __future__ import annotations

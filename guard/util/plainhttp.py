@@ -5,6 +5,8 @@ the path. Loopback (``localhost``, 127.0.0.0/8, ``::1``) never leaves the machin
 server, a sidecar on the pod's loopback or a test fixture stays allowed; anything else needs
 https, or an explicit ``allow_insecure_http: true`` on its settings section
 (``guard.config`` checks every section that sends a credential to a URL).
+
+Tested by ``tests/config/test_plain_http.py``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Templating (``guard.agent.templating``) quotes a value for the place it lands in
 writer (``guard.skills.writer``) replaces a target by ``$GUARD_TARGET`` only where the shell
 expands it. Both need the same small scan of POSIX quoting: a backslash escapes the next character
 outside single quotes; a quote opens or closes its own kind only.
+
+Tested by ``tests/llm/test_proposal_binding.py``.
 """
 
 from __future__ import annotations
