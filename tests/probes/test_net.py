@@ -5,43 +5,29 @@ capped and redacted body), a closed port, a name that does not resolve, and TLS 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from guard.actions import ActionError
-from tests.fakes.local_http import serve, stop
 from tests.helpers.agent import free_port
 from tests.helpers.certs import make_certs, tls_server
-from tests.helpers.probes import probe, probe_settings
+from tests.helpers.probes import fixed_site, probe, probe_settings
 
 pytestmark = pytest.mark.unit
 
 TOKEN = "gh" + "p_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # a GitHub token's shape
 
 
-class Service(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = {
-            "/health": b"ok",
-            "/leak": f"db error; token={TOKEN}".encode(),
-            "/huge": b"x" * 10_000_000,
-        }.get(self.path, b"missing")
-        self.send_response(200 if body != b"missing" else 503)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def site() -> Iterator[str]:
-    server, url = serve(Service)
-    yield url
-    stop(server)
+    routes = {
+        "/health": (200, b"ok"),
+        "/leak": (200, f"db error; token={TOKEN}".encode()),
+        "/huge": (200, b"x" * 10_000_000),
+    }
+    with fixed_site(routes) as url:
+        yield url
 
 
 LOOPBACK = [{"host": "127.0.0.1"}]
