@@ -17,6 +17,7 @@ import os
 import socket
 import ssl
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -192,7 +193,7 @@ async def hang_up(writer: asyncio.StreamWriter) -> None:
         await writer.wait_closed()
 
 
-class Probe:
+class Probe(ABC):
     """A read-only action: check its grant, run within its budget, return redacted, capped
     text. Subclasses implement ``look``."""
 
@@ -216,6 +217,6 @@ class Probe:
         details["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
         return ActionResult(found.ok, cap(redactor.redact(found.text), limit), details)
 
+    @abstractmethod
     async def look(self, call: Call) -> Finding:
         """Probe what ``call`` asks, within its grants."""
-        raise NotImplementedError
