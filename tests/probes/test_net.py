@@ -4,6 +4,8 @@ capped and redacted body), a closed port, a name that does not resolve, and TLS 
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,3 +106,18 @@ async def test_tls_a_valid_certificate_and_an_unknown_ca(tmp_path: Path) -> None
     assert trusted.ok and "expires in 30 day(s)" in trusted.message
     assert "chain: verified (chain and host name)" in trusted.message
     assert not unknown.ok and "NOT verified: unable to get local issuer" in unknown.message
+
+
+async def test_a_probe_that_gets_no_answer_ends_at_its_budget(tmp_path: Path) -> None:
+    """A port that accepts and never answers: each probe ends by its ``timeout=`` (never more
+    than ``probes.timeout``) with a result that says so."""
+    with socket.create_server(("127.0.0.1", 0), backlog=8) as silent:  # the kernel accepts
+        port = silent.getsockname()[1]
+        settings = probe_settings(tmp_path, allow=LOOPBACK, timeout="1s")
+        started = time.monotonic()
+        redis = await probe(f"probe.redis 127.0.0.1:{port} timeout=0.5", settings)
+        http = await probe(f"probe.http http://127.0.0.1:{port}/ timeout=30", settings)
+        took = time.monotonic() - started
+    assert not redis.ok and redis.message == "probe.redis timed out after 0.5s (probes.timeout)"
+    assert not http.ok and "timed out" in http.message.lower(), http.message
+    assert took < 4, took

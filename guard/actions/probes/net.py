@@ -22,6 +22,7 @@ from guard.actions.base import ActionError
 from guard.actions.probes.reach import Call, Finding, Probe, Reach, hang_up, lookup, split_target
 
 BODY_EXCERPT = 1000  # characters of a response body shown
+BODY_BYTES = 16384  # bytes of it read at most: a body of gigabytes costs Guard nothing
 
 
 def trusted(reach: Reach) -> ssl.SSLContext:
@@ -39,6 +40,16 @@ def trusted(reach: Reach) -> ssl.SSLContext:
 
 def _ms(since: float) -> float:
     return round((time.monotonic() - since) * 1000, 1)
+
+
+async def _first_bytes(resp: httpx.Response, most: int) -> bytes:
+    """The body's first ``most`` bytes; the rest is never read."""
+    got = b""
+    async for chunk in resp.aiter_bytes():
+        got += chunk
+        if len(got) >= most:
+            break
+    return got[:most]
 
 
 class Http(Probe):
@@ -62,16 +73,21 @@ class Http(Probe):
         expect = call.args.get("expect_status")
         started = time.monotonic()
         try:
-            async with httpx.AsyncClient(
-                timeout=call.budget, follow_redirects=False, verify=trusted(call.reach)
-            ) as client:
-                resp = await client.request(method, url)
+            async with (
+                httpx.AsyncClient(
+                    timeout=call.budget, follow_redirects=False, verify=trusted(call.reach)
+                ) as client,
+                client.stream(method, url) as resp,
+            ):
+                ms = _ms(started)
+                head = await _first_bytes(resp, BODY_BYTES)
         except httpx.HTTPError as exc:
             why = str(exc) or type(exc).__name__
             return Finding(False, f"{method} {url} failed after {_ms(started)} ms: {why}", {})
-        ms = _ms(started)
         ok = resp.status_code == int(expect) if expect else resp.is_success
-        body = resp.text[:BODY_EXCERPT]
+        text = head.decode(resp.encoding or "utf-8", errors="replace")
+        body = text[:BODY_EXCERPT]
+        size = int(resp.headers.get("content-length") or len(head))
         lines = [
             f"{method} {url} -> {resp.status_code} {resp.reason_phrase} in {ms} ms"
             + (f" (expected {expect})" if expect else "")
@@ -79,11 +95,11 @@ class Http(Probe):
         if resp.is_redirect:
             lines.append(f"location: {resp.headers.get('location', '')} (not followed)")
         if body:
-            lines.append(f"body: {body}" + (" ..." if len(resp.text) > BODY_EXCERPT else ""))
+            lines.append(f"body: {body}" + (" ..." if len(text) > BODY_EXCERPT else ""))
         return Finding(
             ok,
             "\n".join(lines),
-            {"status": resp.status_code, "ms": ms, "body": body, "bytes": len(resp.content)},
+            {"status": resp.status_code, "ms": ms, "body": body, "bytes": size},
         )
 
 
