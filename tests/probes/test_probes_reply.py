@@ -2,7 +2,8 @@
 nothing, as on Railway): a playbook's probe diagnostic fills the evidence of a failing HTTP
 check; a human's ``guard reply N -- probe.http URL`` runs, joins the evidence, and the incident
 keeps waiting (nothing verified, nothing learned); a probe to a host ``probes.allow`` does not
-name is refused with the setting to change."""
+name is refused with the setting to change; a playbook diagnostic that is not a probe does not
+run."""
 
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ def configure(home: GuardHome, base: str) -> None:
         "monitors": [
             {"id": "web", "type": "http", "url": f"{base}/health", "every": "1s", "for": 1}
         ],
-        "diagnostics": [{"action": "probe.http", "args": {"url": f"{base}/debug"}}],
+        "diagnostics": [
+            {"action": "probe.http", "args": {"url": f"{base}/debug"}},
+            {"action": "docker.restart", "args": {"container": "web"}},  # not read-only
+        ],
     }
     (home.playbooks / "web.yaml").write_text(yaml.safe_dump(book, sort_keys=False))
     home.write_config(
@@ -65,6 +69,7 @@ def test_a_probe_reply_is_evidence_not_a_fix(
         assert f"$ probe.http url={sick}/debug" in first or "probe.http" in first, first
         assert f"GET {sick}/debug -> 200 OK" in first, first
         assert TOKEN not in first and "token=[REDACTED" in first, first
+        assert "(could not run: docker.restart is not read-only: a playbook's diagnostics" in first
 
         said = home.cli("reply", n, "--", "probe.http", f"{sick}/health").stdout
         assert f"GET {sick}/health -> 503 Service Unavailable in " in said, said
