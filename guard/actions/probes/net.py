@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import ssl
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,6 +60,12 @@ class Http(Probe):
         "timing and a body excerpt; no redirect followed"
     )
     params = ("url", "method")
+
+    def reaches(self, args: Mapping[str, Any], reach: Reach) -> list[tuple[str, int | None]]:
+        parts = urlsplit(str(args.get("url") or ""))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ActionError(f"probe.http needs url=http(s)://host/...; got {args.get('url')!r}")
+        return [(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))]
 
     async def look(self, call: Call) -> Finding:
         url = call.arg("url")
@@ -131,6 +138,9 @@ class Dns(Probe):
     description = "resolve a name Guard's resolver sees; ok when it has addresses"
     params = ("name",)
 
+    def reaches(self, args: Mapping[str, Any], reach: Reach) -> list[tuple[str, int | None]]:
+        return [(str(args.get("name") or "").strip().lower().rstrip("."), None)]
+
     async def look(self, call: Call) -> Finding:
         name = call.arg("name").strip().lower().rstrip(".")
         if not name:
@@ -186,6 +196,7 @@ class Tls(Probe):
         "issuer, chain verification and host name match"
     )
     params = ("target",)
+    default_port = 443
 
     async def look(self, call: Call) -> Finding:
         host, port = split_target(self.name, call.arg("target"), 443)

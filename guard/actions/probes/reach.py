@@ -200,6 +200,7 @@ class Probe(ABC):
     name = "probe"
     description = ""
     params: tuple[str, ...] = ()
+    default_port: int | None = None  # of a ``target`` given without one
 
     async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
         reach = Reach(ctx.settings.probes)
@@ -216,6 +217,12 @@ class Probe(ABC):
         details = _scrub(found.details, redactor)
         details["elapsed_ms"] = round((time.monotonic() - started) * 1000, 1)
         return ActionResult(found.ok, cap(redactor.redact(found.text), limit), details)
+
+    def reaches(self, args: Mapping[str, Any], reach: Reach) -> list[tuple[str, int | None]]:
+        """The hosts (and ports) ``args`` would reach, known without the network (for
+        ``guard check-config``); raises ``ActionError`` for arguments it cannot read."""
+        del reach
+        return [split_target(self.name, str(args.get("target") or ""), self.default_port)]
 
     @abstractmethod
     async def look(self, call: Call) -> Finding:

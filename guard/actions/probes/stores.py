@@ -13,11 +13,12 @@ no client library, nothing but those two commands.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from guard.actions.base import ActionError
-from guard.actions.probes.reach import Call, Finding, Probe, hang_up, split_target
+from guard.actions.probes.reach import Call, Finding, Probe, Reach, hang_up, split_target
 
 QUERIES: dict[str, str] = {
     "connections": "SELECT coalesce(state, backend_type) AS state, usename AS user, "
@@ -59,6 +60,10 @@ class Postgres(Probe):
         "replication lag, database sizes) through a granted secret: secret=ENV_NAME"
     )
     params = ("secret", "queries")
+
+    def reaches(self, args: Mapping[str, Any], reach: Reach) -> list[tuple[str, int | None]]:
+        parts = urlsplit(reach.secret(self.name, str(args.get("secret") or "")))
+        return [(parts.hostname or "", parts.port or 5432)]
 
     async def look(self, call: Call) -> Finding:
         secret = call.arg("secret")
@@ -159,6 +164,13 @@ class Redis(Probe):
         "from host:port, or through a granted secret=ENV_NAME holding a redis:// URL"
     )
     params = ("target", "section")
+    default_port = 6379
+
+    def reaches(self, args: Mapping[str, Any], reach: Reach) -> list[tuple[str, int | None]]:
+        if secret := str(args.get("secret") or ""):
+            parts = urlsplit(reach.secret(self.name, secret))
+            return [(parts.hostname or "", parts.port or 6379)]
+        return super().reaches(args, reach)
 
     async def look(self, call: Call) -> Finding:
         password = ""
