@@ -10,6 +10,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from cryptography import x509
@@ -17,9 +18,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.fakes.local_http import QuietServer
+
 
 def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def _san(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -57,7 +67,7 @@ def make_certs(folder: Path, *, days_left: int, host: str = "127.0.0.1") -> tupl
         .not_valid_before(min(now, after) - dt.timedelta(days=90))
         .not_valid_after(after)
         .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]),
+            x509.SubjectAlternativeName([_san(host)]),
             critical=False,
         )
         .sign(ca_key, hashes.SHA256())
@@ -100,3 +110,30 @@ def tls_server(server_pem: Path) -> Iterator[int]:
         stop.set()
         thread.join(5)
         listener.close()
+
+
+@contextlib.contextmanager
+def https_site(server_pem: Path, body: bytes = b"ok") -> Iterator[int]:
+    """An HTTPS service on 127.0.0.1 answering every GET with 200 and ``body``; yields the
+    port."""
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(server_pem)
+    server = QuietServer(("127.0.0.1", 0), Answer)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()

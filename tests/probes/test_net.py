@@ -13,7 +13,7 @@ import pytest
 
 from guard.actions import ActionError
 from tests.helpers.agent import free_port
-from tests.helpers.certs import make_certs, tls_server
+from tests.helpers.certs import https_site, make_certs, tls_server
 from tests.helpers.probes import fixed_site, probe, probe_settings
 
 pytestmark = pytest.mark.unit
@@ -121,3 +121,21 @@ async def test_a_probe_that_gets_no_answer_ends_at_its_budget(tmp_path: Path) ->
     assert not redis.ok and redis.message == "probe.redis timed out after 0.5s (probes.timeout)"
     assert not http.ok and "timed out" in http.message.lower(), http.message
     assert took < 4, took
+
+
+async def test_http_goes_to_the_address_it_checked_with_the_name_as_host_and_sni(
+    tmp_path: Path, site: str
+) -> None:
+    """A granted name is resolved once, checked, and connected to by address; the name still
+    goes as the Host header and, over https, as the SNI the certificate is verified for."""
+    port = site.rsplit(":", 1)[1]
+    named = probe_settings(tmp_path, allow=[{"host": "localhost"}])
+    plain = await probe(f"probe.http http://localhost:{port}/health", named)
+    assert plain.ok and plain.message.startswith(f"GET http://localhost:{port}/health -> 200")
+    ca, server = make_certs(tmp_path, days_left=30, host="localhost")
+    with https_site(server, b"secure") as tls_port:
+        secure = await probe(
+            f"probe.http https://localhost:{tls_port}/",
+            probe_settings(tmp_path, allow=[{"host": "localhost"}], ca_file=str(ca)),
+        )
+    assert secure.ok and secure.details["body"] == "secure", secure.message

@@ -69,14 +69,17 @@ class Http(Probe):
 
     async def look(self, call: Call) -> Finding:
         url = call.arg("url")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ActionError(f"probe.http needs url=http(s)://host/...; got {url!r}")
+        [(host, port)] = self.reaches(call.args, call.reach)
+        assert port is not None
         method = str(call.args.get("method") or "GET").upper()
         if method not in ("GET", "HEAD", "OPTIONS"):
             raise ActionError(f"probe.http is read-only: method GET, HEAD or OPTIONS, not {method}")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        await call.reach.resolve(self.name, parts.hostname, port, call.budget)
+        address = await call.reach.resolve(self.name, host, port, call.budget)
+        parts = urlsplit(url)
+        # to the address checked, not to a second lookup: the name goes as Host and as SNI
+        netloc = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+        pinned = parts._replace(netloc=netloc).geturl()
+        named = {"sni_hostname": host} if parts.scheme == "https" else {}
         expect = call.args.get("expect_status")
         started = time.monotonic()
         try:
@@ -84,7 +87,12 @@ class Http(Probe):
                 httpx.AsyncClient(
                     timeout=call.budget, follow_redirects=False, verify=trusted(call.reach)
                 ) as client,
-                client.stream(method, url) as resp,
+                client.stream(
+                    method,
+                    pinned,
+                    headers={"Host": parts.netloc.rsplit("@", 1)[-1]},
+                    extensions=named,
+                ) as resp,
             ):
                 ms = _ms(started)
                 head = await _first_bytes(resp, BODY_BYTES)

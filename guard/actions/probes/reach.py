@@ -4,8 +4,8 @@
 A probe is read-only and runs in Guard's own process, so it may reach only a host the settings
 name (and a port they list). A granted *name* that resolves to a local address (loopback,
 link-local, unspecified) is refused unless that address or ``localhost`` is named too: a DNS
-answer must not turn a grant for ``db`` into one for Guard's own loopback services. Probes that
-open their own socket connect to the address checked here, not to a second lookup.
+answer must not turn a grant for ``db`` into one for Guard's own loopback services. Probes
+connect to the address checked here, not to a second lookup.
 """
 
 from __future__ import annotations
