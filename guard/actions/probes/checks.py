@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from guard.actions.base import ActionError
-from guard.actions.probes.reach import Probe, Reach
-from guard.actions.registry import ActionRegistry
+from guard.actions.probes.net import ACTIONS as NET
+from guard.actions.probes.reach import Reach
+from guard.actions.probes.stores import ACTIONS as STORES
 from guard.config.probes import ProbesSettings
 
 
@@ -32,15 +33,14 @@ def probe_warnings(
         for name in settings.secrets
         if not environ.get(name)
     ]
-    registry = ActionRegistry()
+    probes = {p.name: p for p in [*NET, *STORES]}
     for where, action, args in steps:
-        if not registry.read_only(action) or _templated(args):
+        probe = probes.get(action)
+        if probe is None or _templated(args):
             continue
         try:
-            probe = registry.get(action)
-            if isinstance(probe, Probe):
-                for host, port in probe.reaches(args, reach):
-                    reach.check(action, host, port)
+            for host, port in probe.reaches(args, reach):
+                reach.check(action, host, port)
         except ActionError as exc:
             warnings.append(f"{where}: {exc}")
     return warnings

@@ -14,7 +14,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import certifi
 import httpx
@@ -78,7 +78,7 @@ class Http(Probe):
         parts = urlsplit(url)
         # to the address checked, not to a second lookup: the name goes as Host and as SNI
         netloc = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-        pinned = parts._replace(netloc=netloc).geturl()
+        pinned = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
         named = {"sni_hostname": host} if parts.scheme == "https" else {}
         expect = call.args.get("expect_status")
         started = time.monotonic()
