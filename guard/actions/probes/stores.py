@@ -178,8 +178,11 @@ class Redis(Probe):
             url = call.reach.secret(self.name, secret)
             call.redactor.register(secret, url)
             parts = urlsplit(url)
-            if parts.scheme not in ("redis", "rediss") or not parts.hostname:
-                raise ActionError(f"probe.redis: {secret} must be a redis://host:port URL")
+            if parts.scheme != "redis" or not parts.hostname:
+                raise ActionError(
+                    f"probe.redis: {secret} must be a redis://host:port URL (rediss://, "
+                    "Redis over TLS, is not spoken yet)"
+                )
             password = unquote(parts.password or "")
             call.redactor.register(secret, password)
             host, port = parts.hostname, parts.port or 6379
