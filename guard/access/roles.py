@@ -4,7 +4,7 @@
 - ``operator``: acknowledges, mutes and unmutes, resolves (an incident a person knows is over:
   it changes nothing on the systems, and the fault firing again reopens it), silences, asks for
   a report, starts a model diagnosis, splits a wrongly correlated signal off an incident, runs a
-  command in an incident's diagnostics sandbox and proposes a fix (MCP);
+  command in an incident's diagnostics sandbox or a read-only probe, and proposes a fix (MCP);
 - ``approver``: approves, denies, sends a fix;
 - ``admin``: changes a skill's trust, manages tokens.
 
@@ -46,6 +46,7 @@ NEEDS: dict[str, Role] = {
     "diagnose": Role.operator,
     "split": Role.operator,
     "sandbox_run": Role.operator,
+    "probe": Role.operator,
     "propose": Role.operator,
     "approve": Role.approver,
     "deny": Role.approver,

@@ -1,6 +1,7 @@
-"""Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``) says
-where its actions are. A family's module (and its client: the Docker SDK, the Kubernetes
-client) is imported only when one of its actions is first asked for. ``ActionRegistry`` reads
+"""Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``,
+``probe.``) says where its actions are, and whether they only read (probes: evidence, never a
+remedy). A family's module (and its client: the Docker SDK, the Kubernetes client) is imported
+only when one of its actions is first asked for. ``ActionRegistry`` reads
 this table; a human's fix is an action when it starts with one of its prefixes."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class ActionFamily:
 
     prefix: str
     load: Callable[[], Sequence[Action]]
+    read_only: bool = False  # evidence only (probes): never a remedy, never learned as one
 
 
 def _docker() -> Sequence[Action]:
@@ -37,6 +39,12 @@ def _railway() -> Sequence[Action]:
     return ACTIONS
 
 
+def _probes() -> Sequence[Action]:
+    from guard.actions.probes import ACTIONS
+
+    return ACTIONS
+
+
 def _kubernetes() -> Sequence[Action]:
     from guard.actions.kubernetes import ACTIONS
 
@@ -50,5 +58,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("http", _http),
         ActionFamily("railway", _railway),
         ActionFamily("k8s", _kubernetes),
+        ActionFamily("probe", _probes, read_only=True),
     )
 }

@@ -59,6 +59,12 @@ class ActionRegistry:
         args.update(zip(action.params, positional, strict=False))
         return action, args
 
+    def read_only(self, text: str) -> bool:
+        """Whether a fix names an action of a read-only family (a probe): evidence, no cure."""
+        head = text.strip().split(" ", 1)[0]
+        family = ACTION_FAMILIES.get(head.split(".", 1)[0]) if "." in head else None
+        return family is not None and family.read_only
+
     def looks_like_action(self, text: str) -> bool:
         """Whether a human's fix names an action (``family.verb ...``) rather than a command."""
         head = text.strip().split(" ", 1)[0]

@@ -56,7 +56,9 @@ class Diagnoser:
         steps: list[tuple[Step, Skill | None]] = []
         book = self.books.get(inc.monitor_id)
         for diag in book.diagnostics if book is not None else []:
-            if not diag.kinds or inc.kind in diag.kinds:
+            if diag.action is not None and (not diag.kinds or inc.kind in diag.kinds):
+                steps.append((Step(action=diag.action, args=dict(diag.args)), None))
+            elif not diag.kinds or inc.kind in diag.kinds:
                 steps.append((Step(run=diag.run, timeout=diag.timeout), None))
         if candidates:
             steps += [(s, candidates[0].skill) for s in candidates[0].skill.spec.diagnostics]
@@ -71,6 +73,15 @@ class Diagnoser:
         if skill is not None and not skill.runs_unasked:
             return SandboxGrants()
         return self.remediator.grants_for(inc, skill)
+
+    def _reads(self, inc: Incident, step: Step) -> bool:
+        """Whether a playbook's action step only reads: a probe, or the monitor kind's own
+        first look (``docker.logs``)."""
+        assert step.action is not None
+        look = getattr(monitor_kind(inc.source), "first_look", None)
+        return self.runner.actions.read_only(step.action) or (
+            look is not None and look.action == step.action
+        )
 
     @staticmethod
     def _unapproved(skill: Skill | None) -> str:
@@ -89,6 +100,11 @@ class Diagnoser:
         for step, skill in self.steps_for(inc, candidates):
             shown = describe(step, ctx)
             try:
+                if step.kind == "action" and skill is None and not self._reads(inc, step):
+                    raise ValueError(
+                        f"{step.action} is not read-only: a playbook's diagnostics may run only "
+                        "probes (probe.http, probe.tcp, ...); move it to a skill's steps"
+                    )
                 if step.kind == "action":
                     assert step.action is not None
                     out = await self.runner.action(step.action, dict(step.args), inc)

@@ -18,6 +18,7 @@ from loguru import logger
 from guard.actions import ActionRegistry
 from guard.agent import policy
 from guard.agent.asking import Asker
+from guard.agent.probing import Prober
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.agent.tools import Proposal
@@ -88,6 +89,7 @@ class HumanAnswers:
         self.actions = actions
         self.mute_for = mute_for  # seconds a mute lasts when the command names none
         self.asker = asker  # asks again with a proposal (``propose``)
+        self.prober = Prober(lifecycle, remediator.runner, actions)  # a probe: evidence only
 
     def finish(self, cmd: HumanCommand, status: CommandStatus, outcome: str) -> None:
         finish_command(self.db, cmd, status, outcome)
@@ -279,7 +281,12 @@ class HumanAnswers:
         await self._run_fix(cmd, inc, fix, "replied")
 
     async def _run_fix(self, cmd: HumanCommand, inc: Incident, fix: str, decision: str) -> None:
-        """Run ``fix`` (a human's, or the model's proposal a human approved) and learn it."""
+        """Run ``fix`` (a human's, or the model's proposal a human approved) and learn it; a
+        probe (``guard.agent.probing``) only adds evidence."""
+        if self.actions.read_only(fix):
+            ran, said = await self.prober.probe(inc, fix, cmd.actor)
+            self.finish(cmd, Done if ran else Failed, said)
+            return
         self.remediator.trajectories.settle(cmd.incident_id, human_decision=decision)
         step = fix_step(
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout

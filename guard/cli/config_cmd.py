@@ -44,11 +44,24 @@ def check_config(config: str | None = ConfigOption) -> None:
             problems.append(problem)
     if problems:
         config_failed(ConfigError(problems))
+    from guard.actions.probes.checks import probe_warnings
     from guard.config.intake import replay_warnings
     from guard.railway.budget import railway_budget_warnings
     from guard.redact import allow_warnings
 
+    probing = [
+        (f"playbook {b.name} diagnostics[{i}]", d.action, d.args)
+        for b in books
+        for i, d in enumerate(b.diagnostics)
+        if d.action is not None
+    ] + [
+        (f"skill {s.name} diagnostics[{i}]", d.action, d.args)
+        for s in skills
+        for i, d in enumerate(s.spec.diagnostics)
+        if d.action is not None
+    ]
     warnings = railway_budget_warnings(settings, books) + allow_warnings(settings.redact.allow)
+    warnings += probe_warnings(settings.probes, probing)
     for warning in warnings + replay_warnings(settings.intake):
         typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)

@@ -199,7 +199,8 @@ def reply(
     fix: list[str] = typer.Argument(
         ...,
         metavar="-- FIX...",
-        help="A shell command for the sandbox, or an action such as `docker.restart api`.",
+        help="A shell command for the sandbox, an action such as `docker.restart api`, or a "
+        "probe such as `probe.http URL` (evidence only: it runs, and nothing is learned).",
     ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,

@@ -58,6 +58,7 @@ SECTIONS = frozenset(
         "railway",
         "kubernetes",
         "sandbox",
+        "probes",
         "llm",
         "triage",
         "skills",

@@ -34,6 +34,7 @@ from guard.config.operations import (
     TriageSettings,
 )
 from guard.config.paging import NotifiersSettings, Routes
+from guard.config.probes import ProbesSettings
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
 from guard.config.sources import (
@@ -100,6 +101,7 @@ class Settings(BaseSettings):
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    probes: ProbesSettings = Field(default_factory=ProbesSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)

@@ -114,6 +114,7 @@ class GuardTools:
             "list_incidents": self._list_incidents,
             "show_incident": self._show_incident,
             "sandbox_run": self._bound,
+            "probe": self._bound,
             "recent_logs": self._bound,
             "search_memory": self._shelf,
             "list_skills": self._shelf,

@@ -290,11 +290,24 @@ for _builtin in (
 
 
 class Diagnostic(SpecModel):
-    """A read-only command run in the sandbox when one of this playbook's incidents opens."""
+    """Read-only evidence gathered when one of this playbook's incidents opens: a command run
+    in the sandbox, or a probe (``action: probe.http``, no sandbox needed; docs/PROBES.md)."""
 
-    run: str = Field(description="shell command; {{ incident.* }} values are shell-quoted")
+    run: str | None = Field(
+        default=None, description="shell command; {{ incident.* }} values are shell-quoted"
+    )
+    action: str | None = Field(
+        default=None, description="a read-only action (a probe), e.g. probe.tcp, with its args"
+    )
+    args: dict[str, Any] = Field(default_factory=dict, description="the action's arguments")
     kinds: list[str] = Field(default_factory=list, description="only for these kinds (default all)")
     timeout: Duration = 30.0
+
+    @model_validator(mode="after")
+    def _run_or_action(self) -> Diagnostic:
+        if (self.run is None) == (self.action is None):
+            raise ValueError("a diagnostic needs exactly one of run or action (e.g. probe.http)")
+        return self
 
 
 class ServiceSpec(SpecModel):

@@ -33,6 +33,7 @@ TEN = {
     "list_skills",
     "show_skill",
     "sandbox_run",
+    "probe",
     "propose_remedy",
     "approve",
     "deny",

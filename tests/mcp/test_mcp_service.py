@@ -54,6 +54,7 @@ def audit(db: Database, action: str) -> list[AuditEntry]:
 def test_one_table_two_faces() -> None:
     assert TOOL_NAMES == [
         "sandbox_run",
+        "probe",
         "recent_logs",
         "search_memory",
         "list_skills",
@@ -77,7 +78,7 @@ def test_one_table_two_faces() -> None:
         "required": ["command"],
     }
     roles = {s.name: s.role for s in SPECS}
-    assert roles["sandbox_run"] == roles["propose_remedy"] == Role.operator
+    assert roles["sandbox_run"] == roles["probe"] == roles["propose_remedy"] == Role.operator
     assert roles["approve"] == roles["deny"] == Role.approver
     assert roles["resolve"] == roles["mute"] == roles["unmute"] == Role.operator
     assert roles["silence"] == roles["silences"] == Role.operator
@@ -88,6 +89,7 @@ def test_one_table_two_faces() -> None:
         "mute",
         "unmute",
         "sandbox_run",
+        "probe",
         "propose_remedy",
         "approve",
         "deny",

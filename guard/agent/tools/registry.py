@@ -1,17 +1,18 @@
 """Guard's tools, defined once: name, description, JSON schema, the role a caller needs, bounds.
 
 Two faces read this table. The model's investigation (``guard.agent.investigation``) offers the
-six marked ``investigation`` in OpenAI's function form (``TOOLS``), bound to the incident it
+seven marked ``investigation`` in OpenAI's function form (``TOOLS``), bound to the incident it
 investigates, so they take no ``incident_id``. MCP (``guard.mcp``) offers them all with
 ``input_schema(spec)``: the same properties, plus ``incident_id`` for a tool bound to an
 incident (``incident``), and arguments with a default (``defaults``) optional.
 
-Roles (``guard.access.roles``): reading is ``viewer``; ``sandbox_run`` and ``propose_remedy``
-are ``operator`` (they run a command in the diagnostics sandbox, or add an option a human
-must approve; neither changes the system), and so are ``resolve``, ``mute``, ``unmute``,
-``silence`` and ``silences`` (they end incidents or hush them, as ``guard resolve|mute|unmute|
-silence|silences`` do; managing silences, listing them included, is an operator's, a viewer
-sees them on the console's ``/silences``); ``approve`` and ``deny`` are ``approver``.
+Roles (``guard.access.roles``): reading is ``viewer``; ``sandbox_run``, ``probe`` and
+``propose_remedy`` are ``operator`` (they run a command in the diagnostics sandbox or a
+read-only probe, or add an option a human must approve; none changes the system), and so
+are ``resolve``, ``mute``, ``unmute``, ``silence`` and ``silences`` (they end incidents or
+hush them, as ``guard resolve|mute|unmute|silence|silences`` do; managing silences, listing
+them included, is an operator's, a viewer sees them on the console's ``/silences``);
+``approve`` and ``deny`` are ``approver``.
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ SPECS: tuple[ToolSpec, ...] = (
         incident=True,
         investigation=True,
         verb="sandbox_run",
+    ),
+    ToolSpec(
+        "probe",
+        "Run a read-only probe from Guard itself (no shell, no sandbox): probe.http URL, "
+        "probe.tcp HOST:PORT, probe.dns NAME, probe.tls HOST[:PORT], probe.postgres SECRET "
+        "[queries=connections,locks,replication,sizes], probe.redis HOST:PORT "
+        "[section=memory]; only hosts the probes: settings grant.",
+        {"probe": {"type": "string", "description": "the probe as a human writes it"}},
+        ("probe",),
+        role=Role.operator,
+        incident=True,
+        investigation=True,
+        verb="probe",
     ),
     ToolSpec(
         "recent_logs",

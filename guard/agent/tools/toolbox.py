@@ -1,7 +1,8 @@
 """The tools' work for one incident (``Toolbox``); their names and schemas are in ``registry``.
 
 ``sandbox_run {command}`` runs in the incident's hardened sandbox with its grants (the same
-``StepRunner.sandbox_run`` diagnostics use); ``recent_logs {lines}``; ``search_memory
+``StepRunner.sandbox_run`` diagnostics use); ``probe {probe}`` runs a read-only probe in
+Guard's process, within the ``probes:`` grants; ``recent_logs {lines}``; ``search_memory
 {query}``; ``list_skills {}``; ``show_skill {name}``; ``propose_remedy {fix, reason,
 confidence}`` ends the investigation with a proposal, which nothing runs until a human
 approves it; a fix a human could not read whole (``guard.util.commandtext.oddities``: control or
@@ -123,6 +124,8 @@ class Toolbox(Shelf):
             return await self.sandbox_run(_text(args, "command"))
         if name == "recent_logs":
             return await self.recent_logs(_int(args, "lines", 50))
+        if name == "probe":
+            return await self.probe(_text(args, "probe").strip())
         return await super().call(name, args)
 
     def proposal(self, args: dict[str, Any], model: str) -> Proposal:
@@ -162,6 +165,17 @@ class Toolbox(Shelf):
         if r.get("stderr"):
             parts.append(f"stderr:\n{r['stderr']}")
         return "\n".join(parts)
+
+    async def probe(self, text: str) -> str:
+        """A read-only probe (``guard.actions.probes``), within the ``probes:`` grants."""
+        if not self.actions.read_only(text):
+            raise ToolError(f"{text.split(' ', 1)[0]!r} is not a probe: probe.http, probe.tcp, ...")
+        try:
+            action, args = self.actions.parse(text)
+            out = await self.runner.action(action.name, args, self.inc, keep=8000)
+        except ActionError as exc:
+            raise ToolError(str(exc)) from None
+        return f"ok: {out.ok}\n{out.summary}"
 
     async def recent_logs(self, lines: int) -> str:
         """The target's last lines, as the incident's monitor kind reads them (if it can)."""
