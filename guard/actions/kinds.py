@@ -37,6 +37,12 @@ def _railway() -> Sequence[Action]:
     return ACTIONS
 
 
+def _host() -> Sequence[Action]:
+    from guard.actions.host import ACTIONS
+
+    return ACTIONS
+
+
 def _kubernetes() -> Sequence[Action]:
     from guard.actions.kubernetes import ACTIONS
 
@@ -50,5 +56,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("http", _http),
         ActionFamily("railway", _railway),
         ActionFamily("k8s", _kubernetes),
+        ActionFamily("host", _host),
     )
 }

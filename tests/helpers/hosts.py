@@ -1,0 +1,100 @@
+"""A test host: Debian's OpenSSH server, sudo, nginx and systemd in a debootstrap rootfs
+(the sandbox builder with another spec, cached by its hash: a few minutes once, then seconds),
+run as a container on a bridge network of its own."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from guard.sandbox import images
+from tests.helpers.images import ensure_spec_image
+
+SPEC: dict[str, Any] = {
+    "suite": "bookworm",
+    "mirror": images.toolbox_spec()["mirror"],
+    "base_image": "debian:bookworm-slim",
+    "user": "0:0",
+    "packages": [
+        "openssh-server",
+        "nginx-light",
+        "sudo",
+        "systemd",
+        "systemd-sysv",
+        "python3",
+        "procps",
+        "curl",
+    ],
+    "tools": ["sshd", "nginx", "sudo", "systemctl", "journalctl", "python3", "ps"],
+}
+IMAGE = f"guard-test-host:{images.spec_hash(SPEC)}"
+
+
+def ensure_host_image(client: Any) -> str:
+    """Build the host image unless it is there (debootstrap a few minutes once, then cached)."""
+    return ensure_spec_image(client, IMAGE, SPEC)
+
+
+# systemd cannot be PID 1 on this engine without a writable cgroup mount or --privileged
+# (cgroup v1: "Failed to create /init.scope control group: Read-only file system"), so the
+# test host runs Debian's init scripts and this systemctl maps a unit onto its script
+# (docs/HOSTS.md, "The test host"). Everything else is the real thing: OpenSSH, sudo, nginx.
+SYSTEMCTL_SHIM = """#!/bin/sh
+[ "$1" = "--no-pager" ] && shift
+verb=$1 unit=${2%.service}
+case "$unit" in ssh|nginx|hang) ;; *) echo "Unit $2 could not be found." >&2; exit 5;; esac
+case "$verb" in restart|start|stop|reload|status) ;; *) exit 2;; esac
+exec /etc/init.d/"$unit" "$verb"
+"""
+HANG_SCRIPT = "#!/bin/sh\nexec sleep 600\n"  # a unit whose every verb hangs
+PREPARE = f"""set -e
+cat > /usr/bin/systemctl <<'EOF'
+{SYSTEMCTL_SHIM}EOF
+printf '%s' '{HANG_SCRIPT}' > /etc/init.d/hang
+chmod 755 /usr/bin/systemctl /etc/init.d/hang
+mkdir -p /run/sshd /var/log/nginx /var/log/app
+ssh-keygen -A >/dev/null
+/etc/init.d/ssh start >/dev/null
+/etc/init.d/nginx start >/dev/null
+"""
+
+
+class HostBox:
+    """A Debian host in a container on a bridge network of its own, reached at its bridge
+    address; ``sh`` runs a command on it as root (the test's hand, never Guard's)."""
+
+    def __init__(self, client: Any, prefix: str) -> None:
+        self.client = client
+        self.network = client.networks.create(f"{prefix}-net", driver="bridge")
+        try:
+            self.container = client.containers.run(
+                ensure_host_image(client),
+                ["/bin/sh", "-c", "exec sleep infinity"],
+                name=f"{prefix}-host",
+                detach=True,
+                init=True,
+                network=self.network.name,
+                labels={"guard.test": "1"},
+            )
+            self.container.reload()
+            self.network.reload()
+            net = self.container.attrs["NetworkSettings"]["Networks"][self.network.name]
+            self.address: str = net["IPAddress"]
+            self.gateway: str = net["Gateway"]
+            self.sh(PREPARE)
+        except Exception:
+            self.remove()
+            raise
+
+    def sh(self, script: str, *, check: bool = True) -> str:
+        code, out = self.container.exec_run(["/bin/sh", "-c", script], user="root")
+        text: str = out.decode(errors="replace")
+        if check and code != 0:
+            raise AssertionError(f"on the test host, exit {code}: {script}\n{text}")
+        return text
+
+    def remove(self) -> None:
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True)
+        with contextlib.suppress(Exception):
+            self.network.remove()
