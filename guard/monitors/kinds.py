@@ -25,6 +25,7 @@ from guard.monitors.base import Monitor
 from guard.playbooks.models import (
     DockerMonitorSpec,
     HttpMonitorSpec,
+    HostMonitorSpec,
     JournaldMonitorSpec,
     KubernetesMonitorSpec,
     LogfileMonitorSpec,
@@ -106,6 +107,12 @@ def _kubernetes(spec: KubernetesMonitorSpec, settings: Settings | None) -> Monit
     return KubernetesMonitor(spec, settings or Settings())
 
 
+def _host(spec: HostMonitorSpec, settings: Settings | None) -> Monitor:
+    from guard.monitors.host import HostMonitor
+
+    return HostMonitor(spec, settings or Settings())
+
+
 def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
     from guard.monitors.journald import JournaldMonitor
 
@@ -141,6 +148,7 @@ _BUILTIN: tuple[MonitorKind[Any], ...] = (
         config_problem=_kubeconfig_problem,
     ),
     MonitorKind(JournaldMonitorSpec, _journald, recent_lines=evidence.journal_tail),
+    MonitorKind(HostMonitorSpec, _host),
 )
 MONITOR_KINDS: dict[str, MonitorKind[Any]] = {kind.type: kind for kind in _BUILTIN}
 

@@ -278,6 +278,16 @@ def _add(spec: S) -> S:
     return spec
 
 
+class HostMonitorSpec(MonitorSpecBase):
+    """A host of ``hosts:``: that Guard reaches it over SSH, it presents the pinned key, and its
+    guard-exec answers (docs/HOSTS.md)."""
+
+    type: Literal["host"]
+    host: str = Field(min_length=1, description="the host's name in hosts:")
+    every: Duration = 60.0
+    severity: Severity = Severity.critical
+
+
 for _builtin in (
     LogfileMonitorSpec,
     HttpMonitorSpec,
@@ -285,6 +295,7 @@ for _builtin in (
     RailwayMonitorSpec,
     KubernetesMonitorSpec,
     JournaldMonitorSpec,
+    HostMonitorSpec,
 ):
     _add(_builtin)
 

@@ -16,8 +16,7 @@ from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
 from guard.hosts.ssh import HostError, HostKeyChanged, asyncssh, connect, run
 from tests.conftest import GuardHome
-from tests.helpers.hosts import HostBox
-from tests.hosts.conftest import HOST, configure
+from tests.helpers.hosts import HOST, HostBox, configure
 
 pytestmark = pytest.mark.docker
 
