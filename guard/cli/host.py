@@ -16,6 +16,7 @@ import typer
 
 from guard.cli.common import ConfigOption, err, fail, guarded, settings_from
 
+_FILES = {"ssh-ed25519": "ed25519", "ecdsa-sha2-nistp256": "ecdsa", "ssh-rsa": "rsa"}
 app = typer.Typer(help="Hosts Guard acts on over SSH: pin, set up, check.", no_args_is_help=True)
 
 
@@ -71,7 +72,7 @@ def add(
         sha = asyncssh.import_public_key(key).get_fingerprint("sha256")
         err.print(
             f"{address}:{port} presents {key.split()[0]} {sha}; compare on the host with "
-            "`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` before pinning it",
+            f"`ssh-keygen -lf /etc/ssh/ssh_host_{_FILES[key.split()[0]]}_key.pub` before pinning",
             markup=False,
             soft_wrap=True,
         )

@@ -34,7 +34,7 @@ def journal(unit: str, lines: int | str, since: str | None = None) -> list[str]:
 
 def follow(cursor: str | None, lines: int | str = 0) -> list[str]:
     """The remote journal: every unit, as JSON, resumed after ``cursor`` when there is one."""
-    argv = [JOURNALCTL, "--no-pager", "-o", "json", "-f"]
+    argv = [JOURNALCTL, "--no-pager", "--all", "-o", "json", "-f"]
     return [*argv, "--after-cursor", cursor] if cursor else [*argv, "-n", str(lines)]
 
 

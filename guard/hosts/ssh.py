@@ -26,6 +26,7 @@ with warnings.catch_warnings():  # asyncssh still loads DSA, which cryptography 
 from guard.config import Settings
 from guard.config.hosts import HostSettings
 from guard.domain.exceptions import GuardError
+from guard.util.textsafe import printable
 
 __all__ = ["HostError", "HostKeyChanged", "Ran", "asyncssh", "connect", "run", "scan"]
 
@@ -195,7 +196,7 @@ async def _run(
             proc.close()
             break
     status = None if cut else (await proc.wait()).exit_status
-    text = b"".join(chunks)[: host.output_cap].decode(errors="replace")
+    text = printable(b"".join(chunks)[: host.output_cap].decode(errors="replace"))
     return Ran(name, argv, status, text, cut)
 
 

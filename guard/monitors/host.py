@@ -1,7 +1,8 @@
 """Watch a host of ``hosts:``: each check logs in over SSH and asks guard-exec for its
 allowlist, the cheapest thing the host allows. A host presenting a key other than the pinned
 one is ``host_key_changed`` (Guard refuses to connect, and says so naming the host); one that
-cannot be reached or does not answer in time is ``host_unreachable``."""
+cannot be reached or does not answer in time is ``host_unreachable``. Its contract rig, a real
+OpenSSH host whose key is changed: tests/contracts/test_monitor_contract.py."""
 
 from __future__ import annotations
 

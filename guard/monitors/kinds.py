@@ -24,8 +24,8 @@ from guard.monitors import evidence
 from guard.monitors.base import Monitor
 from guard.playbooks.models import (
     DockerMonitorSpec,
-    HttpMonitorSpec,
     HostMonitorSpec,
+    HttpMonitorSpec,
     JournaldMonitorSpec,
     KubernetesMonitorSpec,
     LogfileMonitorSpec,
@@ -114,6 +114,10 @@ def _host(spec: HostMonitorSpec, settings: Settings | None) -> Monitor:
 
 
 def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
+    if spec.host is not None:  # the same kind, read over SSH (docs/HOSTS.md)
+        from guard.monitors.remote_journal import RemoteJournalMonitor
+
+        return RemoteJournalMonitor(spec, settings or Settings())
     from guard.monitors.journald import JournaldMonitor
 
     return JournaldMonitor(spec)

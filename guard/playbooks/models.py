@@ -223,6 +223,11 @@ class JournaldMonitorSpec(MonitorSpecBase, LogRulesSpec):
     directory: str = Field(
         default="/var/log/journal", description="the journal directory (the host's, mounted)"
     )
+    host: str | None = Field(
+        default=None,
+        description="follow this host's journal over SSH instead (a name in hosts:; "
+        "docs/HOSTS.md): every unit, journalctl -o json -f through guard-exec",
+    )
     every: Duration = 30.0
     start: Literal["end", "beginning"] = Field(
         default="end", description="where to begin in a journal never read before"

@@ -63,7 +63,9 @@ cat > /usr/bin/systemctl <<'EOF'
 {SYSTEMCTL_SHIM}EOF
 printf '%s' '{HANG_SCRIPT}' > /etc/init.d/hang
 chmod 755 /usr/bin/systemctl /etc/init.d/hang
-mkdir -p /run/sshd /var/log/nginx /var/log/app
+mkdir -p /run/sshd /var/log/nginx /var/log/app /run/systemd/journal
+install -d -g systemd-journal -m 2755 /run/log/journal  # as systemd-tmpfiles would
+(/lib/systemd/systemd-journald </dev/null >/dev/null 2>&1 &)
 ssh-keygen -A >/dev/null
 /etc/init.d/ssh start >/dev/null
 /etc/init.d/nginx start >/dev/null
