@@ -49,7 +49,7 @@ QUIET_RESTART = 300.0  # a journalctl silent this long is started again (new fil
 
 
 def journal_tail(spec: JournaldMonitorSpec) -> JournalTail:
-    """The counting side of a journald monitor, local or over SSH (``remote_journal``)."""
+    """The counting side of a journald monitor, local or over SSH (``ssh_journal``)."""
     from guard.monitors.logfile import groupers_of
     from guard.monitors.matcher import LineMatcher
     from guard.monitors.multiline import Framer

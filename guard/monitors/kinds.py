@@ -115,7 +115,7 @@ def _host(spec: HostMonitorSpec, settings: Settings | None) -> Monitor:
 
 def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
     if spec.host is not None:  # the same kind, read over SSH (docs/HOSTS.md)
-        from guard.monitors.remote_journal import RemoteJournalMonitor
+        from guard.monitors.ssh_journal import RemoteJournalMonitor
 
         return RemoteJournalMonitor(spec, settings or Settings())
     from guard.monitors.journald import JournaldMonitor
