@@ -92,7 +92,8 @@ def setup(
         host = host_settings(settings, name)
         public = private_key(settings, name).export_public_key("openssh").decode()
         lines, _ = _wanted(settings, name)
-        typer.echo(script(host, name, " ".join(public.split()[:2]), lines), nl=False)
+        opens = [f"{h.address}:{h.port}" for h in settings.hosts.values() if h.jump == name]
+        typer.echo(script(host, name, " ".join(public.split()[:2]), lines, opens), nl=False)
 
 
 @app.command()

@@ -23,10 +23,16 @@ def guard_exec_text() -> str:
     return resources.files("guard.hosts").joinpath("guard_exec.py").read_text()
 
 
-def authorized_keys_line(host: HostSettings, name: str, public_key: str) -> str:
+def authorized_keys_line(
+    host: HostSettings, name: str, public_key: str, opens: list[str] | None = None
+) -> str:
+    """``restrict`` and guard-exec; a jump host (``opens``: the ``address:port`` of the hosts
+    reached through it) may forward to those alone (``permitopen``), nothing else."""
     source = host.from_address or FROM_PLACEHOLDER
     command = f"{EXEC_PATH} {ALLOWLIST_PATH}"
-    return f'restrict,from="{source}",command="{command}" {public_key} guard@{name}'
+    forward = "".join(f',permitopen="{where}"' for where in opens or [])
+    options = f"restrict{',port-forwarding' if opens else ''}{forward}"
+    return f'{options},from="{source}",command="{command}" {public_key} guard@{name}'
 
 
 def allowlist_text(lines: list[list[str]]) -> str:
@@ -43,7 +49,13 @@ def _file(path: str, text: str, mode: str, owner: str = "root:root") -> str:
     )
 
 
-def script(host: HostSettings, name: str, public_key: str, lines: list[list[str]]) -> str:
+def script(
+    host: HostSettings,
+    name: str,
+    public_key: str,
+    lines: list[list[str]],
+    opens: list[str] | None = None,
+) -> str:
     """The whole setup, as ``sh`` (set -eu): review it, then run it as root on the host."""
     user = shlex.quote(host.user)
     home = "$GUARD_HOME"
@@ -71,7 +83,7 @@ def script(host: HostSettings, name: str, public_key: str, lines: list[list[str]
         f"install -d -o {user} -g {user} -m 700 {home}/.ssh\n"
         + _file(
             f"{home}/.ssh/authorized_keys",
-            authorized_keys_line(host, name, public_key),
+            authorized_keys_line(host, name, public_key, opens),
             "600",
             f"{user}:{user}",
         )

@@ -76,9 +76,10 @@ class HostBox:
     """A Debian host in a container on a bridge network of its own, reached at its bridge
     address; ``sh`` runs a command on it as root (the test's hand, never Guard's)."""
 
-    def __init__(self, client: Any, prefix: str) -> None:
+    def __init__(self, client: Any, prefix: str, network: Any = None) -> None:
         self.client = client
-        self.network = client.networks.create(f"{prefix}-net", driver="bridge")
+        self.own_network = network is None
+        self.network = network or client.networks.create(f"{prefix}-net", driver="bridge")
         try:
             self.container = client.containers.run(
                 ensure_host_image(client),
@@ -109,8 +110,9 @@ class HostBox:
     def remove(self) -> None:
         with contextlib.suppress(Exception):
             self.container.remove(force=True)
-        with contextlib.suppress(Exception):
-            self.network.remove()
+        if self.own_network:
+            with contextlib.suppress(Exception):
+                self.network.remove()
 
 
 HOST = "web1"
@@ -136,28 +138,44 @@ def test_host(docker_client: Any, request: pytest.FixtureRequest) -> Iterator[Ho
 def configure(home: GuardHome, host: HostBox, **extra: Any) -> dict[str, Any]:
     """Write hosts.web1 into ``home``'s config (with ``extra`` settings), pinning the key
     `guard host add --scan` prints, and install `guard host setup`'s script on the host."""
+    entry = add_host(home, host, HOST, **extra)
+    install(home, host, HOST)
+    return entry
+
+
+def add_host(home: GuardHome, box: HostBox, name: str, **fields: Any) -> dict[str, Any]:
+    """hosts.NAME in ``home``'s config (``fields`` override; a key beside hosts: is a setting),
+    with a key of its own made now and the host key `guard host add --scan` prints pinned."""
     secrets = home.root / "data" / "secrets"
     secrets.mkdir(parents=True, exist_ok=True)
     key = asyncssh.generate_private_key("ssh-ed25519")
-    (secrets / "web1_ssh").write_bytes(key.export_private_key())
-    (secrets / "web1_ssh").chmod(0o600)
-    entry = {
-        "address": host.address,
-        "key": "web1_ssh",
+    (secrets / f"{name}_ssh").write_bytes(key.export_private_key())
+    (secrets / f"{name}_ssh").chmod(0o600)
+    entry: dict[str, Any] = {
+        "address": box.address,
+        "key": f"{name}_ssh",
         "units": UNITS,
         "paths": PATHS,
         "commands": COMMANDS,
-        "from_address": host.gateway,
+        "from_address": box.gateway,
         "connect_timeout": "3s",
         "command_timeout": "5s",
     }
-    base = yaml.safe_load(home.config.read_text())
-    home.config.write_text(yaml.safe_dump({**base, **extra, "hosts": {HOST: entry}}))
-    scanned = home.cli("host", "add", HOST, "--scan")
-    pinned = yaml.safe_load(scanned.stdout)["hosts"][HOST]["host_key"]
+    settings = {k: v for k, v in fields.items() if k not in entry and k != "jump"}
+    entry.update({k: v for k, v in fields.items() if k not in settings})
+    config = {**yaml.safe_load(home.config.read_text()), **settings}
+    config.setdefault("hosts", {})[name] = entry
+    home.config.write_text(yaml.safe_dump(config))
+    scanned = home.cli("host", "add", name, "--scan", "--address", box.address)
+    pinned = yaml.safe_load(scanned.stdout)["hosts"][name]["host_key"]
     assert pinned.startswith("ssh-ed25519 ") and "compare on the host" in scanned.stderr
     entry["host_key"] = pinned
-    home.config.write_text(yaml.safe_dump({**base, **extra, "hosts": {HOST: entry}}))
-    script = home.cli("host", "setup", HOST).stdout
-    host.sh(f"cat > /root/guard-setup.sh <<'SETUP_EOF'\n{script}SETUP_EOF\nsh /root/guard-setup.sh")
+    home.config.write_text(yaml.safe_dump(config))
     return entry
+
+
+def install(home: GuardHome, box: HostBox, name: str) -> str:
+    """Run `guard host setup NAME`'s script on the host, as a person would; return it."""
+    script = home.cli("host", "setup", name).stdout
+    box.sh(f"cat > /root/guard-setup.sh <<'SETUP_EOF'\n{script}SETUP_EOF\nsh /root/guard-setup.sh")
+    return script

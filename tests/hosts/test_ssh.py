@@ -4,6 +4,7 @@ runs, everything else is refused there; a bad host is a clear error within its t
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -14,9 +15,10 @@ import pytest
 
 from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
+from guard.hosts import allowlist as commands
 from guard.hosts.ssh import HostError, HostKeyChanged, asyncssh, connect, run
 from tests.conftest import GuardHome
-from tests.helpers.hosts import HOST, HostBox, configure
+from tests.helpers.hosts import HOST, HostBox, add_host, configure, install
 
 pytestmark = pytest.mark.docker
 
@@ -30,6 +32,9 @@ def test_what_the_host_allows_runs(home: GuardHome, test_host: HostBox) -> None:
     configure(home, test_host)
     df = act(home, "host.df")
     assert df.ok and "Filesystem" in df.message and df.details["host"] == HOST
+    test_host.sh("echo nginx says hello | systemd-cat -t nginx")
+    journal = act(home, "host.journal nginx.service 20 since='-1h'")
+    assert journal.ok and journal.details["exit_status"] == 0  # init scripts log no unit
     status = act(home, "host.systemctl status nginx.service on web1")
     assert status.ok and "nginx is running" in status.message
     test_host.sh("echo junk > /var/log/app/api.log")
@@ -159,3 +164,31 @@ def test_bad_hosts_and_bad_commands_end_within_their_timeouts(
         with pytest.raises(HostError, match=f"host web1 \\(127.0.0.1:{where}\\) {says}"):
             asyncio.run(run(moved, HOST, ["/usr/bin/df"]))
         assert time.monotonic() - t0 < 5
+
+
+def test_a_host_behind_a_jump_host(home: GuardHome, test_host: HostBox, docker_client: Any) -> None:
+    """db1 accepts Guard's key only from the jump host, which may forward to db1:22 alone."""
+    db1 = HostBox(docker_client, f"guard-test-{os.getpid()}-db1", network=test_host.network)
+    try:
+        add_host(home, test_host, "web1")
+        add_host(home, db1, "db1", jump="web1", from_address=test_host.address)
+        assert 'restrict,port-forwarding,permitopen="' + db1.address + ':22"' in install(
+            home, test_host, "web1"
+        )
+        install(home, db1, "db1")
+        result = act(home, "host.systemctl status nginx.service on db1")
+        assert result.ok and result.details["host"] == "db1"
+        direct = home.settings().model_copy(deep=True)
+        direct.hosts["db1"].jump = None  # straight from Guard: db1's from= refuses the key
+        with pytest.raises(HostError, match="refused Guard's key"):
+            asyncio.run(run(direct, "db1", commands.DF))
+
+        async def elsewhere() -> int:
+            async with connect(home.settings(), "web1") as conn:
+                with pytest.raises(asyncssh.ChannelOpenError) as refused:
+                    await conn.open_connection(test_host.address, 80)  # not db1:22
+                return int(refused.value.code)
+
+        assert asyncio.run(elsewhere()) == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED
+    finally:
+        db1.remove()
