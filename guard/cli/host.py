@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from guard.cli.common import ConfigOption, err, fail, guarded, settings_from
+from guard.cli.common import ConfigOption, echo, err, fail, guarded, settings_from
 
 _FILES = {"ssh-ed25519": "ed25519", "ecdsa-sha2-nistp256": "ecdsa", "ssh-rsa": "rsa"}
 app = typer.Typer(help="Hosts Guard acts on over SSH: pin, set up, check.", no_args_is_help=True)
@@ -111,17 +111,17 @@ def check(
     if not ran.ok:
         fail(f"host {name} did not give its allowlist (exit {ran.exit_status}): {ran.output}")
     allowed = [shlex.join(shlex.split(line)) for line in ran.output.splitlines() if line.strip()]
-    typer.echo(f"host {name} allows {len(allowed)} command(s):")
+    echo(f"host {name} allows {len(allowed)} command(s):")
     for line in allowed:
-        typer.echo(f"  {line}")
+        echo(f"  {line}")
     missing = [shlex.join(a) for a in wanted if shlex.join(a) not in allowed]
     for skill, argv in needs:
         mark = "missing" if shlex.join(argv) in missing else "allowed"
-        typer.echo(f"skill {skill} needs: {shlex.join(argv)} ({mark})")
+        echo(f"skill {skill} needs: {shlex.join(argv)} ({mark})")
     if missing:
-        typer.echo(f"not allowed by {name} but in its config or skills ({len(missing)}):")
+        echo(f"not allowed by {name} but in its config or skills ({len(missing)}):")
         for line in missing:
-            typer.echo(f"  {line}")
-        typer.echo(f"install the output of `guard host setup {name}` on the host to allow them")
+            echo(f"  {line}")
+        echo(f"install the output of `guard host setup {name}` on the host to allow them")
         raise typer.Exit(1)
-    typer.echo(f"everything Guard's config and skills need of {name} is allowed")
+    echo(f"everything Guard's config and skills need of {name} is allowed")

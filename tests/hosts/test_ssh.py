@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from guard.actions.base import ActionContext, ActionError
 from guard.actions.registry import ActionRegistry
@@ -45,6 +46,23 @@ def test_what_the_host_allows_runs(home: GuardHome, test_host: HostBox) -> None:
     check = home.cli("host", "check", HOST)
     assert "everything Guard's config and skills need of web1 is allowed" in check.stdout
     assert "/usr/bin/sudo -n /usr/bin/systemctl --no-pager restart nginx.service" in check.stdout
+
+    skill = home.root / "skills" / "restart-redis"  # a skill asks for more than the host allows
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: restart-redis\ndescription: Restarts redis on web1. Use when it hangs.\n"
+        "---\n\n# restart-redis\n\n## When to use\n\nRedis hangs.\n\n## Procedure\n\n"
+        "1. Restart it.\n\n## Pitfalls\n\n- None.\n\n## Verification\n\nThe check passes.\n"
+    )
+    step = {"action": "host.systemctl", "args": {"verb": "restart", "unit": "redis.service"}}
+    spec = {"triggers": [{"source": "http", "kind": "http_status"}], "steps": [step]}
+    (skill / "skill.yaml").write_text(yaml.safe_dump({**spec, "trust": "approval"}))
+    check = home.cli("host", "check", HOST, check=False)
+    restart = "/usr/bin/sudo -n /usr/bin/systemctl --no-pager restart redis.service"
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert f"skill restart-redis needs: {restart} (missing)" in check.stdout
+    assert f"not allowed by web1 but in its config or skills (1):\n  {restart}" in check.stdout
+    assert restart in home.cli("host", "setup", HOST).stdout  # setup would allow it
 
 
 def test_the_same_key_can_do_nothing_else(home: GuardHome, test_host: HostBox) -> None:
