@@ -45,6 +45,12 @@ def _probes() -> Sequence[Action]:
     return ACTIONS
 
 
+def _host() -> Sequence[Action]:
+    from guard.actions.host import ACTIONS
+
+    return ACTIONS
+
+
 def _kubernetes() -> Sequence[Action]:
     from guard.actions.kubernetes import ACTIONS
 
@@ -59,5 +65,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("railway", _railway),
         ActionFamily("k8s", _kubernetes),
         ActionFamily("probe", _probes, read_only=True),
+        ActionFamily("host", _host),
     )
 }

@@ -47,6 +47,9 @@ class ActionRegistry:
         action = self.get(words[0])
         args: dict[str, Any] = {}
         positional = [w for w in words[1:] if "=" not in w]
+        if "host" in action.params and len(positional) >= 2 and positional[-2] == "on":
+            args["host"] = positional[-1]  # "host.systemctl restart nginx.service on web1"
+            positional = positional[:-2]
         for w in words[1:]:
             if "=" in w:
                 key, value = w.split("=", 1)

@@ -90,6 +90,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "store": ("guard.cli.store", "The store: its size, and pruning old data."),
     "trajectories": ("guard.cli.trajectories", "Recorded incident handlings (trajectories)."),
     "access": ("guard.cli.access", "Roles and tokens: who may do what."),
+    "host": ("guard.cli.host", "Hosts Guard acts on over SSH: pin, set up, check."),
 }
 
 MARKUP: Literal["rich"] = "rich"

@@ -44,6 +44,7 @@ FIELDS = frozenset(
         "public_url",
         "loop_stall_warning",
         "log_level",
+        "hosts",  # a table of hosts: their private keys are named, never inline
         "intake",  # a list of sources: their token and hmac_secret are secrets
         "quiet_hours",  # optional: None, or a section
         "routes",  # a list of routes: no secrets

@@ -22,6 +22,7 @@ from guard.config.connections import (
 )
 from guard.config.credentials import basic_credentials
 from guard.config.escalation import Escalation, EscalationSettings, QuietHours
+from guard.config.hosts import HostSettings, check_hosts
 from guard.config.intake import IntakeSource, check_sources
 from guard.config.operations import (
     AgentSettings,
@@ -121,6 +122,12 @@ class Settings(BaseSettings):
     intake: list[IntakeSource] = Field(
         default_factory=list, description="alert sources served at POST /hooks/<id>"
     )
+    hosts: dict[str, HostSettings] = Field(default_factory=dict, description="docs/HOSTS.md")
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, value: dict[str, HostSettings]) -> dict[str, HostSettings]:
+        return check_hosts(value)
 
     @field_validator("intake")
     @classmethod

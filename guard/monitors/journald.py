@@ -48,27 +48,32 @@ HEALTHY_AFTER = 5.0  # a journalctl that failed is well again once one has run t
 QUIET_RESTART = 300.0  # a journalctl silent this long is started again (new files are seen)
 
 
+def journal_tail(spec: JournaldMonitorSpec) -> JournalTail:
+    """The counting side of a journald monitor, local or over SSH (``ssh_journal``)."""
+    from guard.monitors.logfile import groupers_of
+    from guard.monitors.matcher import LineMatcher
+    from guard.monitors.multiline import Framer
+
+    return JournalTail(
+        list(spec.rules),
+        LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules]),
+        groupers_of(spec),
+        Framer(spec.multiline_spec),
+        spec.max_line_bytes,
+    )
+
+
 class JournaldMonitor:
     """The journal of a host (its journal directory, mounted), filtered by unit and priority."""
 
     type = "journald"
 
     def __init__(self, spec: JournaldMonitorSpec) -> None:
-        from guard.monitors.logfile import groupers_of
-        from guard.monitors.matcher import LineMatcher
-        from guard.monitors.multiline import Framer
-
         self.spec = spec
         self.id = spec.id
         self.interval = spec.every
         self.jitter = spec.jitter
-        self._tail = JournalTail(
-            list(spec.rules),
-            LineMatcher([(r.pattern, r.ignore_case) for r in spec.rules]),
-            groupers_of(spec),
-            Framer(spec.multiline_spec),
-            spec.max_line_bytes,
-        )
+        self._tail = journal_tail(spec)
         self._baselined = False  # the position is this instance's, not the caller's
         self._lock = asyncio.Lock()  # one reader at a time: follow, or a check's read
         self._following = False

@@ -24,6 +24,7 @@ from guard.monitors import evidence
 from guard.monitors.base import Monitor
 from guard.playbooks.models import (
     DockerMonitorSpec,
+    HostMonitorSpec,
     HttpMonitorSpec,
     JournaldMonitorSpec,
     KubernetesMonitorSpec,
@@ -106,7 +107,17 @@ def _kubernetes(spec: KubernetesMonitorSpec, settings: Settings | None) -> Monit
     return KubernetesMonitor(spec, settings or Settings())
 
 
+def _host(spec: HostMonitorSpec, settings: Settings | None) -> Monitor:
+    from guard.monitors.host import HostMonitor
+
+    return HostMonitor(spec, settings or Settings())
+
+
 def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
+    if spec.host is not None:  # the same kind, read over SSH (docs/HOSTS.md)
+        from guard.monitors.ssh_journal import RemoteJournalMonitor
+
+        return RemoteJournalMonitor(spec, settings or Settings())
     from guard.monitors.journald import JournaldMonitor
 
     return JournaldMonitor(spec)
@@ -141,6 +152,7 @@ _BUILTIN: tuple[MonitorKind[Any], ...] = (
         config_problem=_kubeconfig_problem,
     ),
     MonitorKind(JournaldMonitorSpec, _journald, recent_lines=evidence.journal_tail),
+    MonitorKind(HostMonitorSpec, _host),
 )
 MONITOR_KINDS: dict[str, MonitorKind[Any]] = {kind.type: kind for kind in _BUILTIN}
 

@@ -223,6 +223,11 @@ class JournaldMonitorSpec(MonitorSpecBase, LogRulesSpec):
     directory: str = Field(
         default="/var/log/journal", description="the journal directory (the host's, mounted)"
     )
+    host: str | None = Field(
+        default=None,
+        description="follow this host's journal over SSH instead (a name in hosts:; "
+        "docs/HOSTS.md): every unit, journalctl -o json -f through guard-exec",
+    )
     every: Duration = 30.0
     start: Literal["end", "beginning"] = Field(
         default="end", description="where to begin in a journal never read before"
@@ -278,6 +283,16 @@ def _add(spec: S) -> S:
     return spec
 
 
+class HostMonitorSpec(MonitorSpecBase):
+    """A host of ``hosts:``: that Guard reaches it over SSH, it presents the pinned key, and its
+    guard-exec answers (docs/HOSTS.md)."""
+
+    type: Literal["host"]
+    host: str = Field(min_length=1, description="the host's name in hosts:")
+    every: Duration = 60.0
+    severity: Severity = Severity.critical
+
+
 for _builtin in (
     LogfileMonitorSpec,
     HttpMonitorSpec,
@@ -285,6 +300,7 @@ for _builtin in (
     RailwayMonitorSpec,
     KubernetesMonitorSpec,
     JournaldMonitorSpec,
+    HostMonitorSpec,
 ):
     _add(_builtin)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -46,8 +47,9 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "railway": {"service": "api"},
     "kubernetes": {},
     "journald": {"rules": LOG_RULE},
+    "host": {"host": "web1"},
 }
-MARKS = {"docker": [pytest.mark.docker]}
+MARKS = {"docker": [pytest.mark.docker], "host": [pytest.mark.docker]}
 
 
 def kinds() -> list[Any]:
@@ -320,3 +322,28 @@ def rig_journald(home: GuardHome, tmp_path: Path) -> Rig:
     spec["multiline"] = "none"
     line = "BOOM 1 the card service is gone"
     return Rig(spec, home.settings(), fail, heal, "boom", "pay.service", line)
+
+
+@pytest.fixture
+def rig_host(home: GuardHome, docker_client: Any) -> Iterator[Rig]:
+    """A real OpenSSH host set up from `guard host setup`: failing is a changed host key."""
+    from tests.helpers.hosts import HostBox, configure
+
+    host = HostBox(docker_client, f"guard-test-{os.getpid()}-rig-host")
+    try:
+        configure(home, host)
+        host.sh("mkdir -p /root/keys && cp -p /etc/ssh/ssh_host_* /root/keys/")
+
+        async def fail() -> None:
+            await asyncio.to_thread(
+                host.sh, "rm /etc/ssh/ssh_host_* && ssh-keygen -A && /etc/init.d/ssh restart"
+            )
+
+        async def heal() -> None:
+            await asyncio.to_thread(
+                host.sh, "cp -p /root/keys/* /etc/ssh/ && /etc/init.d/ssh restart"
+            )
+
+        yield Rig({"host": "web1"}, home.settings(), fail, heal, "host_key_changed", "web1", None)
+    finally:
+        host.remove()

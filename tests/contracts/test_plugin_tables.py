@@ -61,6 +61,7 @@ RIGS: dict[str, dict[str, str]] = {
         "railway": "tests/railway/test_railway.py",
         "k8s": "tests/kubernetes/test_kubernetes_actions.py",
         "probe": "tests/probes/test_net.py",
+        "host": "tests/hosts/test_ssh.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {

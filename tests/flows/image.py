@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from guard.sandbox import images
-from tests.helpers.images import build_lock
+from tests.helpers.images import ensure_spec_image
 
 SPEC: dict[str, Any] = {
     "suite": "bookworm",
@@ -24,9 +24,4 @@ IMAGE = f"guard-test-stack:{images.spec_hash(SPEC)}"
 def ensure_stack_image(client: Any) -> str:
     """Build the stack image unless it is there (debootstrap 2-4 min once, then cached); the
     build lock only when it is not (other workers' builds hold it for minutes)."""
-    if images.image_exists(client, IMAGE):
-        return IMAGE
-    with build_lock():
-        if not images.image_exists(client, IMAGE):
-            images.build_offline(client, IMAGE, spec=SPEC)
-    return IMAGE
+    return ensure_spec_image(client, IMAGE, SPEC)

@@ -40,3 +40,16 @@ def ensure_busybox_image(client: Any, name: str = BUSYBOX_IMAGE) -> str:
         if labels.get("guard.busybox") != "1":
             images.build_busybox(client, name)
     return name
+
+
+def ensure_spec_image(client: Any, name: str, spec: dict[str, Any]) -> str:
+    """Build image ``name`` offline from a debootstrap ``spec`` unless it is there (minutes
+    once, then cached); the build lock only when it is not (other workers' builds hold it)."""
+    from guard.sandbox import images
+
+    if images.image_exists(client, name):
+        return name
+    with build_lock():
+        if not images.image_exists(client, name):
+            images.build_offline(client, name, spec=spec)
+    return name
