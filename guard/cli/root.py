@@ -90,6 +90,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "store": ("guard.cli.store", "The store: its size, and pruning old data."),
     "trajectories": ("guard.cli.trajectories", "Recorded incident handlings (trajectories)."),
     "access": ("guard.cli.access", "Roles and tokens: who may do what."),
+    "mcp-servers": (
+        "guard.cli.mcp_servers",
+        "The MCP servers the model's investigation may use (llm.mcp_servers).",
+    ),
 }
 
 MARKUP: Literal["rich"] = "rich"

@@ -31,8 +31,6 @@ from tests.llm.test_investigation import make_agent, timeline, trajectory
 from tests.mcp.helpers import TEN, parts
 from tests.mcp.test_mcp_service import audit
 
-pytestmark = pytest.mark.unit
-
 SECRET = "hs_" + "live_Qm7Xp2Lw9Rt4Zk8Vb3Nc6Jd1"
 ALLOWED = ["lookup", "large"]
 
@@ -152,7 +150,7 @@ async def test_check_lists_each_tool_with_its_standing(calls: Path, tmp_path: Pa
         ),
     }
     reports = await check(ToolServers(servers, Redactor()))
-    good, bad = reports
+    good, bad = sorted(reports, key=lambda r: r.name != "hostile")
     assert {t.name: t.standing for t in good.tools} == {
         "lookup": "allowed",
         "hang": "hidden",
@@ -164,6 +162,32 @@ async def test_check_lists_each_tool_with_its_standing(calls: Path, tmp_path: Pa
     assert good.unknown == ["gone"] and not good.error
     assert bad.error.startswith("command not found") and not bad.tools
     assert calls.read_text() == ""  # noqa: ASYNC240 (checking calls nothing)
+
+
+def test_guard_mcp_servers_check_says_what_the_model_may_use(home: GuardHome, calls: Path) -> None:
+    gone = hostile(calls, command=str(home.root / "nothing"))
+    servers = {"hostile": hostile(calls, allow=["lookup", "typo"]), "gone": gone}
+    home.write_config({"llm": {"mcp_servers": servers}})
+    done = home.cli("mcp-servers", "check", check=False)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert "hostile (stdio)" in lines and "gone (stdio)" in lines
+    assert "  allowed  lookup" in lines and "  write    wipe" in lines
+    assert "  hidden   exfiltrate" in lines
+    assert "  missing  typo (named in allow or write; the server has no such tool)" in lines
+    assert f"  unreachable: command not found: {home.root / 'nothing'}" in lines
+    rows = [
+        json.loads(x)
+        for x in home.cli("mcp-servers", "check", "--json", check=False).stdout.splitlines()
+    ]
+    by_name = {r["name"]: r for r in rows}
+    assert set(by_name) == {"hostile", "gone"} and by_name["gone"]["tools"] == []
+    lookup = {"name": "lookup", "standing": "allowed", "qualified": "hostile__lookup"}
+    assert lookup in by_name["hostile"]["tools"]
+    assert calls.read_text() == ""
+    home.write_config({})
+    nothing = home.cli("mcp-servers", "check", check=False)
+    assert nothing.returncode == 2 and "add them under llm.mcp_servers" in nothing.stderr
 
 
 def test_guards_own_mcp_face_never_reaches_a_team_server(home: GuardHome, calls: Path) -> None:
@@ -185,6 +209,7 @@ def test_guards_own_mcp_face_never_reaches_a_team_server(home: GuardHome, calls:
     assert calls.read_text() == ""
 
 
+@pytest.mark.unit
 def test_settings_refuse_what_would_leak_or_confuse() -> None:
     ok = {"command": "srv", "allow": ["q"]}
     with pytest.raises(ValidationError, match="either command"):
@@ -204,6 +229,7 @@ def test_settings_refuse_what_would_leak_or_confuse() -> None:
     ).url
 
 
+@pytest.mark.unit
 def test_a_schema_reaches_the_model_without_the_servers_words_and_a_result_is_cut() -> None:
     schema = {
         "type": "object",
