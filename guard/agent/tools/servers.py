@@ -189,22 +189,25 @@ class ToolServers:
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[OpenServers]:
-        """Every server connected and listed (one that fails is in ``unreachable``, with why)."""
+        """Every server connected and listed (one that fails is in ``unreachable``, with why).
+
+        Each server lives in a task of its own, holding its transport open until the
+        investigation ends: the SDK's transports run task groups, and a server that fails
+        cancels its own task, never the investigation or another server."""
         opened = OpenServers(self.servers, self.audit)
-        async with AsyncExitStack() as stack:
+        stop = asyncio.Event()
+        held: list[asyncio.Task[None]] = []
+        try:
             for name, settings in self.servers.items():
-                own = AsyncExitStack()  # a server that fails is closed at once
+                ready: asyncio.Future[tuple[Any, Any]] = asyncio.get_running_loop().create_future()
+                held.append(asyncio.create_task(self._hold(settings, ready, stop)))
                 try:
-                    async with asyncio.timeout(settings.connect_timeout):
-                        session = await self._connect(own, settings)
-                        listed = await session.list_tools()
+                    session, listed = await asyncio.wait_for(ready, settings.connect_timeout)
                 except Exception as exc:  # a server's failure is data for the investigation
-                    await _close_quietly(own)
                     why = self.redactor.redact(_why(exc, settings))[:500]
                     opened.unreachable[name] = why
                     logger.warning("MCP server {}: {}", name, why)
                     continue
-                await stack.enter_async_context(own)
                 opened.sessions[name] = session
                 for tool in listed.tools:
                     t = ServerTool(
@@ -217,6 +220,31 @@ class ToolServers:
                     )
                     opened.tools[t.qualified] = t
             yield opened
+        finally:
+            stop.set()
+            for task in held:
+                try:
+                    await asyncio.wait_for(task, 10)
+                except (Exception, asyncio.CancelledError) as exc:
+                    logger.debug("closing an MCP server: {!r}", exc)
+
+    async def _hold(
+        self, s: McpServerSettings, ready: asyncio.Future[tuple[Any, Any]], stop: asyncio.Event
+    ) -> None:
+        """Connect, list, hand the session over, and keep it open until ``stop``."""
+        try:
+            async with AsyncExitStack() as stack:
+                session = await self._connect(stack, s)
+                listed = await session.list_tools()
+                ready.set_result((session, listed))
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(
+                    exc
+                    if isinstance(exc, Exception)
+                    else ConnectionError("the server's connection was cancelled")
+                )
 
     async def _connect(self, stack: AsyncExitStack, s: McpServerSettings) -> Any:
         from mcp import ClientSession
@@ -249,13 +277,6 @@ class ToolServers:
         return session
 
 
-async def _close_quietly(stack: AsyncExitStack) -> None:
-    try:
-        await stack.aclose()
-    except Exception as exc:  # the server already failed; its cleanup may too
-        logger.debug("closing a failed MCP server: {}", exc)
-
-
 def _why(exc: BaseException, settings: McpServerSettings) -> str:
     """A failure to connect, said for a person."""
     if isinstance(exc, TimeoutError):
@@ -265,7 +286,8 @@ def _why(exc: BaseException, settings: McpServerSettings) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = exc.exceptions[0]
         return _why(inner, settings)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"cannot reach {settings.url}: {said}" if settings.url else said
 
 
 @dataclass
