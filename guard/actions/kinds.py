@@ -37,6 +37,12 @@ def _railway() -> Sequence[Action]:
     return ACTIONS
 
 
+def _mcp() -> Sequence[Action]:
+    from guard.actions.mcp import ACTIONS
+
+    return ACTIONS
+
+
 def _kubernetes() -> Sequence[Action]:
     from guard.actions.kubernetes import ACTIONS
 
@@ -50,5 +56,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("http", _http),
         ActionFamily("railway", _railway),
         ActionFamily("k8s", _kubernetes),
+        ActionFamily("mcp", _mcp),
     )
 }

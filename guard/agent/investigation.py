@@ -29,9 +29,9 @@ from typing import Any
 
 from guard.agent.fencing import Fence
 from guard.agent.tools import TOOL_NAMES, TOOLS, Proposal, Toolbox, ToolError
-from guard.agent.tools.servers import OpenServers, ServerError, ToolServers
 from guard.config import LLMSettings
 from guard.llm import Message, ModelProvider, ProviderError
+from guard.llm.mcp_servers import OpenServers, ServerError, ToolServers
 from guard.redact import Redactor
 from guard.store.models import Incident
 

@@ -24,11 +24,11 @@ from guard.agent.parts import AgentParts, use_playbooks
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
-from guard.agent.tools.servers import ToolServers
 from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.incidents.lifecycle import Lifecycle
 from guard.llm import ModelProvider, build_provider
+from guard.llm.mcp_servers import ToolServers
 from guard.memory import IncidentMemory, open_memory
 from guard.notify.base import Notifier
 from guard.notify.console import ConsoleNotifier

@@ -28,7 +28,7 @@ def check_servers(
 ) -> None:
     """List each server's tools and their standing; exit 1 if a server is unreachable or a
     listed tool does not exist."""
-    from guard.agent.tools.servers import ToolServers, check
+    from guard.llm.mcp_servers import ToolServers, check
     from guard.redact import Redactor
 
     settings = settings_from(config, logging=False)

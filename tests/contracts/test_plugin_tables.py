@@ -60,6 +60,7 @@ RIGS: dict[str, dict[str, str]] = {
         "http": "tests/skills/test_skills_review.py",
         "railway": "tests/railway/test_railway.py",
         "k8s": "tests/kubernetes/test_kubernetes_actions.py",
+        "mcp": "tests/llm/test_mcp_servers.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {

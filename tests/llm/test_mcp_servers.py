@@ -7,6 +7,7 @@ Guard's own MCP face never reaching them."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,12 @@ from pydantic import ValidationError
 
 from guard.access.roles import Role
 from guard.access.tokens import create_token
-from guard.agent.tools.servers import ToolServers, bare_schema, check, text_of
+from guard.actions import ActionError, ActionRegistry
+from guard.actions.base import ActionContext
 from guard.config import Settings
 from guard.config.mcp_servers import McpServerSettings
 from guard.incidents.gate import Actor
+from guard.llm.mcp_servers import ToolServers, bare_schema, check, text_of
 from guard.mcp.http import token_gate
 from guard.mcp.server import build_server
 from guard.mcp.service import GuardTools
@@ -207,6 +210,25 @@ def test_guards_own_mcp_face_never_reaches_a_team_server(home: GuardHome, calls:
 
     asyncio.run(run())
     assert calls.read_text() == ""
+
+
+async def test_a_write_tool_runs_only_as_an_approved_mcp_call(tmp_path: Path, calls: Path) -> None:
+    settings = Settings(data_dir=tmp_path, llm={"mcp_servers": {"hostile": hostile(calls)}})
+    registry = ActionRegistry()
+    ctx = ActionContext(settings)
+    action, args = registry.parse("mcp.call hostile wipe '{}'")
+    done = await action.run(args, ctx)
+    assert done.ok and done.message == "hostile wipe: wiped"
+    for fix, said in (
+        ("mcp.call hostile exfiltrate '{}'", "in neither write nor allow"),
+        ("mcp.call nowhere wipe '{}'", "no MCP server 'nowhere' in llm.mcp_servers (hostile)"),
+        ("mcp.call hostile wipe 'not json'", "the arguments are not JSON"),
+        ("mcp.call hostile wipe '[1]'", "must be one JSON object"),
+    ):
+        action, args = registry.parse(fix)
+        with pytest.raises(ActionError, match=re.escape(said)):
+            await action.run(args, ctx)
+    assert calls.read_text().split() == ["wipe"]  # noqa: ASYNC240
 
 
 @pytest.mark.unit

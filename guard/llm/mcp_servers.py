@@ -135,14 +135,19 @@ class OpenServers:
     def owns(self, name: str) -> bool:
         return SEPARATOR in name and name.split(SEPARATOR, 1)[0] in self.settings
 
-    async def call(self, name: str, args: dict[str, Any], redactor: Redactor) -> str:
-        """Call an allowed tool; a hidden or write tool, or an unknown one, is refused. Each
-        attempt is audited, a refused one too."""
+    async def call(
+        self, name: str, args: dict[str, Any], redactor: Redactor, approved: bool = False
+    ) -> str:
+        """Call an allowed tool (``approved``: a write tool too, which only a human's approval
+        runs: ``mcp.call``); a hidden or unknown tool is refused. Each attempt is audited, a
+        refused one too."""
         tool = self.tools.get(name)
         server, _, bare = name.partition(SEPARATOR)
         record: dict[str, Any] = {"arguments": redactor.redact(json.dumps(args))[:2000]}
+        if approved:
+            record["approved"] = True
         try:
-            if tool is None or not tool.allowed:
+            if tool is None or not (tool.allowed or (approved and tool.write)):
                 record["refused"] = True
                 why = (
                     "it changes something: only a human can run it, name it in propose_remedy "
