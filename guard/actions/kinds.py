@@ -51,6 +51,12 @@ def _host() -> Sequence[Action]:
     return ACTIONS
 
 
+def _mcp() -> Sequence[Action]:
+    from guard.actions.mcp import ACTIONS
+
+    return ACTIONS
+
+
 def _kubernetes() -> Sequence[Action]:
     from guard.actions.kubernetes import ACTIONS
 
@@ -66,5 +72,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("k8s", _kubernetes),
         ActionFamily("probe", _probes, read_only=True),
         ActionFamily("host", _host),
+        ActionFamily("mcp", _mcp),
     )
 }

@@ -31,6 +31,7 @@ from guard.agent.fencing import Fence
 from guard.agent.tools import TOOL_NAMES, TOOLS, Proposal, Toolbox, ToolError
 from guard.config import LLMSettings
 from guard.llm import Message, ModelProvider, ProviderError
+from guard.llm.mcp_servers import OpenServers, ServerError, ToolServers
 from guard.redact import Redactor
 from guard.store.models import Incident
 
@@ -44,8 +45,16 @@ SYSTEM = (
 )
 
 
-def system_prompt(fence: Fence) -> str:
-    return f"{SYSTEM} {fence.rule}"
+def system_prompt(fence: Fence, external: OpenServers | None = None) -> str:
+    writes = external.writes if external is not None else []
+    if not writes:
+        return f"{SYSTEM} {fence.rule}"
+    named = ", ".join(f"{t.server} {t.name}" for t in writes)
+    return (
+        f"{SYSTEM} These MCP tools change something, so you cannot call them; you may propose "
+        f"one as the fix, written `mcp.call SERVER TOOL {{json arguments}}`: {named}. "
+        f"{fence.rule}"
+    )
 
 
 LAST_TURN = (
@@ -161,34 +170,52 @@ def compact(messages: list[Message], budget: int, fence: Fence | None = None) ->
 
 class Investigator:
     def __init__(
-        self, settings: LLMSettings, provider: Callable[[], ModelProvider], redactor: Redactor
+        self,
+        settings: LLMSettings,
+        provider: Callable[[], ModelProvider],
+        redactor: Redactor,
+        servers: ToolServers | None = None,
     ) -> None:
         self.settings = settings
         self.provider = provider  # a fresh provider (and failover state) per investigation
         self.redactor = redactor
+        self.servers = servers  # the team's MCP servers (``llm.mcp_servers``), opened per run
 
     async def investigate(self, inc: Incident, evidence: str, tools: Toolbox) -> Investigation:
         provider = self.provider()
         try:
-            return await self._loop(provider, inc, evidence, tools)
+            if self.servers is None or not self.servers.servers:
+                return await self._loop(provider, inc, evidence, tools, None)
+            async with self.servers.open() as external:
+                return await self._loop(provider, inc, evidence, tools, external)
         finally:
             await provider.aclose()
 
     async def _loop(
-        self, provider: ModelProvider, inc: Incident, evidence: str, tools: Toolbox
+        self,
+        provider: ModelProvider,
+        inc: Incident,
+        evidence: str,
+        tools: Toolbox,
+        external: OpenServers | None,
     ) -> Investigation:
         s = self.settings
         started = time.monotonic()
         deadline = started + s.max_wall
         fence = Fence()
         messages: list[Message] = [
-            {"role": "system", "content": system_prompt(fence)},
+            {"role": "system", "content": system_prompt(fence, external)},
             {
                 "role": "user",
                 "content": self.redactor.redact(incident_prompt(inc, evidence, fence)),
             },
         ]
         found = Investigation(provider.name, messages)
+        if external is not None:
+            found.notes += [
+                f"MCP server {n} unreachable: {w}" for n, w in external.unreachable.items()
+            ]
+        offered = TOOLS + (external.specs(fence.wrap) if external is not None else [])
         seen: set[str] = set()
         try:
             for step in range(s.max_steps):
@@ -204,7 +231,7 @@ class Investigator:
                 async with asyncio.timeout(remaining):
                     done = await provider.complete(
                         messages,
-                        [] if last else TOOLS,
+                        [] if last else offered,
                         max_tokens=s.max_output_tokens,
                         temperature=0.0,
                     )
@@ -218,7 +245,9 @@ class Investigator:
                     found.stop_reason = "max_steps" if last else "answered"
                     break
                 for call in calls:
-                    messages.append(await self._call(call, tools, seen, found, deadline, fence))
+                    messages.append(
+                        await self._call(call, (tools, external), seen, found, deadline, fence)
+                    )
                 if found.proposal is not None:
                     found.stop_reason = "proposed"
                     break
@@ -238,7 +267,7 @@ class Investigator:
     async def _call(
         self,
         call: dict[str, Any],
-        tools: Toolbox,
+        both: tuple[Toolbox, OpenServers | None],
         seen: set[str],
         found: Investigation,
         deadline: float,
@@ -265,28 +294,38 @@ class Investigator:
                 )
             else:
                 seen.add(key)
-                text, ok = await self._run(name, args, tools, found, deadline)
+                text, ok = await self._run(name, args, both, found, deadline)
                 fenced = name != "propose_remedy"  # a tool's output: data from outside Guard
-        found.count(name if name in TOOL_NAMES else "unknown", ok)
+        external = both[1]
+        known = name in TOOL_NAMES or (external is not None and name in external.tools)
+        found.count(name if known else "unknown", ok)
         text = cap(self.redactor.redact(text), self.settings.tool_result_chars)
         if name != "propose_remedy":
             found.notes.append(f"- {name} {raw[:200]}: {' '.join(text.split())[:300]}")
         elif not ok:  # the human hears why, without the command it would not have read whole
             found.notes.append(f"- propose_remedy {text[:400]}")
-        source = name if name in TOOL_NAMES else "unknown"
+        source = name if known else "unknown"
         reply["content"] = fence.wrap(text, source) if fenced else text
         return reply
 
     async def _run(
-        self, name: str, args: dict[str, Any], tools: Toolbox, found: Investigation, deadline: float
+        self,
+        name: str,
+        args: dict[str, Any],
+        both: tuple[Toolbox, OpenServers | None],
+        found: Investigation,
+        deadline: float,
     ) -> tuple[str, bool]:
+        tools, external = both
         try:
             if name == "propose_remedy":
                 found.proposal = tools.proposal(args, found.model)
                 return "proposal recorded; a human will decide. Stop here.", True
             async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                if external is not None and external.owns(name):
+                    return await external.call(name, args, self.redactor), True
                 return await tools.call(name, args), True
-        except ToolError as exc:
+        except (ToolError, ServerError) as exc:
             return f"error: {exc}", False
         except TimeoutError:
             return "error: the investigation's time ran out during this call", False

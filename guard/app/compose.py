@@ -9,6 +9,7 @@ memory (the CLI, tests); everything else is made here.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from guard.actions import ActionRegistry
 from guard.agent import policy
@@ -27,6 +28,7 @@ from guard.agent.verify import Verifier
 from guard.config import Settings
 from guard.incidents.lifecycle import Lifecycle
 from guard.llm import ModelProvider, build_provider
+from guard.llm.mcp_servers import ToolServers
 from guard.memory import IncidentMemory, open_memory
 from guard.notify.base import Notifier
 from guard.notify.console import ConsoleNotifier
@@ -37,6 +39,7 @@ from guard.sandbox.pool import WarmSandboxPool
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import remote_for
 from guard.skills.writer import SkillWriter
+from guard.store import audit
 from guard.store.db import Database
 
 
@@ -116,10 +119,24 @@ def compose_agent(
             mute_for=mute_for,
             asker=asker,
         ),
-        investigator=Investigator(settings.llm, model, redactor) if settings.llm.enabled else None,
+        investigator=(
+            Investigator(settings.llm, model, redactor, tool_servers(settings, db, redactor))
+            if settings.llm.enabled
+            else None
+        ),
         specs=specs,
         books=books,
         limits=policy.Limits(breaker_failures=settings.agent.breaker_failures),
         slots=asyncio.Semaphore(settings.agent.max_concurrent_incidents),
     )
     return Agent(parts)
+
+
+def tool_servers(settings: Settings, db: Database, redactor: Redactor) -> ToolServers:
+    """The team's MCP servers for the investigation, each call audited (``mcp.call``)."""
+
+    def audited(subject: str, data: dict[str, Any]) -> None:
+        with db.session() as session:
+            audit.append(session, actor="model", action="mcp.call", subject=subject, data=data)
+
+    return ToolServers(settings.llm.mcp_servers, redactor, audited)

@@ -91,6 +91,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "trajectories": ("guard.cli.trajectories", "Recorded incident handlings (trajectories)."),
     "access": ("guard.cli.access", "Roles and tokens: who may do what."),
     "host": ("guard.cli.host", "Hosts Guard acts on over SSH: pin, set up, check."),
+    "mcp-servers": (
+        "guard.cli.mcp_servers",
+        "The MCP servers the model's investigation may use (llm.mcp_servers).",
+    ),
 }
 
 MARKUP: Literal["rich"] = "rich"

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
+from guard.config.mcp_servers import McpServerSettings, check_names
 from guard.config.validators import INSECURE_HELP, Section, refuse_cleartext
 from guard.domain.durations import Duration
 
@@ -137,6 +138,16 @@ class LLMSettings(EndpointSettings):
     context_chars: int = Field(
         default=48000, ge=2000, description="past this, older tool results are compacted"
     )
+    mcp_servers: dict[str, McpServerSettings] = Field(
+        default_factory=dict,
+        description="MCP servers whose allowed tools join the investigation (deny by default)",
+    )
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        check_names(value)
+        return value
 
     @property
     def enabled(self) -> bool:

@@ -215,6 +215,8 @@ def _secrets(sections: Mapping[str, Mapping[str, Any]], intake: Any = ()) -> tup
         if (section, key) == ("audit", "key") and len(value) < 16:
             raise Unsure("audit.key is too short")  # the full path names the problem
         values.append(value)
+    if sections["llm"].get("mcp_servers"):
+        raise Unsure("llm.mcp_servers name credentials in the environment")
     fallback = sections["llm"].get("fallback", [])
     if not isinstance(fallback, list):
         raise Unsure("llm.fallback is not a list")

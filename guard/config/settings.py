@@ -185,6 +185,8 @@ class Settings(BaseSettings):
         ]
         found += [v for source in self.intake for v in source.secrets()]
         found += self.notifiers.secrets()
+        for server in self.llm.mcp_servers.values():  # those set (a missing one is reported)
+            found += server.credential_values()
         if self.skills.git_token is not None:  # as git sends it, too
             found.append(basic_credentials(self.skills.git_token.get_secret_value()))
         return [v for v in found if len(v) >= 4]

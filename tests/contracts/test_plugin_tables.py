@@ -62,6 +62,7 @@ RIGS: dict[str, dict[str, str]] = {
         "k8s": "tests/kubernetes/test_kubernetes_actions.py",
         "probe": "tests/probes/test_net.py",
         "host": "tests/hosts/test_ssh.py",
+        "mcp": "tests/llm/test_mcp_servers.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
