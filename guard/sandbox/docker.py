@@ -73,6 +73,7 @@ from guard.sandbox.engine import (
     process_started,
     pump_exec_stream,
     reap_orphans,
+    stdin_in_env,
     translate,
 )
 
@@ -293,6 +294,9 @@ class DockerSandbox:
         stdin: bytes | None,
         abort: threading.Event,
     ) -> ExecResult:
+        if stdin is not None and str(self.api.base_url).startswith("https://"):
+            cmd, carried = stdin_in_env(cmd, stdin)  # no half-close over TLS: see there
+            env, stdin = {**env, **carried}, None
         environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]
         for attempt in (1, 2):
             cid = self._ensure()
