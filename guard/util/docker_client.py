@@ -79,20 +79,28 @@ def unreachable(exc: BaseException) -> EngineUnreachable:
     )
 
 
+def _client(timeout: float, version: str) -> Any:
+    """A client of ``version`` (no request made yet), its session fit for the engine."""
+    client = docker.from_env(timeout=int(timeout), version=version)
+    if isinstance(client.api.verify, str):  # DOCKER_CERT_PATH's ca.pem: the engine's CA
+        # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE replace a session's CA file
+        # (psf/requests#3829): the engine's certificate would be checked against the public
+        # CAs and refused. Nothing else of the environment applies to the engine.
+        client.api.trust_env = False
+    return client
+
+
 def docker_client(timeout: Timeouts | float = Timeouts.call, *, ping: bool = True) -> Any:
     """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer."""
     host = engine_address()
     try:
         known = _versions.get(host) if ping else None  # without a ping: /version checks
-        # a version given: no request yet, so the session is set up before the first one
-        client = docker.from_env(timeout=int(timeout), version=known or DEFAULT_DOCKER_API_VERSION)
-        if isinstance(client.api.verify, str):  # DOCKER_CERT_PATH's ca.pem: the engine's CA
-            # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE replace a session's CA file
-            # (psf/requests#3829): the engine's certificate would be checked against the
-            # public CAs and refused. Nothing else of the environment applies to the engine.
-            client.api.trust_env = False
-        if known is None:  # what version="auto" does, now that the session is right
-            client.api._version = client.api._retrieve_server_version()
+        client = _client(timeout, known or DEFAULT_DOCKER_API_VERSION)
+        if known is None:  # what version="auto" does, on a session that trusts the engine's CA
+            found = str(client.api.version(api_version=False)["ApiVersion"])
+            if found != client.api.api_version:
+                client.close()
+                client = _client(timeout, found)
         _versions[host] = client.api.api_version
         if ping:
             client.ping()
