@@ -217,3 +217,12 @@ def assess(
         *_channels(settings),
         _model(settings),
     ]
+
+
+def snapshot(
+    settings: Settings, books: Sequence[Playbook], skills: Sequence[Skill]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """What ``guard run`` keeps for ``/readyz``, and the warnings it logs once at start."""
+    found = assess(settings, books, skills)
+    sandbox = reach(settings.sandbox, settings.kubernetes)  # as ``assess`` just found it
+    return [c.as_json() for c in found], unrunnable_warnings(shell_steps(books, skills), sandbox)

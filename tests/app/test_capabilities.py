@@ -13,6 +13,7 @@ from guard.app.capabilities import assess, shell_steps, unrunnable_warnings, use
 from guard.sandbox.reach import reach
 from guard.skills.library import load_library
 from tests.conftest import GuardHome
+from tests.helpers.nowhere import no_engine_no_cluster
 from tests.skills.test_skills_files import write_skill
 
 pytestmark = pytest.mark.unit
@@ -20,11 +21,7 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture
 def nowhere(home: GuardHome, monkeypatch: pytest.MonkeyPatch) -> GuardHome:
-    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    monkeypatch.setenv("KUBECONFIG", str(home.root / "no-kubeconfig"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
-        monkeypatch.delenv(name, raising=False)
+    no_engine_no_cluster(monkeypatch, home.root)
     return home
 
 

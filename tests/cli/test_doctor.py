@@ -12,20 +12,16 @@ import json
 import pytest
 
 from tests.conftest import GuardHome
+from tests.helpers.nowhere import no_engine_no_cluster
 from tests.skills.test_skills_files import write_skill
 
-NOWHERE = "unix:///nonexistent/docker.sock"
 SANDBOX_NONE = "sandbox: none (no Docker engine, no cluster): shell steps cannot run here"
 
 
 @pytest.fixture
 def railway_like(home: GuardHome, monkeypatch: pytest.MonkeyPatch) -> GuardHome:
     """A home with one skill of shell steps, where no engine and no cluster are reachable."""
-    monkeypatch.setenv("DOCKER_HOST", NOWHERE)
-    monkeypatch.setenv("KUBECONFIG", str(home.root / "no-kubeconfig"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
-        monkeypatch.delenv(name, raising=False)
+    no_engine_no_cluster(monkeypatch, home.root)
     write_skill(home.root / "skills", "look-at-disk", {"steps": [{"run": "df -h"}]})
     home.playbook("web", [{"id": "web", "type": "http", "url": "http://127.0.0.1:9/"}])
     return home
