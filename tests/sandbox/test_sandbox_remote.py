@@ -3,19 +3,23 @@ and each way of getting it wrong is an error that names DOCKER_HOST and the fix.
 
 The engine is the local one behind a loopback TLS endpoint that demands a client certificate
 (tests/fakes/docker_tls.py); the sandbox contract suite runs whole over it too (``docker-tls`` in
-tests/contracts/test_sandbox_contract.py).
+tests/contracts/test_sandbox_contract.py), and a real ``guard run`` heals through it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from guard.domain.exceptions import SandboxError
 from guard.sandbox.docker import connect
+from tests.conftest import GuardHome
 from tests.fakes.docker_tls import TlsEngine, certificates, tls_engine, tls_environ
+from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -84,3 +88,30 @@ def test_no_engine_at_all_names_the_default_socket(monkeypatch: pytest.MonkeyPat
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(SandboxError, match=r"DOCKER_HOST=unix:///nonexistent/docker\.sock"):
         connect(timeout=5)
+
+
+def test_guard_run_over_tls_heals_a_container_with_a_shell_diagnostic(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch, home: GuardHome, containers: Any
+) -> None:
+    labels = setup_docker_home(
+        home,
+        skills=["docker-start-exited"],
+        diagnostics=[{"run": "echo looking at {{ incident.target }} from $(hostname)"}],
+    )
+    victim = containers.run("victim", "sleep 600", labels=labels)  # made on the local socket
+    for name, value in tls_environ(remote).items():  # Guard sees only the remote engine
+        monkeypatch.setenv(name, value)
+    with guard_process(home):
+        victim.kill()
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="resolved"),
+            60,
+            "the skill to heal the victim through the TLS engine",
+        )
+    evidence = show(home, inc["id"])["details"]["evidence"]
+    assert f"looking at {victim.name} from" in evidence  # the shell diagnostic ran in a sandbox
+    victim.reload()
+    assert victim.status == "running"
+    doctor = home.cli("doctor", "--json", check=False)
+    caps = {c["name"]: c for c in json.loads(doctor.stdout)["capabilities"]}
+    assert caps["sandbox"]["state"] == "ok" and caps["actions docker.*"]["state"] == "ok"
