@@ -58,8 +58,9 @@ def _hint(host: str, detail: str) -> str:
         )
     if host.startswith("tcp://"):
         return (
-            "an engine on tcp:// should demand TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH "
-            "to its client certificates (docs/SANDBOX.md, A remote engine)"
+            "is the engine (or the socket proxy) listening there? An engine on another machine "
+            "demands TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to its client "
+            "certificates (docs/SANDBOX.md, A remote engine)"
         )
     if host.startswith("ssh://"):
         return (
