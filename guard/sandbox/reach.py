@@ -22,6 +22,7 @@ from guard.config import KubernetesSettings, SandboxSettings
 from guard.sandbox.kinds import sandbox_backend
 
 TTL = 60.0  # seconds an answer is kept
+WAIT = 12.0  # seconds an answer may take (a ping that fails fast takes milliseconds)
 
 SHELL_CANNOT_RUN = "shell steps cannot run here"
 
@@ -93,6 +94,28 @@ def _assess(settings: SandboxSettings, k8s: KubernetesSettings | None) -> Reach:
     return Reach(backend.name, True, isolates)
 
 
+def _bounded(settings: SandboxSettings, k8s: KubernetesSettings | None) -> Reach:
+    """``_assess``, given ``WAIT`` seconds: an engine that accepts and never answers (a
+    firewall, a hung proxy) would hold the caller for the client's whole timeout (minutes).
+    A daemon thread: a silent engine's look never holds up the process's exit."""
+    found: list[Reach] = []
+    done = threading.Event()
+
+    def look() -> None:
+        try:
+            found.append(_assess(settings, k8s))
+        except Exception as exc:  # a backend the table does not know: said, not raised
+            found.append(Reach(settings.backend, False, None, str(exc), str(exc)))
+        finally:
+            done.set()
+
+    threading.Thread(target=look, name="sandbox-reach", daemon=True).start()
+    if done.wait(WAIT) and found:
+        return found[0]
+    why = f"the {settings.backend} backend's engine did not answer within {WAIT:g} s"
+    return Reach(settings.backend, False, None, why, why)
+
+
 _lock = threading.Lock()
 _known: dict[tuple[str, str], tuple[float, Reach]] = {}
 
@@ -107,7 +130,7 @@ def reach(
         known = _known.get(key)
     if known is not None and not fresh and time.monotonic() - known[0] < TTL:
         return known[1]
-    found = _assess(settings, k8s)
+    found = _bounded(settings, k8s)
     with _lock:
         _known[key] = (time.monotonic(), found)
     return found

@@ -73,3 +73,22 @@ def test_a_family_counts_only_for_skills_that_can_fire_here(nowhere: GuardHome) 
     assert found["actions docker.*"].state == "none" and found["actions docker.*"].problem
     assert "DOCKER_HOST=unix:///nonexistent/docker.sock" in found["actions docker.*"].why
     assert found["monitors"].state == "none" and found["monitors"].problem
+
+
+def test_a_silent_engine_does_not_hold_the_answer(
+    nowhere: GuardHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+    import time
+
+    from guard.sandbox import reach as reaching
+
+    with socket.socket() as silent:  # accepts connections and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{silent.getsockname()[1]}")
+        monkeypatch.setattr(reaching, "WAIT", 1.0)
+        started = time.monotonic()
+        found = reaching.reach(nowhere.settings().sandbox, fresh=True)
+        assert time.monotonic() - started < 3
+    assert not found.ok and "did not answer within 1 s" in found.why
