@@ -117,7 +117,7 @@ def _bounded(settings: SandboxSettings, k8s: KubernetesSettings | None) -> Reach
 
 
 _lock = threading.Lock()
-_known: dict[tuple[str, str], tuple[float, Reach]] = {}
+_known: dict[tuple[str, ...], tuple[float, Reach]] = {}
 
 
 def reach(
@@ -125,7 +125,8 @@ def reach(
 ) -> Reach:
     """Whether the configured backend can run a step here (kept ``TTL`` seconds; ``fresh``:
     ask again now). Blocking: call it from a worker thread on an event loop."""
-    key = (settings.backend, os.environ.get("DOCKER_HOST", ""))
+    where = ("DOCKER_HOST", "KUBECONFIG", "KUBERNETES_SERVICE_HOST")
+    key = (settings.backend, *(os.environ.get(name, "") for name in where))
     with _lock:
         known = _known.get(key)
     if known is not None and not fresh and time.monotonic() - known[0] < TTL:
