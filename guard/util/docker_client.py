@@ -8,7 +8,8 @@ still tells an unreachable engine at once), not a ``/version`` and a ping.
 
 The engine is docker's own environment's, read by the SDK (``docker.from_env``): ``DOCKER_HOST``
 as ``unix://``, ``tcp://`` (with ``DOCKER_TLS_VERIFY`` and ``DOCKER_CERT_PATH``: a remote engine
-over TLS) or ``ssh://user@host``; every client Guard makes comes from here, so monitors, actions
+over TLS) or ``ssh://user@host`` (docker-py needs ``paramiko`` for it, not installed with
+Guard); every client Guard makes comes from here, so monitors, actions
 and sandboxes reach the same engine. ``EngineUnreachable`` names that engine and the likely fix
 for its kind of address (docs/SANDBOX.md, "A remote engine").
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 from enum import IntEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 import docker
 from docker.constants import DEFAULT_DOCKER_API_VERSION
@@ -62,10 +64,19 @@ def _hint(host: str, detail: str) -> str:
             "demands TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to its client "
             "certificates (docs/SANDBOX.md, A remote engine)"
         )
-    if host.startswith("ssh://"):
+    if host.startswith("ssh://") and "paramiko" in detail:
         return (
-            "check that `ssh " + host[len("ssh://") :] + " docker version` works here without "
-            "a prompt (a key in ssh-agent or ~/.ssh/config; docs/SANDBOX.md, A remote engine)"
+            "ssh:// needs the paramiko package, which Guard does not install: add it to Guard's "
+            "environment (pip install paramiko), or reach the engine over tcp:// with TLS "
+            "(docs/DEPLOY.md, A remote engine over TLS)"
+        )
+    if host.startswith("ssh://"):
+        where = urlsplit(host)
+        port = f"-p {where.port} " if where.port else ""
+        login = f"{where.username}@{where.hostname}" if where.username else where.hostname
+        return (
+            f"check that `ssh {port}{login} docker version` works here without a prompt (a key "
+            "in ssh-agent or ~/.ssh/config; docs/SANDBOX.md, A remote engine)"
         )
     return "start it, or point DOCKER_HOST at it and make sure Guard may use its socket"
 

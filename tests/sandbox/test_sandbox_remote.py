@@ -115,3 +115,14 @@ def test_guard_run_over_tls_heals_a_container_with_a_shell_diagnostic(
     doctor = home.cli("doctor", "--json", check=False)
     caps = {c["name"]: c for c in json.loads(doctor.stdout)["capabilities"]}
     assert caps["sandbox"]["state"] == "ok" and caps["actions docker.*"]["state"] == "ok"
+
+
+def test_an_ssh_engine_without_paramiko_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "ssh://guard@127.0.0.1:1")
+    with pytest.raises(SandboxError) as refused:
+        connect(timeout=5)
+    text = str(refused.value)
+    assert "DOCKER_HOST=ssh://guard@127.0.0.1:1" in text
+    assert "ssh:// needs the paramiko package" in text or "ssh -p 1 guard@127.0.0.1" in text
