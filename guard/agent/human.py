@@ -19,7 +19,6 @@ from loguru import logger
 from guard.actions import ActionRegistry
 from guard.agent import policy
 from guard.agent.asking import Asker
-from guard.agent.fixforms import fix_forms
 from guard.agent.recall import Recaller
 from guard.agent.remediation import Remediator
 from guard.agent.tools import Proposal
@@ -287,6 +286,8 @@ class HumanAnswers:
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
         )
         if step.run is not None:  # a shell fix: refused at once where no sandbox can run it
+            from guard.agent.fixforms import fix_forms
+
             forms = await asyncio.to_thread(fix_forms, self.settings)
             if not forms.shell:
                 self.lifecycle.note(cmd.incident_id, "fix_refused", forms.refusal(), fix=fix)

@@ -114,6 +114,17 @@ def unrunnable_warnings(shell: dict[str, list[str]], sandbox: Reach) -> list[str
     ]
 
 
+def unrunnable_here(
+    settings: Settings, books: Sequence[Playbook], skills: Sequence[Skill]
+) -> list[str]:
+    """check-config's warnings: the shell steps no sandbox can run here (no ``/_ping`` when
+    there are none)."""
+    shell = shell_steps(books, skills)
+    if not shell:
+        return []
+    return unrunnable_warnings(shell, reach(settings.sandbox, settings.kubernetes))
+
+
 def _monitors(here: Here, books: Sequence[Playbook]) -> Capability:
     from guard.monitors.kinds import monitor_kind
 

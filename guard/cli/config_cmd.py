@@ -49,15 +49,13 @@ def check_config(config: str | None = ConfigOption) -> None:
     from guard.redact import allow_warnings
 
     warnings = railway_budget_warnings(settings, books) + allow_warnings(settings.redact.allow)
-    if settings.agent.enabled:  # a shell step no sandbox can run here: said now, not at 3 a.m.
-        from guard.app.capabilities import shell_steps, unrunnable_warnings
-        from guard.sandbox.reach import reach
-
-        shell = shell_steps(books, skills)
-        if shell:
-            warnings += unrunnable_warnings(shell, reach(settings.sandbox, settings.kubernetes))
     for warning in warnings + replay_warnings(settings.intake):
         typer.echo(f"warning: {warning}", err=True)
+    if settings.agent.enabled:  # a shell step no sandbox can run here: said now, not at 3 a.m.
+        from guard.app.capabilities import unrunnable_here
+
+        for warning in unrunnable_here(settings, books, skills):
+            typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(
         f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "

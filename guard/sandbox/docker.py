@@ -73,7 +73,6 @@ from guard.sandbox.engine import (
     process_started,
     pump_exec_stream,
     reap_orphans,
-    stdin_in_env,
     translate,
 )
 
@@ -295,6 +294,8 @@ class DockerSandbox:
         abort: threading.Event,
     ) -> ExecResult:
         if stdin is not None and str(self.api.base_url).startswith("https://"):
+            from guard.sandbox.tls_input import stdin_in_env
+
             cmd, carried = stdin_in_env(cmd, stdin)  # no half-close over TLS: see there
             env, stdin = {**env, **carried}, None
         environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]

@@ -69,31 +69,6 @@ def translate(exc: Exception, image: str = "", network: str | None = None) -> Sa
     return SandboxError(f"docker engine refused a sandbox operation: {detail}")
 
 
-STDIN_ENV = "GUARD_STDIN"
-STDIN_ENV_MAX = 120_000  # bytes: under Linux's 128 KiB limit on one environment string
-
-
-def stdin_in_env(cmd: list[str], stdin: bytes) -> tuple[list[str], dict[str, str]]:
-    """``cmd`` reading ``stdin`` from the environment, for an engine reached over TLS.
-
-    A command's input ends when the client half-closes the exec socket; Python's ``ssl`` has no
-    half-close (Go's ``CloseWrite``, what the docker CLI does), and shutting the write side
-    tears TLS down, so the command's output would be lost. The input travels as ``GUARD_STDIN``
-    instead, piped in by ``sh`` and unset before the command starts.
-    """
-    if len(stdin) > STDIN_ENV_MAX or b"\0" in stdin:
-        raise SandboxError(
-            f"a command's input over a TLS engine (DOCKER_HOST=tcp://...) must be text under "
-            f"{STDIN_ENV_MAX} bytes (got {len(stdin)}): put larger input in a granted mount"
-        )
-    try:
-        text = stdin.decode()
-    except UnicodeDecodeError:
-        raise SandboxError("a command's input over a TLS engine must be UTF-8 text") from None
-    pipe = f'printf %s "${STDIN_ENV}" | {{ unset {STDIN_ENV}; exec "$@"; }}'
-    return ["sh", "-c", pipe, "sh", *cmd], {STDIN_ENV: text}
-
-
 def process_started(pid: int) -> str:
     """When process ``pid`` started (clock ticks since boot, from /proc), or "" if unknown."""
     try:
