@@ -86,19 +86,27 @@ NEEDS: dict[str, Callable[[Here], str | None]] = {
 }
 
 
+def _cut(command: str, limit: int = 80) -> str:
+    """A step's command on one line, as much as a warning needs to name it."""
+    line = " ".join(command.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def shell_steps(books: Iterable[Playbook], skills: Iterable[Skill]) -> dict[str, list[str]]:
     """Where a shell command is configured to run: a skill's file (or a playbook) -> its steps."""
     found: dict[str, list[str]] = {}
     for book in books:
         for i, diag in enumerate(book.diagnostics):
             if (run := getattr(diag, "run", None)) is not None:
-                found.setdefault(f"playbook {book.name}", []).append(f"diagnostics[{i}]: {run}")
+                found.setdefault(f"playbook {book.name}", []).append(
+                    f"diagnostics[{i}]: {_cut(run)}"
+                )
     for skill in skills:
         where = f"skill {skill.meta.name} ({display_path(skill.path / 'skill.yaml')})"
         for part in ("diagnostics", "steps"):
             for i, step in enumerate(getattr(skill.spec, part)):
                 if step.run is not None:
-                    found.setdefault(where, []).append(f"{part}[{i}]: run {step.run}")
+                    found.setdefault(where, []).append(f"{part}[{i}]: run {_cut(step.run)}")
     return found
 
 
