@@ -26,7 +26,7 @@ def _client() -> Any:
     try:
         return docker_client(Timeouts.call)
     except DockerException as exc:
-        raise ActionError(f"cannot reach the Docker engine: {exc}") from None
+        raise ActionError(str(exc)) from None  # names DOCKER_HOST and the fix
 
 
 class _DockerAction(ABC):

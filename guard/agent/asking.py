@@ -17,6 +17,7 @@ from loguru import logger
 from sqlmodel import col, select
 
 from guard.agent import policy
+from guard.agent.fixforms import fix_forms
 from guard.agent.tools import Proposal
 from guard.config import Settings
 from guard.domain.records import utcnow
@@ -87,6 +88,8 @@ class Asker:
                 f"{proposal.model} proposes the command shown (the first option; it runs "
                 f"only if you approve it). {question}"
             )
+        forms = await asyncio.to_thread(fix_forms, self.settings)
+        question = forms.question(question)  # offers only what can run here
         names = policy.options_shown(proposal is not None, options)
         extra: dict[str, Any] = {"proposal": proposal.as_dict()} if proposal else {}
         inc = self.lifecycle.move(incident_id, to, question, asked=True, options=names, **extra)
@@ -119,6 +122,7 @@ class Asker:
             ack_id=self.new_approval(incident_id, "ack") if self.settings.escalation.active else "",
             question=question,
             url=self.settings.incident_url(incident_id),
+            fix_hint=forms.hint,
         )
         self.lifecycle.note(incident_id, "asked_human", question, options=names, escalated=escalate)
         try:

@@ -11,6 +11,7 @@ the agent's own work on the same incident.
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from loguru import logger
@@ -291,5 +292,13 @@ class HumanAnswers:
         step = fix_step(
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
         )
+        if step.run is not None:  # a shell fix: refused at once where no sandbox can run it
+            from guard.agent.fixforms import fix_forms
+
+            forms = await asyncio.to_thread(fix_forms, self.settings)
+            if not forms.shell:
+                self.lifecycle.note(cmd.incident_id, "fix_refused", forms.refusal(), fix=fix)
+                self.finish(cmd, Failed, forms.refusal())
+                return
         settled = await self.remediator.run_fix(cmd.incident_id, step, fix=fix, actor=cmd.actor)
         self.finish(cmd, Done if settled.verified else Failed, settled.message)

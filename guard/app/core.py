@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 EventHook = Callable[[list[IncidentEvent]], Any]
 QUIET_TICK = 1.0  # seconds between triage's sweeps while no monitor reports anything
+CAPABILITIES_EVERY = 60.0  # seconds between looks at what works here (``/readyz``)
 
 
 def redact_observation(obs: Observation) -> Observation:
@@ -94,6 +95,7 @@ class Guard:
         self._agent = agent
         self.quiet: QuietNotifier | None = None  # around the agent's notifier, built with it
         self.leadership = cluster.for_settings(settings, self.db)
+        self.capabilities: list[dict[str, Any]] = []  # what works here (guard.app.capabilities)
 
     @property
     def agent(self) -> Agent:
@@ -101,6 +103,18 @@ class Guard:
         if self._agent is None:
             self._agent, self.quiet = build_agent(self.settings, self.db, self.playbooks)
         return self._agent
+
+    async def refresh_capabilities(self, *, warn: bool = False) -> None:
+        """Look again at what works here (``/readyz``); with ``warn`` (at start, once), log a
+        warning per skill or playbook whose shell steps cannot run here."""
+        from guard.app.capabilities import snapshot
+
+        skills = self.agent.library.skills if self.heal else []
+        self.capabilities, warnings = await asyncio.to_thread(
+            snapshot, self.settings, self.playbooks, skills
+        )
+        for warning in warnings if warn else []:
+            logger.warning(warning)
 
     async def release_held(self) -> list[int]:
         """The leader's quiet-hours job: ask the questions the agent's quiet hours held once
@@ -280,6 +294,7 @@ class Guard:
             {
                 "playbooks:watch": (self.reload_playbooks, self.settings.playbooks_watch_every),
                 "triage:quiet": (self._tick_triage, QUIET_TICK),
+                "capabilities": (self.refresh_capabilities, CAPABILITIES_EVERY),
             },
         )
         from guard.notify import build_gateway
@@ -300,6 +315,7 @@ class Guard:
             self.intake.put_nowait(Observation(skill_invalid_signals(self.agent.library), {}))
         self.monitoring.follow_all()
         self.intake.put_nowait(self.reloader.valid_signals())
+        await self.refresh_capabilities(warn=True)
         logger.info(
             "guard running: {} monitors ({} streaming), agent {}",
             len(self.monitors),

@@ -64,6 +64,11 @@ def check_config(config: str | None = ConfigOption) -> None:
     warnings += probe_warnings(settings.probes, probing)
     for warning in warnings + replay_warnings(settings.intake):
         typer.echo(f"warning: {warning}", err=True)
+    if settings.agent.enabled:  # a shell step no sandbox can run here: said now, not at 3 a.m.
+        from guard.app.capabilities import unrunnable_here
+
+        for warning in unrunnable_here(settings, books, skills):
+            typer.echo(f"warning: {warning}", err=True)
     monitors = sum(len(b.monitors) for b in books)
     out.print(
         f"config ok: {len(books)} playbook(s), {monitors} monitor(s) "

@@ -24,6 +24,11 @@ VERBS: dict[str, tuple[str, str]] = {
         "guard.cli.config_cmd",
         "Validate the config, every playbook and every skill; exit 2 naming each problem.",
     ),
+    "doctor": (
+        "guard.cli.doctor",
+        "Say what works here: monitors, sandbox, probes, actions, channels, model; exit 1 if\n"
+        "something configured cannot work.",
+    ),
     "run": ("guard.cli.run", "Watch everything the playbooks name, and handle what goes wrong."),
     "approve": (
         "guard.cli.human",

@@ -34,10 +34,12 @@ from guard.monitors.docker_restarts import (
     still_that_start,
 )
 from guard.playbooks.models import DockerMonitorSpec
-from guard.util.docker_client import Timeouts, docker_client
+from guard.util.docker_client import EngineUnreachable, Timeouts, docker_client
 
 
 def _engine_error(exc: Exception) -> MonitorError:
+    if isinstance(exc, EngineUnreachable):  # it names DOCKER_HOST and the fix for its kind
+        return MonitorError(str(exc))
     return MonitorError(
         f"cannot reach the Docker engine: {exc} (is dockerd running and "
         "/var/run/docker.sock mounted? see docs/DEPLOY.md)"

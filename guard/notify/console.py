@@ -98,8 +98,7 @@ class ConsoleNotifier:
         for opt in request.options:
             lines += option_lines(request.incident_id, opt)
         lines.append(
-            f"  fix:      guard reply {request.incident_id} -- COMMAND  "
-            "(a shell command for the sandbox, or an action like docker.restart NAME)"
+            f"  fix:      guard reply {request.incident_id} -- COMMAND  ({request.fix_hint})"
         )
         lines.append(f"  deny:     guard deny {request.incident_id}")
         if request.url:

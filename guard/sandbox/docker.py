@@ -293,6 +293,11 @@ class DockerSandbox:
         stdin: bytes | None,
         abort: threading.Event,
     ) -> ExecResult:
+        if stdin is not None and str(self.api.base_url).startswith("https://"):
+            from guard.sandbox.tls_input import stdin_in_env
+
+            cmd, carried = stdin_in_env(cmd, stdin)  # no half-close over TLS: see there
+            env, stdin = {**env, **carried}, None
         environment = [f"{k}={v}" for k, v in {**env, **self._secrets}.items()]
         for attempt in (1, 2):
             cid = self._ensure()

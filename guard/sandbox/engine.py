@@ -44,11 +44,8 @@ def connect(timeout: float = Timeouts.sandbox) -> docker.DockerClient:
     """A client for the engine named by ``DOCKER_HOST`` (default: the local socket)."""
     try:
         client: docker.DockerClient = docker_client(timeout)
-    except EngineUnreachable as exc:
-        raise SandboxError(
-            f"cannot reach the Docker engine ({exc}): start it, or point DOCKER_HOST at it and "
-            "make sure Guard may use its socket"
-        ) from None
+    except EngineUnreachable as exc:  # it names DOCKER_HOST and the fix for its kind
+        raise SandboxError(str(exc)) from None
     return client
 
 

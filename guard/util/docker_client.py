@@ -5,6 +5,13 @@ fast, an action may wait for a container's stop grace, an image import may take 
 The API version is negotiated with the engine once per ``DOCKER_HOST``; a later client that pings
 the engine reuses it, so a client for one action or one verification costs one ``/_ping`` (which
 still tells an unreachable engine at once), not a ``/version`` and a ping.
+
+The engine is docker's own environment's, read by the SDK (``docker.from_env``): ``DOCKER_HOST``
+as ``unix://``, ``tcp://`` (with ``DOCKER_TLS_VERIFY`` and ``DOCKER_CERT_PATH``: a remote engine
+over TLS) or ``ssh://user@host`` (docker-py needs ``paramiko`` for it, not installed with
+Guard); every client Guard makes comes from here, so monitors, actions
+and sandboxes reach the same engine. ``EngineUnreachable`` names that engine and the likely fix
+for its kind of address (docs/SANDBOX.md, "A remote engine").
 """
 
 from __future__ import annotations
@@ -12,8 +19,10 @@ from __future__ import annotations
 import os
 from enum import IntEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 import docker
+from docker.constants import DEFAULT_DOCKER_API_VERSION
 from docker.errors import DockerException
 
 
@@ -33,17 +42,80 @@ class EngineUnreachable(DockerException):  # type: ignore[misc]
     """The engine named by ``DOCKER_HOST`` (default: the local socket) did not answer."""
 
 
+DEFAULT_HOST = "unix:///var/run/docker.sock"
+
+
+def engine_address() -> str:
+    """Where the engine is: ``DOCKER_HOST``, or the local socket docker-py defaults to."""
+    return os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+
+
+def _hint(host: str, detail: str) -> str:
+    """What to do about an engine at ``host`` that failed with ``detail``."""
+    tls = os.environ.get("DOCKER_TLS_VERIFY") or os.environ.get("DOCKER_CERT_PATH")
+    if tls or "ssl" in detail.lower() or "certificate" in detail.lower():
+        return (
+            "check DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem: a client certificate signed by "
+            "the CA the engine trusts) and DOCKER_TLS_VERIFY=1 (docs/SANDBOX.md, A remote engine)"
+        )
+    if host.startswith("tcp://"):
+        return (
+            "is the engine (or the socket proxy) listening there? An engine on another machine "
+            "demands TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to its client "
+            "certificates (docs/SANDBOX.md, A remote engine)"
+        )
+    if host.startswith("ssh://") and "paramiko" in detail:
+        return (
+            "ssh:// needs the paramiko package, which Guard does not install: add it to Guard's "
+            "environment (pip install paramiko), or reach the engine over tcp:// with TLS "
+            "(docs/DEPLOY.md, A remote engine over TLS)"
+        )
+    if host.startswith("ssh://"):
+        where = urlsplit(host)
+        port = f"-p {where.port} " if where.port else ""
+        login = f"{where.username}@{where.hostname}" if where.username else where.hostname
+        return (
+            f"check that `ssh {port}{login} docker version` works here without a prompt (a key "
+            "in ssh-agent or ~/.ssh/config; docs/SANDBOX.md, A remote engine)"
+        )
+    return "start it, or point DOCKER_HOST at it and make sure Guard may use its socket"
+
+
+def unreachable(exc: BaseException) -> EngineUnreachable:
+    """The error for an engine that did not answer: where it was looked for, and the fix."""
+    host = engine_address()
+    shown = host if os.environ.get("DOCKER_HOST") else f"{host} (the default)"
+    detail = str(exc) or type(exc).__name__
+    return EngineUnreachable(
+        f"cannot reach the Docker engine at DOCKER_HOST={shown} ({detail}): {_hint(host, detail)}"
+    )
+
+
+def _client(timeout: float, version: str) -> Any:
+    """A client of ``version`` (no request made yet), its session fit for the engine."""
+    client = docker.from_env(timeout=int(timeout), version=version)
+    if isinstance(client.api.verify, str):  # DOCKER_CERT_PATH's ca.pem: the engine's CA
+        # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE replace a session's CA file
+        # (psf/requests#3829): the engine's certificate would be checked against the public
+        # CAs and refused. Nothing else of the environment applies to the engine.
+        client.api.trust_env = False
+    return client
+
+
 def docker_client(timeout: Timeouts | float = Timeouts.call, *, ping: bool = True) -> Any:
     """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer."""
-    host = os.environ.get("DOCKER_HOST", "")
+    host = engine_address()
     try:
         known = _versions.get(host) if ping else None  # without a ping: /version checks
-        client = docker.from_env(timeout=int(timeout), version=known)
+        client = _client(timeout, known or DEFAULT_DOCKER_API_VERSION)
+        if known is None:  # what version="auto" does, on a session that trusts the engine's CA
+            found = str(client.api.version(api_version=False)["ApiVersion"])
+            if found != client.api.api_version:
+                client.close()
+                client = _client(timeout, found)
         _versions[host] = client.api.api_version
         if ping:
             client.ping()
-    except DockerException as exc:
-        raise EngineUnreachable(str(exc)) from exc
     except Exception as exc:  # requests' connection errors when the socket is not there
-        raise EngineUnreachable(str(exc)) from exc
+        raise unreachable(exc) from exc
     return client

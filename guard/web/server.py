@@ -9,7 +9,8 @@
 - ``/readyz`` (readiness): the runtime has started and every enabled monitor is on the check
   schedule (``guard.app.checks``); a standby: it has started and waits to lead. 503 before that,
   after shutdown begins, and once a leader is deposed. It says the ``role``: leader or standby;
-  the replica id, fencing token and monitors only to a client on loopback (the port listens on
+  the replica id, fencing token, monitors and ``capabilities`` (what works here: ``guard
+  doctor``'s list, refreshed every minute) only to a client on loopback (the port listens on
   every interface by default), not to one an unlisted proxy relayed (``X-Forwarded-For``).
 - ``/metrics``: ``guard.telemetry.metrics.REGISTRY`` in Prometheus' text format.
 - ``POST /hooks/<id>``: the ``intake:`` sources (``guard.hooks``).
@@ -265,6 +266,8 @@ class WebServer:
                 "fencing_token": leadership.token,
                 "monitors": len(self.guard.monitors),
                 "unscheduled": missing,
+                # what works here (guard.app.capabilities), looked at on a timer, not now
+                "capabilities": list(getattr(self.guard, "capabilities", [])),
             }
         return _json(200 if ready else 503, body)
 

@@ -1,7 +1,8 @@
 """The ``SandboxPool`` port's contract, stated once and run against every backend.
 
 Every backend (``sandbox.backend``: ``docker`` on the real engine with the offline-built busybox
-image, ``local`` as plain subprocesses) keeps what ``guard.sandbox.base`` promises: a failing
+image, and on the same engine as a remote one over TLS (``docker-tls``: tests/fakes/docker_tls.py),
+``local`` as plain subprocesses) keeps what ``guard.sandbox.base`` promises: a failing
 command is a fact in its ``ExecResult``, never an exception; the time limit ends the command and
 every process it started; output is capped and granted secrets are redacted; one warm sandbox per
 incident, rebuilt when its grants change, serving one command at a time; ``release`` and
@@ -22,6 +23,7 @@ import secrets
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import Sandbox, SandboxGrants, SandboxPool, WarmSandboxPool
 from guard.sandbox.base import TIMEOUT_EXIT_CODE
+from tests.fakes.docker_tls import tls_engine, tls_environ
 from tests.helpers.images import ensure_busybox_image
 from tests.helpers.sandbox import BUSYBOX_IMAGE, TEST_PREFIX
 
@@ -63,10 +66,25 @@ def contract_engine() -> Iterator[Any]:
     client.close()
 
 
-def _docker(request: pytest.FixtureRequest, token: str) -> Backend:
+@pytest.fixture(scope="module")
+def tls_contract_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The same engine as a remote one: over TLS with client certificates, found from docker's
+    own variables (``DOCKER_HOST``, ``DOCKER_TLS_VERIFY``, ``DOCKER_CERT_PATH``)."""
+    from guard.sandbox.docker import connect
+
+    with tls_engine(tmp_path_factory.mktemp("tls")) as engine, pytest.MonkeyPatch.context() as env:
+        for name, value in tls_environ(engine).items():
+            env.setenv(name, value)
+        client = connect(timeout=300)
+        ensure_busybox_image(client, BUSYBOX_IMAGE)
+        yield client
+        client.close()
+
+
+def _docker(request: pytest.FixtureRequest, token: str, engine: str = "contract_engine") -> Backend:
     from guard.sandbox.docker import LABEL_INCIDENT
 
-    client = request.getfixturevalue("contract_engine")
+    client = request.getfixturevalue(engine)
     settings = SandboxSettings(image=BUSYBOX_IMAGE, timeout=20, output_limit=LIMIT, pids=PIDS)
 
     def containers(incident_id: str) -> list[str]:
@@ -89,6 +107,9 @@ def _local(request: pytest.FixtureRequest, token: str) -> Backend:
 
 
 DOCKER = pytest.param(_docker, id="docker", marks=pytest.mark.docker)
+DOCKER_TLS = pytest.param(
+    partial(_docker, engine="tls_contract_engine"), id="docker-tls", marks=pytest.mark.docker
+)
 LOCAL = pytest.param(_local, id="local")
 
 
@@ -101,14 +122,14 @@ async def _opened(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         await made.pool.close()
 
 
-@pytest.fixture(params=[DOCKER, LOCAL])
+@pytest.fixture(params=[DOCKER, DOCKER_TLS, LOCAL])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """Every backend."""
     async for made in _opened(request):
         yield made
 
 
-@pytest.fixture(params=[DOCKER])
+@pytest.fixture(params=[DOCKER, DOCKER_TLS])
 async def isolating(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """The backends that isolate (``local`` isolates nothing: development only)."""
     async for made in _opened(request):

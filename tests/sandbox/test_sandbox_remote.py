@@ -1,0 +1,128 @@
+"""A remote engine (``DOCKER_HOST=tcp://...`` over TLS): reached with docker's own variables,
+and each way of getting it wrong is an error that names DOCKER_HOST and the fix.
+
+The engine is the local one behind a loopback TLS endpoint that demands a client certificate
+(tests/fakes/docker_tls.py); the sandbox contract suite runs whole over it too (``docker-tls`` in
+tests/contracts/test_sandbox_contract.py), and a real ``guard run`` heals through it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guard.domain.exceptions import SandboxError
+from guard.sandbox.docker import connect
+from tests.conftest import GuardHome
+from tests.fakes.docker_tls import TlsEngine, certificates, tls_engine, tls_environ
+from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[TlsEngine]:
+    with tls_engine(tmp_path / "certs") as engine:
+        yield engine
+
+
+def test_every_docker_client_reaches_a_tls_engine_from_dockers_variables(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from guard.actions.docker import _client
+    from guard.util.docker_client import Timeouts, docker_client
+
+    for name, value in tls_environ(remote).items():
+        monkeypatch.setenv(name, value)
+    for client in (connect(), docker_client(Timeouts.monitor), _client()):
+        assert client.api.base_url == f"https://127.0.0.1:{remote.port}"
+        assert client.ping()
+        client.close()
+
+
+def test_a_plain_client_is_refused_and_told_to_use_tls(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", remote.url)
+    monkeypatch.delenv("DOCKER_TLS_VERIFY", raising=False)
+    monkeypatch.delenv("DOCKER_CERT_PATH", raising=False)
+    with pytest.raises(SandboxError) as refused:
+        connect(timeout=10)
+    text = str(refused.value)
+    assert f"DOCKER_HOST={remote.url}" in text
+    assert "DOCKER_TLS_VERIFY=1" in text and "DOCKER_CERT_PATH" in text
+
+
+def test_a_certificate_from_another_ca_is_refused_naming_the_cert_path(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    stranger = certificates(tmp_path / "stranger", ca_name="someone-else")
+    (stranger.dir / "ca.pem").write_bytes((remote.certs.dir / "ca.pem").read_bytes())
+    for name, value in tls_environ(remote).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(stranger.dir))  # trusts the engine; not trusted
+    with pytest.raises(SandboxError) as refused:
+        connect(timeout=10)
+    text = str(refused.value)
+    assert f"DOCKER_HOST={remote.url}" in text and "DOCKER_CERT_PATH" in text
+    print(text)
+
+
+def test_a_cert_path_without_the_files_names_them(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name, value in tls_environ(remote).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path / "empty"))
+    with pytest.raises(SandboxError, match=r"DOCKER_CERT_PATH \(ca\.pem, cert\.pem, key\.pem"):
+        connect(timeout=10)
+
+
+def test_no_engine_at_all_names_the_default_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SandboxError, match=r"DOCKER_HOST=unix:///nonexistent/docker\.sock"):
+        connect(timeout=5)
+
+
+def test_guard_run_over_tls_heals_a_container_with_a_shell_diagnostic(
+    remote: TlsEngine, monkeypatch: pytest.MonkeyPatch, home: GuardHome, containers: Any
+) -> None:
+    labels = setup_docker_home(
+        home,
+        skills=["docker-start-exited"],
+        diagnostics=[{"run": "echo looking at {{ incident.target }} from $(hostname)"}],
+    )
+    victim = containers.run("victim", "sleep 600", labels=labels)  # made on the local socket
+    for name, value in tls_environ(remote).items():  # Guard sees only the remote engine
+        monkeypatch.setenv(name, value)
+    with guard_process(home):
+        victim.kill()
+        inc = wait_for(
+            lambda: find(home, target=victim.name, state="resolved"),
+            60,
+            "the skill to heal the victim through the TLS engine",
+        )
+    evidence = show(home, inc["id"])["details"]["evidence"]
+    assert f"looking at {victim.name} from" in evidence  # the shell diagnostic ran in a sandbox
+    victim.reload()
+    assert victim.status == "running"
+    doctor = home.cli("doctor", "--json", check=False)
+    caps = {c["name"]: c for c in json.loads(doctor.stdout)["capabilities"]}
+    assert caps["sandbox"]["state"] == "ok" and caps["actions docker.*"]["state"] == "ok"
+
+
+def test_an_ssh_engine_without_paramiko_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "ssh://guard@127.0.0.1:1")
+    with pytest.raises(SandboxError) as refused:
+        connect(timeout=5)
+    text = str(refused.value)
+    assert "DOCKER_HOST=ssh://guard@127.0.0.1:1" in text
+    assert "ssh:// needs the paramiko package" in text or "ssh -p 1 guard@127.0.0.1" in text
