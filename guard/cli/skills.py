@@ -170,7 +170,9 @@ def sync(config: str | None = ConfigOption) -> None:
         fail("skills.git_remote is not set: there is nothing to sync with")
     from guard.skills.remote import sync_now
 
-    result, _ = sync_now(settings, log=False)
+    with guarded():
+        db = database(settings)
+    result, _ = sync_now(settings, log=False, db=db)
     for note in result.notes:
         out.print(note, markup=False, highlight=False, soft_wrap=True)
     for error in result.errors:

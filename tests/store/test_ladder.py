@@ -14,9 +14,9 @@ from sqlalchemy import inspect
 
 from guard.store.db import open_database
 from tests.conftest import GuardHome
+from tests.helpers.agent import REPO
 from tests.store.test_upgrade_release import release_db
 
-REPO = Path(__file__).resolve().parents[2]
 SKILL = "docker-start-exited"
 RUNS = [  # (id, incident, status, started, finished), as the release wrote them
     (1, 1, "verified", "2026-12-05 10:00:00.000000", "2026-12-05 10:00:04.000000"),

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from guard.store.ladder import DEMOTED, LadderStep
 from guard.store.models import RemediationRun, RunStatus
-from tests.store.test_ladder import REPO
+from tests.helpers.agent import REPO
 from tests.store.test_report_daily import at, seed
 
 
