@@ -21,6 +21,7 @@ from sqlmodel import Session
 
 from guard.config.skills import SkillsSettings
 from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.skills.library import Skill
 from guard.skills.outcomes import Outcome, outcomes
 from guard.store import audit
@@ -101,6 +102,7 @@ def _record(
     row = LadderStep(skill=name, step=step, reason=reason, runs=[r.id for r in runs if r.id])
     session.add(row)
     session.flush()
+    reached("ladder.step")
     action = "skill.demoted" if step == DEMOTED else "skill.promotion_proposed"
     audit.append(
         session,
