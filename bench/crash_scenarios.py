@@ -331,7 +331,7 @@ class DockerExit(Scenario):
         "a watched container exits with code 3; the built-in trusted skill docker-start-exited "
         "starts it again (each start of the victim prints a line, counted in `docker logs`)"
     )
-    points = (
+    points: tuple[str, ...] = (
         "step.started",
         "step.ended",
         "remedy.before_verify",

@@ -145,8 +145,8 @@ def decide(
         if c.skill.runs_unasked and facts.demoted is None:  # trusted, not under review
             return RunSkill(c)
         runnable.append(c)
-    question = "".join(f"{d}. " for d in demoted)
-    question += ("; ".join(refused) + ". ") if refused else ""
+    question = ("; ".join(refused) + ". ") if refused else ""
+    question += "".join(f"{d}. " for d in demoted)
     question += "Approve a skill, or send a fix." if candidates else "No skill matches. Send a fix."
     guarded_by: Guarded | None = None
     if guards:

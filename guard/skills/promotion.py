@@ -74,7 +74,7 @@ def _send(
             trusted = _TRUST.sub("trust: trusted", text) if was else text + "\ntrust: trusted\n"
             (folder / "skill.yaml").write_text(trusted)
             commit = remote.git.commit_beside(folder, f"refs/heads/{branch}", _message(step))
-    remote._push(f"refs/heads/{branch}:refs/heads/{branch}")
+    remote.git.run("push", "--porcelain", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
     link = branch
     if remote.mode == "pr":
         title = _message(step).split("\n")[0]

@@ -144,7 +144,7 @@ def test_a_blocked_skill_escalates_and_names_the_breaker() -> None:
     assert d.question.startswith("skill restart is disabled for api-1: 2 failed runs in a row")
 
 
-def test_a_demoted_trusted_skill_is_asked_for_with_the_reason_first() -> None:
+def test_a_demoted_trusted_skill_is_asked_for_with_the_reason() -> None:
     why = "skill restart was demoted to approval after 2 failed verifications in a row: ..."
     d = policy.decide(
         Inc(), [cand("restart", trust="trusted")], {"restart": SkillHistory(demoted=why)}

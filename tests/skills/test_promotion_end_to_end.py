@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 
 import pytest
 import yaml
@@ -75,11 +76,9 @@ def test_three_heals_propose_a_promotion_merged_it_runs_unasked_then_two_failure
     with guard_process(home):
         for n in (1, 2, 3):  # asked each time; an approver approves the skill; it heals
             fault(home, victim, last)
-            last = wait_for(
-                lambda n=n: find(home, id=n, state="awaiting_human"), 60, f"question #{n}"
-            )
+            last = wait_for(partial(find, home, id=n, state="awaiting_human"), 60, f"#{n} asked")
             home.cli("approve", str(n), "--skill", SKILL)
-            wait_for(lambda n=n: find(home, id=n, state="resolved"), 60, f"#{n} resolved")
+            wait_for(partial(find, home, id=n, state="resolved"), 60, f"#{n} resolved")
         [(step, reason)] = db_rows(home, "select step, reason from skill_ladder")
         assert step == "proposed" and reason.startswith("3 verified recoveries since")
         wait_for(lambda: git("branch", "--list", BRANCH, cwd=bare), 30, "the promotion branch")
