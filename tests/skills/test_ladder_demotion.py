@@ -20,7 +20,7 @@ from tests.helpers.agent import (
     wait_for,
 )
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]  # slow on a loaded machine
 
 
 def test_a_trusted_skill_that_fails_twice_is_demoted_and_the_next_fault_asks_at_once(
