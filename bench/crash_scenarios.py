@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
+from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.crash_checks import (
@@ -330,7 +331,7 @@ class DockerExit(Scenario):
         "a watched container exits with code 3; the built-in trusted skill docker-start-exited "
         "starts it again (each start of the victim prints a line, counted in `docker logs`)"
     )
-    points = (
+    points: tuple[str, ...] = (
         "step.started",
         "step.ended",
         "remedy.before_verify",
@@ -338,6 +339,13 @@ class DockerExit(Scenario):
         "verify.before_state",
         "incident.resolving",
     )
+
+    # each start prints a line (``docker logs`` keeps every run's); /ok survives a restart
+    command = "echo start; [ -f /ok ] && exec sleep 3600; touch /ok; sleep 2; exit 3"
+    container = "guard-crash-victim"
+
+    def tune(self, skill: Path) -> None:
+        """Change the copied skill's folder (a scenario built on this one)."""
 
     def setup(self, run: Run) -> None:
         import shutil
@@ -348,13 +356,13 @@ class DockerExit(Scenario):
             REPO / "skills" / "docker-start-exited",
             run.home.root / "skills" / "docker-start-exited",
         )
+        self.tune(run.home.root / "skills" / "docker-start-exited")
         run.home.write_config(telegram_config(run))
         run.notes["client"] = client
-        # each start prints a line (``docker logs`` keeps every run's); /ok survives a restart
         run.notes["victim"] = client.containers.create(
             image,
-            ["sh", "-c", "echo start; [ -f /ok ] && exec sleep 3600; touch /ok; sleep 2; exit 3"],
-            name=f"guard-crash-victim-{label}",
+            ["sh", "-c", self.command],
+            name=f"{self.container}-{label}",
             labels={"guard.crash.watch": label, "guard.test": "1"},
             network_mode="none",
             user="0",  # to write /ok in its own filesystem

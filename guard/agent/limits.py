@@ -17,6 +17,7 @@ from guard.agent.policy import SkillHistory
 from guard.domain.records import utcnow
 from guard.skills.library import Candidate
 from guard.skills.model import Limits
+from guard.store.ladder import DEMOTED, open_step
 from guard.store.models import RemediationRun, RunStatus, SkillBlock
 
 
@@ -37,9 +38,11 @@ def history(session: Session, candidates: list[Candidate], target: str) -> dict[
     out: dict[str, SkillHistory] = {}
     for c in candidates:
         block = blocked(session, c.skill.name, target)
+        demoted = open_step(session, c.skill.name, DEMOTED)
         out[c.skill.name] = SkillHistory(
             runs_in_window=runs_in_window(session, c.skill.name, target, c.skill.spec.limits),
             blocked=block.reason if block is not None else None,
+            demoted=demoted.reason if demoted is not None else None,
         )
     return out
 

@@ -45,6 +45,8 @@ class SkillHistory:
     """Runs started within the skill's ``limits.window``."""
     blocked: str | None = None
     """Why the circuit breaker disabled it for the target (None: it is not disabled)."""
+    demoted: str | None = None
+    """Why its verdicts demoted it to approval (``guard.skills.ladder``; None: they did not)."""
 
 
 @dataclass(frozen=True)
@@ -130,16 +132,21 @@ def decide(
     refused: list[str] = []
     guards: set[Guarded] = set()
     runnable: list[Candidate] = []  # what a human may still approve
+    demoted: list[str] = []  # why a trusted skill must be asked for now
     for c in candidates:
-        why = refusal(c.skill, incident.target, history.get(c.skill.name, SkillHistory()))
+        facts = history.get(c.skill.name, SkillHistory())
+        if facts.demoted is not None:
+            demoted.append(facts.demoted)
+        why = refusal(c.skill, incident.target, facts)
         if why is not None:
             guards.add(why[0])
             refused.append(why[1])
             continue
-        if c.skill.runs_unasked:  # trusted, and not under review
+        if c.skill.runs_unasked and facts.demoted is None:  # trusted, not under review
             return RunSkill(c)
         runnable.append(c)
     question = ("; ".join(refused) + ". ") if refused else ""
+    question += "".join(f"{d}. " for d in demoted)
     question += "Approve a skill, or send a fix." if candidates else "No skill matches. Send a fix."
     guarded_by: Guarded | None = None
     if guards:

@@ -23,6 +23,7 @@ from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.playbooks.models import Playbook
 from guard.sandbox.base import SandboxGrants
+from guard.skills import ladder
 from guard.skills.library import Skill, SkillLibrary
 from guard.skills.model import Step
 from guard.store.db import Database
@@ -155,7 +156,7 @@ class Remediator:
         verified, reason = await self.runner.execute(run, inc, skill, self.grants_for(inc, skill))
         self.holding.ended(run_id)  # its verification ended: the settle period starts
         reached("verify.before_state")
-        run = self._finish(run_id, verified, reason)
+        run = self._finish(run_id, verified, reason, skill)
         record_remediation(self.runner.outcome(run_id, verified))
         return await self.settle(run, inc)
 
@@ -167,6 +168,7 @@ class Remediator:
         verified, reason = run.status == RunStatus.verified, run.message
         if run.origin == RunOrigin.skill:
             self.trajectories.settle(inc.id, verified=verified, skill=run.skill)
+            self._climbed(inc.id, run)
             if not verified:
                 self._failed(inc, run, reason)
                 return Settled(False, f"skill {run.skill} did not cure it: {reason}", None)
@@ -175,7 +177,10 @@ class Remediator:
             self.trajectories.settle(inc.id, verified=verified, skill=settled.skill)
         return settled
 
-    def _finish(self, run_id: int, verified: bool, reason: str) -> RemediationRun:
+    def _finish(
+        self, run_id: int, verified: bool, reason: str, skill: Skill | None
+    ) -> RemediationRun:
+        """Store the verdict, and the ladder step it causes, in one transaction."""
         with self.db.session() as session:
             run = session.get(RemediationRun, run_id)
             assert run is not None
@@ -183,7 +188,16 @@ class Remediator:
             run.finished_at = utcnow()
             run.message = reason
             session.add(run)
+            reached("verdict.stored")
+            ladder.after_verdict(session, run, skill, self.settings.skills)
             return run
+
+    def _climbed(self, incident_id: int, run: RemediationRun) -> None:
+        """Note on the incident the ladder step this run's verdict caused, if any."""
+        with self.db.session() as session:
+            step = ladder.caused_by(session, run)
+        if step is not None:
+            self.lifecycle.note(incident_id, f"skill_{step.step}", step.reason, skill=run.skill)
 
     def _failed(self, inc: Incident, run: RemediationRun, reason: str) -> None:
         """A skill did not cure the incident: note it; trip the breaker after N in a row."""

@@ -144,7 +144,7 @@ class Housekeeping:
             return
         from guard.skills.remote import sync_now
 
-        _, signals = await asyncio.to_thread(sync_now, self.settings)
+        _, signals = await asyncio.to_thread(sync_now, self.settings, db=self.db)
         await self._put(Observation(signals, {}))
 
     async def anchor(self) -> None:

@@ -10,7 +10,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from guard.cli.common import ConfigOption, err, fail, guarded, out, settings_from
+from guard.cli.common import ConfigOption, database, err, fail, guarded, out, settings_from
+from guard.config import Settings
 from guard.skills.library import Skill, load_library
 from guard.util.textsafe import printable
 
@@ -24,13 +25,33 @@ def review_of(skill: Skill) -> str:
     return "merged" if skill.review is not None and skill.review.status == "merged" else "direct"
 
 
-def skill_dict(skill: Skill) -> dict[str, Any]:
+def records(settings: Settings, skills: list[Skill]) -> dict[str, dict[str, Any]]:
+    """Each skill's outcomes and standing on the ladder, read from the store."""
+    from guard.skills.ladder import describe
+
+    db = database(settings, read_only=True)
+    try:
+        with db.session() as session:
+            found = describe(session, skills, settings.skills)
+    finally:
+        db.dispose()
+    return {
+        name: {**standing.as_dict(), "outcomes": out.as_dict(), "summary": out.summary()}
+        for name, (out, standing) in found.items()
+    }
+
+
+def skill_dict(skill: Skill, record: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON of ``skills list|show``: ``trust`` is the effective one (a demotion's
+    ``approval``); ``trust_file`` is what skill.yaml says."""
     spec = skill.spec
     review = skill.review
+    record = record or {}
     return {
         "name": skill.name,
         "description": skill.description,
-        "trust": spec.trust,
+        "trust": record.get("trust", spec.trust),
+        "trust_file": spec.trust,
         "origin": spec.origin,
         "path": str(skill.path),
         "triggers": [t.model_dump(exclude_none=True) for t in spec.triggers],
@@ -40,6 +61,10 @@ def skill_dict(skill: Skill) -> dict[str, Any]:
         "review": review_of(skill),
         "branch": review.branch if review else None,
         "url": review.url if review else None,
+        "outcomes": record.get("outcomes"),
+        "demoted": record.get("demoted"),
+        "promotion": record.get("promotion"),
+        "stale": record.get("stale", False),
     }
 
 
@@ -56,13 +81,15 @@ def list_skills(
             f"skill {name} is quarantined (does not load; `guard check-config` says why)",
             markup=False,
         )
+    with guarded():
+        found = records(settings, skills)
     if as_json:
-        typer.echo(json.dumps([skill_dict(s) for s in skills], indent=2))
+        typer.echo(json.dumps([skill_dict(s, found[s.name]) for s in skills], indent=2))
         return
     if not skills:
         out.print(f"no skills in {settings.skills_dir}")
         return
-    table = Table("name", "trust", "origin", "review", "triggers", box=None)
+    table = Table("name", "trust", "origin", "review", "runs", "triggers", box=None)
     for s in skills:
         triggers = "; ".join(
             ", ".join(
@@ -71,17 +98,30 @@ def list_skills(
             for t in s.spec.triggers
         )
         review = review_of(s) + (f" {s.review.link}" if s.pending and s.review else "")
+        rec = found[s.name]
+        trust = rec["trust"] + (" (demoted)" if rec["demoted"] else "")
+        o = rec["outcomes"]
+        runs = f"{o['verified']}/{o['runs']} verified, {o['reversals']} reversed"
+        runs += ", stale" if rec["stale"] else ""
+        runs += ", promotion proposed" if rec["promotion"] else ""
         table.add_row(
-            s.name, s.spec.trust, s.spec.origin, Text(printable(review)), Text(printable(triggers))
+            s.name,
+            trust,
+            s.spec.origin,
+            Text(printable(review)),
+            runs,
+            Text(printable(triggers)),
         )
     out.print(table)
 
 
 @app.command("show")
 def show(
-    name: str = typer.Argument(..., metavar="NAME"), config: str | None = ConfigOption
+    name: str = typer.Argument(..., metavar="NAME"),
+    as_json: bool = typer.Option(False, "--json", help="Print it as a JSON object."),
+    config: str | None = ConfigOption,
 ) -> None:
-    """Show a skill: its SKILL.md, skill.yaml and git history."""
+    """Show a skill: its SKILL.md, skill.yaml, outcomes and git history."""
     settings = settings_from(config, logging=False)
     with guarded():
         skill = next(
@@ -94,9 +134,21 @@ def show(
         )
     if skill is None:
         fail(f"no skill named {name!r} (see `guard skills list`)")
+    with guarded():
+        rec = records(settings, [skill])[skill.name]
+    if as_json:
+        typer.echo(json.dumps(skill_dict(skill, rec), indent=2))
+        return
     out.print(printable((skill.path / "SKILL.md").read_text()), markup=False, highlight=False)
     out.print("--- skill.yaml", markup=False)
     out.print(printable((skill.path / "skill.yaml").read_text()), markup=False, highlight=False)
+    out.print("--- outcomes", markup=False)
+    lines = [f"trust: {rec['trust']}; {rec['summary']}"]
+    lines += [f"{k}: {printable(rec[k])}" for k in ("demoted", "promotion") if rec[k]]
+    for line in lines:
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if rec["stale"]:
+        out.print(f"stale: unused for {settings.skills.stale_after / 86400:g} days", markup=False)
     log = subprocess.run(
         ["git", "log", "--format=%h %ad %s", "--date=short", "--", "."],
         cwd=skill.path,
@@ -118,7 +170,9 @@ def sync(config: str | None = ConfigOption) -> None:
         fail("skills.git_remote is not set: there is nothing to sync with")
     from guard.skills.remote import sync_now
 
-    result, _ = sync_now(settings, log=False)
+    with guarded():
+        db = database(settings)
+    result, _ = sync_now(settings, log=False, db=db)
     for note in result.notes:
         out.print(note, markup=False, highlight=False, soft_wrap=True)
     for error in result.errors:

@@ -50,6 +50,19 @@ class SkillsSettings(Section):
         "<host>/api/v1)",
     )
 
+    demote_after: int = Field(
+        default=2, ge=1, description="failed verifications in a row that drop a skill to approval"
+    )
+    promote_after: int = Field(
+        default=3, ge=1, description="verified recoveries before Guard proposes trust: trusted"
+    )
+    promote_window: Duration = Field(
+        default=30 * 86400.0, description="no reversal within this long, to propose a promotion"
+    )
+    stale_after: Duration = Field(
+        default=90 * 86400.0, description="a skill unused this long is listed as stale"
+    )
+
     @field_validator("git_remote")
     @classmethod
     def _remote(cls, value: str | None, info: ValidationInfo) -> str | None:

@@ -32,6 +32,8 @@ POINTS: dict[str, str] = {
     "remedy.before_verify": "the remedy ran; its verify step has not started",
     "verify.during": "verify: one check ran, the verdict is not stored",
     "verify.before_state": "the run is verified, before the run and incident are settled",
+    "verdict.stored": "the run's verdict is in its transaction; its ladder step not yet",
+    "ladder.step": "a demotion or a proposal is in its verdict's transaction, not audited",
     "learning.files_written": "learning: the skill's files are written, not committed",
     "learning.committed": "learning: the skill is committed, the incident not resolved",
     "outbox.sent_before_id": "outbox: a channel took the message, its id is not stored",

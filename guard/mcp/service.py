@@ -46,6 +46,7 @@ from guard.incidents.gate import Actor, Gate, NotAuthorised, Refused
 from guard.mcp import reads, silencing
 from guard.memory import IncidentMemory
 from guard.redact import Redactor
+from guard.skills.ladder import describe
 from guard.skills.library import SkillLibrary
 from guard.store import audit
 from guard.store.db import Database
@@ -225,7 +226,22 @@ class GuardTools:
         text = await shelf.call(tool, args)
         if tool == "search_memory":  # JSON: what it quotes is made visible inside it
             text = json.dumps(reads.visible(json.loads(text)))
+        if tool == "show_skill":
+            text += await asyncio.to_thread(self._skill_record, str(args.get("name")))
         return Outcome(text)
+
+    def _skill_record(self, name: str) -> str:
+        """The skill's outcomes and standing on the ladder, as lines under ``show_skill``."""
+        skill = self.parts.library.get(name)
+        if skill is None:
+            return ""
+        with self.db.session() as session:
+            out, standing = describe(session, [skill], self.parts.settings.skills)[name]
+        lines = [f"trust: {standing.trust}", f"outcomes: {out.summary()}"]
+        lines += [f"demoted: {standing.demoted}"] if standing.demoted else []
+        lines += [f"promotion: {standing.proposed}"] if standing.proposed else []
+        lines += ["stale: unused for skills.stale_after"] if standing.stale else []
+        return "\n" + "\n".join(lines)
 
     async def _bound(self, actor: Actor, tool: str, args: dict[str, Any]) -> Outcome:
         inc = await self._incident(args)

@@ -12,6 +12,8 @@ the 24 hours before now (the scheduled report). Definitions, so the numbers can 
 - still open: incidents not resolved now that were opened before the window ended;
 - MTTR: the mean of ``resolved_at - opened_at`` over incidents resolved in the window;
 - noisiest targets: by signals counted on incidents opened in the window;
+- skills: those that ran in the window, or are demoted, proposed for promotion or stale
+  now, each with its outcomes (``guard.skills.outcomes``, ``guard.skills.ladder``);
 - skills pending review: learned skills on their own branch, not yet on ``skills.git_branch``
   (now), each with its branch or pull request;
 - audit head: the audit chain's length and its head ``SEQ:HASH`` (now), the exact argument of
@@ -72,6 +74,7 @@ class DailyReport:
     learned: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)
     review: list[dict[str, Any]] = field(default_factory=list)  # skills pending review
+    skills: list[dict[str, Any]] = field(default_factory=list)  # outcomes, ladder (ladder.py)
     per_hour: list[int] = field(default_factory=lambda: [0] * 24)
     audit_entries: int = 0  # how many entries the chain holds (fewer than seq after a cut)
     audit_seq: int = 0  # the audit chain's head: in the chat, it anchors the chain
@@ -169,7 +172,36 @@ def gather(
         {"skill": name, "incident": r.incident, "link": r.link}
         for name, r in ReviewBook(settings.skills_dir).pending().items()
     ]
+    report.skills = skill_lines(db, settings, start, end)
     return report
+
+
+def skill_lines(
+    db: Database, settings: Settings, start: datetime, end: datetime
+) -> list[dict[str, Any]]:
+    """The skills that ran in the window, or stand out on the ladder now (demoted, proposed
+    for promotion, stale), each with its outcomes (``guard.skills.outcomes``)."""
+    from guard.skills.ladder import describe
+    from guard.skills.library import load_library
+
+    skills, _ = load_library(settings.skills_dir, settings.builtin_skills_dir)
+    with db.session() as session:
+        found = describe(session, skills, settings.skills)
+    lines = []
+    for name, (out, standing) in found.items():
+        ran = out.last_used is not None and start <= out.last_used < end
+        notes = [
+            text
+            for text, on in (
+                ("demoted to approval", standing.demoted),
+                ("promotion proposed", standing.proposed),
+                ("stale", standing.stale),
+            )
+            if on
+        ]
+        if ran or notes:
+            lines.append({"skill": name, "summary": out.summary(), "notes": ", ".join(notes)})
+    return lines
 
 
 def environment(settings: Settings) -> Environment:

@@ -13,9 +13,11 @@ from loguru import logger
 
 from guard.config import Settings
 from guard.domain.records import Severity, Signal
+from guard.skills import promotion
 from guard.skills.library import SkillLibrary
 from guard.skills.sync import SkillsRemote, SyncResult
 from guard.skills.writer import LearnedSkill
+from guard.store.db import Database
 
 __all__ = [
     "MONITOR_ID",
@@ -59,11 +61,20 @@ def sync_signals(remote: str, result: SyncResult) -> list[Signal]:
     ]
 
 
-def sync_now(settings: Settings, *, log: bool = True) -> tuple[SyncResult, list[Signal]]:
+def sync_now(
+    settings: Settings, *, log: bool = True, db: Database | None = None
+) -> tuple[SyncResult, list[Signal]]:
     """One sync (``guard run``'s job and ``guard skills sync``); never raises. ``log``: log
-    what happened (the CLI prints it instead)."""
+    what happened (the CLI prints it instead). With ``db``, proposed promotions are sent and
+    settled too (``guard.skills.promotion``)."""
     try:
-        result = SkillsRemote(settings).sync()
+        remote = SkillsRemote(settings)
+        result = remote.sync()
+        if db is not None:
+            more = promotion.settle(remote, db, settings.builtin_skills_dir)
+            result.notes += more.notes
+            result.errors += more.errors
+            result.changed = result.changed or more.changed
     except Exception as exc:  # an unexpected failure is a problem to report, not a crash
         logger.opt(exception=exc).error("skills sync failed")
         result = SyncResult(errors=[f"{type(exc).__name__}: {exc}"])

@@ -19,6 +19,7 @@ from guard.store import cluster as _cluster  # noqa: F401  (registers the tables
 from guard.store import correlation as _correlation  # noqa: F401  (registers the tables)
 from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)
 from guard.store import holds as _holds  # noqa: F401  (registers remedy_hold)
+from guard.store import ladder as _ladder  # noqa: F401  (registers skill_ladder)
 from guard.store import legacy, scrub
 from guard.store import models as _models
 from guard.store import paging as _paging  # noqa: F401  (registers page_outbox)

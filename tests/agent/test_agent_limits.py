@@ -9,11 +9,13 @@ from datetime import datetime
 import pytest
 
 from tests.helpers.agent import (
+    FAILS_AFTER_FIRST_START,
     db_rows,
     find,
     guard_process,
     incidents,
     past_flap_window,
+    quick_start_home,
     scrape,
     setup_docker_home,
     show,
@@ -25,20 +27,9 @@ pytestmark = pytest.mark.docker
 
 
 def test_a_skill_that_cannot_fix_runs_at_most_the_limit_then_escalates(home, containers):
-    labels = setup_docker_home(home, skills=["docker-start-exited"])
-    tune_skill(
-        home,
-        "docker-start-exited",
-        steps=[
-            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
-            {"wait": "1s"},
-            {"verify": {"timeout": "3s", "interval": "500ms"}},
-        ],
-    )
+    labels = quick_start_home(home)
     # the first run sleeps; every later start exits at once: the skill cannot cure it
-    crasher = containers.run(
-        "crasher", "test -f /tmp/started && exit 3; touch /tmp/started; sleep 600", labels=labels
-    )
+    crasher = containers.run("crasher", FAILS_AFTER_FIRST_START, labels=labels)
     with guard_process(home):
         crasher.kill()
         inc = wait_for(

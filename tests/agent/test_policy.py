@@ -144,6 +144,15 @@ def test_a_blocked_skill_escalates_and_names_the_breaker() -> None:
     assert d.question.startswith("skill restart is disabled for api-1: 2 failed runs in a row")
 
 
+def test_a_demoted_trusted_skill_is_asked_for_with_the_reason() -> None:
+    why = "skill restart was demoted to approval after 2 failed verifications in a row: ..."
+    d = policy.decide(
+        Inc(), [cand("restart", trust="trusted")], {"restart": SkillHistory(demoted=why)}
+    )
+    assert isinstance(d, AskHuman) and [c.skill.name for c in d.options] == ["restart"]
+    assert d.question == f"{why}. Approve a skill, or send a fix." and not d.escalate
+
+
 def test_blocked_wins_over_rate_limited_in_the_metric_label() -> None:
     d = policy.decide(
         Inc(),

@@ -125,6 +125,26 @@ def setup_docker_home(
     return {"guard.test.watch": value}
 
 
+FAILS_AFTER_FIRST_START = "test -f /tmp/started && exit 3; touch /tmp/started; sleep 600"
+"""A container command whose first run sleeps and every later start exits at once."""
+
+
+def quick_start_home(home: GuardHome) -> dict[str, str]:
+    """``setup_docker_home`` with ``docker-start-exited`` verifying within 3 s (so a start
+    that cannot cure fails fast); returns the label to put on the containers."""
+    labels = setup_docker_home(home, skills=["docker-start-exited"])
+    tune_skill(
+        home,
+        "docker-start-exited",
+        steps=[
+            {"action": "docker.start", "args": {"container": "{{ incident.target }}"}},
+            {"wait": "1s"},
+            {"verify": {"timeout": "3s", "interval": "500ms"}},
+        ],
+    )
+    return labels
+
+
 def incidents(home: GuardHome) -> list[dict[str, Any]]:
     return json.loads(home.cli("incidents", "list", "--json").stdout)
 

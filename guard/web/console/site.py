@@ -14,7 +14,9 @@ from guard.incidents.ending import ends_for
 from guard.incidents.gate import Actor, Allowed, Gate, Refused
 from guard.ports.running import HealthSource
 from guard.skills.files import MAX_FILE_BYTES
+from guard.skills.ladder import Standing, describe
 from guard.skills.library import Candidate, Skill, SkillLibrary
+from guard.skills.outcomes import Outcome
 from guard.store import audit
 from guard.store.db import Database
 from guard.util.commandtext import digest
@@ -291,6 +293,11 @@ class Console:
                 self._skills.refresh()
             return self._skills
 
+    def _records(self, skills: list[Skill]) -> dict[str, tuple[Outcome, Standing]]:
+        """Each skill's outcomes and standing on the ladder (``guard.skills.ladder``)."""
+        with self.db.session() as session:
+            return describe(session, skills, self.runtime.settings.skills)
+
     def _candidates(self, incident: Any) -> list[Candidate]:
         """The skills whose triggers match ``incident`` now, best first."""
         return self._library().candidates(incident)
@@ -304,6 +311,7 @@ class Console:
             who,
             "skills.html.j2",
             skills=library.skills,
+            records=await asyncio.to_thread(self._records, library.skills),
             quarantined=library.quarantined,
             review_text=review_text,
         )
@@ -321,6 +329,7 @@ class Console:
             who,
             "skill.html.j2",
             s=found,
+            record=(await asyncio.to_thread(self._records, [found]))[found.name],
             skill_md=skill_md,
             scripts=scripts,
             history=history,
