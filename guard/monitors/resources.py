@@ -24,7 +24,7 @@ from guard.domain.exceptions import MonitorError
 from guard.domain.records import Observation, Signal
 from guard.monitors.base import spec_signal
 from guard.monitors.trend import Samples, human_duration
-from guard.monitors.usage import ContainerStats, Reading, Sample, host_sample
+from guard.monitors.usage import PARALLEL, ContainerStats, Reading, Sample, host_sample
 from guard.playbooks.models import ResourcesMonitorSpec
 from guard.playbooks.resources import METRICS, Threshold
 from guard.util.docker_client import Timeouts, docker_client
@@ -83,7 +83,7 @@ class ResourcesMonitor:
     def _docker(self) -> Any:
         if self._client is None:
             try:
-                self._client = docker_client(Timeouts.monitor)
+                self._client = docker_client(Timeouts.monitor, pool=PARALLEL)
             except DockerException as exc:
                 raise MonitorError(
                     f"cannot reach the Docker engine: {exc} (is dockerd running and "
@@ -96,6 +96,8 @@ class ResourcesMonitor:
         signals: list[Signal] = []
         seen: set[tuple[str, str]] = set()
         for sample in samples:
+            if not sample.readings and "error" not in sample.facts:
+                continue  # a container that stopped between the list and its stats
             firing: list[Signal] = []
             for metric, reading in sample.readings.items():
                 key = (sample.target, metric)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PARALLEL = 8  # stats requests in flight at once (the SDK's connection pool holds 10)
+PARALLEL = 32  # stats requests in flight at once (and the client's connection pool)
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,15 @@ class EngineUnreachable(DockerException):  # type: ignore[misc]
     """The engine named by ``DOCKER_HOST`` (default: the local socket) did not answer."""
 
 
-def docker_client(timeout: Timeouts | float = Timeouts.call, *, ping: bool = True) -> Any:
-    """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer."""
+def docker_client(
+    timeout: Timeouts | float = Timeouts.call, *, ping: bool = True, pool: int = 10
+) -> Any:
+    """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer;
+    ``pool``: connections kept to the engine (requests in flight at once)."""
     host = os.environ.get("DOCKER_HOST", "")
     try:
         known = _versions.get(host) if ping else None  # without a ping: /version checks
-        client = docker.from_env(timeout=int(timeout), version=known)
+        client = docker.from_env(timeout=int(timeout), version=known, max_pool_size=pool)
         _versions[host] = client.api.api_version
         if ping:
             client.ping()

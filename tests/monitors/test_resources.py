@@ -84,6 +84,7 @@ def test_a_level_fires_only_when_held_for_its_cycles_and_clears_with_an_ok() -> 
         "memory 100 MiB of 512 MiB (20 %)",
     )
     assert firing(monitor.judge([memory(480)], 4.0)) == []  # the count started again
+    assert monitor.judge([Sample("app")], 4.5) == []  # stopped between the list and its stats
     # verification asks about the level now, without waiting for cycles
     assert firing(monitor.judge([memory(480)], 5.0, hold=False))
 
