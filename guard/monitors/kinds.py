@@ -117,7 +117,7 @@ def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
 def _resources(spec: ResourcesMonitorSpec, settings: Settings | None) -> Monitor:
     from guard.monitors.resources import ResourcesMonitor
 
-    return ResourcesMonitor(spec)
+    return ResourcesMonitor(spec, settings)
 
 
 def _tls(spec: TlsMonitorSpec, settings: Settings | None) -> Monitor:

@@ -1,13 +1,14 @@
 """Usage checks (``type: resources``): thresholds held for cycles, and trends to the limit.
 
-Each check reads every target once (``guard.monitors.usage``: the selected containers' stats,
-or the local host and its mounts), then judges each metric the playbook names: above its level
-on ``for`` checks in a row (Monit's cycles), or, with ``trend``, a line fitted to the last
-``window`` reaching the limit within ``within`` (``guard.monitors.trend``). A target with a
-metric failing gives one firing signal per failing metric (kind ``memory_high``, ``disk_high``,
-...), whose message states the figure and the prediction; a target with none gives one ``ok``,
-so its incidents end. The counts and samples live in the monitor (bounded per target): a
-restart of Guard starts them again, which costs one window, not a false alarm.
+Each check reads every target once (the selected containers' stats, or the local host and its
+mounts: ``guard.monitors.usage``; Kubernetes pods: ``guard.monitors.usage_pods``), then
+judges each metric the playbook names: above its level on ``for`` checks in a row (Monit's
+cycles), or, with ``trend``, a line fitted to the last ``window`` reaching the limit within
+``within`` (``guard.monitors.trend``). A target with a metric failing gives one firing signal
+per failing metric (kind ``memory_high``, ``disk_high``, ...), whose message states the figure
+and the prediction; a target with none gives one ``ok``, so its incidents end. The counts and
+samples live in the monitor (bounded per target): a restart of Guard starts them again, which
+costs one window, not a false alarm.
 Verification asks about one target (``check_target``): the level now, without ``for``.
 """
 
@@ -20,30 +21,36 @@ from typing import Any
 
 from docker.errors import DockerException
 
-from guard.domain.exceptions import MonitorError
+from guard.config import Settings
+from guard.domain.exceptions import KubernetesError, MonitorError
 from guard.domain.records import Observation, Signal
 from guard.monitors.base import spec_signal
 from guard.monitors.trend import Samples, human_duration
 from guard.monitors.usage import PARALLEL, ContainerStats, Reading, Sample, host_sample
+from guard.monitors.usage_pods import PodUsage
 from guard.playbooks.models import ResourcesMonitorSpec
 from guard.playbooks.resources import METRICS, Threshold
 from guard.util.docker_client import Timeouts, docker_client
 
 TRENDED = ("memory", "disk", "inodes")  # the metrics with a limit a fit can reach
+COUNTED = ("pids", "restarts")  # `above:` is a count, not a percentage
 
 
 class ResourcesMonitor:
-    """Containers chosen like a docker monitor's, or ``host: local`` and its mounts."""
+    """Containers chosen like a docker monitor's, pods, or ``host: local`` and its mounts."""
 
     type = "resources"
 
-    def __init__(self, spec: ResourcesMonitorSpec, *, client: Any = None) -> None:
+    def __init__(
+        self, spec: ResourcesMonitorSpec, settings: Settings | None = None, *, client: Any = None
+    ) -> None:
         self.spec = spec
+        self._settings = settings
         self.id = spec.id
         self.interval = spec.every
         self.jitter = spec.jitter
         self._client = client
-        self._stats: ContainerStats | None = None
+        self._stats: ContainerStats | PodUsage | None = None
         self._levels: dict[str, Threshold] = {
             m: t for m in METRICS if (t := getattr(spec, m)) is not None
         }
@@ -63,13 +70,23 @@ class ResourcesMonitor:
         if self.spec.host is not None:
             return host_sample(self.spec.mounts)
         if self._stats is None:
-            self._stats = ContainerStats(self._docker(), self._filters())
+            self._stats = self._pods() or ContainerStats(self._docker(), self._filters())
         try:
             return self._stats.sample()
+        except KubernetesError as exc:
+            raise MonitorError(str(exc)) from None
         except DockerException as exc:
             raise MonitorError(
                 f"cannot read container stats from the Docker engine: {exc}"
             ) from None
+
+    def _pods(self) -> PodUsage | None:
+        if self.spec.pods is None:
+            return None
+        from guard.k8s.client import KubeClient
+
+        kube = KubeClient((self._settings or Settings()).kubernetes)
+        return PodUsage(kube, self.spec.pods.namespace, self.spec.pods.selector)
 
     def _filters(self) -> dict[str, Any]:
         selector = self.spec.selector
@@ -144,7 +161,7 @@ class ResourcesMonitor:
             message = f"{figure}, rising {_rate(metric, rate)}: {what} in {human_duration(eta)}"
             return self._signal(sample.target, f"{metric}_high", message, details)
         if above and level is not None and (not hold or count >= level.for_count):
-            unit = "" if metric == "pids" else " %"
+            unit = "" if metric in COUNTED else " %"
             checks = f" on {count} checks" if hold and level.for_count > 1 else ""
             message = f"{figure}: above {level.above:g}{unit}{checks}"
             return self._signal(sample.target, f"{metric}_high", message, details)
@@ -152,7 +169,9 @@ class ResourcesMonitor:
 
     def _ok(self, sample: Sample) -> Signal:
         """All is well on ``sample``'s target; a mount that cannot be read is a finding."""
-        details: dict[str, Any] = {m: round(r.percent, 1) for m, r in sample.readings.items()}
+        details: dict[str, Any] = {
+            m: r.used if m in COUNTED else round(r.percent, 1) for m, r in sample.readings.items()
+        }
         details.update(sample.facts)
         if not sample.readings:
             error = sample.facts.get("error", "nothing to read")
@@ -166,15 +185,16 @@ class ResourcesMonitor:
         return spec_signal(self.spec, "resources", target, kind, message, details, ok=ok)
 
     async def close(self) -> None:
-        if self._stats is not None:
+        if isinstance(self._stats, ContainerStats):
             self._stats.close()
-            self._stats = None
+        self._stats = None
 
 
 def describe(metric: str, reading: Reading, target: str) -> str:
     """``memory 412 MiB of 512 MiB (80 %)``, ``/data 60 MiB of 64 MiB (94 %)``, ``pids 12``."""
-    if metric == "pids":
-        return f"pids {reading.used:.0f}" + (f" of {reading.limit:.0f}" if reading.limit else "")
+    if metric in COUNTED:
+        of = f" of {reading.limit:.0f}" if reading.limit else ""
+        return f"{metric} {reading.used:.0f}{of}"
     if metric == "cpu":
         return f"cpu {reading.used:.0f} %"
     name = target.partition(":")[2] if metric == "disk" and ":" in target else metric
@@ -185,7 +205,7 @@ def describe(metric: str, reading: Reading, target: str) -> str:
 
 
 def _value(metric: str, reading: Reading) -> float:
-    return reading.used if metric in ("pids", "cpu") else reading.percent
+    return reading.used if metric in (*COUNTED, "cpu") else reading.percent
 
 
 def _mib(n: float) -> str:

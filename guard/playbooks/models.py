@@ -20,7 +20,7 @@ from guard.playbooks.logrules import GroupBy as GroupBy  # re-exported: playbook
 from guard.playbooks.logrules import LogRule as LogRule
 from guard.playbooks.logrules import MultilinePreset as MultilinePreset
 from guard.playbooks.logrules import MultilineSpec as MultilineSpec
-from guard.playbooks.resources import Threshold, TrendSpec, usage_problem
+from guard.playbooks.resources import PodsSelector, Threshold, TrendSpec, usage_problem
 from guard.sandbox.base import SandboxGrants
 from guard.util.validation import valid_regex
 
@@ -247,11 +247,12 @@ class JournaldMonitorSpec(MonitorSpecBase, LogRulesSpec):
 
 
 class ResourcesMonitorSpec(MonitorSpecBase):
-    """Usage of containers (``selector``, the engine's stats) or of a host (``host: local``):
+    """Usage of containers (``selector``, the engine's stats), pods (``pods``) or a host:
     thresholds held for cycles and a trend to the limit (docs/RESOURCES.md)."""
 
     type: Literal["resources"]
     selector: DockerSelector | None = None
+    pods: PodsSelector | None = Field(default=None, description="Kubernetes pods")
     host: str | None = Field(default=None, description="`local`: the host Guard runs on")
     mounts: list[str] = Field(default_factory=list, description="with host: mounts to watch")
     every: Duration = 15.0
@@ -261,6 +262,7 @@ class ResourcesMonitorSpec(MonitorSpecBase):
     disk: Threshold | None = None
     inodes: Threshold | None = None
     pids: Threshold | None = None
+    restarts: Threshold | None = None
     trend: TrendSpec | None = None
 
     @model_validator(mode="after")

@@ -58,9 +58,14 @@ def test_the_playbook_shape_is_the_issue_s_and_refusals_name_the_fix() -> None:
             "host": "db1",
             "memory": {"above": 90},
         },
-        "give either selector: (containers) or host: local": {"memory": {"above": 90}},
+        "give one of selector: (containers), pods: (Kubernetes) or host: local": {
+            "memory": {"above": 90}
+        },
         "disk: and inodes: need mounts:": {"host": "local", "disk": {"above": 90}},
-        "disk is for a host's mounts": {"selector": {"name": "app"}, "disk": {"above": 90}},
+        "disk is not watched with selector: (it has memory, cpu, pids)": {
+            "selector": {"name": "app"},
+            "disk": {"above": 90},
+        },
         "nothing to watch": {"selector": {"name": "app"}},
         "not a level (write e.g. `above: 90%`)": {"host": "local", "memory": {"above": "lots"}},
     }

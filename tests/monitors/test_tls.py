@@ -14,8 +14,6 @@ from guard.monitors.tls import TlsMonitor
 from guard.playbooks.models import Playbook, TlsMonitorSpec
 from tests.helpers.tls import Certificates, TlsServer, tls_server
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
