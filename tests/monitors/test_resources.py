@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ def test_the_playbook_shape_is_the_issue_s_and_refusals_name_the_fix() -> None:
     assert parsed.memory is not None and (parsed.memory.above, parsed.memory.for_count) == (90, 3)
     assert parsed.trend is not None and (parsed.trend.window, parsed.trend.within) == (600, 1800)
     assert spec(host="local", mounts=["/data"], disk={"above": "80%"}).mounts == ["/data"]
-    refused = {
+    refused: dict[str, dict[str, Any]] = {
         "host: db1 needs the hosts: section (not yet available)": {
             "host": "db1",
             "memory": {"above": 90},
@@ -70,7 +71,7 @@ def test_the_playbook_shape_is_the_issue_s_and_refusals_name_the_fix() -> None:
         "not a level (write e.g. `above: 90%`)": {"host": "local", "memory": {"above": "lots"}},
     }
     for message, fields in refused.items():
-        with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(ValidationError, match=re.escape(message)):
             spec(**fields)
 
 
