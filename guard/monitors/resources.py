@@ -69,9 +69,9 @@ class ResourcesMonitor:
     def _sample(self) -> list[Sample]:
         if self.spec.host is not None:
             return host_sample(self.spec.mounts)
-        if self._stats is None:
-            self._stats = self._pods() or ContainerStats(self._docker(), self._filters())
         try:
+            if self._stats is None:
+                self._stats = self._pods() or ContainerStats(self._docker(), self._filters())
             return self._stats.sample()
         except KubernetesError as exc:
             raise MonitorError(str(exc)) from None

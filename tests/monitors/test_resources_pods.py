@@ -98,3 +98,18 @@ async def test_without_a_metrics_api_restarts_come_from_container_status(
     assert (fired.kind, fired.status) == ("restarts_high", "firing")
     assert fired.message == "restarts 4: above 3"
     assert fired.details["metrics"] == "absent"
+
+
+async def test_a_cluster_guard_cannot_reach_is_a_monitor_error(home: GuardHome) -> None:
+    from guard.domain.exceptions import MonitorError
+
+    missing = home.root / "no-kubeconfig"
+    home.write_config({"kubernetes": {"kubeconfig": str(missing), "timeout": 2}})
+    entry = {"id": "api-usage", "type": "resources", "pods": {"namespace": "shop"}}
+    entry["restarts"] = {"above": 3}
+    [spec] = Playbook.model_validate({"name": "t", "monitors": [entry]}).monitors
+    assert isinstance(spec, ResourcesMonitorSpec)
+    watch = ResourcesMonitor(spec, home.settings())
+    with pytest.raises(MonitorError, match="no-kubeconfig"):
+        await watch.check({})
+    await watch.close()
