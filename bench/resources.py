@@ -7,7 +7,8 @@ resources monitor selecting them (memory and pids thresholds, a trend), and runs
 own CPU (dockerd, from /proc) which answers the stats requests; then the share of one core
 each is at a 15 s interval (the issue's bound: 5 % for Guard). For the choice of API: the wall
 time of one container's ``stats(stream=False)`` with and without ``one_shot``. And the cost
-of one ``host: local`` check with 3 mounts.
+of one ``host: local`` check with 2 mounts. Last, a real ``guard run`` watching the same
+containers every 15 s: its whole CPU (checks, triage of every signal) over ``--seconds``.
 
 Run alone: ``python -m bench.resources [--containers 200] [--cycles 5]``.
 """
@@ -25,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, quiet, sleepers
+from bench.common import guard_process, machine, quiet, sleepers
 
 IMAGE = "guard-test-busybox:sandbox"
 INTERVAL = 15.0
@@ -66,6 +67,28 @@ async def _cycles(monitor: Any, cycles: int) -> dict[str, Any]:
     }
 
 
+def _process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _guard_run(entry: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """The whole ``guard run`` (checks, triage of every signal, the web stack idle) watching
+    the containers every 15 s: its CPU over ``seconds`` after its first checks."""
+    with guard_process([entry], "resources") as guard:
+        time.sleep(INTERVAL + 5)  # the first checks, the first CPU figures, the first triage
+        c0, e0, w0 = _process_cpu(guard.pid), _dockerd_cpu(), time.monotonic()
+        time.sleep(seconds)
+        cpu, engine = _process_cpu(guard.pid) - c0, _dockerd_cpu() - e0
+        wall = time.monotonic() - w0
+        return {
+            "seconds": round(wall),
+            "guard_cpu_s": round(cpu, 2),
+            "guard_core_percent": round(100 * cpu / wall, 2),
+            "dockerd_core_percent": round(100 * engine / wall, 2),
+        }
+
+
 def _stats_wall(client: Any, container: Any) -> dict[str, float]:
     """One container's stats: the default (two samples) against ``one_shot``."""
     figures = {}
@@ -76,7 +99,7 @@ def _stats_wall(client: Any, container: Any) -> dict[str, float]:
     return figures
 
 
-def run(containers: int = 200, cycles: int = 5) -> dict[str, Any]:
+def run(containers: int = 200, cycles: int = 5, seconds: float = 60) -> dict[str, Any]:
     import docker
 
     from guard.monitors.resources import ResourcesMonitor
@@ -106,6 +129,7 @@ def run(containers: int = 200, cycles: int = 5) -> dict[str, Any]:
         report["containers_check"] = asyncio.run(_cycles(monitor, cycles))
         report["stats_call"] = _stats_wall(client, started[0])
         report["host_check"] = asyncio.run(_cycles(host_monitor, cycles))
+        report["guard_run"] = _guard_run(entry, seconds)
         del report["host_check"]["dockerd_cpu_s_per_cycle"]
         del report["host_check"]["dockerd_core_percent_at_15s"]
         return report
@@ -119,9 +143,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.resources")
     parser.add_argument("--containers", type=int, default=200)
     parser.add_argument("--cycles", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=60, help="the guard run phase")
     args = parser.parse_args()
     quiet()
-    print(json.dumps(run(args.containers, args.cycles), indent=2))
+    print(json.dumps(run(args.containers, args.cycles, args.seconds), indent=2))
 
 
 if __name__ == "__main__":

@@ -141,8 +141,8 @@ class ResourcesMonitor:
             if samples is None:
                 samples = self._trends[key] = Samples(self.spec.trend.window)
             samples.add(now, reading.used)
-            eta = samples.time_to(reading.limit)
             line = samples.fit()
+            eta = samples.time_to(reading.limit, line)
             rate = line.slope if line is not None else None
         above = level is not None and _value(metric, reading) > level.above
         count = self._held.get(key, 0) + 1 if above else 0

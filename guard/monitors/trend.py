@@ -52,10 +52,11 @@ class Samples:
         """The least-squares line, or None without ``MIN_SAMPLES`` spanning a quarter window."""
         return fit(list(self._points), min_span=self.window / 4)
 
-    def time_to(self, limit: float) -> float | None:
-        """Seconds from the last sample until the fitted line reaches ``limit``; None when it
-        cannot be said (too few samples) or it never will (flat or falling)."""
-        line = self.fit()
+    def time_to(self, limit: float, line: Fit | None = None) -> float | None:
+        """Seconds from the last sample until the fitted line (``line``, else fitted now)
+        reaches ``limit``; None when it cannot be said (too few samples) or it never will
+        (flat or falling)."""
+        line = line or self.fit()
         if line is None or line.slope <= 0 or not self._points:
             return None
         now = self._points[-1][0]

@@ -3,8 +3,8 @@ an incident ``expires_within`` days ahead; an untrusted chain and a wrong name a
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,9 +82,7 @@ async def test_an_untrusted_chain_and_a_wrong_name_fire(
     assert unchecked.status == "ok"
 
 
-async def test_no_handshake_is_an_incident(fresh: TlsServer, tmp_path: Path) -> None:
-    import socket
-
+async def test_no_handshake_is_an_incident() -> None:
     with socket.create_server(("127.0.0.1", 0)) as closed:
         port = closed.getsockname()[1]
     sig = await look(port, timeout=2)
