@@ -2,9 +2,10 @@
 
 Each is also runnable alone (``python -m bench.detection``, ``bench.logscan``, ``bench.memory``,
 ``bench.storm``, ``bench.mttr``, ``bench.grouping``, ``bench.redaction``, ``bench.scale``,
-``bench.store``, ``bench.web``, ``bench.diagnosis``); ``bench.crash`` and ``bench.soak`` (the
-fault soak: root, a dockerd of its own, libfaketime) run only alone. Needs a Docker engine
-(detection, memory), GNU grep (logscan) and busybox-static (the offline test image).
+``bench.store``, ``bench.web``, ``bench.diagnosis``, ``bench.resources``); ``bench.crash`` and
+``bench.soak`` (the fault soak: root, a dockerd of its own, libfaketime) run only alone. Needs a
+Docker engine (detection, memory, resources), GNU grep (logscan) and busybox-static (the offline
+test image).
 Durations of the memory benchmark default to what the issue asks (10 min idle, 1 h soak); pass
 shorter ones for a quick run, the JSON says which.
 """
@@ -26,6 +27,7 @@ from bench import (
     memory,
     mttr,
     redaction,
+    resources,
     scale,
     store,
     storm,
@@ -65,6 +67,7 @@ def main() -> None:
     report["store"] = store.run()
     report["web"] = [web.run_size(n, 30) for n in (1_000, 100_000)]
     report["diagnosis"] = asyncio.run(diagnosis.run(diagnosis.endpoint()))
+    report["resources"] = resources.run()
     report["memory"] = memory.run(args.idle_minutes, args.soak_minutes)
     report["bench_seconds"] = round(time.monotonic() - started)
     print(json.dumps(report, indent=2))

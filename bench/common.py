@@ -77,11 +77,16 @@ def tree_rss_mb(pid: int) -> float:
     return round(total, 1)
 
 
-def sleepers(client: Any, image: str, n: int, prefix: str, value: str) -> list[Any]:
+def sleepers(
+    client: Any, image: str, n: int, prefix: str, value: str, parallel: int = 1
+) -> list[Any]:
     """``n`` containers sleeping 10 min, named ``{prefix}-{value}-{i}``, labelled
-    ``guard.bench={value}`` (what a bench's Docker monitor selects), with no network."""
-    return [
-        client.containers.run(
+    ``guard.bench={value}`` (what a bench's Docker monitor selects), with no network;
+    ``parallel`` of them started at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> Any:
+        return client.containers.run(
             image,
             ["sleep", "600"],
             name=f"{prefix}-{value}-{i}",
@@ -89,8 +94,9 @@ def sleepers(client: Any, image: str, n: int, prefix: str, value: str) -> list[A
             labels={"guard.bench": value},
             network_mode="none",
         )
-        for i in range(n)
-    ]
+
+    with ThreadPoolExecutor(parallel) as pool:
+        return list(pool.map(one, range(n)))
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

@@ -284,6 +284,18 @@ class KubeClient:
             field_selector="type=Warning",
         )
 
+    def list_pod_metrics(self, namespace: str, selector: str | None) -> dict[str, Any]:
+        """The metrics API's ``PodMetricsList`` (metrics-server); 404 where none is served."""
+        return self._json(
+            f"list pod metrics in {namespace}",
+            client.CustomObjectsApi(self.api).list_namespaced_custom_object,
+            "metrics.k8s.io",
+            "v1beta1",
+            namespace,
+            "pods",
+            label_selector=selector,
+        )
+
     def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(
             f"get deployment {namespace}/{name}",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from guard.domain.records import Observation
+from guard.domain.records import Observation, Signal
 
 Emit = Callable[[Observation], Awaitable[None]]
 
@@ -61,3 +61,20 @@ class BaseliningMonitor(Monitor, Protocol):
     def baseline(self, state: Mapping[str, Any]) -> dict[str, Any] | None:
         """The state to start from when ``state`` is empty, else ``None``. Runs before checks."""
         ...
+
+
+def spec_signal(
+    spec: Any, source: str, target: str, kind: str, message: str, details: dict[str, Any],
+    *, ok: bool = False,
+) -> Signal:  # fmt: skip
+    """A signal of the monitor built from ``spec`` (its ``id`` and ``severity``)."""
+    return Signal(
+        monitor_id=spec.id,
+        source=source,
+        target=target,
+        kind=kind,
+        message=message,
+        status="ok" if ok else "firing",
+        severity=spec.severity,
+        details=details,
+    )

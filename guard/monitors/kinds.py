@@ -31,6 +31,8 @@ from guard.playbooks.models import (
     LogfileMonitorSpec,
     MonitorSpecBase,
     RailwayMonitorSpec,
+    ResourcesMonitorSpec,
+    TlsMonitorSpec,
     register_monitor_spec,
     spec_type,
     unregister_monitor_spec,
@@ -123,6 +125,18 @@ def _journald(spec: JournaldMonitorSpec, settings: Settings | None) -> Monitor:
     return JournaldMonitor(spec)
 
 
+def _resources(spec: ResourcesMonitorSpec, settings: Settings | None) -> Monitor:
+    from guard.monitors.resources import ResourcesMonitor
+
+    return ResourcesMonitor(spec, settings)
+
+
+def _tls(spec: TlsMonitorSpec, settings: Settings | None) -> Monitor:
+    from guard.monitors.tls import TlsMonitor
+
+    return TlsMonitor(spec)
+
+
 def _kubeconfig_problem(settings: Settings) -> str | None:
     from guard.k8s.client import cleartext_problem
 
@@ -153,6 +167,8 @@ _BUILTIN: tuple[MonitorKind[Any], ...] = (
     ),
     MonitorKind(JournaldMonitorSpec, _journald, recent_lines=evidence.journal_tail),
     MonitorKind(HostMonitorSpec, _host),
+    MonitorKind(ResourcesMonitorSpec, _resources),
+    MonitorKind(TlsMonitorSpec, _tls),
 )
 MONITOR_KINDS: dict[str, MonitorKind[Any]] = {kind.type: kind for kind in _BUILTIN}
 

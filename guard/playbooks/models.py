@@ -20,6 +20,7 @@ from guard.playbooks.logrules import GroupBy as GroupBy  # re-exported: playbook
 from guard.playbooks.logrules import LogRule as LogRule
 from guard.playbooks.logrules import MultilinePreset as MultilinePreset
 from guard.playbooks.logrules import MultilineSpec as MultilineSpec
+from guard.playbooks.resources import PodsSelector, Threshold, TrendSpec, usage_problem
 from guard.sandbox.base import SandboxGrants
 from guard.util.validation import valid_regex
 
@@ -250,6 +251,48 @@ class JournaldMonitorSpec(MonitorSpecBase, LogRulesSpec):
         return self.priority
 
 
+class ResourcesMonitorSpec(MonitorSpecBase):
+    """Usage of containers (``selector``, the engine's stats), pods (``pods``) or a host:
+    thresholds held for cycles and a trend to the limit (docs/RESOURCES.md)."""
+
+    type: Literal["resources"]
+    selector: DockerSelector | None = None
+    pods: PodsSelector | None = Field(default=None, description="Kubernetes pods")
+    host: str | None = Field(default=None, description="`local`: the host Guard runs on")
+    mounts: list[str] = Field(default_factory=list, description="with host: mounts to watch")
+    every: Duration = 15.0
+    severity: Severity = Severity.error
+    memory: Threshold | None = None
+    cpu: Threshold | None = None
+    disk: Threshold | None = None
+    inodes: Threshold | None = None
+    pids: Threshold | None = None
+    restarts: Threshold | None = None
+    trend: TrendSpec | None = None
+
+    @model_validator(mode="after")
+    def _watches_something(self) -> ResourcesMonitorSpec:
+        problem = usage_problem(self)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class TlsMonitorSpec(MonitorSpecBase):
+    """A TLS endpoint's certificate: days left, chain and hostname."""
+
+    type: Literal["tls"]
+    host: str
+    port: int = Field(default=443, ge=1, le=65535)
+    server_name: str | None = Field(default=None, description="SNI and hostname (default host)")
+    expires_within: Duration = Field(default=14 * 86400.0, description="days left that fire")
+    ca_file: str | None = Field(default=None, description="trust this bundle, not the system's")
+    verify: bool = Field(default=True, description="an untrusted chain or wrong name fires")
+    every: Duration = 3600.0
+    timeout: Duration = 10.0
+    severity: Severity = Severity.error
+
+
 MonitorSpec: TypeAlias = MonitorSpecBase  # for type hints: a playbook's monitors are these
 
 S = TypeVar("S", bound=type[MonitorSpecBase])
@@ -301,6 +344,8 @@ for _builtin in (
     KubernetesMonitorSpec,
     JournaldMonitorSpec,
     HostMonitorSpec,
+    ResourcesMonitorSpec,
+    TlsMonitorSpec,
 ):
     _add(_builtin)
 

@@ -91,9 +91,10 @@ def unreachable(exc: BaseException) -> EngineUnreachable:
     )
 
 
-def _client(timeout: float, version: str) -> Any:
-    """A client of ``version`` (no request made yet), its session fit for the engine."""
-    client = docker.from_env(timeout=int(timeout), version=version)
+def _client(timeout: float, version: str, pool: int = 10) -> Any:
+    """A client of ``version`` (no request made yet), its session fit for the engine, keeping
+    ``pool`` connections to it."""
+    client = docker.from_env(timeout=int(timeout), version=version, max_pool_size=pool)
     if isinstance(client.api.verify, str):  # DOCKER_CERT_PATH's ca.pem: the engine's CA
         # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE replace a session's CA file
         # (psf/requests#3829): the engine's certificate would be checked against the public
@@ -102,17 +103,20 @@ def _client(timeout: float, version: str) -> Any:
     return client
 
 
-def docker_client(timeout: Timeouts | float = Timeouts.call, *, ping: bool = True) -> Any:
-    """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer."""
+def docker_client(
+    timeout: Timeouts | float = Timeouts.call, *, ping: bool = True, pool: int = 10
+) -> Any:
+    """A client for the engine named by ``DOCKER_HOST``; with ``ping``, checked to answer;
+    ``pool``: connections kept to the engine (requests in flight at once)."""
     host = engine_address()
     try:
         known = _versions.get(host) if ping else None  # without a ping: /version checks
-        client = _client(timeout, known or DEFAULT_DOCKER_API_VERSION)
+        client = _client(timeout, known or DEFAULT_DOCKER_API_VERSION, pool)
         if known is None:  # what version="auto" does, on a session that trusts the engine's CA
             found = str(client.api.version(api_version=False)["ApiVersion"])
             if found != client.api.api_version:
                 client.close()
-                client = _client(timeout, found)
+                client = _client(timeout, found, pool)
         _versions[host] = client.api.api_version
         if ping:
             client.ping()

@@ -48,8 +48,14 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "kubernetes": {},
     "journald": {"rules": LOG_RULE},
     "host": {"host": "web1"},
+    "resources": {"host": "local", "memory": {"above": "99%"}},
+    "tls": {"host": "127.0.0.1"},
 }
-MARKS = {"docker": [pytest.mark.docker], "host": [pytest.mark.docker]}
+MARKS = {
+    "docker": [pytest.mark.docker],
+    "host": [pytest.mark.docker],
+    "resources": [pytest.mark.docker],
+}
 
 
 def kinds() -> list[Any]:
@@ -347,3 +353,44 @@ def rig_host(home: GuardHome, docker_client: Any) -> Iterator[Rig]:
         yield Rig({"host": "web1"}, home.settings(), fail, heal, "host_key_changed", "web1", None)
     finally:
         host.remove()
+def rig_resources(home: GuardHome, containers: Any) -> Rig:
+    """A container under a 32 MiB limit; failing: 28 MiB written to its /dev/shm (a tmpfs
+    charged to its memory), healed: removed."""
+    from tests.monitors.test_docker_monitor import watch_label
+
+    label, labels = watch_label()
+    box = containers.run("usage", "sleep 300", labels=labels, mem_limit="32m")
+
+    def shell(command: str) -> None:
+        code, output = box.exec_run(["sh", "-c", command])
+        assert code == 0, output
+
+    async def fail() -> None:
+        await asyncio.to_thread(shell, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=28")
+
+    async def heal() -> None:
+        await asyncio.to_thread(shell, "rm -f /dev/shm/fill")
+
+    spec = {"selector": {"label": label}, "memory": {"above": "50%"}}
+    return Rig(spec, home.settings(), fail, heal, "memory_high", box.name, None)
+
+
+@pytest.fixture
+def rig_tls(home: GuardHome, tmp_path: Path) -> Iterator[Rig]:
+    """A TLS server on 127.0.0.1; failing: it serves a certificate that expires in 5 days."""
+    from tests.helpers.tls import Certificates, tls_server
+
+    certs = Certificates(tmp_path / "certs")
+    fresh, expiring = certs.leaf("shop.test", days=90), certs.leaf("shop.test", days=5)
+    with tls_server(*fresh) as server:
+
+        async def fail() -> None:
+            server.serve(*expiring)
+
+        async def heal() -> None:
+            server.serve(*fresh)
+
+        spec = {"host": "127.0.0.1", "port": server.port, "server_name": "shop.test"}
+        spec |= {"ca_file": str(certs.ca), "expires_within": "14d"}
+        target = f"shop.test:{server.port}"
+        yield Rig(spec, home.settings(), fail, heal, "tls_expiring", target, None)

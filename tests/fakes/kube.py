@@ -212,6 +212,7 @@ class KubeState:
         self.deployments: dict[tuple[str, str], dict[str, Any]] = {}
         self.replicasets: dict[tuple[str, str], dict[str, Any]] = {}
         self.leases: dict[tuple[str, str], dict[str, Any]] = {}  # coordination.k8s.io/v1
+        self.metrics: dict[tuple[str, str], dict[str, dict[str, str]]] | None = None  # kube_metrics
         self.stopping = False
 
     def _bump(self, obj: dict[str, Any]) -> None:

@@ -69,6 +69,10 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], bo
         if obj is None:
             return h.reply(404, status(404, "NotFound", f'pods "{m.group(2)}" not found'))
         return h.reply(200, obj)
+    if m := re.fullmatch(r"/apis/metrics.k8s.io/v1beta1/namespaces/([^/]+)/pods", path):
+        from tests.fakes.kube_metrics import metrics_route
+
+        return metrics_route(server, h, m.group(1), query)
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/events", path):
         wanted = query.get("fieldSelector", "")
         with st.cond:

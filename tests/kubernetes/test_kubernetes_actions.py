@@ -222,6 +222,7 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
         ("", "pods", "watch"),
         ("", "pods/log", "get"),
         ("", "events", "list"),
+        ("metrics.k8s.io", "pods", "list"),  # type: resources with pods: (metrics-server)
         ("", "pods", "delete"),
         ("apps", "deployments", "get"),
         ("apps", "deployments", "patch"),
