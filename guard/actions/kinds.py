@@ -1,6 +1,7 @@
-"""Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``) says
-where its actions are. A family's module (and its client: the Docker SDK, the Kubernetes
-client) is imported only when one of its actions is first asked for. ``ActionRegistry`` reads
+"""Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``,
+``compose.``, ``postgres.``) says where its actions are. A family's module (and its client: the
+Docker SDK, the Kubernetes client, psycopg) is imported only when one of its actions is first
+asked for. ``ActionRegistry`` reads
 this table; a human's fix is an action when it starts with one of its prefixes."""
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ class ActionFamily:
 
 
 def _docker() -> Sequence[Action]:
-    from guard.actions.docker import ACTIONS
+    from guard.actions import docker, docker_ops, docker_rollback
 
-    return ACTIONS
+    return [*docker.ACTIONS, *docker_ops.ACTIONS, *docker_rollback.ACTIONS]
 
 
 def _http() -> Sequence[Action]:
@@ -43,6 +44,18 @@ def _kubernetes() -> Sequence[Action]:
     return ACTIONS
 
 
+def _compose() -> Sequence[Action]:
+    from guard.actions.compose import ACTIONS
+
+    return ACTIONS
+
+
+def _postgres() -> Sequence[Action]:
+    from guard.actions.postgres import ACTIONS
+
+    return ACTIONS
+
+
 ACTION_FAMILIES: dict[str, ActionFamily] = {
     f.prefix: f
     for f in (
@@ -50,5 +63,7 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("http", _http),
         ActionFamily("railway", _railway),
         ActionFamily("k8s", _kubernetes),
+        ActionFamily("compose", _compose),
+        ActionFamily("postgres", _postgres),
     )
 }

@@ -57,6 +57,7 @@ SECTIONS = frozenset(
         "telegram",
         "railway",
         "kubernetes",
+        "compose",
         "sandbox",
         "llm",
         "triage",

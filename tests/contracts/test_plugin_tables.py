@@ -60,6 +60,8 @@ RIGS: dict[str, dict[str, str]] = {
         "http": "tests/skills/test_skills_review.py",
         "railway": "tests/railway/test_railway.py",
         "k8s": "tests/kubernetes/test_kubernetes_actions.py",
+        "compose": "tests/actions/test_compose.py",
+        "postgres": "tests/actions/test_postgres.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
