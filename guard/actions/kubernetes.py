@@ -7,6 +7,7 @@
   selector, owned by its uid), take the one with the previous ``deployment.kubernetes.io/
   revision`` (or ``to_revision``), drop its ``pod-template-hash`` label, and JSON-patch the
   deployment's template and annotations back to it.
+  ``k8s.rollback`` is the same action by the name the action set of issue 45 uses.
 - ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource.
 - ``k8s.delete_pod`` = ``kubectl delete pod``: its controller replaces it.
 - ``k8s.logs`` = ``kubectl logs --tail=N -c CONTAINER``: a container's last lines (evidence;
@@ -245,6 +246,13 @@ class RolloutUndo(_KubeAction):
         )
 
 
+class Rollback(RolloutUndo):
+    """``k8s.rollback``: the name issue 45's action set gives ``k8s.rollout_undo``."""
+
+    name = "k8s.rollback"
+    description = "Roll a deployment back to its previous ReplicaSet's template (rollout undo)."
+
+
 class Logs(_KubeAction):
     name = "k8s.logs"
     description = "a pod container's last log lines (evidence; changes nothing)"
@@ -276,4 +284,4 @@ class Logs(_KubeAction):
         )
 
 
-ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo(), Logs()]
+ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo(), Rollback(), Logs()]

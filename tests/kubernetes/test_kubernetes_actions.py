@@ -168,14 +168,22 @@ async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, ku
     live = kube.state.deployments[("shop", "api")]
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.4.2"
     assert live["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
-    # Undoing again goes back to 1.5.0 (now revision 2 is the previous one), as kubectl does.
+    # Undoing again goes back to 1.5.0 (now revision 2 is the previous one), as kubectl does;
+    # k8s.rollback is the same action under the name issue 45 gives it.
     again = (
         await ActionRegistry()
-        .get("k8s.rollout_undo")
+        .get("k8s.rollback")
         .run({"deployment": "api", "namespace": "shop"}, ActionContext(settings))
     )
     assert again.details["to_revision"] == 2
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.5.0"
+    kube.state.add_deployment(deployment("web", image="shop/web:1.0.0"))
+    with pytest.raises(ActionError, match="shop/web has no previous revision"):
+        await (
+            ActionRegistry()
+            .get("k8s.rollback")
+            .run({"deployment": "web", "namespace": "shop"}, ActionContext(settings))
+        )
 
 
 async def test_paused_deployment_is_not_restarted(home, kube):
