@@ -8,7 +8,8 @@
   revision`` (or ``to_revision``), drop its ``pod-template-hash`` label, and JSON-patch the
   deployment's template and annotations back to it.
   ``k8s.rollback`` is the same action by the name the action set of issue 45 uses.
-- ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource.
+- ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource of
+  a deployment, or with ``kind=statefulset`` of a StatefulSet.
 - ``k8s.delete_pod`` = ``kubectl delete pod``: its controller replaces it.
 - ``k8s.logs`` = ``kubectl logs --tail=N -c CONTAINER``: a container's last lines (evidence;
   changes nothing), redacted and bounded.
@@ -143,7 +144,7 @@ class DeletePod(_KubeAction):
 
 class Scale(_KubeAction):
     name = "k8s.scale"
-    description = "Set a deployment's replica count (kubectl scale --replicas=N)."
+    description = "Set a deployment's (or kind=statefulset's) replica count (kubectl scale)."
     params = ("deployment", "replicas", "namespace")
 
     def act(
@@ -155,14 +156,22 @@ class Scale(_KubeAction):
             raise ActionError(f"{self.name} needs replicas=N (a whole number)") from None
         if not 0 <= replicas <= MAX_REPLICAS:
             raise ActionError(f"{self.name}: replicas must be between 0 and {MAX_REPLICAS}")
-        before = (kube.get_deployment(namespace, name).get("spec") or {}).get("replicas")
-        scale = kube.patch_scale(namespace, name, replicas)
+        kind = str(args.get("kind") or "deployment").lower()
+        if kind not in ("deployment", "statefulset"):
+            raise ActionError(f"{self.name}: kind must be deployment or statefulset, not {kind!r}")
+        found = (
+            kube.get_statefulset(namespace, name)
+            if kind == "statefulset"
+            else kube.get_deployment(namespace, name)
+        )
+        before = (found.get("spec") or {}).get("replicas")
+        scale = kube.patch_scale(namespace, name, replicas, kind)
         return ActionResult(
             True,
-            f"deployment {namespace}/{name} scaled {before} -> {replicas}",
+            f"{kind} {namespace}/{name} scaled {before} -> {replicas}",
             {
                 "namespace": namespace,
-                "deployment": name,
+                kind: name,
                 "from": before,
                 "replicas": (scale.get("spec") or {}).get("replicas"),
             },
