@@ -71,8 +71,7 @@ class Up:
             raise ActionError(
                 "compose.up needs the project's compose file: set compose.file in guard.yaml"
             )
-        details = (ctx.incident or {}).get("details") or {}
-        service = str(args.get("service") or details.get("compose_service") or "")
+        service = str(args.get("service") or "")
         if not SERVICE_NAME.fullmatch(service):
             raise ActionError("compose.up needs a service name, e.g. 'compose.up api'")
         known = await asyncio.to_thread(services, conf.file)

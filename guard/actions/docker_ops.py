@@ -7,7 +7,9 @@ shell syntax, and ``sh -c`` (or any shell with ``-c``) is refused, so what runs 
 words a human approved. It is ``approval_only``: a learned skill that uses it is saved at
 ``trust: approval`` (``guard.agent.learning``); only a skill a human trusts runs it unasked.
 Its output is capped (``OUTPUT_CAP`` bytes kept) and goes out only in the message, which the
-step runner redacts; its run is bounded by ``timeout`` (at most ``MAX_TIMEOUT``).
+step runner redacts; its run is bounded by ``timeout`` (at most ``MAX_TIMEOUT``): Guard stops
+waiting and the step fails, but the engine has no call to stop an exec, so the process runs on
+in the container until it ends.
 """
 
 from __future__ import annotations

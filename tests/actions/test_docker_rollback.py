@@ -80,6 +80,10 @@ async def test_rollback_recreates_the_container_on_the_image_guard_saw_before(
         await runner.scheduled(monitor)
         with db.session() as session:
             assert images.history(session, prefix)["previous"]["ref"] == v1
+        again = MonitorRunner(db, [monitor], put, asyncio.Event())  # Guard restarted
+        await again.scheduled(monitor)
+        with db.session() as session:
+            assert images.history(session, prefix)["previous"]["ref"] == v1  # still there
 
         done = await rollback.run({"container": prefix}, ctx)
         after = docker_client.containers.get(prefix)
