@@ -2,7 +2,8 @@
 whose health check fails, and ``guard reply`` with fixes Guard must refuse (a shell string or
 ``sh -c`` to docker.exec, a service not in the compose file, a rollback with no recorded
 previous image). Each is a failed step with a clear reason on the incident's timeline and in
-the reply, and changes nothing; then an argv docker.exec heals it, and the skill learned from it
+the reply, and changes nothing; an exec that prints a secret has it redacted in the reply, the
+timeline, the steps and the audit; then an argv docker.exec heals it, and the skill learned from it
 is saved at ``trust: approval`` (docker.exec is approval-only), not the default ``trusted``."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import yaml
 
 from guard.skills.library import load_skill
 from tests.conftest import GuardHome
-from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
+from tests.helpers.agent import db_rows, find, guard_process, setup_docker_home, show, wait_for
 
 pytestmark = pytest.mark.docker
 
@@ -69,6 +70,8 @@ def test_refused_fixes_are_clear_failed_steps_and_an_argv_exec_heals(
         out = refused(home, n, "docker.rollback", victim.name)
         assert "no previous image recorded" in out
         assert victim.exec_run(["test", "-f", "/tmp/healthy"]).exit_code == 1  # untouched
+        out = refused(home, n, "docker.exec", victim.name, "argv=echo password=hunter2secret")
+        assert "hunter2secret" not in out  # it ran (exit 0), cured nothing, and was redacted
 
         healed = home.cli(
             "reply", str(n), "--", "docker.exec", victim.name, "argv=touch /tmp/healthy"
@@ -82,6 +85,11 @@ def test_refused_fixes_are_clear_failed_steps_and_an_argv_exec_heals(
         "no previous image recorded",
     ):
         assert any(reason in s and ": failed" in s for s in steps), (reason, steps)
+    assert any("docker.exec argv=echo password=[REDACTED:password]" in s for s in steps), steps
+    stored = db_rows(home, "select data from audit_log") + db_rows(
+        home, "select result from agent_step"
+    )
+    assert "hunter2secret" not in repr(stored)
     learned = show(home, n)["details"]["learned_skill"]
     skill = load_skill(home.root / "data" / "skills" / learned)
     assert skill.spec.trust == "approval"
