@@ -45,8 +45,9 @@ class ImageHistory:
 
     def record(self, changed: dict[str, tuple[str, str]]) -> None:
         with self.db.session() as session:
-            for name, (ref, image_id) in changed.items():
-                if images.note(session, name, ref, image_id):
-                    logger.info("container {} changed image to {}; previous kept", name, ref)
+            for name in images.note(session, changed):
+                logger.info(
+                    "container {} changed image to {}; previous kept", name, changed[name][0]
+                )
         for name, (_ref, image_id) in changed.items():
             self._seen[name] = image_id

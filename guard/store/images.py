@@ -12,31 +12,39 @@ tests/actions/test_docker_rollback.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlmodel import Session
 
 from guard.domain.records import utcnow
-from guard.store.state import get_state, put_state
+from guard.store.state import get_state, get_states, put_states
 
 PREFIX = "image:"
 
 
-def note(session: Session, container: str, ref: str, image_id: str) -> bool:
-    """Record that ``container`` runs ``image_id`` (tagged ``ref``); True when it changed."""
-    key = PREFIX + container
-    known = get_state(session, key)
-    current = known.get("current") or {}
-    if current.get("id") == image_id:
-        return False
-    value: dict[str, Any] = {"current": {"ref": ref, "id": image_id}}
-    if current.get("id"):
-        value["previous"] = current
-        value["changed_at"] = utcnow().isoformat(timespec="seconds")
-    elif known.get("previous"):
-        value["previous"] = known["previous"]
-    put_state(session, key, value)
-    return bool(current.get("id"))
+def note(session: Session, seen: Mapping[str, tuple[str, str]]) -> list[str]:
+    """Record that each container runs ``(ref, image_id)``; the names whose image changed. A
+    first poll of 200 containers is two reads and two writes (``get_states``/``put_states``)."""
+    known = get_states(session, (PREFIX + name for name in seen))
+    changed: list[str] = []
+    writes: dict[str, dict[str, Any]] = {}
+    for name, (ref, image_id) in seen.items():
+        before = known[PREFIX + name]
+        current = before.get("current") or {}
+        if current.get("id") == image_id:
+            continue
+        value: dict[str, Any] = {"current": {"ref": ref, "id": image_id}}
+        if current.get("id"):
+            value["previous"] = current
+            value["changed_at"] = utcnow().isoformat(timespec="seconds")
+            changed.append(name)
+        elif before.get("previous"):
+            value["previous"] = before["previous"]
+        writes[PREFIX + name] = value
+    if writes:
+        put_states(session, writes)
+    return changed
 
 
 def history(session: Session, container: str) -> dict[str, Any]:
