@@ -33,19 +33,22 @@ def version_image(client: Any, base: str, repo: str, version: str) -> str:
     return f"{repo}:{version}"
 
 
-def deploy(client: Any, image: str, name: str) -> Any:
+def deploy(client: Any, image: str, name: str, networks: list[Any]) -> Any:
+    """A deploy: the container on the first network, joined to the second as ``shop-app``."""
     with contextlib.suppress(Exception):
         client.containers.get(name).remove(force=True)
-    return client.containers.run(
+    c = client.containers.run(
         image,
         ["sleep", "300"],
         name=name,
         detach=True,
-        network_mode="none",
+        network=networks[0].name,
         environment={"APP_MODE": "blue"},
         labels={"guard.test": "1", "team": "shop"},
         restart_policy={"Name": "on-failure", "MaximumRetryCount": 2},
     )
+    networks[1].connect(c, aliases=["shop-app"])
+    return c
 
 
 async def test_rollback_recreates_the_container_on_the_image_guard_saw_before(
@@ -68,15 +71,18 @@ async def test_rollback_recreates_the_container_on_the_image_guard_saw_before(
     runner = MonitorRunner(db, [monitor], put, asyncio.Event())
     rollback = ActionRegistry().get("docker.rollback")
     ctx = ActionContext(settings)
+    networks = [
+        docker_client.networks.create(f"{prefix}-{n}", driver="bridge") for n in ("front", "back")
+    ]
     v1 = version_image(docker_client, busybox_image, repo, "1")
     v2 = version_image(docker_client, busybox_image, repo, "2")
     try:
-        deploy(docker_client, v1, prefix)
+        deploy(docker_client, v1, prefix, networks)
         await runner.scheduled(monitor)
         with pytest.raises(ActionError, match="no previous image recorded"):
             await rollback.run({"container": prefix}, ctx)
 
-        deploy(docker_client, v2, prefix)  # a deploy Guard did not make
+        deploy(docker_client, v2, prefix, networks)  # a deploy Guard did not make
         await runner.scheduled(monitor)
         with db.session() as session:
             assert images.history(session, prefix)["previous"]["ref"] == v1
@@ -95,6 +101,12 @@ async def test_rollback_recreates_the_container_on_the_image_guard_saw_before(
         assert "APP_MODE=blue" in env and "VERSION=1" in env and "VERSION=2" not in env
         assert after.labels["team"] == "shop"
         assert after.attrs["HostConfig"]["RestartPolicy"]["MaximumRetryCount"] == 2
+        joined = after.attrs["NetworkSettings"]["Networks"]
+        assert sorted(joined) == sorted(n.name for n in networks)
+        assert "shop-app" in (joined[networks[1].name]["Aliases"] or [])
+        await runner.scheduled(monitor)  # the rollback is a change of image too: undo it later
+        with db.session() as session:
+            assert images.history(session, prefix)["previous"]["ref"] == v2
         leftovers = docker_client.containers.list(all=True, filters={"name": f"{prefix}-guard"})
         assert leftovers == []
     finally:
@@ -104,3 +116,6 @@ async def test_rollback_recreates_the_container_on_the_image_guard_saw_before(
         for image in (v1, v2):
             with contextlib.suppress(Exception):
                 docker_client.images.remove(image, force=True)
+        for network in networks:
+            with contextlib.suppress(Exception):
+                network.remove()
