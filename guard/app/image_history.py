@@ -1,7 +1,7 @@
 """Recording each watched container's image as the monitors report it (``guard.store.images``).
 
-Wraps the runner's ``put``: every observation's docker signals carry ``image`` and
-``image_id``; a container seen with the same image as last time costs a dict lookup, and the
+Wraps the runner's ``put``, after it (recording never delays or reorders what triage sees):
+every observation's docker signals carry ``image`` and ``image_id``; a container seen with the same image as last time costs a dict lookup, and the
 store is written only when it is first seen in this process or its image changed, so
 ``docker.rollback`` knows the previous image of a service after a deploy, across restarts
 (tests/actions/test_docker_rollback.py).
@@ -28,10 +28,10 @@ class ImageHistory:
         """``put`` that records the images in an observation before handing it on."""
 
         async def recording(obs: Observation) -> None:
+            await put(obs)  # first: recording never delays nor reorders what triage sees
             changed = self.changes(obs)
             if changed:
                 await asyncio.to_thread(self.record, changed)
-            await put(obs)
 
         return recording
 
