@@ -1,10 +1,10 @@
 """Recording each watched container's image as the monitors report it (``guard.store.images``).
 
 Wraps the runner's ``put``, after it (recording never delays or reorders what triage sees):
-every observation's docker signals carry ``image`` and ``image_id``; a container seen with the same image as last time costs a dict lookup, and the
-store is written only when it is first seen in this process or its image changed, so
-``docker.rollback`` knows the previous image of a service after a deploy, across restarts
-(tests/actions/test_docker_rollback.py).
+every observation's docker signals carry ``image`` and ``image_id``; a container seen with the
+same image as last time costs a dict lookup, and the store is written only when it is first
+seen in this process or its image changed, so ``docker.rollback`` knows the previous image of
+a service after a deploy, across restarts (tests/actions/test_docker_rollback.py).
 """
 
 from __future__ import annotations
