@@ -15,31 +15,31 @@ from guard.util.docker_client import Timeouts, docker_client
 from guard.util.textsafe import line_tail
 
 
-def _container(args: Mapping[str, Any], ctx: ActionContext) -> str:
+def container_name(args: Mapping[str, Any], ctx: ActionContext) -> str:
     name = args.get("container") or (ctx.incident or {}).get("target")
     if not name:
         raise ActionError("which container? give container=NAME")
     return str(name)
 
 
-def _client() -> Any:
+def engine() -> Any:
     try:
         return docker_client(Timeouts.call)
     except DockerException as exc:
         raise ActionError(str(exc)) from None  # names DOCKER_HOST and the fix
 
 
-class _DockerAction(ABC):
-    params = ("container",)
+class DockerAction(ABC):
+    params: tuple[str, ...] = ("container",)
     name = ""
     description = ""
 
     async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
-        name = _container(args, ctx)
+        name = container_name(args, ctx)
         return await asyncio.to_thread(self._sync, name, args)
 
     def _sync(self, name: str, args: Mapping[str, Any]) -> ActionResult:
-        client = _client()
+        client = engine()
         try:
             container = client.containers.get(name)
             return self.apply(container, args)
@@ -55,7 +55,7 @@ class _DockerAction(ABC):
         """What the action does to what it found."""
 
 
-class Restart(_DockerAction):
+class Restart(DockerAction):
     name = "docker.restart"
     description = "restart a container (stop with a grace period, then start)"
 
@@ -69,7 +69,7 @@ class Restart(_DockerAction):
         )
 
 
-class Start(_DockerAction):
+class Start(DockerAction):
     name = "docker.start"
     description = "start a stopped container"
 
@@ -81,7 +81,7 @@ class Start(_DockerAction):
         )
 
 
-class Stop(_DockerAction):
+class Stop(DockerAction):
     name = "docker.stop"
     description = "stop a container (e.g. to end a restart loop)"
 
@@ -91,7 +91,7 @@ class Stop(_DockerAction):
         return ActionResult(True, f"stopped {container.name}", {"status": container.status})
 
 
-class Logs(_DockerAction):
+class Logs(DockerAction):
     name = "docker.logs"
     description = "the container's last log lines (evidence; changes nothing)"
 

@@ -1,7 +1,8 @@
 """Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``,
-``probe.``) says where its actions are, and whether they only read (probes: evidence, never a
-remedy). A family's module (and its client: the Docker SDK, the Kubernetes client) is imported
-only when one of its actions is first asked for. ``ActionRegistry`` reads
+``probe.``, ``host.``, ``mcp.``, ``compose.``, ``postgres.``) says where its actions are, and
+whether they only read (probes: evidence, never a remedy). A family's module (and its client:
+the Docker SDK, the Kubernetes client, psycopg, asyncssh) is imported only when one of its
+actions is first asked for. ``ActionRegistry`` reads
 this table; a human's fix is an action when it starts with one of its prefixes."""
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ class ActionFamily:
 
 
 def _docker() -> Sequence[Action]:
-    from guard.actions.docker import ACTIONS
+    from guard.actions import docker, docker_ops, docker_rollback
 
-    return ACTIONS
+    return [*docker.ACTIONS, *docker_ops.ACTIONS, *docker_rollback.ACTIONS]
 
 
 def _http() -> Sequence[Action]:
@@ -63,6 +64,18 @@ def _kubernetes() -> Sequence[Action]:
     return ACTIONS
 
 
+def _compose() -> Sequence[Action]:
+    from guard.actions.compose import ACTIONS
+
+    return ACTIONS
+
+
+def _postgres() -> Sequence[Action]:
+    from guard.actions.postgres import ACTIONS
+
+    return ACTIONS
+
+
 ACTION_FAMILIES: dict[str, ActionFamily] = {
     f.prefix: f
     for f in (
@@ -73,5 +86,7 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("probe", _probes, read_only=True),
         ActionFamily("host", _host),
         ActionFamily("mcp", _mcp),
+        ActionFamily("compose", _compose),
+        ActionFamily("postgres", _postgres),
     )
 }

@@ -7,7 +7,9 @@
   selector, owned by its uid), take the one with the previous ``deployment.kubernetes.io/
   revision`` (or ``to_revision``), drop its ``pod-template-hash`` label, and JSON-patch the
   deployment's template and annotations back to it.
-- ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource.
+  ``k8s.rollback`` is the same action by the name the action set of issue 45 uses.
+- ``k8s.scale`` = ``kubectl scale --replicas=N``: a merge patch of the ``scale`` subresource of
+  a deployment, or with ``kind=statefulset`` of a StatefulSet.
 - ``k8s.delete_pod`` = ``kubectl delete pod``: its controller replaces it.
 - ``k8s.logs`` = ``kubectl logs --tail=N -c CONTAINER``: a container's last lines (evidence;
   changes nothing), redacted and bounded.
@@ -142,7 +144,7 @@ class DeletePod(_KubeAction):
 
 class Scale(_KubeAction):
     name = "k8s.scale"
-    description = "Set a deployment's replica count (kubectl scale --replicas=N)."
+    description = "Set a deployment's (or kind=statefulset's) replica count (kubectl scale)."
     params = ("deployment", "replicas", "namespace")
 
     def act(
@@ -154,14 +156,22 @@ class Scale(_KubeAction):
             raise ActionError(f"{self.name} needs replicas=N (a whole number)") from None
         if not 0 <= replicas <= MAX_REPLICAS:
             raise ActionError(f"{self.name}: replicas must be between 0 and {MAX_REPLICAS}")
-        before = (kube.get_deployment(namespace, name).get("spec") or {}).get("replicas")
-        scale = kube.patch_scale(namespace, name, replicas)
+        kind = str(args.get("kind") or "deployment").lower()
+        if kind not in ("deployment", "statefulset"):
+            raise ActionError(f"{self.name}: kind must be deployment or statefulset, not {kind!r}")
+        found = (
+            kube.get_statefulset(namespace, name)
+            if kind == "statefulset"
+            else kube.get_deployment(namespace, name)
+        )
+        before = (found.get("spec") or {}).get("replicas")
+        scale = kube.patch_scale(namespace, name, replicas, kind)
         return ActionResult(
             True,
-            f"deployment {namespace}/{name} scaled {before} -> {replicas}",
+            f"{kind} {namespace}/{name} scaled {before} -> {replicas}",
             {
                 "namespace": namespace,
-                "deployment": name,
+                kind: name,
                 "from": before,
                 "replicas": (scale.get("spec") or {}).get("replicas"),
             },
@@ -245,6 +255,13 @@ class RolloutUndo(_KubeAction):
         )
 
 
+class Rollback(RolloutUndo):
+    """``k8s.rollback``: the name issue 45's action set gives ``k8s.rollout_undo``."""
+
+    name = "k8s.rollback"
+    description = "Roll a deployment back to its previous ReplicaSet's template (rollout undo)."
+
+
 class Logs(_KubeAction):
     name = "k8s.logs"
     description = "a pod container's last log lines (evidence; changes nothing)"
@@ -276,4 +293,4 @@ class Logs(_KubeAction):
         )
 
 
-ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo(), Logs()]
+ACTIONS = [RolloutRestart(), DeletePod(), Scale(), RolloutUndo(), Rollback(), Logs()]

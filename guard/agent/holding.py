@@ -34,9 +34,12 @@ EFFECTS: dict[str, tuple[str, ...]] = {
     "docker.restart": _STOPS,
     "docker.stop": _STOPS,
     "docker.start": _STARTS,
+    "docker.rollback": _STOPS,  # recreated: the old one stops, the new one starts
+    "compose.up": _STOPS,  # may recreate the service's container
     "k8s.rollout_restart": _STOPS,
     "k8s.delete_pod": _STOPS,
     "k8s.rollout_undo": _STOPS,
+    "k8s.rollback": _STOPS,
     "k8s.scale": _STOPS,
     "railway.restart": _STOPS,
     "railway.redeploy": _STOPS,

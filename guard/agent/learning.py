@@ -165,9 +165,11 @@ class Learner:
         assert run.id is not None and run.fix is not None
         action: str | None = None
         args: dict[str, Any] = {}
+        approval_only = False  # an action that must always be asked for (docker.exec)
         if self.actions.looks_like_action(run.fix):
             parsed, args = self.actions.parse(run.fix)
             action = parsed.name
+            approval_only = bool(getattr(parsed, "approval_only", False))
         ran = next(
             (r.result["step"].get("stdin") for r in self.runner.steps(run.id) if r.kind == "run"),
             None,
@@ -191,6 +193,7 @@ class Learner:
                 verdict=verdict,
                 script=ran if action is None else None,
                 proposed_by=proposed_by,
+                approval_only=approval_only,
             )
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")

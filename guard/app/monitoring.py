@@ -17,6 +17,7 @@ from typing import Any
 from loguru import logger
 
 from guard.app.checks import CheckScheduler
+from guard.app.image_history import ImageHistory
 from guard.app.selfhealth import Put, monitor_error_signal, monitor_ok_signal
 from guard.domain.exceptions import MonitorError
 from guard.domain.records import Observation
@@ -33,7 +34,7 @@ class MonitorRunner:
     ) -> None:
         self.db = db
         self.monitors = monitors
-        self._put = put
+        self._put = ImageHistory(db).wrap(put)  # docker.rollback's previous images
         self._stop = stop
         self.checks: CheckScheduler | None = None  # the schedule, while running (not run_once)
         self._streams: dict[str, asyncio.Task[None]] = {}  # monitor id -> its follow task

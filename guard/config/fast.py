@@ -58,6 +58,7 @@ SECTIONS = frozenset(
         "telegram",
         "railway",
         "kubernetes",
+        "compose",
         "sandbox",
         "probes",
         "llm",

@@ -14,6 +14,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from guard.config.compose import ComposeSettings
 from guard.config.connections import (
     KubernetesSettings,
     LLMSettings,
@@ -101,6 +102,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
+    compose: ComposeSettings = Field(default_factory=ComposeSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     probes: ProbesSettings = Field(default_factory=ProbesSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)

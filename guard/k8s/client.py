@@ -357,10 +357,23 @@ class KubeClient:
             _content_type=content_type,
         )
 
-    def patch_scale(self, namespace: str, name: str, replicas: int) -> dict[str, Any]:
+    def get_statefulset(self, namespace: str, name: str) -> dict[str, Any]:
         return self._json(
-            f"scale deployment {namespace}/{name}",
-            self.apps.patch_namespaced_deployment_scale,
+            f"get statefulset {namespace}/{name}",
+            self.apps.read_namespaced_stateful_set,
+            name,
+            namespace,
+        )
+
+    def patch_scale(
+        self, namespace: str, name: str, replicas: int, kind: str = "deployment"
+    ) -> dict[str, Any]:
+        """``kubectl scale KIND/NAME --replicas=N``: a merge patch of the scale subresource."""
+        return self._json(
+            f"scale {kind} {namespace}/{name}",
+            self.apps.patch_namespaced_stateful_set_scale
+            if kind == "statefulset"
+            else self.apps.patch_namespaced_deployment_scale,
             name,
             namespace,
             {"spec": {"replicas": replicas}},

@@ -402,6 +402,8 @@ def _restart_facts(state: Mapping[str, Any], attrs: Mapping[str, Any] | None) ->
         "started_at": state.get("StartedAt"),
         "restart_count": attrs.get("RestartCount"),
         "restart_policy": policy,
+        "image": (attrs.get("Config") or {}).get("Image"),  # its previous: docker.rollback
+        "image_id": attrs.get("Image"),
     }
 
 

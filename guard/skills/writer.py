@@ -184,6 +184,7 @@ class SkillWriter:
         approver: str,
         verdict: str,
         proposed_by: str | None = None,
+        approval_only: bool = False,
     ) -> dict[str, Any]:
         trigger = {"source": incident.source, "kind": incident.kind, "target": incident.target}
         rule = (getattr(incident, "details", None) or {}).get("rule")
@@ -200,7 +201,7 @@ class SkillWriter:
             "triggers": [trigger],
             "steps": [step, {"verify": {"timeout": f"{self.verify_timeout:g}s"}}],
             "limits": {"max_runs": 3, "window": "1h"},
-            "trust": self.trust,
+            "trust": "approval" if approval_only else self.trust,  # docker.exec: ask first
             "origin": "learned",
             "learned_from": {
                 "incident": incident.id,
@@ -223,6 +224,7 @@ class SkillWriter:
         verdict: str,
         script: str | None = None,
         proposed_by: str | None = None,
+        approval_only: bool = False,
     ) -> LearnedSkill:
         """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
         ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
@@ -240,6 +242,7 @@ class SkillWriter:
             approver=approver,
             verdict=verdict,
             proposed_by=proposed_by,
+            approval_only=approval_only,
         )
         parsed = SkillSpec.model_validate(spec)
         if action is None and script is None:

@@ -353,6 +353,8 @@ def rig_host(home: GuardHome, docker_client: Any) -> Iterator[Rig]:
         yield Rig({"host": "web1"}, home.settings(), fail, heal, "host_key_changed", "web1", None)
     finally:
         host.remove()
+
+
 def rig_resources(home: GuardHome, containers: Any) -> Rig:
     """A container under a 32 MiB limit; failing: 28 MiB written to its /dev/shm (a tmpfs
     charged to its memory), healed: removed."""

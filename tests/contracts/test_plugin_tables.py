@@ -63,6 +63,8 @@ RIGS: dict[str, dict[str, str]] = {
         "probe": "tests/probes/test_net.py",
         "host": "tests/hosts/test_ssh.py",
         "mcp": "tests/llm/test_mcp_servers.py",
+        "compose": "tests/actions/test_compose.py",
+        "postgres": "tests/actions/test_postgres.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {

@@ -211,6 +211,7 @@ class KubeState:
         self.events: list[dict[str, Any]] = []
         self.deployments: dict[tuple[str, str], dict[str, Any]] = {}
         self.replicasets: dict[tuple[str, str], dict[str, Any]] = {}
+        self.statefulsets: dict[tuple[str, str], dict[str, Any]] = {}  # kube_statefulsets.py
         self.leases: dict[tuple[str, str], dict[str, Any]] = {}  # coordination.k8s.io/v1
         self.metrics: dict[tuple[str, str], dict[str, dict[str, str]]] | None = None  # kube_metrics
         self.stopping = False

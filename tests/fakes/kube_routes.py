@@ -17,6 +17,7 @@ import uuid
 from typing import Any
 
 from tests.fakes.kube import REVISION, merge, now, selects
+from tests.fakes.kube_statefulsets import statefulset_route
 
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -85,6 +86,8 @@ def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], bo
             return h.reply(200, listing("EventList", st.rv, copy.deepcopy(items)))
     if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)(/scale)?", path):
         return deployment_route(server, h, method, m.group(1), m.group(2), bool(m.group(3)), body)
+    if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/statefulsets/([^/]+)(/scale)?", path):
+        return statefulset_route(server, h, method, m.group(1), m.group(2), bool(m.group(3)), body)
     if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/replicasets", path):
         with st.cond:
             items = [

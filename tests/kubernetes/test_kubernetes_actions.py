@@ -23,6 +23,7 @@ from tests.fakes.kube import (
     granted_by_rbac,
     pod,
 )
+from tests.fakes.kube_statefulsets import add_statefulset, statefulset
 
 
 def settings_for(home: Any, kube: KubeServer) -> Settings:
@@ -145,6 +146,23 @@ async def test_delete_pod_and_scale_send_what_kubectl_sends(home, kube):
         )
 
 
+async def test_scale_a_statefulset_like_kubectl_scale_statefulset(home, kube):
+    settings = settings_for(home, kube)
+    add_statefulset(kube.state, statefulset("db", replicas=1))
+    action, args = ActionRegistry().parse("k8s.scale db 3 namespace=shop kind=statefulset")
+    result = await action.run(args, ActionContext(settings))
+    assert result.details == {"namespace": "shop", "statefulset": "db", "from": 1, "replicas": 3}
+    assert "statefulset shop/db scaled 1 -> 3" in result.message
+    [patch] = kube.sent("PATCH")
+    assert patch.path == "/apis/apps/v1/namespaces/shop/statefulsets/db/scale"
+    assert patch.body == {"spec": {"replicas": 3}}
+    assert kube.state.statefulsets[("shop", "db")]["spec"]["replicas"] == 3
+    with pytest.raises(ActionError, match="kind must be deployment or statefulset"):
+        await action.run({**args, "kind": "daemonset"}, ActionContext(settings))
+    with pytest.raises(ActionError, match=r'statefulsets\.apps "cache" not found'):
+        await action.run({**args, "deployment": "cache"}, ActionContext(settings))
+
+
 async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, kube):
     settings = settings_for(home, kube)
     dep = kube.state.add_deployment(deployment("api", image="shop/api:1.4.2"))
@@ -168,14 +186,22 @@ async def test_rollout_undo_restores_the_previous_revision_like_kubectl(home, ku
     live = kube.state.deployments[("shop", "api")]
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.4.2"
     assert live["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
-    # Undoing again goes back to 1.5.0 (now revision 2 is the previous one), as kubectl does.
+    # Undoing again goes back to 1.5.0 (now revision 2 is the previous one), as kubectl does;
+    # k8s.rollback is the same action under the name issue 45 gives it.
     again = (
         await ActionRegistry()
-        .get("k8s.rollout_undo")
+        .get("k8s.rollback")
         .run({"deployment": "api", "namespace": "shop"}, ActionContext(settings))
     )
     assert again.details["to_revision"] == 2
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == "shop/api:1.5.0"
+    kube.state.add_deployment(deployment("web", image="shop/web:1.0.0"))
+    with pytest.raises(ActionError, match="shop/web has no previous revision"):
+        await (
+            ActionRegistry()
+            .get("k8s.rollback")
+            .run({"deployment": "web", "namespace": "shop"}, ActionContext(settings))
+        )
 
 
 async def test_paused_deployment_is_not_restarted(home, kube):
@@ -228,6 +254,8 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
         ("apps", "deployments", "patch"),
         ("apps", "deployments/scale", "patch"),
         ("apps", "replicasets", "list"),
+        ("apps", "statefulsets", "get"),  # k8s.scale kind=statefulset
+        ("apps", "statefulsets/scale", "patch"),
         # guard-ha.yaml's Role: the leader election's Lease (ha.backend: kubernetes)
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "create"),
