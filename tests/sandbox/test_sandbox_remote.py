@@ -33,12 +33,12 @@ def remote(tmp_path: Path) -> Iterator[TlsEngine]:
 def test_every_docker_client_reaches_a_tls_engine_from_dockers_variables(
     remote: TlsEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from guard.actions.docker import _client
+    from guard.actions.docker import engine
     from guard.util.docker_client import Timeouts, docker_client
 
     for name, value in tls_environ(remote).items():
         monkeypatch.setenv(name, value)
-    for client in (connect(), docker_client(Timeouts.monitor), _client()):
+    for client in (connect(), docker_client(Timeouts.monitor), engine()):
         assert client.api.base_url == f"https://127.0.0.1:{remote.port}"
         assert client.ping()
         client.close()
