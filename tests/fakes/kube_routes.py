@@ -45,6 +45,10 @@ def listing(kind: str, rv: int, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], body: Any) -> None:
+    from tests.fakes.kube_pods import pods_route  # pods that run, secrets, policies, faults
+
+    if pods_route(server, h, method, path, query, body):
+        return None
     st = server.state
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
         ns = m.group(1)
