@@ -14,8 +14,8 @@ from guard.domain.durations import Duration
 
 class SandboxSettings(Section):
     backend: Literal["auto", "docker", "kubernetes", "local"] = "docker"
-    namespace: str | None = Field(default=None, description="kubernetes backend: where step pods run (default: the kubeconfig context's namespace, else Guard's own pod's)")
-    images: list[str] = Field(default_factory=list, description="kubernetes backend: images a step pod may use besides sandbox.image")
+    namespace: str | None = None  # kubernetes: step pods' (default: the context's, Guard's pod's)
+    images: list[str] = Field(default_factory=list, description="more images pods may use")
     image: str = "guard-toolbox:latest"
     memory: str = "256m"
     cpus: float = 1.0

@@ -16,7 +16,9 @@ from tests.fakes.kube import KubeServer, serve_kube
 from tests.fakes.kube_pods import Kubelet
 from tests.helpers.sandbox import TEST_PREFIX
 
-NAMESPACE = "guard-sandbox"  # sandbox.namespace (deploy/kubernetes/sandbox.yaml); the context says "shop"
+NAMESPACE = (
+    "guard-sandbox"  # sandbox.namespace (deploy/kubernetes/sandbox.yaml); the context says "shop"
+)
 
 
 @dataclass
