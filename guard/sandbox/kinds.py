@@ -137,6 +137,13 @@ def _kube_reap(client: Any, settings: SandboxSettings, cluster: KubernetesSettin
             kube.close()
 
 
+def _local_reap(_client: Any, _settings: SandboxSettings, _cluster: KubernetesSettings) -> int:
+    """Kill the commands and remove the directories of local sandboxes of dead Guards."""
+    from guard.sandbox.local import reap_orphans
+
+    return reap_orphans()
+
+
 SANDBOX_BACKENDS: dict[str, SandboxBackend] = {
     b.name: b
     for b in (
@@ -146,8 +153,8 @@ SANDBOX_BACKENDS: dict[str, SandboxBackend] = {
         SandboxBackend(
             "kubernetes", _kube, probe=_kube_probe, connect=_kube_connect, reap=_kube_reap
         ),
-        # child processes of Guard: they die with it, nothing to reap; isolates nothing
-        SandboxBackend("local", _local, isolates=False),
+        # plain processes on Guard's host: isolates nothing
+        SandboxBackend("local", _local, isolates=False, reap=_local_reap),
     )
 }
 AUTO = "auto"

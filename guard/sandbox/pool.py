@@ -116,8 +116,8 @@ class WarmSandboxPool:
         return self._backend
 
     async def reap(self) -> int:
-        """Remove sandbox containers or pods left by a Guard that died (the local backend's
-        sandboxes are child processes, which die with their Guard: nothing to reap)."""
+        """Remove the sandboxes (containers, pods, local processes and directories) left by a
+        Guard that died."""
         backend = await asyncio.to_thread(self._resolved)
         if backend.reap is None:
             return 0

@@ -6,7 +6,9 @@ image, ``kubernetes`` against the fake API server whose kubelet runs each step p
 a fact in its ``ExecResult``, never an exception; the time limit ends the command and every
 process it started; output is capped and granted secrets are redacted; one sandbox per incident,
 rebuilt when its grants change, serving one command at a time; ``release`` and ``close`` leave
-nothing behind; ``reap`` never touches a live Guard's sandboxes. Two differences are declared,
+nothing behind; ``reap`` never touches a live Guard's sandboxes, and after ``kill -9`` of a Guard
+in the middle of a command, the next Guard's ``reap`` leaves neither the command's processes nor
+its sandbox. Two differences are declared,
 not hidden: ``kubernetes`` runs each command in a fresh pod (``/workspace`` is not kept between
 commands, nothing stays between them) and its output is the pod's log (stdout and stderr merged
 into ``stdout``, whole lines, interleaved as the container runtime read them). The backends that isolate (``docker``, ``kubernetes``; ``local``
@@ -20,9 +22,12 @@ grants, the engine's view of the container) stays in ``tests/sandbox/``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import glob
+import json
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -55,6 +60,7 @@ class Backend:
     pool: WarmSandboxPool
     leftovers: Callable[[str], list[str]]  # an incident id -> its containers or directories
     token: str  # the value of the secret TOKEN in the pool's environment
+    child: dict[str, Any]  # what a Guard in another process needs: settings, kubeconfig
     warm: bool = True  # one sandbox kept between commands (its /workspace too)
     merged: bool = False  # stderr arrives in stdout (a pod's log)
 
@@ -102,7 +108,7 @@ def _docker(request: pytest.FixtureRequest, token: str) -> Backend:
         return [c["Id"] for c in found]
 
     pool = WarmSandboxPool(settings, environ={TOKEN: token}, client=client)
-    return Backend(pool, containers, token)
+    return Backend(pool, containers, token, _child(settings))
 
 
 def _local(request: pytest.FixtureRequest, token: str) -> Backend:
@@ -111,7 +117,8 @@ def _local(request: pytest.FixtureRequest, token: str) -> Backend:
     def workspaces(incident_id: str) -> list[str]:
         return glob.glob(os.path.join(tempfile.gettempdir(), f"guard-local-{incident_id}-*"))
 
-    return Backend(WarmSandboxPool(settings, environ={TOKEN: token}), workspaces, token)
+    pool = WarmSandboxPool(settings, environ={TOKEN: token})
+    return Backend(pool, workspaces, token, _child(settings))
 
 
 def _kubernetes(request: pytest.FixtureRequest, token: str) -> Backend:
@@ -127,7 +134,12 @@ def _kubernetes(request: pytest.FixtureRequest, token: str) -> Backend:
         pids=PIDS,
     )
     pool = WarmSandboxPool(settings, environ={TOKEN: token}, cluster=cluster.settings)
-    return Backend(pool, cluster.leftovers, token, warm=False, merged=True)
+    child = _child(settings, str(cluster.settings.kubeconfig))
+    return Backend(pool, cluster.leftovers, token, child, warm=False, merged=True)
+
+
+def _child(settings: SandboxSettings, kubeconfig: str | None = None) -> dict[str, Any]:
+    return {"settings": settings.model_dump(mode="json"), "kubeconfig": kubeconfig}
 
 
 DOCKER = pytest.param(_docker, id="docker", marks=pytest.mark.docker)
@@ -275,6 +287,52 @@ async def test_reap_spares_a_live_guards_sandboxes(
     assert await backend.pool.reap() >= 0
     assert len(backend.leftovers(name)) == backend.kept()
     assert (await box.run("echo still")).stdout == "still\n"
+
+
+KILLED = """
+import asyncio, json, sys
+from guard.config import KubernetesSettings, SandboxSettings
+from guard.sandbox import WarmSandboxPool
+spec = json.loads(sys.argv[1])
+cluster = KubernetesSettings(kubeconfig=spec["kubeconfig"]) if spec["kubeconfig"] else None
+pool = WarmSandboxPool(SandboxSettings(**spec["settings"]), environ={}, cluster=cluster)
+async def main():
+    await (await pool.get(sys.argv[2])).run(sys.argv[3])
+asyncio.run(main())
+"""
+
+
+def _sleeping(seconds: int) -> int:
+    """Processes on this host (the sandboxes' included) whose command line is ``sleep N``."""
+    found = 0
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            found += Path(path).read_bytes() == f"sleep\0{seconds}\0".encode()
+    return found
+
+
+async def test_nothing_is_left_after_kill_9_of_guard_once_the_next_one_reaps(
+    backend: Backend, incident: Callable[[], str]
+) -> None:
+    name, seconds = incident(), 5000 + secrets.randbelow(4000)
+    guard = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", KILLED, json.dumps(backend.child), name, f"sleep {seconds}"
+    )
+    try:
+        for _ in range(300):
+            if _sleeping(seconds):
+                break
+            await asyncio.sleep(0.05)
+        assert _sleeping(seconds) and backend.leftovers(name), "the command never started"
+    finally:
+        guard.kill()  # SIGKILL: no cleanup of its own
+        await guard.wait()
+    assert await backend.pool.reap() >= 1  # the next Guard's start-up reap
+    for _ in range(100):
+        if not (_sleeping(seconds) or backend.leftovers(name)):
+            break
+        await asyncio.sleep(0.05)
+    assert (_sleeping(seconds), backend.leftovers(name)) == (0, [])
 
 
 # -- the backends that isolate ---------------------------------------------------------------
