@@ -6,7 +6,7 @@ import os
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from guard.config.validators import Section
 from guard.domain.durations import Duration
@@ -35,6 +35,17 @@ class SandboxSettings(Section):
         if any(p == "root" or (p.isdigit() and int(p) == 0) for p in parts):
             raise ValueError(
                 f"sandbox.user {value!r}: commands must not run as root (uid or gid 0)"
+            )
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _numeric_on_kubernetes(cls, value: str, info: ValidationInfo) -> str:
+        """``runAsNonRoot`` is checked on numbers only: a pod cannot run as a user name."""
+        if info.data.get("backend") == "kubernetes" and not value.replace(":", "").isdigit():
+            raise ValueError(
+                f"sandbox.user {value!r}: the kubernetes backend needs numbers (uid:gid), "
+                "e.g. 65534:65534"
             )
         return value
 
