@@ -5,7 +5,8 @@ with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../pods
 ``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
 patch), ``.../deployments/{name}/scale``, ``.../replicasets`` and
 ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`` (POST; GET, PUT). Errors are
-``Status`` objects.
+``Status`` objects. With a kubelet attached (tests/fakes/kube_pods.py), pods are admitted and
+really run, and Secrets, NetworkPolicies and injected faults are served first.
 """
 
 from __future__ import annotations

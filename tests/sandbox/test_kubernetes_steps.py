@@ -274,3 +274,35 @@ async def test_auto_picks_an_isolating_backend_that_works_never_local(
         "sandbox: none (no Docker engine, no cluster): shell steps cannot run here"
     )
     assert "never picks local" in str(none.value)
+
+
+async def test_guard_sandbox_run_runs_a_step_pod_with_no_engine(
+    settings: SandboxSettings, cluster: Cluster, tmp_path: Path
+) -> None:
+    config = tmp_path / "guard.yaml"
+    config.write_text(
+        f"sandbox: {{backend: auto, namespace: {NAMESPACE}, image: {settings.image}}}\n"
+        f"kubernetes: {{kubeconfig: {cluster.settings.kubeconfig}}}\n"
+    )
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    env.pop("GUARD_CONFIG", None)
+    guard = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "guard.cli",
+        "sandbox",
+        "run",
+        "--config",
+        str(config),
+        "--",
+        "sh",
+        "-c",
+        "echo from a pod; exit 4",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(guard.communicate(), 60)
+    assert (guard.returncode, out) == (4, b"from a pod\n"), err
+    assert cluster.server.sent("POST", f"/namespaces/{NAMESPACE}/pods")
