@@ -25,7 +25,7 @@ from guard.domain.exceptions import KubernetesError, SandboxError
 from guard.k8s.client import KubeClient
 from guard.sandbox import SandboxGrants, WarmSandboxPool, create_sandbox
 from guard.sandbox.kinds import resolve_backend
-from guard.sandbox.kubernetes import KubeSandbox
+from guard.sandbox.kubernetes import KubeSandbox, sandbox_namespace
 from tests.helpers.kube_sandbox import NAMESPACE, Cluster, fake_cluster
 from tests.helpers.sandbox import TEST_PREFIX
 
@@ -124,14 +124,28 @@ async def test_admission_refuses_a_pod_that_breaks_restricted_naming_the_field(
     ) in str(refused.value)
 
 
-async def test_an_image_off_the_allowlist_is_refused_before_any_pod(
-    settings: SandboxSettings, cluster: Cluster
+async def test_an_image_off_the_allowlist_or_a_host_mount_is_refused_before_any_pod(
+    settings: SandboxSettings, cluster: Cluster, tmp_path: Path
 ) -> None:
     with pytest.raises(SandboxError, match=r"not allowed .*sandbox\.images"):
         create_sandbox(
             settings, incident_id=incident("img"), image="evil:latest", cluster=cluster.settings
         )
+    mount = {"source": str(tmp_path), "target": "/srv/logs"}
+    with pytest.raises(SandboxError, match="mounts no host paths"):
+        sandbox(settings, cluster, incident("img"), mounts=[mount])
     assert cluster.server.sent("POST") == []
+
+
+def test_the_namespace_defaults_to_the_kubeconfig_contexts(
+    settings: SandboxSettings, cluster: Cluster, tmp_path: Path
+) -> None:
+    unset = settings.model_copy(update={"namespace": None})
+    assert sandbox_namespace(unset, cluster.settings) == "shop"  # the fake's context
+    assert sandbox_namespace(settings, cluster.settings) == NAMESPACE  # the setting wins
+    nowhere = KubernetesSettings(kubeconfig=tmp_path / "missing")
+    with pytest.raises(SandboxError, match=r"set sandbox\.namespace"):
+        sandbox_namespace(unset, nowhere)
 
 
 async def test_a_pod_that_never_starts_is_a_clear_error_at_once(
