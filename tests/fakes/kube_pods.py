@@ -384,9 +384,14 @@ def pods_route(
             else:
                 h.reply(200, pod)
             return True
-        if method == "DELETE":
+        if method == "DELETE":  # the API server forgets it first; then the kubelet kills it
+            gone = st.delete_pod(ns, name)
             kubelet.removed(ns, name)
-            return False  # the pod itself goes as any pod does
+            if gone is None:
+                h.reply(404, status(404, "NotFound", f'pods "{name}" not found'))
+            else:
+                h.reply(200, gone)
+            return True
     if (
         m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/log", path)
     ) and method == "GET":

@@ -257,8 +257,8 @@ async def test_what_a_guard_killed_with_kill_9_left_is_reaped_at_start(
         sys.executable, "-c", KILLED, kubeconfig, NAMESPACE, settings.image, name
     )
     try:
-        for _ in range(200):
-            if any("pod/" in x for x in cluster.leftovers(name)):
+        for _ in range(400):  # until its pod runs (the kubelet made its container)
+            if any(x.startswith("container/") for x in cluster.leftovers(name)):
                 break
             await asyncio.sleep(0.05)
     finally:
