@@ -67,7 +67,9 @@ def compose_agent(
     memory = memory or open_memory(settings)
     redactor = Redactor()
     redactor.register_all(settings.secret_values(), name="config")
-    sandboxes = sandboxes or WarmSandboxPool(settings.sandbox, redactor=redactor)
+    sandboxes = sandboxes or WarmSandboxPool(
+        settings.sandbox, redactor=redactor, cluster=settings.kubernetes
+    )
     lifecycle = Lifecycle(db)
     runner = StepRunner(settings, db, actions, Verifier(db, specs, settings), sandboxes, redactor)
     s = settings.skills

@@ -142,7 +142,7 @@ def run(
 ) -> None:
     """Run one command in a fresh sandbox: `guard sandbox run [--network NAME] -- CMD...`."""
     from guard.sandbox import SandboxGrants, create_sandbox
-    from guard.sandbox.kinds import sandbox_backend
+    from guard.sandbox.kinds import resolve_backend
 
     with _errors():
         settings = _settings(config)
@@ -151,10 +151,10 @@ def run(
             grants = SandboxGrants(network=network, secrets=secret)
         except ValidationError as exc:
             raise ConfigError(format_validation_error("command line", exc)) from None
-        backend = sandbox_backend(settings.sandbox.backend)
-        client = backend.connect() if backend.connect is not None else None
+        backend = resolve_backend(settings.sandbox, settings.kubernetes)
+        client = backend.connect(settings.kubernetes) if backend.connect is not None else None
         if backend.reap is not None:
-            backend.reap(client)
+            backend.reap(client, settings.sandbox, settings.kubernetes)
         redactor = Redactor()
         redactor.register_all(settings.secret_values(), "guard-setting")
         sandbox = create_sandbox(
@@ -164,6 +164,8 @@ def run(
             client=client,
             image=image,
             redactor=redactor,
+            cluster=settings.kubernetes,
+            backend=backend,
         )
 
         async def once() -> int:

@@ -6,14 +6,16 @@ import os
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from guard.config.validators import Section
 from guard.domain.durations import Duration
 
 
 class SandboxSettings(Section):
-    backend: Literal["docker", "local"] = "docker"
+    backend: Literal["auto", "docker", "kubernetes", "local"] = "docker"
+    namespace: str | None = None  # kubernetes: step pods' (default: the context's, Guard's pod's)
+    images: list[str] = Field(default_factory=list, description="more images pods may use")
     image: str = "guard-toolbox:latest"
     memory: str = "256m"
     cpus: float = 1.0
@@ -33,6 +35,17 @@ class SandboxSettings(Section):
         if any(p == "root" or (p.isdigit() and int(p) == 0) for p in parts):
             raise ValueError(
                 f"sandbox.user {value!r}: commands must not run as root (uid or gid 0)"
+            )
+        return value
+
+    @field_validator("user")
+    @classmethod
+    def _numeric_on_kubernetes(cls, value: str, info: ValidationInfo) -> str:
+        """``runAsNonRoot`` is checked on numbers only: a pod cannot run as a user name."""
+        if info.data.get("backend") == "kubernetes" and not value.replace(":", "").isdigit():
+            raise ValueError(
+                f"sandbox.user {value!r}: the kubernetes backend needs numbers (uid:gid), "
+                "e.g. 65534:65534"
             )
         return value
 

@@ -125,6 +125,7 @@ class KubeClient:
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
         self.coordination = client.CoordinationV1Api(self.api)
+        self.networking = client.NetworkingV1Api(self.api)
 
     def close(self) -> None:
         self.api.close()
@@ -221,12 +222,16 @@ class KubeClient:
         tail_lines: int | None = None,
         limit_bytes: int | None = None,
         read_timeout: float | None = None,
+        timestamps: bool = True,
     ) -> Any:
         """``GET .../pods/{pod}/log`` for one container, as the undecoded urllib3 response
         (the caller reads it in pieces and releases it). Lines carry their timestamps
-        (``timestamps=true``). The generated ``read_namespaced_pod_log`` has no ``sinceTime``,
-        so the request is built here; authentication and TLS stay the client's."""
-        query: list[tuple[str, Any]] = [("container", container), ("timestamps", True)]
+        (``timestamps=true``) unless ``timestamps`` is false. The generated
+        ``read_namespaced_pod_log`` has no ``sinceTime``, so the request is built here;
+        authentication and TLS stay the client's."""
+        query: list[tuple[str, Any]] = [("container", container)]
+        if timestamps:
+            query.append(("timestamps", True))
         for key, value in (
             ("follow", follow or None),
             ("previous", previous or None),
@@ -385,3 +390,68 @@ class KubeClient:
         return self._json(
             f"delete pod {namespace}/{name}", self.core.delete_namespaced_pod, name, namespace
         )
+
+    # -- sandbox step pods (guard.sandbox.kubernetes) -------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(
+            f"get pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
+        )
+
+    def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["metadata"]["name"]
+        return self._json(
+            f"create pod {namespace}/{name}", self.core.create_namespaced_pod, namespace, body
+        )
+
+    def create_secret(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["metadata"]["name"]
+        return self._json(
+            f"create secret {namespace}/{name}", self.core.create_namespaced_secret, namespace, body
+        )
+
+    def delete_now(self, kind: str, namespace: str, name: str) -> None:
+        """Delete pod or secret ``name`` at once (no grace period); gone already is fine."""
+        func = {
+            "pod": self.core.delete_namespaced_pod,
+            "secret": self.core.delete_namespaced_secret,
+        }
+        try:
+            self._call(
+                f"delete {kind} {namespace}/{name}",
+                func[kind],
+                name,
+                namespace,
+                grace_period_seconds=0,
+            )
+        except KubernetesError as exc:
+            if exc.status != 404:
+                raise
+
+    def list_secrets(self, namespace: str, selector: str) -> dict[str, Any]:
+        return self._json(
+            f"list secrets in {namespace}",
+            self.core.list_namespaced_secret,
+            namespace,
+            label_selector=selector,
+        )
+
+    def get_network_policy(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._json(
+            f"get networkpolicy {namespace}/{name}",
+            self.networking.read_namespaced_network_policy,
+            name,
+            namespace,
+        )
+
+
+def context_namespace(settings: KubernetesSettings) -> str | None:
+    """The namespace of the kubeconfig's context (``kubernetes.context``, else the current one)."""
+    try:
+        path = str(settings.kubeconfig) if settings.kubeconfig else None
+        contexts, active = config.list_kube_config_contexts(config_file=path)
+    except (config.ConfigException, OSError, TypeError, ValueError):
+        return None
+    chosen = next((c for c in contexts if c["name"] == settings.context), active)
+    found = (chosen or {}).get("context", {}).get("namespace")
+    return str(found) if found else None

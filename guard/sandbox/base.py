@@ -13,11 +13,13 @@ Playbooks may widen the default (no network, no mounts, no secrets) only through
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import posixpath
 import stat
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -57,6 +59,20 @@ class ExecResult:
     def ok(self) -> bool:
         """The command ran to completion and exited 0."""
         return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+
+
+async def in_worker(work: Callable[[threading.Event], ExecResult]) -> ExecResult:
+    """Blocking ``work`` in a thread. Cancelled, it sets ``work``'s abort event and waits for it
+    to return, so whatever the command started (a container, a pod) is gone when this ends."""
+    abort = threading.Event()
+    worker = asyncio.ensure_future(asyncio.to_thread(work, abort))
+    try:
+        return await asyncio.shield(worker)
+    except asyncio.CancelledError:
+        abort.set()  # the worker removes what it made on its next wake-up, then returns
+        with contextlib.suppress(Exception):
+            await worker
+        raise
 
 
 @runtime_checkable

@@ -57,9 +57,18 @@ from guard.sandbox.base import (
     OutputBuffer,
     SandboxGrants,
     argv,
+    in_worker,
 )
 from guard.sandbox.engine import (
     IDLE_SECONDS,
+    OOM_LINE,
+    connect,
+    host_cgroup_files,
+    pump_exec_stream,
+    reap_orphans,
+    translate,
+)
+from guard.sandbox.owners import (
     INSTANCE_ID,
     LABEL,
     LABEL_HOST,
@@ -67,13 +76,7 @@ from guard.sandbox.engine import (
     LABEL_OWNER,
     LABEL_PID,
     LABEL_PID_STARTED,
-    OOM_LINE,
-    connect,
-    host_cgroup_files,
     process_started,
-    pump_exec_stream,
-    reap_orphans,
-    translate,
 )
 
 __all__ = [
@@ -270,19 +273,11 @@ class DockerSandbox:
     ) -> ExecResult:
         cmd = argv(command)
         data = stdin.encode() if isinstance(stdin, str) else stdin
-        abort = threading.Event()
-        async with self._lock:
-            budget = timeout or self.settings.timeout
-            worker = asyncio.ensure_future(
-                asyncio.to_thread(self._run_sync, cmd, budget, env or {}, workdir, data, abort)
+        budget = timeout or self.settings.timeout
+        async with self._lock:  # held until a cancelled command's container is really gone
+            return await in_worker(
+                lambda abort: self._run_sync(cmd, budget, env or {}, workdir, data, abort)
             )
-            try:
-                return await asyncio.shield(worker)
-            except asyncio.CancelledError:
-                abort.set()  # the worker kills the container and returns on its next wake-up
-                with contextlib.suppress(Exception):
-                    await worker  # hold the lock until the container is really gone
-                raise
 
     def _run_sync(
         self,

@@ -9,9 +9,7 @@ payload to a capped ``OutputBuffer`` without copying what the cap discards.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import secrets as _secrets
 import socket
 import threading
 import time
@@ -25,16 +23,9 @@ from loguru import logger
 
 from guard.domain.exceptions import SandboxError
 from guard.sandbox.base import OutputBuffer
+from guard.sandbox.owners import INSTANCE_ID, LABEL, LABEL_OWNER, owner_alive
 from guard.util.docker_client import EngineUnreachable, Timeouts, docker_client
 
-LABEL = "guard.sandbox"
-LABEL_OWNER = "guard.owner"
-LABEL_INCIDENT = "guard.incident"
-LABEL_HOST = "guard.host"
-LABEL_PID = "guard.pid"
-LABEL_PID_STARTED = "guard.pid_started"  # when that pid started: a reused pid is another process
-INSTANCE_ID = f"{socket.gethostname()}-{os.getpid()}-{_secrets.token_hex(4)}"
-"""This Guard process; stamped on every container it starts."""
 IDLE_SECONDS = 7 * 86400  # the idle sleep ends by itself, so even an unreaped orphan stops
 OOM_LINE = re.compile(rb"^oom_kill (\d+)$", re.M)
 _SLICE = 0.25  # how often a blocked read wakes to check for cancellation
@@ -67,40 +58,6 @@ def translate(exc: Exception, image: str = "", network: str | None = None) -> Sa
         return SandboxError(f"lost the Docker engine ({exc}): is it still running?")
     detail = getattr(exc, "explanation", None) or str(exc)
     return SandboxError(f"docker engine refused a sandbox operation: {detail}")
-
-
-def process_started(pid: int) -> str:
-    """When process ``pid`` started (clock ticks since boot, from /proc), or "" if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def owner_alive(tags: Mapping[str, str]) -> bool:
-    """Whether the Guard that made a container may still be running (so it is not an orphan).
-
-    Guard runs as PID 1 in its container, and a restarted container keeps its hostname: the
-    pid alone would say "alive" for ever. A pid whose start time differs is another process.
-    """
-    pid = tags.get(LABEL_PID, "")
-    if tags.get(LABEL_HOST) != socket.gethostname() or not pid.isdigit():
-        return True  # another host's Guard: not ours to judge
-    if not _pid_alive(int(pid)):
-        return False
-    started = tags.get(LABEL_PID_STARTED, "")
-    return not started or started == process_started(int(pid))
 
 
 def reap_orphans(

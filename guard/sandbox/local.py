@@ -4,19 +4,25 @@ It isolates nothing: no network, filesystem, user or resource limits (``sandbox.
 is off by default and shouts when used). It keeps the same contract as ``DockerSandbox`` so
 playbooks can be developed without Docker: capped and redacted output, a wall-clock timeout that
 kills the command's whole process group, secrets passed through the environment, a private
-scratch directory standing in for ``/workspace``.
+scratch directory standing in for ``/workspace``. A command runs in its own session, so it does
+not die with a Guard killed by ``kill -9``: each sandbox keeps a record (its scratch directory,
+the running command's process group, the Guard that owns it) in ``OWNERS``, and
+``reap_orphans`` kills what a dead Guard's records name and removes its directories.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from loguru import logger
 
@@ -31,6 +37,15 @@ from guard.sandbox.base import (
     SandboxGrants,
     argv,
 )
+from guard.sandbox.owners import (
+    LABEL_HOST,
+    LABEL_PID,
+    LABEL_PID_STARTED,
+    owner_alive,
+    process_started,
+)
+
+OWNERS = Path(tempfile.gettempdir()) / "guard-local-owners"
 
 _WARNING = (
     "!!! sandbox.backend=local: commands run UNSANDBOXED on this host, as Guard's own user, "
@@ -61,7 +76,19 @@ class LocalSandbox:
         for name, value in self._secrets.items():
             self.redactor.register(name, value)
         self.workspace = tempfile.mkdtemp(prefix=f"guard-local-{incident_id[:20]}-")
+        OWNERS.mkdir(mode=0o700, exist_ok=True)
+        self._record = OWNERS / f"{os.path.basename(self.workspace)}.json"
+        self._note(None)
         self._lock = asyncio.Lock()
+
+    def _note(self, group: int | None) -> None:
+        """Record this sandbox's directory, its running process group (if any) and its owner."""
+        me = os.getpid()
+        owner = {LABEL_HOST: socket.gethostname(), LABEL_PID: str(me)}
+        owner[LABEL_PID_STARTED] = process_started(me)
+        started = process_started(group) if group else ""
+        record = {"workspace": self.workspace, "owner": owner, "group": group, "started": started}
+        self._record.write_text(json.dumps(record))
 
     async def run(
         self,
@@ -97,6 +124,7 @@ class LocalSandbox:
                 )
             except OSError as exc:
                 return ExecResult(127, "", self.redactor.redact(str(exc)), time.monotonic() - t0)
+            self._note(proc.pid)
             timed_out = False
             try:
                 await asyncio.wait_for(
@@ -109,6 +137,7 @@ class LocalSandbox:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(proc.pid, signal.SIGKILL)
                     await proc.wait()
+                self._note(None)
             code = TIMEOUT_EXIT_CODE if timed_out else proc.returncode
             if code is None:
                 raise SandboxError("local command vanished without an exit status")
@@ -145,3 +174,26 @@ class LocalSandbox:
 
     async def close(self) -> None:
         await asyncio.to_thread(shutil.rmtree, self.workspace, True)
+        self._record.unlink(missing_ok=True)
+
+
+def reap_orphans() -> int:
+    """Kill the commands and remove the directories of local sandboxes whose Guard is dead
+    (a live Guard's are spared); return how many sandboxes were cleaned up."""
+    removed = 0
+    for path in OWNERS.glob("*.json"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if owner_alive(record["owner"]):
+            continue
+        group = record.get("group")
+        if group and record.get("started") == process_started(group):  # not a reused pid
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+        shutil.rmtree(record["workspace"], ignore_errors=True)
+        path.unlink(missing_ok=True)
+        removed += 1
+        logger.info("reaped an orphaned local sandbox: {}", record["workspace"])
+    return removed

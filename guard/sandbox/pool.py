@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from guard.config import SandboxSettings
+from guard.config import KubernetesSettings, SandboxSettings
 from guard.redact import Redactor
 from guard.sandbox.base import Sandbox, SandboxGrants, resolve_secrets
-from guard.sandbox.kinds import SandboxRequest, sandbox_backend
+from guard.sandbox.kinds import SandboxBackend, SandboxRequest, resolve_backend
 
 
 def create_sandbox(
@@ -25,9 +25,11 @@ def create_sandbox(
     redactor: Redactor | None = None,
     client: Any = None,
     image: str | None = None,
+    cluster: KubernetesSettings | None = None,
+    backend: SandboxBackend | None = None,
 ) -> Sandbox:
-    """A sandbox for ``incident_id`` on the configured backend, with granted secrets resolved
-    from ``environ`` (default: Guard's environment)."""
+    """A sandbox for ``incident_id`` on ``backend`` (default: the configured one, ``auto``
+    resolved), with granted secrets resolved from ``environ`` (default: Guard's environment)."""
     grants = grants or SandboxGrants()
     request = SandboxRequest(
         incident_id=incident_id,
@@ -36,8 +38,9 @@ def create_sandbox(
         redactor=redactor,
         client=client,
         image=image,
+        cluster=cluster,
     )
-    return sandbox_backend(settings.backend).create(settings, request)
+    return (backend or resolve_backend(settings, cluster)).create(settings, request)
 
 
 class WarmSandboxPool:
@@ -50,8 +53,11 @@ class WarmSandboxPool:
         environ: Mapping[str, str] | None = None,
         redactor: Redactor | None = None,
         client: Any = None,
+        cluster: KubernetesSettings | None = None,
     ) -> None:
         self.settings = settings
+        self._cluster = cluster or KubernetesSettings()
+        self._backend: SandboxBackend | None = None  # ``auto`` resolved once, on first need
         self._environ = environ
         self._redactor = redactor
         self._client = client
@@ -80,6 +86,8 @@ class WarmSandboxPool:
                     environ=self._environ,
                     redactor=self._redactor,
                     client=self._client,
+                    cluster=self._cluster,
+                    backend=self._resolved(),
                 )
                 self._sessions[incident_id] = found
                 self._grants[incident_id] = grants
@@ -102,10 +110,15 @@ class WarmSandboxPool:
             self._grants.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 
+    def _resolved(self) -> SandboxBackend:
+        if self._backend is None:
+            self._backend = resolve_backend(self.settings, self._cluster)
+        return self._backend
+
     async def reap(self) -> int:
-        """Remove sandbox containers left by a Guard that died (the local backend's sandboxes
-        are child processes, which die with their Guard: nothing to reap)."""
-        reap = sandbox_backend(self.settings.backend).reap
-        if reap is None:
+        """Remove the sandboxes (containers, pods, local processes and directories) left by a
+        Guard that died."""
+        backend = await asyncio.to_thread(self._resolved)
+        if backend.reap is None:
             return 0
-        return await asyncio.to_thread(reap, self._client)
+        return await asyncio.to_thread(backend.reap, self._client, self.settings, self._cluster)

@@ -40,6 +40,7 @@ pytestmark = pytest.mark.unit
 RIGS: dict[str, dict[str, str]] = {
     "sandbox": {
         "docker": "tests/contracts/test_sandbox_contract.py",
+        "kubernetes": "tests/contracts/test_sandbox_contract.py",
         "local": "tests/contracts/test_sandbox_contract.py",
     },
     "lease": {
@@ -83,7 +84,10 @@ def allowed(model: Any, field: str) -> set[str]:
 
 
 def test_each_setting_allows_exactly_its_tables_keys() -> None:
-    assert allowed(SandboxSettings, "backend") == set(sandbox_kinds.SANDBOX_BACKENDS)
+    assert allowed(SandboxSettings, "backend") == {
+        sandbox_kinds.AUTO,
+        *sandbox_kinds.SANDBOX_BACKENDS,
+    }
     assert allowed(HASettings, "backend") == set(lease_kinds.LEASE_BACKENDS)
     assert allowed(EndpointSettings, "provider") == {"none", *provider_kinds.MODEL_PROVIDERS}
     assert set(get_args(intake_config.IntakeType)) == set(intake_config.INTAKE_KINDS)

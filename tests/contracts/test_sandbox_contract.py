@@ -2,13 +2,19 @@
 
 Every backend (``sandbox.backend``: ``docker`` on the real engine with the offline-built busybox
 image, and on the same engine as a remote one over TLS (``docker-tls``: tests/fakes/docker_tls.py),
-``local`` as plain subprocesses) keeps what ``guard.sandbox.base`` promises: a failing
-command is a fact in its ``ExecResult``, never an exception; the time limit ends the command and
-every process it started; output is capped and granted secrets are redacted; one warm sandbox per
-incident, rebuilt when its grants change, serving one command at a time; ``release`` and
-``close`` leave nothing behind; ``reap`` never touches a live Guard's sandboxes. The backends that
-isolate (``docker``; ``local`` isolates nothing by design) also promise no network, no host
-files, no capabilities, a non-root user, and memory and process limits.
+``kubernetes`` against the fake API server whose kubelet runs each step pod on that engine,
+``local`` as plain subprocesses) keeps what ``guard.sandbox.base`` promises: a failing command is
+a fact in its ``ExecResult``, never an exception; the time limit ends the command and every
+process it started; output is capped and granted secrets are redacted; one sandbox per incident,
+rebuilt when its grants change, serving one command at a time; ``release`` and ``close`` leave
+nothing behind; ``reap`` never touches a live Guard's sandboxes, and after ``kill -9`` of a Guard
+in the middle of a command, the next Guard's ``reap`` leaves neither the command's processes nor
+its sandbox. Two differences are declared,
+not hidden: ``kubernetes`` runs each command in a fresh pod (``/workspace`` is not kept between
+commands, nothing stays between them) and its output is the pod's log (stdout and stderr merged
+into ``stdout``, whole lines, interleaved as the container runtime read them). The backends that isolate (``docker``, ``kubernetes``; ``local``
+isolates nothing by design) also promise no network, no host files, no capabilities, a non-root
+user; ``docker`` also memory and process limits (a pod's process limit is the kubelet's).
 
 The hardening of the Docker backend in depth (fork bombs sampled from outside, disk caps, network
 grants, the engine's view of the container) stays in ``tests/sandbox/``.
@@ -17,9 +23,12 @@ grants, the engine's view of the container) stays in ``tests/sandbox/``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import glob
+import json
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -32,7 +41,7 @@ import pytest
 from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import Sandbox, SandboxGrants, SandboxPool, WarmSandboxPool
-from guard.sandbox.base import TIMEOUT_EXIT_CODE
+from guard.sandbox.base import TIMEOUT_EXIT_CODE, ExecResult
 from tests.fakes.docker_tls import tls_engine, tls_environ
 from tests.helpers.images import ensure_busybox_image
 from tests.helpers.sandbox import BUSYBOX_IMAGE, TEST_PREFIX
@@ -54,6 +63,21 @@ class Backend:
     pool: WarmSandboxPool
     leftovers: Callable[[str], list[str]]  # an incident id -> its containers or directories
     token: str  # the value of the secret TOKEN in the pool's environment
+    child: dict[str, Any]  # what a Guard in another process needs: settings, kubeconfig
+    warm: bool = True  # one sandbox kept between commands (its /workspace too)
+    merged: bool = False  # stderr arrives in stdout (a pod's log)
+
+    def shows(self, result: ExecResult, stdout: str, stderr: str) -> bool:
+        """Whether ``result`` is what a command printing these shows on this backend (merged:
+        every line in ``stdout``; how the two streams interleave is the container runtime's)."""
+        if self.merged:
+            lines = sorted((stdout + stderr).splitlines(keepends=True))
+            return sorted(result.stdout.splitlines(keepends=True)) == lines and not result.stderr
+        return (result.stdout, result.stderr) == (stdout, stderr)
+
+    def kept(self) -> int:
+        """What one incident leaves between its commands: its warm sandbox, or nothing."""
+        return 1 if self.warm else 0
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +105,14 @@ def tls_contract_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
         client.close()
 
 
+@pytest.fixture
+def kube_cluster(contract_engine: Any, tmp_path: Path) -> Iterator[Any]:
+    from tests.helpers.kube_sandbox import fake_cluster
+
+    with fake_cluster(contract_engine, tmp_path) as cluster:
+        yield cluster
+
+
 def _docker(request: pytest.FixtureRequest, token: str, engine: str = "contract_engine") -> Backend:
     from guard.sandbox.docker import LABEL_INCIDENT
 
@@ -94,7 +126,7 @@ def _docker(request: pytest.FixtureRequest, token: str, engine: str = "contract_
         return [c["Id"] for c in found]
 
     pool = WarmSandboxPool(settings, environ={TOKEN: token}, client=client)
-    return Backend(pool, containers, token)
+    return Backend(pool, containers, token, _child(settings))
 
 
 def _local(request: pytest.FixtureRequest, token: str) -> Backend:
@@ -103,13 +135,36 @@ def _local(request: pytest.FixtureRequest, token: str) -> Backend:
     def workspaces(incident_id: str) -> list[str]:
         return glob.glob(os.path.join(tempfile.gettempdir(), f"guard-local-{incident_id}-*"))
 
-    return Backend(WarmSandboxPool(settings, environ={TOKEN: token}), workspaces, token)
+    pool = WarmSandboxPool(settings, environ={TOKEN: token})
+    return Backend(pool, workspaces, token, _child(settings))
+
+
+def _kubernetes(request: pytest.FixtureRequest, token: str) -> Backend:
+    from tests.helpers.kube_sandbox import NAMESPACE
+
+    cluster = request.getfixturevalue("kube_cluster")
+    settings = SandboxSettings(
+        backend="kubernetes",
+        namespace=NAMESPACE,
+        image=BUSYBOX_IMAGE,
+        timeout=20,
+        output_limit=LIMIT,
+        pids=PIDS,
+    )
+    pool = WarmSandboxPool(settings, environ={TOKEN: token}, cluster=cluster.settings)
+    child = _child(settings, str(cluster.settings.kubeconfig))
+    return Backend(pool, cluster.leftovers, token, child, warm=False, merged=True)
+
+
+def _child(settings: SandboxSettings, kubeconfig: str | None = None) -> dict[str, Any]:
+    return {"settings": settings.model_dump(mode="json"), "kubeconfig": kubeconfig}
 
 
 DOCKER = pytest.param(_docker, id="docker", marks=pytest.mark.docker)
 DOCKER_TLS = pytest.param(
     partial(_docker, engine="tls_contract_engine"), id="docker-tls", marks=pytest.mark.docker
 )
+KUBERNETES = pytest.param(_kubernetes, id="kubernetes", marks=pytest.mark.docker)
 LOCAL = pytest.param(_local, id="local")
 
 
@@ -122,16 +177,23 @@ async def _opened(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         await made.pool.close()
 
 
-@pytest.fixture(params=[DOCKER, DOCKER_TLS, LOCAL])
+@pytest.fixture(params=[DOCKER, DOCKER_TLS, KUBERNETES, LOCAL])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """Every backend."""
     async for made in _opened(request):
         yield made
 
 
-@pytest.fixture(params=[DOCKER, DOCKER_TLS])
+@pytest.fixture(params=[DOCKER, DOCKER_TLS, KUBERNETES])
 async def isolating(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """The backends that isolate (``local`` isolates nothing: development only)."""
+    async for made in _opened(request):
+        yield made
+
+
+@pytest.fixture(params=[DOCKER])
+async def limited(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    """The backends that cap memory and processes themselves (a pod's pids are the kubelet's)."""
     async for made in _opened(request):
         yield made
 
@@ -154,7 +216,7 @@ async def test_a_command_gives_its_exit_code_output_and_inputs(
     result = await box.run(
         'cat; echo "$GREETING" >&2; exit 3', stdin="in\n", env={"GREETING": "hi"}
     )
-    assert (result.exit_code, result.stdout, result.stderr) == (3, "in\n", "hi\n")
+    assert result.exit_code == 3 and backend.shows(result, "in\n", "hi\n"), result
     assert not result.ok and not result.timed_out
     assert (await box.run(["sh", "-c", "echo argv"])).stdout == "argv\n"
     assert (await box.run("pwd", workdir="/tmp")).stdout == "/tmp\n"
@@ -180,7 +242,8 @@ async def test_output_is_capped_and_granted_secrets_are_redacted(
 ) -> None:
     box = await backend.pool.get(incident(), SandboxGrants(secrets=[TOKEN]))
     result = await box.run(f'echo "${TOKEN}"; echo "${TOKEN}" >&2')
-    assert result.stdout == result.stderr == f"[REDACTED:{TOKEN}]\n"
+    shown = f"[REDACTED:{TOKEN}]\n"
+    assert backend.shows(result, shown, shown), result
     assert backend.token not in repr(result)
     big = await box.run("head -c 100000 /dev/zero | tr '\\0' x")
     assert big.exit_code == 0 and big.stdout_truncated == 100_000 - LIMIT
@@ -201,13 +264,14 @@ async def test_one_warm_sandbox_per_incident_rebuilt_when_its_grants_change(
     boxes = await asyncio.gather(*(backend.pool.get(one) for _ in range(4)))
     assert all(b is boxes[0] for b in boxes)  # asked at once: still one sandbox
     assert (await boxes[0].run("echo kept > note")).ok
-    assert (await (await backend.pool.get(one)).run("cat note")).stdout == "kept\n"
+    kept = await (await backend.pool.get(one)).run("cat note")
+    assert kept.stdout == "kept\n" if backend.warm else kept.exit_code != 0  # a fresh pod
     assert (await (await backend.pool.get(other)).run("cat note")).exit_code != 0  # its own
-    assert len(backend.leftovers(one)) == 1
+    assert len(backend.leftovers(one)) == backend.kept()
     granted = await backend.pool.get(one, SandboxGrants(secrets=[TOKEN]))
     assert granted is not boxes[0]
     assert (await granted.run("cat note")).exit_code != 0  # nothing of the old one is seen
-    assert len(backend.leftovers(one)) == 1  # the old one is gone
+    assert len(backend.leftovers(one)) == backend.kept()  # the old one is gone
 
 
 async def test_one_command_at_a_time_in_a_sandbox(
@@ -225,7 +289,7 @@ async def test_release_and_close_leave_nothing_behind(
     first, second, third = incident(), incident(), incident()
     for name in (first, second, third):
         assert (await (await backend.pool.get(name)).run("true")).ok
-        assert backend.leftovers(name), name
+        assert len(backend.leftovers(name)) == backend.kept(), name
     await backend.pool.release(first)
     assert backend.leftovers(first) == []
     await backend.pool.release(first)  # idempotent
@@ -242,7 +306,54 @@ async def test_reap_spares_a_live_guards_sandboxes(
     box = await backend.pool.get(name)
     assert (await box.run("true")).ok
     assert await backend.pool.reap() >= 0
-    assert backend.leftovers(name) and (await box.run("echo still")).stdout == "still\n"
+    assert len(backend.leftovers(name)) == backend.kept()
+    assert (await box.run("echo still")).stdout == "still\n"
+
+
+KILLED = """
+import asyncio, json, sys
+from guard.config import KubernetesSettings, SandboxSettings
+from guard.sandbox import WarmSandboxPool
+spec = json.loads(sys.argv[1])
+cluster = KubernetesSettings(kubeconfig=spec["kubeconfig"]) if spec["kubeconfig"] else None
+pool = WarmSandboxPool(SandboxSettings(**spec["settings"]), environ={}, cluster=cluster)
+async def main():
+    await (await pool.get(sys.argv[2])).run(sys.argv[3])
+asyncio.run(main())
+"""
+
+
+def _sleeping(seconds: int) -> int:
+    """Processes on this host (the sandboxes' included) whose command line is ``sleep N``."""
+    found = 0
+    for path in glob.glob("/proc/[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            found += Path(path).read_bytes() == f"sleep\0{seconds}\0".encode()
+    return found
+
+
+async def test_nothing_is_left_after_kill_9_of_guard_once_the_next_one_reaps(
+    backend: Backend, incident: Callable[[], str]
+) -> None:
+    name, seconds = incident(), 5000 + secrets.randbelow(4000)
+    guard = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", KILLED, json.dumps(backend.child), name, f"sleep {seconds}"
+    )
+    try:
+        for _ in range(300):
+            if _sleeping(seconds):
+                break
+            await asyncio.sleep(0.05)
+        assert _sleeping(seconds) and backend.leftovers(name), "the command never started"
+    finally:
+        guard.kill()  # SIGKILL: no cleanup of its own
+        await guard.wait()
+    assert await backend.pool.reap() >= 1  # the next Guard's start-up reap
+    for _ in range(100):
+        if not (_sleeping(seconds) or backend.leftovers(name)):
+            break
+        await asyncio.sleep(0.05)
+    assert (_sleeping(seconds), backend.leftovers(name)) == (0, [])
 
 
 # -- the backends that isolate ---------------------------------------------------------------
@@ -266,9 +377,9 @@ async def test_no_network_no_host_files_no_privileges(
 
 
 async def test_memory_and_process_limits_hold(
-    isolating: Backend, incident: Callable[[], str]
+    limited: Backend, incident: Callable[[], str]
 ) -> None:
-    box = await isolating.pool.get(incident())
+    box = await limited.pool.get(incident())
     hog = await box.run("dd if=/dev/zero of=/dev/null bs=600M count=1")
     assert hog.oom_killed and not hog.ok
     forks = await box.run(f"for i in $(seq {PIDS * 2}); do sleep 2 & done; wait")

@@ -5,7 +5,8 @@ with ``?watch=true&resourceVersion=``), ``.../pods/{name}`` (DELETE), ``.../pods
 ``/apis/apps/v1/namespaces/{ns}/deployments/{name}`` (GET, PATCH with strategic-merge or JSON
 patch), ``.../deployments/{name}/scale``, ``.../replicasets`` and
 ``/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`` (POST; GET, PUT). Errors are
-``Status`` objects.
+``Status`` objects. With a kubelet attached (tests/fakes/kube_pods.py), pods are admitted and
+really run, and Secrets, NetworkPolicies and injected faults are served first.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def listing(kind: str, rv: int, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def route(server: Any, h: Any, method: str, path: str, query: dict[str, str], body: Any) -> None:
+    from tests.fakes.kube_pods import pods_route  # pods that run, secrets, policies, faults
+
+    if pods_route(server, h, method, path, query, body):
+        return None
     st = server.state
     if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
         ns = m.group(1)

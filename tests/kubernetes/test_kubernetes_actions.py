@@ -242,7 +242,12 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
     # Every kube fixture also checks that each request it served is allowed by this file.
     docs = list(yaml.safe_load_all(RBAC.read_text()))
     kinds = [d["kind"] for d in docs]
-    assert kinds.count("ServiceAccount") == 1 and kinds.count("RoleBinding") == 2
+    assert kinds.count("ServiceAccount") == 1 and kinds.count("RoleBinding") == 3
+    # the sandbox's step pods: a Role and its binding in the sandbox namespace, nowhere else
+    [sandbox] = [d for d in docs if d["kind"] == "Role"]
+    assert sandbox["metadata"]["namespace"] == "guard-sandbox"
+    [bound] = [d for d in docs if d["kind"] == "RoleBinding" and d["roleRef"]["kind"] == "Role"]
+    assert bound["metadata"]["namespace"] == "guard-sandbox"
     assert granted_by_rbac() == {
         ("", "pods", "list"),
         ("", "pods", "watch"),
@@ -256,6 +261,13 @@ def test_rbac_grants_exactly_the_verbs_guard_uses():
         ("apps", "replicasets", "list"),
         ("apps", "statefulsets", "get"),  # k8s.scale kind=statefulset
         ("apps", "statefulsets/scale", "patch"),
+        # the guard-sandbox Role (sandbox.backend: kubernetes)
+        ("", "pods", "create"),
+        ("", "pods", "get"),
+        ("", "secrets", "create"),
+        ("", "secrets", "list"),
+        ("", "secrets", "delete"),
+        ("networking.k8s.io", "networkpolicies", "get"),
         # guard-ha.yaml's Role: the leader election's Lease (ha.backend: kubernetes)
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "create"),

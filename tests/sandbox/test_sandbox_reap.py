@@ -29,7 +29,7 @@ from guard.sandbox.docker import (
     DockerSandbox,
     reap_orphans,
 )
-from guard.sandbox.engine import owner_alive, process_started
+from guard.sandbox.owners import owner_alive, process_started
 from tests.helpers.sandbox import TEST_PREFIX
 
 pytestmark = pytest.mark.docker

@@ -113,3 +113,11 @@ async def test_accepted_values_reach_the_engine(
         assert (host["Memory"], host["NanoCpus"], host["PidsLimit"]) == (96 << 20, 5 * 10**8, 16)
     finally:
         await box.close()
+
+
+def test_the_kubernetes_backend_needs_a_numeric_user(tmp_path: Path) -> None:
+    text = _problems(tmp_path, "  backend: kubernetes\n  user: nobody\n")
+    assert "sandbox.user 'nobody': the kubernetes backend needs numbers (uid:gid)" in text
+    assert "e.g. 65534:65534" in text
+    assert SandboxSettings(backend="kubernetes", user="1000:1000").user == "1000:1000"
+    assert SandboxSettings(backend="docker", user="nobody").user == "nobody"
