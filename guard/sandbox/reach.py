@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guard.config import KubernetesSettings, SandboxSettings
-from guard.sandbox.kinds import sandbox_backend
+from guard.sandbox.kinds import AUTO, SANDBOX_BACKENDS, sandbox_backend
 
 TTL = 60.0  # seconds an answer is kept
 WAIT = 12.0  # seconds an answer may take (a ping that fails fast takes milliseconds)
@@ -77,21 +77,26 @@ def engine_error() -> str:
 
 
 def _assess(settings: SandboxSettings, k8s: KubernetesSettings | None) -> Reach:
+    """The backend ``sandbox.backend`` names (``auto``: the first isolating one that works),
+    judged by its own probe in the table."""
+    cluster = k8s or KubernetesSettings()
+    if settings.backend == AUTO:
+        reasons = []
+        for entry in SANDBOX_BACKENDS.values():
+            if entry.isolates and entry.probe is not None:
+                why = entry.probe(settings, cluster)
+                if why is None:
+                    return Reach(entry.name, True, entry.isolates)
+                reasons.append(why)
+        return Reach(AUTO, False, None, ", ".join(reasons), engine_error())
     backend = sandbox_backend(settings.backend)
-    isolates = getattr(backend, "isolates", None)
-    if backend.connect is None:
-        return Reach(backend.name, True, isolates)
-    try:
-        client = backend.connect()
-    except Exception as exc:
-        missing = [] if not (err := engine_error()) else ["no Docker engine"]
-        if not cluster_configured(k8s):
-            missing.append("no cluster")
-        why = ", ".join(missing) or f"the {backend.name} backend cannot connect"
-        return Reach(backend.name, False, isolates, why, err or str(exc))
-    with contextlib.suppress(Exception):
-        client.close()
-    return Reach(backend.name, True, isolates)
+    why = backend.probe(settings, cluster) if backend.probe is not None else None
+    if why is None:
+        return Reach(backend.name, True, backend.isolates)
+    missing = [why]
+    if backend.name == "docker" and not cluster_configured(k8s):
+        missing.append("no cluster")
+    return Reach(backend.name, False, backend.isolates, ", ".join(missing), engine_error())
 
 
 def _bounded(settings: SandboxSettings, k8s: KubernetesSettings | None) -> Reach:
