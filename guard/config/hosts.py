@@ -8,7 +8,9 @@ host's allowlist file is the limit. The host key is pinned: Guard never trusts o
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from pydantic import Field, field_validator
 
@@ -18,6 +20,11 @@ from guard.domain.durations import Duration
 _UNIT = re.compile(r"^[A-Za-z0-9@_.:\\-]+\.(service|socket|timer|target|path|mount)$")
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$")
+
+
+def secret_env(name: str) -> str:
+    """The environment variable holding the secret ``name`` (``GUARD_SECRET_<NAME>``)."""
+    return f"GUARD_SECRET_{name.upper().replace('-', '_')}"
 
 
 class HostSettings(Section):
@@ -93,3 +100,18 @@ def check_hosts(hosts: dict[str, HostSettings]) -> dict[str, HostSettings]:
         if host.jump is not None and (host.jump not in hosts or host.jump == name):
             raise ValueError(f"hosts.{name}.jump: {host.jump!r} is not another configured host")
     return hosts
+
+
+def key_values(hosts: dict[str, HostSettings], data_dir: Path) -> list[str]:
+    """The hosts' private keys that are set (the variable, else the file), for redaction:
+    masked whole and line by line, as a key may be logged one line at a time."""
+    found: list[str] = []
+    for host in hosts.values():
+        text = os.environ.get(secret_env(host.key))
+        path = data_dir / "secrets" / host.key
+        if text is None and path.is_file():
+            text = path.read_text()
+        if text:
+            found.append(text.strip())
+            found += [line for line in text.splitlines() if len(line) >= 16 and "-----" not in line]
+    return found

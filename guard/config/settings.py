@@ -23,7 +23,7 @@ from guard.config.connections import (
 )
 from guard.config.credentials import basic_credentials
 from guard.config.escalation import Escalation, EscalationSettings, QuietHours
-from guard.config.hosts import HostSettings, check_hosts
+from guard.config.hosts import HostSettings, check_hosts, key_values
 from guard.config.intake import IntakeSource, check_sources
 from guard.config.operations import (
     AgentSettings,
@@ -187,6 +187,7 @@ class Settings(BaseSettings):
         ]
         found += [v for source in self.intake for v in source.secrets()]
         found += self.notifiers.secrets()
+        found += key_values(self.hosts, Path(self.data_dir))
         for server in self.llm.mcp_servers.values():  # those set (a missing one is reported)
             found += server.credential_values()
         if self.skills.git_token is not None:  # as git sends it, too

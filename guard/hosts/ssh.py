@@ -24,7 +24,7 @@ with warnings.catch_warnings():  # asyncssh still loads DSA, which cryptography 
     import asyncssh
 
 from guard.config import Settings
-from guard.config.hosts import HostSettings
+from guard.config.hosts import HostSettings, secret_env
 from guard.domain.exceptions import GuardError
 from guard.util.textsafe import printable
 
@@ -73,14 +73,14 @@ def host_settings(settings: Settings, name: str) -> HostSettings:
 def private_key(settings: Settings, name: str) -> asyncssh.SSHKey:
     """Guard's key for host ``name``, from its secret: ``GUARD_SECRET_<KEY>`` or a file."""
     secret = host_settings(settings, name).key
-    text = os.environ.get(f"GUARD_SECRET_{secret.upper().replace('-', '_')}")
+    text = os.environ.get(secret_env(secret))
     path = Path(settings.data_dir) / "secrets" / secret
     if text is None and path.is_file():
         text = path.read_text()
     if not text:
         raise HostError(
             f"hosts.{name}.key names the secret {secret!r}, which is not set: put the private "
-            f"key in {path} (mode 600) or GUARD_SECRET_{secret.upper().replace('-', '_')}"
+            f"key in {path} (mode 600) or {secret_env(secret)}"
         )
     try:
         return asyncssh.import_private_key(text)

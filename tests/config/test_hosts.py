@@ -39,3 +39,42 @@ def test_bad_hosts_are_refused_naming_the_field(
 ) -> None:
     with pytest.raises(ValidationError, match=r"(?s)" + says.replace("(", r"\(")):
         _settings(tmp_path, {"web1": {"address": "h", "key": "k", **host}})
+
+
+def test_a_hosts_private_key_is_masked_whole_and_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from guard.redact import Policy
+
+    pem = _openssh_key()
+    monkeypatch.setenv("GUARD_SECRET_WEB1_SSH", pem)
+    (tmp_path / "secrets").mkdir()
+    other = _openssh_key()
+    (tmp_path / "secrets" / "db1_ssh").write_text(other)
+    s = _settings(
+        tmp_path,
+        {
+            "web1": {"address": "10.0.0.5", "key": "web1_ssh"},
+            "db1": {"address": "x", "key": "db1_ssh"},
+        },
+    )
+    policy = Policy(secrets=s.secret_values())
+    for key in (pem, other):  # each body line alone, as a log prints a key line by line
+        for body in [line for line in key.splitlines() if "-----" not in line]:
+            said = policy.redact(f"2026-12-06 ssh: loaded {body} for web1")
+            assert said == "2026-12-06 ssh: loaded [REDACTED:guard-secret] for web1"
+
+
+def _openssh_key() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return (
+        Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
