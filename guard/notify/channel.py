@@ -74,6 +74,14 @@ class Markup(Protocol):
 
     def cut(self, text: str, limit: int | None = None, more: str = "") -> str: ...
 
+    def code(self, text: object) -> str:
+        """``text`` escaped and shown as code (a command, a usage line)."""
+        ...
+
+    def bold(self, text: object) -> str:
+        """``text`` escaped and shown in bold (a heading, a name)."""
+        ...
+
     def request(self, req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
         """An incident's question and its buttons."""
         ...
