@@ -64,7 +64,7 @@ RIGS: dict[str, dict[str, str]] = {
         "railway": "tests/railway/test_railway.py",
         "k8s": "tests/kubernetes/test_kubernetes_actions.py",
     },
-    "channel": {"telegram": "tests/telegram/test_telegram_buttons.py"},
+    "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
 }
 TABLES: dict[str, Mapping[str, Any]] = {
     "sandbox": sandbox_kinds.SANDBOX_BACKENDS,

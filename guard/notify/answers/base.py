@@ -9,7 +9,7 @@ tests/telegram/test_hostile_telegram.py.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from loguru import logger
 from sqlalchemy.exc import IntegrityError
@@ -36,9 +36,13 @@ class AnswerBase:
         self.actions = ActionRegistry()  # only to tell an action from chat, never to run one
 
     @property
-    def section(self) -> Any:
-        """The channel's settings section (``mute_for``: how long the mute button mutes)."""
-        return kinds.section(self.gw.settings, self.channel)
+    def mute_for(self) -> float:
+        """How long the mute button mutes: the channel's section says (a channel without one,
+        the console, as the chat channels do)."""
+        own = getattr(self.gw.settings, self.channel, None)
+        if own is None:
+            return float(kinds.chat_setting(self.gw.settings, "mute_for"))
+        return float(own.mute_for)
 
     def actor(self, user_id: UserId | None) -> Actor:
         return self.auth.actor(user_id)

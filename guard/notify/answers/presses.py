@@ -108,7 +108,7 @@ class Answers(SlashCommands):
             return
         who = self.actor(uid).name
         verb = verb_for(preview)
-        mute_for = float(self.section.mute_for)
+        mute_for = self.mute_for
         bound = await asyncio.to_thread(self._bound, preview.id)
         running = f"the command shown ({short(bound)})" if bound else f"skill {preview.skill}"
         said = {
