@@ -1,4 +1,4 @@
-"""The Channel port: what the durable outbox needs of a chat channel (Telegram, the console,...).
+"""The Channel port: what the durable outbox needs of a chat channel (``CHANNELS``, the console).
 
 A channel posts a message (text, or a picture with a caption, optionally with buttons and in
 reply to one of its messages) and returns its id, edits one, and finds a post whose outcome a

@@ -5,8 +5,8 @@ A channel's inbound adapter turns what a person did (pressed a button, replied t
 typed a command) into an ``Inbound`` event; the answers policy (``guard.notify.answers``) acts
 on it the same way for every channel and answers through the outbox in the channel's markup.
 
-A channel may deliver an update again until Guard confirms it (Telegram redelivers every update
-``getUpdates`` has not confirmed). If Guard dies after it handled an update and before it
+A channel may deliver an update again until Guard confirms it (a Bot API redelivers every update
+it has not seen confirmed). If Guard dies after it handled an update and before it
 confirmed it, the restarted Guard receives the update again. So the handler that acts on an
 update stores its id (``Handled.mark``) in the same transaction as what it does (a queued
 command, an answer in the outbox), and ``seen`` skips an update stored before. Rows older than

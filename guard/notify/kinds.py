@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from guard.notify.base import Notifier
     from guard.notify.channel import Channel, Markup
     from guard.notify.inbound import Inbound
-    from guard.notify.routing import Router
     from guard.ports.running import HealthSource
     from guard.store.db import Database
 
@@ -50,13 +49,19 @@ class ChannelPlug(Protocol):
 
     def markup(self) -> Markup: ...
 
-    def notifier(self, settings: Settings, db: Database, router: Router | None) -> Notifier: ...
+    def notifier(self, settings: Settings, db: Database, router: Any) -> Notifier:
+        """Its notifier, asking in the chats ``router`` (a ``Router``, or None) names."""
+        ...
 
     def inbound(self, update: Any) -> Inbound | None:
         """What a person did in the channel, as a neutral event (None: nothing to act on)."""
         ...
 
     def runner(self, settings: Settings, db: Database, runtime: HealthSource | None) -> Runner: ...
+
+    def report(self, settings: Settings, db: Database, text: str, png: bytes) -> str:
+        """Queue the daily report (its text, then its chart); say where it goes."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,7 @@ class EchoChannel:
 
 class EchoSettings:
     configured = True
+    chat_id = "echo-room"
 
 
 def test_a_new_chat_channel_is_one_entry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ def world(tmp_path: Path, name: str, chat: str, admin: int | str, markup: Markup
             stored_incident(s, IncidentState.awaiting_human, fingerprint=f"fp{i}").id
             for i in range(3)
         ]
-        common = {"channel": name, "chat_id": chat, "live": True}
+        common: dict[str, Any] = {"channel": name, "chat_id": chat, "live": True}
         s.add(ChannelMessage(message_id=ASKED, incident_id=ids[0], role="incident", **common))
         s.add(ChannelMessage(message_id=GROUP, role="group", **common))
         for i in ids[1:]:

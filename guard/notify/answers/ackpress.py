@@ -6,8 +6,7 @@ buttons stay live (acknowledging answers nothing). A refused press never reaches
 handler refuses and audits it like any other). ``/ack ID`` acknowledges the same way; its
 answer is queued with the update stored (a redelivered ``/ack`` says who acknowledged).
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/escalation/test_ack_button.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

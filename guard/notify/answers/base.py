@@ -2,8 +2,7 @@
 markup, asking the gate about a sender and refusing (audited once a window per sender), and
 marking an event handled in the transaction that acts on it.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_hostile_telegram.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """What the slash commands say: pure functions from the store (and the runtime) to text in a
 channel's markup, so they are plain, testable functions.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_telegram_commands.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ button, with the text kept server-side under the run approval's id (callback dat
 the id). A reply the question could not show whole (``commandtext.oddities``) gets no
 buttons. ``/fix ID COMMAND`` is explicit and is never asked about.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_hostile_telegram.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

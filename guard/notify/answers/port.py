@@ -1,8 +1,7 @@
 """What the answers policy uses of a channel's runner (its gateway), typed here so the policy
 does not import the runner that builds it.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_telegram_closing.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ it again when Guard died before confirming it).
 This module holds the presses; ``replies`` the fixes sent as text, ``slash`` the slash
 commands, ``base`` what they share.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_telegram_buttons.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

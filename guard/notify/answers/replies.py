@@ -3,8 +3,7 @@ FIX``), ``/fix ID COMMAND``, and [Run] on a "Run `...` as a fix?" question. A re
 plainly a fix is asked about first (``confirm``); each fix is queued as a ``reply`` command
 through the gate, with its acknowledgement, in the transaction that stores the event.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_telegram_redelivery.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

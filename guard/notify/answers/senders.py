@@ -11,8 +11,7 @@ channel's message a press came from (Guard's own record, not the client's claim)
 written to the audit chain, but a user the gate refuses at most once per ``REFUSAL_WINDOW``: a
 stranger's flood cannot fill the audit log, the conversation or the outbox.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/authz/test_chat_gate.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 ``view``), ``/report`` (asks for one now: ``report``), ``/fix``, ``/ack``, ``/mute`` and
 ``/unmute``. Each sender passes the gate first; the texts come from ``commands``.
 
-Tested through every channel by tests/notify/test_inbound_contract.py; on Telegram also by
-tests/telegram/test_telegram_commands.py.
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from guard.ports.running import HealthSource
     from guard.store.db import Database
 
-__all__ = ["channel", "inbound", "markup", "notifier", "runner"]
+__all__ = ["channel", "inbound", "markup", "notifier", "report", "runner"]
 
 
 def channel(settings: Settings) -> Channel:
@@ -54,3 +54,10 @@ def runner(settings: Settings, db: Database, runtime: HealthSource | None) -> Te
     from guard.notify.telegram.gateway import TelegramGateway
 
     return TelegramGateway(settings, db, runtime)
+
+
+def report(settings: Settings, db: Database, text: str, png: bytes) -> str:
+    from guard.notify.telegram import outbox
+
+    outbox.enqueue_all(db, outbox.report_calls(str(settings.telegram.chat_id), text, png))
+    return "report queued for Telegram; `guard run` sends it"
