@@ -2,9 +2,10 @@
 
 Who has which role:
 
-- a chat user: the role their channel's table gives their id (``access.telegram``; an id only
-  in ``telegram.allowed_user_ids`` is an approver, built by ``guard.notify.running_gate``); an id in
-  no table: no opinion (the allowlist after this policy refuses strangers as before);
+- a chat user: the role their channel's table gives their id (``access.<channel>``; an id
+  only in ``<channel>.allowed_user_ids`` is an approver, built by
+  ``guard.notify.running_gate``); an id in no table: no opinion (the allowlist after this
+  policy refuses strangers as before);
 - a token (``Actor("token", NAME)``): the live token's role, read from the store at the moment
   of asking, so a revoked token is refused at once;
 - a trusted channel (the CLI inside the container, which holds the volume): its fixed role,

@@ -297,11 +297,11 @@ class Guard:
                 "capabilities": (self.refresh_capabilities, CAPABILITIES_EVERY),
             },
         )
-        from guard.notify import build_gateway
+        from guard.notify import build_runners
 
-        gateway = build_gateway(self.settings, self.db, self)
-        if gateway is not None:
-            await gateway.start()
+        runners = build_runners(self.settings, self.db, self)  # each configured chat channel's
+        for runner in runners:
+            await runner.start()
         pager = page_worker(self.settings, self.db)  # delivers pages (None: no notifiers)
         paging = asyncio.create_task(pager.run(self._stop), name="pages") if pager else None
         triage = asyncio.create_task(self.intake.consume(), name="triage")
@@ -337,8 +337,8 @@ class Guard:
             await asyncio.gather(*feeders, *([agent] if agent else []), return_exceptions=True)
             if not self.leadership.deposed:
                 await self.intake.drain()  # what the feeders queued last reaches the store
-            if gateway is not None:
-                await gateway.stop()
+            for runner in runners:
+                await runner.stop()
             if paging is not None:
                 await asyncio.gather(paging, return_exceptions=True)
             triage.cancel()

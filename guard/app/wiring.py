@@ -44,6 +44,7 @@ def build_agent(
     configured), for whoever runs their release (``guard.notify.quiet.release_held``)."""
     from guard.app.compose import compose_agent
     from guard.notify import build_notifier
+    from guard.notify.kinds import chat_setting
     from guard.notify.quiet import wrap_quiet
     from guard.notify.routing import Router
 
@@ -56,7 +57,7 @@ def build_agent(
         playbooks,
         # quiet hours hold only the asking: a known remedy still runs
         notifier=notifier if quiet is None else quiet,
-        mute_for=settings.telegram.mute_for,
+        mute_for=chat_setting(settings, "mute_for"),
     )
     # routes match on playbook names: the agent's monitor -> playbook map, kept current by
     # ``Agent.use_playbooks`` on every reload

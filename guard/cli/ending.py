@@ -1,5 +1,5 @@
 """``guard resolve|mute|unmute ID`` and ``guard silence|silences``: people end incidents, or stop
-hearing about them, from the shell as from the console, MCP and Telegram.
+hearing about them, from the shell as from the console, MCP and the chat channels.
 
 ``resolve``, ``mute`` and ``unmute`` are answers on an incident: queued through the gate like
 ``guard deny`` (``guard.cli.human.answer``) and carried out by the agent in the incident's
@@ -59,7 +59,10 @@ unmute = _answer(
 def mute(
     incident_id: int = IncidentArg,
     for_: str | None = typer.Option(
-        None, "--for", metavar="D", help="How long (e.g. 30m, 2h; default telegram.mute_for, 1h)."
+        None,
+        "--for",
+        metavar="D",
+        help="How long (e.g. 30m, 2h; default: the chat's mute_for, 1h).",
     ),
     wait: float = WaitOption,
     config: str | None = ConfigOption,

@@ -2,7 +2,7 @@
 
 ``guard run`` installs this process's ``Leadership`` (Postgres; elected by a lease row, or by a
 Kubernetes Lease in ``kube_lease``) or ``Solo`` (SQLite: always the leader); the places where
-Guard acts (a remediation step, a Telegram message queued or sent, a triage batch, a human
+Guard acts (a remediation step, a chat message queued or sent, a triage batch, a human
 command taken) call ``current().claim``/``fence`` inside the transaction that claims the
 action, so a replica that is not the leader cannot act. CLI commands and ``guard run --once``
 keep the default ``Solo``.

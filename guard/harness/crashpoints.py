@@ -40,7 +40,7 @@ POINTS: dict[str, str] = {
     "audit.append": "an audit entry is being appended, its transaction not committed",
     "command.queued": "a human command is queued, not taken by the agent",
     "command.taken": "a human command was taken, its fix has not started",
-    "report.sending": "the daily report and its chart are queued to Telegram, not yet sent",
+    "report.sending": "the daily report and its chart are queued to the chat, not yet sent",
     "report.sent_before_mark": "the daily report was sent, not yet marked sent",
     "incident.resolving": "the incident is about to be resolved (the state change)",
     "agent.asking": "the agent decided to ask a human; the question is not stored",

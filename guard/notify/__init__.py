@@ -1,12 +1,12 @@
 """Notifiers: the Notifier port, the channel-neutral outbox behind it, and its channels.
 
-``build_notifier`` returns a ``FanOut`` over every configured channel (today Telegram, when a
-bot token and a chat id are configured; its questions go to the chats ``routes:`` name) and,
-when a route names pagers or webhooks, the ``PagerNotifier`` that queues their pages
+``build_notifier`` returns a ``FanOut`` over every configured channel of the ``CHANNELS``
+table (``guard.notify.kinds``; their questions go to the chats ``routes:`` name) and, when a
+route names pagers or webhooks, the ``PagerNotifier`` that queues their pages
 (``guard.notify.pagers``); with no channel configured, the console takes the channel's place.
-``build_gateway`` returns the Telegram gateway for ``guard run`` (or None), ``build_page_worker``
-the page outbox's worker (or None). Telegram's modules are imported only when configured (they
-cost start-up time).
+``build_runners`` returns the configured channels' runners for ``guard run``,
+``build_page_worker`` the page outbox's worker (or None). A channel's modules are imported only
+when it is configured (they cost start-up time).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from guard.notify.base import HumanRequest, IncidentUpdate, Notifier, SkillOptio
 
 if TYPE_CHECKING:
     from guard.config import Settings
+    from guard.notify.kinds import Runner
     from guard.notify.pagers.worker import PageWorker
     from guard.notify.routing import Router
-    from guard.notify.telegram.gateway import TelegramGateway
     from guard.ports.running import HealthSource
     from guard.store.db import Database
 
@@ -28,12 +28,9 @@ def channel_notifiers(
     settings: Settings, db: Database, router: Router | None = None
 ) -> list[Notifier]:
     """A notifier per configured chat channel."""
-    found: list[Notifier] = []
-    if settings.telegram.configured:
-        from guard.notify.telegram.notifier import TelegramNotifier
+    from guard.notify.kinds import CHANNELS, configured
 
-        found.append(TelegramNotifier(settings, db, router))
-    return found
+    return [CHANNELS[name].plug().notifier(settings, db, router) for name in configured(settings)]
 
 
 def pages_configured(settings: Settings) -> bool:
@@ -50,8 +47,9 @@ def build_notifier(settings: Settings, db: Database, router: Router | None = Non
     found = channel_notifiers(settings, db, router)
     if not found:
         from guard.notify.console import ConsoleNotifier
+        from guard.notify.kinds import chat_setting
 
-        found = [ConsoleNotifier(db, group_wait=settings.telegram.group_wait)]
+        found = [ConsoleNotifier(db, group_wait=chat_setting(settings, "group_wait"))]
     if pages_configured(settings):
         from guard.notify.pagers.notifier import PagerNotifier
 
@@ -63,14 +61,13 @@ def build_notifier(settings: Settings, db: Database, router: Router | None = Non
     return FanOut(found)
 
 
-def build_gateway(
+def build_runners(
     settings: Settings, db: Database, runtime: HealthSource | None = None
-) -> TelegramGateway | None:
-    if not settings.telegram.configured:
-        return None
-    from guard.notify.telegram.gateway import TelegramGateway
+) -> list[Runner]:
+    """What ``guard run`` starts for each configured channel (its gateway)."""
+    from guard.notify.kinds import CHANNELS, configured
 
-    return TelegramGateway(settings, db, runtime)
+    return [CHANNELS[name].plug().runner(settings, db, runtime) for name in configured(settings)]
 
 
 def build_page_worker(settings: Settings, db: Database) -> PageWorker | None:
@@ -87,7 +84,7 @@ __all__ = [
     "IncidentUpdate",
     "Notifier",
     "SkillOption",
-    "build_gateway",
     "build_notifier",
     "build_page_worker",
+    "build_runners",
 ]

@@ -1,9 +1,9 @@
-"""The Notifier port: how Guard talks to humans (console, Telegram, ...).
+"""The Notifier port: how Guard talks to humans (the console, the chat channels, ...).
 
 The agent loop calls a notifier when an incident needs a person (``ask``), when an incident
 changes in a way a person should see (``update``: healed, escalated, expired), and for plain
 text (reports, replies). A notifier never decides anything: answers come back through
-``guard approve|deny|reply`` or the Telegram gateway, which hand them to the agent.
+``guard approve|deny|reply`` or a chat channel's runner, which hand them to the agent.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class SkillOption:
 
     name: str
     description: str
-    approval_id: str  # opaque, single-use id of the stored approval (fits Telegram's 64 bytes)
+    approval_id: str  # opaque, single-use id of the stored approval (fits a button's 64 bytes)
     command: str = ""
     """The exact command approving runs (a model's proposal): every surface shows it whole."""
     digest: str = ""

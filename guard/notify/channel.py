@@ -1,4 +1,4 @@
-"""The Channel port: what the durable outbox needs of a chat channel (Telegram, the console,...).
+"""The Channel port: what the durable outbox needs of a chat channel (``CHANNELS``, the console).
 
 A channel posts a message (text, or a picture with a caption, optionally with buttons and in
 reply to one of its messages) and returns its id, edits one, and finds a post whose outcome a
@@ -73,6 +73,14 @@ class Markup(Protocol):
     def escape(self, text: object) -> str: ...
 
     def cut(self, text: str, limit: int | None = None, more: str = "") -> str: ...
+
+    def code(self, text: object) -> str:
+        """``text`` escaped and shown as code (a command, a usage line)."""
+        ...
+
+    def bold(self, text: object) -> str:
+        """``text`` escaped and shown in bold (a heading, a name)."""
+        ...
 
     def request(self, req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
         """An incident's question and its buttons."""

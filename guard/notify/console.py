@@ -1,7 +1,7 @@
 """The embedded notifier: writes to the log (and so the console) and to conversation memory.
 
 Humans answer with ``guard approve|deny|reply``; the message says exactly which commands.
-Like Telegram's, questions are grouped: the first after a quiet spell is written at once, the
+Like a chat channel's, questions are grouped: the first after a quiet spell is written at once, the
 ones asked within ``group_wait`` of it are written together when that window ends, one line
 per incident.
 """

@@ -1,7 +1,12 @@
-"""Incoming updates handled once, and how far a chat's message ids have gone, per channel.
+"""What a person did in a channel, as one neutral event; incoming updates handled once; and how
+far a chat's message ids have gone, per channel.
 
-A channel may deliver an update again until Guard confirms it (Telegram redelivers every update
-``getUpdates`` has not confirmed). If Guard dies after it handled an update and before it
+A channel's inbound adapter turns what a person did (pressed a button, replied to a message,
+typed a command) into an ``Inbound`` event; the answers policy (``guard.notify.answers``) acts
+on it the same way for every channel and answers through the outbox in the channel's markup.
+
+A channel may deliver an update again until Guard confirms it (a Bot API redelivers every update
+it has not seen confirmed). If Guard dies after it handled an update and before it
 confirmed it, the restarted Guard receives the update again. So the handler that acts on an
 update stores its id (``Handled.mark``) in the same transaction as what it does (a queued
 command, an answer in the outbox), and ``seen`` skips an update stored before. Rows older than
@@ -15,7 +20,10 @@ which retention never prunes, so it only grows.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Literal
 
 from sqlalchemy import delete, func
 from sqlmodel import Session, col, select
@@ -26,6 +34,45 @@ from guard.store.models import ChannelMessage, InboundUpdate
 from guard.store.state import get_state, put_state
 
 KEEP = timedelta(days=2)
+
+Answer = Callable[[str, bool], Awaitable[object]]
+"""Answer a press at once (``text``, ``alert``: shown as a dialog), outside the chat."""
+
+
+async def _unanswered(text: str, alert: bool) -> None:
+    """A channel whose presses take no immediate answer."""
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One thing a person did in a channel: a ``press`` of a button (``data``) on message
+    ``message_id``, a ``text`` (maybe a reply to ``reply_to``) or a slash ``command``."""
+
+    channel: str
+    update_id: int
+    kind: Literal["press", "text", "command"]
+    chat: str | None
+    user: int | str | None
+    message_id: int | None = None
+    text: str = ""
+    data: str = ""
+    reply_to: int | None = None
+    answer: Answer = field(default=_unanswered, compare=False)
+
+    @property
+    def args(self) -> list[str]:
+        """A command's words after its name."""
+        return self.text.split()[1:]
+
+    @property
+    def command(self) -> str:
+        """A command's name, without ``/`` and a ``@bot`` suffix."""
+        words = self.text.split()
+        return words[0].lstrip("/").split("@")[0].lower() if words else ""
+
+    def handled(self) -> Handled:
+        """The event as stored once handled (``Handled.mark``)."""
+        return Handled(self.channel, self.update_id, self.chat, self.message_id)
 
 
 class Handled:

@@ -37,6 +37,12 @@ class PlainMarkup:
         newline = head.rfind("\n")
         return (head[:newline] if newline > len(head) * 0.8 else head) + tail
 
+    def code(self, text: object) -> str:
+        return f"`{printable(text)}`"
+
+    def bold(self, text: object) -> str:
+        return printable(text)
+
     def pointer(self, incident_id: int) -> str:
         return f"Full text: guard incidents show {incident_id}"
 

@@ -9,18 +9,18 @@ edit (same buttons, the line added or replaced; in a group, under the incident's
 closed question is left alone (``guard incidents show`` lists the related signals). The agent
 calls it when a signal joins and right after it asks.
 
-Each channel's rows are escaped and cut by the ``Markup`` the channel registers (``register``,
-e.g. Telegram's HTML from ``guard.notify.telegram.markup``); a channel that registered none gets
-the line as plain printable text, uncut. This module knows no channel.
+Each channel's rows are escaped and cut by its ``Markup``: a ``CHANNELS`` entry's
+(``guard.notify.kinds``), or one a channel outside the table registers (``register``); a
+channel with neither gets the line as plain printable text, uncut. This module knows no
+channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlmodel import Session, col, select
 
 from guard.notify.channel import Markup
+from guard.notify.kinds import markup_maker
 from guard.notify.outbox import grouping, queue
 from guard.notify.relatedline import related_line, with_related
 from guard.store.db import Database
@@ -29,21 +29,12 @@ from guard.triage.correlation import related_of
 from guard.util.textsafe import printable
 
 
-def _telegram() -> Markup:
-    from guard.notify.telegram.markup import HtmlMarkup  # only when a telegram row is edited
-
-    return HtmlMarkup()
-
-
-BUILT_IN: dict[str, Callable[[], Markup]] = {"telegram": _telegram}  # channel.NAME -> markup
-"""The built-in channels' markups, made on first use (no channel is imported for this)."""
-
-
 class Markups(dict[str, Markup]):
-    """The markups registered, and a built-in channel's made the first time it is asked."""
+    """The markups registered, and a ``CHANNELS`` entry's made the first time it is asked (its
+    folder is imported only then)."""
 
     def __missing__(self, channel: str) -> Markup:
-        build = BUILT_IN.get(channel)
+        build = markup_maker(channel)
         if build is None:
             raise KeyError(channel)
         self[channel] = made = build()
@@ -56,7 +47,7 @@ MARKUPS: dict[str, Markup] = Markups()
 
 def register(channel: str, markup: Markup) -> None:
     """Escape and cut the related line in ``channel``'s rows with ``markup`` (a channel
-    outside ``BUILT_IN``)."""
+    outside ``CHANNELS``)."""
     MARKUPS[channel] = markup
 
 

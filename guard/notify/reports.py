@@ -10,11 +10,10 @@ from guard.store.db import Database
 def queue_daily_report(settings: Settings, db: Database, text: str, png: bytes) -> str:
     """Queue the rendered report and its chart (both, or neither) in every configured chat
     channel; return what to tell the user. ``ConfigError`` names the settings if none is."""
-    if not settings.telegram.configured:
-        raise ConfigError(
-            "Telegram is not configured (telegram.bot_token and telegram.chat_id); use --print"
-        )
-    from guard.notify.telegram import outbox
+    from guard.notify.kinds import CHANNELS, configured
 
-    outbox.enqueue_all(db, outbox.report_calls(str(settings.telegram.chat_id), text, png))
-    return "report queued for Telegram; `guard run` sends it"
+    names = configured(settings)
+    if not names:
+        sections = ", ".join(CHANNELS)
+        raise ConfigError(f"no chat channel is configured (one of: {sections}); use --print")
+    return "; ".join(CHANNELS[name].plug().report(settings, db, text, png) for name in names)

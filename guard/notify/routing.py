@@ -2,8 +2,9 @@
 
 Routes are tried in order; the first that matches takes the incident, unless it says
 ``continue: true``, and then the next matching routes add their chats and notifiers too. A
-matching route without ``telegram_chat`` sends to the default chat (``telegram.chat_id``). No
-route matches: the default chat, and no pager.
+matching route that names no chat sends to the default chat (each configured channel's
+``chat_id``; the channels are ``guard.notify.kinds.CHANNELS``). No route matches: the default
+chat, and no pager.
 
 A route's ``match`` fields all have to match (a list: any of its values):
 - ``severity``: the incident's severity;
@@ -27,6 +28,7 @@ from typing import Any
 
 from guard.config import Settings
 from guard.config.paging import OneOrMany, Route, RouteMatch
+from guard.notify.kinds import configured, section
 from guard.store.correlation import RelatedSignal
 from guard.store.models import Incident
 
@@ -82,8 +84,7 @@ class Router:
         playbook_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.routes: list[Route] = list(settings.routes)
-        default = settings.telegram.chat_id if settings.telegram.configured else None
-        self.default_chats = [str(default)] if default is not None else []
+        self.default_chats = [str(section(settings, name).chat_id) for name in configured(settings)]
         self.playbook_of = playbook_of or (lambda _monitor_id: None)
 
     def use_books(self, books: Mapping[str, Any]) -> None:

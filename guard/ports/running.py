@@ -1,4 +1,4 @@
-"""What the web endpoint and the Telegram gateway see of a running Guard (``guard.app.Guard``
+"""What the web endpoint and the chat channels' runners see of a running Guard (``guard.app.Guard``
 is the implementation); typed here so neither imports the runtime that starts them."""
 
 from __future__ import annotations

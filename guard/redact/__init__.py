@@ -13,7 +13,8 @@ The policy (``Policy``) replaces each secret it finds with ``[REDACTED:<kind>]``
 The same placeholder for every value of a kind keeps fingerprints stable: one fault leaking two
 different tokens is one incident. The process-wide policy is set once from the settings
 (``configure``) and applied with ``redact``/``redact_value`` at ingestion (signals, in
-``guard.app``) and at every exit (the store, Telegram, the CLI, logs, skills, memory, reports).
+``guard.app``) and at every exit (the store, the chat channels, the CLI, logs, skills, memory,
+reports).
 
 A ``Redactor`` adds named values (a sandbox's granted secrets, shown as ``[REDACTED:NAME]``) in
 front of the policy and works on bytes too: the sandbox redacts raw output before cutting it to

@@ -20,8 +20,8 @@ the 24 hours before now (the scheduled report). Definitions, so the numbers can 
   ``guard audit verify --head``; posted to the chat daily, it is an anchor no one with only the
   database can rewrite.
 
-The template is ``daily.html.j2`` (Telegram HTML), shipped with the package; a file of that name
-in ``data_dir/templates/`` replaces it.
+The template is ``daily.html.j2`` (the HTML subset chat channels render), shipped with the
+package; a file of that name in ``data_dir/templates/`` replaces it.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def environment(settings: Settings) -> Environment:
 
 
 def render(report: DailyReport, settings: Settings) -> str:
-    """The report as Telegram HTML (values escaped by the template's autoescape), redacted."""
+    """The report as chat HTML (values escaped by the template's autoescape), redacted."""
     text = redact(environment(settings).get_template(TEMPLATE).render(r=report))
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 

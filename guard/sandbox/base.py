@@ -137,7 +137,7 @@ _FORBIDDEN_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-GUARD_ENV_PREFIX = "GUARD_"  # Guard's own settings and secrets (``GUARD_TELEGRAM__BOT_TOKEN``)
+GUARD_ENV_PREFIX = "GUARD_"  # Guard's own settings and secrets (``GUARD_RAILWAY__TOKEN``)
 
 
 def _guard_setting(name: str) -> bool:

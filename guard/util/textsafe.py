@@ -3,8 +3,8 @@
 A log line is written by whoever can write to a watched file. Printed raw, an ``ESC`` sequence
 in it can set the terminal's title, clear the screen or hide the lines before it; bidi overrides
 make a command read differently from what it is. Everything Guard shows a person (the CLI,
-Telegram) passes through ``printable`` first. Markup is a separate concern: the CLI prints data
-with markup off, and Telegram escapes it for HTML (``messages.esc``).
+a chat) passes through ``printable`` first. Markup is a separate concern: the CLI prints data
+with markup off, and a chat channel escapes it for its markup (``Markup.escape``).
 """
 
 from __future__ import annotations

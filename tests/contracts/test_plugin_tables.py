@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
@@ -28,6 +29,8 @@ from guard.config.intake import IntakeSource
 from guard.hooks.mapping import Mapper
 from guard.llm import endpoint_provider
 from guard.llm import kinds as provider_kinds
+from guard.notify import build_notifier, build_runners
+from guard.notify import kinds as channel_kinds
 from guard.redact import Redactor
 from guard.sandbox import create_sandbox
 from guard.sandbox import kinds as sandbox_kinds
@@ -67,6 +70,7 @@ RIGS: dict[str, dict[str, str]] = {
         "compose": "tests/actions/test_compose.py",
         "postgres": "tests/actions/test_postgres.py",
     },
+    "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
 }
 TABLES: dict[str, Mapping[str, Any]] = {
     "sandbox": sandbox_kinds.SANDBOX_BACKENDS,
@@ -74,6 +78,7 @@ TABLES: dict[str, Mapping[str, Any]] = {
     "provider": provider_kinds.MODEL_PROVIDERS,
     "intake": intake_config.INTAKE_KINDS,
     "action": action_kinds.ACTION_FAMILIES,
+    "channel": channel_kinds.CHANNELS,
 }
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,6 +96,8 @@ def test_each_setting_allows_exactly_its_tables_keys() -> None:
     assert allowed(HASettings, "backend") == set(lease_kinds.LEASE_BACKENDS)
     assert allowed(EndpointSettings, "provider") == {"none", *provider_kinds.MODEL_PROVIDERS}
     assert set(get_args(intake_config.IntakeType)) == set(intake_config.INTAKE_KINDS)
+    for name, kind in channel_kinds.CHANNELS.items():  # a channel: a settings section
+        assert Settings.model_fields[name].annotation is kind.settings
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
@@ -104,9 +111,11 @@ def test_every_entry_has_a_rig(table: str) -> None:
 def test_the_tables_load_no_implementation() -> None:
     code = (
         "import sys, guard.sandbox.kinds, guard.cluster.kinds, guard.llm.kinds, "
-        "guard.actions.kinds, guard.config.intake; "
+        "guard.actions.kinds, guard.config.intake, guard.notify.kinds, guard.notify.related, "
+        "guard.notify.running_gate; "
         "print(sorted(m for m in ('docker', 'kubernetes', 'httpx', 'jinja2', 'jmespath', "
-        "'guard.sandbox.docker', 'guard.actions.docker', 'guard.llm.openai') if m in sys.modules))"
+        "'guard.sandbox.docker', 'guard.actions.docker', 'guard.llm.openai', 'telegram', "
+        "'guard.notify.telegram.plug') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -196,3 +205,39 @@ def test_a_new_action_family_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> No
     assert registry.looks_like_action("wave.hello api")
     action, args = registry.parse("wave.hello api")
     assert action.name == "wave.hello" and args == {"who": "api"}
+
+
+class EchoChannel:
+    """A channel that only remembers what it was built from."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+class EchoSettings:
+    configured = True
+    chat_id = "echo-room"
+
+
+def test_a_new_chat_channel_is_one_entry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    plug = types.ModuleType("echochat.plug")
+    plug.notifier = lambda settings, db, router: EchoChannel(settings)  # type: ignore[attr-defined]
+    plug.runner = lambda settings, db, runtime: EchoChannel(settings)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "echochat.plug", plug)
+    entry = channel_kinds.ChannelKind(EchoSettings, "echochat")  # type: ignore[arg-type]
+    monkeypatch.setitem(channel_kinds.CHANNELS, "echo", entry)
+    settings = Settings(data_dir=tmp_path)
+    settings.__dict__["echo"] = EchoSettings()
+    db = open_database(f"sqlite:///{tmp_path / 'g.db'}")
+    try:
+        notifier = build_notifier(settings, db)
+        [runner] = build_runners(settings, db)
+    finally:
+        db.dispose()
+    assert isinstance(notifier, EchoChannel) and isinstance(runner, EchoChannel)

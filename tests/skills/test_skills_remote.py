@@ -20,7 +20,8 @@ import pytest
 
 from guard.config import Settings, basic_credentials
 from guard.domain.exceptions import SkillsRemoteError
-from guard.notify.telegram.commands import skills_text
+from guard.notify.answers.commands import skills_text
+from guard.notify.telegram.markup import HtmlMarkup
 from guard.skills.forge import build_forge, repo_path
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
@@ -155,7 +156,7 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
         in home.cli("report", "daily", "--print").stdout
     )
     assert f"<b>{learned.name}</b> (trusted, learned) 🔍 under review: {branch}" in skills_text(
-        s
+        s, HtmlMarkup()
     )  # Telegram's /skills
 
     rita = reviewer_clone(bare, tmp_path / "rita")
@@ -170,7 +171,9 @@ def test_branch_mode_pushes_to_its_own_branch_and_a_merge_or_a_revert_reaches_gu
     assert skill.path == s.skills_dir / learned.name
     listed = {x["name"]: x for x in json.loads(home.cli("skills", "list", "--json").stdout)}
     assert listed[learned.name]["review"] == "merged"
-    assert f"<b>{learned.name}</b> (trusted, learned) (reviewed and merged)" in skills_text(s)
+    assert f"<b>{learned.name}</b> (trusted, learned) (reviewed and merged)" in skills_text(
+        s, HtmlMarkup()
+    )
 
     git("revert", "-m", "1", "--no-edit", "HEAD", cwd=rita)
     git("push", "-q", "origin", "main", cwd=rita)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 from sqlmodel import col, select
 
+from guard.notify.answers import senders as auth_module
 from guard.notify.telegram import outbox
-from guard.notify.telegram import senders as auth_module
 from guard.store.models import (
     AuditEntry,
     ChannelMessage,

@@ -18,6 +18,7 @@ from guard.actions import ActionError
 from guard.config import TelegramSettings
 from guard.domain.records import utcnow
 from guard.incidents import commands
+from guard.notify.answers import presses
 from guard.notify.telegram import handlers, outbox
 from guard.notify.telegram.senders import Authoriser
 from guard.notify.telegram.sync import Sync
@@ -195,7 +196,7 @@ async def test_a_press_is_closed_before_the_agent_can_report_the_heal(
         )
         return cmd
 
-    monkeypatch.setattr(handlers, "queue_command", agent_heals_at_once)
+    monkeypatch.setattr(presses, "queue_command", agent_heals_at_once)
     answered: list[str] = []
     await handlers.Handlers(gateway(db)).on_callback(
         press(ids[0], 500 + inc, answered), cast(Any, None)
@@ -216,7 +217,7 @@ async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(
     def incident_gone(database: Database, **command: Any) -> Any:
         raise ActionError(f"no incident {inc}")
 
-    monkeypatch.setattr(handlers, "queue_command", incident_gone)
+    monkeypatch.setattr(presses, "queue_command", incident_gone)
     answered: list[str] = []
     await handlers.Handlers(gateway(db)).on_callback(
         press(ids[1], 500 + inc, answered), cast(Any, None)

@@ -25,7 +25,7 @@ from guard.store.db import Database
 from guard.store.models import ChannelMessage, MessageGroupMember, OutboxMessage
 
 MAX_INCIDENTS = 20
-MAX_BUTTONS = 100  # buttons on one message at most (Telegram's limit for an inline keyboard)
+MAX_BUTTONS = 100  # buttons on one message at most (the tightest channel's limit for a keyboard)
 _NAMED = re.compile(r"\s*#?(\d{1,18})\b[\s:,-]*(.*)", re.DOTALL | re.ASCII)
 
 

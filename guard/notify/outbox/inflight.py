@@ -1,6 +1,6 @@
 """Posts whose outcome is unknown: found again through the channel, never posted twice.
 
-A channel may have no idempotency key (Telegram's Bot API has none). So before a post,
+A channel may have no idempotency key (a Bot API may have none). So before a post,
 ``begin`` commits the outbox rows as ``in_flight`` with an ``InFlight`` record: the exact text
 (or caption) and buttons being posted, and a floor, the highest message id Guard knows in the
 chat (``guard.notify.inbound.top``). The transaction that stores the message id removes the

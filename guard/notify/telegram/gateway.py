@@ -42,6 +42,9 @@ from telegram.ext import (
 
 from guard.config import Settings
 from guard.harness.crashpoints import reached
+from guard.notify.answers import senders
+from guard.notify.answers.slash import COMMANDS
+from guard.notify.fanout import ChannelNotifier
 from guard.notify.runner import ChannelRunner
 from guard.notify.running_gate import gate_from_settings
 from guard.notify.telegram import handlers, logbridge, outbox
@@ -65,10 +68,10 @@ class TelegramGateway:
         self.db = db
         self.runtime = runtime
         self.chat_id = str(tg.chat_id)
-        self.auth = Authoriser(
+        self.auth: senders.Authoriser = Authoriser(
             tg, db, gate_from_settings(settings, db)
         )  # the gate every entry uses
-        self.notifier = TelegramNotifier(settings, db)
+        self.notifier: ChannelNotifier = TelegramNotifier(settings, db)
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -97,18 +100,7 @@ class TelegramGateway:
         h = handlers.Handlers(self)
         app.add_handler(TypeHandler(Update, h.remember), group=-1)
         app.add_handler(CallbackQueryHandler(h.on_callback))
-        for name in (
-            "status",
-            "incidents",
-            "skills",
-            "mute",
-            "unmute",
-            "report",
-            "help",
-            "start",
-            "fix",
-            "ack",
-        ):
+        for name in COMMANDS:
             app.add_handler(CommandHandler(name, h.on_command))
         app.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, h.on_text))
         app.add_error_handler(h.on_error)

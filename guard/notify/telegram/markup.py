@@ -71,6 +71,12 @@ class HtmlMarkup:
     def cut(self, text: str, limit: int | None = None, more: str = "") -> str:
         return cut(text, limit or LIMIT, more)
 
+    def code(self, text: object) -> str:
+        return f"<code>{esc(text)}</code>"
+
+    def bold(self, text: object) -> str:
+        return f"<b>{esc(text)}</b>"
+
     def request(self, req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
         return messages.render_request(req, signal)
 

@@ -10,7 +10,7 @@ from guard.notify.telegram.channel import NAME
 from guard.notify.telegram.markup import HtmlMarkup
 
 if TYPE_CHECKING:
-    from guard.notify.telegram.ports import GatewayPort
+    from guard.notify.answers.port import GatewayPort
 
 
 class Sync(sync.Sync):

@@ -1,32 +1,53 @@
-"""Telegram's incoming updates handled once (``guard.notify.inbound``, bound to this channel).
+"""Telegram's inbound adapter: an ``Update`` as a neutral ``guard.notify.inbound.Inbound``
+event, which the answers handle once (``Inbound.handled``).
 
 Telegram redelivers every update that ``getUpdates`` has not confirmed yet (the next poll's
-``offset`` confirms it), and keeps an unconfirmed update for 24 hours.
+``offset`` confirms it), and keeps an unconfirmed update for 24 hours. A press is answered at
+once with ``answerCallbackQuery`` (at most 200 characters: cut to 190).
 """
 
 from __future__ import annotations
 
-from sqlmodel import Session
+from telegram import Update
 
-from guard.notify import inbound
+from guard.notify.inbound import Inbound
 from guard.notify.telegram.channel import NAME
-from guard.store.db import Database
 
-KEEP = inbound.KEEP
-
-
-class Handled(inbound.Handled):
-    def __init__(self, update_id: int, chat_id: int | str | None, message_id: int | None) -> None:
-        super().__init__(NAME, update_id, chat_id, message_id)
+ANSWER_CHARS = 190
 
 
-def seen(db: Database, update_id: int) -> bool:
-    return inbound.seen(db, NAME, update_id)
+def event(update: Update) -> Inbound:
+    """What the update says a person did (a ``press``, a ``command``, or ``text``)."""
+    q = update.callback_query
+    if q is not None:  # the pressed message, and who pressed
+        pressed = q.message
 
+        async def answer(text: str, alert: bool) -> None:
+            await q.answer(text[:ANSWER_CHARS], show_alert=alert)
 
-def raise_top(session: Session, chat_id: str, message_id: int) -> None:
-    inbound.raise_top(session, NAME, chat_id, message_id)
-
-
-def top(session: Session, chat_id: str) -> int:
-    return inbound.top(session, NAME, chat_id)
+        return Inbound(
+            channel=NAME,
+            update_id=update.update_id,
+            kind="press",
+            chat=str(pressed.chat.id) if pressed is not None else None,
+            user=q.from_user.id,
+            message_id=pressed.message_id if pressed is not None else None,
+            data=q.data or "",
+            answer=answer,
+        )
+    msg = update.effective_message
+    chat = update.effective_chat
+    user = update.effective_user
+    quoted = msg.reply_to_message if msg is not None else None
+    first = msg.entities[0] if msg is not None and msg.entities else None
+    command = first is not None and first.type == "bot_command" and first.offset == 0
+    return Inbound(
+        channel=NAME,
+        update_id=update.update_id,
+        kind="command" if command else "text",
+        chat=str(chat.id) if chat is not None else None,
+        user=user.id if user is not None else None,
+        message_id=msg.message_id if msg is not None else None,
+        text=(msg.text or "") if msg is not None else "",
+        reply_to=quoted.message_id if quoted is not None else None,
+    )

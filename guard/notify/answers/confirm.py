@@ -8,6 +8,8 @@ two single-use approvals (``fix_run``, ``fix_cancel``) bound to that message lik
 button, with the text kept server-side under the run approval's id (callback data carries only
 the id). A reply the question could not show whole (``commandtext.oddities``) gets no
 buttons. ``/fix ID COMMAND`` is explicit and is never asked about.
+
+Tested through every channel by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
 from guard.domain.records import utcnow
-from guard.notify.telegram.messages import LIMIT, Buttons, cut, esc
+from guard.notify.channel import Buttons, Markup
 from guard.store.db import Database
 from guard.store.models import Approval
 from guard.store.state import get_state, put_state
@@ -100,15 +102,18 @@ KNOWN_COMMANDS = frozenset(
     }
 )
 _COMMAND_NAME = re.compile(r"(?:\.{0,2}/)?[A-Za-z0-9_./-]+")
-_KEY = "telegram:confirm:"
 
 
-def unambiguous(text: str, actions: ActionRegistry) -> bool:
+def _key(channel: str, approval_id: str) -> str:
+    return f"{channel}:confirm:{approval_id}"
+
+
+def unambiguous(text: str, actions: ActionRegistry, limit: int) -> bool:
     """Whether ``text`` is plainly a fix: an action that parses, or a known command that does.
 
-    Longer than a Telegram message can be: never (and not parsed: ``shlex`` is pure Python,
-    and this runs on the event loop)."""
-    if len(text) > LIMIT:
+    Longer than a message of the channel can be (``limit``): never (and not parsed: ``shlex``
+    is pure Python, and this runs on the event loop)."""
+    if len(text) > limit:
         return False
     if actions.looks_like_action(text):
         try:
@@ -127,13 +132,20 @@ def unambiguous(text: str, actions: ActionRegistry) -> bool:
 
 
 def ask(
-    db: Database, *, incident_id: int, fix: str, user_id: int, ttl: float
+    db: Database,
+    markup: Markup,
+    channel: str,
+    *,
+    incident_id: int,
+    fix: str,
+    user_id: int | str,
+    ttl: float,
 ) -> tuple[str, Buttons]:
     """Queue nothing; return the question's text and its Run/Cancel buttons (no buttons for a
     text the question cannot show whole: a tap never runs what the message hid)."""
-    if odd := oddities(fix, LIMIT - 300):
+    if odd := oddities(fix, markup.limit - 300):
         return (
-            esc(
+            markup.escape(
                 f"Guard will not run this reply from a button: {'; '.join(odd)}. "
                 f"Send the fix with /fix {incident_id} COMMAND if it is one."
             ),
@@ -146,15 +158,15 @@ def ask(
         session.add(
             Approval(id=cancel, incident_id=incident_id, kind="fix_cancel", expires_at=expires)
         )
-        put_state(session, _KEY + run, {"fix": fix, "user": user_id})
-    text = cut(
-        f"Run <code>{esc(fix)}</code> as a fix for incident #{incident_id}? It is not "
+        put_state(session, _key(channel, run), {"fix": fix, "user": user_id})
+    text = markup.cut(
+        f"Run {markup.code(fix)} as a fix for incident #{incident_id}? It is not "
         "an action or a command Guard recognises."
     )
     return text, [[("Run", run), ("Cancel", cancel)]]
 
 
-def pending_fix(db: Database, approval_id: str) -> dict[str, Any]:
+def pending_fix(db: Database, channel: str, approval_id: str) -> dict[str, Any]:
     """The fix a ``fix_run`` approval stands for (``{}`` if unknown)."""
     with db.session() as session:
-        return get_state(session, _KEY + approval_id)
+        return get_state(session, _key(channel, approval_id))

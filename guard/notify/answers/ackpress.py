@@ -4,19 +4,22 @@ An authorised press acknowledges the incident (``guard.notify.escalation.acknowl
 transaction that stores the update and spends the button's approval; the question's other
 buttons stay live (acknowledging answers nothing). A refused press never reaches here (the
 handler refuses and audits it like any other). ``/ack ID`` acknowledges the same way; its
-answer is queued with the update stored (a redelivered ``/ack`` says who acknowledged)."""
+answer is queued with the update stored (a redelivered ``/ack`` says who acknowledged).
+
+Tested through every channel by tests/notify/test_inbound_contract.py.
+"""
 
 from __future__ import annotations
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
-from telegram import Update
 
 from guard.domain.exceptions import GuardError
 from guard.incidents.gate import NotAuthorised, Refused
 from guard.notify import escalation
-from guard.notify.telegram.handling import handled, skipped
-from guard.notify.telegram.senders import Authoriser, telegram_actor
+from guard.notify.answers.base import skipped
+from guard.notify.answers.senders import Authoriser, UserId
+from guard.notify.inbound import Inbound
 from guard.store.db import Database
 
 
@@ -27,28 +30,25 @@ class _Spent(Exception):
 def ack_press(
     db: Database,
     auth: Authoriser,
-    update: Update,
+    event: Inbound,
     incident_id: int,
 ) -> str:
     """Acknowledge on a press; return what to answer the presser (blocking: run it in a
     thread)."""
-    q = update.callback_query
-    assert q is not None
-    data, uid = q.data or "", q.from_user.id
-    msg = q.message
-    chat_id = msg.chat.id if msg is not None else None
-    message_id = msg.message_id if msg is not None else None
+    data, uid = event.data, event.user
+    chat_id, message_id = event.chat, event.message_id
+    assert uid is not None
 
     def spend(session: Session) -> None:
-        handled(update).mark(session)
+        event.handled().mark(session)
         got = auth.claim_in(session, data, uid, chat_id, message_id)
         if isinstance(got, Refused):
             raise _Spent(got.reason)
 
     try:
-        acked = escalation.acknowledge(db, incident_id, telegram_actor(uid), auth.gate, also=spend)
+        acked = escalation.acknowledge(db, incident_id, auth.actor(uid), auth.gate, also=spend)
     except IntegrityError:
-        skipped(update)
+        skipped(event)
         return "Already handled"
     except _Spent as exc:
         claimed = auth.claim(data, uid, chat_id, message_id)  # audits the refusal
@@ -60,11 +60,11 @@ def ack_press(
     return f"Acknowledged by {acked.by}: escalation and reminders stop."
 
 
-def ack_command(db: Database, auth: Authoriser, user_id: int, number: str) -> str:
+def ack_command(db: Database, auth: Authoriser, user_id: UserId, number: str) -> str:
     """``/ack ID``: acknowledge, and say what happened (blocking: run it in a thread)."""
     try:
         acked = escalation.acknowledge(
-            db, int(number.lstrip("#"), 10), telegram_actor(user_id), auth.gate
+            db, int(number.lstrip("#"), 10), auth.actor(user_id), auth.gate
         )
     except (NotAuthorised, GuardError) as exc:
         return f"Not acknowledged: {exc}"

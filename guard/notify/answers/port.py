@@ -1,5 +1,8 @@
-"""What the handlers and the message sync use of the gateway (``TelegramGateway``), typed here so
-they do not import the gateway that builds them."""
+"""What the answers policy uses of a channel's runner (its gateway), typed here so the policy
+does not import the runner that builds it.
+
+Tested through every channel by tests/notify/test_inbound_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ from typing import Protocol
 from sqlmodel import Session
 
 from guard.config import Settings
-from guard.notify.telegram.notifier import TelegramNotifier
-from guard.notify.telegram.senders import Authoriser
+from guard.notify.answers.senders import Authoriser
+from guard.notify.fanout import ChannelNotifier
 from guard.ports.running import HealthSource
 from guard.store.db import Database
 
@@ -19,9 +22,9 @@ from guard.store.db import Database
 class GatewayPort(Protocol):
     settings: Settings
     db: Database
-    chat_id: str
+    chat_id: str  # the channel's default chat
     auth: Authoriser
-    notifier: TelegramNotifier
+    notifier: ChannelNotifier
     runtime: HealthSource | None
 
     async def send_report(
