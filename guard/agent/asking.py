@@ -16,8 +16,8 @@ from typing import Any
 from loguru import logger
 from sqlmodel import col, select
 
+from guard.actions.fixforms import fix_forms
 from guard.agent import policy
-from guard.agent.fixforms import fix_forms
 from guard.agent.tools import Proposal
 from guard.config import Settings
 from guard.domain.records import utcnow

@@ -293,7 +293,7 @@ class HumanAnswers:
             self.actions, fix, inc, actor=cmd.actor, timeout=self.settings.agent.fix_timeout
         )
         if step.run is not None:  # a shell fix: refused at once where no sandbox can run it
-            from guard.agent.fixforms import fix_forms
+            from guard.actions.fixforms import fix_forms
 
             forms = await asyncio.to_thread(fix_forms, self.settings)
             if not forms.shell:

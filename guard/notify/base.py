@@ -41,7 +41,7 @@ class HumanRequest:
     ack_id: str = ""  # "Acknowledge" (stops escalation): only when escalation is configured
     question: str = "No trusted remedy is known. Approve one, or send a fix."
     url: str = ""  # the incident's console page (``public_url``), "" when none is configured
-    # what a fix may be here: no shell command where no sandbox can run (agent/fixforms.py)
+    # what a fix may be here: no shell command where no sandbox can run (actions/fixforms.py)
     fix_hint: str = "a shell command for the sandbox, or an action like docker.restart NAME"
 
 

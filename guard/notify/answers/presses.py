@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from guard.actions.fixforms import fix_forms
 from guard.domain.durations import format_duration
 from guard.domain.exceptions import GuardError
 from guard.incidents.approvals import ACK, CONFIRM_KINDS, verb_for
@@ -44,10 +45,15 @@ from guard.util.commandtext import approval_key, short
 __all__ = ["Answers"]
 
 
-def fix_prompt(code: str, incident_id: int) -> str:
+def fix_prompt(code: str, incident_id: int, shell: bool = True) -> str:
+    """The prompt under "Send a fix": a shell command only where a sandbox can run one."""
+    what = (
+        f"a shell command for the sandbox, or an action such as {code}"
+        if shell
+        else f"an action such as {code} (no sandbox here: no shell commands)"
+    )
     return (
-        f"Reply to this message with the command that fixes incident #{incident_id}: a shell "
-        f"command for the sandbox, or an action such as {code}. "
+        f"Reply to this message with the command that fixes incident #{incident_id}: {what}. "
         "Guard runs it, checks that the incident is cured, and learns it as a skill."
     )
 
@@ -220,9 +226,10 @@ class Answers(SlashCommands):
         if incident_id is None:
             await event.answer("Refused: unknown button", True)
             return
+        forms = await asyncio.to_thread(fix_forms, self.gw.settings)  # kept a minute
         await self.say(
             event.chat or self.gw.chat_id,
-            fix_prompt(self.markup.code("docker.restart NAME"), incident_id),
+            fix_prompt(self.markup.code("docker.restart NAME"), incident_id, forms.shell),
             incident_id=incident_id,
             thread=True,
             role="prompt",

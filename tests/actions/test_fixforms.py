@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guard.agent.fixforms import SHELL_OR_ACTION, FixForms, fix_forms
+from guard.actions.fixforms import SHELL_OR_ACTION, FixForms, fix_forms
 from guard.config import Settings
 from tests.helpers.nowhere import no_engine_no_cluster
 
@@ -32,3 +32,15 @@ def test_without_a_sandbox_the_question_offers_actions_only(
 def test_with_a_sandbox_nothing_changes() -> None:
     forms = FixForms(True, SHELL_OR_ACTION)
     assert forms.question("No skill matches. Send a fix.") == "No skill matches. Send a fix."
+
+
+def test_the_chats_send_a_fix_prompt_offers_shell_only_where_it_can_run() -> None:
+    from guard.notify.answers.presses import fix_prompt
+
+    here = fix_prompt("docker.restart NAME", 7)
+    assert "a shell command for the sandbox, or an action such as docker.restart NAME" in here
+    nowhere = fix_prompt("docker.restart NAME", 7, shell=False)
+    assert "shell command for the sandbox" not in nowhere
+    assert "#7: an action such as docker.restart NAME (no sandbox here: no shell commands)" in (
+        nowhere
+    )
