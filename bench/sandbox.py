@@ -1,6 +1,7 @@
 """Sandbox latency benchmark: cold start, warm exec, and a bare ``docker exec`` reference.
 
-Usage: ``python bench/sandbox.py [--runs 50] [--image NAME]``. Prints one JSON object:
+Usage: ``python bench/sandbox.py [--runs 50] [--image NAME]``; ``--backends``: every sandbox
+backend side by side (``bench.sandbox_backends``). Prints one JSON object:
 p50/p95 (ms) of a cold start (container create + start; and until a first command returns),
 of a warm ``DockerSandbox.run(["true"])``, and of a bare exec of ``true`` through the same
 docker SDK low-level API (exec_create + exec_start + exec_inspect) and through the ``docker``
@@ -113,7 +114,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--image", default=DEFAULT_IMAGE)
+    parser.add_argument(
+        "--backends",
+        action="store_true",
+        help="every sandbox backend side by side instead (bench.sandbox_backends)",
+    )
     args = parser.parse_args()
+    if args.backends:
+        from bench import sandbox_backends
+
+        sys.argv = [sys.argv[0], "--runs", str(min(args.runs, 10))]
+        sandbox_backends.main()
+        return
     logger.remove()
     logger.add(sys.stderr, level="WARNING")
     print(json.dumps(asyncio.run(bench(args.runs, args.image)), indent=2))
