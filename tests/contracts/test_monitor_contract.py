@@ -355,6 +355,7 @@ def rig_host(home: GuardHome, docker_client: Any) -> Iterator[Rig]:
         host.remove()
 
 
+@pytest.fixture
 def rig_resources(home: GuardHome, containers: Any) -> Rig:
     """A container under a 32 MiB limit; failing: 28 MiB written to its /dev/shm (a tmpfs
     charged to its memory), healed: removed."""
