@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from guard.agent.remediation import Remediator
-from guard.agent.steps import StepRunner
+from guard.agent.steps import NoSandbox, StepRunner
 from guard.agent.templating import describe, incident_context
 from guard.harness import spans
 from guard.harness.crashpoints import reached
@@ -113,6 +113,8 @@ class Diagnoser:
                         step, inc, skill, self.grants_for(inc, skill), ctx
                     )
                 parts.append(f"$ {shown}{self._unapproved(skill)}\n{out.summary}")
+            except NoSandbox as exc:
+                parts.append(f"$ {shown}\n(skipped: {exc})")
             except Exception as exc:
                 parts.append(f"$ {shown}\n(could not run: {exc})")
         # up to every step's output limit of text: redacted in a worker, not on the event loop

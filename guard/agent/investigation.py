@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from guard.agent.fencing import Fence
-from guard.agent.tools import TOOL_NAMES, TOOLS, Proposal, Toolbox, ToolError
+from guard.agent.tools import TOOL_NAMES, Proposal, Toolbox, ToolError
 from guard.config import LLMSettings
 from guard.llm import Message, ModelProvider, ProviderError
 from guard.llm.mcp_servers import OpenServers, ServerError, ToolServers
@@ -215,7 +215,7 @@ class Investigator:
             found.notes += [
                 f"MCP server {n} unreachable: {w}" for n, w in external.unreachable.items()
             ]
-        offered = TOOLS + (external.specs(fence.wrap) if external is not None else [])
+        offered = await tools.offered() + (external.specs(fence.wrap) if external else [])
         seen: set[str] = set()
         try:
             for step in range(s.max_steps):

@@ -107,7 +107,8 @@ class IncidentHandler:
             evidence = await self.parts.diagnoser.diagnose(inc, candidates)
             with self.parts.db.session() as session:
                 history = limits.history(session, candidates, inc.target)
-            decision = policy.decide(inc, candidates, history, self.parts.limits)
+            no_shell = await self._no_shell(candidates)
+            decision = policy.decide(inc, candidates, history, self.parts.limits, no_shell)
             if isinstance(decision, policy.AskHuman):
                 if decision.guarded_by is not None:  # a runaway guard stopped it: escalate
                     record_remediation(decision.guarded_by)
@@ -141,6 +142,12 @@ class IncidentHandler:
             if reloaded is None or reloaded.state != S.remediating:
                 return
             inc = reloaded
+
+    async def _no_shell(self, candidates: list[Candidate]) -> str:
+        """Why the candidates' shell steps cannot run here ("": they can, or there are none)."""
+        if not any(s.run is not None for c in candidates for s in c.skill.spec.steps):
+            return ""
+        return await self.parts.runner.no_shell()
 
     # -- the model ------------------------------------------------------------------------------
 

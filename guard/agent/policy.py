@@ -126,14 +126,23 @@ def decide(
     candidates: Sequence[Candidate],
     history: Mapping[str, SkillHistory],
     limits: Limits | None = None,
+    no_shell: str = "",
 ) -> Decision:
     """What to do about ``incident`` (anything with a ``target``), given its ranked
-    ``candidates`` and each one's ``history`` on the target (missing: never ran)."""
+    ``candidates`` and each one's ``history`` on the target (missing: never ran).
+    ``no_shell`` says why shell steps cannot run here ("" when they can): a skill whose
+    steps need one is neither run nor offered, and the question says why."""
     refused: list[str] = []
+    unrunnable: list[str] = []
     guards: set[Guarded] = set()
     runnable: list[Candidate] = []  # what a human may still approve
     demoted: list[str] = []  # why a trusted skill must be asked for now
     for c in candidates:
+        if no_shell and any(step.run is not None for step in c.skill.spec.steps):
+            unrunnable.append(
+                f"skill {c.skill.name} was not run: its steps need a shell, and {no_shell}"
+            )
+            continue
         facts = history.get(c.skill.name, SkillHistory())
         if facts.demoted is not None:
             demoted.append(facts.demoted)
@@ -147,7 +156,11 @@ def decide(
         runnable.append(c)
     question = ("; ".join(refused) + ". ") if refused else ""
     question += "".join(f"{d}. " for d in demoted)
-    question += "Approve a skill, or send a fix." if candidates else "No skill matches. Send a fix."
+    question += "".join(f"{u}. " for u in unrunnable)
+    if runnable or (candidates and not unrunnable):
+        question += "Approve a skill, or send a fix."
+    else:
+        question += "Send a fix." if candidates else "No skill matches. Send a fix."
     guarded_by: Guarded | None = None
     if guards:
         guarded_by = "blocked" if "blocked" in guards else "rate_limited"

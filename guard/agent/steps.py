@@ -27,6 +27,7 @@ from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import record
 from guard.redact import Redactor
 from guard.sandbox.base import SandboxGrants, SandboxPool
+from guard.sandbox.reach import SHELL_CANNOT_RUN, reach
 from guard.skills.library import Skill
 from guard.skills.model import Step, VerifySpec
 from guard.store import audit, holds
@@ -37,6 +38,11 @@ from guard.util.textsafe import line_tail
 
 REPEATABLE = frozenset({"wait", "verify"})
 KEEP = 4000  # characters of output kept per stream in the step record
+
+
+class NoSandbox(GuardError):
+    """A shell step where no sandbox can run (``guard.sandbox.reach``): never tried, so it
+    cannot fail on the engine's connection error at 3 a.m."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,11 @@ class StepRunner:
         )
         return StepOutcome(result.ok, line_tail(message.strip(), keep) or name, result.details)
 
+    async def no_shell(self) -> str:
+        """Why no shell step can run here ("" when one can); asked at most once a minute."""
+        found = await asyncio.to_thread(reach, self.settings.sandbox, self.settings.kubernetes)
+        return "" if found.ok else f"{SHELL_CANNOT_RUN} ({found.why})"
+
     async def sandbox_run(
         self,
         step: Step,
@@ -242,7 +253,10 @@ class StepRunner:
         grants: SandboxGrants,
         ctx: dict[str, Any],
     ) -> StepOutcome:
+        """Run a shell step in the incident's sandbox; ``NoSandbox`` where none can run."""
         assert step.run is not None and incident.id is not None
+        if why := await self.no_shell():
+            raise NoSandbox(why)
         script = skill.script(step.run) if skill is not None else None
         env = {
             "GUARD_TARGET": incident.target,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+import yaml
 
 from tests.conftest import GuardHome
 from tests.helpers.agent import find, free_port, running_guard, show, wait_for
@@ -51,6 +52,7 @@ def test_guard_run_says_what_works_and_offers_only_fixes_that_can_run(
         warned = [line for line in log.read_text().splitlines() if CANNOT in line]
         assert len(warned) == 1 and "look-at-disk/skill.yaml" in warned[0], warned
 
+        wait_for(lambda: "serving /healthz" in log.read_text(), 30, "the HTTP server")
         ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
         body = ready.json()
         assert body["status"] == "ready" and body["role"] == "leader"  # kept as they were
@@ -81,3 +83,46 @@ def test_guard_run_says_what_works_and_offers_only_fixes_that_can_run(
         assert [t for t in after["timeline"] if t["type"] == "fix_refused"]
         assert proc.poll() is None
     assert len([line for line in log.read_text().splitlines() if CANNOT in line]) == 1
+
+
+def test_no_shell_step_is_attempted_here_and_the_model_is_offered_none(
+    railway_like: GuardHome,
+) -> None:
+    """A trusted skill whose steps need a shell is not run (a run here would only fail on the
+    engine's connection error and count against the skill); its shell diagnostic is skipped
+    with the reason; the model is not offered ``sandbox_run``."""
+    from tests.fakes.model import ModelServer
+
+    write_skill(
+        railway_like.root / "skills",
+        "restart-web",
+        {
+            "triggers": [{"source": "http", "kind": "http_unreachable"}],
+            "diagnostics": [{"run": "df -h /"}],
+            "steps": [{"run": "echo restart"}],
+            "trust": "trusted",
+        },
+    )
+    model = ModelServer("openai")
+    try:
+        config = yaml.safe_load(railway_like.config.read_text())
+        railway_like.write_config({**config, "llm": model.config()})
+        with running_guard(railway_like) as (proc, _log):
+            inc = wait_for(
+                lambda: find(railway_like, monitor_id="web", state="awaiting_human"),
+                60,
+                "the failing check to ask a human",
+            )
+            shown = show(railway_like, inc["id"])
+            assert proc.poll() is None
+    finally:
+        model.close()
+    timeline = shown["timeline"]
+    assert not [t for t in timeline if t["type"] == "step"], timeline  # nothing ran
+    evidence = shown["details"]["evidence"]
+    assert "$ run df -h /" in evidence and f"(skipped: {CANNOT}" in evidence, evidence
+    assert "Connection aborted" not in evidence and "could not run" not in evidence
+    question = [t for t in timeline if t["type"] == "asked_human"][-1]["message"]
+    assert "restart-web" in question and CANNOT in question, question
+    offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
+    assert model.requests and "probe" in offered and "sandbox_run" not in offered, offered

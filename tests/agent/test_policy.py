@@ -47,6 +47,28 @@ def cand(name: str, score: float = 2.0, **kw: Any) -> Candidate:
     return Candidate(skill(name, **kw), score, [f"trigger: {name}"])
 
 
+# -- where no shell can run --------------------------------------------------------------------
+
+NO_SHELL = "shell steps cannot run here (no Docker engine, no cluster)"
+
+
+def test_a_trusted_shell_skill_is_neither_run_nor_offered_where_no_shell_can_run() -> None:
+    d = policy.decide(Inc(), [cand("restart", trust="trusted")], {}, no_shell=NO_SHELL)
+    assert isinstance(d, AskHuman) and d.options == () and not d.escalate
+    assert d.question == (
+        f"skill restart was not run: its steps need a shell, and {NO_SHELL}. Send a fix."
+    )
+
+
+def test_a_skill_of_actions_still_runs_where_no_shell_can_run() -> None:
+    acting = skill("restart", "trusted")
+    acting.spec.steps[0] = acting.spec.steps[0].model_copy(
+        update={"run": None, "action": "docker.restart"}
+    )
+    d = policy.decide(Inc(), [Candidate(acting, 2.0, [])], {}, no_shell=NO_SHELL)
+    assert isinstance(d, RunSkill) and d.skill.name == "restart"
+
+
 # -- trust levels -------------------------------------------------------------------------------
 
 

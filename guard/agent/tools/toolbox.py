@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from guard.actions import ActionError, ActionRegistry
-from guard.agent.steps import StepRunner
+from guard.agent.steps import NoSandbox, StepRunner
 from guard.agent.templating import incident_context
-from guard.agent.tools.registry import MAX_LOG_LINES, TOOL_NAMES
+from guard.agent.tools.registry import MAX_LOG_LINES, TOOL_NAMES, TOOLS
 from guard.domain.exceptions import MonitorError
 from guard.memory import IncidentMemory
 from guard.monitors import monitor_kind
@@ -118,6 +118,13 @@ class Toolbox(Shelf):
         self.actions = actions
         self.timeout = timeout
 
+    async def offered(self) -> list[dict[str, Any]]:
+        """The investigation's tools that can run here: no ``sandbox_run`` where no sandbox
+        can (the model would only read the engine's connection error)."""
+        if not await self.runner.no_shell():
+            return TOOLS
+        return [t for t in TOOLS if t["function"]["name"] != "sandbox_run"]
+
     async def call(self, name: str, args: dict[str, Any]) -> str:
         """The tool's result as text; raises ``ToolError`` with what went wrong."""
         if name == "sandbox_run":
@@ -151,9 +158,12 @@ class Toolbox(Shelf):
         step = Step(
             name=f"model: {command}"[:200], run="sh -s", stdin=command, timeout=self.timeout
         )
-        out = await self.runner.sandbox_run(
-            step, self.inc, None, self.grants, incident_context(self.inc)
-        )
+        try:
+            out = await self.runner.sandbox_run(
+                step, self.inc, None, self.grants, incident_context(self.inc)
+            )
+        except NoSandbox as exc:
+            raise ToolError(f"{exc}: use probe instead") from None
         r = out.result
         parts = [
             f"exit_code: {r.get('exit_code')}"
