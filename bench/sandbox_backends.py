@@ -1,7 +1,8 @@
 """Every sandbox backend, one trivial step each: ``python -m bench.sandbox_backends [--runs 10]``.
 
 Per backend (``local``; ``docker`` on the local engine; ``docker-tls``, the same engine reached
-as a remote one over TLS with client certificates, tests/fakes/docker_tls.py; ``kubernetes``
+as a remote one over TLS with client certificates, tests/fakes/docker_tls.py; ``docker-ssh``,
+over SSH, tests/helpers/ssh_engine.py; ``kubernetes``
 against the tests' API server, whose kubelet runs each step pod as a container on the local
 engine): the time from a step's start to its result for ``echo hi`` in a new sandbox (the first
 step of an incident: what a human waits for), and for ``true`` in a warm one (later steps; a
@@ -32,8 +33,9 @@ from tests.fakes.docker_tls import tls_engine, tls_environ
 from tests.helpers.images import ensure_busybox_image
 from tests.helpers.kube_sandbox import NAMESPACE, fake_cluster
 from tests.helpers.sandbox import BUSYBOX_IMAGE
+from tests.helpers.ssh_engine import ssh_engine, ssh_environ
 
-BACKENDS = ("local", "docker", "docker-tls", "kubernetes")
+BACKENDS = ("local", "docker", "docker-tls", "docker-ssh", "kubernetes")
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
@@ -73,6 +75,14 @@ async def _pool(name: str, folder: Path) -> AsyncIterator[WarmSandboxPool]:
         yield WarmSandboxPool(SandboxSettings(image=BUSYBOX_IMAGE, timeout=60), client=engine)
     elif name == "docker-tls":
         with tls_engine(folder / "tls") as remote, _environ(tls_environ(remote)):
+            client = connect(timeout=300)
+            yield WarmSandboxPool(SandboxSettings(image=BUSYBOX_IMAGE, timeout=60), client=client)
+            client.close()
+    elif name == "docker-ssh":
+        with (
+            ssh_engine(engine, folder / "home", "guard-bench-ssh") as remote,
+            _environ(ssh_environ(remote)),
+        ):
             client = connect(timeout=300)
             yield WarmSandboxPool(SandboxSettings(image=BUSYBOX_IMAGE, timeout=60), client=client)
             client.close()

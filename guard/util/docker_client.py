@@ -8,8 +8,8 @@ still tells an unreachable engine at once), not a ``/version`` and a ping.
 
 The engine is docker's own environment's, read by the SDK (``docker.from_env``): ``DOCKER_HOST``
 as ``unix://``, ``tcp://`` (with ``DOCKER_TLS_VERIFY`` and ``DOCKER_CERT_PATH``: a remote engine
-over TLS) or ``ssh://user@host`` (docker-py needs ``paramiko`` for it, not installed with
-Guard); every client Guard makes comes from here, so monitors, actions
+over TLS) or ``ssh://user@host`` (docker-py's paramiko transport, with the key and
+``known_hosts`` under ``~/.ssh``); every client Guard makes comes from here, so monitors, actions
 and sandboxes reach the same engine. ``EngineUnreachable`` names that engine and the likely fix
 for its kind of address (docs/SANDBOX.md, "A remote engine").
 """

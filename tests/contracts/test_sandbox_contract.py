@@ -1,7 +1,8 @@
 """The ``SandboxPool`` port's contract, stated once and run against every backend.
 
 Every backend (``sandbox.backend``: ``docker`` on the real engine with the offline-built busybox
-image, and on the same engine as a remote one over TLS (``docker-tls``: tests/fakes/docker_tls.py),
+image, and on the same engine as a remote one over TLS (``docker-tls``: tests/fakes/docker_tls.py)
+and over SSH (``docker-ssh``: tests/helpers/ssh_engine.py),
 ``kubernetes`` against the fake API server whose kubelet runs each step pod on that engine,
 ``local`` as plain subprocesses) keeps what ``guard.sandbox.base`` promises: a failing command is
 a fact in its ``ExecResult``, never an exception; the time limit ends the command and every
@@ -105,6 +106,25 @@ def tls_contract_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
         client.close()
 
 
+@pytest.fixture(scope="module")
+def ssh_contract_engine(
+    contract_engine: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """The same engine as a remote one over SSH (``DOCKER_HOST=ssh://root@HOST``, docker-py's
+    paramiko with the key and known_hosts under ``$HOME/.ssh``: tests/helpers/ssh_engine.py)."""
+    from guard.sandbox.docker import connect
+    from tests.helpers.ssh_engine import ssh_engine, ssh_environ
+
+    prefix = f"guard-test-{os.getpid()}-contract-ssh"
+    home = tmp_path_factory.mktemp("ssh-home")
+    with ssh_engine(contract_engine, home, prefix) as engine, pytest.MonkeyPatch.context() as env:
+        for name, value in ssh_environ(engine).items():
+            env.setenv(name, value)
+        client = connect(timeout=300)
+        yield client
+        client.close()
+
+
 @pytest.fixture
 def kube_cluster(contract_engine: Any, tmp_path: Path) -> Iterator[Any]:
     from tests.helpers.kube_sandbox import fake_cluster
@@ -164,6 +184,9 @@ DOCKER = pytest.param(_docker, id="docker", marks=pytest.mark.docker)
 DOCKER_TLS = pytest.param(
     partial(_docker, engine="tls_contract_engine"), id="docker-tls", marks=pytest.mark.docker
 )
+DOCKER_SSH = pytest.param(
+    partial(_docker, engine="ssh_contract_engine"), id="docker-ssh", marks=pytest.mark.docker
+)
 KUBERNETES = pytest.param(_kubernetes, id="kubernetes", marks=pytest.mark.docker)
 LOCAL = pytest.param(_local, id="local")
 
@@ -177,7 +200,7 @@ async def _opened(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
         await made.pool.close()
 
 
-@pytest.fixture(params=[DOCKER, DOCKER_TLS, KUBERNETES, LOCAL])
+@pytest.fixture(params=[DOCKER, DOCKER_TLS, DOCKER_SSH, KUBERNETES, LOCAL])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     """Every backend."""
     async for made in _opened(request):

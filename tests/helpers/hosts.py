@@ -76,7 +76,9 @@ class HostBox:
     """A Debian host in a container on a bridge network of its own, reached at its bridge
     address; ``sh`` runs a command on it as root (the test's hand, never Guard's)."""
 
-    def __init__(self, client: Any, prefix: str, network: Any = None) -> None:
+    def __init__(
+        self, client: Any, prefix: str, network: Any = None, volumes: dict[str, Any] | None = None
+    ) -> None:
         self.client = client
         self.own_network = network is None
         self.network = network or client.networks.create(f"{prefix}-net", driver="bridge")
@@ -88,6 +90,7 @@ class HostBox:
                 detach=True,
                 init=True,
                 network=self.network.name,
+                volumes=volumes,
                 labels={"guard.test": "1"},
             )
             self.container.reload()

@@ -9,6 +9,7 @@ tests/contracts/test_sandbox_contract.py), and a real ``guard run`` heals throug
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from guard.sandbox.docker import connect
 from tests.conftest import GuardHome
 from tests.fakes.docker_tls import TlsEngine, certificates, tls_engine, tls_environ
 from tests.helpers.agent import find, guard_process, setup_docker_home, show, wait_for
+from tests.helpers.ssh_engine import SshEngine, ssh_engine, ssh_environ
 
 pytestmark = pytest.mark.docker
 
@@ -117,7 +119,44 @@ def test_guard_run_over_tls_heals_a_container_with_a_shell_diagnostic(
     assert caps["sandbox"]["state"] == "ok" and caps["actions docker.*"]["state"] == "ok"
 
 
-def test_an_ssh_engine_without_paramiko_says_what_is_missing(
+@pytest.fixture
+def over_ssh(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SshEngine]:
+    """The engine over SSH, named by this test's ``DOCKER_HOST`` (and ``HOME``: its .ssh)."""
+    client = connect()
+    prefix = f"guard-test-{os.getpid()}-{request.node.name[:20]}".lower().replace("_", "-")
+    with ssh_engine(client, tmp_path / "home", prefix) as engine:
+        for name, value in ssh_environ(engine).items():
+            monkeypatch.setenv(name, value)
+        yield engine
+    client.close()
+
+
+def test_every_docker_client_reaches_an_engine_over_ssh_from_docker_host(
+    over_ssh: SshEngine,
+) -> None:
+    from guard.actions.docker import engine
+    from guard.util.docker_client import Timeouts, docker_client
+
+    for client in (connect(), docker_client(Timeouts.monitor), engine()):
+        assert client.ping()
+        assert client.version()["ApiVersion"]
+        client.close()
+
+
+def test_an_ssh_engine_whose_host_key_is_not_pinned_is_refused_with_the_fix(
+    over_ssh: SshEngine,
+) -> None:
+    (over_ssh.home / ".ssh" / "known_hosts").write_text("")  # a host Guard never met
+    with pytest.raises(SandboxError) as refused:
+        connect(timeout=10)
+    text = str(refused.value)
+    assert f"DOCKER_HOST={over_ssh.url}" in text and "known_hosts" in text
+    assert f"ssh root@{over_ssh.box.address} docker version" in text
+
+
+def test_an_ssh_engine_that_does_not_answer_names_the_ssh_command_to_try(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", "ssh://guard@127.0.0.1:1")
@@ -125,4 +164,4 @@ def test_an_ssh_engine_without_paramiko_says_what_is_missing(
         connect(timeout=5)
     text = str(refused.value)
     assert "DOCKER_HOST=ssh://guard@127.0.0.1:1" in text
-    assert "ssh:// needs the paramiko package" in text or "ssh -p 1 guard@127.0.0.1" in text
+    assert "ssh -p 1 guard@127.0.0.1 docker version" in text
