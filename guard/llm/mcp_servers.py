@@ -158,8 +158,8 @@ class OpenServers:
                 raise ServerError(f"refused: {name} is not yours to call ({why})")
             return await self._call(tool, args, record)
         finally:
-            if self.audit is not None:
-                self.audit(f"{server}/{bare}", record)
+            if self.audit is not None:  # a database write: off the event loop
+                await asyncio.to_thread(self.audit, f"{server}/{bare}", record)
 
     async def _call(self, tool: ServerTool, args: dict[str, Any], record: dict[str, Any]) -> str:
         settings = self.settings[tool.server]
