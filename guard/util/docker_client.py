@@ -17,6 +17,7 @@ for its kind of address (docs/SANDBOX.md, "A remote engine").
 from __future__ import annotations
 
 import os
+import sys
 from enum import IntEnum
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,6 +44,22 @@ class EngineUnreachable(DockerException):  # type: ignore[misc]
 
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
+
+
+def ssh_transport() -> None:
+    """Load docker-py's ssh:// transport (paramiko), kept out of memory until an engine at
+    ``ssh://`` needs it (guard/__init__.py). Without paramiko, docker-py's own error says so."""
+    import docker.api.client as api
+
+    if getattr(api, "SSHHTTPAdapter", None) is not None:
+        return
+    if "docker.transport.sshconn" in sys.modules and not sys.modules["docker.transport.sshconn"]:
+        del sys.modules["docker.transport.sshconn"]
+    try:
+        from docker.transport.sshconn import SSHHTTPAdapter
+    except ImportError:
+        return
+    api.SSHHTTPAdapter = SSHHTTPAdapter  # type: ignore[attr-defined]
 
 
 def engine_address() -> str:
@@ -94,6 +111,8 @@ def unreachable(exc: BaseException) -> EngineUnreachable:
 def _client(timeout: float, version: str, pool: int = 10) -> Any:
     """A client of ``version`` (no request made yet), its session fit for the engine, keeping
     ``pool`` connections to it."""
+    if engine_address().startswith("ssh://"):
+        ssh_transport()
     client = docker.from_env(timeout=int(timeout), version=version, max_pool_size=pool)
     if isinstance(client.api.verify, str):  # DOCKER_CERT_PATH's ca.pem: the engine's CA
         # requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE replace a session's CA file

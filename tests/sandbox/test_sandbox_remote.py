@@ -165,3 +165,19 @@ def test_an_ssh_engine_that_does_not_answer_names_the_ssh_command_to_try(
     text = str(refused.value)
     assert "DOCKER_HOST=ssh://guard@127.0.0.1:1" in text
     assert "ssh -p 1 guard@127.0.0.1 docker version" in text
+
+
+@pytest.mark.parametrize(("host", "loaded"), [("", False), ("ssh://guard@127.0.0.1:1", True)])
+def test_paramiko_is_loaded_only_for_an_engine_over_ssh(host: str, loaded: bool) -> None:
+    """docker-py imports paramiko (about 17 MB resident in ``guard run``) whenever it is
+    installed; Guard keeps it out unless ``DOCKER_HOST`` is ``ssh://``."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+    env.update({"DOCKER_HOST": host} if host else {})
+    probe = "import guard.sandbox.docker, docker, sys; print('paramiko' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == str(loaded)
