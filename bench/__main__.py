@@ -50,11 +50,20 @@ def main() -> None:
     )
     parser.add_argument("--only", default="", help="with --compare: comma-separated benchmarks")
     parser.add_argument("--strict", action="store_true", help="with --compare: exit 1 on a flag")
+    parser.add_argument(
+        "--runs", type=int, default=1, help="with --compare: runs of each (median, min, max)"
+    )
+    parser.add_argument(
+        "--load",
+        choices=("quiet", "loaded", "both"),
+        default="both",
+        help="with --compare: quiet, beside two busy processes, or both (default)",
+    )
     args = parser.parse_args()
     quiet()
     if args.compare:
         only = {name for name in args.only.split(",") if name} or None
-        raise SystemExit(compare.main(only, strict=args.strict))
+        raise SystemExit(compare.main(only, args.strict, args.runs, args.load))
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine()}
     report["detection"] = asyncio.run(detection.run(args.kills))

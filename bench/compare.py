@@ -8,12 +8,18 @@ the "Recorded figures" table of docs/BENCHMARKS.md, and a change for the worse o
 ``TOLERANCE`` is flagged ``REGRESSION``. Figures are read from that table, so recording a new
 baseline is editing the docs; nothing here asserts anything (``--strict`` exits 1 on a flag,
 for a person who wants it).
+
+``--runs N`` repeats each benchmark N times and gives each figure's median (compared) with its
+min and max; ``--load both`` (the default) runs the profile quiet, then beside a steady
+background load of two busy processes (``bench.load``), and prints a table for each, with the
+load average seen: a ratio that holds only on an idle machine is not a ratio a VPS sees.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO
+from bench.load import background_load, load_average
 
 TOLERANCE = 0.15
 DOC = REPO / "docs" / "BENCHMARKS.md"
@@ -38,8 +45,10 @@ class Recorded:
 @dataclass(frozen=True)
 class Row:
     key: str
-    now: float | None
+    now: float | None  # the median of the runs
     recorded: Recorded | None
+    low: float | None = None  # the runs' min and max (None: one run)
+    high: float | None = None
 
     @property
     def change(self) -> float | None:
@@ -189,29 +198,72 @@ def measure(only: set[str] | None = None) -> Iterator[tuple[str, dict[str, float
         yield name, figures, time.monotonic() - started
 
 
+def summarise(runs: list[dict[str, float | None]], recorded: dict[str, Recorded]) -> list[Row]:
+    """One row per figure: the median of the runs that gave it, with their min and max."""
+    keys = list(dict.fromkeys(k for run in runs for k in run))
+    rows = []
+    for key in keys:
+        values = sorted(v for run in runs if (v := run.get(key)) is not None)
+        if not values:
+            rows.append(Row(key, None, recorded.get(key)))
+            continue
+        spread = (values[0], values[-1]) if len(runs) > 1 else (None, None)
+        rows.append(Row(key, statistics.median(values), recorded.get(key), *spread))
+    return rows
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
 def render(rows: list[Row]) -> str:
-    out = [f"{'figure':<36} {'now':>9} {'recorded':>9} {'change':>8}  flag"]
+    spread = any(r.low is not None for r in rows)
+    extra = f" {'min':>9} {'max':>9}" if spread else ""
+    out = [f"{'figure':<36} {'now':>9}{extra} {'recorded':>9} {'change':>8}  flag"]
     for row in rows:
         change = row.change
         shown = "n/a" if change is None else f"{-change * 100:+.0f} %"
         flag = "REGRESSION" if row.regression else "" if change is not None else "(not recorded)"
         rec = _fmt(row.recorded.value) if row.recorded else "n/a"
-        out.append(f"{row.key:<36} {_fmt(row.now):>9} {rec:>9} {shown:>8}  {flag}")
+        lows = f" {_fmt(row.low):>9} {_fmt(row.high):>9}" if spread else ""
+        out.append(f"{row.key:<36} {_fmt(row.now):>9}{lows} {rec:>9} {shown:>8}  {flag}")
     return "\n".join(out)
 
 
-def main(only: set[str] | None = None, strict: bool = False) -> int:
+LOADS = {"quiet": 0, "loaded": 2}  # busy background processes
+
+
+def profile(
+    only: set[str] | None, runs: int, busy: int
+) -> tuple[list[dict[str, float | None]], list[float]]:
+    """The quick profile ``runs`` times beside ``busy`` spinning processes: each run's figures,
+    and the load average after each benchmark."""
+    found: list[dict[str, float | None]] = []
+    loads: list[float] = []
+    with background_load(busy):
+        for i in range(runs):
+            figures: dict[str, float | None] = {}
+            for name, got, seconds in measure(only):
+                loads.append(load_average())
+                print(f"  {name} (run {i + 1}/{runs}): {seconds:.0f} s", file=sys.stderr)
+                figures.update(got)
+            found.append(figures)
+    return found, loads
+
+
+def main(
+    only: set[str] | None = None, strict: bool = False, runs: int = 1, load: str = "quiet"
+) -> int:
     recorded = recorded_figures()
-    rows: list[Row] = []
-    for name, figures, seconds in measure(only):
-        print(f"  {name}: {seconds:.0f} s", file=sys.stderr)
-        rows += [Row(k, v, recorded.get(k)) for k, v in figures.items()]
-    print(render(rows))
-    flagged = [r.key for r in rows if r.regression]
+    flagged: list[str] = []
+    for condition in LOADS if load == "both" else (load,):
+        busy = LOADS[condition]
+        found, loads = profile(only, runs, busy)
+        rows = summarise(found, recorded)
+        seen = f"load average {min(loads, default=0):.1f}-{max(loads, default=0):.1f}"
+        print(f"\n{condition} ({busy} busy processes, {runs} run(s), {seen})")
+        print(render(rows))
+        flagged += [f"{r.key} ({condition})" for r in rows if r.regression]
     print(
         f"{len(flagged)} regression(s) over {TOLERANCE:.0%}: {', '.join(flagged)}"
         if flagged

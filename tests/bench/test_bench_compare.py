@@ -77,3 +77,38 @@ def test_the_docs_record_every_figure_the_quick_profile_prints() -> None:
     }
     assert keys <= set(figures), sorted(keys - set(figures))
     assert {name for name, _ in compare.PROFILE} >= {"detection", "mttr", "logscan", "grouping"}
+
+
+def test_runs_are_summarised_as_median_with_min_and_max() -> None:
+    from bench.compare import summarise
+
+    runs: list[dict[str, float | None]] = [
+        {"mttr.p50_ratio": 1.4, "detection.p50_ratio": None},
+        {"mttr.p50_ratio": 1.1, "detection.p50_ratio": 1.3},
+        {"mttr.p50_ratio": 1.2, "detection.p50_ratio": 1.5},
+    ]
+    rows = {r.key: r for r in summarise(runs, {"mttr.p50_ratio": Recorded(1.2, "lower")})}
+    assert (rows["mttr.p50_ratio"].now, rows["mttr.p50_ratio"].low) == (1.2, 1.1)
+    assert rows["mttr.p50_ratio"].high == 1.4 and not rows["mttr.p50_ratio"].regression
+    assert rows["detection.p50_ratio"].now == 1.4  # the median of the runs that gave it
+    text = render(list(rows.values()))
+    assert text.splitlines()[0].split()[:4] == ["figure", "now", "min", "max"]
+    assert "1.1" in text.splitlines()[1] and "1.4" in text.splitlines()[1]
+
+
+def test_the_background_load_spins_while_the_block_runs_and_not_after() -> None:
+    import os
+    import time
+
+    from bench.load import background_load
+
+    def cpu(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    with background_load(2) as pids:
+        assert len(pids) == 2
+        before = [cpu(p) for p in pids]
+        time.sleep(1.0)
+        assert all(cpu(p) > b for p, b in zip(pids, before, strict=True))
+    assert not [p for p in pids if os.path.exists(f"/proc/{p}")]  # killed and reaped
