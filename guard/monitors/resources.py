@@ -32,6 +32,8 @@ from guard.playbooks.models import ResourcesMonitorSpec
 from guard.playbooks.resources import METRICS, Threshold
 from guard.util.docker_client import Timeouts, docker_client
 
+KEPT = 60  # samples of each trend line kept in the monitor's state
+
 TRENDED = ("memory", "disk", "inodes")  # the metrics with a limit a fit can reach
 COUNTED = ("pids", "restarts")  # `above:` is a count, not a percentage
 
@@ -58,13 +60,37 @@ class ResourcesMonitor:
         self._trends: dict[tuple[str, str], Samples] = {}
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
+        if not self._held and not self._trends:  # the first check since start: go on from there
+            self.restore(state)
         samples = await asyncio.to_thread(self._sample)
-        return Observation(self.judge(samples, time.monotonic()))
+        signals = self.judge(samples, time.time())
+        return Observation(signals, self.memo())
 
     async def check_target(self, target: str) -> Observation:
         samples = await asyncio.to_thread(self._sample)
-        now = time.monotonic()
+        now = time.time()
         return Observation(self.judge([s for s in samples if s.target == target], now, hold=False))
+
+    def memo(self) -> dict[str, Any]:
+        """What a restart must not lose, as the monitor's state: the checks each level has been
+        held for, and each trend's samples (wall-clock times, at most ``KEPT`` per line), so a
+        leak seen for nine minutes is not watched from nothing again after a deploy of Guard."""
+        return {
+            "held": [[t, m, n] for (t, m), n in self._held.items() if n],
+            "trends": [[t, m, s.kept(KEPT)] for (t, m), s in self._trends.items() if len(s)],
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Go on from ``memo``'s state (what a trend's window no longer holds is dropped)."""
+        window = self.spec.trend.window if self.spec.trend is not None else 0.0
+        for entry in state.get("held") or []:
+            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], int):
+                self._held[(str(entry[0]), str(entry[1]))] = entry[2]
+        for entry in state.get("trends") or [] if window else []:
+            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], list):
+                samples = Samples.of(window, entry[2])
+                if len(samples):
+                    self._trends[(str(entry[0]), str(entry[1]))] = samples
 
     def _sample(self) -> list[Sample]:
         if self.spec.host is not None:

@@ -48,6 +48,22 @@ class Samples:
     def __len__(self) -> int:
         return len(self._points)
 
+    def kept(self, at_most: int) -> list[list[float]]:
+        """The samples as ``[t, value]`` pairs, thinned evenly to ``at_most`` (the newest kept):
+        what a restart needs to go on with the same line."""
+        points = list(self._points)
+        step = max(1, -(-len(points) // at_most))  # ceil: never more than at_most
+        return [[t, v] for t, v in points[::-1][::step][::-1]]
+
+    @classmethod
+    def of(cls, window: float, points: list[list[float]]) -> Samples:
+        """Samples from ``kept``'s pairs (anything else in them is skipped)."""
+        made = cls(window)
+        for pair in points:
+            if isinstance(pair, list) and len(pair) == 2:
+                made.add(float(pair[0]), float(pair[1]))
+        return made
+
     def fit(self) -> Fit | None:
         """The least-squares line, or None without ``MIN_SAMPLES`` spanning a quarter window."""
         return fit(list(self._points), min_span=self.window / 4)
