@@ -114,8 +114,13 @@ class LogFormat:
             self._learner.seen(line, False)
         return line, False
 
-    def _preset(self, line: str) -> bool:
-        return any(pattern.match(line) for pattern in self._patterns)
+    def _preset(self, line: str) -> str | None:
+        """The message the first preset that fits ``line`` leaves (None: none fits)."""
+        for pattern in self._patterns:
+            found = pattern.match(line)
+            if found is not None:
+                return found.group("message") or ""
+        return None
 
 
 def _compile(spec: str) -> list[re.Pattern[str]]:
