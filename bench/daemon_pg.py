@@ -12,10 +12,7 @@ say the same thing share a label whatever their values, and two faults never sha
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import gzip
-import json
 import os
 import random
 import re
@@ -89,6 +86,10 @@ class Server:
 
     def stop(self, mode: str = "fast") -> None:
         subprocess.run([*self.pg_ctl, "-m", mode, "-w", "stop"], check=False, capture_output=True)
+
+    def restart(self, mode: str) -> None:
+        self.stop(mode)
+        self.start()
 
     def connect(self, user: str = "guard", db: str = "bench", **kw: Any) -> Any:
         import psycopg
@@ -202,49 +203,49 @@ def _eof_in_transaction(server: Server, r: random.Random) -> None:
 
 
 Fault = Callable[[Server, random.Random], None]
-FAULTS: dict[str, tuple[int, Fault]] = {  # name -> (injections, how)
-    "unique_violation": (
-        60,
-        lambda s, r: _run(s, f"INSERT INTO items (id, note) VALUES ({r.randint(1, 500)}, 'x')"),
-    ),
-    "foreign_key": (
-        30,
-        lambda s, r: _run(s, f"INSERT INTO lines (item_id) VALUES ({r.randint(1000, 99999)})"),
-    ),
-    "not_null": (
-        25,
-        lambda s, r: _run(s, "INSERT INTO items (id, note) VALUES (NULL, %s)", _word(r)),
-    ),
-    "check_constraint": (
-        20,
-        lambda s, r: _run(
-            s, f"UPDATE items SET qty = {-r.randint(1, 900)} WHERE id = {r.randint(1, 500)}"
-        ),
-    ),
-    "division_by_zero": (
-        15,
-        lambda s, r: _run(s, f"SELECT sum(qty) / {0} FROM items WHERE id > {r.randint(1, 400)}"),
-    ),
-    "syntax_error": (
-        20,
-        lambda s, r: _run(s, f"SELEC id FROM {_word(r)} WHERE id = {r.randint(1, 99)}"),
-    ),
-    "undefined_table": (40, lambda s, r: _run(s, f"SELECT * FROM {_word(r)}_{r.randint(1, 99)}")),
-    "undefined_column": (
-        25,
-        lambda s, r: _run(s, f"SELECT {_word(r)}_col FROM items WHERE id = {r.randint(1, 500)}"),
-    ),
-    "invalid_integer": (20, lambda s, r: _run(s, f"SELECT '{_word(r)}'::integer")),
-    "value_too_long": (
-        15,
-        lambda s, r: _run(
-            s, f"UPDATE items SET code = '{'x' * r.randint(11, 40)}' WHERE id = {r.randint(1, 500)}"
-        ),
-    ),
-    "integer_out_of_range": (
+STATEMENTS = {  # name -> (injections, the failing statement; {name}: a value of VALUES)
+    "unique_violation": (60, "INSERT INTO items (id, note) VALUES ({id}, 'x')"),
+    "foreign_key": (30, "INSERT INTO lines (item_id) VALUES ({missing})"),
+    "not_null": (25, "INSERT INTO items (id, note) VALUES (NULL, '{word}')"),
+    "check_constraint": (20, "UPDATE items SET qty = -{n} WHERE id = {id}"),
+    "division_by_zero": (15, "SELECT sum(qty) / 0 FROM items WHERE id > {id}"),
+    "syntax_error": (20, "SELEC id FROM {word} WHERE id = {n}"),
+    "undefined_table": (40, "SELECT * FROM {word}_{n}"),
+    "undefined_column": (25, "SELECT {word}_col FROM items WHERE id = {id}"),
+    "invalid_integer": (20, "SELECT '{word}'::integer"),
+    "value_too_long": (15, "UPDATE items SET code = '{long}' WHERE id = {id}"),
+    "integer_out_of_range": (10, "SELECT {digit}000000000::integer"),
+    "statement_timeout": (10, "SET statement_timeout = {ms}; SELECT pg_sleep(0.5)"),
+    "slow_query": (20, "SELECT pg_sleep(0.{slow}), {n}"),
+    "temp_file": (10, "SET work_mem = '64kB'; SELECT * FROM generate_series(1, {rows}) ORDER BY 1"),
+    "raise_exception": (20, "SELECT reserve({order})"),
+    "raise_warning": (15, "SELECT low_stock({n})"),
+    "duplicate_table": (10, "CREATE TABLE items (id int)"),
+    "multiline_syntax_error": (
         10,
-        lambda s, r: _run(s, f"SELECT {r.randint(3, 9)}000000000::integer"),
+        "SELECT id,\n       note\n  FROM items\n WHERE id = {id}\n ORDER BY",
     ),
+}
+VALUES: dict[str, Callable[[random.Random], object]] = {
+    "id": lambda r: r.randint(1, 500),
+    "n": lambda r: r.randint(1, 99),
+    "word": _word,
+    "missing": lambda r: r.randint(1000, 99999),
+    "long": lambda r: "x" * r.randint(11, 40),
+    "digit": lambda r: r.randint(3, 9),
+    "ms": lambda r: r.randint(50, 90),
+    "slow": lambda r: r.randint(26, 40),
+    "rows": lambda r: r.randint(20000, 40000),
+    "order": lambda r: r.randint(1, 99999),
+}
+
+
+def _statement(sql: str) -> Fault:
+    return lambda s, r: _run(s, re.sub(r"\{(\w+)\}", lambda m: str(VALUES[m[1]](r)), sql))
+
+
+FAULTS: dict[str, tuple[int, Fault]] = {  # name -> (injections, how)
+    **{name: (n, _statement(sql)) for name, (n, sql) in STATEMENTS.items()},
     "permission_denied": (
         20,
         lambda s, r: _run(s, f"SELECT * FROM secrets WHERE id = {r.randint(1, 9)}", user="reader"),
@@ -255,10 +256,6 @@ FAULTS: dict[str, tuple[int, Fault]] = {  # name -> (injections, how)
         lambda s, r: _run(s, "SELECT 1", db=f"{_word(r)}_db{r.randint(1, 9)}"),
     ),
     "too_many_clients": (6, lambda s, r: _too_many(s)),
-    "statement_timeout": (
-        10,
-        lambda s, r: _run(s, f"SET statement_timeout = {r.randint(50, 90)}; SELECT pg_sleep(0.5)"),
-    ),
     "lock_timeout": (
         8,
         lambda s, r: _two_sessions(
@@ -290,33 +287,12 @@ FAULTS: dict[str, tuple[int, Fault]] = {  # name -> (injections, how)
             [f"UPDATE stock SET qty = {r.randint(1, 99)} WHERE id = 3"],
         ),
     ),
-    "slow_query": (
-        20,
-        lambda s, r: _run(s, f"SELECT pg_sleep(0.{r.randint(26, 40)}), {r.randint(1, 999)}"),
-    ),
-    "temp_file": (
-        10,
-        lambda s, r: _run(
-            s,
-            "SET work_mem = '64kB'; "
-            f"SELECT * FROM generate_series(1, {r.randint(20000, 40000)}) g ORDER BY g DESC",
-        ),
-    ),
-    "raise_exception": (20, lambda s, r: _run(s, "SELECT reserve(%s)", r.randint(1, 99999))),
-    "raise_warning": (15, lambda s, r: _run(s, "SELECT low_stock(%s)", r.randint(1, 99))),
     "aborted_transaction": (10, lambda s, r: _aborted(s, r)),
-    "duplicate_table": (10, lambda s, r: _run(s, "CREATE TABLE items (id int)")),
     "terminate_backend": (10, _terminate),
     "cancel_query": (8, _cancel),
     "eof_in_transaction": (8, _eof_in_transaction),
-    "multiline_syntax_error": (
-        10,
-        lambda s, r: _run(
-            s, f"SELECT id,\n       note\n  FROM items\n WHERE id = {r.randint(1, 500)}\n ORDER BY"
-        ),
-    ),
-    "restart": (3, lambda s, r: (s.stop("fast"), s.start())),
-    "crash_restart": (2, lambda s, r: (s.stop("immediate"), s.start())),
+    "restart": (3, lambda s, r: s.restart("fast")),
+    "crash_restart": (2, lambda s, r: s.restart("immediate")),
 }
 
 _TABLES = """
@@ -404,13 +380,21 @@ def label_lines(fault: str, text: str) -> Iterator[Line]:
         if found is not None:
             severity = found.group(1)
         message = line[found.end() :] if found is not None else line
-        shared = next((k for k, es in SHARED.items() for e in es if re.search(e, message)), None)
+        shared = next(
+            (
+                f"{k}:{severity}:{e}"
+                for k, es in SHARED.items()
+                for e in es
+                if re.search(e, message)
+            ),
+            None,
+        )
         event = next((e for e in events if re.search(e, message)), "")
         if family == "server" and not event:
             raise ValueError(f"a server line no event of SERVER names: {line}")
         cont = 0 if found is not None else cont + 1
         if shared:
-            yield line, f"{shared}:{severity}"
+            yield line, shared
         elif event or not cont:
             yield line, f"{family}:{severity}:{event}"
         else:  # its own line of a statement on many lines
@@ -444,31 +428,3 @@ def capture(seed: int = 48) -> list[Line]:
         server.stop("fast")
         shutil.rmtree(root, ignore_errors=True)
     return out
-
-
-DATA = Path(__file__).resolve().parent / "data" / "daemon-logs.jsonl.gz"
-SYSTEM = "PostgreSQL 15"
-
-
-def write(lines: list[Line], path: Path = DATA) -> None:
-    """Store a capture for ``bench.grouping`` (gzipped JSON lines: system, line, event)."""
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for line, label in lines:
-            f.write(json.dumps({"system": SYSTEM, "line": line, "event": label}) + "\n")
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.daemon_pg", description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"store the capture in {DATA}")
-    args = parser.parse_args()
-    lines = capture()
-    if args.write:
-        write(lines)
-        print(f"{len(lines)} lines, {len({label for _, label in lines})} events -> {DATA}")
-    else:
-        for line, label in lines:
-            print(f"{label}\t{line}")
-
-
-if __name__ == "__main__":
-    main()

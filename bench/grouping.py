@@ -5,7 +5,7 @@ see ``bench/data/LICENSE-loghub.txt``: Zhu et al., "Loghub", ISSRE 2023; each li
 with its event, both as first published and as corrected by Khan et al., ICSE 2022), plus
 Guard's own labelled samples of nginx, PostgreSQL, Kubernetes events and Python tracebacks
 (``bench/grouping_samples.py``), plus the *daemons* group: logs captured from real daemons
-driven through their faults, labelled by construction (``bench/daemon_pg.py``, stored in
+driven through their faults, labelled by construction (``bench/daemon_logs.py``, stored in
 ``bench/data/daemon-logs.jsonl.gz``), averaged on their own.
 
 Per system, every raw line (header included) goes into a log file watched by one catch-all
@@ -25,8 +25,9 @@ Printed per system and on average:
 same similarity and depth: the evaluation behind docs/GROUPING.md's choice of miner.
 
 Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--declared] [--compare-drain3]
-[--json]``. Every system runs on ``format: auto`` (no per-system setup); ``--declared`` gives
-BGL, HPC, HealthApp and Proxifier the header patterns a user of them could write instead.
+[--zone -03] [--json]``. Every system runs on ``format: auto`` (no per-system setup);
+``--declared`` gives BGL, HPC, HealthApp and Proxifier the header patterns a user of them could
+write instead; ``--zone`` prints the captured PostgreSQL log's times in another zone.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from guard.grouping.templates import TemplateBook
 from guard.store.db import open_database
 
 CORPUS = REPO / "bench" / "data" / "loghub-2k.jsonl.gz"
-DAEMONS = REPO / "bench" / "data" / "daemon-logs.jsonl.gz"  # bench.daemon_pg --write
+DAEMONS = REPO / "bench" / "data" / "daemon-logs.jsonl.gz"  # bench.daemon_logs --write
 CATCH_ALL = "."
 # Headers of no common shape, declared with ``format:`` as a user of these systems could
 # (``--declared``); by default every system runs on ``format: auto``, as a new user runs it.
@@ -82,6 +83,7 @@ class System:
         self.daemon = daemon  # captured from a real daemon, labelled by construction
 
     declared = False  # ``--declared``: the patterns above instead of ``auto``
+    zone = ""  # ``--zone``: the captured PostgreSQL log's zone instead of UTC
 
     @property
     def log_format(self) -> str:
@@ -127,7 +129,10 @@ def load_systems() -> list[System]:
                 daemons[row["system"]].append(row)
     for name, rs in daemons.items():
         labels = {"original": [r["event"] for r in rs]}
-        systems.append(System(name, [r["line"] for r in rs], labels, public=False, daemon=True))
+        lines = [r["line"] for r in rs]
+        if System.zone and name.startswith("PostgreSQL"):
+            lines = [line.replace(" UTC [", f" {System.zone} [", 1) for line in lines]
+        systems.append(System(name, lines, labels, public=False, daemon=True))
     return systems
 
 
@@ -375,9 +380,16 @@ def main() -> None:
         action="store_true",
         help="declare a format: pattern for BGL, HPC, HealthApp, Proxifier (default: all auto)",
     )
+    parser.add_argument(
+        "--zone",
+        default="",
+        help="print the captured PostgreSQL log's times in this zone instead of UTC (-03: "
+        "what log_timezone America/Sao_Paulo writes)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     System.declared = args.declared
+    System.zone = args.zone
     only = [s for s in args.systems.split(",") if s]
     report = {
         "machine": machine(),
