@@ -1,8 +1,9 @@
 """Capture the grouping benchmark's daemons group: real daemons' own logs, each driven through
 its faults and labelled by construction (``bench.daemon_pg``: PostgreSQL 15;
-``bench.daemon_stack``: nginx's error and access logs, Redis, in the stack image built offline).
+``bench.daemon_stack``: nginx's error and access logs, Redis, in the stack image built offline;
+``bench.daemon_auth``: sshd's auth log through rsyslog and MariaDB, in an image built offline).
 
-Run: ``python -m bench.daemon_logs --write`` (about 3 minutes; needs PostgreSQL's server
+Run: ``python -m bench.daemon_logs --write`` (about 6 minutes; needs PostgreSQL's server
 packages and Docker) stores them in ``bench/data/daemon-logs.jsonl.gz`` (gzipped JSON lines:
 system, line, event), which ``python -m bench.grouping`` reads.
 """
@@ -15,7 +16,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench import daemon_pg, daemon_stack
+from bench import daemon_auth, daemon_pg, daemon_stack
 
 DATA = Path(__file__).resolve().parent / "data" / "daemon-logs.jsonl.gz"
 
@@ -27,7 +28,11 @@ def capture(seed: int = 48) -> dict[str, list[tuple[str, str]]]:
     from tests.flows.image import ensure_stack_image
 
     image = ensure_stack_image(docker.from_env())
-    return {"PostgreSQL 15": daemon_pg.capture(seed), **daemon_stack.capture(image, seed)}
+    return {
+        "PostgreSQL 15": daemon_pg.capture(seed),
+        **daemon_stack.capture(image, seed),
+        **daemon_auth.capture(seed),
+    }
 
 
 def write(systems: dict[str, list[tuple[str, str]]], path: Path = DATA) -> None:

@@ -2,7 +2,8 @@
 (``tests/flows/image.py``: Debian's packages), driven through their faults and labelled by
 construction, for ``bench.grouping``'s daemons group.
 
-One container (no network) runs ``bench/daemon_stack_driver.py``, which starts the daemons,
+One container (no network) runs ``bench/daemon_stack_driver.py`` (``bench.daemon_drive``'s
+loop), which starts the daemons,
 injects each fault many times in a seeded random order and reports, per injection, the lines
 each log gained. Labels: an nginx error line is its fault's (each fault logs one message); an
 access line is its status (what the fault answered: ``404``, ``502``, ``503``...); a Redis
@@ -17,7 +18,8 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable
+from typing import Any
 
 from bench.common import REPO
 
@@ -73,8 +75,9 @@ def label(system: str, fault: str, line: str) -> str:
     return fault
 
 
-def capture(image: str, seed: int = 48) -> dict[str, list[Line]]:
-    """Run the driver in a container of ``image``; each log's labelled lines."""
+def run_driver(image: str, driver: str, seed: int) -> list[dict[str, Any]]:
+    """Run the driver module ``driver`` (``bench.daemon_drive``'s loop) in a container of
+    ``image`` with no network; its injections."""
     name = f"guard-bench-daemons-{os.getpid()}"
     subprocess.run(
         [
@@ -86,7 +89,7 @@ def capture(image: str, seed: int = 48) -> dict[str, list[Line]]:
     )
     try:
         out = subprocess.run(
-            ["docker", "exec", name, "python3", "/bench/daemon_stack_driver.py", str(seed)],
+            ["docker", "exec", "-w", "/", name, "python3", "-m", driver, str(seed)],
             check=True,
             capture_output=True,
             text=True,
@@ -94,13 +97,21 @@ def capture(image: str, seed: int = 48) -> dict[str, list[Line]]:
         ).stdout
     finally:
         subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True)
+    return [json.loads(row) for row in out.splitlines()]
+
+
+def labelled(
+    rows: list[dict[str, Any]], label: Callable[[str, str, str], str]
+) -> dict[str, list[Line]]:
+    """Each log's lines with ``label(system, fault, line)``."""
     logs: dict[str, list[Line]] = {}
-    for row in map(json.loads, out.splitlines()):
+    for row in rows:
         for system, text in row["logs"].items():
-            logs.setdefault(system, []).extend(_lines(system, row["fault"], text))
+            lines = [(line, label(system, row["fault"], line)) for line in text.splitlines()]
+            logs.setdefault(system, []).extend(lines)
     return logs
 
 
-def _lines(system: str, fault: str, text: str) -> Iterator[Line]:
-    for line in text.splitlines():
-        yield line, label(system, fault, line)
+def capture(image: str, seed: int = 48) -> dict[str, list[Line]]:
+    """nginx's and Redis' labelled lines, from a container of the stack image."""
+    return labelled(run_driver(image, "bench.daemon_stack_driver", seed), label)

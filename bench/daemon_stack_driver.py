@@ -3,9 +3,7 @@ their faults in a seeded random order, and prints one JSON object per injection:
 the lines each log gained meanwhile. ``bench.daemon_stack`` labels and stores them."""
 
 import contextlib
-import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -13,6 +11,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+from bench.daemon_drive import drive
 
 NGINX_CONF = """
 user www-data;
@@ -138,8 +138,10 @@ FAULTS = {  # name -> (injections, how)
 }
 
 
-def sizes():
-    return {name: os.path.getsize(path) for name, path in LOGS.items()}
+def start():
+    silent_upstreams()
+    sh("nginx", "-c", "/etc/nginx/bench.conf")
+    redis_up()
 
 
 def main():
@@ -159,29 +161,7 @@ def main():
             "bind 127.0.0.1\nport 6379\ndaemonize yes\nlogfile /var/log/redis.log\n"
             'dir /var/lib/redis-bench\nsave ""\n'
         )
-    for path in LOGS.values():
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "a").close()
-    silent_upstreams()
-    at = sizes()
-    sh("nginx", "-c", "/etc/nginx/bench.conf")
-    redis_up()
-    time.sleep(0.3)
-    r = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 48)
-    order = [name for name, (n, _) in FAULTS.items() for _ in range(n)]
-    r.shuffle(order)
-    for fault in ["startup", *order]:
-        if fault != "startup":
-            FAULTS[fault][1](r)
-        time.sleep(0.05)
-        now = sizes()
-        gained = {}
-        for name, path in LOGS.items():
-            with open(path, "rb") as f:
-                f.seek(at[name])
-                gained[name] = f.read(now[name] - at[name]).decode("utf-8", "replace")
-        print(json.dumps({"fault": fault, "logs": gained}), flush=True)
-        at = now
+    drive(LOGS, FAULTS, int(sys.argv[1]) if len(sys.argv) > 1 else 48, start)
 
 
 if __name__ == "__main__":
