@@ -251,7 +251,7 @@ def postgres_lines(zone: str, n: int = 300) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("zone", ["-03", "+0530", "Europe/Paris"])
+@pytest.mark.parametrize("zone", ["-03", "+0530", "+0545"])
 def test_a_preset_that_fits_only_the_start_of_the_header_does_not_stop_learning(zone):
     # the iso preset fits the timestamp and leaves "-03 [4321] ERROR:" in every message: the
     # learned header takes off all of it
