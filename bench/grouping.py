@@ -4,7 +4,9 @@ Corpus: the 16 systems of Loghub's labelled 2k samples (``bench/data/loghub-2k.j
 see ``bench/data/LICENSE-loghub.txt``: Zhu et al., "Loghub", ISSRE 2023; each line labelled
 with its event, both as first published and as corrected by Khan et al., ICSE 2022), plus
 Guard's own labelled samples of nginx, PostgreSQL, Kubernetes events and Python tracebacks
-(``bench/grouping_samples.py``).
+(``bench/grouping_samples.py``), plus the *daemons* group: logs captured from real daemons
+driven through their faults, labelled by construction (``bench/daemon_logs.py``, stored in
+``bench/data/daemon-logs.jsonl.gz``), averaged on their own.
 
 Per system, every raw line (header included) goes into a log file watched by one catch-all
 rule, and ``guard run --once`` (storm breaker raised out of the way) turns it into incidents.
@@ -23,8 +25,9 @@ Printed per system and on average:
 same similarity and depth: the evaluation behind docs/GROUPING.md's choice of miner.
 
 Run: ``python -m bench.grouping [--systems A,B] [--no-guard-run] [--declared] [--compare-drain3]
-[--json]``. Every system runs on ``format: auto`` (no per-system setup); ``--declared`` gives
-BGL, HPC, HealthApp and Proxifier the header patterns a user of them could write instead.
+[--zone -03] [--json]``. Every system runs on ``format: auto`` (no per-system setup);
+``--declared`` gives BGL, HPC, HealthApp and Proxifier the header patterns a user of them could
+write instead; ``--zone`` prints the captured PostgreSQL log's times in another zone.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from guard.grouping.templates import TemplateBook
 from guard.store.db import open_database
 
 CORPUS = REPO / "bench" / "data" / "loghub-2k.jsonl.gz"
+DAEMONS = REPO / "bench" / "data" / "daemon-logs.jsonl.gz"  # bench.daemon_logs --write
 CATCH_ALL = "."
 # Headers of no common shape, declared with ``format:`` as a user of these systems could
 # (``--declared``); by default every system runs on ``format: auto``, as a new user runs it.
@@ -68,11 +72,18 @@ class System:
     """One system's lines with their labels."""
 
     def __init__(
-        self, name: str, lines: list[str], labels: dict[str, list[str]], public: bool
+        self,
+        name: str,
+        lines: list[str],
+        labels: dict[str, list[str]],
+        public: bool,
+        daemon: bool = False,
     ) -> None:
         self.name, self.lines, self.labels, self.public = name, lines, labels, public
+        self.daemon = daemon  # captured from a real daemon, labelled by construction
 
     declared = False  # ``--declared``: the patterns above instead of ``auto``
+    zone = ""  # ``--zone``: the captured PostgreSQL log's zone instead of UTC
 
     @property
     def log_format(self) -> str:
@@ -80,9 +91,10 @@ class System:
 
     @property
     def multiline(self) -> str:
-        """The sample of tracebacks is labelled line by line: it is replayed as lines (a
-        traceback as one event is what tests/monitors/test_multiline.py checks)."""
-        return "none" if self.name == "Python" else "auto"
+        """The sample of tracebacks and the daemons' logs are labelled line by line: they are
+        replayed as lines (a traceback as one event is what tests/monitors/test_multiline.py
+        checks)."""
+        return "none" if self.name == "Python" or self.daemon else "auto"
 
 
 def load_systems() -> list[System]:
@@ -109,6 +121,18 @@ def load_systems() -> list[System]:
                 public=False,
             )
         )
+    daemons: dict[str, list[dict[str, str]]] = collections.defaultdict(list)
+    if DAEMONS.exists():
+        with gzip.open(DAEMONS, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                daemons[row["system"]].append(row)
+    for name, rs in daemons.items():
+        labels = {"original": [r["event"] for r in rs]}
+        lines = [r["line"] for r in rs]
+        if System.zone and name.startswith("PostgreSQL"):
+            lines = [line.replace(" UTC [", f" {System.zone} [", 1) for line in lines]
+        systems.append(System(name, lines, labels, public=False, daemon=True))
     return systems
 
 
@@ -263,11 +287,14 @@ def _mean(rows: list[dict[str, Any]], label_set: str, key: str) -> float:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     public = [r for r in rows if r["system"] in _PUBLIC]
+    daemons = [r for r in rows if r["system"] in _DAEMONS]
+    samples = [r for r in rows if r["system"] not in _DAEMONS]
     out: dict[str, Any] = {}
     for name, chosen, label_set in (
         ("loghub_original", public, "original"),
         ("loghub_corrected", public, "corrected"),
-        ("all_systems", rows, "original"),
+        ("all_systems", samples, "original"),  # Loghub and Guard's four samples
+        ("daemons", daemons, "original"),
     ):
         if chosen:
             out[name] = {
@@ -286,6 +313,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 _PUBLIC: set[str] = set()
+_DAEMONS: set[str] = set()
 
 
 def run(
@@ -293,13 +321,14 @@ def run(
 ) -> dict[str, Any]:
     systems = [s for s in load_systems() if not only or s.name in only]
     _PUBLIC.update(s.name for s in systems if s.public)
+    _DAEMONS.update(s.name for s in systems if s.daemon)
     rows = [measure(s, guard_run=guard_run, drain3=drain3) for s in systems]
     return {"systems": rows, "mean": summary(rows)}
 
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        f"{'system':<12} {'lines':>5} {'format':<8} {'events':>6} {'incid.':>6} "
+        f"{'system':<13} {'lines':>5} {'format':<8} {'events':>6} {'incid.':>6} "
         f"{'accuracy':>8} {'inc/evt':>7}   {'masking alone: acc':>18} {'inc/evt':>7}"
         f"  {'us/line':>7}  guard run"
     ]
@@ -312,7 +341,7 @@ def table(report: dict[str, Any]) -> str:
             f"{'agrees' if r['guard_run_agrees'] else 'DIFFERS'}"
         )
         lines.append(
-            f"{r['system']:<12} {r['lines']:>5} {r['format']:<8} {o['events']:>6} "
+            f"{r['system']:<13} {r['lines']:>5} {r['format']:<8} {o['events']:>6} "
             f"{r['incidents']:>6} {o['accuracy']:>8.3f} {o['incidents_per_event']:>7}"
             f"   {o['masking_alone_accuracy']:>18.3f} "
             f"{o['masking_alone_incidents_per_event']:>7}  "
@@ -351,9 +380,16 @@ def main() -> None:
         action="store_true",
         help="declare a format: pattern for BGL, HPC, HealthApp, Proxifier (default: all auto)",
     )
+    parser.add_argument(
+        "--zone",
+        default="",
+        help="print the captured PostgreSQL log's times in this zone instead of UTC (-03: "
+        "what log_timezone America/Sao_Paulo writes)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     System.declared = args.declared
+    System.zone = args.zone
     only = [s for s in args.systems.split(",") if s]
     report = {
         "machine": machine(),

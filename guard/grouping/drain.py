@@ -54,6 +54,17 @@ class Mined:
     changed: bool = False  # the template generalised (the caller persists the new text)
 
 
+def keyed(event: str) -> str:
+    """The first token of a message whose header holds an ``event`` key (``«404»``)."""
+    return f"«{event}»"
+
+
+def key_length(tokens: Sequence[str]) -> int:
+    """1 when the first token is an event key (``keyed``): a template then takes only messages
+    of that key, and the key does not count in their similarity; else 0."""
+    return 1 if tokens and tokens[0].startswith("«") and tokens[0].endswith("»") else 0
+
+
 def _has_digit(token: str) -> bool:
     return any(c.isdigit() or c in ".:/@=<" for c in token)
 
@@ -69,7 +80,7 @@ class TemplateMiner:
         self.max_children = max_children
         self._root = _Node()
         self._clusters: dict[int, Cluster] = {}
-        self._neighbours: dict[tuple[int, str], OrderedDict[int, Cluster]] = {}
+        self._neighbours: dict[tuple[object, ...], OrderedDict[int, Cluster]] = {}
 
     def __len__(self) -> int:
         return len(self._clusters)
@@ -99,11 +110,12 @@ class TemplateMiner:
         """
         leaf = self._leaf(tokens, create=False)
         found = None if leaf is None else self._best(leaf.clusters[-SCAN:], tokens)
-        if found is not None or not tokens or "<" in tokens[0]:
+        k = key_length(tokens)
+        if found is not None or len(tokens) <= k or "<" in tokens[k]:
             return found  # a first token that is a value says nothing about neighbours
         near = [
-            *self._neighbours.get((len(tokens), tokens[0]), {}).values(),
-            *self._neighbours.get((len(tokens), WILDCARD), {}).values(),
+            *self._neighbours.get((len(tokens), *tokens[: k + 1]), {}).values(),
+            *self._neighbours.get((len(tokens), *tokens[:k], WILDCARD), {}).values(),
         ]
         return self._best(near, tokens)
 
@@ -161,10 +173,11 @@ class TemplateMiner:
 
     def _touch(self, cluster: Cluster) -> None:
         """Keep ``cluster`` among the recent neighbours of its length and first token."""
-        if not cluster.tokens:
+        k = key_length(cluster.tokens)
+        if len(cluster.tokens) <= k:
             return
         recent = self._neighbours.setdefault(
-            (len(cluster.tokens), cluster.tokens[0]), OrderedDict()
+            (len(cluster.tokens), *cluster.tokens[: k + 1]), OrderedDict()
         )
         recent[cluster.id] = cluster
         recent.move_to_end(cluster.id)
@@ -176,14 +189,18 @@ class TemplateMiner:
         ties go to the more general template, then to the older one (as in Drain)."""
         best: Cluster | None = None
         best_key = (-1.0, -1, 0)
+        k = key_length(tokens)
+        words = tokens[k:]
         for cluster in clusters:
+            if k and cluster.tokens[0] != tokens[0]:
+                continue  # another event's key: never the same template
             same = wild = 0
-            for have, got in zip(cluster.tokens, tokens, strict=True):
+            for have, got in zip(cluster.tokens[k:], words, strict=True):
                 if have == WILDCARD:
                     wild += 1
                 elif have == got:
                     same += 1
-            key = (same / len(tokens) if tokens else 1.0, wild, -cluster.id)
+            key = (same / len(words) if words else 1.0, wild, -cluster.id)
             if key > best_key:
                 best, best_key = cluster, key
         if best is None or best_key[0] < self.similarity:

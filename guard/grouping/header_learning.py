@@ -173,10 +173,10 @@ class HeaderLearner:
     a second writer with its own). The ``KEPT`` most recent are tried, newest first; an attempt
     that learns nothing waits twice as long before the next. ``generation`` counts changes."""
 
-    def __init__(self, fits: Callable[[str], bool] = lambda line: False) -> None:
+    def __init__(self, fits: Callable[[str], str | None] = lambda line: None) -> None:
         self.patterns: list[re.Pattern[str]] = []
         self.generation = 0
-        self._fits_otherwise = fits  # a line some other format already knows
+        self._fits_otherwise = fits  # the message another format leaves of a line it knows
         self._sample: list[str] = []
         self._tried = 0  # sample size at the last attempt
         self._recent: deque[bool] = deque(maxlen=WINDOW)
@@ -231,8 +231,9 @@ class HeaderLearner:
                 self._wait = min(self._patience, 64 * WINDOW)
 
     def _settle(self, sample: Sequence[str], *, first: bool) -> None:
-        known = sum(1 for line in sample if self._fits_otherwise(line))
-        learned = None if known >= SHARE * len(sample) else learn_header(sample)
+        learned = learn_header(sample)
+        if learned is not None and not self._deeper(learned, sample):
+            learned = None
         if first:  # from the first lines: the best guess so far replaces the last
             guess = [] if learned is None else [learned]
             if guess != self.patterns:
@@ -241,3 +242,18 @@ class HeaderLearner:
         elif learned is not None and learned not in self.patterns:
             self.patterns = [learned, *self.patterns][:KEPT]
             self.generation += 1
+
+    def _deeper(self, learned: re.Pattern[str], sample: Sequence[str]) -> bool:
+        """Whether ``learned`` is worth trying before the other formats: they do not know
+        ``SHARE`` of the lines, or it takes more off them. A preset can fit only the start of
+        a header (``iso`` takes the time off ``2026-12-06 10:00:01.123 -03 [4321] ERROR: ...``
+        and leaves the rest in every message): that must not stop learning."""
+        known = deeper = 0
+        for line in sample:
+            other = self._fits_otherwise(line)
+            if other is None:
+                continue
+            known += 1
+            found = learned.match(line)
+            deeper += found is not None and len(found.group("message")) < len(other)
+        return known < SHARE * len(sample) or deeper >= SHARE * known

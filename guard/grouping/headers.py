@@ -43,6 +43,11 @@ PRESETS: dict[str, str] = {
     # 2026/12/02 18:06:48 [error] 123#123: *45 message   (nginx)
     "nginx-error": r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} \[(?P<level>\w+)\] \d+#\d+: "
     r"(?:\*\d+ )?(?P<message>.*)$",
+    # 10.0.0.1 - alice [02/Dec/2026:18:06:48 +0000] "GET /cart HTTP/1.1" 502 157 "-" "UA"
+    # (nginx's and Apache's access logs, common or combined): the status tells events apart
+    # (``event``), the method is the message; the client, path, size, referrer and user agent
+    # are values (a 502 is one fault on every route)
+    "access": r'^\S+ \S+ \S+ \[[^\]]+\] "(?P<message>[^" ]*)[^"]*" (?P<event>\d{3}) ',
     # 2026-12-02 18:06:48.123 UTC [1234] LOG:  message   (PostgreSQL)
     "postgres": r"^" + _TS + r"(?: [A-Z]{2,5})? \[\d+\](?: \S+@\S+)? (?P<level>[A-Z]+\d?):\s+"
     r"(?P<message>.*)$",
@@ -100,22 +105,34 @@ class LogFormat:
 
     def content(self, line: str) -> tuple[str, bool]:
         """What ``line`` says without its header, and whether a format recognised one."""
+        message, recognised, _ = self.parts(line)
+        return message, recognised
+
+    def parts(self, line: str) -> tuple[str, bool, str | None]:
+        """``content``, and the header's ``event`` group when the format has one: a value that
+        tells events apart however alike their messages are (an access log's status)."""
         if self._learner is not None:
             found = self._learner.header(line)
             if found is not None:
-                return found.group("message") or "", True
+                return found.group("message") or "", True, None
         for pattern in self._patterns:
             found = pattern.match(line)
             if found is not None:
                 if self._learner is not None:
                     self._learner.seen(line, True)
-                return found.group("message") or "", True
+                event = found.group("event") if "event" in pattern.groupindex else None
+                return found.group("message") or "", True, event
         if self._learner is not None:
             self._learner.seen(line, False)
-        return line, False
+        return line, False, None
 
-    def _preset(self, line: str) -> bool:
-        return any(pattern.match(line) for pattern in self._patterns)
+    def _preset(self, line: str) -> str | None:
+        """The message the first preset that fits ``line`` leaves (None: none fits)."""
+        for pattern in self._patterns:
+            found = pattern.match(line)
+            if found is not None:
+                return found.group("message") or ""
+        return None
 
 
 def _compile(spec: str) -> list[re.Pattern[str]]:

@@ -24,6 +24,7 @@ import re2
 
 from guard.domain.fingerprint import mask, mask_many
 from guard.domain.records import Grouping
+from guard.grouping.drain import keyed
 from guard.grouping.headers import LogFormat
 from guard.grouping.tokens import template_tokens
 from guard.redact import redact
@@ -86,7 +87,7 @@ class RuleGrouper:
                 linear = None
             object.__setattr__(self, "_linear", linear)
 
-    _cache: dict[str, tuple[int, tuple[str, ...], Grouping]] = field(
+    _cache: dict[str, tuple[int, tuple[str, ...], Grouping, bool]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -122,17 +123,24 @@ class RuleGrouper:
             seen = mask(line)
         known = self._cache.get(seen)
         generation = self.format.generation
+        if known is not None and known[0] == generation and known[3]:
+            # its header keys events (an access log's status, masked in ``seen``): this line's
+            known = self._cache.get(f"{seen}\0{self.format.parts(line)[2]}")
         if known is None or known[0] != generation:  # (a header learned since: work it out)
             if len(self._cache) >= CACHED:
                 self._cache.clear()
-            content, recognised = self.format.content(line)
+            content, recognised, event = self.format.parts(line)
             # a leaked credential is one placeholder before it can become template text
-            masked = " ".join(template_tokens(redact(content), header=not recognised))
+            words = template_tokens(redact(content), header=not recognised)
+            masked = " ".join([keyed(event), *words] if event else words)
             known = self._cache[seen] = (
                 self.format.generation,
                 (kind, "template", masked),
                 Grouping("template", content=masked),
+                event is not None,
             )
+            if event is not None:
+                self._cache[f"{seen}\0{event}"] = known
         if self.mined:  # one incident per rule and target; its templates mined, to be shown
             return known[1], Grouping("rule", content=known[2].content)
         return known[1], known[2]

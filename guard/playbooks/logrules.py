@@ -112,8 +112,8 @@ class LogRulesSpec(SpecModel):
     format: str = Field(
         default="auto",
         description="the lines' header: auto (detect), a preset (syslog, iso, "
-        "log4j, oslo, postgres, nginx-error, apache-error, glog, logcat, windows-cbs) or a "
-        "pattern with a (?P<message>...) group",
+        "log4j, oslo, postgres, nginx-error, access, apache-error, glog, logcat, windows-cbs) or "
+        "a pattern with a (?P<message>...) group (and an optional (?P<event>...) key)",
     )
 
     @field_validator("format")

@@ -78,6 +78,15 @@ HEADERS = [
         "client: 10.0.0.1",
     ),
     (
+        "access",
+        '10.0.0.1 - - [06/Dec/2026:16:13:40 +0000] "GET /users/7641.html HTTP/1.1" 404 153 "-" '
+        '"Mozilla/5.0"',
+        '192.168.4.9 - alice [07/Dec/2026:01:00:00 +0100] "GET /orders/12.html HTTP/1.1" 404 '
+        '9 "https://shop.example.com/" "curl/8.5.0"',
+        '10.0.0.1 - - [06/Dec/2026:16:13:40 +0000] "POST /api/cart/checkout HTTP/2.0" 404 153 '
+        '"-" "Mozilla/5.0"',
+    ),
+    (
         "glog",
         "I1203 18:06:48.123456    1234 server.go:42] Serving on port 8080",
         "W1204 01:02:03.000001      7 server.go:42] Serving on port 9090",
@@ -153,6 +162,31 @@ def test_a_template_generalises_and_keeps_its_id():
     reborn.seed(1, first.template)
     cluster = reborn.add(["ERROR", "user", "carol", "not", "found"]).cluster
     assert cluster is not None and cluster.id == 1
+
+
+def test_an_event_key_is_never_shared_and_does_not_count_as_likeness():
+    miner = TemplateMiner(similarity=0.7)
+    words = [
+        "upstream",
+        "timed",
+        "out",
+        "while",
+        "reading",
+        "the",
+        "response",
+        "header",
+        "from",
+        "upstream",
+    ]
+    first = miner.found(1, ["«504»", *words])
+    assert miner.add(["«502»", *words]).cluster is None  # all words alike, another key
+    # 2 of 3 words alike is below 0.7; counted with the shared key it would be 3 of 4
+    miner.found(2, ["«504»", "client", "closed", "connection"])
+    assert miner.add(["«504»", "client", "closed", "keepalive"]).cluster is None
+    reborn = TemplateMiner(similarity=0.7)  # stored templates come back keyed
+    reborn.seed(1, first.template)
+    assert reborn.add(["«502»", *words]).cluster is None
+    assert (reborn.add(["«504»", *words]).cluster or first).id == 1
 
 
 # -- triage, in process ----------------------------------------------------------------------
@@ -430,3 +464,42 @@ def test_masks_worked_out_for_a_block_group_lines_as_one_at_a_time():
         assert batched[index].group(f"k{index}", line, known) == alone[index].group(
             f"k{index}", line
         )
+
+
+def _templates(lines: list[str]) -> list[int]:
+    """The template each line lands on, through a catch-all rule's grouper and the miner."""
+    import re
+
+    from guard.grouping.rules import rule_groupers
+
+    (grouper,) = rule_groupers([(None, re.compile("."))], default="template", log_format="auto")
+    miner = TemplateMiner(similarity=0.7)
+    out = []
+    for line in lines:
+        toks = (grouper.group("log", line)[1].content or "").split()
+        out.append((miner.add(toks).cluster or miner.found(len(miner) + 1, toks)).id)
+    return out
+
+
+@pytest.mark.unit
+def test_an_access_log_status_tells_events_apart_whatever_the_request():
+    # nginx's and Apache's access log: the status is the event (a 404 is not a 502), while the
+    # client, the time, the path and the size are values
+    def access(status: int, path: str, client: str = "10.0.0.1") -> str:
+        return (
+            f'{client} - - [06/Dec/2026:16:13:40 +0000] "GET {path} HTTP/1.1" {status} 153 '
+            '"-" "Python-urllib/3.11"'
+        )
+
+    lines = [
+        access(404, "/users/7641.html"),
+        access(404, "/orders/12.html", "10.9.9.9"),
+        access(502, "/users/7641.html"),
+        access(502, "/api/carts/77"),
+        access(200, "/static/app.css"),
+        access(403, "/static/app.css"),
+        access(200, "/static/logo.png"),
+    ]
+    ids = _templates(lines * 20)  # the same again: more lines never merge them
+    assert len(set(ids)) == 4
+    assert ids[:7] == [ids[0], ids[0], ids[2], ids[2], ids[4], ids[5], ids[4]]

@@ -234,3 +234,36 @@ def test_a_monitor_starting_at_the_end_learns_from_the_lines_already_there(tmp_p
     # one new line: too few to learn from on its own
     new = "09:15:07.123 [scheduler] 4121 ERROR disk sda full\n"
     assert disk_full_content(log, "end", new) == "ERROR disk sda full"
+
+
+def postgres_lines(zone: str, n: int = 300) -> list[tuple[str, str]]:
+    """PostgreSQL's default ``log_line_prefix`` (``%m [%p] ``) with the zone ``log_timezone``
+    prints, then a severity, as a real server's log has them."""
+    rng = random.Random(11)
+    severities = ["LOG", "ERROR", "DETAIL", "STATEMENT", "FATAL", "HINT"]
+    out = []
+    for _ in range(n):
+        text = message(rng)
+        stamp = f"2026-12-06 {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:07.{rng.randint(0, 999):03d}"
+        out.append(
+            (f"{stamp} {zone} [{rng.randint(1, 99999)}] {rng.choice(severities)}:  {text}", text)
+        )
+    return out
+
+
+@pytest.mark.parametrize("zone", ["-03", "+0530", "+0545"])
+def test_a_preset_that_fits_only_the_start_of_the_header_does_not_stop_learning(zone):
+    # the iso preset fits the timestamp and leaves "-03 [4321] ERROR:" in every message: the
+    # learned header takes off all of it
+    lines = postgres_lines(zone)
+    fmt = LogFormat("auto")
+    fmt.learn(line for line, _ in lines)
+    assert [fmt.content(line) for line, _ in lines] == [(text, True) for _, text in lines]
+
+
+def test_a_learned_header_that_takes_off_no_more_than_the_presets_is_not_kept():
+    lines = postgres_lines("UTC")  # the postgres preset fits it whole
+    fmt = LogFormat("auto")
+    fmt.learn(line for line, _ in lines)
+    assert fmt.generation == 0
+    assert [fmt.content(line) for line, _ in lines] == [(text, True) for _, text in lines]
