@@ -8,7 +8,9 @@ fired goes quiet: clients get in, the waiter gets its lock."""
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -39,7 +41,8 @@ RULES = [
 @pytest.fixture(scope="module")
 def pg(docker_client: Any) -> Iterator[int]:
     cmd = ["sh", "-c", PG_START + LOCK_LOG]
-    with daemon(docker_client, "starter-db", cmd, 5432, user="postgres") as port:
+    labels = {"guard.test.starter": NAME}  # the monitor's selector: this container alone
+    with daemon(docker_client, "starter-db", cmd, 5432, user="postgres", labels=labels) as port:
 
         def ready() -> bool:
             with contextlib.suppress(psycopg.OperationalError):
@@ -65,7 +68,12 @@ def guard_home(home: GuardHome, port: int, skill: str, monkeypatch: pytest.Monke
         skills=[skill],
         probes={"allow": [{"host": "127.0.0.1", "ports": [port]}], "secrets": ["PG_GUARD_URL"]},
     )
-    monitor = {"id": "db", "type": "docker", "selector": {"name": NAME}, "every": "1h"}
+    monitor = {
+        "id": "db",
+        "type": "docker",
+        "selector": {"label": f"guard.test.starter={NAME}"},
+        "every": "1h",
+    }
     home.playbook("db", [{**monitor, "rules": RULES}])
     path = home.root / "skills" / skill / "skill.yaml"
     spec = yaml.safe_load(path.read_text())
@@ -151,30 +159,35 @@ def test_a_lock_wait_names_its_blocker_which_is_ended(
     guard_home(home, pg, skill, monkeypatch)
     blocker = _connect(pg, "app")
     blocker.execute("UPDATE t SET v = 1 WHERE id = 1")  # then idle, holding the row's lock
-    waiter = _connect(pg, "app")
-    waiter.autocommit = True
-    waiter.execute("SET lock_timeout = '1s'")
-    blocking, waiting = blocker.info.backend_pid, waiter.info.backend_pid
+    waiters = [_connect(pg, "app") for _ in range(2)]  # one of them is always waiting
+    for waiter in waiters:
+        waiter.autocommit = True
+        waiter.execute("SET lock_timeout = '5s'")
+    blocking = blocker.info.backend_pid
     stop, results = threading.Event(), []
     try:
         with running_guard(home) as (_, log):
-            thread = keep_trying(
-                stop, lambda: waiter.execute("UPDATE t SET v = 2 WHERE id = 1"), results
-            )
+            threads = []
+            for waiter in waiters:
+                update = partial(waiter.execute, "UPDATE t SET v = 2 WHERE id = 1")
+                threads.append(keep_trying(stop, update, results))
+                time.sleep(2.5)
             record, asked = approve_and_heal(home, log, "pg_lock_wait", skill)
             results.clear()
-            wait_for(lambda: results[-3:] == [True] * 3, 30, "the waiter to get its lock")
+            wait_for(lambda: results[-3:] == [True] * 3, 30, "the waiters to get the lock")
             stop.set()
-            thread.join(5)
+            for thread in threads:
+                thread.join(10)
     finally:
         stop.set()
-        for conn in (blocker, waiter):
+        for conn in (blocker, *waiters):
             conn.close()
     evidence = record["details"]["evidence"]
     assert "queries=locks,connections" in evidence, evidence
-    assert f"mode=ShareLock, pid={waiting}, blocked_by={{{blocking}}}" in evidence
+    waits = re.findall(r"mode=(\w+), pid=(\d+), blocked_by=\{([\d,]*)\}", evidence)
+    assert ("ShareLock", str(blocking)) in [(m, by) for m, _, by in waits], evidence
     assert "state=idle in transaction, user=app, app=guard-test, n=1" in evidence, evidence
-    assert f"blocked_by={{{blocking}}}" in asked and "postgres.terminate" in asked, asked
+    assert f"blocked_by={{{blocking}" in asked and "postgres.terminate" in asked, asked
     [(status,)] = db_rows(home, "select status from remediation_run")
     assert status == "verified"
     ended = " ".join(t["message"] for t in show(home, record["id"])["timeline"])
