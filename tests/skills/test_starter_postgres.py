@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -21,7 +20,8 @@ import pytest
 import yaml
 
 from tests.conftest import GuardHome
-from tests.helpers.agent import db_rows, find, running_guard, setup_docker_home, show, wait_for
+from tests.helpers.agent import db_rows, running_guard, setup_docker_home, show, wait_for
+from tests.helpers.starter import approve_and_heal
 from tests.probes.test_stores import MAX_CONNECTIONS, PG_START, PREFIX, _connect, daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]  # the stack image: built once
@@ -101,21 +101,6 @@ def keep_trying(stop: threading.Event, attempt: Any, results: list[bool]) -> thr
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
     return thread
-
-
-def approve_and_heal(
-    home: GuardHome, log: Path, kind: str, skill: str
-) -> tuple[dict[str, Any], str]:
-    """The incident of ``kind``, asked about, approved with ``skill``, resolved: its record as
-    asked, and the question Guard put to the human (from its log, as the console shows it)."""
-    asked = wait_for(partial(find, home, kind=kind, state="awaiting_human"), 90, f"{kind} asked")
-    record = show(home, asked["id"])
-    marker = f"Incident #{asked['id']} needs a human"
-    said = wait_for(lambda: marker in log.read_text() and log.read_text(), 30, "the question")
-    question = said[said.index(marker) :]
-    home.cli("approve", str(asked["id"]), "--skill", skill)
-    wait_for(partial(find, home, id=asked["id"], state="resolved"), 90, f"{kind} healed")
-    return record, question[: question.find("  deny:")]
 
 
 def test_out_of_connections_is_diagnosed_and_idle_transactions_are_ended(
