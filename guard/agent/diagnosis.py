@@ -33,6 +33,7 @@ from guard.store.models import Incident, IncidentState
 
 EVIDENCE_LIMIT = 8000
 PREVIOUS_LIMIT = 4000  # of it, for a crashed container's last lines (the last of them)
+ACTION_KEEP = 4000  # of a diagnostic action's result: a probe's summary is its first line
 
 
 class Diagnoser:
@@ -108,7 +109,7 @@ class Diagnoser:
                 if step.kind == "action":
                     assert step.action is not None
                     args = render_args(dict(step.args), ctx)  # as the question shows them
-                    out = await self.runner.action(step.action, args, inc)
+                    out = await self.runner.action(step.action, args, inc, keep=ACTION_KEEP)
                 else:
                     out = await self.runner.sandbox_run(
                         step, inc, skill, self.grants_for(inc, skill), ctx

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -29,5 +30,12 @@ def approve_and_heal(
     if before is not None:
         before()
     home.cli("approve", str(asked["id"]), "--skill", skill)
-    wait_for(partial(find, home, id=asked["id"], state="resolved"), 90, f"{kind} healed")
+    try:
+        wait_for(partial(find, home, id=asked["id"], state="resolved"), 90, f"{kind} healed")
+    except AssertionError:
+        timeline = show(home, asked["id"])["timeline"]
+        said = "\n".join(f"{t['type']}: {t['message']}" for t in timeline)
+        raise AssertionError(f"incident #{asked['id']} was not healed:\n{said}") from None
+    time.sleep(3)  # the fault stayed gone: the monitor that fired did not reopen it
+    assert find(home, id=asked["id"], state="resolved"), show(home, asked["id"])["timeline"][-3:]
     return record, question[: question.find("  deny:")]
