@@ -1,8 +1,8 @@
 """Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``,
 ``probe.``, ``host.``, ``mcp.``, ``compose.``, ``postgres.``, ``disk.``) says where its actions
-are, and whether they only read (probes: evidence, never a remedy). A family's module (and its client:
-the Docker SDK, the Kubernetes client, psycopg, asyncssh) is imported only when one of its
-actions is first asked for. ``ActionRegistry`` reads
+are, and whether they only read (probes: evidence, never a remedy). A family's module (and its
+client: the Docker SDK, the Kubernetes client, psycopg, asyncssh) is imported only when one of
+its actions is first asked for. ``ActionRegistry`` reads
 this table; a human's fix is an action when it starts with one of its prefixes."""
 
 from __future__ import annotations

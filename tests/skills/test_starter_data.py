@@ -1,7 +1,7 @@
 """The data-and-storage starter skills (docs/STARTER.md): each loads from the checkout's
 skills/, asks a human first, and is the one skill recalled for its fault in the words the real
-daemon uses (PostgreSQL 15's FATAL and lock-wait lines, Redis's OOM error, a tls monitor's
-``tls_expiring``); each has its section in docs/STARTER.md."""
+daemon uses (PostgreSQL 15's FATAL and lock-wait lines, Redis's OOM error), or the kind its
+monitor gives (``disk_high``, ``tls_expiring``); each has its section in docs/STARTER.md."""
 
 from __future__ import annotations
 
@@ -16,6 +16,11 @@ from tests.helpers.agent import REPO
 pytestmark = pytest.mark.unit
 
 FAULTS: dict[str, dict[str, Any]] = {
+    "disk-nearly-full": {
+        "source": "resources",
+        "kind": "disk_high",
+        "message": "/data 58 MiB of 64 MiB (91 %), rising 1.8 MB/s: full in 3 s",
+    },
     "postgres-out-of-connections": {
         "source": "docker",
         "kind": "pg_connections",
