@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from guard.actions.base import ActionContext, ActionError, ActionResult
+from guard.actions.base import Action, ActionContext, ActionError, ActionResult
 
 MAX_ENTRIES = 100_000  # entries looked at per call
 TOP = 10  # files and folders shown
@@ -160,4 +160,4 @@ class Truncate:
         return ActionResult(True, message, {"truncated": done})
 
 
-ACTIONS = [Usage(), Truncate()]
+ACTIONS: list[Action] = [Usage(), Truncate()]

@@ -110,7 +110,7 @@ def test_out_of_connections_is_diagnosed_and_idle_transactions_are_ended(
     guard_home(home, pg, skill, monkeypatch)
     ordinary = MAX_CONNECTIONS - 3  # the rest are reserved for superusers
     held = [idle_in_transaction(pg) for _ in range(ordinary)]
-    stop, results = threading.Event(), []
+    stop, results = threading.Event(), list[bool]()
     try:
         with running_guard(home) as (_, log):
             client = keep_trying(stop, lambda: _connect(pg, "app").close(), results)
@@ -149,7 +149,7 @@ def test_a_lock_wait_names_its_blocker_which_is_ended(
         waiter.autocommit = True
         waiter.execute("SET lock_timeout = '5s'")
     blocking = blocker.info.backend_pid
-    stop, results = threading.Event(), []
+    stop, results = threading.Event(), list[bool]()
     try:
         with running_guard(home) as (_, log):
             threads = []
