@@ -18,7 +18,14 @@ import pytest
 
 from tests.conftest import GuardHome
 from tests.flows.image import ensure_stack_image
-from tests.helpers.agent import db_rows, find, running_guard, setup_docker_home, wait_for
+from tests.helpers.agent import (
+    db_rows,
+    find,
+    running_guard,
+    setup_docker_home,
+    tune_skill,
+    wait_for,
+)
 from tests.helpers.starter import approve_and_heal
 from tests.probes.test_stores import FILL, REDIS_MAX
 
@@ -69,13 +76,11 @@ def redis(docker_client: Any) -> Iterator[tuple[Any, Any, str]]:
         net.remove()
 
 
-def test_redis_at_maxmemory_is_diagnosed_and_evicts_once_approved(
-    home: GuardHome,
-    docker_client: Any,
-    redis: tuple[Any, Any, str],
-    monkeypatch: pytest.MonkeyPatch,
+def redis_home(
+    home: GuardHome, docker_client: Any, redis: tuple[Any, Any, str], monkeypatch: Any
 ) -> None:
-    server, client, network = redis
+    """Guard following the client's log, its probe and sandbox reaching Redis by REDIS_URL."""
+    server, _, network = redis
     server.reload()
     address = server.attrs["NetworkSettings"]["Networks"][network]["IPAddress"]
     monkeypatch.setenv("REDIS_URL", f"redis://:{PASSWORD}@{address}:6379/0")
@@ -91,6 +96,16 @@ def test_redis_at_maxmemory_is_diagnosed_and_evicts_once_approved(
         "app", [{**monitor, "selector": {"label": f"guard.test.starter={PREFIX}"}}]
     )
     book.write_text(book.read_text() + f"sandbox: {{network: {network}}}\n")
+
+
+def test_redis_at_maxmemory_is_diagnosed_and_evicts_once_approved(
+    home: GuardHome,
+    docker_client: Any,
+    redis: tuple[Any, Any, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server, client, _ = redis
+    redis_home(home, docker_client, redis, monkeypatch)
     with running_guard(home) as (_, log):
         record, asked = approve_and_heal(home, log, "redis_oom", SKILL)
         said = partial(client.logs, tail=3)
@@ -106,3 +121,28 @@ def test_redis_at_maxmemory_is_diagnosed_and_evicts_once_approved(
     cli = ["redis-cli", "-a", PASSWORD, "--no-auth-warning", "CONFIG", "GET", "maxmemory-policy"]
     assert b"allkeys-lru" in server.exec_run(cli).output
     assert find(home, id=record["id"], state="resolved")
+
+
+def test_a_remedy_that_changes_nothing_is_not_verified_while_the_lines_go_on(
+    home: GuardHome,
+    docker_client: Any,
+    redis: tuple[Any, Any, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log rule's check is the running stream's: a line that came during ``quiet`` fails it
+    (a docker monitor's poll reads no log, so it used to pass whatever the stream saw)."""
+    redis_home(home, docker_client, redis, monkeypatch)
+    steps = [{"run": "true"}, {"verify": {"timeout": "12s", "interval": "1s"}}]
+    tune_skill(home, SKILL, steps=steps)
+    with running_guard(home):
+        asked = wait_for(partial(find, home, kind="redis_oom", state="awaiting_human"), 90, "asked")
+        said = home.cli("approve", str(asked["id"]), "--skill", SKILL, check=False)
+        assert said.returncode == 1 and "ran but did not cure the incident" in said.stdout
+        wait_for(
+            lambda: db_rows(home, "select status from remediation_run where status != 'running'"),
+            60,
+            "the run to end",
+        )
+    [(status,)] = db_rows(home, "select status from remediation_run")
+    assert status == "failed"
+    assert not find(home, id=asked["id"], state="resolved")
