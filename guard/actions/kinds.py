@@ -1,8 +1,8 @@
 """Action families: one entry per prefix (``docker.``, ``http.``, ``railway.``, ``k8s.``,
-``probe.``, ``host.``, ``mcp.``, ``compose.``, ``postgres.``) says where its actions are, and
-whether they only read (probes: evidence, never a remedy). A family's module (and its client:
-the Docker SDK, the Kubernetes client, psycopg, asyncssh) is imported only when one of its
-actions is first asked for. ``ActionRegistry`` reads
+``probe.``, ``host.``, ``mcp.``, ``compose.``, ``postgres.``, ``disk.``) says where its actions
+are, and whether they only read (probes: evidence, never a remedy). A family's module (and its
+client: the Docker SDK, the Kubernetes client, psycopg, asyncssh) is imported only when one of
+its actions is first asked for. ``ActionRegistry`` reads
 this table; a human's fix is an action when it starts with one of its prefixes."""
 
 from __future__ import annotations
@@ -76,6 +76,12 @@ def _postgres() -> Sequence[Action]:
     return ACTIONS
 
 
+def _disk() -> Sequence[Action]:
+    from guard.actions.disk import ACTIONS
+
+    return ACTIONS
+
+
 ACTION_FAMILIES: dict[str, ActionFamily] = {
     f.prefix: f
     for f in (
@@ -88,5 +94,6 @@ ACTION_FAMILIES: dict[str, ActionFamily] = {
         ActionFamily("mcp", _mcp),
         ActionFamily("compose", _compose),
         ActionFamily("postgres", _postgres),
+        ActionFamily("disk", _disk),
     )
 }

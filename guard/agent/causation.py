@@ -23,12 +23,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func
-from sqlmodel import col, select
-
-from guard.agent.verify import Verifier, held_for, is_log_rule
+from guard.agent.verify import Verifier, held_for, is_log_rule, last_line_ago
 from guard.domain.durations import format_duration
-from guard.domain.records import utcnow
 from guard.store.db import Database
 from guard.store.models import Incident
 
@@ -63,17 +59,7 @@ class Causation:
         return float(rule.quiet) if rule is not None else DEFAULT_QUIET
 
     def _last_line_ago(self, inc: Incident) -> float | None:
-        """Seconds since the running monitor last saw a signal of the incident's kind (a log
-        rule's line) on its target."""
-        with self.db.session() as session:
-            last = session.exec(
-                select(func.max(col(Incident.last_seen))).where(
-                    Incident.monitor_id == inc.monitor_id,
-                    Incident.kind == inc.kind,
-                    Incident.target == inc.target,
-                )
-            ).one()
-        return None if last is None else max(0.0, (utcnow() - last).total_seconds())
+        return last_line_ago(self.db, inc)
 
     async def before(self, inc: Incident) -> Evidence:
         """Whether the fault holds now, right before a fix runs."""

@@ -18,7 +18,7 @@ import asyncio
 
 from guard.agent.remediation import Remediator
 from guard.agent.steps import NoSandbox, StepRunner
-from guard.agent.templating import describe, incident_context
+from guard.agent.templating import describe, incident_context, render_args
 from guard.harness import spans
 from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
@@ -33,6 +33,7 @@ from guard.store.models import Incident, IncidentState
 
 EVIDENCE_LIMIT = 8000
 PREVIOUS_LIMIT = 4000  # of it, for a crashed container's last lines (the last of them)
+ACTION_KEEP = 4000  # of a diagnostic action's result: a probe's summary is its first line
 
 
 class Diagnoser:
@@ -107,7 +108,8 @@ class Diagnoser:
                     )
                 if step.kind == "action":
                     assert step.action is not None
-                    out = await self.runner.action(step.action, dict(step.args), inc)
+                    args = render_args(dict(step.args), ctx)  # as the question shows them
+                    out = await self.runner.action(step.action, args, inc, keep=ACTION_KEEP)
                 else:
                     out = await self.runner.sandbox_run(
                         step, inc, skill, self.grants_for(inc, skill), ctx

@@ -32,9 +32,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import func
+from sqlmodel import col, select
+
 from guard.agent.verify_alerts import SOURCE_VERIFIERS
 from guard.config import Settings
-from guard.domain.records import Signal
+from guard.domain.durations import format_duration
+from guard.domain.records import Signal, utcnow
 from guard.harness import spans
 from guard.harness.crashpoints import reached
 from guard.monitors import Monitor, TargetedMonitor, Verification, build_monitor, monitor_kind
@@ -42,6 +46,7 @@ from guard.playbooks.models import MonitorSpec
 from guard.skills.model import VerifySpec
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
+from guard.store.models import Incident
 from guard.store.state import get_state
 from guard.triage.correlation import related_of, signal_line
 from guard.triage.related_groups import grouped
@@ -87,6 +92,20 @@ def restarted(first: Signal, now: Signal) -> bool:
         for key in ("started_at", "restart_count")
         if key in first.details
     )
+
+
+def last_line_ago(db: Database, inc: Any) -> float | None:
+    """Seconds since the running monitor last saw a signal of the incident's kind (a log
+    rule's line) on its target."""
+    with db.session() as session:
+        last = session.exec(
+            select(func.max(col(Incident.last_seen))).where(
+                Incident.monitor_id == inc.monitor_id,
+                Incident.kind == inc.kind,
+                Incident.target == inc.target,
+            )
+        ).one()
+    return None if last is None else max(0.0, (utcnow() - last).total_seconds())
 
 
 def is_log_rule(incident: Any) -> bool:
@@ -215,8 +234,11 @@ class Verifier:
         log_rule = is_log_rule(incident)
         stateful = log_rule or _verification(incident).reads_state
         state = await asyncio.to_thread(self._state, monitor.id) if stateful else {}
-        if log_rule:
+        if log_rule and spec.quiet > 0:
             await asyncio.sleep(spec.quiet)
+            ago = await asyncio.to_thread(last_line_ago, self.db, incident)
+            if ago is not None and ago < spec.quiet:  # the stream saw one (a poll may not)
+                return False, f"a new {incident.kind} line {format_duration(ago)} ago", None
         try:
             alone = not stateful and incident.kind != "monitor_error"
             if alone and isinstance(monitor, TargetedMonitor):

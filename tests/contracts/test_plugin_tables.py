@@ -69,6 +69,7 @@ RIGS: dict[str, dict[str, str]] = {
         "mcp": "tests/llm/test_mcp_servers.py",
         "compose": "tests/actions/test_compose.py",
         "postgres": "tests/actions/test_postgres.py",
+        "disk": "tests/actions/test_disk.py",
     },
     "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
 }

@@ -33,7 +33,8 @@ class Certificates:
         """A certificate for ``name`` valid ``days`` from now: (cert, key)."""
         stem = f"{name}-{days}d{tag}"
         key, csr, cert, ext = (self.folder / f"{stem}.{s}" for s in ("key", "csr", "pem", "ext"))
-        ext.write_text(f"subjectAltName=DNS:{name}\n")
+        kind = "IP" if name.replace(".", "").isdigit() else "DNS"  # 127.0.0.1: an IP SAN
+        ext.write_text(f"subjectAltName={kind}:{name}\n")
         self._openssl(
             "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr,
             "-subj", f"/CN={name}",

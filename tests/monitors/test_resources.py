@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from guard.domain.records import Signal
 from guard.monitors.resources import ResourcesMonitor
 from guard.monitors.usage import Reading, Sample, host_sample
 from guard.playbooks.models import Playbook, ResourcesMonitorSpec
+from tests.helpers.tmpfs import mounted_tmpfs
 
 MiB = 2**20
 
@@ -220,18 +220,8 @@ async def test_a_leaking_container_is_an_incident_before_the_oom_kill(stack: Any
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 64 MiB tmpfs mounted on this host (root only; elsewhere the test is skipped)."""
-    mount = tmp_path / "data"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
+    with mounted_tmpfs(tmp_path / "data") as mount:
+        yield mount
 
 
 @pytest.mark.docker

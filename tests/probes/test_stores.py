@@ -43,8 +43,7 @@ def daemon(client: Any, name: str, cmd: list[str], port: int, **kwargs: Any) -> 
         name=f"{PREFIX}-{name}",
         detach=True,
         ports={f"{port}/tcp": ("127.0.0.1", host_port)},
-        labels={"guard.test": "probes"},
-        **kwargs,
+        **{**kwargs, "labels": {"guard.test": "probes", **kwargs.get("labels", {})}},
     )
     try:
         yield host_port

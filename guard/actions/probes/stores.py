@@ -25,7 +25,8 @@ QUERIES: dict[str, str] = {
     "application_name AS app, count(*) AS n FROM pg_stat_activity "
     "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
     "GROUP BY 1, 2, 3 ORDER BY 4 DESC LIMIT 50",
-    "locks": "SELECT l.locktype, l.mode, a.pid, a.state, "
+    "locks": "SELECT l.locktype, l.mode, a.pid, pg_blocking_pids(a.pid)::text AS blocked_by, "
+    "a.state, "
     "round(extract(epoch FROM now() - a.query_start)::numeric, 1) AS waiting_s, "
     "left(a.query, 120) AS query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
     "WHERE NOT l.granted ORDER BY a.query_start LIMIT 50",
