@@ -18,7 +18,7 @@ import asyncio
 
 from guard.agent.remediation import Remediator
 from guard.agent.steps import StepRunner
-from guard.agent.templating import describe, incident_context
+from guard.agent.templating import describe, incident_context, render_args
 from guard.harness import spans
 from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
@@ -107,7 +107,7 @@ class Diagnoser:
                     )
                 if step.kind == "action":
                     assert step.action is not None
-                    out = await self.runner.action(step.action, dict(step.args), inc)
+                    out = await self.runner.action(step.action, render_args(step.args, ctx), inc)
                 else:
                     out = await self.runner.sandbox_run(
                         step, inc, skill, self.grants_for(inc, skill), ctx
