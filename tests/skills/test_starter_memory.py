@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import GuardHome
 from tests.helpers.agent import find, running_guard, setup_docker_home, show, wait_for
 from tests.monitors.test_resources import LEAK, stack  # noqa: F401  (the fixture)
+from tests.monitors.test_resources_run import watch_memory
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(240)]
 
@@ -63,19 +64,7 @@ def test_a_leak_predicted_by_the_trend_is_restarted_before_the_kill(
 ) -> None:
     setup_docker_home(home, skills=["docker-memory-leak-restart"])
     name = f"starter-leak-{id(home)}"
-    home.playbook(
-        "app",
-        [
-            {
-                "id": "app-resources",
-                "type": "resources",
-                "selector": {"name": name},
-                "every": "1s",
-                "memory": {"above": "95%", "for": 3},
-                "trend": {"window": "20s", "within": "10m"},
-            }
-        ],
-    )
+    watch_memory(home, name)
     with running_guard(home):
         leak = stack(name, ["python3", "-c", LEAK], mem_limit="128m", memswap_limit="128m")
         started = leak.attrs["State"]["StartedAt"]
