@@ -4,6 +4,8 @@ The starter skills ask a human to start an upstream, reconnect it or raise its m
 the human should see, before approving, what the engine says: is it running, was it
 OOM-killed, how often did it restart, what is its limit and its use now, which networks is it
 on. One inspect and, for a running container, one one-shot stats read; nothing is changed.
+Shown in the starter skills' questions: tests/skills/test_starter_memory.py,
+tests/skills/test_starter_web.py.
 """
 
 from __future__ import annotations

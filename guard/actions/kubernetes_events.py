@@ -4,7 +4,8 @@ A pod in CrashLoopBackOff or ImagePullBackOff says why in its events (``Failed t
 "shop/api:1.5.0": not found``, ``Back-off restarting failed container``) before any log line
 exists; the human asked to roll a deployment back should read them first. One list of the
 namespace's Warning events, those about the pod or, with ``prefix=`` (the workload's name),
-about any pod of the workload; the newest ``MAX_EVENTS`` kept. Nothing is changed.
+about any pod of the workload; the newest ``MAX_EVENTS`` kept. Nothing is changed. Tested in
+tests/skills/test_starter_kube.py.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.actions.base import ActionResult
-from guard.actions.kubernetes import _KubeAction
+from guard.actions.kubernetes import KubeAction
 from guard.k8s.client import KubeClient
 from guard.redact import redact
 
 MAX_EVENTS = 20
 
 
-class Events(_KubeAction):
+class Events(KubeAction):
     name = "k8s.events"
     description = "a pod's Warning events, newest last (evidence; changes nothing)"
     params = ("pod", "namespace")

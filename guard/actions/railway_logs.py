@@ -4,7 +4,8 @@ A crashed or failed Railway deployment says why in its own logs (the deploy logs
 the build logs of a build that failed); the human asked to restart or roll it back should
 read them first. The deployment is the one the incident is about (as the other Railway
 actions find it), its lines the last ``tail`` (at most ``MAX_TAIL``), redacted by the step
-runner like every action's message. Nothing is changed.
+runner like every action's message. Nothing is changed. Tested in
+tests/railway/test_railway_starter.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guard.actions.base import ActionError, ActionResult
-from guard.actions.railway import _RailwayAction
+from guard.actions.railway import RailwayAction
 from guard.railway.client import RailwayClient
 from guard.railway.models import Target
 from guard.util.textsafe import line_tail
@@ -21,7 +22,7 @@ from guard.util.textsafe import line_tail
 MAX_TAIL = 200
 
 
-class Logs(_RailwayAction):
+class Logs(RailwayAction):
     name = "railway.logs"
     description = "a Railway deployment's status and last log lines (evidence; changes nothing)"
 
