@@ -49,6 +49,7 @@ async def test_a_crashed_deployment_s_deploy_log_is_the_evidence_then_it_restart
     assert f"deployment {dep['id']} of production/api: CRASHED; its last deploy log" in evidence
     assert "Error: connect ECONNREFUSED 10.0.0.7:6379" in evidence
     assert [op.variables for op in railway.ops("GuardDeploymentRestart")] == [{"id": dep["id"]}]
+    print(evidence)
 
 
 async def test_a_failed_deployment_s_build_log_is_the_evidence_then_it_rolls_back(
