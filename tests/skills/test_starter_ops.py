@@ -6,6 +6,7 @@ exist, and changes nothing without a human (the two Railway ones keep their trus
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +75,6 @@ def test_the_leak_skill_fires_on_the_trend_s_prediction_not_on_a_level() -> None
     [trigger] = load_skill(REPO / "skills" / "docker-memory-leak-restart").spec.triggers
     trend = "memory 386 MiB of 1024 MiB (38 %), rising 2.0 MB/s: reaches the limit in 6 min"
     level = "memory 480 MiB of 512 MiB (94 %): above 90 % on 3 checks"
-    fields = {"source": "resources", "kind": "memory_high", "target": "app"}
+    fields: dict[str, Any] = {"source": "resources", "kind": "memory_high", "target": "app"}
     assert trigger.match(new_incident(message=trend, **fields)) is not None
     assert trigger.match(new_incident(message=level, **fields)) is None
