@@ -241,6 +241,8 @@ class DockerMonitor:
                 if isinstance(item, Exception):
                     raise _engine_error(item)
                 self._since = item.get("time", since)
+                if not self._named(item):  # the engine ignores a name filter on events
+                    continue
                 if logs is not None and item.get("Action") == "start":
                     await self._attach(str(item.get("id", "")))
                 sig = await self._judge(item, emit)
@@ -257,6 +259,12 @@ class DockerMonitor:
                 await asyncio.gather(logs, return_exceptions=True)
                 assert self._logs is not None
                 await self._logs.aclose()
+
+    def _named(self, event: Mapping[str, Any]) -> bool:
+        """Whether an event is about a container the selector's ``name`` names (a substring,
+        as the engine's container list matches it); every event without a name selector."""
+        name = self.spec.selector.name
+        return not name or name in _event_name(event)
 
     async def _follow_logs(self, emit: Emit) -> None:
         """Attach to every selected container, then count their lines until cancelled."""

@@ -79,7 +79,6 @@ class Edge:
         self.nginx = run(
             ["sh", "-c", f"cat > /etc/nginx/nginx.conf <<'EOF'\n{conf}EOF\nexec nginx"],
             name=f"{tag}-nginx",
-            labels={"guard.test": "1", "guard.test.edge": tag},
             network=self.network.name,
             ports={"80/tcp": ("127.0.0.1", None)},
         )
@@ -168,9 +167,7 @@ def test_nginx_s_stopped_then_disconnected_upstream_is_shown_and_healed(
             {
                 "id": "edge-nginx",
                 "type": "docker",
-                # by label: the engine's events API ignores a name filter (so a name-selected
-                # docker monitor hears every container's events)
-                "selector": {"label": f"guard.test.edge={edge.tag}"},
+                "selector": {"name": edge.nginx.name},
                 "every": "1s",
                 "service": edge.upstream.name,  # the upstream container, for the skill
                 "rules": [{"kind": "nginx_upstream_error", "pattern": RULE, "quiet": "2s"}],
