@@ -21,6 +21,8 @@ from tests.monitors.test_resources_run import watch_memory
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(240)]
 
+STOPS = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+"""As a service stops on SIGTERM (python3 as PID 1 would ignore it: a 10 s grace)."""
 NEEDS_37_MIB = "import time\nheld = b'x' * 36_000_000\ntime.sleep(600)\n"  # with python: ~37 MiB
 
 
@@ -66,7 +68,7 @@ def test_a_leak_predicted_by_the_trend_is_restarted_before_the_kill(
     name = f"starter-leak-{id(home)}"
     watch_memory(home, name)
     with running_guard(home):
-        leak = stack(name, ["python3", "-c", LEAK], mem_limit="128m", memswap_limit="128m")
+        leak = stack(name, ["python3", "-c", STOPS + LEAK], mem_limit="128m", memswap_limit="128m")
         started = leak.attrs["State"]["StartedAt"]
         shown = asked_then_approved(home, "memory_high", "docker-memory-leak-restart")
         leak.reload()
