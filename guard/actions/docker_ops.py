@@ -20,6 +20,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from docker.errors import NotFound
+
 from guard.actions.base import ActionError, ActionResult
 from guard.actions.docker import DockerAction
 from guard.util.docker_client import docker_client
@@ -31,6 +33,7 @@ MAX_ARGV = 64
 MAX_ARG = 4096
 MAX_TIMEOUT = 300.0
 OUTPUT_CAP = 64 * 1024
+DEFAULT_NETWORKS = frozenset({"bridge", "host", "none"})
 RESTART_POLICIES = frozenset({"no", "always", "unless-stopped", "on-failure"})
 MIN_MEMORY, MAX_MEMORY = 6 * 2**20, 256 * 2**30  # the engine refuses below 6 MiB
 UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
@@ -124,6 +127,8 @@ class NetworkConnect(DockerAction):
     params = ("container", "network")
 
     def apply(self, container: Any, args: Mapping[str, Any]) -> ActionResult:
+        if args.get("peer") and not args.get("network"):
+            return self.join_peer(container, str(args["peer"]), args)
         network = str(args.get("network") or "")
         if not network or network in ("host", "none") or network.startswith("container:"):
             raise ActionError(
@@ -149,13 +154,57 @@ class NetworkConnect(DockerAction):
             {"network": network, "networks": now},
         )
 
+    def join_peer(self, container: Any, peer: str, args: Mapping[str, Any]) -> ActionResult:
+        """``peer=nginx``: connect to each user-defined network ``peer`` is on and this one
+        is not (a skill knows the proxy, not the network name its upstream dropped off)."""
+        client = docker_client()
+        try:
+            theirs = client.containers.get(peer).attrs.get("NetworkSettings") or {}
+        except NotFound:
+            raise ActionError(f"docker.network_connect: no container named {peer!r}") from None
+        finally:
+            client.close()
+        shared = sorted(n for n in theirs.get("Networks") or {} if n not in DEFAULT_NETWORKS)
+        if not shared:
+            raise ActionError(
+                f"docker.network_connect: {peer} is on no user-defined network; "
+                "give network=NAME instead"
+            )
+        said: list[str] = []
+        now: list[str] = []
+        for network in shared:
+            result = self.apply(container, {**args, "peer": None, "network": network})
+            said.append(result.message)
+            now = result.details.get("networks", now)
+            if not result.ok:
+                return ActionResult(False, "; ".join(said), {"peer": peer, "networks": now})
+        return ActionResult(
+            True, "; ".join(said), {"peer": peer, "network": shared, "networks": now}
+        )
 
-def memory_bytes(text: Any) -> int:
-    """``512m`` -> bytes, within the engine's bounds; an error says the accepted form."""
+
+def memory_bytes(text: Any, current: int = 0) -> int:
+    """``512m`` -> bytes, or ``x2`` -> ``current`` (the limit now) times 2, within the
+    engine's bounds; an error says the accepted forms."""
+    if (f := re.fullmatch(r"\s*x\s*(\d+(?:\.\d+)?)\s*", str(text).lower())) is not None:
+        if not current:
+            raise ActionError(
+                f"docker.update: memory={text} multiplies the limit, and the container has "
+                "none; give a size like 512m"
+            )
+        if not 1 < float(f.group(1)) <= 8:
+            raise ActionError(f"docker.update: memory={text}: the factor must be over 1, at most 8")
+        return clamp_memory(int(current * float(f.group(1))))
     m = re.fullmatch(r"\s*(\d+)\s*([bkmg]?)\s*", str(text).lower())
     if m is None:
-        raise ActionError(f"docker.update: memory={text!r} is not a size like 512m or 2g")
-    value = int(m.group(1)) * UNITS[m.group(2)]
+        raise ActionError(
+            f"docker.update: memory={text!r} is not a size like 512m or 2g, nor a factor like x2"
+        )
+    return clamp_memory(int(m.group(1)) * UNITS[m.group(2)])
+
+
+def clamp_memory(value: int) -> int:
+    """``value`` if the engine takes it as a limit, else an error naming the bounds."""
     if not MIN_MEMORY <= value <= MAX_MEMORY:
         raise ActionError("docker.update: memory must be between 6m and 256g")
     return value
@@ -183,7 +232,7 @@ class Update(DockerAction):
         change: dict[str, Any] = {}
         before: dict[str, Any] = {}
         if args.get("memory") is not None:
-            change["mem_limit"] = memory_bytes(args["memory"])
+            change["mem_limit"] = memory_bytes(args["memory"], host.get("Memory") or 0)
             if (host.get("MemorySwap") or 0) > 0:  # keep "no swap beyond the limit"
                 change["memswap_limit"] = change["mem_limit"]
             before["memory"] = host.get("Memory") or 0

@@ -23,9 +23,9 @@ class ActionFamily:
 
 
 def _docker() -> Sequence[Action]:
-    from guard.actions import docker, docker_ops, docker_rollback
+    from guard.actions import docker, docker_inspect, docker_ops, docker_rollback
 
-    return [*docker.ACTIONS, *docker_ops.ACTIONS, *docker_rollback.ACTIONS]
+    return [*docker.ACTIONS, *docker_ops.ACTIONS, *docker_rollback.ACTIONS, *docker_inspect.ACTIONS]
 
 
 def _http() -> Sequence[Action]:
@@ -35,9 +35,9 @@ def _http() -> Sequence[Action]:
 
 
 def _railway() -> Sequence[Action]:
-    from guard.actions.railway import ACTIONS
+    from guard.actions import railway, railway_logs
 
-    return ACTIONS
+    return [*railway.ACTIONS, *railway_logs.ACTIONS]
 
 
 def _probes() -> Sequence[Action]:
@@ -59,9 +59,9 @@ def _mcp() -> Sequence[Action]:
 
 
 def _kubernetes() -> Sequence[Action]:
-    from guard.actions.kubernetes import ACTIONS
+    from guard.actions import kubernetes, kubernetes_events
 
-    return ACTIONS
+    return [*kubernetes.ACTIONS, *kubernetes_events.ACTIONS]
 
 
 def _compose() -> Sequence[Action]:

@@ -64,7 +64,7 @@ def label_selector(selector: Mapping[str, Any]) -> str:
     return ",".join(terms)
 
 
-class _KubeAction(ABC):
+class KubeAction(ABC):
     name = ""
     description = ""
     params: tuple[str, ...] = ()
@@ -100,7 +100,7 @@ class _KubeAction(ABC):
         """What the action does to what it found."""
 
 
-class RolloutRestart(_KubeAction):
+class RolloutRestart(KubeAction):
     name = "k8s.rollout_restart"
     description = "Restart a deployment's pods one by one (kubectl rollout restart)."
     params = ("deployment", "namespace")
@@ -124,7 +124,7 @@ class RolloutRestart(_KubeAction):
         )
 
 
-class DeletePod(_KubeAction):
+class DeletePod(KubeAction):
     name = "k8s.delete_pod"
     description = "Delete a pod so its controller starts a fresh one (kubectl delete pod)."
     params = ("pod", "namespace")
@@ -142,7 +142,7 @@ class DeletePod(_KubeAction):
         )
 
 
-class Scale(_KubeAction):
+class Scale(KubeAction):
     name = "k8s.scale"
     description = "Set a deployment's (or kind=statefulset's) replica count (kubectl scale)."
     params = ("deployment", "replicas", "namespace")
@@ -178,7 +178,7 @@ class Scale(_KubeAction):
         )
 
 
-class RolloutUndo(_KubeAction):
+class RolloutUndo(KubeAction):
     name = "k8s.rollout_undo"
     description = "Roll a deployment back to its previous revision (kubectl rollout undo)."
     params = ("deployment", "namespace", "to_revision")
@@ -262,7 +262,7 @@ class Rollback(RolloutUndo):
     description = "Roll a deployment back to its previous ReplicaSet's template (rollout undo)."
 
 
-class Logs(_KubeAction):
+class Logs(KubeAction):
     name = "k8s.logs"
     description = "a pod container's last log lines (evidence; changes nothing)"
     params = ("pod", "container", "tail", "namespace")

@@ -29,7 +29,7 @@ def _incident_details(ctx: ActionContext) -> Mapping[str, Any]:
     return details if isinstance(details, Mapping) else incident
 
 
-class _RailwayAction(ABC):
+class RailwayAction(ABC):
     name = ""
     description = ""
     params = ("service", "environment")
@@ -90,7 +90,7 @@ class _RailwayAction(ABC):
         }
 
 
-class Restart(_RailwayAction):
+class Restart(RailwayAction):
     name = "railway.restart"
     description = "Restart a Railway service's deployment (deploymentRestart), same image."
 
@@ -114,7 +114,7 @@ class Restart(_RailwayAction):
         )
 
 
-class Redeploy(_RailwayAction):
+class Redeploy(RailwayAction):
     name = "railway.redeploy"
     description = "Redeploy a Railway service's deployment as a new deployment."
 
@@ -143,7 +143,7 @@ class Redeploy(_RailwayAction):
         )
 
 
-class Rollback(_RailwayAction):
+class Rollback(RailwayAction):
     name = "railway.rollback"
     description = "Roll a Railway service back to its last deployment that was SUCCESS."
 

@@ -86,3 +86,42 @@ async def test_network_connect_joins_a_network_it_dropped_off(docker_client, bus
         for thing in (c, home, other):
             with contextlib.suppress(Exception):
                 thing.remove(force=True) if thing is c else thing.remove()
+
+
+async def test_update_multiplies_the_limit_by_a_stated_factor_and_refuses_what_it_cannot(
+    containers,
+):
+    c = containers.run("factor", "sleep 300", mem_limit="64m", memswap_limit="64m")
+    done = await act("docker.update", container=c.name, memory="x1.5")
+    c.reload()
+    assert c.attrs["HostConfig"]["Memory"] == c.attrs["HostConfig"]["MemorySwap"] == 96 * 2**20
+    assert done.message == f"updated {c.name}: memory {64 * 2**20} -> {96 * 2**20}"
+    with pytest.raises(ActionError, match="the factor must be over 1, at most 8"):
+        await act("docker.update", container=c.name, memory="x0.5")
+    unlimited = containers.run("unlimited", "sleep 300")
+    with pytest.raises(ActionError, match="the container has none; give a size like 512m"):
+        await act("docker.update", container=unlimited.name, memory="x2")
+
+
+async def test_network_connect_with_a_peer_joins_the_peer_s_networks(docker_client, busybox_image):
+    prefix = f"guard-test-{os.getpid()}-peer"
+    net = docker_client.networks.create(f"{prefix}-net", driver="bridge")
+    run = docker_client.containers.run
+    proxy = run(
+        busybox_image, ["sleep", "300"], name=f"{prefix}-proxy", detach=True, network=net.name
+    )
+    api = run(busybox_image, ["sleep", "300"], name=f"{prefix}-api", detach=True)
+    lonely = run(busybox_image, ["sleep", "300"], name=f"{prefix}-lonely", detach=True)
+    try:
+        done = await act("docker.network_connect", container=api.name, peer=proxy.name)
+        api.reload()
+        assert net.name in api.attrs["NetworkSettings"]["Networks"]
+        assert done.ok and done.details["network"] == [net.name]
+        with pytest.raises(ActionError, match="is on no user-defined network; give network=NAME"):
+            await act("docker.network_connect", container=api.name, peer=lonely.name)
+    finally:
+        for c in (proxy, api, lonely):
+            with contextlib.suppress(Exception):
+                c.remove(force=True)
+        with contextlib.suppress(Exception):
+            net.remove()

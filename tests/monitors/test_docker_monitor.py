@@ -72,6 +72,30 @@ async def test_kill_is_detected_from_the_events_stream(home, containers):
         await task
 
 
+async def test_a_name_selected_monitor_hears_only_its_containers_events(home, containers):
+    """The engine ignores a ``name`` filter on its events stream: every container's events
+    come; the monitor keeps those of the containers its selector names."""
+    watched = containers.run("named-watched", "sleep 300")
+    other = containers.run("named-other", "sleep 300")
+    home.playbook(
+        "containers",
+        [{"id": "named", "type": "docker", "selector": {"name": watched.name}, "every": "1h"}],
+    )
+    g, task = await running_guard(home)
+    try:
+        await asyncio.to_thread(other.kill)
+        await asyncio.sleep(1.0)
+        await asyncio.to_thread(watched.kill)
+        inc = await wait_for_incident(home, lambda i: i.kind == "container_exited")
+        assert inc.target == watched.name and inc.details["event"] == "die"
+        with home.database().session() as s:
+            targets = {i.target for i in s.exec(select(Incident)).all()}
+        assert targets == {watched.name}, targets
+    finally:
+        g.stop()
+        await task
+
+
 async def test_oom_kill_is_recorded_as_such(home, containers):
     label, labels = watch_label()
     docker_playbook(home, label)

@@ -162,7 +162,7 @@ def stack(docker_client: Any) -> Iterator[Any]:
             name=f"guard-test-{os.getpid()}-{name}",
             detach=True,
             network_mode="none",
-            labels={"guard.test": "1"},
+            labels={"guard.test": "1", **kwargs.pop("labels", {})},
             **kwargs,
         )
         started.append(c)

@@ -17,8 +17,9 @@ from tests.monitors.test_resources import LEAK, stack  # noqa: F401  (the fixtur
 pytestmark = pytest.mark.docker
 
 
-def test_guard_run_opens_a_leak_s_incident_before_the_oom_kill(home: GuardHome, stack: Any) -> None:  # noqa: F811
-    name = f"run-leak-{time.time_ns()}"  # the selector's substring of the container's name
+def watch_memory(home: GuardHome, name: str) -> None:
+    """A ``type: resources`` playbook on the containers whose name holds ``name``: memory
+    above 95 % on 3 checks, or the trend of the last 20 s reaching the limit within 10 min."""
     home.playbook(
         "app",
         [
@@ -32,6 +33,11 @@ def test_guard_run_opens_a_leak_s_incident_before_the_oom_kill(home: GuardHome, 
             }
         ],
     )
+
+
+def test_guard_run_opens_a_leak_s_incident_before_the_oom_kill(home: GuardHome, stack: Any) -> None:  # noqa: F811
+    name = f"run-leak-{time.time_ns()}"  # the selector's substring of the container's name
+    watch_memory(home, name)
     with running_guard(home):
         leak = stack(
             name,

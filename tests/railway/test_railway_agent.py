@@ -64,6 +64,7 @@ async def test_a_log_rule_incident_is_verified_from_the_monitors_cursor(home, ra
     shutil.copytree(REPO / "skills" / "railway-restart-crashed", skills / "restart-on-fatal")
     spec = yaml.safe_load((skills / "restart-on-fatal" / "skill.yaml").read_text())
     spec["triggers"] = [{"source": "railway", "kind": "db_too_many_connections"}]
+    spec.pop("diagnostics", None)  # counted below: the restart's and verification's lookups
     spec["steps"][-1] = {"verify": {"timeout": "10s", "interval": "200ms", "quiet": "500ms"}}
     (skills / "restart-on-fatal" / "skill.yaml").write_text(yaml.safe_dump(spec))
     md = skills / "restart-on-fatal" / "SKILL.md"
