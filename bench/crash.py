@@ -44,6 +44,7 @@ from bench.crash_checks import (
 )
 from bench.crash_correlate import Correlate
 from bench.crash_demotion import Demotion
+from bench.crash_email import Email
 from bench.crash_escalation import Escalation
 from bench.crash_hold import Hold
 from bench.crash_paging import Paging
@@ -121,7 +122,7 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion())
+    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion(), Email())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
 

@@ -70,7 +70,10 @@ RIGS: dict[str, dict[str, str]] = {
         "compose": "tests/actions/test_compose.py",
         "postgres": "tests/actions/test_postgres.py",
     },
-    "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
+    "channel": {
+        "telegram": "tests/notify/test_inbound_contract.py",
+        "email": "tests/notify/email/test_email_channel.py",
+    },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
     "sandbox": sandbox_kinds.SANDBOX_BACKENDS,

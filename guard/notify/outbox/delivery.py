@@ -15,6 +15,7 @@ from loguru import logger
 from sqlmodel import Session, col, select
 
 from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.notify.channel import Channel, Post
 from guard.notify.outbox import grouping, inflight
 from guard.notify.outbox.queue import claim_send, incident_message
@@ -61,6 +62,7 @@ class Delivery:
                 return
             await asyncio.to_thread(self.claim, [row])
             await self.channel.edit(chat, target.message_id, row.text, _buttons(row.buttons))
+            reached("outbox.edited_before_mark")
             self._mark(row, OutboxStatus.sent)
             if not row.buttons:
                 self._set_live(target, False)
