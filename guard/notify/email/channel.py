@@ -60,9 +60,10 @@ class EmailChannel:
         if await asyncio.to_thread(journal.sent, self.db, chat, content, message_id):
             return  # the same follow-up again: already sent
         parent = self._parent(chat, message_id)
-        subject = f"Re: {parent.subject}" if parent else subject_of(text)
+        if parent is None:
+            raise Rejected(f"no mail {message_id} to {chat} in the journal to follow up")
         mail = await asyncio.to_thread(
-            journal.prepare, self.db, chat, content, subject, self.domain
+            journal.prepare, self.db, chat, content, f"Re: {parent.subject}", self.domain
         )
         await self._send(chat, mail, self._message(chat, mail, text, None, parent))
 
