@@ -17,8 +17,8 @@ from loguru import logger
 from sqlmodel import select
 from telegram import Bot
 
-from guard.notify.channel import Channel, Post, Rejected
 from guard.config import EmailSettings
+from guard.notify.channel import Channel, Post, Rejected
 from guard.notify.console import ConsoleChannel
 from guard.notify.email.channel import EmailChannel
 from guard.notify.outbox import queue
