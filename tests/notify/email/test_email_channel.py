@@ -16,6 +16,7 @@ from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
 from guard.notify.email import plug
 from guard.notify.email.channel import EmailChannel
 from guard.notify.email.notifier import EmailNotifier
+from guard.notify.email.runner import EmailRunner
 from guard.notify.outbox import queue
 from guard.notify.routing import Router
 from guard.notify.runner import ChannelRunner
@@ -173,3 +174,28 @@ async def test_implicit_tls(tmp_path: Path, db: Database) -> None:
         assert [m["Subject"] for m in server.received()] == ["[Guard] over TLS"]
     finally:
         server.stop()
+
+
+async def test_the_scheduled_report_renders_plain_text_with_the_chart(
+    tmp_path: Path, smtpd: MailServer, db: Database
+) -> None:
+    """What ``report.cron`` runs in ``guard run``: today's report from the store, as one mail."""
+    settings = settings_for(tmp_path, smtpd)
+    incident(db)
+    await EmailRunner(settings, db).send_report()
+    await deliver(settings, db)
+    [mail] = smtpd.received()
+    body = mail.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    assert "Incidents opened: 1" in body and "<b>" not in body
+    [chart] = list(mail.iter_attachments())
+    assert chart.get_content().startswith(b"\x89PNG")
+
+
+async def test_a_log_line_cannot_add_headers(
+    tmp_path: Path, smtpd: MailServer, db: Database
+) -> None:
+    settings = settings_for(tmp_path, smtpd)
+    await EmailNotifier(settings, db).send_text("disk full\r\nBcc: thief@example.net\r\n\r\nhi")
+    await deliver(settings, db)
+    [(to, mail)] = smtpd.mails
+    assert to == [TO] and mail["Bcc"] is None and mail["Subject"] == "[Guard] disk full"
