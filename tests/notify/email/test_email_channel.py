@@ -20,8 +20,15 @@ from guard.notify.email.runner import EmailRunner
 from guard.notify.outbox import queue
 from guard.notify.routing import Router
 from guard.notify.runner import ChannelRunner
+from guard.notify.sync import Sync
 from guard.store.db import Database
-from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from guard.store.models import (
+    ChannelMessage,
+    Incident,
+    IncidentState,
+    OutboxMessage,
+    OutboxStatus,
+)
 from tests.helpers.agent import stored_incident
 from tests.helpers.mailserver import FROM, REFUSED, TO, MailServer
 from tests.notify.email.conftest import PUBLIC_URL, settings_for
@@ -199,3 +206,27 @@ async def test_a_log_line_cannot_add_headers(
     await deliver(settings, db)
     [(to, mail)] = smtpd.mails
     assert to == [TO] and mail["Bcc"] is None and mail["Subject"] == "[Guard] disk full"
+
+
+async def test_a_question_answered_elsewhere_is_closed_by_a_follow_up(
+    tmp_path: Path, smtpd: MailServer, db: Database
+) -> None:
+    """Answered in the console (or on another channel), the incident moves on: the mail's
+    sync closes the question with a follow-up in its thread, once."""
+    settings = settings_for(tmp_path, smtpd)
+    inc = incident(db)
+    notifier = EmailNotifier(settings, db)
+    await notifier.ask(request(inc))
+    await deliver(settings, db)
+    with db.session() as s:
+        stored = s.get(Incident, inc)
+        assert stored is not None
+        stored.state = IncidentState.resolved
+        s.add(stored)
+    markup = EmailChannel(settings.email, db).markup
+    for _ in range(2):  # a second pass finds nothing left to close
+        Sync(db, "email", TO, notifier.closed_text, markup).once()
+        await deliver(settings, db)
+    question, closing = smtpd.received()
+    assert closing["In-Reply-To"] == question["Message-ID"]
+    assert "Resolved" in closing.get_body(("plain",)).get_content()  # type: ignore[union-attr]
