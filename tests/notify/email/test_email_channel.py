@@ -29,7 +29,7 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.helpers.agent import stored_incident
+from tests.helpers.agent import new_incident, stored_incident
 from tests.helpers.mailserver import FROM, REFUSED, TO, MailServer
 from tests.notify.email.conftest import PUBLIC_URL, settings_for
 
@@ -230,3 +230,26 @@ async def test_a_question_answered_elsewhere_is_closed_by_a_follow_up(
     question, closing = smtpd.received()
     assert closing["In-Reply-To"] == question["Message-ID"]
     assert "Resolved" in closing.get_body(("plain",)).get_content()  # type: ignore[union-attr]
+
+
+def test_each_channel_routes_to_its_own_chats(tmp_path: Path, smtpd: MailServer) -> None:
+    """With Telegram and email both configured, a route's chats are per channel: Telegram never
+    gets an address, email never a Telegram chat (nor the other's default)."""
+    settings = Settings.model_validate(
+        {
+            "data_dir": tmp_path,
+            "telegram": {"bot_token": "123:abc", "chat_id": -1001},
+            "email": smtpd.settings(),
+            "routes": [
+                {"match": {"severity": "critical"}, "telegram_chat": -1002, "email": OTHER},
+                {"match": {"severity": "warning"}, "telegram_chat": -1003},
+            ],
+        }
+    )
+    router = Router(settings)
+    critical = new_incident(severity="critical")
+    warning = new_incident(severity="warning")
+    assert router.route(critical, (), "telegram").chats == ["-1002"]
+    assert router.route(critical, (), "email").chats == [OTHER]
+    assert router.route(warning, (), "telegram").chats == ["-1003"]
+    assert router.route(warning, (), "email").chats == [TO]  # no address named: email.to
