@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from sqlmodel import select
 
 from guard.config import Settings
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
+from guard.notify.channel import Post, Unreachable
 from guard.notify.email import plug
 from guard.notify.email.channel import EmailChannel
 from guard.notify.email.notifier import EmailNotifier
@@ -253,3 +255,13 @@ def test_each_channel_routes_to_its_own_chats(tmp_path: Path, smtpd: MailServer)
     assert router.route(critical, (), "email").chats == [OTHER]
     assert router.route(warning, (), "telegram").chats == ["-1003"]
     assert router.route(warning, (), "email").chats == [TO]  # no address named: email.to
+
+
+async def test_a_server_whose_certificate_is_not_trusted_gets_no_password(
+    tmp_path: Path, smtpd: MailServer, db: Database
+) -> None:
+    settings = settings_for(tmp_path, smtpd, ca_file=None)  # the system's CAs: not the test CA
+    with pytest.raises(Unreachable, match=r"email\.ca_file") as refused:
+        await EmailChannel(settings.email, db).post(Post(TO, "hello"))
+    assert not refused.value.uncertain
+    assert smtpd.logins == [] and not smtpd.received()  # no AUTH went to it
