@@ -15,6 +15,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
   incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``); each escalation
   step paged its target once, each reminder recorded was posted once (``bench.crash_escalation``);
+- ``mails``: every mail reached the local SMTP server once (no Message-ID twice, no content
+  twice): one question, one report (``bench.crash_email``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 

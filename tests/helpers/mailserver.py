@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import email
 import email.policy
+import logging
 import socket
 import ssl
 import threading
@@ -22,6 +23,7 @@ from tests.helpers.certs import make_certs
 USER, PASSWORD = "guard", "s3cret-smtp-pass"
 FROM, TO = "guard@example.org", "ops@example.org"
 REFUSED = "nobody@example.org"
+logging.getLogger("mail.log").setLevel(logging.ERROR)  # aiosmtpd's notes on its own deprecations
 
 
 def _free_port() -> int:
