@@ -41,7 +41,7 @@ class EmailChannel:
         self.domain = settings.from_.rpartition("@")[2] or "guard.invalid"
 
     async def post(self, post: Post) -> int:
-        parent = self._parent(post.chat, post.reply_to)
+        parent = await self._parent(post.chat, post.reply_to)
         subject = f"Re: {parent.subject}" if parent else subject_of(post.text)
         content = journal.digest(post.text, post.photo, post.reply_to)
         mail = await asyncio.to_thread(
@@ -59,7 +59,7 @@ class EmailChannel:
         content = journal.digest("closed", message_id, text)
         if await asyncio.to_thread(journal.sent, self.db, chat, content, message_id):
             return  # the same follow-up again: already sent
-        parent = self._parent(chat, message_id)
+        parent = await self._parent(chat, message_id)
         if parent is None:
             raise Rejected(f"no mail {message_id} to {chat} in the journal to follow up")
         mail = await asyncio.to_thread(
@@ -71,8 +71,11 @@ class EmailChannel:
         content = journal.digest(post.text, post.photo, post.reply_to)
         return await asyncio.to_thread(journal.sent, self.db, post.chat, content, floor)
 
-    def _parent(self, chat: str, number: int | None) -> journal.Mail | None:
-        return None if number is None else journal.lookup(self.db, chat, number)
+    async def _parent(self, chat: str, number: int | None) -> journal.Mail | None:
+        """The mail a reply or a follow-up threads under."""
+        if number is None:
+            return None
+        return await asyncio.to_thread(journal.lookup, self.db, chat, number)
 
     def _message(
         self,
