@@ -5,13 +5,11 @@ pending exactly once."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import DateTime, LargeBinary, MetaData, inspect
-from sqlalchemy import create_engine as sa_engine
+from sqlalchemy import inspect
 from sqlmodel import col, select
 
 from guard.store.db import Database, open_database
@@ -28,13 +26,13 @@ from guard.store.models import (
     OutboxStatus,
 )
 from tests.conftest import GuardHome
-from tests.fakes.postgres import fresh_database
 from tests.fakes.telegram import TelegramServer
 from tests.helpers.agent import running_guard, wait_for
+from tests.helpers.release_db import DATA, load, on_postgres
 from tests.helpers.telegram import CHAT, configure
 from tests.telegram.test_telegram_limits import call
 
-DUMP = Path(__file__).parent / "data" / "release-dbf7ca5.sql"
+DUMP = DATA / "release-dbf7ca5.sql"
 OLD = {f"telegram_{t}" for t in ("outbox", "message", "group_member", "in_flight", "update")}
 PENDING = [
     "in flight when the release died",
@@ -44,10 +42,7 @@ PENDING = [
 
 
 def release_db(path: Path) -> str:
-    conn = sqlite3.connect(path)
-    conn.executescript(DUMP.read_text())
-    conn.close()
-    return f"sqlite:///{path}"
+    return load(DUMP, path)
 
 
 def rows(db: Database, table: Any) -> list[Any]:
@@ -68,14 +63,14 @@ def assert_everything_arrived(db: Database) -> None:
     assert [r.text for r in outbox[4:]] == PENDING
     messages = sorted(rows(db, ChannelMessage), key=lambda m: m.id)
     assert [(m.channel, m.chat_id, m.message_id, m.role, m.live) for m in messages] == [
-        ("telegram", str(CHAT), 1, "incident", False),
-        ("telegram", str(CHAT), 2, "group", True),
+        ("telegram", str(CHAT), "1", "incident", False),
+        ("telegram", str(CHAT), "2", "group", True),
     ]
     assert messages[0].approvals == ["a1", "d1"] and messages[1].approvals == ["d2", "d3"]
     members = rows(db, MessageGroupMember)
     assert sorted((m.channel, m.message_id, m.incident_id) for m in members) == [
-        ("telegram", 2, 2),
-        ("telegram", 2, 3),
+        ("telegram", "2", 2),
+        ("telegram", "2", 3),
     ]
     [flight] = rows(db, InFlight)
     assert (flight.channel, flight.outbox_ids, flight.floor) == ("telegram", [5], 2)
@@ -125,31 +120,15 @@ def test_guard_run_on_a_release_database_delivers_what_was_pending_once(
     assert len(texts) == len(set(texts)), texts  # nothing at all posted twice
     with db.session() as s:  # each stored once, with the id Telegram gave it
         ids = s.exec(select(ChannelMessage.message_id).where(col(ChannelMessage.id) > 2)).all()
-    assert len(ids) == len(set(ids)) and min(ids) == 3
+    assert len(ids) == len(set(ids)) and min(int(i) for i in ids) == 3
 
 
 def test_a_release_database_on_postgres_is_upgraded_in_place(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    """The same tables and rows on PostgreSQL (copied from the release's SQLite file with
-    their reflected types): moved with their ids, and the id sequences follow."""
-    source = sa_engine(release_db(tmp_path / "guard.db"))
-    target = sa_engine(fresh_database(postgres_url))
-    old = MetaData()
-    old.reflect(source)
-    for table in old.sorted_tables:  # SQLite's names for what Postgres calls otherwise
-        for column in table.columns:
-            if isinstance(column.type, DateTime):
-                column.type = DateTime(timezone=True)
-            elif isinstance(column.type, LargeBinary):
-                column.type = LargeBinary()
-    old.create_all(target)
-    with source.connect() as src, target.begin() as dst:
-        for table in old.sorted_tables:
-            found = [dict(r._mapping) for r in src.execute(table.select())]
-            if found:
-                dst.execute(table.insert(), found)
-    db = open_database(str(target.url.render_as_string(hide_password=False)))
+    """The same tables and rows on PostgreSQL: moved with their ids, and the id sequences
+    follow."""
+    db = open_database(on_postgres(DUMP, tmp_path, postgres_url))
     assert_everything_arrived(db)
     assert db.schema_current()
     with db.session() as s:
