@@ -22,11 +22,14 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.helpers.release_db import DATA, load, on_postgres
+from tests.fakes.telegram import TelegramServer
+from tests.helpers.release_db import DATA, load, on_postgres, run_pending_once
 from tests.helpers.telegram import CHAT
+from tests.store.make_release_db import IN_FLIGHT_TEXT, PENDING_TEXTS
 
 DUMP = DATA / "release-9171acc.sql"
 TABLES = ("channel_message", "message_group_member", "inbound_update")
+PENDING = [IN_FLIGHT_TEXT, *PENDING_TEXTS]
 FOREIGN = ["1733472000.123456", "1733472000.000010", "$Rk3x:example.org"]
 
 
@@ -99,6 +102,28 @@ def test_a_9171acc_database_on_postgres_opens_with_string_message_ids(
     assert_ids_are_strings(db)
     assert db.schema_current()
     assert_foreign_ids_kept(db)
+
+
+def test_guard_run_on_a_9171acc_volume_posts_its_rows_in_flight_once(
+    tmp_path: Path, tg: TelegramServer
+) -> None:
+    """Telegram rows in flight and pending, message ids recorded as integers, group members:
+    posted once each under the current code, the replies quoting the old incident message
+    (stored ``1``, now ``"1"``), every id Telegram gave stored as its string."""
+    db = run_pending_once(DUMP, tmp_path, tg, PENDING)
+    for text in PENDING[1:]:  # the replies to incident 1, whose message was stored as 1
+        [posted] = tg.bot_messages(text)
+        assert posted["reply_to_message"]["message_id"] == 1, posted
+    with db.session() as s:
+        stored = {m.message_id: m.role for m in s.exec(select(ChannelMessage))}
+        members = [m.message_id for m in s.exec(select(MessageGroupMember))]
+        flights = s.exec(select(InFlight)).all()
+    new = {str(m["message_id"]) for m in tg.bot_messages(PENDING[0][:8])} | {
+        str(m["message_id"]) for m in tg.bot_messages("still pending")
+    }
+    assert {"1": "incident", "2": "group"}.items() <= stored.items()  # the old ones, kept
+    assert set(stored) == {"1", "2"} | new and len(new) == 3  # each new one, its string
+    assert members == ["2", "2"] and not flights
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")

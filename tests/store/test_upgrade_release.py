@@ -25,12 +25,9 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.conftest import GuardHome
 from tests.fakes.telegram import TelegramServer
-from tests.helpers.agent import running_guard, wait_for
-from tests.helpers.release_db import DATA, load, on_postgres
-from tests.helpers.telegram import CHAT, configure
-from tests.telegram.test_telegram_limits import call
+from tests.helpers.release_db import DATA, load, on_postgres, run_pending_once
+from tests.helpers.telegram import CHAT
 
 DUMP = DATA / "release-dbf7ca5.sql"
 OLD = {f"telegram_{t}" for t in ("outbox", "message", "group_member", "in_flight", "update")}
@@ -100,24 +97,7 @@ def test_a_release_database_is_upgraded_in_place_once(tmp_path: Path) -> None:
 def test_guard_run_on_a_release_database_delivers_what_was_pending_once(
     tmp_path: Path, tg: TelegramServer
 ) -> None:
-    for text in ("before the upgrade 1", "before the upgrade 2"):  # ids 1 and 2 were taken
-        call(tg, "sendMessage", chat_id=CHAT, text=text)
-    home = GuardHome(tmp_path)
-    url = release_db(tmp_path / "release.db")
-    configure(home, tg, database_url=url)
-    with running_guard(home):
-        wait_for(lambda: all(tg.bot_messages(text) for text in PENDING), 60, "the pending messages")
-        db = open_database(url)
-        wait_for(
-            lambda: not [r for r in rows(db, OutboxMessage) if r.status != OutboxStatus.sent],
-            30,
-            "the outbox to settle",
-        )
-    for text in PENDING:
-        posted = [c for c in tg.sent("sendMessage") if c["params"].get("text") == text]
-        assert len(posted) == 1, (text, posted)
-    texts = [c["params"].get("text") for c in tg.sent("sendMessage")]
-    assert len(texts) == len(set(texts)), texts  # nothing at all posted twice
+    db = run_pending_once(DUMP, tmp_path, tg, PENDING)
     with db.session() as s:  # each stored once, with the id Telegram gave it
         ids = s.exec(select(ChannelMessage.message_id).where(col(ChannelMessage.id) > 2)).all()
     assert len(ids) == len(set(ids)) and min(int(i) for i in ids) == 3
