@@ -40,7 +40,7 @@ class EmailChannel:
         self.markup = EmailMarkup()
         self.domain = settings.from_.rpartition("@")[2] or "guard.invalid"
 
-    async def post(self, post: Post) -> int:
+    async def post(self, post: Post) -> str:
         parent = await self._parent(post.chat, post.reply_to)
         subject = f"Re: {parent.subject}" if parent else subject_of(post.text)
         content = journal.digest(post.text, post.photo, post.reply_to)
@@ -49,15 +49,15 @@ class EmailChannel:
         )
         message = self._message(post.chat, mail, post.text, post.photo, parent)
         await self._send(post.chat, mail, message)
-        return mail.number
+        return mail.message_id
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         """A question that closed (no buttons left): a follow-up under its mail. One still
         open (its related line changed) sends nothing: the console shows it."""
         if buttons:
             return
         content = journal.digest("closed", message_id, text)
-        if await asyncio.to_thread(journal.sent, self.db, chat, content, message_id):
+        if await asyncio.to_thread(journal.sent, self.db, NAME, chat, content, True):
             return  # the same follow-up again: already sent
         parent = await self._parent(chat, message_id)
         if parent is None:
@@ -67,15 +67,17 @@ class EmailChannel:
         )
         await self._send(chat, mail, self._message(chat, mail, text, None, parent))
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
+        """A mail of this content the server accepted and the outbox never stored (Message-IDs
+        have no order: ``floor`` and ``known`` say nothing here)."""
         content = journal.digest(post.text, post.photo, post.reply_to)
-        return await asyncio.to_thread(journal.sent, self.db, post.chat, content, floor)
+        return await asyncio.to_thread(journal.sent, self.db, NAME, post.chat, content)
 
-    async def _parent(self, chat: str, number: int | None) -> journal.Mail | None:
+    async def _parent(self, chat: str, message_id: str | None) -> journal.Mail | None:
         """The mail a reply or a follow-up threads under."""
-        if number is None:
+        if message_id is None:
             return None
-        return await asyncio.to_thread(journal.lookup, self.db, chat, number)
+        return await asyncio.to_thread(journal.lookup, self.db, chat, message_id)
 
     def _message(
         self,
@@ -107,10 +109,10 @@ class EmailChannel:
             await asyncio.to_thread(smtp.send, self.settings, message, chat)
         except Unreachable as exc:
             if not exc.uncertain:
-                await asyncio.to_thread(journal.forget, self.db, chat, mail.number)
+                await asyncio.to_thread(journal.forget, self.db, chat, mail.message_id)
             raise
         except (Rejected, Retry):
-            await asyncio.to_thread(journal.forget, self.db, chat, mail.number)
+            await asyncio.to_thread(journal.forget, self.db, chat, mail.message_id)
             raise
-        await asyncio.to_thread(journal.accepted, self.db, chat, mail.number)
+        await asyncio.to_thread(journal.accepted, self.db, chat, mail.message_id)
         logger.info("email: {} accepted for {}", mail.message_id, chat)

@@ -1,15 +1,15 @@
 """The mails Guard sent or is sending, per recipient: the Message-ID of each, generated and
 committed before the SMTP exchange, and marked accepted when the server said 250.
 
+The Message-ID is the mail's id everywhere in Guard (the outbox stores it as the message id).
 SMTP has no way to ask a server "did you take this mail?", so the journal is what the outbox's
-``find`` asks after a crash (``guard.notify.outbox.inflight``): a mail marked accepted was sent
-(adopted, not sent again); one still unmarked may or may not have been (Guard died during the
-exchange, or the connection broke after DATA), and is sent again with the same Message-ID, so
-a receiving store or client that drops duplicate Message-IDs shows it once.
+``find`` asks after a crash (``guard.notify.outbox.inflight``): a mail of that content marked
+accepted whose id the outbox never stored was sent (adopted, not sent again); one still
+unmarked may or may not have been (Guard died during the exchange, or the connection broke
+after DATA), and is sent again with the same Message-ID, so a receiving store or client that
+drops duplicate Message-IDs shows it once.
 
-The number of an entry is the message id the outbox stores (one increasing sequence per
-recipient, as the port's ids are today); the Message-ID header is the mail's real id. Kept in
-the store's key/value state (``MonitorState``), the newest ``KEEP`` per recipient.
+Kept in the store's key/value state (``MonitorState``), the newest ``KEEP`` per recipient.
 Tested by tests/notify/email/test_email_channel.py and tests/notify/email/test_email_run.py.
 """
 
@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from email.utils import make_msgid
 from typing import Any
 
+from sqlmodel import col, select
+
 from guard.store.db import Database
+from guard.store.models import ChannelMessage
 from guard.store.state import get_state, put_state
 
 KEEP = 500
@@ -28,9 +31,8 @@ KEEP = 500
 
 @dataclass(frozen=True)
 class Mail:
-    """One journal entry: the outbox's id for it, its Message-ID and subject."""
+    """One journal entry: the mail's Message-ID (its id in Guard) and subject."""
 
-    number: int
     message_id: str
     subject: str
     accepted: bool
@@ -49,8 +51,8 @@ def _key(chat: str) -> str:
     return f"email.journal:{chat}"
 
 
-def _mail(number: str, entry: dict[str, Any]) -> Mail:
-    return Mail(int(number), str(entry["mid"]), str(entry["subject"]), bool(entry["ok"]))
+def _mail(mid: str, entry: dict[str, Any]) -> Mail:
+    return Mail(mid, str(entry["subject"]), bool(entry["ok"]))
 
 
 def prepare(db: Database, chat: str, content: str, subject: str, domain: str) -> Mail:
@@ -59,52 +61,60 @@ def prepare(db: Database, chat: str, content: str, subject: str, domain: str) ->
     with db.session() as session:
         state = get_state(session, _key(chat))
         mails: dict[str, Any] = dict(state.get("mails", {}))
-        for number, entry in mails.items():
+        for mid, entry in mails.items():
             if entry["digest"] == content and not entry["ok"]:
-                return _mail(number, entry)
-        new = int(state.get("next", 0)) + 1
-        entry = {"mid": make_msgid("guard", domain), "subject": subject, "digest": content}
-        mails[str(new)] = {**entry, "ok": False}
-        kept = dict(sorted(mails.items(), key=lambda kv: int(kv[0]))[-KEEP:])
-        put_state(session, _key(chat), {"next": new, "mails": kept})
-        return _mail(str(new), mails[str(new)])
+                return _mail(mid, entry)
+        seq = int(state.get("next", 0)) + 1
+        mid = make_msgid("guard", domain)
+        mails[mid] = {"subject": subject, "digest": content, "ok": False, "seq": seq}
+        kept = dict(sorted(mails.items(), key=lambda kv: int(kv[1]["seq"]))[-KEEP:])
+        put_state(session, _key(chat), {"next": seq, "mails": kept})
+        return _mail(mid, mails[mid])
 
 
-def accepted(db: Database, chat: str, number: int) -> None:
+def accepted(db: Database, chat: str, mid: str) -> None:
     """The server took the mail (250 after DATA)."""
-    _set(db, chat, number, True)
+    _set(db, chat, mid, True)
 
 
-def forget(db: Database, chat: str, number: int) -> None:
+def forget(db: Database, chat: str, mid: str) -> None:
     """The mail certainly did not go (refused, never connected): nothing to look for."""
-    _set(db, chat, number, None)
+    _set(db, chat, mid, None)
 
 
-def _set(db: Database, chat: str, number: int, ok: bool | None) -> None:
+def _set(db: Database, chat: str, mid: str, ok: bool | None) -> None:
     with db.session() as session:
         state = get_state(session, _key(chat))
         mails: dict[str, Any] = dict(state.get("mails", {}))
-        if str(number) not in mails:
+        if mid not in mails:
             return
         if ok is None:
-            del mails[str(number)]
+            del mails[mid]
         else:
-            mails[str(number)] = {**mails[str(number)], "ok": ok}
+            mails[mid] = {**mails[mid], "ok": ok}
         put_state(session, _key(chat), {**state, "mails": mails})
 
 
-def sent(db: Database, chat: str, content: str, floor: int) -> int | None:
-    """The number of an accepted mail of this content above ``floor``, if any."""
+def sent(db: Database, channel: str, chat: str, content: str, stored: bool = False) -> str | None:
+    """The Message-ID of an accepted mail of this content; unless ``stored``, only one whose
+    id the outbox has not stored yet (a post a crash cut short), the oldest first."""
     with db.session() as session:
         mails = get_state(session, _key(chat)).get("mails", {})
-    found = [
-        int(n) for n, e in mails.items() if int(n) > floor and e["digest"] == content and e["ok"]
-    ]
-    return min(found) if found else None
+        found = [mid for mid, e in mails.items() if e["digest"] == content and e["ok"]]
+        if found and not stored:
+            known = session.exec(
+                select(ChannelMessage.message_id).where(
+                    ChannelMessage.channel == channel,
+                    ChannelMessage.chat_id == chat,
+                    col(ChannelMessage.message_id).in_(found),
+                )
+            ).all()
+            found = [mid for mid in found if mid not in set(known)]
+    return min(found, key=lambda mid: int(mails[mid]["seq"])) if found else None
 
 
-def lookup(db: Database, chat: str, number: int) -> Mail | None:
+def lookup(db: Database, chat: str, mid: str) -> Mail | None:
     """The entry of a mail Guard sent (to thread a follow-up under it)."""
     with db.session() as session:
-        entry = get_state(session, _key(chat)).get("mails", {}).get(str(number))
-    return None if entry is None else _mail(str(number), entry)
+        entry = get_state(session, _key(chat)).get("mails", {}).get(mid)
+    return None if entry is None else _mail(mid, entry)
