@@ -265,3 +265,19 @@ async def test_a_server_whose_certificate_is_not_trusted_gets_no_password(
         await EmailChannel(settings.email, db).post(Post(TO, "hello"))
     assert not refused.value.uncertain
     assert smtpd.logins == [] and not smtpd.received()  # no AUTH went to it
+
+
+async def test_find_adopts_only_a_mail_the_outbox_never_stored(
+    tmp_path: Path, smtpd: MailServer, db: Database
+) -> None:
+    """Message-IDs have no order: a crashed post is told from an earlier mail of the same
+    text by the outbox not having stored it."""
+    settings = settings_for(tmp_path, smtpd)
+    await EmailNotifier(settings, db).send_text("disk full")
+    await deliver(settings, db)  # sent and stored
+    channel = EmailChannel(settings.email, db)
+    assert await channel.find(Post(TO, "[Guard] ignored", []), 0, 0) is None
+    assert await channel.find(Post(TO, "disk full"), 0, 0) is None  # that one is stored
+    cut_short = await channel.post(Post(TO, "disk full"))  # taken, never stored
+    assert await channel.find(Post(TO, "disk full"), 0, 0) == cut_short
+    assert [m["Message-ID"] for m in smtpd.received()][-1] == cut_short
