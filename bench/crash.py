@@ -15,6 +15,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
 - ``pages``: a page to PagerDuty or a webhook reached it, and was acted on once (one alert per
   incident's ``dedup_key``; the webhook drops a repeated ``X-Guard-Delivery``); each escalation
   step paged its target once, each reminder recorded was posted once (``bench.crash_escalation``);
+- ``mails``: every mail reached the local SMTP server once (no Message-ID twice, no content
+  twice): one question, one report (``bench.crash_email``);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -44,6 +46,7 @@ from bench.crash_checks import (
 )
 from bench.crash_correlate import Correlate
 from bench.crash_demotion import Demotion
+from bench.crash_email import Email
 from bench.crash_escalation import Escalation
 from bench.crash_hold import Hold
 from bench.crash_paging import Paging
@@ -121,7 +124,7 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion())
+    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion(), Email())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         TelegramSettings,
     )
     from guard.config.credentials import GIT_USER, basic_credentials
+    from guard.config.email import EmailSettings
     from guard.config.loader import load_settings
     from guard.config.operations import (
         AgentSettings,
@@ -54,6 +55,7 @@ _WHERE = {
     "LLMSettings": "connections",
     "RailwaySettings": "connections",
     "TelegramSettings": "connections",
+    "EmailSettings": "email",
     "GIT_USER": "credentials",
     "basic_credentials": "credentials",
     "load_settings": "loader",
@@ -79,6 +81,7 @@ __all__ = [
     "AccessSettings",
     "AgentSettings",
     "AuditSettings",
+    "EmailSettings",
     "EndpointSettings",
     "ExtraPatternSettings",
     "HASettings",

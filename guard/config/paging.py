@@ -128,6 +128,10 @@ class RouteMatch(Section):
         return value
 
 
+CHAT_FIELDS = {"telegram": "telegram_chat", "email": "email"}
+"""A channel's name -> the route field naming its chats."""
+
+
 class Route(Section):
     """Send matching incidents to Telegram chats and to notifiers."""
 
@@ -137,6 +141,7 @@ class Route(Section):
     telegram_chat: OneOrMany | None = Field(
         default=None, description="a chat id, or a list of them (none: the default chat)"
     )
+    email: OneOrMany | None = Field(default=None, description="addresses (none: email.to)")
     notify: list[str] = Field(default_factory=list, description="notifiers, as KIND:NAME")
     continue_: bool = Field(
         default=False,
@@ -144,8 +149,9 @@ class Route(Section):
         description="keep looking at the next routes after this one matched (Alertmanager's)",
     )
 
-    def chats(self) -> list[str]:
-        value = self.telegram_chat
+    def chats(self, channel: str = "telegram") -> list[str]:
+        """The chats this route names in ``channel`` (its field in ``CHAT_FIELDS``)."""
+        value = getattr(self, CHAT_FIELDS.get(channel, ""), None)
         many = value if isinstance(value, list) else [] if value is None else [value]
         return [str(c) for c in many]
 

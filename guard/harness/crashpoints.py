@@ -37,6 +37,7 @@ POINTS: dict[str, str] = {
     "learning.files_written": "learning: the skill's files are written, not committed",
     "learning.committed": "learning: the skill is committed, the incident not resolved",
     "outbox.sent_before_id": "outbox: a channel took the message, its id is not stored",
+    "outbox.edited_before_mark": "outbox: a channel took an edit, the row is not marked sent",
     "audit.append": "an audit entry is being appended, its transaction not committed",
     "command.queued": "a human command is queued, not taken by the agent",
     "command.taken": "a human command was taken, its fix has not started",

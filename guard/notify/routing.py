@@ -84,7 +84,9 @@ class Router:
         playbook_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.routes: list[Route] = list(settings.routes)
-        self.default_chats = [str(section(settings, name).chat_id) for name in configured(settings)]
+        self.defaults = {
+            name: str(section(settings, name).chat_id) for name in configured(settings)
+        }
         self.playbook_of = playbook_of or (lambda _monitor_id: None)
 
     def use_books(self, books: Mapping[str, Any]) -> None:
@@ -106,17 +108,21 @@ class Router:
             return all(_any(want, f.labels.get(name)) for name, want in match.labels.items())
         return True
 
-    def route(self, incident: Incident, related: Sequence[RelatedSignal] = ()) -> Routed:
-        """Where ``incident`` goes: with its ``related`` signals, wherever any would alone."""
+    def route(
+        self, incident: Incident, related: Sequence[RelatedSignal] = (), channel: str = "telegram"
+    ) -> Routed:
+        """Where ``incident`` goes (its chats in ``channel``): with its ``related`` signals,
+        wherever any would alone."""
         chats: list[str] = []
         targets: list[str] = []
         for facet in facets(incident, related):
-            routed = self._route(facet)
+            routed = self._route(facet, channel)
             chats += routed.chats
             targets += routed.targets
         return Routed(list(dict.fromkeys(chats)), list(dict.fromkeys(targets)))
 
-    def _route(self, facet: Facet) -> Routed:
+    def _route(self, facet: Facet, channel: str) -> Routed:
+        default = [self.defaults[channel]] if channel in self.defaults else []
         chats: list[str] = []
         targets: list[str] = []
         matched = False
@@ -124,12 +130,12 @@ class Router:
             if not self.matches(r.match, facet):
                 continue
             matched = True
-            chats += r.chats() or self.default_chats
+            chats += r.chats(channel) or default
             targets += r.notify
             if not r.continue_:
                 break
         if not matched:
-            chats = list(self.default_chats)
+            chats = list(default)
         return Routed(chats, targets)
 
 

@@ -92,3 +92,14 @@ def test_a_silent_engine_does_not_hold_the_answer(
         found = reaching.reach(nowhere.settings().sandbox, fresh=True)
         assert time.monotonic() - started < 3
     assert not found.ok and "did not answer within 1 s" in found.why
+
+
+def test_every_configured_channel_is_listed_from_the_table(nowhere: GuardHome) -> None:
+    """``guard doctor`` names each configured channel of ``CHANNELS`` (email alone is one)."""
+    nowhere.write_config({})
+    states = {c.name: c.state for c in assess(nowhere.settings(), [], [], fresh=False)}
+    assert states["channels"] == "degraded" and "channel email" not in states
+    mail = {"host": "127.0.0.1", "from": "guard@example.org", "to": "ops@example.org"}
+    nowhere.write_config({"email": mail})
+    states = {c.name: c.state for c in assess(nowhere.settings(), [], [], fresh=False)}
+    assert states["channel email"] == "ok" and "channels" not in states

@@ -71,7 +71,10 @@ RIGS: dict[str, dict[str, str]] = {
         "postgres": "tests/actions/test_postgres.py",
         "disk": "tests/actions/test_disk.py",
     },
-    "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
+    "channel": {
+        "telegram": "tests/notify/test_inbound_contract.py",
+        "email": "tests/notify/email/test_email_channel.py",
+    },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
     "sandbox": sandbox_kinds.SANDBOX_BACKENDS,

@@ -15,6 +15,7 @@ from loguru import logger
 from sqlmodel import Session, col, select
 
 from guard.domain.records import utcnow
+from guard.harness.crashpoints import reached
 from guard.notify.channel import Channel, Post
 from guard.notify.outbox import grouping, inflight
 from guard.notify.outbox.queue import claim_send, incident_message
@@ -29,7 +30,7 @@ from guard.store.models import (
     OutboxStatus,
 )
 
-PostOnce = Callable[[list[OutboxMessage], Post], Awaitable[int]]
+PostOnce = Callable[[list[OutboxMessage], Post], Awaitable[str]]
 """Posts one message for rows and returns its id, at most once (the worker's)."""
 
 
@@ -61,6 +62,7 @@ class Delivery:
                 return
             await asyncio.to_thread(self.claim, [row])
             await self.channel.edit(chat, target.message_id, row.text, _buttons(row.buttons))
+            reached("outbox.edited_before_mark")
             self._mark(row, OutboxStatus.sent)
             if not row.buttons:
                 self._set_live(target, False)
@@ -94,7 +96,7 @@ class Delivery:
                 MessageGroupMember(
                     channel=name,
                     chat_id=chat,
-                    message_id=0,
+                    message_id="",  # set once posted
                     incident_id=r.incident_id,
                     text=member_text(
                         markup.member_line(session.get(Incident, r.incident_id), r.incident_id),

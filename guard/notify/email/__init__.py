@@ -1,0 +1,1 @@
+"""Email: a notifying channel over SMTP (docs/CHANNELS.md, Email)."""
