@@ -30,6 +30,7 @@ from guard.config import Settings
 from guard.config.paging import OneOrMany, Route, RouteMatch
 from guard.notify.kinds import configured, section
 from guard.store.correlation import RelatedSignal
+from guard.store.db import Database
 from guard.store.models import Incident
 
 
@@ -140,6 +141,21 @@ class Router:
         if not matched:
             chats = {name: list(default) for name, default in self.default_chats.items()}
         return Routed(chats, targets)
+
+
+def chats_for(router: Router | None, db: Database, channel: str) -> Callable[[Incident], list[str]]:
+    """For a channel's notifier: the chats of ``channel`` an incident's question goes to, its
+    related signals' routes included (none without a router: the channel's default chat)."""
+    from guard.triage.correlation import related_of
+
+    def chats(incident: Incident) -> list[str]:
+        if router is None or incident.id is None:
+            return []
+        with db.session() as session:
+            related = related_of(session, incident.id)
+        return router.route(incident, related).chats_in(channel)
+
+    return chats
 
 
 def facets(incident: Incident, related: Sequence[RelatedSignal] = ()) -> list[Facet]:
