@@ -11,6 +11,7 @@ import contextlib
 import signal
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -26,7 +27,7 @@ from guard.app.selfhealth import (
     start_scheduler,
 )
 from guard.app.stalls import StallWatch
-from guard.app.wiring import build_agent, page_worker, triage_policies
+from guard.app.wiring import build_agent, triage_policies
 from guard.config import Settings
 from guard.domain.records import IncidentEvent, Observation
 from guard.monitors import Monitor, build_monitor
@@ -44,6 +45,7 @@ from guard.web.server import WebServer
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
+    from guard.notify.pipeline import Pipeline
     from guard.notify.quiet import QuietNotifier
 
 EventHook = Callable[[list[IncidentEvent]], Any]
@@ -82,7 +84,7 @@ class Guard:
         self.reloader = PlaybookReloader(
             settings.playbooks_dir, self.apply_playbooks, self._put, self._audit
         )
-        self.housekeeping = Housekeeping(settings, self.db, self._put, self.release_held)
+        self.housekeeping = Housekeeping(settings, self.db, self._put, lambda: self.pipeline.jobs())
         self.event_hooks: list[EventHook] = [self._log_events]
         self.event_hooks.append(metrics.IncidentMetrics(self.db))
         self.intake = Intake(
@@ -93,15 +95,26 @@ class Guard:
         self.last_batch_at: datetime | None = None
         self.heal = heal and settings.agent.enabled
         self._agent = agent
-        self.quiet: QuietNotifier | None = None  # around the agent's notifier, built with it
         self.leadership = cluster.for_settings(settings, self.db)
         self.capabilities: list[dict[str, Any]] = []  # what works here (guard.app.capabilities)
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        """The notification pipeline (``guard.notify.pipeline``), built on first use."""
+        from guard.notify.pipeline import build_pipeline
+
+        return build_pipeline(self.settings, self.db)
+
+    @property
+    def quiet(self) -> QuietNotifier | None:
+        """Quiet hours around what the agent asks through (None: none configured)."""
+        return self.pipeline.quiet
 
     @property
     def agent(self) -> Agent:
         """The agent loop (built on first use: it loads skills and memory)."""
         if self._agent is None:
-            self._agent, self.quiet = build_agent(self.settings, self.db, self.playbooks)
+            self._agent = build_agent(self.settings, self.db, self.playbooks, self.pipeline)
         return self._agent
 
     async def refresh_capabilities(self, *, warn: bool = False) -> None:
@@ -118,10 +131,8 @@ class Guard:
 
     async def release_held(self) -> list[int]:
         """The leader's quiet-hours job: ask the questions the agent's quiet hours held once
-        they may be asked (``guard.notify.quiet``; nothing before the agent is built)."""
-        from guard.notify.quiet import release_held
-
-        return await release_held(self.quiet)
+        they may be asked (``guard.notify.quiet``)."""
+        return await self.pipeline.release_held()
 
     @property
     def monitors(self) -> list[Monitor]:
@@ -297,12 +308,10 @@ class Guard:
                 "capabilities": (self.refresh_capabilities, CAPABILITIES_EVERY),
             },
         )
-        from guard.notify import build_runners
-
-        runners = build_runners(self.settings, self.db, self)  # each configured chat channel's
+        runners = self.pipeline.runners(self)  # each configured chat channel's
         for runner in runners:
             await runner.start()
-        pager = page_worker(self.settings, self.db)  # delivers pages (None: no notifiers)
+        pager = self.pipeline.page_worker()  # delivers pages (None: no notifiers)
         paging = asyncio.create_task(pager.run(self._stop), name="pages") if pager else None
         triage = asyncio.create_task(self.intake.consume(), name="triage")
         # Cancelled at shutdown: they only feed triage or watch.

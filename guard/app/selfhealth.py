@@ -84,32 +84,16 @@ def start_scheduler() -> AsyncIOScheduler:
     return scheduler
 
 
-def paging_jobs(
-    settings: Settings, db: Database, release_quiet: Job
-) -> dict[str, tuple[Job, float]]:
-    """The leader's escalation job (steps and reminders, ``guard.notify.escalation``) and
-    ``release_quiet``, the release of questions held by quiet hours (``guard.notify.quiet``),
-    when configured."""
-    from guard.notify.escalation import Escalator
-
-    every = settings.escalation.check_every
-    return {
-        "escalation:tick": (
-            Escalator(settings, db).run,
-            every if settings.escalation.active else 0,
-        ),
-        "quiet:release": (release_quiet, every if settings.quiet_hours is not None else 0),
-    }
-
-
 class Housekeeping:
     """Guard's periodic jobs on itself; each logs or raises an incident, never fails the run."""
 
-    def __init__(self, settings: Settings, db: Database, put: Put, release_quiet: Job) -> None:
+    def __init__(
+        self, settings: Settings, db: Database, put: Put, paging: Callable[[], dict[str, Any]]
+    ) -> None:
         self.settings = settings
         self.db = db
         self._put = put
-        self._release_quiet = release_quiet
+        self._paging = paging  # the notification pipeline's jobs (escalation, quiet hours)
 
     def schedule(self, scheduler: AsyncIOScheduler, more: dict[str, tuple[Job, float]]) -> None:
         """Add the housekeeping jobs and ``more`` (job id -> (job, every how many seconds; 0:
@@ -117,7 +101,7 @@ class Housekeeping:
         s = self.settings
         jobs = {
             **more,
-            **paging_jobs(s, self.db, self._release_quiet),
+            **self._paging(),
             "skills:sync": (self.sync_skills, s.skills.sync_every if s.skills.git_remote else 0),
             "audit:anchor": (self.anchor, s.audit.anchor_every),
         }

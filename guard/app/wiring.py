@@ -1,5 +1,5 @@
-"""What a Guard is built from: each monitor's triage policy, the agent with its notifier
-(routed by ``routes:``, ``guard.notify.routing``), and the page outbox's worker.
+"""What a Guard is built from: each monitor's triage policy, and the agent, asking through the
+notification pipeline (``guard.notify.pipeline``).
 
 The agent layer knows no channel: the channel's settings it needs (how long a mute lasts) are
 read here and passed in.
@@ -17,8 +17,7 @@ from guard.triage import TriagePolicy
 
 if TYPE_CHECKING:
     from guard.agent.loop import Agent
-    from guard.notify.pagers.worker import PageWorker
-    from guard.notify.quiet import QuietNotifier
+    from guard.notify.pipeline import Pipeline
 
 
 def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[str, TriagePolicy]:
@@ -37,37 +36,16 @@ def triage_policies(settings: Settings, specs: Iterable[MonitorSpec]) -> dict[st
 
 
 def build_agent(
-    settings: Settings, db: Database, playbooks: list[Playbook]
-) -> tuple[Agent, QuietNotifier | None]:
-    """The agent loop and the notifier it tells humans through (imported on first use: it
-    loads skills and memory), and the quiet hours around that notifier (None when none are
-    configured), for whoever runs their release (``guard.notify.quiet.release_held``)."""
+    settings: Settings, db: Database, playbooks: list[Playbook], pipeline: Pipeline
+) -> Agent:
+    """The agent loop (imported on first use: it loads skills and memory), asking through
+    ``pipeline`` (``guard.notify.pipeline``: quiet hours hold only the asking)."""
     from guard.app.compose import compose_agent
-    from guard.notify import build_notifier
-    from guard.notify.kinds import chat_setting
-    from guard.notify.quiet import wrap_quiet
-    from guard.notify.routing import Router
 
-    router = Router(settings)
-    notifier = build_notifier(settings, db, router)
-    quiet = wrap_quiet(notifier, settings, db)
     agent = compose_agent(
-        settings,
-        db,
-        playbooks,
-        # quiet hours hold only the asking: a known remedy still runs
-        notifier=notifier if quiet is None else quiet,
-        mute_for=chat_setting(settings, "mute_for"),
+        settings, db, playbooks, notifier=pipeline.asking, mute_for=pipeline.mute_for
     )
     # routes match on playbook names: the agent's monitor -> playbook map, kept current by
     # ``Agent.use_playbooks`` on every reload
-    router.use_books(agent.remediator.books)
-    return agent, quiet
-
-
-def page_worker(settings: Settings, db: Database) -> PageWorker | None:
-    """The worker that delivers pages to ``notifiers:`` (None when none is configured); runs
-    in ``guard run`` while this replica leads."""
-    from guard.notify import build_page_worker
-
-    return build_page_worker(settings, db)
+    pipeline.router.use_books(agent.remediator.books)
+    return agent

@@ -11,13 +11,15 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, SecretStr, model_validator
 
-from guard.config.validators import Section
+from guard.config.chat import ChatSection
 from guard.domain.durations import Duration
 
 PORTS = {"starttls": 587, "tls": 465, "none": 25}
 
 
-class EmailSettings(Section):
+class EmailSettings(ChatSection):
+    """``chat_id``, the channel's default chat, is ``to`` (either may be given)."""
+
     host: str | None = Field(default=None, description="the SMTP server (a relay or submission)")
     port: int = Field(default=0, ge=0, le=65535, description="0: 587 starttls, 465 tls, 25 none")
     security: Literal["starttls", "tls", "none"] = Field(
@@ -45,6 +47,9 @@ class EmailSettings(Section):
 
     @model_validator(mode="after")
     def _complete(self) -> EmailSettings:
+        if self.to is None and self.chat_id is not None:
+            self.to = str(self.chat_id)
+        self.chat_id = self.to
         if self.host is None:
             return self
         missing = [name for name in ("from_", "to") if getattr(self, name) is None]
@@ -70,8 +75,3 @@ class EmailSettings(Section):
     def configured(self) -> bool:
         """A server and a recipient: `guard run` sends mail."""
         return self.host is not None and self.to is not None
-
-    @property
-    def chat_id(self) -> str | None:
-        """The default "chat": the recipient address."""
-        return self.to

@@ -5,9 +5,15 @@ notifiers:
   pagerduty: {primary: {routing_key: "...", give_up_after: 12h}}
   webhook: {ops: {url: "https://ops.example/hook", hmac_secret: "..."}}
 routes:
-  - {match: {severity: critical}, telegram_chat: -1001, notify: [pagerduty:primary], continue: true}
-  - {match: {service: shop}, telegram_chat: -1002}
+  - match: {severity: critical}
+    chats: {telegram: -1001}
+    notify: [pagerduty:primary]
+    continue: true
+  - {match: {service: shop}, telegram_chat: -1002}   # the older key: chats: {telegram: -1002}
 ```
+
+A route's ``chats`` names chats per channel (its keys: the channels' sections, checked by
+``guard.config.chat.check_route_chats``); a channel it does not name gets its default chat.
 
 A route's ``notify`` names notifiers as ``KIND:NAME``; a name that is not configured is an error
 naming the field (``routes[0].notify[1]``) and the notifiers that are. Routing keys and HMAC
@@ -128,20 +134,23 @@ class RouteMatch(Section):
         return value
 
 
-CHAT_FIELDS = {"telegram": "telegram_chat", "email": "email"}
-"""A channel's name -> the route field naming its chats."""
-
-
 class Route(Section):
-    """Send matching incidents to Telegram chats and to notifiers."""
+    """Send matching incidents to chats (per channel) and to notifiers."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     match: RouteMatch = Field(default_factory=RouteMatch)
-    telegram_chat: OneOrMany | None = Field(
-        default=None, description="a chat id, or a list of them (none: the default chat)"
+    chats: dict[str, OneOrMany] = Field(
+        default_factory=dict,
+        description="channel (telegram, ...) -> a chat id, or a list of them "
+        "(a channel not named: its default chat)",
     )
-    email: OneOrMany | None = Field(default=None, description="addresses (none: email.to)")
+    telegram_chat: OneOrMany | None = Field(
+        default=None, description="the older spelling of chats: {telegram: ...}"
+    )
+    email: OneOrMany | None = Field(
+        default=None, description="the shorter spelling of chats: {email: ...} (addresses)"
+    )
     notify: list[str] = Field(default_factory=list, description="notifiers, as KIND:NAME")
     continue_: bool = Field(
         default=False,
@@ -149,9 +158,18 @@ class Route(Section):
         description="keep looking at the next routes after this one matched (Alertmanager's)",
     )
 
-    def chats(self, channel: str = "telegram") -> list[str]:
-        """The chats this route names in ``channel`` (its field in ``CHAT_FIELDS``)."""
-        value = getattr(self, CHAT_FIELDS.get(channel, ""), None)
+    def model_post_init(self, _context: object) -> None:
+        """``telegram_chat`` is ``chats: {telegram: ...}`` from here on."""
+        for channel, field in (("telegram", self.telegram_chat), ("email", self.email)):
+            if field is not None:
+                if channel in self.chats:
+                    name = "telegram_chat" if channel == "telegram" else channel
+                    raise ValueError(f"give {name} or chats.{channel}, not both")
+                self.chats = {channel: field, **self.chats}
+
+    def chats_in(self, channel: str) -> list[str]:
+        """The chats this route names in ``channel`` (none: the channel's default chat)."""
+        value = self.chats.get(channel)
         many = value if isinstance(value, list) else [] if value is None else [value]
         return [str(c) for c in many]
 

@@ -5,8 +5,10 @@ table (``guard.notify.kinds``; their questions go to the chats ``routes:`` name)
 route names pagers or webhooks, the ``PagerNotifier`` that queues their pages
 (``guard.notify.pagers``); with no channel configured, the console takes the channel's place.
 ``build_runners`` returns the configured channels' runners for ``guard run``,
-``build_page_worker`` the page outbox's worker (or None). A channel's modules are imported only
-when it is configured (they cost start-up time).
+``build_page_worker`` the page outbox's worker (or None). ``guard.notify.pipeline`` puts them
+together with routing, quiet hours and escalation: ``guard.app`` builds the pipeline there,
+nowhere else. A channel's modules are imported only when it is configured (they cost start-up
+time).
 """
 
 from __future__ import annotations

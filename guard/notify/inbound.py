@@ -118,7 +118,7 @@ def _key(channel: str, chat_id: str) -> str:
 
 def number(message_id: str | None) -> int:
     """A message id's place in the chat's sequence: the id itself where it is a number
-    (Telegram's), else 0 (such a channel finds a cut post by its content alone)."""
+    (a Bot API's), else 0 (such a channel finds a cut post by its content alone)."""
     return int(message_id) if message_id and message_id.isdigit() else 0
 
 

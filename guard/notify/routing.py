@@ -2,9 +2,9 @@
 
 Routes are tried in order; the first that matches takes the incident, unless it says
 ``continue: true``, and then the next matching routes add their chats and notifiers too. A
-matching route that names no chat sends to the default chat (each configured channel's
-``chat_id``; the channels are ``guard.notify.kinds.CHANNELS``). No route matches: the default
-chat, and no pager.
+route names chats per channel (``chats: {<channel>: ...}``); in a channel a matching route does
+not name, it sends to that channel's default chat (its ``chat_id``; the channels are
+``guard.notify.kinds.CHANNELS``). No route matches: each channel's default chat, and no pager.
 
 A route's ``match`` fields all have to match (a list: any of its values):
 - ``severity``: the incident's severity;
@@ -30,15 +30,20 @@ from guard.config import Settings
 from guard.config.paging import OneOrMany, Route, RouteMatch
 from guard.notify.kinds import configured, section
 from guard.store.correlation import RelatedSignal
+from guard.store.db import Database
 from guard.store.models import Incident
 
 
 @dataclass(frozen=True)
 class Routed:
-    """Where one incident goes: chat ids (strings) and notifiers (``KIND:NAME``)."""
+    """Where one incident goes: chat ids (strings) per channel, and notifiers (``KIND:NAME``)."""
 
-    chats: list[str] = field(default_factory=list)
+    chats: dict[str, list[str]] = field(default_factory=dict)
     targets: list[str] = field(default_factory=list)
+
+    def chats_in(self, channel: str) -> list[str]:
+        """The chats of ``channel`` the incident goes to."""
+        return self.chats.get(channel, [])
 
 
 @dataclass(frozen=True)
@@ -84,8 +89,8 @@ class Router:
         playbook_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.routes: list[Route] = list(settings.routes)
-        self.defaults = {
-            name: str(section(settings, name).chat_id) for name in configured(settings)
+        self.default_chats = {
+            name: [str(section(settings, name).chat_id)] for name in configured(settings)
         }
         self.playbook_of = playbook_of or (lambda _monitor_id: None)
 
@@ -108,35 +113,49 @@ class Router:
             return all(_any(want, f.labels.get(name)) for name, want in match.labels.items())
         return True
 
-    def route(
-        self, incident: Incident, related: Sequence[RelatedSignal] = (), channel: str = "telegram"
-    ) -> Routed:
-        """Where ``incident`` goes (its chats in ``channel``): with its ``related`` signals,
-        wherever any would alone."""
-        chats: list[str] = []
+    def route(self, incident: Incident, related: Sequence[RelatedSignal] = ()) -> Routed:
+        """Where ``incident`` goes: with its ``related`` signals, wherever any would alone."""
+        chats: dict[str, list[str]] = {name: [] for name in self.default_chats}
         targets: list[str] = []
         for facet in facets(incident, related):
-            routed = self._route(facet, channel)
-            chats += routed.chats
+            routed = self._route(facet)
+            for name, found in routed.chats.items():
+                chats[name] += found
             targets += routed.targets
-        return Routed(list(dict.fromkeys(chats)), list(dict.fromkeys(targets)))
+        unique = {name: list(dict.fromkeys(found)) for name, found in chats.items()}
+        return Routed(unique, list(dict.fromkeys(targets)))
 
-    def _route(self, facet: Facet, channel: str) -> Routed:
-        default = [self.defaults[channel]] if channel in self.defaults else []
-        chats: list[str] = []
+    def _route(self, facet: Facet) -> Routed:
+        chats: dict[str, list[str]] = {name: [] for name in self.default_chats}
         targets: list[str] = []
         matched = False
         for r in self.routes:
             if not self.matches(r.match, facet):
                 continue
             matched = True
-            chats += r.chats(channel) or default
+            for name, default in self.default_chats.items():
+                chats[name] += r.chats_in(name) or default
             targets += r.notify
             if not r.continue_:
                 break
         if not matched:
-            chats = list(default)
+            chats = {name: list(default) for name, default in self.default_chats.items()}
         return Routed(chats, targets)
+
+
+def chats_for(router: Router | None, db: Database, channel: str) -> Callable[[Incident], list[str]]:
+    """For a channel's notifier: the chats of ``channel`` an incident's question goes to, its
+    related signals' routes included (none without a router: the channel's default chat)."""
+    from guard.triage.correlation import related_of
+
+    def chats(incident: Incident) -> list[str]:
+        if router is None or incident.id is None:
+            return []
+        with db.session() as session:
+            related = related_of(session, incident.id)
+        return router.route(incident, related).chats_in(channel)
+
+    return chats
 
 
 def facets(incident: Incident, related: Sequence[RelatedSignal] = ()) -> list[Facet]:

@@ -312,7 +312,7 @@ class ChannelMessage(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     channel: str = Field(index=True)
     chat_id: str
-    message_id: str  # the channel's id for it (Telegram's numbers, Slack's ts, Matrix's $event)
+    message_id: str  # the channel's own id for it (a number, Slack's ts, Matrix's $event id)
     incident_id: int | None = Field(default=None, index=True)
     role: str = "text"  # incident (the one with buttons), group, prompt, reply, text, report
     live: bool = False  # its buttons still work

@@ -1,5 +1,5 @@
 """Message ids are strings: Slack's are ``1733472000.123456``, Matrix's ``$event:server``.
-Releases up to 9171acc stored them as integers (Telegram's); such a database is converted in
+Releases up to 9171acc stored them as integers (the Bot API's); such a database is converted in
 place, once.
 
 ``pending`` names the tables whose ``message_id`` column is not a string yet; ``convert`` turns

@@ -251,10 +251,10 @@ def test_each_channel_routes_to_its_own_chats(tmp_path: Path, smtpd: MailServer)
     router = Router(settings)
     critical = new_incident(severity="critical")
     warning = new_incident(severity="warning")
-    assert router.route(critical, (), "telegram").chats == ["-1002"]
-    assert router.route(critical, (), "email").chats == [OTHER]
-    assert router.route(warning, (), "telegram").chats == ["-1003"]
-    assert router.route(warning, (), "email").chats == [TO]  # no address named: email.to
+    assert router.route(critical).chats_in("telegram") == ["-1002"]
+    assert router.route(critical).chats_in("email") == [OTHER]
+    assert router.route(warning).chats_in("telegram") == ["-1003"]
+    assert router.route(warning).chats_in("email") == [TO]  # no address named: email.to
 
 
 async def test_a_server_whose_certificate_is_not_trusted_gets_no_password(
