@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     )
     from guard.config.settings import Settings
     from guard.config.skills import SkillsSettings
+    from guard.config.slack import SlackSettings
     from guard.config.sources import config_path
     from guard.config.validators import refuse_cleartext
 
@@ -54,6 +55,7 @@ _WHERE = {
     "LLMSettings": "connections",
     "RailwaySettings": "connections",
     "TelegramSettings": "connections",
+    "SlackSettings": "slack",
     "GIT_USER": "credentials",
     "basic_credentials": "credentials",
     "load_settings": "loader",
@@ -92,6 +94,7 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "SkillsSettings",
+    "SlackSettings",
     "StoreSettings",
     "TelegramSettings",
     "TriageSettings",

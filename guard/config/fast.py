@@ -56,6 +56,7 @@ FIELDS = frozenset(
 SECTIONS = frozenset(
     {
         "telegram",
+        "slack",
         "railway",
         "kubernetes",
         "compose",
@@ -80,6 +81,9 @@ SECTIONS = frozenset(
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).
 SECRETS = (
     ("telegram", "bot_token"),
+    ("slack", "bot_token"),
+    ("slack", "app_token"),
+    ("slack", "signing_secret"),
     ("railway", "token"),
     ("railway", "project_token"),
     ("llm", "api_key"),
@@ -129,7 +133,9 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
     if unknown:
         raise Unsure(f"unknown keys {sorted(unknown)}")
     top, nested = _environment(env)
-    sections = {name: _section(file, name) for name in ("telegram", "railway", "llm", "audit")}
+    sections = {
+        name: _section(file, name) for name in ("telegram", "slack", "railway", "llm", "audit")
+    }
     sections |= {name: _section(file, name) for name in ("skills", "redact")}
     for (section, key), value in nested.items():
         sections[section] = {**sections[section], key: value}

@@ -39,6 +39,7 @@ from guard.config.paging import NotifiersSettings, Routes
 from guard.config.probes import ProbesSettings
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
+from guard.config.slack import SlackSettings
 from guard.config.sources import (
     check_public_url,
     default_data_dir,
@@ -100,6 +101,7 @@ class Settings(BaseSettings):
         "questions and pages then link to <public_url>/incidents/N",
     )
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     compose: ComposeSettings = Field(default_factory=ComposeSettings)
@@ -176,6 +178,9 @@ class Settings(BaseSettings):
             s.get_secret_value()
             for s in (
                 self.telegram.bot_token,
+                self.slack.bot_token,
+                self.slack.app_token,
+                self.slack.signing_secret,
                 self.railway.token,
                 self.railway.project_token,
                 self.llm.api_key,
