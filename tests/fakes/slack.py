@@ -88,13 +88,16 @@ class SlackServer:
             ready.set()
             self.loop.run_forever()
 
-        threading.Thread(target=run, daemon=True, name="fake-slack").start()
+        self._thread = threading.Thread(target=run, daemon=True, name="fake-slack")
+        self._thread.start()
         ready.wait(10)
         return self
 
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
 
     def _run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
