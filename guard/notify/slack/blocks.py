@@ -3,7 +3,10 @@ lines, a code block closed at a section's end and opened again in the next), the
 a row an ``actions`` block (25 buttons at most in one). Each button's ``value`` is the opaque
 approval id (or ``fix:ID``): the approval binds the incident, the digest of the command shown
 and an expiry, and a press is checked against Guard's own record of the message, never the
-button's claim. Labels are cut to Slack's 75 characters; no message has over 50 blocks."""
+button's claim. Labels are cut to Slack's 75 characters; no message has over 50 blocks.
+
+Tested by tests/notify/test_slack_channel.py.
+"""
 
 from __future__ import annotations
 

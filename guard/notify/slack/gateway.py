@@ -11,6 +11,8 @@ endpoint), the outbox worker and its sync.
   answers (``guard.notify.answers``), which answer through the outbox in mrkdwn.
 - Slack being unreachable at start is not an error: the runner keeps trying in the background
   (honouring a 429's ``Retry-After``) while monitoring goes on and the outbox fills up.
+
+Tested by tests/notify/test_slack_gateway.py.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ class SlackGateway:
             from guard.notify.slack.httpmode import serve
 
             assert sl.signing_secret is not None
-            self.http = await serve(sl.listen, sl.port, sl.signing_secret.get_secret_value(), self)
+            self.http = await serve(
+                sl.listen, sl.port, sl.signing_secret.get_secret_value(), self.handle
+            )
         else:
             assert sl.app_token is not None
             self.socket = SocketModeClient(
@@ -130,14 +134,15 @@ class SlackGateway:
 
     async def _on_envelope(self, socket: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
         try:
-            await self.handle(Delivery(req.type, req.payload, self.web))
+            await self.handle(Delivery(req.type, req.payload))
         except Exception:
             logger.opt(exception=True).error("slack: a {} delivery failed; not acked", req.type)
             return  # Slack delivers it again
         await socket.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
 
     async def handle(self, delivery: Delivery) -> None:
-        await dispatch(self.answers, delivery)
+        """Act on a delivery, answering a press with this runner's Web API client."""
+        await dispatch(self.answers, Delivery(delivery.kind, delivery.payload, self.web))
 
     async def stop(self) -> None:
         self.stopping.set()

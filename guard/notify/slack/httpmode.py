@@ -6,12 +6,16 @@ A request is believed only with a valid ``X-Slack-Signature`` (HMAC-SHA256 of
 five minutes (slack_sdk's ``SignatureVerifier``): anything else gets 401 and nothing happens, so
 a forged or replayed press never reaches the gate. Events come as JSON (``url_verification``
 answered with its challenge), presses as a form with a JSON ``payload``, slash commands as a
-form; each is handed to the gateway as Socket Mode would hand it."""
+form; each is handed to the gateway as Socket Mode would hand it.
+
+Tested by tests/notify/test_slack_gateway.py.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
@@ -19,9 +23,6 @@ from loguru import logger
 from slack_sdk.signature import SignatureVerifier
 
 from guard.notify.slack.updates import Delivery
-
-if TYPE_CHECKING:
-    from guard.notify.slack.gateway import SlackGateway
 
 PATH = "/slack/events"
 
@@ -41,8 +42,11 @@ def delivery(body: bytes, content_type: str) -> tuple[Delivery | None, dict[str,
     return None, {}
 
 
-async def serve(listen: str, port: int, secret: str, gateway: SlackGateway) -> web.AppRunner:
-    """Start serving the endpoint; returns the runner to ``cleanup`` on stop."""
+async def serve(
+    listen: str, port: int, secret: str, handle: Callable[[Delivery], Awaitable[None]]
+) -> web.AppRunner:
+    """Start serving the endpoint, handing each delivery to ``handle``; returns the runner to
+    ``cleanup`` on stop."""
     verifier = SignatureVerifier(secret)
 
     async def events(request: web.Request) -> web.Response:
@@ -59,7 +63,7 @@ async def serve(listen: str, port: int, secret: str, gateway: SlackGateway) -> w
         except (ValueError, UnicodeDecodeError):
             return web.json_response({"error": "unreadable body"}, status=400)
         if found is not None:
-            await gateway.handle(Delivery(found.kind, found.payload, gateway.web))
+            await handle(found)
         return web.json_response(answer)
 
     app = web.Application()

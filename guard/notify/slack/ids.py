@@ -1,6 +1,9 @@
 """Slack's message ids are the ``ts`` strings (``1733472000.123456``: seconds and a sequence,
 increasing in a channel); the store keeps them as one number (seconds * 10**6 + the six
-digits), which keeps their order, so the outbox's floor and top work unchanged."""
+digits), which keeps their order, so the outbox's floor and top work unchanged.
+
+Tested by tests/notify/test_slack_channel.py.
+"""
 
 from __future__ import annotations
 

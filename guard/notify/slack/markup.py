@@ -1,4 +1,7 @@
-"""Slack's ``Markup``: mrkdwn (``mrkdwn``), and a grouped message's lines."""
+"""Slack's ``Markup``: mrkdwn (``mrkdwn``), and a grouped message's lines.
+
+Tested by tests/notify/test_slack_channel.py.
+"""
 
 from __future__ import annotations
 

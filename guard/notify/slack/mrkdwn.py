@@ -5,7 +5,10 @@ for a command shown whole (one press never runs unseen text).
 
 A command that would break out of its code block (it holds three backticks) is not shown whole
 here, so it gets no button, as an odd command gets none anywhere. The channel lays the text out
-as Block Kit sections (``blocks``)."""
+as Block Kit sections (``blocks``).
+
+Tested by tests/notify/test_slack_channel.py.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """``SlackNotifier``: the outbox's ``ChannelNotifier`` for the configured Slack channel, in
-mrkdwn."""
+mrkdwn.
+
+Tested by tests/notify/test_slack_gateway.py.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@
 Slack delivers again what was not acked in time (``retry_attempt``). The update id is stable
 across deliveries: the event's ``event_id``, the press's ``action_ts`` on its message, the slash
 command's ``trigger_id``; so a delivery handled before is skipped.
+
+Tested by tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations
