@@ -7,7 +7,6 @@ again. And the local Slack refuses what Slack refuses. Also the ``slack`` settin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -26,15 +25,6 @@ from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, CHANNEL, SIGNING_SECRET, Sla
 pytestmark = pytest.mark.unit
 
 COMMAND = "docker restart api && curl -fsS http://api:8080/healthz > /dev/null"
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[SlackServer]:
-    server = SlackServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def question(evidence: str = "", command: str = COMMAND) -> HumanRequest:

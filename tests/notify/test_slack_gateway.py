@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -91,15 +91,6 @@ async def until(check: Callable[[], Any], within: float = 15, what: str = "") ->
             return found
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[SlackServer]:
-    server = SlackServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def running(settings: Settings) -> tuple[SlackGateway, Database]:
