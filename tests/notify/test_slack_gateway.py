@@ -19,6 +19,8 @@ from sqlmodel import select
 
 from guard.config import Settings
 from guard.domain.records import utcnow
+from guard.notify.channel import Post
+from guard.notify.slack.channel import SlackChannel
 from guard.notify.slack.gateway import SlackGateway
 from guard.notify.slack.ids import ts_of
 from guard.store.db import Database, open_database
@@ -53,8 +55,8 @@ def settings_for(tmp_path: Path, server: SlackServer, **slack: Any) -> Settings:
     )
 
 
-def asked(db: Database) -> int:
-    """An incident asked in the channel (message ``ASKED``) with a deny button."""
+def asked(db: Database, message: int = ASKED) -> int:
+    """An incident asked in the channel (in ``message``) with a deny button."""
     with db.session() as s:
         inc = stored_incident(s, IncidentState.awaiting_human, fingerprint="fp")
         s.add(
@@ -69,7 +71,7 @@ def asked(db: Database) -> int:
             ChannelMessage(
                 channel="slack",
                 chat_id=CHANNEL,
-                message_id=ASKED,
+                message_id=message,
                 incident_id=inc.id,
                 role="incident",
                 live=True,
@@ -175,5 +177,27 @@ async def test_the_http_endpoint_believes_only_a_fresh_signature(
         challenge = json.dumps({"type": "url_verification", "challenge": "c-42"}).encode()
         assert await deliver(slack.http_deliver, url, challenge) == 200
         assert not slack.sent("apps.connections.open")  # no Socket Mode in http mode
+    finally:
+        await gateway.stop()
+
+
+async def test_send_a_fix_asks_in_the_thread_and_a_reply_there_is_the_fix(
+    slack: SlackServer, tmp_path: Path
+) -> None:
+    gateway, db = await running(settings_for(tmp_path, slack))
+    try:
+        question = await SlackChannel(gateway.web).post(Post(CHANNEL, "the question"))
+        incident = asked(db, question)
+        ts = ts_of(question)
+        slack.push("interactive", slack.press(APPROVER, f"fix:{incident}", ts=ts))
+        [prompt] = await until(
+            lambda: [m for m in slack.bot_messages("Reply to this") if m.get("thread_ts") == ts],
+            what="the prompt in the question's thread",
+        )
+        assert f"fixes incident #{incident}" in prompt["text"]
+        slack.push("events_api", slack.say(APPROVER, "docker.restart api", thread_ts=ts))
+        [cmd] = await until(lambda: commands(db), what="the fix queued")
+        assert (cmd.verb, cmd.incident_id, cmd.fix) == ("reply", incident, "docker.restart api")
+        assert (cmd.actor) == f"slack:{APPROVER}"
     finally:
         await gateway.stop()
