@@ -213,7 +213,7 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             else:
                 thread = ts_of(on) if on is not None else None
                 found = Delivery("events_api", slack.say(user, text, thread_ts=thread), web)
-            event = found and slack_event(found)
+            event = slack_event(found)
             assert event is not None and event.kind == kind
             delivered[event.update_id] = found
             await dispatch(answers, found)
