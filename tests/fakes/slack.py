@@ -141,6 +141,7 @@ class SlackServer:
                     "params": params,
                     "token": token,
                     "content_type": request.content_type,
+                    "at": time.monotonic(),
                 }
             )
             failures = self._failures.get(method)

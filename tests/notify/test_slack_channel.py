@@ -1,12 +1,13 @@
 """The Slack channel against the local Slack, through slack_sdk: what Guard posts is Block Kit
 Slack accepts (long evidence included), a command is shown whole with its digest and only then
 gets a button, replies go in the incident's thread, edits are ``chat.update``, a 429's
-``Retry-After`` is honoured, a refusal is final, a post a crash cut short is found, not posted
+``Retry-After`` is honoured (by the outbox too), a refusal is final, a post a crash cut short is found, not posted
 again. And the local Slack refuses what Slack refuses. Also the ``slack`` settings
 (guard/config/slack.py, guard/notify/slack/ids.py, blocks.py, mrkdwn.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,9 +17,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from guard.config import Settings
 from guard.notify.base import HumanRequest, SkillOption
 from guard.notify.channel import Post, Rejected, Retry
+from guard.notify.outbox import queue
+from guard.notify.outbox.worker import OutboxWorker
 from guard.notify.slack.channel import SlackChannel, client
 from guard.notify.slack.ids import message_id, ts_of
 from guard.notify.slack.markup import SlackMarkup
+from guard.store.db import open_database
 from guard.util.commandtext import digest, short
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, CHANNEL, SIGNING_SECRET, SlackServer
 
@@ -187,3 +191,25 @@ def test_the_tokens_come_from_the_environment_and_are_masked(
     monkeypatch.delenv("GUARD_SLACK__APP_TOKEN")
     with pytest.raises(ValueError, match=r"slack\.mode socket needs slack\.app_token"):
         Settings(data_dir=tmp_path, slack={"channel": CHANNEL})
+
+
+async def test_the_outbox_waits_out_a_rate_limit_and_posts_once(
+    slack: SlackServer, tmp_path: Any
+) -> None:
+    db = open_database(f"sqlite:///{tmp_path / 'guard.db'}")
+    queue.enqueue(db, "slack", method="send", chat_id=CHANNEL, text="api down", role="text")
+    slack.fail("chat.postMessage", status=429, retry_after=2)
+    stop = asyncio.Event()
+    worker = OutboxWorker(SlackChannel(client(BOT_TOKEN, slack.url)), db)
+    task = asyncio.create_task(worker.run(stop))
+    try:
+        for _ in range(100):
+            if not queue.pending(db, "slack"):
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task
+    first, second = slack.sent()
+    assert second["at"] - first["at"] >= 2  # Retry-After, honoured
+    assert len(slack.bot_messages("api down")) == 1
