@@ -23,6 +23,7 @@ from guard.notify.channel import Post
 from guard.notify.slack.channel import SlackChannel
 from guard.notify.slack.gateway import SlackGateway
 from guard.notify.slack.ids import ts_of
+from guard.notify.slack.updates import Delivery, event
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, ChannelMessage, HumanCommand, IncidentState
 from tests.fakes.slack import (
@@ -201,3 +202,21 @@ async def test_send_a_fix_asks_in_the_thread_and_a_reply_there_is_the_fix(
         assert (cmd.actor) == f"slack:{APPROVER}"
     finally:
         await gateway.stop()
+
+
+def test_what_counts_as_a_person_s_message(slack: SlackServer) -> None:
+    """A thread reply also sent to the channel is still a reply; an edit, a bot's message and
+    Slack's escapes are not what the person typed."""
+    said = slack.say(APPROVER, "echo a &gt; b &amp;&amp; ok", thread_ts=ts_of(ASKED))
+    said["event"]["subtype"] = "thread_broadcast"
+    found = event(Delivery("events_api", said))
+    assert found is not None and (found.kind, found.reply_to) == ("text", ASKED)
+    assert found.text == "echo a > b && ok"
+    for change in ({"subtype": "message_changed"}, {"bot_id": "B0OTHER"}):
+        other = slack.say(APPROVER, "x")
+        other["event"].update(change)
+        assert event(Delivery("events_api", other)) is None
+    typed = event(Delivery("slash_commands", slack.slash(APPROVER, "/guard", "ack 3")))
+    assert typed is not None and (typed.kind, typed.text) == ("command", "/ack 3")
+    bare = event(Delivery("slash_commands", slack.slash(APPROVER, "/guard", "")))
+    assert bare is not None and bare.text == "/help"

@@ -5,8 +5,9 @@
 - ``interactive`` ``block_actions``: a ``press`` of the button whose ``value`` is the data, on
   the message ``container.message_ts``; answered at once with ``chat.postEphemeral`` (only the
   presser sees it);
-- ``events_api`` ``message`` (a person's, not a bot's, not an edit): ``text``, a reply when it
-  is in a thread (``thread_ts``: the message it hangs under); Slack's escapes are undone;
+- ``events_api`` ``message`` (a person's, not a bot's, not an edit; a thread reply also sent
+  to the channel counts): ``text``, a reply when it is in a thread (``thread_ts``: the
+  message it hangs under); Slack's escapes are undone;
 - ``slash_commands``: ``/guard ack 3`` (the one command the manifest registers) is the command
   ``/ack 3``; a command registered by its own name (``/ack 3``) is itself.
 
@@ -32,6 +33,7 @@ from guard.notify.slack.ids import message_id
 NAME = "slack"
 ANSWER_CHARS = 3000
 GUARD_COMMAND = "guard"
+BROADCAST = "thread_broadcast"  # a thread reply also sent to the channel: still a reply
 _MENTION = re.compile(r"^\s*<@[A-Z0-9]+>\s*")
 
 
@@ -111,7 +113,7 @@ def _slash(p: dict[str, Any]) -> Inbound:
 
 def _message(p: dict[str, Any]) -> Inbound | None:
     e = p.get("event") or {}
-    if e.get("type") != "message" or e.get("subtype") or e.get("bot_id"):
+    if e.get("type") != "message" or e.get("subtype", BROADCAST) != BROADCAST or e.get("bot_id"):
         return None
     ts, thread = e.get("ts"), e.get("thread_ts")
     text = unescape(_MENTION.sub("", str(e.get("text", ""))))
