@@ -92,3 +92,10 @@ def test_a_silent_engine_does_not_hold_the_answer(
         found = reaching.reach(nowhere.settings().sandbox, fresh=True)
         assert time.monotonic() - started < 3
     assert not found.ok and "did not answer within 1 s" in found.why
+
+
+def test_a_configured_slack_is_a_chat_channel(nowhere: GuardHome) -> None:
+    slack = {"bot_token": "xoxb-1", "app_token": "xapp-1", "channel": "C1"}
+    nowhere.write_config({"slack": slack})
+    found = {c.name: c for c in assess(nowhere.settings(), [], [])}
+    assert found["channel slack"].state == "ok" and "channels" not in found
