@@ -20,6 +20,7 @@ from sqlmodel import select
 from guard.config import Settings
 from guard.domain.records import utcnow
 from guard.notify.channel import Post
+from guard.notify.outbox import queue
 from guard.notify.slack.channel import SlackChannel
 from guard.notify.slack.gateway import SlackGateway
 from guard.notify.slack.ids import ts_of
@@ -220,3 +221,18 @@ def test_what_counts_as_a_person_s_message(slack: SlackServer) -> None:
     assert typed is not None and (typed.kind, typed.text) == ("command", "/ack 3")
     bare = event(Delivery("slash_commands", slack.slash(APPROVER, "/guard", "")))
     assert bare is not None and bare.text == "/help"
+
+
+async def test_without_its_websocket_the_outbox_still_posts_and_stop_ends_it(
+    slack: SlackServer, tmp_path: Path
+) -> None:
+    slack.fail("apps.connections.open", "internal_error", times=1000)
+    db = open_database(settings_for(tmp_path, slack).database_url)
+    queue.enqueue(db, "slack", method="send", chat_id=CHANNEL, text="api down", role="text")
+    gateway = SlackGateway(settings_for(tmp_path, slack), db)
+    await gateway.start()
+    try:
+        await until(lambda: slack.bot_messages("api down"), what="the post")
+        assert slack.sent("apps.connections.open") and not slack.connected()
+    finally:
+        await asyncio.wait_for(gateway.stop(), 10)

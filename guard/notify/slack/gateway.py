@@ -113,6 +113,8 @@ class SlackGateway:
     async def _serve(self) -> None:
         sl = self.settings.slack
         await self.runner.recover()  # before any delivery: a reply may quote a post in flight
+        self.runner.run(self.stopping)  # the outbox goes on whatever becomes of receiving
+        self._tasks.append(asyncio.create_task(self.runner.wait(), name="slack:channel"))
         if sl.mode == "http":
             from guard.notify.slack.httpmode import serve
 
@@ -128,9 +130,8 @@ class SlackGateway:
                 ping_interval=5,
             )
             self.socket.socket_mode_request_listeners.append(self._on_envelope)
+            # (the SDK retries until it is up; ``stop`` closes it first)
             await self.socket.connect()  # type: ignore[no-untyped-call]
-        self.runner.run(self.stopping)
-        self._tasks.append(asyncio.create_task(self.runner.wait(), name="slack:channel"))
 
     async def _on_envelope(self, socket: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
         try:
@@ -146,10 +147,10 @@ class SlackGateway:
 
     async def stop(self) -> None:
         self.stopping.set()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.socket is not None:
+        if self.socket is not None:  # first: a connect still retrying ends with it
             with contextlib.suppress(Exception):
                 await self.socket.close()  # type: ignore[no-untyped-call]
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.http is not None:
             with contextlib.suppress(Exception):
                 await self.http.cleanup()
