@@ -36,7 +36,6 @@ from guard.notify.plain import PlainMarkup
 from guard.notify.running_gate import allowlist_gate
 from guard.notify.slack.channel import client
 from guard.notify.slack.gateway import dispatch
-from guard.notify.slack.ids import ts_of
 from guard.notify.slack.markup import SlackMarkup
 from guard.notify.slack.updates import Delivery
 from guard.notify.slack.updates import event as slack_event
@@ -98,7 +97,9 @@ class Subject:
                     **extra,
                 )
             )
-            msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == ASKED)).one()
+            msg = s.exec(
+                select(ChannelMessage).where(ChannelMessage.message_id == str(ASKED))
+            ).one()
             msg.approvals = [*msg.approvals, approval_id]
             s.add(msg)
 
@@ -124,10 +125,10 @@ def world(tmp_path: Path, name: str, chat: str, admin: int | str, markup: Markup
             for i in range(3)
         ]
         common: dict[str, Any] = {"channel": name, "chat_id": chat, "live": True}
-        s.add(ChannelMessage(message_id=ASKED, incident_id=ids[0], role="incident", **common))
-        s.add(ChannelMessage(message_id=GROUP, role="group", **common))
+        s.add(ChannelMessage(message_id=str(ASKED), incident_id=ids[0], role="incident", **common))
+        s.add(ChannelMessage(message_id=str(GROUP), role="group", **common))
         for i in ids[1:]:
-            s.add(MessageGroupMember(message_id=GROUP, incident_id=i, text=f"#{i}", **common))
+            s.add(MessageGroupMember(message_id=str(GROUP), incident_id=i, text=f"#{i}", **common))
 
     async def send_report(chat_id: str | None = None, also: Any = None) -> None:
         pass
@@ -204,14 +205,14 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
                 await dispatch(answers, delivered[again])
                 return int(again)
             if kind == "press":
-                found = Delivery("interactive", slack.press(user, text, ts=ts_of(on)), web)
+                found = Delivery("interactive", slack.press(user, text, ts=str(on)), web)
             elif kind == "command":
                 name, _, rest = text.partition(" ")
                 found = Delivery(
                     "slash_commands", slack.slash(user, "/guard", f"{name[1:]} {rest}")
                 )
             else:
-                thread = ts_of(on) if on is not None else None
+                thread = str(on) if on is not None else None
                 found = Delivery("events_api", slack.say(user, text, thread_ts=thread), web)
             event = slack_event(found)
             assert event is not None and event.kind == kind
@@ -288,7 +289,7 @@ async def test_a_reply_that_is_a_fix_queues_it_and_an_ambiguous_one_is_asked_abo
             ChannelMessage(
                 channel=subject.name,
                 chat_id=subject.chat,
-                message_id=99,
+                message_id="99",
                 live=True,
                 approvals=[data for _, data in confirm.buttons[0]],
             )
@@ -367,7 +368,7 @@ async def test_a_press_on_a_proposal_that_changed_runs_only_what_was_shown(
     assert any("the command shown" in a for a in subject.answered())
     subject.button("run-2", "skill", skill="proposal")
     with subject.db.session() as s:  # proposed again: the old button left the message
-        msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == ASKED)).one()
+        msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == str(ASKED))).one()
         msg.approvals = [a for a in msg.approvals if a != "run-2"]
         s.add(msg)
     await subject.press(subject.admin, "run-2")

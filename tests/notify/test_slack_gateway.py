@@ -23,7 +23,6 @@ from guard.notify.channel import Post
 from guard.notify.outbox import queue
 from guard.notify.slack.channel import SlackChannel
 from guard.notify.slack.gateway import SlackGateway
-from guard.notify.slack.ids import ts_of
 from guard.notify.slack.updates import Delivery, event
 from guard.store.db import Database, open_database
 from guard.store.models import Approval, ChannelMessage, HumanCommand, IncidentState
@@ -38,7 +37,7 @@ from tests.helpers.agent import free_port, stored_incident
 
 pytestmark = pytest.mark.unit
 
-APPROVER, VIEWER, ASKED = "U0APPROVER", "U0VIEWER", 1733472000_000077
+APPROVER, VIEWER, ASKED = "U0APPROVER", "U0VIEWER", "1733472000.000077"
 
 
 def settings_for(tmp_path: Path, server: SlackServer, **slack: Any) -> Settings:
@@ -57,7 +56,7 @@ def settings_for(tmp_path: Path, server: SlackServer, **slack: Any) -> Settings:
     )
 
 
-def asked(db: Database, message: int = ASKED) -> int:
+def asked(db: Database, message: str = ASKED) -> int:
     """An incident asked in the channel (in ``message``) with a deny button."""
     with db.session() as s:
         inc = stored_incident(s, IncidentState.awaiting_human, fingerprint="fp")
@@ -113,10 +112,10 @@ async def test_a_press_over_socket_mode_reaches_the_gate_and_is_acked(
         incident = asked(db)
         assert slack.hellos == 1
         assert [c["token"] for c in slack.sent("apps.connections.open")] == [APP_TOKEN]
-        viewer = slack.push("interactive", slack.press(VIEWER, "deny-1", ts=ts_of(ASKED)))
+        viewer = slack.push("interactive", slack.press(VIEWER, "deny-1", ts=ASKED))
         await until(lambda: viewer in slack.acked, what="the viewer's press acked")
         assert not commands(db)  # a viewer may not deny
-        press = slack.push("interactive", slack.press(APPROVER, "deny-1", ts=ts_of(ASKED)))
+        press = slack.push("interactive", slack.press(APPROVER, "deny-1", ts=ASKED))
         await until(lambda: press in slack.acked, what="the approver's press acked")
         [cmd] = commands(db)
         assert (cmd.verb, cmd.incident_id, cmd.actor) == ("deny", incident, f"slack:{APPROVER}")
@@ -134,9 +133,7 @@ async def test_a_disconnect_and_reconnect_neither_loses_nor_doubles_a_press(
     try:
         asked(db)
         # the press goes out just before the socket closes: acked or not, it is handled once
-        slack.disconnect(
-            then_push=("interactive", slack.press(APPROVER, "deny-1", ts=ts_of(ASKED)))
-        )
+        slack.disconnect(then_push=("interactive", slack.press(APPROVER, "deny-1", ts=ASKED)))
         await until(lambda: slack.hellos >= 2 and slack.connected(), what="the reconnect")
         await until(lambda: commands(db), what="the press handled")
         [envelope] = [e for e in slack.envelopes if e["type"] == "interactive"]
@@ -161,7 +158,7 @@ async def test_the_http_endpoint_believes_only_a_fresh_signature(
     url = f"http://127.0.0.1:{port}/slack/events"
     try:
         asked(db)
-        press = slack.press(APPROVER, "deny-1", ts=ts_of(ASKED))
+        press = slack.press(APPROVER, "deny-1", ts=ASKED)
         body = urlencode({"payload": json.dumps(press)}).encode()
         form = "application/x-www-form-urlencoded"
         deliver = asyncio.to_thread
@@ -190,7 +187,7 @@ async def test_send_a_fix_asks_in_the_thread_and_a_reply_there_is_the_fix(
     try:
         question = await SlackChannel(gateway.web).post(Post(CHANNEL, "the question"))
         incident = asked(db, question)
-        ts = ts_of(question)
+        ts = question
         slack.push("interactive", slack.press(APPROVER, f"fix:{incident}", ts=ts))
         [prompt] = await until(
             lambda: [m for m in slack.bot_messages("Reply to this") if m.get("thread_ts") == ts],
@@ -208,7 +205,7 @@ async def test_send_a_fix_asks_in_the_thread_and_a_reply_there_is_the_fix(
 def test_what_counts_as_a_person_s_message(slack: SlackServer) -> None:
     """A thread reply also sent to the channel is still a reply; an edit, a bot's message and
     Slack's escapes are not what the person typed."""
-    said = slack.say(APPROVER, "echo a &gt; b &amp;&amp; ok", thread_ts=ts_of(ASKED))
+    said = slack.say(APPROVER, "echo a &gt; b &amp;&amp; ok", thread_ts=ASKED)
     said["event"]["subtype"] = "thread_broadcast"
     found = event(Delivery("events_api", said))
     assert found is not None and (found.kind, found.reply_to) == ("text", ASKED)

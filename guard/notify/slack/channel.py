@@ -7,9 +7,10 @@ Slack answers a refusal with HTTP 200 and ``{"ok": false, "error"}`` (``invalid_
 so the outbox's order and grouping decide). A connection never made is ``Unreachable`` and
 certainly not posted; any other network failure may have posted.
 
-``find`` reads the channel's history (a thread's replies for a reply) above the floor: Slack
-keeps the bot's messages, so the one with exactly the post's text and buttons is the post a
-crash cut short, and Guard adopts it instead of posting again.
+Message ids are Slack's ``ts`` strings (``1733472000.123456``). ``find`` reads the channel's
+history (a thread's replies for a reply): Slack keeps the bot's messages, so the newest with
+exactly the post's text and buttons is the post a crash cut short, and Guard adopts it instead
+of posting again.
 
 A picture (the daily report's chart) goes as its caption only: files need the files:write
 scope and an upload of their own, which this channel does not do yet.
@@ -27,7 +28,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from guard.notify.channel import Buttons, Post, Rejected, Retry, Unreachable
 from guard.notify.slack.blocks import layout, values
-from guard.notify.slack.ids import message_id, ts_of
 from guard.notify.slack.markup import SlackMarkup
 
 NAME = "slack"
@@ -75,34 +75,36 @@ class SlackChannel:
         """The text (notifications show it) and blocks of a post."""
         return {"text": post.text, "blocks": layout(post.text, post.buttons)}
 
-    async def post(self, post: Post) -> int:
-        thread = ts_of(post.reply_to) if post.reply_to is not None else None
+    async def post(self, post: Post) -> str:
         with errors():
             answer = await self.web.chat_postMessage(
-                channel=post.chat, thread_ts=thread, unfurl_links=False, **self._message(post)
+                channel=post.chat,
+                thread_ts=post.reply_to,
+                unfurl_links=False,
+                **self._message(post),
             )
-        return message_id(str(answer["ts"]))
+        return str(answer["ts"])
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         post = Post(chat, text, buttons)
         with errors():
-            await self.web.chat_update(channel=chat, ts=ts_of(message_id), **self._message(post))
+            await self.web.chat_update(channel=chat, ts=message_id, **self._message(post))
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
+        """Slack's ids are no sequence Guard can number (``floor`` is 0): the post is the
+        newest message of the bot's, in the channel or the thread, with its exact text and
+        buttons (a question's buttons carry single-use approval ids)."""
         with errors():
             if post.reply_to is not None:
                 answer = await self.web.conversations_replies(
-                    channel=post.chat, ts=ts_of(post.reply_to), limit=HISTORY
+                    channel=post.chat, ts=post.reply_to, limit=HISTORY
                 )
             else:
-                answer = await self.web.conversations_history(
-                    channel=post.chat, oldest=ts_of(floor), limit=HISTORY
-                )
+                answer = await self.web.conversations_history(channel=post.chat, limit=HISTORY)
         want = values(layout(post.text, post.buttons))
-        for msg in answer.get("messages") or []:
-            ts = str(msg.get("ts", ""))
-            if not ts or message_id(ts) <= floor or not msg.get("bot_id"):
-                continue
-            if msg.get("text") == post.text and values(msg.get("blocks")) == want:
-                return message_id(ts)
+        mine = [m for m in answer.get("messages") or [] if m.get("bot_id") and m.get("ts")]
+        for msg in sorted(mine, key=lambda m: float(m["ts"]), reverse=True):
+            same = msg.get("text") == post.text and values(msg.get("blocks")) == want
+            if same and msg["ts"] != post.reply_to:
+                return str(msg["ts"])
         return None

@@ -28,7 +28,6 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from guard.notify.inbound import Inbound
-from guard.notify.slack.ids import message_id
 
 NAME = "slack"
 ANSWER_CHARS = 3000
@@ -91,7 +90,7 @@ def _press(d: Delivery) -> Inbound | None:
         kind="press",
         chat=chat,
         user=user,
-        message_id=message_id(ts) if ts else None,
+        message_id=ts or None,
         data=str(action.get("value") or ""),
         answer=answer,
     )
@@ -123,7 +122,7 @@ def _message(p: dict[str, Any]) -> Inbound | None:
         kind="command" if text.startswith("/") else "text",
         chat=e.get("channel"),
         user=e.get("user"),
-        message_id=message_id(ts) if ts else None,
+        message_id=ts or None,
         text=text,
-        reply_to=message_id(thread) if thread and thread != ts else None,
+        reply_to=thread if thread and thread != ts else None,
     )
