@@ -1,10 +1,12 @@
 """A real ``guard run`` with Slack configured against the local Slack and a real Docker engine:
 a container's fault is announced in the channel (Block Kit, a button per remedy), a viewer's
 press is refused, an approver's press over Socket Mode runs the remedy, the container is healed,
-the question's buttons go (``chat.update``) and the outcome is posted in its thread."""
+the question's buttons go (``chat.update``) and the outcome is posted in its thread; the tokens
+never reach the log."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -12,8 +14,8 @@ import pytest
 from tests.conftest import GuardHome
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, CHANNEL, SlackServer
 from tests.helpers.agent import (
-    guard_process,
     incidents,
+    running_guard,
     setup_docker_home,
     show,
     tune_skill,
@@ -67,7 +69,8 @@ def test_a_docker_fault_is_approved_by_a_press_over_socket_mode_and_healed(
     api = containers.run(
         "api", "sleep 600", labels={"guard.test.watch": labels["guard.test.watch"]}
     )
-    with guard_process(home):
+    with running_guard(home) as (_, log):
+        time.sleep(0.5)  # the Docker events stream is attached
         wait_for(slack.connected, 30, "Guard's Socket Mode connection")
         api.kill()
         inc = wait_for(
@@ -104,3 +107,6 @@ def test_a_docker_fault_is_approved_by_a_press_over_socket_mode_and_healed(
     assert ephemeral(slack, APPROVER), slack.sent("chat.postEphemeral")
     assert "Resolved" in outcome[0]["text"]
     assert all(c["token"] == BOT_TOKEN for c in slack.sent())  # never the app-level token
+    written = log.read_text()
+    assert "slack connected as guard (socket)" in written
+    assert BOT_TOKEN not in written and APP_TOKEN not in written
