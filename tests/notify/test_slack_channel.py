@@ -214,3 +214,17 @@ async def test_the_outbox_waits_out_a_rate_limit_and_posts_once(
     first, second = slack.sent()
     assert second["at"] - first["at"] >= 2  # Retry-After, honoured
     assert len(slack.bot_messages("api down")) == 1
+
+
+def test_the_daily_report_is_queued_for_slack_in_mrkdwn(tmp_path: Any) -> None:
+    from guard.notify.kinds import CHANNELS
+
+    slack = {"bot_token": BOT_TOKEN, "app_token": APP_TOKEN, "channel": CHANNEL}
+    settings = Settings(data_dir=tmp_path, slack=slack)
+    db = open_database(settings.database_url)
+    said = (
+        CHANNELS["slack"].plug().report(settings, db, "<b>Daily</b> 3 &lt; 4 <code>x</code>", b"")
+    )
+    assert said == "report queued for Slack; `guard run` sends it"
+    [row] = queue.pending(db, "slack")
+    assert (row.chat_id, row.role, row.text) == (CHANNEL, "report", "Daily 3 &lt; 4 x")
