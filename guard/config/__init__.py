@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     )
     from guard.config.settings import Settings
     from guard.config.skills import SkillsSettings
+    from guard.config.slack import SlackSettings
     from guard.config.sources import config_path
     from guard.config.validators import refuse_cleartext
 
@@ -56,6 +57,7 @@ _WHERE = {
     "RailwaySettings": "connections",
     "TelegramSettings": "connections",
     "EmailSettings": "email",
+    "SlackSettings": "slack",
     "GIT_USER": "credentials",
     "basic_credentials": "credentials",
     "load_settings": "loader",
@@ -95,6 +97,7 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "SkillsSettings",
+    "SlackSettings",
     "StoreSettings",
     "TelegramSettings",
     "TriageSettings",

@@ -57,6 +57,7 @@ SECTIONS = frozenset(
     {
         "telegram",
         "email",
+        "slack",
         "railway",
         "kubernetes",
         "compose",
@@ -82,6 +83,9 @@ SECTIONS = frozenset(
 SECRETS = (
     ("telegram", "bot_token"),
     ("email", "password"),
+    ("slack", "bot_token"),
+    ("slack", "app_token"),
+    ("slack", "signing_secret"),
     ("railway", "token"),
     ("railway", "project_token"),
     ("llm", "api_key"),
@@ -131,7 +135,8 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
     if unknown:
         raise Unsure(f"unknown keys {sorted(unknown)}")
     top, nested = _environment(env)
-    sections = {n: _section(file, n) for n in ("telegram", "email", "railway", "llm", "audit")}
+    named = ("telegram", "email", "slack", "railway", "llm", "audit")
+    sections = {name: _section(file, name) for name in named}
     sections |= {name: _section(file, name) for name in ("skills", "redact")}
     for (section, key), value in nested.items():
         sections[section] = {**sections[section], key: value}

@@ -41,6 +41,7 @@ from guard.config.paging import NotifiersSettings, Routes
 from guard.config.probes import ProbesSettings
 from guard.config.safety import AccessSettings, AuditSettings, RedactSettings
 from guard.config.skills import SkillsSettings
+from guard.config.slack import SlackSettings
 from guard.config.sources import (
     check_public_url,
     default_data_dir,
@@ -103,6 +104,7 @@ class Settings(BaseSettings):
     )
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     email: EmailSettings = Field(default_factory=EmailSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     compose: ComposeSettings = Field(default_factory=ComposeSettings)
@@ -185,6 +187,9 @@ class Settings(BaseSettings):
             for s in (
                 self.telegram.bot_token,
                 self.email.password,
+                self.slack.bot_token,
+                self.slack.app_token,
+                self.slack.signing_secret,
                 self.railway.token,
                 self.railway.project_token,
                 self.llm.api_key,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from guard.config import EmailSettings, Settings, TelegramSettings
+from guard.config import EmailSettings, Settings, SlackSettings, TelegramSettings
 from guard.config.validators import Section
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class ChannelKind:
 CHANNELS: dict[str, ChannelKind] = {
     "telegram": ChannelKind(TelegramSettings, "guard.notify.telegram"),
     "email": ChannelKind(EmailSettings, "guard.notify.email"),
+    "slack": ChannelKind(SlackSettings, "guard.notify.slack"),
 }
 """Channel name (its settings section, and the ``channel`` of its outbox rows) -> kind."""
 

@@ -103,3 +103,10 @@ def test_every_configured_channel_is_listed_from_the_table(nowhere: GuardHome) -
     nowhere.write_config({"email": mail})
     states = {c.name: c.state for c in assess(nowhere.settings(), [], [], fresh=False)}
     assert states["channel email"] == "ok" and "channels" not in states
+
+
+def test_a_configured_slack_is_a_chat_channel(nowhere: GuardHome) -> None:
+    slack = {"bot_token": "xoxb-1", "app_token": "xapp-1", "channel": "C1"}
+    nowhere.write_config({"slack": slack})
+    found = {c.name: c for c in assess(nowhere.settings(), [], [])}
+    assert found["channel slack"].state == "ok" and "channels" not in found

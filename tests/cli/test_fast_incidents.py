@@ -210,6 +210,7 @@ def test_list_imports_no_orm(home: GuardHome) -> None:
 
 SECRETS = {
     "telegram": {"bot_token": "123456:telegram-token", "chat_id": 5},
+    "slack": {"bot_token": "xoxb-slack-8", "app_token": "xapp-slack-9", "channel": "C1"},
     "railway": {"token": "railway-token-1", "project_token": "railway-project-2"},
     "llm": {
         "provider": "openai",
@@ -252,7 +253,11 @@ ENVS: dict[str, dict[str, str]] = {
     },
     "empty url": {"GUARD_DATABASE_URL": ""},
     "railway volume": {"RAILWAY_VOLUME_MOUNT_PATH": "/vol"},
-    "secrets": {"GUARD_TELEGRAM__BOT_TOKEN": "env-telegram-token", "GUARD_LLM__API_KEY": "env-llm"},
+    "secrets": {
+        "GUARD_TELEGRAM__BOT_TOKEN": "env-telegram-token",
+        "GUARD_LLM__API_KEY": "env-llm",
+        "GUARD_SLACK__SIGNING_SECRET": "env-slack-signing",
+    },
     "unrelated": {"GUARD_LOG_LEVEL": "DEBUG", "GUARD_SANDBOX__MEMORY": "512m"},
 }
 

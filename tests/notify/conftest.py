@@ -1,5 +1,6 @@
-"""The local pagers of the paging tests: a PagerDuty Events API v2 server and a webhook
-receiver that checks Guard's signature, each started for a test and stopped after it."""
+"""The local pagers of the paging tests (a PagerDuty Events API v2 server and a webhook
+receiver that checks Guard's signature) and the local Slack, each started for a test and
+stopped after it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from tests.fakes.pagerduty import PagerDutyServer
 from tests.fakes.pagerduty import running as pagerduty
+from tests.fakes.slack import SlackServer
 from tests.fakes.webhook_receiver import WebhookReceiver, receiving
 
 
@@ -22,3 +24,12 @@ def pd() -> Iterator[PagerDutyServer]:
 def hook() -> Iterator[WebhookReceiver]:
     with receiving() as receiver:
         yield receiver
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackServer]:
+    server = SlackServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,6 +1,7 @@
 """The Channel port's contract, run against every implementation (as APScheduler 4 runs one
-suite against each data store): Telegram against the local Bot API server, the console, email
-against a real SMTP server on 127.0.0.1, and the recording channel of the test suite. A new channel joins ``SUBJECTS`` and passes the same tests.
+suite against each data store): Telegram against the local Bot API server, Slack against the
+local Slack, the console, email against a real SMTP server on 127.0.0.1, and the recording
+channel of the test suite. A new channel joins ``SUBJECTS`` and passes the same tests.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ from guard.notify.email.channel import EmailChannel
 from guard.notify.inbound import number
 from guard.notify.outbox import queue
 from guard.notify.outbox.worker import OutboxWorker
+from guard.notify.slack.channel import SlackChannel, client
 from guard.notify.telegram.channel import TelegramChannel
 from guard.store.db import Database, open_database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
+from tests.fakes.slack import BOT_TOKEN, CHANNEL, SlackServer
 from tests.fakes.telegram import TelegramServer
 from tests.helpers.mailserver import TO, MailServer
 from tests.helpers.telegram import CHAT, TOKEN
 from tests.notify.recording import RecordingChannel
 
-SUBJECTS = ["telegram", "console", "email", "recording"]
+SUBJECTS = ["telegram", "slack", "console", "email", "recording"]
 BUTTONS = [[("Run web-fix", "a" * 22)], [("Deny", "d" * 22)]]
 
 
@@ -57,6 +60,14 @@ def _telegram_current(tg: TelegramServer, chat: str, message_id: str) -> Any:
     return text, [[(b["text"], b["callback_data"]) for b in row] for row in rows]
 
 
+def _slack_current(slack: SlackServer, message_id: str) -> Any:
+    msg = slack.messages.get((CHANNEL, message_id))
+    if msg is None:
+        return None
+    rows = [b["elements"] for b in msg.get("blocks") or [] if b["type"] == "actions"]
+    return msg["text"], [[(b["text"]["text"], b["value"]) for b in row] for row in rows]
+
+
 @pytest.fixture(params=SUBJECTS)
 async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Subject]:
     chat = str(CHAT)
@@ -74,6 +85,17 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         finally:
             await bot.shutdown()
             tg.stop()
+    elif request.param == "slack":
+        slack = SlackServer().start()
+        try:
+            yield Subject(
+                SlackChannel(client(BOT_TOKEN, slack.url)),
+                CHANNEL,
+                lambda i: _slack_current(slack, i),
+                lambda: "\n".join(str(c["params"]) for c in slack.calls),
+            )
+        finally:
+            slack.stop()
     elif request.param == "console":
         lines: list[str] = []
         sink = logger.add(lines.append, format="{message}")

@@ -1,8 +1,10 @@
 """The conversation port's ``Inbound`` half, run against every channel's inbound adapter (as
 ``test_channel_contract`` runs the sending half): Telegram (updates as the Bot API sends them,
 through the python-telegram-bot handlers, presses answered on the local Bot API server) and the
-console (lines an operator types). The same answers policy (``guard.notify.answers``) acts on
-both, with a real store and the real gate: a press, a reply that is a fix, a group reply,
+console (lines an operator types), and Slack (Socket Mode's envelopes as the local Slack
+builds them, through the Slack runner's dispatch, presses answered with ``chat.postEphemeral`` on
+the local Web API). The same answers policy (``guard.notify.answers``) acts on
+all, with a real store and the real gate: a press, a reply that is a fix, a group reply,
 acknowledge, a slash command, a stranger, a forged or replayed press, and a press on a
 proposal that changed. A new channel joins ``SUBJECTS`` and passes the same tests."""
 
@@ -32,6 +34,11 @@ from guard.notify.fanout import ChannelNotifier
 from guard.notify.inbound import Inbound
 from guard.notify.plain import PlainMarkup
 from guard.notify.running_gate import allowlist_gate
+from guard.notify.slack.channel import client
+from guard.notify.slack.gateway import dispatch
+from guard.notify.slack.markup import SlackMarkup
+from guard.notify.slack.updates import Delivery
+from guard.notify.slack.updates import event as slack_event
 from guard.notify.telegram.handlers import Handlers
 from guard.notify.telegram.markup import HtmlMarkup
 from guard.store.db import Database, open_database
@@ -46,13 +53,14 @@ from guard.store.models import (
 )
 from guard.store.state import put_state
 from guard.util.commandtext import approval_key
+from tests.fakes.slack import BOT_TOKEN, CHANNEL, SlackServer
 from tests.fakes.telegram import TelegramServer
 from tests.helpers.agent import stored_incident
 from tests.helpers.telegram import TOKEN
 
 pytestmark = pytest.mark.unit
 
-SUBJECTS = ["telegram", "console"]
+SUBJECTS = ["telegram", "console", "slack"]
 ASKED, GROUP = 77, 88  # the incident's message, a grouped message of two incidents
 
 
@@ -185,6 +193,42 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         finally:
             await bot.shutdown()
             server.stop()
+    elif request.param == "slack":
+        slack = SlackServer().start()
+        web = client(BOT_TOKEN, slack.url)
+        gateway, ids = world(tmp_path, "slack", CHANNEL, "U0ADMIN", SlackMarkup())
+        answers = Answers(gateway, "slack", SlackMarkup())
+        delivered: dict[int, Delivery] = {}
+
+        async def deliver(kind: str, user: Any, text: str, on: Any, again: Any) -> int:
+            if again is not None:  # Slack delivers the same payload again
+                await dispatch(answers, delivered[again])
+                return int(again)
+            if kind == "press":
+                found = Delivery("interactive", slack.press(user, text, ts=str(on)), web)
+            elif kind == "command":
+                name, _, rest = text.partition(" ")
+                found = Delivery(
+                    "slash_commands", slack.slash(user, "/guard", f"{name[1:]} {rest}")
+                )
+            else:
+                thread = str(on) if on is not None else None
+                found = Delivery("events_api", slack.say(user, text, thread_ts=thread), web)
+            event = slack_event(found)
+            assert event is not None and event.kind == kind
+            delivered[event.update_id] = found
+            await dispatch(answers, found)
+            return event.update_id
+
+        def ephemeral() -> list[str]:
+            return [str(c["params"].get("text", "")) for c in slack.sent("chat.postEphemeral")]
+
+        try:
+            yield Subject(
+                "slack", gateway.db, CHANNEL, "U0ADMIN", "U0STRANGER", deliver, ephemeral, ids
+            )
+        finally:
+            slack.stop()
     else:
         lines: list[str] = []
         sink = logger.add(lines.append, format="{message}", level="WARNING")
@@ -277,7 +321,8 @@ async def test_acknowledge_stops_escalation_once(subject: Subject) -> None:
 async def test_slash_commands_answer_in_the_channel_markup(subject: Subject) -> None:
     await subject.command(subject.admin, "/incidents")
     [listing] = subject.said("open incident(s)")
-    assert listing.startswith("<b>3 open" if subject.name == "telegram" else "3 open")
+    bold = {"telegram": "<b>3 open", "slack": "*3 open"}
+    assert listing.startswith(bold.get(subject.name, "3 open"))
     await subject.command(subject.admin, "/fix 1")
     assert subject.said("Usage: ")
     await subject.command(subject.admin, f"/fix {subject.incidents[2]} docker.restart db")

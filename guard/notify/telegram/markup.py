@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from guard.notify.base import HumanRequest, IncidentUpdate
 from guard.notify.channel import Buttons
+from guard.notify.labels import STATE_LABEL
 from guard.notify.outbox import grouping
 from guard.notify.telegram import messages
-from guard.notify.telegram.messages import LIMIT, RUN_COMMAND, STATE_LABEL, cut, esc
+from guard.notify.telegram.messages import LIMIT, RUN_COMMAND, cut, esc
 from guard.store.models import Incident, MessageGroupMember
 
 LINE_CHARS = 300

@@ -14,6 +14,7 @@ import re
 from html import escape
 
 from guard.notify.base import HumanRequest, IncidentUpdate, SkillOption
+from guard.notify.labels import STATE_LABEL, request_buttons
 from guard.util.commandtext import oddities, short
 from guard.util.textsafe import printable
 
@@ -22,15 +23,6 @@ RUN_COMMAND = "▶ Run proposal"
 LIMIT = 4096
 CAPTION_LIMIT = 1024
 Buttons = list[list[tuple[str, str]]]
-
-STATE_LABEL = {
-    "resolved": "✅ Resolved",
-    "escalated": "🚨 Escalated",
-    "expired": "⌛ Approvals expired",
-    "awaiting_human": "⏳ Waiting for a human",
-    "muted": "🔕 Muted",
-    "remediating": "🔧 Remediating",
-}
 
 
 def esc(text: object) -> str:
@@ -118,17 +110,7 @@ def render_request(req: HumanRequest, signal: str = "") -> tuple[str, Buttons]:
             evidence = cut(f"<pre>{esc(req.evidence)}</pre>", room, more=pointer(req.incident_id))
             body += f"\n\nEvidence:\n{evidence}"
     text = cut(body, more=pointer(req.incident_id))
-    buttons: Buttons = [
-        [(RUN_COMMAND if o.command else f"▶ Run {o.name}"[:60], o.approval_id)] for o in offered
-    ]
-    row = [("✍ Send a fix", f"fix:{req.incident_id}")]
-    if req.deny_id:
-        row.append(("✖ Deny", req.deny_id))
-    if req.mute_id:
-        row.append(("🔕 Mute 1h", req.mute_id))
-    buttons.append(row)
-    if req.ack_id:
-        buttons.append([("✋ Acknowledge", req.ack_id)])
+    buttons = request_buttons(req, offered, RUN_COMMAND)
     return text, buttons
 
 

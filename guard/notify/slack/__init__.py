@@ -1,0 +1,2 @@
+"""The Slack channel (docs/CHANNELS.md): Block Kit over the Web API; Socket Mode, or a signed
+HTTP endpoint."""

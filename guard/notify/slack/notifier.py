@@ -1,0 +1,21 @@
+"""``SlackNotifier``: the outbox's ``ChannelNotifier`` for the configured Slack channel, in
+mrkdwn.
+
+Tested by tests/notify/test_slack_gateway.py.
+"""
+
+from __future__ import annotations
+
+from guard.config import Settings
+from guard.notify.fanout import ChannelNotifier
+from guard.notify.routing import Router
+from guard.notify.slack.channel import NAME
+from guard.notify.slack.markup import SlackMarkup
+from guard.store.db import Database
+
+
+class SlackNotifier(ChannelNotifier):
+    def __init__(self, settings: Settings, db: Database, router: Router | None = None) -> None:
+        assert settings.slack.channel is not None
+        self.router = router
+        super().__init__(db, NAME, settings.slack.channel, SlackMarkup())
