@@ -56,6 +56,7 @@ FIELDS = frozenset(
 SECTIONS = frozenset(
     {
         "telegram",
+        "matrix",
         "railway",
         "kubernetes",
         "compose",
@@ -80,6 +81,7 @@ SECTIONS = frozenset(
 # The secrets ``Settings.secret_values`` masks, in its order (then each ``llm.fallback`` key).
 SECRETS = (
     ("telegram", "bot_token"),
+    ("matrix", "access_token"),
     ("railway", "token"),
     ("railway", "project_token"),
     ("llm", "api_key"),
@@ -130,7 +132,7 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
         raise Unsure(f"unknown keys {sorted(unknown)}")
     top, nested = _environment(env)
     sections = {name: _section(file, name) for name in ("telegram", "railway", "llm", "audit")}
-    sections |= {name: _section(file, name) for name in ("skills", "redact")}
+    sections |= {name: _section(file, name) for name in ("skills", "redact", "matrix")}
     for (section, key), value in nested.items():
         sections[section] = {**sections[section], key: value}
 

@@ -97,6 +97,9 @@ class AccessSettings(Section):
         description="Telegram user id -> role (viewer, operator, approver, admin); an id only "
         "in telegram.allowed_user_ids is an approver",
     )
+    matrix: dict[str, RoleName] = Field(
+        default_factory=dict, description='Matrix id ("@ops:example.org") -> role, as telegram'
+    )
     proxy_header: str | None = Field(
         default=None,
         description="a header (e.g. X-Forwarded-User) naming the signed-in user, who must "

@@ -25,6 +25,7 @@ from guard.config.credentials import basic_credentials
 from guard.config.escalation import Escalation, EscalationSettings, QuietHours
 from guard.config.hosts import HostSettings, check_hosts, key_values
 from guard.config.intake import IntakeSource, check_sources
+from guard.config.matrix import MatrixSettings
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -100,6 +101,7 @@ class Settings(BaseSettings):
         "questions and pages then link to <public_url>/incidents/N",
     )
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    matrix: MatrixSettings = Field(default_factory=MatrixSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     compose: ComposeSettings = Field(default_factory=ComposeSettings)
@@ -176,6 +178,7 @@ class Settings(BaseSettings):
             s.get_secret_value()
             for s in (
                 self.telegram.bot_token,
+                self.matrix.access_token,
                 self.railway.token,
                 self.railway.project_token,
                 self.llm.api_key,

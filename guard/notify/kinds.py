@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from guard.config import Settings, TelegramSettings
+from guard.config import MatrixSettings, Settings, TelegramSettings
 from guard.config.validators import Section
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ class ChannelKind:
 
 CHANNELS: dict[str, ChannelKind] = {
     "telegram": ChannelKind(TelegramSettings, "guard.notify.telegram"),
+    "matrix": ChannelKind(MatrixSettings, "guard.notify.matrix"),
 }
 """Channel name (its settings section, and the ``channel`` of its outbox rows) -> kind."""
 

@@ -70,7 +70,10 @@ RIGS: dict[str, dict[str, str]] = {
         "compose": "tests/actions/test_compose.py",
         "postgres": "tests/actions/test_postgres.py",
     },
-    "channel": {"telegram": "tests/notify/test_inbound_contract.py"},
+    "channel": {
+        "telegram": "tests/notify/test_inbound_contract.py",
+        "matrix": "tests/matrix/test_gateway.py",
+    },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
     "sandbox": sandbox_kinds.SANDBOX_BACKENDS,
@@ -115,7 +118,7 @@ def test_the_tables_load_no_implementation() -> None:
         "guard.notify.running_gate; "
         "print(sorted(m for m in ('docker', 'kubernetes', 'httpx', 'jinja2', 'jmespath', "
         "'guard.sandbox.docker', 'guard.actions.docker', 'guard.llm.openai', 'telegram', "
-        "'guard.notify.telegram.plug') if m in sys.modules))"
+        "'guard.notify.telegram.plug', 'nio') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

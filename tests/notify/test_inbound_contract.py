@@ -49,10 +49,11 @@ from guard.util.commandtext import approval_key
 from tests.fakes.telegram import TelegramServer
 from tests.helpers.agent import stored_incident
 from tests.helpers.telegram import TOKEN
+from tests.matrix.subject import OPS, ROOM, STRANGER, matrix_subject
 
 pytestmark = pytest.mark.unit
 
-SUBJECTS = ["telegram", "console"]
+SUBJECTS = ["telegram", "console", "matrix"]
 ASKED, GROUP = 77, 88  # the incident's message, a grouped message of two incidents
 
 
@@ -183,6 +184,9 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         finally:
             await bot.shutdown()
             server.stop()
+    elif request.param == "matrix":
+        async with matrix_subject(tmp_path, world, counter) as (deliver, answered, db, ids):
+            yield Subject("matrix", db, ROOM, OPS, STRANGER, deliver, answered, ids)
     else:
         lines: list[str] = []
         sink = logger.add(lines.append, format="{message}", level="WARNING")
@@ -275,7 +279,7 @@ async def test_acknowledge_stops_escalation_once(subject: Subject) -> None:
 async def test_slash_commands_answer_in_the_channel_markup(subject: Subject) -> None:
     await subject.command(subject.admin, "/incidents")
     [listing] = subject.said("open incident(s)")
-    assert listing.startswith("<b>3 open" if subject.name == "telegram" else "3 open")
+    assert listing.startswith("3 open" if subject.name == "console" else "<b>3 open")
     await subject.command(subject.admin, "/fix 1")
     assert subject.said("Usage: ")
     await subject.command(subject.admin, f"/fix {subject.incidents[2]} docker.restart db")
