@@ -1,0 +1,77 @@
+"""The Matrix gateway in process against a real Synapse: it joins the room it was invited to,
+takes what was said before it came as history (not acted on), answers a command through the
+outbox, and after a restart goes on from its stored ``next_batch``: what was said while it was
+down is answered once, nothing before is answered again. A stranger is refused once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from guard.config import Settings
+from guard.notify.matrix.gateway import MatrixGateway
+from guard.store.db import open_database
+from tests.matrix.conftest import Room
+
+
+def gateway(room: Room, tmp_path: Path) -> MatrixGateway:
+    settings = Settings(
+        data_dir=tmp_path,
+        matrix={
+            "homeserver": room.hs.url,
+            "user_id": room.bot.user_id,
+            "access_token": room.bot.access_token,
+            "room_id": room.room_id,
+            "sync_timeout": "1s",
+            "allowed_user_ids": [room.ops.user_id],
+        },
+    )
+    return MatrixGateway(settings, open_database(settings.database_url))
+
+
+def answers(room: Room, text: str) -> list[str]:
+    events = room.hs.messages(room.ops, room.room_id)
+    return [
+        e["content"]["body"]
+        for e in events
+        if e["sender"] == room.bot.user_id and text in e["content"].get("body", "")
+    ]
+
+
+async def until(check, within: float = 30.0):  # type: ignore[no-untyped-def]
+    for _ in range(int(within * 10)):
+        got = await asyncio.to_thread(check)
+        if got:
+            return got
+        await asyncio.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def say(room: Room, text: str, user: str = "ops") -> None:
+    room.hs.send(getattr(room, user), room.room_id, {"msgtype": "m.text", "body": text})
+
+
+async def test_a_restart_goes_on_from_the_stored_position(room: Room, tmp_path: Path) -> None:
+    say(room, "/status")  # before Guard came: history
+    gw = gateway(room, tmp_path)
+    await gw.start()
+    try:
+        await asyncio.wait_for(gw.ready.wait(), 30)
+        await asyncio.sleep(1.5)  # the first sync took the position
+        say(room, "/help")
+        await until(lambda: answers(room, "/mute TARGET"))
+        say(room, "/status", user="viewer")  # not on the allowlist: refused
+        await until(lambda: answers(room, "Refused"))
+    finally:
+        await gw.stop()
+    say(room, "/incidents")  # while Guard is down
+    again = gateway(room, tmp_path)
+    await again.start()
+    try:
+        await until(lambda: answers(room, "No open incidents"))
+        await asyncio.sleep(3)  # a few more syncs: nothing else comes
+    finally:
+        await again.stop()
+    assert len(answers(room, "/mute TARGET")) == 1  # /help answered once, across the restart
+    assert len(answers(room, "No open incidents")) == 1
+    assert not answers(room, "monitors")  # the /status said before Guard came: not answered
