@@ -72,7 +72,7 @@ RIGS: dict[str, dict[str, str]] = {
     },
     "channel": {
         "telegram": "tests/notify/test_inbound_contract.py",
-        "matrix": "tests/matrix/test_gateway.py",
+        "matrix": "tests/matrix/test_matrix_run.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {

@@ -15,7 +15,8 @@ room (``ChannelRunner``).
 - The homeserver unreachable at start is not an error: the gateway retries in the background
   while monitoring goes on, and the outbox fills up meanwhile.
 
-Tested by tests/matrix/test_gateway.py (against a real Synapse).
+Tested by tests/matrix/test_matrix_gateway.py and tests/matrix/test_matrix_run.py (against a
+real Synapse).
 """
 
 from __future__ import annotations

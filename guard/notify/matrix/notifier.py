@@ -2,7 +2,7 @@
 
 ``matrix.room_id`` is the room; a route may name another room for Matrix once routes name chats
 per channel (today ``routes[].telegram_chat`` names Telegram's). Tested by
-tests/matrix/test_gateway.py."""
+tests/matrix/test_matrix_run.py."""
 
 from __future__ import annotations
 

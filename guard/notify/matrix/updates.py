@@ -11,6 +11,8 @@ bot's own events and edits are nothing to act on. A reply's fallback (the quoted
 
 Event ids are the update's id (the store keeps it once handled: an event ``/sync`` gives again
 after a crash is skipped) and the message's.
+
+Tested by tests/matrix/test_matrix_updates.py and tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from guard.notify.inbound import Answer, Inbound, _unanswered
+from guard.notify.inbound import Answer, Inbound
 from guard.notify.matrix import buttons as kb
 from guard.notify.matrix.channel import NAME
+
+
+async def unanswered(text: str, alert: bool) -> None:
+    """An update whose presses take no answer (a test's, a replay's)."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +38,7 @@ class MatrixUpdate:
     event: dict[str, Any]
     bot: str = ""
     shown: list[kb.Button] = field(default_factory=list)
-    answer: Answer = _unanswered
+    answer: Answer = unanswered
 
 
 def target(event: dict[str, Any]) -> str | None:
