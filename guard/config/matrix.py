@@ -54,8 +54,9 @@ class MatrixSettings(Section):
     def _room_id(cls, value: str | None) -> str | None:
         if value is not None and not ROOM_ID.fullmatch(value):
             raise ValueError(
-                f"matrix.room_id {value!r}: a room id starts with ! (!opaque:server, or !opaque "
-                "from room version 12; Element: Room settings > Advanced), not an alias (#ops:server)"
+                f"matrix.room_id {value!r}: a room id starts with ! (!opaque:server, or "
+                "!opaque from room version 12; Element: Room settings > Advanced), not an "
+                "alias (#ops:server)"
             )
         return value
 

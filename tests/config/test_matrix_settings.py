@@ -44,7 +44,7 @@ def test_ids_and_cleartext_are_checked(tmp_path: Path) -> None:
         settings(tmp_path, room_id="#ops:example.org")
     with pytest.raises(ValidationError, match="a Matrix id is @name:server"):
         settings(tmp_path, user_id="guard")
-    with pytest.raises(ValidationError, match="plain http to matrix.example.org"):
+    with pytest.raises(ValidationError, match=r"plain http to matrix\.example\.org"):
         settings(tmp_path, homeserver="http://matrix.example.org", access_token=TOKEN)
     settings(tmp_path, homeserver="http://127.0.0.1:8008", access_token=TOKEN)  # loopback
 

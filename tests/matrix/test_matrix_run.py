@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 
 from guard.notify.matrix.buttons import BUTTONS
-from tests.helpers.agent import db_rows, find, running_guard, setup_docker_home, show, tune_skill
-from tests.helpers.agent import wait_for
+from tests.helpers.agent import (
+    db_rows,
+    find,
+    running_guard,
+    setup_docker_home,
+    show,
+    tune_skill,
+    wait_for,
+)
 from tests.matrix.conftest import Room
 
 pytestmark = pytest.mark.docker
