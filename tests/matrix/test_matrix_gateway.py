@@ -62,6 +62,14 @@ async def test_a_restart_goes_on_from_the_stored_position(room: Room, tmp_path: 
         await until(lambda: answers(room, "/mute TARGET"))
         say(room, "/status", user="viewer")  # not on the allowlist: refused
         await until(lambda: answers(room, "Refused"))
+        say(room, "/report")  # the daily report: its text, then its chart, uploaded
+        await until(lambda: answers(room, "Incidents per hour"))
+        [chart] = [
+            e
+            for e in room.hs.messages(room.ops, room.room_id)
+            if e["content"].get("msgtype") == "m.image"
+        ]
+        assert chart["content"]["url"].startswith("mxc://")
     finally:
         await gw.stop()
     say(room, "/incidents")  # while Guard is down

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
 from loguru import logger
 from nio import (
     AsyncClient,
@@ -88,6 +90,7 @@ class MatrixGateway:
         self.stopping = asyncio.Event()
         self.ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.scheduler = AsyncIOScheduler(timezone=settings.report.timezone)
 
     @property
     def filter(self) -> dict[str, Any]:
@@ -106,10 +109,23 @@ class MatrixGateway:
         }
 
     async def start(self) -> None:
+        """Schedule the daily report and connect in the background (never raises for Matrix)."""
+        report = self.settings.report
+        self.scheduler.add_job(
+            self.send_report,
+            CronTrigger.from_crontab(report.cron, timezone=report.timezone),
+            id="report:daily:matrix",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=3600,
+        )
+        self.scheduler.start()
         self._tasks.append(asyncio.create_task(self._connect(), name="matrix:connect"))
 
     async def stop(self) -> None:
         self.stopping.set()
+        with contextlib.suppress(Exception):
+            self.scheduler.shutdown(wait=False)
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await self.client.close()
