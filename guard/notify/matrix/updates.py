@@ -18,7 +18,7 @@ Tested by tests/matrix/test_matrix_updates.py and tests/notify/test_inbound_cont
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from guard.notify.inbound import Answer, Inbound
 from guard.notify.matrix import buttons as kb
@@ -96,5 +96,5 @@ def event(update: MatrixUpdate) -> Inbound | None:
     pressed = kb.by_code(update.shown, text) if on is not None else None
     if pressed is not None:
         return Inbound(**common, kind="press", message_id=on, data=pressed, answer=update.answer)
-    kind = "command" if text.startswith("/") else "text"
+    kind: Literal["command", "text"] = "command" if text.startswith("/") else "text"
     return Inbound(**common, kind=kind, message_id=str(ev["event_id"]), text=text, reply_to=on)
