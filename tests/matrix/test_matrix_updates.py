@@ -1,5 +1,5 @@
 """Matrix's inbound adapter: a reaction on the bot's message is a press of the button its key
-names; a reply carrying a code is a press of that button; a reply otherwise is text without its
+names (another reaction is talk); a reply carrying a code is a press of that button; a reply otherwise is text without its
 fallback quote; ``/...`` is a command; the bot's own events and edits are nothing."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 SHOWN = kb.buttons([[("▶ Run docker-start-exited", "a1"), ("✖ Deny", "d1")]])
 
 
-def test_a_reaction_presses_the_button_of_its_key() -> None:
+def test_a_reaction_presses_the_button_of_its_key_and_any_other_is_talk() -> None:
     ev = event(MatrixUpdate(ROOM, room_event("press", 1, OPS, "", "$q"), BOT, SHOWN))
     assert ev is not None
     assert (ev.kind, ev.data, ev.message_id, ev.user, ev.update_id) == (
@@ -27,8 +27,9 @@ def test_a_reaction_presses_the_button_of_its_key() -> None:
     )
     other = room_event("press", 2, OPS, "", "$q")
     other["content"]["m.relates_to"]["key"] = "👍"
-    forged = event(MatrixUpdate(ROOM, other, BOT, SHOWN))
-    assert forged is not None and forged.data == "reaction:👍"  # no approval: refused
+    assert event(MatrixUpdate(ROOM, other, BOT, SHOWN)) is None  # a 👍: talk, not a press
+    on_other = room_event("press", 3, OPS, "", "$someone-elses")
+    assert event(MatrixUpdate(ROOM, on_other, BOT, [])) is None  # no buttons there
 
 
 def test_a_reply_with_a_code_presses_and_any_other_reply_is_text() -> None:

@@ -2,7 +2,8 @@
 ``guard.notify.inbound.Inbound`` event, which the answers handle once (``Inbound.handled``).
 
 Matrix has no buttons (``buttons``): a reaction (``m.reaction``, an ``m.annotation`` of one of
-the bot's messages) is a press of the button its key names; a reply carrying one of the
+the bot's messages) is a press of the button its key names (any other reaction is people
+talking, nothing to act on); a reply carrying one of the
 message's codes is a press of that button; any other reply is text (maybe a fix), and a
 message starting with ``/`` a command. The buttons are the bot's own message's
 (``MatrixUpdate.shown``, read from the homeserver), never what the sender's event claims. The
@@ -79,15 +80,10 @@ def event(update: MatrixUpdate) -> Inbound | None:
     if ev.get("type") == "m.reaction":
         if on is None:
             return None
-        key = str(content["m.relates_to"].get("key") or "")
-        data = kb.by_key(update.shown, key)
-        return Inbound(
-            **common,
-            kind="press",
-            message_id=on,
-            data=data or f"reaction:{key}",
-            answer=update.answer,
-        )
+        data = kb.by_key(update.shown, str(content["m.relates_to"].get("key") or ""))
+        if not data:
+            return None  # a 👍, or a reaction to a message without buttons: talk, not a press
+        return Inbound(**common, kind="press", message_id=on, data=data, answer=update.answer)
     if ev.get("type") != "m.room.message" or "m.new_content" in content:
         return None
     if content.get("msgtype") not in ("m.text", "m.notice"):
