@@ -1,6 +1,7 @@
 """Matrix's inbound adapter: a reaction on the bot's message is a press of the button its key
-names (another reaction is talk); a reply carrying a code is a press of that button; a reply otherwise is text without its
-fallback quote; ``/...`` is a command; the bot's own events and edits are nothing."""
+names (another reaction is talk); a reply carrying a code is a press of that button; a reply
+otherwise is text without its fallback quote; ``/...`` is a command; the bot's own events and
+edits are nothing."""
 
 from __future__ import annotations
 
