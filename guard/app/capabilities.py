@@ -182,12 +182,13 @@ def _probes() -> Capability:
 
 
 def _channels(settings: Settings) -> list[Capability]:
-    found = []
-    if settings.telegram.configured:
-        found.append(
-            Capability("channel telegram", "ok", "bot token and chat", "questions go there")
-        )
-    else:
+    from guard.notify.kinds import configured
+
+    found = [
+        Capability(f"channel {name}", "ok", "configured", "questions go there")
+        for name in configured(settings)
+    ]
+    if not found:
         found.append(
             Capability(
                 "channels",

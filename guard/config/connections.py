@@ -8,12 +8,13 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
+from guard.config.chat import ChatSection
 from guard.config.mcp_servers import McpServerSettings, check_names
 from guard.config.validators import INSECURE_HELP, Section, refuse_cleartext
 from guard.domain.durations import Duration
 
 
-class TelegramSettings(Section):
+class TelegramSettings(ChatSection):
     bot_token: SecretStr | None = None
     chat_id: int | str | None = None
     allowed_user_ids: list[int] = Field(default_factory=list)

@@ -5,9 +5,15 @@ notifiers:
   pagerduty: {primary: {routing_key: "...", give_up_after: 12h}}
   webhook: {ops: {url: "https://ops.example/hook", hmac_secret: "..."}}
 routes:
-  - {match: {severity: critical}, telegram_chat: -1001, notify: [pagerduty:primary], continue: true}
-  - {match: {service: shop}, telegram_chat: -1002}
+  - match: {severity: critical}
+    chats: {telegram: -1001}
+    notify: [pagerduty:primary]
+    continue: true
+  - {match: {service: shop}, telegram_chat: -1002}   # the older key: chats: {telegram: -1002}
 ```
+
+A route's ``chats`` names chats per channel (its keys: the channels' sections, checked by
+``guard.config.chat.check_route_chats``); a channel it does not name gets its default chat.
 
 A route's ``notify`` names notifiers as ``KIND:NAME``; a name that is not configured is an error
 naming the field (``routes[0].notify[1]``) and the notifiers that are. Routing keys and HMAC
@@ -129,13 +135,18 @@ class RouteMatch(Section):
 
 
 class Route(Section):
-    """Send matching incidents to Telegram chats and to notifiers."""
+    """Send matching incidents to chats (per channel) and to notifiers."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     match: RouteMatch = Field(default_factory=RouteMatch)
+    chats: dict[str, OneOrMany] = Field(
+        default_factory=dict,
+        description="channel (telegram, ...) -> a chat id, or a list of them "
+        "(a channel not named: its default chat)",
+    )
     telegram_chat: OneOrMany | None = Field(
-        default=None, description="a chat id, or a list of them (none: the default chat)"
+        default=None, description="the older spelling of chats: {telegram: ...}"
     )
     notify: list[str] = Field(default_factory=list, description="notifiers, as KIND:NAME")
     continue_: bool = Field(
@@ -144,8 +155,16 @@ class Route(Section):
         description="keep looking at the next routes after this one matched (Alertmanager's)",
     )
 
-    def chats(self) -> list[str]:
-        value = self.telegram_chat
+    def model_post_init(self, _context: object) -> None:
+        """``telegram_chat`` is ``chats: {telegram: ...}`` from here on."""
+        if self.telegram_chat is not None:
+            if "telegram" in self.chats:
+                raise ValueError("give telegram_chat or chats.telegram, not both")
+            self.chats = {"telegram": self.telegram_chat, **self.chats}
+
+    def chats_in(self, channel: str) -> list[str]:
+        """The chats this route names in ``channel`` (none: the channel's default chat)."""
+        value = self.chats.get(channel)
         many = value if isinstance(value, list) else [] if value is None else [value]
         return [str(c) for c in many]
 

@@ -14,6 +14,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from guard.config.chat import check_route_chats
 from guard.config.compose import ComposeSettings
 from guard.config.connections import (
     KubernetesSettings,
@@ -142,6 +143,11 @@ class Settings(BaseSettings):
     @classmethod
     def _public_url(cls, value: str | None) -> str | None:
         return check_public_url(value)
+
+    @model_validator(mode="after")
+    def _route_chats(self) -> Settings:
+        check_route_chats(self)  # every channel section is known now, a subclass's too
+        return self
 
     @model_validator(mode="after")
     def _default_paths(self) -> Settings:

@@ -60,7 +60,7 @@ class Post:
     text: str
     buttons: list[list[tuple[str, str]]] = field(default_factory=list)
     photo: bytes | None = None
-    reply_to: int | None = None
+    reply_to: str | None = None
 
 
 class Markup(Protocol):
@@ -125,16 +125,16 @@ class Channel(Protocol):
         """How this channel renders text."""
         ...
 
-    async def post(self, post: Post) -> int:
-        """Post and return the new message's id."""
+    async def post(self, post: Post) -> str:
+        """Post and return the new message's id (as the channel spells it)."""
         ...
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         """Replace a message's text (a picture's caption) and buttons; the same content again
         is no error."""
         ...
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
         """The id of ``post`` if an interrupted call posted it: a message above ``floor`` (the
         highest id Guard knew before the call) with exactly that content; ``known`` is the
         highest id Guard knows now. None if it is not there."""

@@ -143,27 +143,27 @@ class ConsoleChannel:
         self.db = db
         self.markup = PlainMarkup()
         self._last = 0
-        self._known: set[int] = set()
+        self._known: set[str] = set()
 
     def _write(self, text: str) -> None:
         logger.warning("\n{}", text)
         if self.db is not None:
             record_message(self.db, chat=CHAT, direction="out", author="guard", text=text)
 
-    async def post(self, post: Post) -> int:
+    async def post(self, post: Post) -> str:
         if self.db is not None and not self._last:  # go on from the ids stored before
             with self.db.session() as session:
                 self._last = inbound.top(session, CHAT, post.chat)
         self._last += 1
-        self._known.add(self._last)
+        self._known.add(str(self._last))
         lines = [post.text, *(f"  [{label}]" for row in post.buttons for label, _ in row)]
         self._write("\n".join(lines))
-        return self._last
+        return str(self._last)
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         if message_id not in self._known:
             raise Rejected("message to edit not found")
         self._write(f"(message {message_id} now says:)\n{text}")
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
         return None

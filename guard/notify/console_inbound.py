@@ -30,7 +30,7 @@ def event(line: str, user: str, update_id: int) -> Inbound:
     head = words[0].lower() if words else ""
     common: dict[str, Any] = {"channel": NAME, "update_id": update_id, "chat": CHAT, "user": user}
     if head in ("press", "reply") and len(words) == 3 and words[1].isdigit():
-        message_id = int(words[1])
+        message_id = words[1]
         if head == "press":
             return Inbound(
                 kind="press", message_id=message_id, data=words[2], answer=_say, **common

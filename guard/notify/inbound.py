@@ -53,10 +53,10 @@ class Inbound:
     kind: Literal["press", "text", "command"]
     chat: str | None
     user: int | str | None
-    message_id: int | None = None
+    message_id: str | None = None
     text: str = ""
     data: str = ""
-    reply_to: int | None = None
+    reply_to: str | None = None
     answer: Answer = field(default=_unanswered, compare=False)
 
     @property
@@ -79,7 +79,7 @@ class Handled:
     """An update being handled: stored by ``mark`` in the transaction of its effect."""
 
     def __init__(
-        self, channel: str, update_id: int, chat_id: int | str | None, message_id: int | None
+        self, channel: str, update_id: int, chat_id: int | str | None, message_id: str | None
     ) -> None:
         self.channel = channel
         self.update_id = update_id
@@ -116,28 +116,30 @@ def _key(channel: str, chat_id: str) -> str:
     return f"{channel}.top:{chat_id}"
 
 
-def raise_top(session: Session, channel: str, chat_id: str, message_id: int) -> None:
+def number(message_id: str | None) -> int:
+    """A message id's place in the chat's sequence: the id itself where it is a number
+    (a Bot API's), else 0 (such a channel finds a cut post by its content alone)."""
+    return int(message_id) if message_id and message_id.isdigit() else 0
+
+
+def raise_top(session: Session, channel: str, chat_id: str, message_id: str) -> None:
     """The chat's messages reach ``message_id`` at least."""
     state = get_state(session, _key(channel, chat_id))
-    if int(state.get("message_id", 0)) < message_id:
-        put_state(session, _key(channel, chat_id), {"message_id": message_id})
+    if int(state.get("message_id", 0)) < number(message_id):
+        put_state(session, _key(channel, chat_id), {"message_id": number(message_id)})
 
 
 def top(session: Session, channel: str, chat_id: str) -> int:
-    """The highest message id Guard knows in the chat (0 if none)."""
-    known = [
-        int(get_state(session, _key(channel, chat_id)).get("message_id", 0)),
-        session.exec(
-            select(func.max(ChannelMessage.message_id)).where(
-                ChannelMessage.channel == channel, ChannelMessage.chat_id == chat_id
-            )
-        ).one()
-        or 0,
-        session.exec(
-            select(func.max(InboundUpdate.message_id)).where(
-                InboundUpdate.channel == channel, InboundUpdate.chat_id == chat_id
-            )
-        ).one()
-        or 0,
-    ]
-    return max(int(k) for k in known)
+    """The highest message id Guard knows in the chat (0 if none). Ids are strings: the
+    longest, then the greatest, is the highest number."""
+    known = [int(get_state(session, _key(channel, chat_id)).get("message_id", 0))]
+    for table in (ChannelMessage, InboundUpdate):
+        ids = col(table.message_id)
+        highest = session.exec(
+            select(ids)
+            .where(table.channel == channel, table.chat_id == chat_id, ids.is_not(None))
+            .order_by(func.length(ids).desc(), ids.desc())
+            .limit(1)
+        ).first()
+        known.append(number(highest))
+    return max(known)

@@ -2,9 +2,9 @@
 
 Routes are tried in order; the first that matches takes the incident, unless it says
 ``continue: true``, and then the next matching routes add their chats and notifiers too. A
-matching route that names no chat sends to the default chat (each configured channel's
-``chat_id``; the channels are ``guard.notify.kinds.CHANNELS``). No route matches: the default
-chat, and no pager.
+route names chats per channel (``chats: {<channel>: ...}``); in a channel a matching route does
+not name, it sends to that channel's default chat (its ``chat_id``; the channels are
+``guard.notify.kinds.CHANNELS``). No route matches: each channel's default chat, and no pager.
 
 A route's ``match`` fields all have to match (a list: any of its values):
 - ``severity``: the incident's severity;
@@ -35,10 +35,14 @@ from guard.store.models import Incident
 
 @dataclass(frozen=True)
 class Routed:
-    """Where one incident goes: chat ids (strings) and notifiers (``KIND:NAME``)."""
+    """Where one incident goes: chat ids (strings) per channel, and notifiers (``KIND:NAME``)."""
 
-    chats: list[str] = field(default_factory=list)
+    chats: dict[str, list[str]] = field(default_factory=dict)
     targets: list[str] = field(default_factory=list)
+
+    def chats_in(self, channel: str) -> list[str]:
+        """The chats of ``channel`` the incident goes to."""
+        return self.chats.get(channel, [])
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,9 @@ class Router:
         playbook_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.routes: list[Route] = list(settings.routes)
-        self.default_chats = [str(section(settings, name).chat_id) for name in configured(settings)]
+        self.default_chats = {
+            name: [str(section(settings, name).chat_id)] for name in configured(settings)
+        }
         self.playbook_of = playbook_of or (lambda _monitor_id: None)
 
     def use_books(self, books: Mapping[str, Any]) -> None:
@@ -108,28 +114,31 @@ class Router:
 
     def route(self, incident: Incident, related: Sequence[RelatedSignal] = ()) -> Routed:
         """Where ``incident`` goes: with its ``related`` signals, wherever any would alone."""
-        chats: list[str] = []
+        chats: dict[str, list[str]] = {name: [] for name in self.default_chats}
         targets: list[str] = []
         for facet in facets(incident, related):
             routed = self._route(facet)
-            chats += routed.chats
+            for name, found in routed.chats.items():
+                chats[name] += found
             targets += routed.targets
-        return Routed(list(dict.fromkeys(chats)), list(dict.fromkeys(targets)))
+        unique = {name: list(dict.fromkeys(found)) for name, found in chats.items()}
+        return Routed(unique, list(dict.fromkeys(targets)))
 
     def _route(self, facet: Facet) -> Routed:
-        chats: list[str] = []
+        chats: dict[str, list[str]] = {name: [] for name in self.default_chats}
         targets: list[str] = []
         matched = False
         for r in self.routes:
             if not self.matches(r.match, facet):
                 continue
             matched = True
-            chats += r.chats() or self.default_chats
+            for name, default in self.default_chats.items():
+                chats[name] += r.chats_in(name) or default
             targets += r.notify
             if not r.continue_:
                 break
         if not matched:
-            chats = list(self.default_chats)
+            chats = {name: list(default) for name, default in self.default_chats.items()}
         return Routed(chats, targets)
 
 

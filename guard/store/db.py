@@ -20,7 +20,7 @@ from guard.store import correlation as _correlation  # noqa: F401  (registers th
 from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)
 from guard.store import holds as _holds  # noqa: F401  (registers remedy_hold)
 from guard.store import ladder as _ladder  # noqa: F401  (registers skill_ladder)
-from guard.store import legacy, scrub
+from guard.store import legacy, scrub, stringids
 from guard.store import models as _models
 from guard.store import paging as _paging  # noqa: F401  (registers page_outbox)
 from guard.store import silences as _silences  # noqa: F401  (registers silence)
@@ -65,7 +65,8 @@ class Database:
             event.listen(self.engine, "begin", _begin_immediate)
 
     def create_all(self) -> None:
-        """Create missing tables (Guard's schema is additive), move the rows of an older
+        """Create missing tables (Guard's schema is additive), make an older release's integer
+        message ids strings (once; ``guard.store.stringids``), move the rows of an older
         release's per-channel tables into them (once; ``guard.store.legacy``), and redact rows
         stored in clear by an older Guard (once; see ``guard.store.scrub``)."""
         try:
@@ -75,6 +76,7 @@ class Database:
                     for index in table.indexes:
                         if index.name in _models.LATER_INDEXES:
                             index.create(self.engine, checkfirst=True)
+                stringids.convert(self.engine)
                 legacy.move(self.engine)
                 scrub.migrate(self.engine)
         except SQLAlchemyError as exc:
@@ -82,13 +84,16 @@ class Database:
 
     def schema_current(self) -> bool:
         """Whether ``create_all`` would change nothing: every table and every later index is
-        there, no older per-channel table waits to be moved, and the rows were scrubbed under
+        there, no integer message id waits to become a string, no older per-channel table
+        waits to be moved, and the rows were scrubbed under
         the current rules. Read-only commands then
         skip it (and its lock on Postgres)."""
         try:
             found = inspect(self.engine)
             names = set(found.get_table_names())
             if not set(SQLModel.metadata.tables) <= names or legacy.pending(names):
+                return False
+            if stringids.pending(found):
                 return False
             for table in SQLModel.metadata.sorted_tables:
                 later = {i.name for i in table.indexes if i.name in _models.LATER_INDEXES}

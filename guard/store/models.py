@@ -312,7 +312,7 @@ class ChannelMessage(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     channel: str = Field(index=True)
     chat_id: str
-    message_id: int
+    message_id: str  # the channel's own id for it (a number, Slack's ts, Matrix's $event id)
     incident_id: int | None = Field(default=None, index=True)
     role: str = "text"  # incident (the one with buttons), group, prompt, reply, text, report
     live: bool = False  # its buttons still work
@@ -329,7 +329,7 @@ class MessageGroupMember(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     channel: str = Field(index=True)
     chat_id: str = Field(index=True)
-    message_id: int = Field(index=True)
+    message_id: str = Field(index=True)
     incident_id: int = Field(index=True)
     text: str = Field(default="", sa_column=Column(Text, nullable=False))
     buttons: list[Any] = Field(default_factory=list, sa_column=Column(JSON))
@@ -386,7 +386,7 @@ class InboundUpdate(SQLModel, table=True):
     channel: str = Field(primary_key=True)
     update_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     chat_id: str = Field(default="", index=True)
-    message_id: int | None = None
+    message_id: str | None = None
     at: datetime = now_column(nullable=False, index=True)
 
 

@@ -64,7 +64,7 @@ def test_the_question_is_edited_as_signals_join(tmp_path: Path):
             ChannelMessage(
                 channel="telegram",
                 chat_id="5",
-                message_id=9,
+                message_id="9",
                 incident_id=inc,
                 role="incident",
                 live=True,

@@ -1,5 +1,6 @@
 """A second chat channel, in the test suite only: it keeps every message in a JSON file, so a
-restarted process (or the test) reads what an earlier one posted and edited."""
+restarted process (or the test) reads what an earlier one posted and edited. Its message ids
+are shaped like Slack's (``1733472000.000001``): strings, not numbers."""
 
 from __future__ import annotations
 
@@ -19,25 +20,27 @@ class RecordingChannel:
         self.path = path
         self.markup = PlainMarkup()
 
-    def messages(self) -> dict[int, dict[str, Any]]:
+    def messages(self) -> dict[str, dict[str, Any]]:
         """Every message posted, by id, as it is now (``edits``: how often it was edited)."""
-        found = json.loads(self.path.read_text()) if self.path.exists() else {}
-        return {int(k): v for k, v in found.items()}
+        found: dict[str, dict[str, Any]] = (
+            json.loads(self.path.read_text()) if self.path.exists() else {}
+        )
+        return found
 
-    def _save(self, messages: dict[int, dict[str, Any]]) -> None:
+    def _save(self, messages: dict[str, dict[str, Any]]) -> None:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(messages))
         os.replace(tmp, self.path)  # a kill -9 leaves the old file or the new one
 
-    async def post(self, post: Post) -> int:
+    async def post(self, post: Post) -> str:
         messages = self.messages()
-        message_id = max(messages, default=0) + 1
+        message_id = f"1733472000.{len(messages) + 1:06d}"
         what = {"chat": post.chat, "text": post.text, "buttons": _json(post.buttons)}
         messages[message_id] = {**what, "reply_to": post.reply_to, "edits": 0}
         self._save(messages)
         return message_id
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         messages = self.messages()
         if message_id not in messages or messages[message_id]["chat"] != chat:
             raise Rejected("message to edit not found")
@@ -45,13 +48,11 @@ class RecordingChannel:
         messages[message_id].update(text=text, buttons=_json(buttons), edits=edits)
         self._save(messages)
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
+        """Its ids are no sequence (``floor`` is 0): the post is found by its content."""
         same = (post.chat, post.text, _json(post.buttons))
         found = self.messages().items()
-        return next(
-            (i for i, m in found if i > floor and (m["chat"], m["text"], m["buttons"]) == same),
-            None,
-        )
+        return next((i for i, m in found if (m["chat"], m["text"], m["buttons"]) == same), None)
 
 
 def _json(buttons: Buttons) -> list[Any]:

@@ -90,7 +90,9 @@ class Subject:
                     **extra,
                 )
             )
-            msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == ASKED)).one()
+            msg = s.exec(
+                select(ChannelMessage).where(ChannelMessage.message_id == str(ASKED))
+            ).one()
             msg.approvals = [*msg.approvals, approval_id]
             s.add(msg)
 
@@ -116,10 +118,10 @@ def world(tmp_path: Path, name: str, chat: str, admin: int | str, markup: Markup
             for i in range(3)
         ]
         common: dict[str, Any] = {"channel": name, "chat_id": chat, "live": True}
-        s.add(ChannelMessage(message_id=ASKED, incident_id=ids[0], role="incident", **common))
-        s.add(ChannelMessage(message_id=GROUP, role="group", **common))
+        s.add(ChannelMessage(message_id=str(ASKED), incident_id=ids[0], role="incident", **common))
+        s.add(ChannelMessage(message_id=str(GROUP), role="group", **common))
         for i in ids[1:]:
-            s.add(MessageGroupMember(message_id=GROUP, incident_id=i, text=f"#{i}", **common))
+            s.add(MessageGroupMember(message_id=str(GROUP), incident_id=i, text=f"#{i}", **common))
 
     async def send_report(chat_id: str | None = None, also: Any = None) -> None:
         pass
@@ -247,7 +249,7 @@ async def test_a_reply_that_is_a_fix_queues_it_and_an_ambiguous_one_is_asked_abo
             ChannelMessage(
                 channel=subject.name,
                 chat_id=subject.chat,
-                message_id=99,
+                message_id="99",
                 live=True,
                 approvals=[data for _, data in confirm.buttons[0]],
             )
@@ -325,7 +327,7 @@ async def test_a_press_on_a_proposal_that_changed_runs_only_what_was_shown(
     assert any("the command shown" in a for a in subject.answered())
     subject.button("run-2", "skill", skill="proposal")
     with subject.db.session() as s:  # proposed again: the old button left the message
-        msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == ASKED)).one()
+        msg = s.exec(select(ChannelMessage).where(ChannelMessage.message_id == str(ASKED))).one()
         msg.approvals = [a for a in msg.approvals if a != "run-2"]
         s.add(msg)
     await subject.press(subject.admin, "run-2")

@@ -87,7 +87,7 @@ async def test_the_plug_posts_through_the_bot_api_and_turns_updates_into_events(
             message_id = await channel.post(Post(str(CHAT), "api down", [[("Deny", "d1")]]))
         finally:
             await channel.bot.shutdown()  # type: ignore[attr-defined]
-        assert server.messages[(CHAT, message_id)]["text"] == "api down"
+        assert server.messages[(CHAT, int(message_id))]["text"] == "api down"
         assert plug.markup().code("<x>") == "<code>&lt;x&gt;</code>"
         press = Update.de_json(
             {
@@ -98,7 +98,7 @@ async def test_the_plug_posts_through_the_bot_api_and_turns_updates_into_events(
                     "data": "d1",
                     "from": {"id": ADMIN, "is_bot": False, "first_name": "a"},
                     "message": {
-                        "message_id": message_id,
+                        "message_id": int(message_id),
                         "date": 0,
                         "chat": {"id": CHAT, "type": "group"},
                         "text": "api down",

@@ -48,15 +48,17 @@ def test_the_issue_example_critical_goes_on_with_continue_to_the_service_route()
     router = Router(settings(ISSUE_ROUTES))
     critical_shop = new_incident(severity="critical", details={"service": "shop"})
     routed = router.route(critical_shop)
-    assert routed.chats == ["-1001", "-1002"] and routed.targets == ["pagerduty:primary"]
+    assert routed.chats_in("telegram") == ["-1001", "-1002"] and routed.targets == [
+        "pagerduty:primary"
+    ]
     # a warning on shop: only the service route; not paged
     warning_shop = router.route(new_incident(severity="warning", details={"service": "shop"}))
-    assert warning_shop.chats == ["-1002"] and warning_shop.targets == []
+    assert warning_shop.chats_in("telegram") == ["-1002"] and warning_shop.targets == []
     # critical elsewhere: the first route (continue finds nothing more)
-    assert router.route(new_incident(severity="critical")).chats == ["-1001"]
+    assert router.route(new_incident(severity="critical")).chats_in("telegram") == ["-1001"]
     # nothing matches: the default chat, no pager
     other = router.route(new_incident(severity="warning", details={"service": "blog"}))
-    assert other.chats == ["1001"] and other.targets == []
+    assert other.chats_in("telegram") == ["1001"] and other.targets == []
 
 
 @pytest.mark.unit
@@ -66,9 +68,9 @@ def test_first_match_wins_without_continue() -> None:
         {"match": {"kind": "http_status"}, "telegram_chat": -1003, "notify": ["pagerduty:primary"]},
     ]
     routed = Router(settings(routes)).route(new_incident(severity="critical"))
-    assert routed.chats == ["-1001"] and routed.targets == ["webhook:ops"]
+    assert routed.chats_in("telegram") == ["-1001"] and routed.targets == ["webhook:ops"]
     routed = Router(settings(routes)).route(new_incident(severity="error"))
-    assert routed.chats == ["-1003"] and routed.targets == ["pagerduty:primary"]
+    assert routed.chats_in("telegram") == ["-1003"] and routed.targets == ["pagerduty:primary"]
 
 
 @pytest.mark.unit
@@ -79,7 +81,9 @@ def test_lists_several_chats_and_a_route_without_chat_uses_the_default() -> None
     ]
     router = Router(settings([{**routes[0], "continue": True}, routes[1]]))
     routed = router.route(new_incident(severity="error"))
-    assert routed.chats == ["-1001", "-1004", "1001"] and routed.targets == ["webhook:ops"]
+    assert routed.chats_in("telegram") == ["-1001", "-1004", "1001"] and routed.targets == [
+        "webhook:ops"
+    ]
 
 
 @pytest.mark.unit
@@ -94,10 +98,10 @@ def test_playbook_and_labels_match() -> None:
     router = Router(settings(routes))
     books = {"pg": SimpleNamespace(name="databases"), "web": SimpleNamespace(name="web")}
     router.use_books(books)
-    assert router.route(new_incident(monitor_id="pg")).chats == ["-2001"]
-    assert router.route(new_incident(monitor_id="web")).chats == ["1001"]
+    assert router.route(new_incident(monitor_id="pg")).chats_in("telegram") == ["-2001"]
+    assert router.route(new_incident(monitor_id="web")).chats_in("telegram") == ["1001"]
     books["web"] = SimpleNamespace(name="databases")  # a reload changed the map in place
-    assert router.route(new_incident(monitor_id="web")).chats == ["-2001"]
+    assert router.route(new_incident(monitor_id="web")).chats_in("telegram") == ["-2001"]
     # an Alertmanager alert received by an intake source keeps its labels under details.alert
     alert = new_incident(
         monitor_id="intake:am",
@@ -160,6 +164,12 @@ def test_an_unknown_notifier_is_an_error_naming_the_field_and_the_known_ones(
             "routes[0].match.sevrity",
             "unknown field",
         ),
+        ({"routes": [{}, {"chats": {"slak": "C1"}}]}, "routes[1].chats.slak", "not a chat channel"),
+        (
+            {"routes": [{"telegram_chat": -1, "chats": {"telegram": -2}}]},
+            "routes[0]",
+            "give telegram_chat or chats.telegram, not both",
+        ),
         (
             {
                 "notifiers": {
@@ -203,7 +213,7 @@ def test_an_incident_goes_wherever_each_of_its_related_signals_would_alone() -> 
     ]
     router = Router(settings(routes))
     root = new_incident(severity="warning", kind="bad_input", details={"service": "shop"})
-    assert router.route(root) == Routed(["-1009"], [])
+    assert router.route(root) == Routed({"telegram": ["-1009"]}, [])
     http = related_row(1, "shop-http", "http://shop/", service="shop")
     alert = RelatedSignal.model_validate(
         http.model_dump()
@@ -211,5 +221,56 @@ def test_an_incident_goes_wherever_each_of_its_related_signals_would_alone() -> 
     )
     routed = router.route(root, [http, alert])
     # a route without a chat names the default one (the HTTP check's first, the alert's)
-    assert routed.chats == ["-1009", "1001", "-1001"]
+    assert routed.chats_in("telegram") == ["-1009", "1001", "-1001"]
     assert routed.targets == ["pagerduty:db-team", "pagerduty:primary", "webhook:ops"]
+
+
+@pytest.mark.unit
+def test_routes_name_chats_per_channel_and_telegram_chat_means_chats_telegram() -> None:
+    old = Router(settings(ISSUE_ROUTES))
+    new_routes = [
+        {k: v for k, v in r.items() if k != "telegram_chat"}
+        | {"chats": {"telegram": r["telegram_chat"]}}
+        for r in ISSUE_ROUTES
+    ]
+    new = Router(settings(new_routes))
+    for incident in (
+        new_incident(severity="critical", details={"service": "shop"}),
+        new_incident(severity="warning", details={"service": "shop"}),
+        new_incident(severity="warning"),
+    ):
+        assert old.route(incident) == new.route(incident)
+    routed = new.route(new_incident(severity="critical", details={"service": "shop"}))
+    assert routed.chats == {"telegram": ["-1001", "-1002"]}
+    assert routed.chats_in("telegram") == ["-1001", "-1002"] and routed.chats_in("slack") == []
+
+
+@pytest.mark.unit
+def test_a_route_resolves_its_chat_for_each_channel_and_a_channel_it_does_not_name_gets_its_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two channels configured (the second one the test suite's): each gets the chats the
+    route names for it, or its own default chat."""
+    from guard.config.chat import ChatSection
+    from guard.notify import kinds
+
+    class Room(ChatSection):
+        pass
+
+    class TwoChannels(Settings):
+        room: Room = Room(chat_id="ops-room")
+
+    monkeypatch.setitem(kinds.CHANNELS, "room", kinds.ChannelKind(Room, "tests.notify"))
+    routes = [
+        {"match": {"service": "shop"}, "chats": {"telegram": -1002, "room": ["shop", "ops"]}},
+        {"match": {"severity": "critical"}, "chats": {"room": "oncall"}},
+    ]
+    router = Router(TwoChannels(telegram={"bot_token": "1:x", "chat_id": 1001}, routes=routes))
+    shop = router.route(new_incident(details={"service": "shop"}))
+    assert shop.chats == {"telegram": ["-1002"], "room": ["shop", "ops"]}
+    critical = router.route(new_incident(severity="critical"))
+    assert critical.chats == {"telegram": ["1001"], "room": ["oncall"]}
+    other = router.route(new_incident(severity="warning"))
+    assert other.chats == {"telegram": ["1001"], "room": ["ops-room"]}
+    with pytest.raises(ValueError, match=r"routes\[0\]\.chats\.rooom"):
+        TwoChannels(routes=[{"chats": {"rooom": "x"}}])

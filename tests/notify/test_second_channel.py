@@ -127,12 +127,13 @@ async def test_announcements_are_grouped_and_edited_on_the_second_channel(
     await notifier.update(IncidentUpdate(ids[1], "down", "resolved", "healed by web-fix"))
     await deliver(db, channel)
     messages = channel.messages()
-    assert messages[1]["edits"] == 1 and messages[1]["buttons"] == []  # its question is over
-    assert "Resolved" in messages[1]["text"]
-    assert messages[3]["reply_to"] == 1 and "healed by web-fix" in messages[3]["text"]
-    assert messages[2]["edits"] == 1  # the group's line for the second incident says how
-    assert f"#{ids[1]} (closed)" in messages[2]["text"]
-    assert [d for row in messages[2]["buttons"] for _, d in row if d.startswith("a")] == [
+    one, two, three = messages  # the first, the group, the reply: ids such as Slack's
+    assert messages[one]["edits"] == 1 and messages[one]["buttons"] == []  # its question is over
+    assert "Resolved" in messages[one]["text"]
+    assert messages[three]["reply_to"] == one and "healed by web-fix" in messages[three]["text"]
+    assert messages[two]["edits"] == 1  # the group's line for the second incident says how
+    assert f"#{ids[1]} (closed)" in messages[two]["text"]
+    assert [d for row in messages[two]["buttons"] for _, d in row if d.startswith("a")] == [
         f"a{ids[2]:021d}"
     ]
     assert len(messages) == 3  # a grouped incident's outcome is its line, not a new post

@@ -18,8 +18,10 @@ import asyncio
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from telegram import Bot
 
@@ -86,8 +88,19 @@ async def flows(url: str, server: TelegramServer) -> None:
         append(s, actor="guard", action="incident.opened", subject=f"incident:{ids[0]}")
     bot = Bot(TOKEN, base_url=server.url + "/bot")
     await bot.initialize()
-    worker = OutboxWorker(bot, db, group_wait=5.0)
-    # one incident announced on its own, then edited (its question closed)
+    await conversation(db, OutboxWorker(bot, db, group_wait=5.0), outbox, ids)
+    # updates handled (a human's message; a press)
+    for update_id, message_id in ((500, server.say(42, "hi", chat_id=CHAT)), (501, None)):
+        with db.session() as s:
+            updates.Handled(update_id, CHAT, message_id).mark(s)  # type: ignore[attr-defined]
+    cut_short(db, outbox, inflight, ids)
+    await bot.shutdown()
+    db.dispose()
+
+
+async def conversation(db: Any, worker: Any, outbox: Any, ids: list[int]) -> None:
+    """One incident announced on its own, then edited (its question closed); two announcements
+    that go out as one grouped message."""
     outbox.enqueue(
         db,
         method="send",
@@ -100,7 +113,6 @@ async def flows(url: str, server: TelegramServer) -> None:
     await worker._deliver(outbox.pending(db)[0])
     outbox.close_question(db, chat_id=CHAT, incident_id=ids[0], text="<b>#1</b> healed")
     await worker._deliver(outbox.pending(db)[0])
-    # two announcements that go out as one grouped message
     for i in ids[1:3]:
         outbox.enqueue(
             db,
@@ -112,17 +124,15 @@ async def flows(url: str, server: TelegramServer) -> None:
             role="incident",
         )
     await worker.delivery.deliver_group(outbox.pending(db))
-    # updates handled (a human's message; a press)
-    for update_id, message_id in ((500, server.say(42, "hi", chat_id=CHAT)), (501, None)):
-        with db.session() as s:
-            updates.Handled(update_id, CHAT, message_id).mark(s)  # type: ignore[attr-defined]
-    # a send cut short: in flight, posted, its id never stored
+
+
+def cut_short(db: Any, outbox: Any, inflight: Any, ids: list[int]) -> None:
+    """A send cut short (in flight, posted, its id never stored), and rows nobody sent yet."""
     outbox.enqueue(
         db, method="send", chat_id=CHAT, text=IN_FLIGHT_TEXT, incident_id=ids[3], role="text"
     )
     row = outbox.pending(db)[0]
     inflight.begin(db, [row], "send", row.text, [])
-    # and rows nobody sent yet
     for text in PENDING_TEXTS:
         outbox.enqueue(
             db,
@@ -133,11 +143,13 @@ async def flows(url: str, server: TelegramServer) -> None:
             role="reply",
             reply_to_incident=True,
         )
-    await bot.shutdown()
-    db.dispose()
 
 
-def main(out: Path) -> None:
+Flows = Callable[[str, TelegramServer], Coroutine[Any, Any, None]]
+
+
+def main(out: Path, flows: Flows = flows) -> None:
+    """Run ``flows`` into a fresh SQLite file and write it to ``out`` as SQL text."""
     server = TelegramServer(TOKEN).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:

@@ -5,13 +5,11 @@ pending exactly once."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import DateTime, LargeBinary, MetaData, inspect
-from sqlalchemy import create_engine as sa_engine
+from sqlalchemy import inspect
 from sqlmodel import col, select
 
 from guard.store.db import Database, open_database
@@ -27,14 +25,11 @@ from guard.store.models import (
     OutboxMessage,
     OutboxStatus,
 )
-from tests.conftest import GuardHome
-from tests.fakes.postgres import fresh_database
 from tests.fakes.telegram import TelegramServer
-from tests.helpers.agent import running_guard, wait_for
-from tests.helpers.telegram import CHAT, configure
-from tests.telegram.test_telegram_limits import call
+from tests.helpers.release_db import DATA, load, on_postgres, run_pending_once
+from tests.helpers.telegram import CHAT
 
-DUMP = Path(__file__).parent / "data" / "release-dbf7ca5.sql"
+DUMP = DATA / "release-dbf7ca5.sql"
 OLD = {f"telegram_{t}" for t in ("outbox", "message", "group_member", "in_flight", "update")}
 PENDING = [
     "in flight when the release died",
@@ -44,10 +39,7 @@ PENDING = [
 
 
 def release_db(path: Path) -> str:
-    conn = sqlite3.connect(path)
-    conn.executescript(DUMP.read_text())
-    conn.close()
-    return f"sqlite:///{path}"
+    return load(DUMP, path)
 
 
 def rows(db: Database, table: Any) -> list[Any]:
@@ -68,14 +60,14 @@ def assert_everything_arrived(db: Database) -> None:
     assert [r.text for r in outbox[4:]] == PENDING
     messages = sorted(rows(db, ChannelMessage), key=lambda m: m.id)
     assert [(m.channel, m.chat_id, m.message_id, m.role, m.live) for m in messages] == [
-        ("telegram", str(CHAT), 1, "incident", False),
-        ("telegram", str(CHAT), 2, "group", True),
+        ("telegram", str(CHAT), "1", "incident", False),
+        ("telegram", str(CHAT), "2", "group", True),
     ]
     assert messages[0].approvals == ["a1", "d1"] and messages[1].approvals == ["d2", "d3"]
     members = rows(db, MessageGroupMember)
     assert sorted((m.channel, m.message_id, m.incident_id) for m in members) == [
-        ("telegram", 2, 2),
-        ("telegram", 2, 3),
+        ("telegram", "2", 2),
+        ("telegram", "2", 3),
     ]
     [flight] = rows(db, InFlight)
     assert (flight.channel, flight.outbox_ids, flight.floor) == ("telegram", [5], 2)
@@ -105,51 +97,18 @@ def test_a_release_database_is_upgraded_in_place_once(tmp_path: Path) -> None:
 def test_guard_run_on_a_release_database_delivers_what_was_pending_once(
     tmp_path: Path, tg: TelegramServer
 ) -> None:
-    for text in ("before the upgrade 1", "before the upgrade 2"):  # ids 1 and 2 were taken
-        call(tg, "sendMessage", chat_id=CHAT, text=text)
-    home = GuardHome(tmp_path)
-    url = release_db(tmp_path / "release.db")
-    configure(home, tg, database_url=url)
-    with running_guard(home):
-        wait_for(lambda: all(tg.bot_messages(text) for text in PENDING), 60, "the pending messages")
-        db = open_database(url)
-        wait_for(
-            lambda: not [r for r in rows(db, OutboxMessage) if r.status != OutboxStatus.sent],
-            30,
-            "the outbox to settle",
-        )
-    for text in PENDING:
-        posted = [c for c in tg.sent("sendMessage") if c["params"].get("text") == text]
-        assert len(posted) == 1, (text, posted)
-    texts = [c["params"].get("text") for c in tg.sent("sendMessage")]
-    assert len(texts) == len(set(texts)), texts  # nothing at all posted twice
+    db = run_pending_once(DUMP, tmp_path, tg, PENDING)
     with db.session() as s:  # each stored once, with the id Telegram gave it
         ids = s.exec(select(ChannelMessage.message_id).where(col(ChannelMessage.id) > 2)).all()
-    assert len(ids) == len(set(ids)) and min(ids) == 3
+    assert len(ids) == len(set(ids)) and min(int(i) for i in ids) == 3
 
 
 def test_a_release_database_on_postgres_is_upgraded_in_place(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    """The same tables and rows on PostgreSQL (copied from the release's SQLite file with
-    their reflected types): moved with their ids, and the id sequences follow."""
-    source = sa_engine(release_db(tmp_path / "guard.db"))
-    target = sa_engine(fresh_database(postgres_url))
-    old = MetaData()
-    old.reflect(source)
-    for table in old.sorted_tables:  # SQLite's names for what Postgres calls otherwise
-        for column in table.columns:
-            if isinstance(column.type, DateTime):
-                column.type = DateTime(timezone=True)
-            elif isinstance(column.type, LargeBinary):
-                column.type = LargeBinary()
-    old.create_all(target)
-    with source.connect() as src, target.begin() as dst:
-        for table in old.sorted_tables:
-            found = [dict(r._mapping) for r in src.execute(table.select())]
-            if found:
-                dst.execute(table.insert(), found)
-    db = open_database(str(target.url.render_as_string(hide_password=False)))
+    """The same tables and rows on PostgreSQL: moved with their ids, and the id sequences
+    follow."""
+    db = open_database(on_postgres(DUMP, tmp_path, postgres_url))
     assert_everything_arrived(db)
     assert db.schema_current()
     with db.session() as s:

@@ -121,7 +121,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             ChannelMessage(
                 channel="telegram",
                 chat_id=str(CHAT),
-                message_id=INCIDENT_MESSAGE,
+                message_id=str(INCIDENT_MESSAGE),
                 incident_id=inc.id,
                 role="incident",
                 live=True,

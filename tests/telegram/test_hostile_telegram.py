@@ -69,7 +69,7 @@ async def test_a_chatty_reply_is_asked_about_not_run(world: World) -> None:
             ChannelMessage(
                 channel="telegram",
                 chat_id=str(CHAT),
-                message_id=500,
+                message_id="500",
                 incident_id=world.incident_id,
                 role="confirm",
                 live=True,

@@ -62,7 +62,7 @@ def asked(db: Database, state: str = "awaiting_human") -> tuple[int, int, list[s
         msg = ChannelMessage(
             channel="telegram",
             chat_id=CHAT,
-            message_id=500 + inc.id,
+            message_id=str(500 + inc.id),
             incident_id=inc.id,
             role="incident",
             live=True,
@@ -102,7 +102,7 @@ def set_state(db: Database, incident_id: int, state: str) -> None:
 def test_a_press_is_not_closed_again_as_expired(db: Database) -> None:
     inc, _, ids = asked(db)
     auth = Authoriser(TelegramSettings(allowed_user_ids=[ADMIN]), db)
-    claimed = auth.claim(ids[2], ADMIN, CHAT, 500 + inc)
+    claimed = auth.claim(ids[2], ADMIN, CHAT, str(500 + inc))
     assert isinstance(claimed, Approval) and claimed.kind == "mute"
     # the sync runs between the press and the handler queueing its own closing edit: all the
     # approvals are spent now, which used to read as "nobody answered in time"
@@ -113,7 +113,7 @@ def test_a_press_is_not_closed_again_as_expired(db: Database) -> None:
     sync(db).once()
     assert [e.text for e in edits(db)] == ["Muted by telegram:42"]
     # and a second press is still told who answered
-    again: Any = auth.claim(ids[0], ADMIN, CHAT, 500 + inc)
+    again: Any = auth.claim(ids[0], ADMIN, CHAT, str(500 + inc))
     assert "already answered" in again.reason
 
 

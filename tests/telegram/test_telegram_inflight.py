@@ -126,7 +126,7 @@ async def crash_during(
     return row
 
 
-def state(db: Database, row: OutboxMessage) -> tuple[OutboxStatus, list[int], int]:
+def state(db: Database, row: OutboxMessage) -> tuple[OutboxStatus, list[str], int]:
     with db.session() as s:
         fresh = s.get(OutboxMessage, row.id)
         assert fresh is not None
@@ -146,7 +146,7 @@ async def test_a_send_telegram_took_before_guard_died_is_adopted_not_posted_agai
 
     assert len(tg.sent("sendMessage")) == posts  # nothing posted again
     assert len(tg.bot_messages("Incident #1")) == 1
-    assert state(db, row) == (OutboxStatus.sent, [1, 3], 0)
+    assert state(db, row) == (OutboxStatus.sent, ["1", "3"], 0)
     probes = [int(c["params"]["message_id"]) for c in tg.sent("editMessageText")]
     assert probes == [2, 3]  # the human's message (can't be edited), then Guard's own
     # a reply to it now reaches its incident: the id is stored
@@ -161,7 +161,7 @@ async def test_a_send_that_never_reached_telegram_is_sent_once_after_a_bounded_p
     await OutboxWorker(bot, db).recover()
 
     assert len(tg.bot_messages("Incident #1")) == 1
-    assert state(db, row) == (OutboxStatus.sent, [1, 3], 0)
+    assert state(db, row) == (OutboxStatus.sent, ["1", "3"], 0)
     probes = [int(c["params"]["message_id"]) for c in tg.sent("editMessageText")]
     assert probes == list(range(2, 3 + inflight.MISSES))  # stops after MISSES not found
 
@@ -171,7 +171,7 @@ async def test_a_chart_in_flight_is_found_by_its_caption(tg, bot, db):
     row = await crash_during(db, bot, posted=True, photo=True)
     await OutboxWorker(bot, db).recover()
     assert len([m for m in tg.bot_messages() if "photo" in m]) == 1
-    assert state(db, row) == (OutboxStatus.sent, [1, 2], 0)
+    assert state(db, row) == (OutboxStatus.sent, ["1", "2"], 0)
     assert [int(c["params"]["message_id"]) for c in tg.sent("editMessageCaption")] == [2]
 
 
@@ -204,7 +204,7 @@ async def test_a_grouped_announcement_in_flight_is_adopted_for_all_its_incidents
         MessageGroupMember(
             channel="telegram",
             chat_id=str(CHAT),
-            message_id=0,
+            message_id="",
             incident_id=r.incident_id,
             text=grouping.member_line(None, r.incident_id),
             buttons=grouping.labelled(r.incident_id, r.buttons),
@@ -223,4 +223,4 @@ async def test_a_grouped_announcement_in_flight_is_adopted_for_all_its_incidents
     with db.session() as s:
         group = s.exec(select(ChannelMessage).where(ChannelMessage.role == "group")).one()
         stored = s.exec(select(MessageGroupMember)).all()
-    assert group.message_id == 2 and [m.message_id for m in stored] == [2, 2]
+    assert group.message_id == "2" and [m.message_id for m in stored] == ["2", "2"]

@@ -124,7 +124,7 @@ def test_a_group_too_long_for_one_message_still_names_every_incident() -> None:
         MessageGroupMember(
             channel="telegram",
             chat_id="1",
-            message_id=0,
+            message_id="",
             incident_id=i,
             text=f"<b>#{i}</b> [error] api error on /var/log/app.log: <code>{'x' * 250}</code>",
             buttons=[],

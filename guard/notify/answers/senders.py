@@ -101,7 +101,7 @@ class Authoriser:
             )
         return Refusal(reason)
 
-    def message_for(self, chat_id: int | str, message_id: int) -> ChannelMessage | None:
+    def message_for(self, chat_id: int | str, message_id: str) -> ChannelMessage | None:
         with self.db.session() as session:
             return _message_in(session, self.channel, chat_id, message_id)
 
@@ -114,7 +114,7 @@ class Authoriser:
         data: str,
         user_id: UserId | None,
         chat_id: int | str | None,
-        message_id: int | None,
+        message_id: str | None,
     ) -> Approval | Refused:
         """Spend the approval behind a button press, or say why the press is refused (the gate
         first: a refused sender is audited once a window, and nothing is looked at further)."""
@@ -134,7 +134,7 @@ class Authoriser:
         data: str,
         user_id: UserId,
         chat_id: int | str | None,
-        message_id: int | None,
+        message_id: str | None,
     ) -> Approval | Refused:
         """``claim`` for an authorised sender, in the caller's transaction (the gateway queues
         the press's command in the same one)."""
@@ -145,7 +145,7 @@ class Authoriser:
 
 
 def _message_in(
-    session: Session, channel: str, chat_id: int | str, message_id: int
+    session: Session, channel: str, chat_id: int | str, message_id: str
 ) -> ChannelMessage | None:
     return session.exec(
         select(ChannelMessage).where(

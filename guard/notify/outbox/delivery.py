@@ -29,7 +29,7 @@ from guard.store.models import (
     OutboxStatus,
 )
 
-PostOnce = Callable[[list[OutboxMessage], Post], Awaitable[int]]
+PostOnce = Callable[[list[OutboxMessage], Post], Awaitable[str]]
 """Posts one message for rows and returns its id, at most once (the worker's)."""
 
 
@@ -94,7 +94,7 @@ class Delivery:
                 MessageGroupMember(
                     channel=name,
                     chat_id=chat,
-                    message_id=0,
+                    message_id="",  # set once posted
                     incident_id=r.incident_id,
                     text=member_text(
                         markup.member_line(session.get(Incident, r.incident_id), r.incident_id),

@@ -80,7 +80,7 @@ def live_buttons(members: list[MessageGroupMember]) -> Buttons:
 
 
 def members_of(
-    session: Session, channel: str, chat_id: str, message_id: int
+    session: Session, channel: str, chat_id: str, message_id: str
 ) -> list[MessageGroupMember]:
     return list(
         session.exec(

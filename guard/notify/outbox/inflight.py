@@ -63,7 +63,7 @@ def begin(
     return record
 
 
-def settle(session: Session, rows: list[OutboxMessage], message_id: int) -> None:
+def settle(session: Session, rows: list[OutboxMessage], message_id: str) -> None:
     """In the transaction that stores the message id: the post is over."""
     if rows:
         channel, chat = rows[0].channel, rows[0].chat_id

@@ -169,7 +169,7 @@ class OutboxWorker:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), seconds)
 
-    async def _post(self, rows: list[OutboxMessage], post: Post) -> int:
+    async def _post(self, rows: list[OutboxMessage], post: Post) -> str:
         """Post one message for ``rows`` and return its id, at most once: a post left in
         flight (Guard died after the call, or the call timed out) is looked for first."""
         row = rows[0]

@@ -78,9 +78,9 @@ class TelegramChannel:
         self.bot = bot
         self.markup = HtmlMarkup()
 
-    async def post(self, post: Post) -> int:
+    async def post(self, post: Post) -> str:
         reply = (
-            ReplyParameters(post.reply_to, allow_sending_without_reply=True)
+            ReplyParameters(int(post.reply_to), allow_sending_without_reply=True)
             if post.reply_to is not None
             else None
         )
@@ -103,15 +103,15 @@ class TelegramChannel:
                     reply_markup=markup(post.buttons),
                     reply_parameters=reply,
                 )
-        return msg.message_id
+        return str(msg.message_id)  # Telegram's ids are numbers; Guard's are strings
 
-    async def edit(self, chat: str, message_id: int, text: str, buttons: Buttons) -> None:
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Buttons) -> None:
         with errors():
             try:
                 await self.bot.edit_message_text(
                     text,
                     chat_id=chat,
-                    message_id=message_id,
+                    message_id=int(message_id),
                     parse_mode=ParseMode.HTML,
                     reply_markup=markup(buttons),
                 )
@@ -119,7 +119,7 @@ class TelegramChannel:
                 if "not modified" not in str(exc).lower():
                     raise
 
-    async def find(self, post: Post, floor: int, known: int) -> int | None:
+    async def find(self, post: Post, floor: int, known: int) -> str | None:
         misses = 0
         keyboard = markup(post.buttons)
         for message_id in range(floor + 1, floor + 1 + LIMIT):
@@ -129,7 +129,7 @@ class TelegramChannel:
                 except BadRequest as exc:
                     why = str(exc).lower()
                     if "not modified" in why:
-                        return message_id
+                        return str(message_id)
                     if "not found" in why and message_id > known:
                         misses += 1
                         if misses >= MISSES:
@@ -140,7 +140,7 @@ class TelegramChannel:
             # Accepted: a message of the bot's with other content above the floor, which cannot
             # be (every sent id raises the floor). It shows this content now: adopt it.
             logger.warning("telegram: probing edited message {}; adopting it", message_id)
-            return message_id
+            return str(message_id)
         return None
 
     async def _same(

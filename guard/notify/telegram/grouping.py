@@ -37,7 +37,7 @@ def offers_command(row: OutboxMessage) -> bool:
     return core.offers_command(row, RUN_COMMAND)
 
 
-def members_of(session: Session, chat_id: str, message_id: int) -> list[MessageGroupMember]:
+def members_of(session: Session, chat_id: str, message_id: str) -> list[MessageGroupMember]:
     return core.members_of(session, NAME, chat_id, message_id)
 
 

@@ -15,7 +15,7 @@ from guard.store.models import InFlight
 __all__ = ["LIMIT", "MISSES", "begin", "drop", "find", "markup", "probe", "settle"]
 
 
-async def probe(bot: Bot, db: Database, record: InFlight) -> int | None:
+async def probe(bot: Bot, db: Database, record: InFlight) -> str | None:
     """The id of the message ``record`` posted, if Telegram has it; else None."""
     photo = b"" if record.method == "photo" else None
     post = Post(record.chat_id, record.text, record.buttons, photo)

@@ -26,6 +26,6 @@ class TelegramNotifier(ChannelNotifier):
                 return []
             with db.session() as session:
                 related = related_of(session, incident.id)
-            return router.route(incident, related).chats
+            return router.route(incident, related).chats_in(NAME)
 
         super().__init__(db, NAME, settings.telegram.chat_id, HtmlMarkup(), chats_for)

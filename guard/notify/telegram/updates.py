@@ -31,7 +31,7 @@ def event(update: Update) -> Inbound:
             kind="press",
             chat=str(pressed.chat.id) if pressed is not None else None,
             user=q.from_user.id,
-            message_id=pressed.message_id if pressed is not None else None,
+            message_id=_id(pressed.message_id if pressed is not None else None),
             data=q.data or "",
             answer=answer,
         )
@@ -47,7 +47,12 @@ def event(update: Update) -> Inbound:
         kind="command" if command else "text",
         chat=str(chat.id) if chat is not None else None,
         user=user.id if user is not None else None,
-        message_id=msg.message_id if msg is not None else None,
+        message_id=_id(msg.message_id if msg is not None else None),
         text=(msg.text or "") if msg is not None else "",
-        reply_to=quoted.message_id if quoted is not None else None,
+        reply_to=_id(quoted.message_id if quoted is not None else None),
     )
+
+
+def _id(message_id: int | None) -> str | None:
+    """Telegram's message ids are numbers; Guard's are strings."""
+    return None if message_id is None else str(message_id)
