@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
-from guard.config.validators import INSECURE_HELP, Section, refuse_cleartext
+from guard.config.chat import ChatSection
+from guard.config.validators import INSECURE_HELP, refuse_cleartext
 from guard.domain.durations import Duration
 
 USER_ID = re.compile(r"@[^:\s]+:\S+")
 ROOM_ID = re.compile(r"![^:\s]+(:\S+)?")  # room version 12 ids have no server part
 
 
-class MatrixSettings(Section):
+class MatrixSettings(ChatSection):
     # before homeserver: its check reads them
     access_token: SecretStr | None = Field(
         default=None, description="the bot user's access token (GUARD_MATRIX__ACCESS_TOKEN)"
@@ -60,10 +61,13 @@ class MatrixSettings(Section):
             )
         return value
 
-    @property
-    def chat_id(self) -> str | None:
-        """The room, as every channel section names its default chat."""
-        return self.room_id
+    @model_validator(mode="after")
+    def _room_is_the_chat(self) -> MatrixSettings:
+        """``room_id`` is the channel's default chat (``chat_id``, as every channel names it)."""
+        if self.room_id is None and self.chat_id is not None:
+            self.room_id = str(self.chat_id)
+        self.chat_id = self.room_id
+        return self
 
     @property
     def configured(self) -> bool:

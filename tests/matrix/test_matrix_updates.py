@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guard.notify.matrix import buttons as kb
-from guard.notify.matrix.updates import MatrixUpdate, event
+from guard.notify.matrix.updates import MatrixUpdate, event, update_number
 from tests.matrix.subject import BOT, OPS, ROOM, room_event
 
 pytestmark = pytest.mark.unit
@@ -24,7 +24,7 @@ def test_a_reaction_presses_the_button_of_its_key_and_any_other_is_talk() -> Non
         "a1",
         "$q",
         OPS,
-        "$e1",
+        update_number("$e1"),
     )
     other = room_event("press", 2, OPS, "", "$q")
     other["content"]["m.relates_to"]["key"] = "👍"

@@ -12,6 +12,8 @@ room (``ChannelRunner``).
   the message and the gate still decide (``Answers``).
 - A press is answered at once with a notice in reply to the pressed message (Matrix has no
   toast); it is not a row of the outbox, as Telegram's ``answerCallbackQuery`` is not.
+- A room per route: the bot joins its default room and every room ``routes[].chats.matrix``
+  names, and answers in the room an event came from.
 - The homeserver unreachable at start is not an error: the gateway retries in the background
   while monitoring goes on, and the outbox fills up meanwhile.
 
@@ -52,6 +54,7 @@ from guard.notify.matrix.markup import MatrixMarkup
 from guard.notify.matrix.notifier import MatrixNotifier
 from guard.notify.matrix.updates import MatrixUpdate, event, target
 from guard.notify.outbox import queue
+from guard.notify.routing import Router
 from guard.notify.runner import ChannelRunner
 from guard.notify.running_gate import gate_from_settings
 from guard.ports.running import HealthSource
@@ -83,8 +86,10 @@ class MatrixGateway:
         self.db = db
         self.runtime = runtime
         self.chat_id = mx.room_id
+        routed = [room for route in settings.routes for room in route.chats_in(NAME)]
+        self.rooms = list(dict.fromkeys([mx.room_id, *routed]))
         self.auth = senders.Authoriser(NAME, db, gate_from_settings(settings, db))
-        self.notifier: ChannelNotifier = MatrixNotifier(settings, db)
+        self.notifier: ChannelNotifier = MatrixNotifier(settings, db, Router(settings))
         self.client = client(settings)
         self.answers = Answers(self, NAME, MatrixMarkup())
         self.stopping = asyncio.Event()
@@ -94,13 +99,13 @@ class MatrixGateway:
 
     @property
     def filter(self) -> dict[str, Any]:
-        """Only the room's messages and reactions."""
+        """Only the rooms' messages and reactions."""
         none: dict[str, Any] = {"types": []}
         return {
             "presence": none,
             "account_data": none,
             "room": {
-                "rooms": [self.chat_id],
+                "rooms": self.rooms,
                 "timeline": {"types": TYPES, "limit": 100},
                 "state": none,
                 "ephemeral": none,
@@ -135,25 +140,8 @@ class MatrixGateway:
             await asyncio.wait_for(self.stopping.wait(), seconds)
 
     async def _connect(self) -> None:
-        delay = 1.0
-        while not self.stopping.is_set():
-            try:
-                async with errors():
-                    joined = await self.client.join(self.chat_id)
-                if isinstance(joined, JoinResponse):
-                    break
-                why = f"{getattr(joined, 'status_code', '')}: {getattr(joined, 'message', '')}"
-            except Exception as exc:
-                why = str(exc)
-            logger.warning(
-                "matrix: cannot join {} yet ({}); retrying in {:g}s (invite {} to the room)",
-                self.chat_id,
-                why,
-                delay,
-                self.client.user_id,
-            )
-            await self._wait(delay)
-            delay = min(delay * 2, 30.0)
+        for room in self.rooms:
+            await self._join(room)
         if self.stopping.is_set():
             return
         runner = ChannelRunner(
@@ -166,8 +154,32 @@ class MatrixGateway:
         runner.run(self.stopping)
         self._tasks.append(asyncio.create_task(runner.wait(), name="matrix:channel"))
         self.ready.set()
-        logger.info("matrix gateway connected as {} in {}", self.client.user_id, self.chat_id)
+        logger.info(
+            "matrix gateway connected as {} in {}", self.client.user_id, ", ".join(self.rooms)
+        )
         await self._sync_forever()
+
+    async def _join(self, room: str) -> None:
+        """Join ``room``, retrying until the bot is invited (or Guard stops)."""
+        delay = 1.0
+        while not self.stopping.is_set():
+            try:
+                async with errors():
+                    joined = await self.client.join(room)
+                if isinstance(joined, JoinResponse):
+                    return
+                why = f"{getattr(joined, 'status_code', '')}: {getattr(joined, 'message', '')}"
+            except Exception as exc:
+                why = str(exc)
+            logger.warning(
+                "matrix: cannot join {} yet ({}); retrying in {:g}s (invite {} to the room)",
+                room,
+                why,
+                delay,
+                self.client.user_id,
+            )
+            await self._wait(delay)
+            delay = min(delay * 2, 30.0)
 
     def _since(self) -> str | None:
         with self.db.session() as session:
@@ -199,21 +211,22 @@ class MatrixGateway:
                 continue
             delay = 1.0
             if since is not None:  # the first sync only takes the position
-                room = got.rooms.join.get(self.chat_id)
-                for ev in room.timeline.events if room is not None else []:
-                    await self._handle(ev.source)
+                for room_id, room in got.rooms.join.items():
+                    if room_id in self.rooms:
+                        for ev in room.timeline.events:
+                            await self._handle(room_id, ev.source)
             since = got.next_batch
             await asyncio.to_thread(self._store, since)
 
-    async def _handle(self, source: dict[str, Any]) -> None:
+    async def _handle(self, room: str, source: dict[str, Any]) -> None:
         try:
             on = target(source)
-            shown = await self._buttons(on) if on is not None else []
+            shown = await self._buttons(room, on) if on is not None else []
 
             async def answer(text: str, alert: bool) -> None:
-                await self._answer(on, text)
+                await self._answer(room, on, text)
 
-            update = MatrixUpdate(self.chat_id, source, str(self.client.user_id), shown, answer)
+            update = MatrixUpdate(room, source, str(self.client.user_id), shown, answer)
             ev = event(update)
             if ev is None or not await self.answers.remember(ev):
                 return
@@ -222,9 +235,9 @@ class MatrixGateway:
         except Exception:
             logger.opt(exception=True).error("matrix: handling {} failed", source.get("event_id"))
 
-    async def _buttons(self, event_id: str) -> list[kb.Button]:
+    async def _buttons(self, room: str, event_id: str) -> list[kb.Button]:
         """The buttons of the bot's message ``event_id`` as it shows them now."""
-        got = await self.client.room_get_event(self.chat_id, event_id)
+        got = await self.client.room_get_event(room, event_id)
         if not isinstance(got, RoomGetEventResponse):
             return []
         source = got.event.source
@@ -232,20 +245,20 @@ class MatrixGateway:
             return []  # not the bot's: it has no buttons, whatever it says
         latest = source.get("content", {})
         async for edit in self.client.room_get_event_relations(
-            self.chat_id, event_id, RelationshipType.replacement, "m.room.message", limit=20
+            room, event_id, RelationshipType.replacement, "m.room.message", limit=20
         ):
             if edit.source.get("sender") == self.client.user_id:
                 latest = edit.source.get("content", {})  # newest first
                 break
         return kb.stored(latest)
 
-    async def _answer(self, on: str | None, text: str) -> None:
+    async def _answer(self, room: str, on: str | None, text: str) -> None:
         """A press's answer: a notice in reply to the pressed message (best effort)."""
         body = {**content.message(MatrixMarkup().escape(text), [], notice=True), ANSWERED: True}
         if on is not None:
             body = content.reply(body, on)
         with contextlib.suppress(Exception):
-            got = await self.client.room_send(self.chat_id, "m.room.message", body)
+            got = await self.client.room_send(room, "m.room.message", body)
             if isinstance(got, ErrorResponse):
                 logger.warning("matrix: answer not sent: {}", got.message)
 

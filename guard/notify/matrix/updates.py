@@ -10,14 +10,15 @@ message starting with ``/`` a command. The buttons are the bot's own message's
 bot's own events and edits are nothing to act on. A reply's fallback (the quoted lines
 ``> <@user:server> ...``) is not part of what was said.
 
-Event ids are the update's id (the store keeps it once handled: an event ``/sync`` gives again
-after a crash is skipped) and the message's.
+An event's id is the message's id; its digest (``update_number``) the update's, which the store
+keeps once handled: an event ``/sync`` gives again after a crash is skipped.
 
 Tested by tests/matrix/test_matrix_updates.py and tests/notify/test_inbound_contract.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,6 +41,11 @@ class MatrixUpdate:
     bot: str = ""
     shown: list[kb.Button] = field(default_factory=list)
     answer: Answer = unanswered
+
+
+def update_number(event_id: str) -> int:
+    """The update id the store keeps for an event (a number): 63 bits of its id's digest."""
+    return int.from_bytes(hashlib.sha256(event_id.encode()).digest()[:8], "big") >> 1
 
 
 def target(event: dict[str, Any]) -> str | None:
@@ -73,7 +79,7 @@ def event(update: MatrixUpdate) -> Inbound | None:
     on = target(ev)
     common: dict[str, Any] = {
         "channel": NAME,
-        "update_id": str(ev["event_id"]),
+        "update_id": update_number(str(ev["event_id"])),
         "chat": update.room,
         "user": sender,
     }
