@@ -82,4 +82,4 @@ async def test_a_restart_goes_on_from_the_stored_position(room: Room, tmp_path: 
         await again.stop()
     assert len(answers(room, "/mute TARGET")) == 1  # /help answered once, across the restart
     assert len(answers(room, "No open incidents")) == 1
-    assert not answers(room, "monitors")  # the /status said before Guard came: not answered
+    assert not answers(room, "Guard status")  # /status before Guard came: not answered
