@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from guard.config.credentials import GIT_USER, basic_credentials
     from guard.config.email import EmailSettings
     from guard.config.loader import load_settings
+    from guard.config.matrix import MatrixSettings
     from guard.config.operations import (
         AgentSettings,
         HASettings,
@@ -61,6 +62,7 @@ _WHERE = {
     "GIT_USER": "credentials",
     "basic_credentials": "credentials",
     "load_settings": "loader",
+    "MatrixSettings": "matrix",
     "AgentSettings": "operations",
     "HASettings": "operations",
     "MemorySettings": "operations",
@@ -89,6 +91,7 @@ __all__ = [
     "HASettings",
     "KubernetesSettings",
     "LLMSettings",
+    "MatrixSettings",
     "MemorySettings",
     "RailwaySettings",
     "RedactSettings",

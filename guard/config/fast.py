@@ -58,6 +58,7 @@ SECTIONS = frozenset(
         "telegram",
         "email",
         "slack",
+        "matrix",
         "railway",
         "kubernetes",
         "compose",
@@ -86,6 +87,7 @@ SECRETS = (
     ("slack", "bot_token"),
     ("slack", "app_token"),
     ("slack", "signing_secret"),
+    ("matrix", "access_token"),
     ("railway", "token"),
     ("railway", "project_token"),
     ("llm", "api_key"),
@@ -137,7 +139,7 @@ def _resolve(explicit: str | Path | None, env: Mapping[str, str]) -> Resolved:
     top, nested = _environment(env)
     named = ("telegram", "email", "slack", "railway", "llm", "audit")
     sections = {name: _section(file, name) for name in named}
-    sections |= {name: _section(file, name) for name in ("skills", "redact")}
+    sections |= {name: _section(file, name) for name in ("skills", "redact", "matrix")}
     for (section, key), value in nested.items():
         sections[section] = {**sections[section], key: value}
 

@@ -100,6 +100,9 @@ class AccessSettings(Section):
     slack: dict[str, RoleName] = Field(
         default_factory=dict, description="Slack user id (U...) -> role, like access.telegram"
     )
+    matrix: dict[str, RoleName] = Field(
+        default_factory=dict, description='Matrix id ("@ops:example.org") -> role, as telegram'
+    )
     proxy_header: str | None = Field(
         default=None,
         description="a header (e.g. X-Forwarded-User) naming the signed-in user, who must "

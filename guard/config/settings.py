@@ -27,6 +27,7 @@ from guard.config.email import EmailSettings
 from guard.config.escalation import Escalation, EscalationSettings, QuietHours
 from guard.config.hosts import HostSettings, check_hosts, key_values
 from guard.config.intake import IntakeSource, check_sources
+from guard.config.matrix import MatrixSettings
 from guard.config.operations import (
     AgentSettings,
     HASettings,
@@ -105,6 +106,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     email: EmailSettings = Field(default_factory=EmailSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    matrix: MatrixSettings = Field(default_factory=MatrixSettings)
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     compose: ComposeSettings = Field(default_factory=ComposeSettings)
@@ -190,6 +192,7 @@ class Settings(BaseSettings):
                 self.slack.bot_token,
                 self.slack.app_token,
                 self.slack.signing_secret,
+                self.matrix.access_token,
                 self.railway.token,
                 self.railway.project_token,
                 self.llm.api_key,

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from guard.config import EmailSettings, Settings, SlackSettings, TelegramSettings
+from guard.config import (
+    EmailSettings,
+    MatrixSettings,
+    Settings,
+    SlackSettings,
+    TelegramSettings,
+)
 from guard.config.validators import Section
 
 if TYPE_CHECKING:
@@ -80,6 +86,7 @@ CHANNELS: dict[str, ChannelKind] = {
     "telegram": ChannelKind(TelegramSettings, "guard.notify.telegram"),
     "email": ChannelKind(EmailSettings, "guard.notify.email"),
     "slack": ChannelKind(SlackSettings, "guard.notify.slack"),
+    "matrix": ChannelKind(MatrixSettings, "guard.notify.matrix"),
 }
 """Channel name (its settings section, and the ``channel`` of its outbox rows) -> kind."""
 

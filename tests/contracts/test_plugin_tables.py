@@ -75,6 +75,7 @@ RIGS: dict[str, dict[str, str]] = {
         "telegram": "tests/notify/test_inbound_contract.py",
         "email": "tests/notify/email/test_email_channel.py",
         "slack": "tests/notify/test_inbound_contract.py",
+        "matrix": "tests/matrix/test_matrix_run.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {
@@ -120,8 +121,8 @@ def test_the_tables_load_no_implementation() -> None:
         "guard.notify.running_gate; "
         "print(sorted(m for m in ('docker', 'kubernetes', 'httpx', 'jinja2', 'jmespath', "
         "'guard.sandbox.docker', 'guard.actions.docker', 'guard.llm.openai', 'telegram', "
-        "'guard.notify.telegram.plug', 'slack_sdk', 'guard.notify.slack.plug') "
-        "if m in sys.modules))"
+        "'guard.notify.telegram.plug', 'slack_sdk', 'guard.notify.slack.plug', 'nio', "
+        "'guard.notify.matrix.plug') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

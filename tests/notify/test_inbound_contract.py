@@ -57,10 +57,11 @@ from tests.fakes.slack import BOT_TOKEN, CHANNEL, SlackServer
 from tests.fakes.telegram import TelegramServer
 from tests.helpers.agent import stored_incident
 from tests.helpers.telegram import TOKEN
+from tests.matrix.subject import OPS, ROOM, STRANGER, matrix_subject
 
 pytestmark = pytest.mark.unit
 
-SUBJECTS = ["telegram", "console", "slack"]
+SUBJECTS = ["telegram", "console", "slack", "matrix"]
 ASKED, GROUP = 77, 88  # the incident's message, a grouped message of two incidents
 
 
@@ -229,6 +230,9 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
             )
         finally:
             slack.stop()
+    elif request.param == "matrix":
+        async with matrix_subject(tmp_path, world, counter) as (deliver, answered, db, ids):
+            yield Subject("matrix", db, ROOM, OPS, STRANGER, deliver, answered, ids)
     else:
         lines: list[str] = []
         sink = logger.add(lines.append, format="{message}", level="WARNING")
@@ -321,7 +325,7 @@ async def test_acknowledge_stops_escalation_once(subject: Subject) -> None:
 async def test_slash_commands_answer_in_the_channel_markup(subject: Subject) -> None:
     await subject.command(subject.admin, "/incidents")
     [listing] = subject.said("open incident(s)")
-    bold = {"telegram": "<b>3 open", "slack": "*3 open"}
+    bold = {"telegram": "<b>3 open", "matrix": "<b>3 open", "slack": "*3 open"}
     assert listing.startswith(bold.get(subject.name, "3 open"))
     await subject.command(subject.admin, "/fix 1")
     assert subject.said("Usage: ")
