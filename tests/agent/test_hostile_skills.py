@@ -16,9 +16,10 @@ from guard.app import skill_invalid_signals
 from guard.app.compose import compose_agent
 from guard.config import load_settings
 from guard.incidents.commands import queue_command
+from guard.skills.lesson import message_regex, shell_generalise
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
-from guard.skills.writer import SkillWriter, message_regex, shell_generalise
+from guard.skills.writer import SkillWriter
 from guard.store.models import HumanCommand, Incident, IncidentState
 from tests.conftest import GuardHome
 from tests.helpers.agent import as_cli, find, running_guard, stored_incident, wait_for
