@@ -117,6 +117,8 @@ class Learner:
                     publish_learned, self.remote, learned, self.library
                 )
         text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
+        if learned is not None and learned.diff and not learned.existed:
+            text += f" Its steps changed:\n{learned.diff}"
         self.lifecycle.note(
             inc.id,
             "learned",
@@ -207,7 +209,7 @@ class Learner:
         saved = (
             f"saved as revision {learned.revision} of skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
-            + f"; it asks first until trusted. Its steps changed:\n{learned.diff}"
+            + "; it asks first until it is trusted again"
             if learned.revision > 1 and not learned.existed
             else f"saved as skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
