@@ -209,7 +209,7 @@ class Learner:
         saved = (
             f"saved as revision {learned.revision} of skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
-            + "; it asks first until it is trusted again"
+            + "; it asks first until it is trusted"
             if learned.revision > 1 and not learned.existed
             else f"saved as skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
