@@ -14,7 +14,7 @@ trust was (new steps have not been proven), and its outcomes and ladder count on
 steps since ``learned_from.at`` (its start); the old revision's record stays in the store and
 in ``guard skills history``. ``close_steps`` closes the old revision's live demotion and open
 promotion when it is written (audited ``skill.revised``); until then (a crash between the
-commit and that) they are ignored all the same, being older than the revision.
+commit and that) the ladder ignores them all the same, being older than the revision.
 """
 
 from __future__ import annotations
