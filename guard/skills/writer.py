@@ -6,8 +6,9 @@ a log rule's incident the rule (its pattern), so every line that rule matches tr
 fix is saved as the script that ran (``fix_script``: the fix as typed, the target made
 ``$GUARD_TARGET`` only where it stands as a whole word outside single quotes); an action's
 arguments keep their literal ``{{ }}``. A skill identical to one already known is not written
-twice. The commit names the incident and the approver, so ``git log -p skills/`` is the
-review trail and ``git revert`` undoes a bad lesson.
+twice; a lesson for a fault a skill covers is its next revision (``guard.skills.revisions``).
+The commit names the incident and the approver, so ``git log -p skills/`` is the review trail
+and ``git revert`` undoes a bad lesson.
 """
 
 from __future__ import annotations
@@ -168,6 +169,8 @@ class SkillWriter:
                 return LearnedSkill(skill.name, skill.path, commit, existed=commit is None)
         revised = None if self.review else to_revise(self.library, parsed, revises)
         if revised is not None:
+            if revised.spec.steps == parsed.steps and self._same_script(revised.path, script):
+                return LearnedSkill(revised.name, revised.path, None, existed=True)  # no change
             return self._revise(revised, spec, incident, fix, approver, verdict, script)
         name = self._free_name(incident.kind, incident.target)
         md = self._skill_md(name, incident, fix, approver, verdict)

@@ -127,6 +127,16 @@ def test_a_fix_for_a_fault_a_skill_matched_revises_that_skill_keeping_its_trigge
     got = load_skill(folder).spec
     assert [t.target for t in got.triggers] == ["api-*"]  # the skill's fault, as it was
     assert got.steps[0].action == "docker.start" and got.origin == "manual"
+    again = writer.write(  # the same fix once more: nothing new, no revision 3
+        incident(id=13, target="api-8"),
+        "docker.start api-8",
+        action="docker.start",
+        args={"container": "api-8"},
+        approver="cli:bob",
+        verdict="running",
+        revises=["api-restart"],
+    )
+    assert again.existed and load_skill(folder).spec.revision == 2
 
 
 def runs(db, name: str, *statuses: RunStatus, at) -> None:
