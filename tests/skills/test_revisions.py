@@ -114,29 +114,28 @@ def test_a_fix_for_a_fault_a_skill_matched_revises_that_skill_keeping_its_trigge
     git(writer.library.folder, "add", ".")
     git(writer.library.folder, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-qm", "x")
     writer.library.reload()
-    revised = writer.write(  # ...api-restart ran on api-7 and failed; the human's fix cured it
-        incident(id=12, target="api-7"),
-        "docker.start api-7",
-        action="docker.start",
-        args={"container": "api-7"},
-        approver="cli:bob",
-        verdict="running",
-        revises=["api-restart"],
-    )
+    revised = start_fix(
+        writer, 12, "api-7"
+    )  # ...api-restart ran on api-7 and failed; the human's fix cured it
     assert (revised.name, revised.revision) == ("api-restart", 2)
     got = load_skill(folder).spec
     assert [t.target for t in got.triggers] == ["api-*"]  # the skill's fault, as it was
     assert got.steps[0].action == "docker.start" and got.origin == "manual"
-    again = writer.write(  # the same fix once more: nothing new, no revision 3
-        incident(id=13, target="api-8"),
-        "docker.start api-8",
+    again = start_fix(writer, 13, "api-8")  # the same fix once more: nothing new, no revision 3
+    assert again.existed and load_skill(folder).spec.revision == 2
+
+
+def start_fix(writer: SkillWriter, incident_id: int, target: str):
+    """A human's ``docker.start TARGET`` after api-restart ran on it (and failed)."""
+    return writer.write(
+        incident(id=incident_id, target=target),
+        f"docker.start {target}",
         action="docker.start",
-        args={"container": "api-8"},
+        args={"container": target},
         approver="cli:bob",
         verdict="running",
         revises=["api-restart"],
     )
-    assert again.existed and load_skill(folder).spec.revision == 2
 
 
 def runs(db, name: str, *statuses: RunStatus, at) -> None:
