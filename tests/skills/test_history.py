@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-import pytest
-
 from guard.domain.records import utcnow
 from guard.skills.library import SkillLibrary
 from guard.skills.writer import SkillWriter
@@ -16,8 +14,6 @@ from guard.store.models import RunStatus
 from tests.conftest import GuardHome
 from tests.skills.test_revisions import compose, restart
 from tests.skills.test_revisions import runs as stored_runs
-
-pytestmark = pytest.mark.unit
 
 
 def runs(home: GuardHome, name: str, statuses: list[RunStatus], at) -> None:
