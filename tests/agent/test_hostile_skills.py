@@ -54,8 +54,13 @@ def test_a_second_learned_fix_gets_a_valid_free_name(tmp_path: Path) -> None:
     first = writer.write(
         _incident(), "echo one", action=None, args={}, approver="cli:a", verdict="ok"
     )
-    second = writer.write(
-        _incident(id=8), "echo two", action=None, args={}, approver="cli:a", verdict="ok"
+    second = writer.write(  # another fault (another source) whose name would be the same
+        _incident(id=8, source="journald"),
+        "echo two",
+        action=None,
+        args={},
+        approver="cli:a",
+        verdict="ok",
     )
     assert first.name != second.name
     for skill in (first, second):
