@@ -19,7 +19,7 @@ from guard.skills.writer import SkillWriter
 from tests.conftest import GuardHome
 from tests.fakes.postgres import fresh_database
 from tests.helpers.agent import REPO
-from tests.skills.test_skills import incident
+from tests.skills.test_revisions import compose
 
 RELEASE = "9171acc"
 
@@ -115,14 +115,7 @@ def upgrades_with_history(tmp_path: Path, url: str) -> None:
         git_author="Guard <guard@localhost>",
         verify_timeout=30,
     )
-    revised = writer.write(  # the next lesson for the same fault, by this release
-        incident(id=4, target="api-1"),
-        "docker compose up -d api-1",
-        action=None,
-        args={},
-        approver="cli:bob",
-        verdict="running",
-    )
+    revised = compose(writer)  # the next lesson for the same fault, by this release
     assert (revised.name, revised.revision) == (name, 2)
     history = json.loads(home.cli("skills", "history", name, "--json").stdout)
     assert [(r["revision"], r["outcomes"]["runs"]) for r in history["revisions"]] == [
