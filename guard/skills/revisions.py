@@ -13,8 +13,9 @@ A revision starts over, as a senior SRE would have it: ``trust: approval`` whate
 trust was (new steps have not been proven), and its outcomes and ladder count only runs and
 steps since ``learned_from.at`` (its start); the old revision's record stays in the store and
 in ``guard skills history``. ``close_steps`` closes the old revision's live demotion and open
-promotion when it is written (audited ``skill.revised``); until then (a crash between the
-commit and that) the ladder ignores them all the same, being older than the revision.
+promotion, and clears its circuit breakers (per target), when it is written (audited
+``skill.revised``); until then (a crash between the commit and that) the ladder ignores the
+old steps all the same, being older than the revision.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from guard.domain.records import utcnow
 from guard.skills.library import Skill, SkillLibrary
 from guard.skills.model import SkillSpec
 from guard.store import audit
 from guard.store.ladder import PROPOSED, LadderStep, open_steps
+from guard.store.models import SkillBlock
 
 KEPT = ("triggers", "diagnostics", "limits", "origin")
 """What a revision keeps of the skill it revises (the fault it covers, and how often it runs)."""
@@ -131,20 +133,27 @@ def current(step: LadderStep, since: datetime | None) -> bool:
 
 
 def close_steps(session: Session, name: str, revision: int) -> int:
-    """Close skill ``name``'s live demotion and open promotion (they were about the old
-    steps) and audit the revision; how many steps were closed."""
+    """Close skill ``name``'s live demotion and open promotion, and clear its circuit breakers
+    (all were about the old steps), and audit the revision; how many were closed."""
+    now = utcnow()
     closed = 0
     for row in open_steps(session):
         if row.skill == name:
-            row.closed_at = utcnow()
+            row.closed_at = now
             row.outcome = "superseded" if row.step == PROPOSED else "revised"
             session.add(row)
             closed += 1
+    blocks = session.exec(
+        select(SkillBlock).where(SkillBlock.skill == name, col(SkillBlock.cleared_at).is_(None))
+    ).all()
+    for block in blocks:
+        block.cleared_at = now
+        session.add(block)
     audit.append(
         session,
         actor="guard",
         action="skill.revised",
         subject=f"skill:{name}",
-        data={"revision": revision, "closed_steps": closed},
+        data={"revision": revision, "closed_steps": closed, "cleared_breakers": len(blocks)},
     )
-    return closed
+    return closed + len(blocks)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from sqlmodel import select
 
+from guard.agent.limits import blocked
 from guard.config.skills import SkillsSettings
 from guard.domain.records import utcnow
 from guard.skills.ladder import after_verdict, describe
@@ -21,7 +22,7 @@ from guard.skills.revisions import close_steps
 from guard.skills.writer import SkillWriter
 from guard.store.db import open_database
 from guard.store.ladder import DEMOTED, PROPOSED, LadderStep, open_steps
-from guard.store.models import AuditEntry, RemediationRun, RunOrigin, RunStatus
+from guard.store.models import AuditEntry, RemediationRun, RunOrigin, RunStatus, SkillBlock
 from tests.skills.test_outcomes import incident as stored
 from tests.skills.test_skills import incident
 
@@ -163,15 +164,16 @@ def test_a_revision_starts_with_fresh_counts_and_leaves_the_old_ladder_steps(tmp
     with db.session() as s:
         s.add(LadderStep(skill=first.name, step=DEMOTED, reason="2 failed", at=before))
         s.add(LadderStep(skill=first.name, step=PROPOSED, reason="3 verified", at=before))
+        s.add(SkillBlock(skill=first.name, target="api", reason="2 failed runs in a row"))
     second = compose(writer)
     with db.session() as s:
         closed = close_steps(s, second.name, second.revision)
-    assert closed == 2
+    assert closed == 3  # the demotion, the proposal and the breaker on api
     settings = SkillsSettings()
     skill = writer.library.get(first.name)
     assert skill is not None
     with db.session() as s:
-        assert open_steps(s) == []
+        assert open_steps(s) == [] and blocked(s, first.name, "api") is None
         out, standing = describe(s, [skill], settings)[skill.name]
         audit = [r.action for r in s.exec(select(AuditEntry)).all()]
     assert (out.runs, out.failed, out.consecutive_failures) == (0, 0, 0)  # fresh
