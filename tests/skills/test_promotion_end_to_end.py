@@ -143,8 +143,8 @@ def ladder_then_revision(home, bare, rita, deploy, v1, v2, name):
         last = wait_for(lambda: find(home, id=4, state="resolved"), 60, "#4 healed unasked")
         assert not [t for t in show(home, 4)["timeline"] if t["type"] == "asked_human"]
 
-        wait_for(lambda: past_flap_window(home, last["id"]), 30, "the flap window")
-        deploy(v2)  # the fault changes: a bad deploy, every start exits at once
+        wait_for(lambda: past_flap_window(home, 4), 30, "the flap window")
+        bad = deploy(v2)  # the fault changes: a bad deploy, every start exits at once
         fifth = wait_for(lambda: find(home, id=5, state="escalated"), 90, "#5 to go to a human")
         asked = [t for t in show(home, 5)["timeline"] if t["type"] == "asked_human"]
         assert (
@@ -157,15 +157,16 @@ def ladder_then_revision(home, bare, rita, deploy, v1, v2, name):
         assert demoted["outcomes"]["consecutive_failures"] == 2
 
         # the human's fix becomes revision 2 of the same skill
+        wait_for(lambda: noted(home, name, bad), 60, "Guard to note the deploy")
         reply = home.cli("reply", "5", "--", f"docker.rollback {name}")
         assert f"saved as revision 2 of skill {SKILL}" in reply.stdout, reply.stdout
         assert (
             "-- action: docker.start" in reply.stdout
             and "+- action: docker.rollback" in reply.stdout
         )
-        last = wait_for(lambda: find(home, id=5, state="resolved"), 60, "#5 resolved")
+        wait_for(lambda: find(home, id=5, state="resolved"), 60, "#5 resolved")
 
-        wait_for(lambda: past_flap_window(home, last["id"]), 30, "the flap window")
+        wait_for(lambda: past_flap_window(home, 5), 30, "the flap window")
         bad = deploy(v2)  # the bad deploy again: revision 2 asks first, then heals it
         again = wait_for(  # (the rollback's swap leaves an incident on its renamed old copy)
             lambda: next(
