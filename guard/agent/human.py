@@ -28,9 +28,9 @@ from guard.domain.durations import format_duration
 from guard.harness.crashpoints import reached
 from guard.incidents.commands import finish_command
 from guard.incidents.lifecycle import ANSWERABLE, Lifecycle
+from guard.skills.lesson import fix_script, literal_template
 from guard.skills.library import Candidate, SkillLibrary
 from guard.skills.model import Step
-from guard.skills.writer import fix_script, literal_template
 from guard.store import mutes
 from guard.store.db import Database
 from guard.store.models import CommandStatus, HumanCommand, Incident, IncidentState

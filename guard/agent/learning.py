@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from loguru import logger
+from sqlmodel import col, select
 
 from guard.actions import ActionRegistry
 from guard.agent.causation import Causation
@@ -25,6 +26,7 @@ from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
+from guard.skills.revisions import close_steps
 from guard.skills.writer import LearnedSkill, SkillWriter
 from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun, RunOrigin
 
@@ -115,6 +117,8 @@ class Learner:
                     publish_learned, self.remote, learned, self.library
                 )
         text = f"Your fix `{run.fix}` cured incident #{inc.id} (verified: {reason}); {saved}."
+        if learned is not None and learned.diff and not learned.existed:
+            text += f" Its steps changed:\n{learned.diff}"
         self.lifecycle.note(
             inc.id,
             "learned",
@@ -194,14 +198,37 @@ class Learner:
                 script=ran if action is None else None,
                 proposed_by=proposed_by,
                 approval_only=approval_only,
+                revises=self._matched(inc),
             )
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")
             return f"but saving the skill failed: {exc}", None
+        if learned.revision > 1 and not learned.existed:  # the old steps' ladder is done
+            with self.runner.db.session() as session:
+                close_steps(session, learned.name, learned.revision)
         saved = (
-            f"saved as skill {learned.name}"
+            f"saved as revision {learned.revision} of skill {learned.name}"
+            + (f" (commit {learned.commit[:10]})" if learned.commit else "")
+            + "; it asks first until it is trusted"
+            if learned.revision > 1 and not learned.existed
+            else f"saved as skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
             if not learned.existed
             else f"already known as skill {learned.name}"
         )
         return saved, learned
+
+    def _matched(self, inc: Incident) -> list[str]:
+        """The skills this fix revises, first choice first: those that ran on the incident
+        (newest first: they failed, since a human's fix cured it), then those that matched
+        it (not trusted, so the human was asked)."""
+        with self.runner.db.session() as session:
+            ran = session.exec(
+                select(RemediationRun.skill)
+                .where(
+                    RemediationRun.incident_id == inc.id,
+                    RemediationRun.origin == RunOrigin.skill,
+                )
+                .order_by(col(RemediationRun.id).desc())
+            ).all()
+        return [*ran, *(c.skill.name for c in self.library.candidates(inc))]

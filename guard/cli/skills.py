@@ -1,4 +1,4 @@
-"""``guard skills list|show``: the skills Guard knows."""
+"""``guard skills list|show|history``: the skills Guard knows, and their revisions."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ def skill_dict(skill: Skill, record: dict[str, Any] | None = None) -> dict[str, 
         "steps": [s.describe() for s in spec.steps],
         "limits": spec.limits.model_dump(mode="json"),
         "learned_from": spec.learned_from,
+        "revision": spec.revision,
         "review": review_of(skill),
         "branch": review.branch if review else None,
         "url": review.url if review else None,
@@ -123,17 +124,7 @@ def show(
 ) -> None:
     """Show a skill: its SKILL.md, skill.yaml, outcomes and git history."""
     settings = settings_from(config, logging=False)
-    with guarded():
-        skill = next(
-            (
-                s
-                for s in load_library(settings.skills_dir, settings.builtin_skills_dir)[0]
-                if s.name == name
-            ),
-            None,
-        )
-    if skill is None:
-        fail(f"no skill named {name!r} (see `guard skills list`)")
+    skill = find_skill(settings, name)
     with guarded():
         rec = records(settings, [skill])[skill.name]
     if as_json:
@@ -159,6 +150,55 @@ def show(
     if log.returncode == 0 and log.stdout.strip():
         out.print("--- git log", markup=False)
         out.print(log.stdout.strip(), markup=False)
+
+
+def find_skill(settings: Settings, name: str) -> Skill:
+    """The skill named ``name``, or exit naming ``guard skills list``."""
+    with guarded():
+        skills = load_library(settings.skills_dir, settings.builtin_skills_dir)[0]
+    skill = next((s for s in skills if s.name == name), None)
+    if skill is None:
+        fail(f"no skill named {name!r} (see `guard skills list`)")
+    return skill
+
+
+@app.command("history")
+def history(
+    name: str = typer.Argument(..., metavar="NAME"),
+    as_json: bool = typer.Option(False, "--json", help="Print it as a JSON object."),
+    with_diff: bool = typer.Option(False, "--diff", help="Show the steps' diff of each revision."),
+    config: str | None = ConfigOption,
+) -> None:
+    """Show a skill's revisions: when, what made each one, its commit, its outcomes."""
+    from guard.skills.history import revisions, with_outcomes
+
+    settings = settings_from(config, logging=False)
+    skill = find_skill(settings, name)
+    found = revisions(skill)
+    db = database(settings, read_only=True)
+    try:
+        with db.session() as session:
+            with_outcomes(session, skill.name, found)
+    finally:
+        db.dispose()
+    if as_json:
+        entries = [r.as_dict(with_diff) for r in found]
+        doc = {"name": skill.name, "revision": skill.spec.revision, "revisions": entries}
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    out.print(f"skill {skill.name}: {len(found)} revision(s)", markup=False, highlight=False)
+    for rev in found:
+        when = f"{rev.at:%Y-%m-%d %H:%M} UTC" if rev.at else "-"
+        who = f" (approved by {rev.by})" if rev.by else ""
+        commit = rev.commit[:10] if rev.commit else "not in git"
+        lines = [f"revision {rev.revision}  {when}  {rev.made_by}{who}  commit {commit}"]
+        lines += [f"  {c['commit'][:10]} {c['made_by']}: {c['subject']}" for c in rev.commits[1:]]
+        lines.append("  steps: " + "; ".join(s.describe() for s in rev.spec.steps))
+        lines.append(f"  outcomes: {rev.outcome.summary() if rev.outcome else '-'}")
+        if with_diff and rev.diff:
+            lines += ["  " + line for line in rev.diff.splitlines()]
+        for line in lines:
+            out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("sync")

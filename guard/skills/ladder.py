@@ -24,6 +24,7 @@ from guard.domain.records import utcnow
 from guard.harness.crashpoints import reached
 from guard.skills.library import Skill
 from guard.skills.outcomes import Outcome, outcomes
+from guard.skills.revisions import current, start, starts
 from guard.store import audit
 from guard.store.ladder import DEMOTED, PROPOSED, LadderStep, open_step, open_steps
 from guard.store.models import RemediationRun, RunOrigin, RunStatus
@@ -57,8 +58,11 @@ def after_verdict(
     if run.origin != RunOrigin.skill or skill is None or skill.pending:
         return None
     session.flush()
-    out = outcomes(session, [run.skill])[run.skill]
+    began = start(skill)  # a revision starts over: its own runs and steps only
+    out = outcomes(session, [run.skill], since=starts([skill]))[run.skill]
     demoted = open_step(session, skill.name, DEMOTED)
+    if demoted is not None and not current(demoted, began):
+        demoted = None
     if run.status == RunStatus.failed:
         if (
             demoted is None
@@ -67,11 +71,14 @@ def after_verdict(
         ):
             return _record(session, skill.name, DEMOTED, demotion_reason(out), out.failures)
         return None
-    if run.status != RunStatus.verified or open_step(session, skill.name, PROPOSED):
+    proposed = open_step(session, skill.name, PROPOSED)
+    if run.status != RunStatus.verified or (proposed is not None and current(proposed, began)):
         return None
     if skill.runs_unasked and demoted is None:
         return None
     since = utcnow() - timedelta(seconds=settings.promote_window)
+    if began is not None:
+        since = max(since, began)
     if demoted is not None:
         since = max(since, demoted.at)
     healed = [at for at in out.verified_at if at >= since]
@@ -122,7 +129,8 @@ def standing(
     now: datetime | None = None,
 ) -> Standing:
     """``skill``'s effective trust and ladder state, from its open ``steps``."""
-    mine = [s for s in steps if s.skill == skill.name]
+    began = start(skill)
+    mine = [s for s in steps if s.skill == skill.name and current(s, began)]
     demoted = next((s.reason for s in mine if s.step == DEMOTED), None)
     proposed = next((s.reason for s in mine if s.step == PROPOSED), None)
     trust = "approval" if demoted and skill.spec.trust == "trusted" else skill.spec.trust
@@ -165,6 +173,6 @@ def describe(
     session: Session, skills: list[Skill], settings: SkillsSettings
 ) -> dict[str, tuple[Outcome, Standing]]:
     """Each skill's outcomes and standing, for the CLI, the console, MCP and the report."""
-    found = outcomes(session, [s.name for s in skills])
+    found = outcomes(session, [s.name for s in skills], since=starts(skills))
     steps = open_steps(session)
     return {s.name: (found[s.name], standing(s, found[s.name], steps, settings)) for s in skills}

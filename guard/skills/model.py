@@ -198,6 +198,7 @@ class SkillSpec(BaseModel):
     trust: Literal["trusted", "approval", "disabled"] = "approval"
     origin: Literal["builtin", "learned", "manual"] = "manual"
     learned_from: dict[str, Any] = Field(default_factory=dict)
+    revision: int = Field(default=1, ge=1, description="bumped by each learned revision")
 
     @field_validator("diagnostics")
     @classmethod

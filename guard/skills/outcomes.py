@@ -21,7 +21,7 @@ Tests: tests/skills/test_outcomes.py.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -81,13 +81,25 @@ class Outcome:
         return text
 
 
-def outcomes(session: Session, names: Iterable[str] | None = None) -> dict[str, Outcome]:
-    """Each named skill's ``Outcome`` (every skill that ran, when ``names`` is None)."""
+def outcomes(
+    session: Session,
+    names: Iterable[str] | None = None,
+    since: Mapping[str, datetime] | None = None,
+    until: Mapping[str, datetime] | None = None,
+) -> dict[str, Outcome]:
+    """Each named skill's ``Outcome`` (every skill that ran, when ``names`` is None); with
+    ``since``/``until``, only the runs a skill started in that span (its current revision's,
+    ``guard.skills.revisions``, or one revision's for ``guard skills history``)."""
     query = select(RemediationRun).where(RemediationRun.origin == RunOrigin.skill)
     wanted = list(names) if names is not None else None
     if wanted is not None:
         query = query.where(col(RemediationRun.skill).in_(wanted))
-    runs = list(session.exec(query.order_by(col(RemediationRun.id))).all())
+    runs = [
+        r
+        for r in session.exec(query.order_by(col(RemediationRun.id))).all()
+        if (since is None or r.skill not in since or r.started_at >= since[r.skill])
+        and (until is None or r.skill not in until or r.started_at < until[r.skill])
+    ]
     healed = _healed_after(session, {r.incident_id for r in runs})
     reopened = _reopenings(session, {r.incident_id for r in runs if r.status == RunStatus.verified})
     found = {name: Outcome(name) for name in wanted or []}

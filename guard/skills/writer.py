@@ -6,16 +6,16 @@ a log rule's incident the rule (its pattern), so every line that rule matches tr
 fix is saved as the script that ran (``fix_script``: the fix as typed, the target made
 ``$GUARD_TARGET`` only where it stands as a whole word outside single quotes); an action's
 arguments keep their literal ``{{ }}``. A skill identical to one already known is not written
-twice. The commit names the incident and the approver, so ``git log -p skills/`` is the
-review trail and ``git revert`` undoes a bad lesson.
+twice; a lesson for a fault a skill covers is its next revision (``guard.skills.revisions``).
+The commit names the incident and the approver, so ``git log -p skills/`` is the review trail
+and ``git revert`` undoes a bad lesson.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +28,11 @@ from guard.harness.crashpoints import reached
 from guard.redact import redact, redact_value
 from guard.skills.files import NO_SYMLINKS
 from guard.skills.gitrepo import LOCK, Git
-from guard.skills.library import SkillLibrary, load_skill
-from guard.skills.model import NAME_RE, SkillSpec
+from guard.skills.lesson import fix_script, generalise, slug, valid_name
+from guard.skills.library import Skill, SkillLibrary, load_skill
+from guard.skills.model import SkillSpec
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
-from guard.util.shellquote import quote_states
-
-_VARIES = re.compile(r"\d|[0-9a-fA-F]{8,}")  # a token holding a number or an id varies
-_WORD = r"[A-Za-z0-9_.-]"  # what may not touch a target for it to count as a whole word
-TRIGGER_CHARS = 300
+from guard.skills.revisions import revised_spec, script_diff, steps_diff, to_revise
 
 
 @dataclass(frozen=True)
@@ -45,100 +42,8 @@ class LearnedSkill:
     commit: str | None  # None when git is off or the skill already existed
     existed: bool = False
     branch: str | None = None  # under review: the branch it was committed to
-
-
-def slug(text: str, limit: int = 40) -> str:
-    out = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return re.sub(r"-{2,}", "-", out)[:limit].strip("-") or "x"
-
-
-def valid_name(base: str, suffix: str = "") -> str:
-    """``base`` (then ``suffix``) as a skill name: lowercase, digits, single hyphens, at most 64
-    characters, no hyphen at either end; valid by construction."""
-    tail = slug(suffix, 16) if suffix else ""
-    head = slug(base, 64 - len(tail) - 1 if tail else 64)
-    name = f"{head}-{tail}" if tail else head
-    assert NAME_RE.match(name) and len(name) <= 64, name
-    return name
-
-
-def message_regex(message: str) -> str:
-    """A regex matching ``message`` and its repeats with other timestamps, ids and numbers.
-
-    Built from the message as written (whitespace kept exactly), anchored at its start: each
-    token holding a number or an id becomes ``\\S+``, everything else is an escaped literal. No
-    ``.+?`` chains: ``\\S+`` cannot cross the literal whitespace around it, so a hostile message
-    costs linear time even in Python's ``re``.
-    """
-    head = message[:TRIGGER_CHARS]
-    if len(message) > TRIGGER_CHARS and not message[TRIGGER_CHARS].isspace():
-        head = re.sub(r"\S+\Z", "", head)  # whole tokens only
-    parts = []
-    for piece in re.split(r"(\s+)", head):
-        if not piece:
-            continue
-        parts.append(r"\S+" if not piece.isspace() and _VARIES.search(piece) else re.escape(piece))
-    return "^" + "".join(parts)
-
-
-def _target_spans(text: str, target: str) -> list[tuple[int, int]]:
-    if not target:
-        return []
-    rx = re.compile(f"(?<!{_WORD}){re.escape(target)}(?!{_WORD})")
-    return [(m.start(), m.end()) for m in rx.finditer(text)]
-
-
-def literal_template(text: str) -> str:
-    """``text`` as a Jinja template that renders to itself (``{{ }}`` stays literal)."""
-    if any(mark in text for mark in ("{{", "{%", "{#")):
-        return (
-            "{% raw %}"
-            + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")
-            + "{% endraw %}"
-        )
-    return text
-
-
-def generalise(value: Any, target: str) -> Any:
-    """An action argument with the incident's target, where it names it as a whole word, made
-    ``{{ incident.target }}``; every other part kept literal."""
-    if not isinstance(value, str):
-        return value
-    out, pos = [], 0
-    for start, end in _target_spans(value, target):
-        out += [literal_template(value[pos:start]), "{{ incident.target }}"]
-        pos = end
-    out.append(literal_template(value[pos:]))
-    return "".join(out)
-
-
-def shell_generalise(command: str, target: str) -> str:
-    """``command`` with the target, where it stands as a whole word outside single quotes,
-    replaced by ``$GUARD_TARGET`` quoted for where it is (``"$GUARD_TARGET"`` bare,
-    ``${GUARD_TARGET}`` inside double quotes). Inside single quotes it stays literal."""
-    spans = _target_spans(command, target)
-    if not spans:
-        return command
-    states = quote_states(command)
-    out, pos = [], 0
-    for start, end in spans:
-        where = states[start]
-        if where == "'":
-            continue
-        out += [command[pos:start], '"$GUARD_TARGET"' if where == "" else "${GUARD_TARGET}"]
-        pos = end
-    out.append(command[pos:])
-    return "".join(out)
-
-
-def fix_script(fix: str, target: str, *, incident_id: Any, approver: str) -> str:
-    """The script a human's shell fix runs as, and is saved as when it cures the incident:
-    the fix as written (no templating, no ``set -eu``), the target made ``$GUARD_TARGET``."""
-    who = " ".join(str(approver).split())
-    return (
-        f"#!/bin/sh\n# Learned from incident #{incident_id}, approved by {who}.\n"
-        f"{shell_generalise(fix, target)}\n"
-    )
+    revision: int = 1
+    diff: str = ""  # a revision: its steps' (and scripts') diff from the one before
 
 
 class _Redacted:
@@ -225,12 +130,14 @@ class SkillWriter:
         script: str | None = None,
         proposed_by: str | None = None,
         approval_only: bool = False,
+        revises: Sequence[str] = (),
     ) -> LearnedSkill:
-        """Save the verified fix as a skill. A shell fix is saved as ``script``, the script that
-        ran (default: ``fix_script`` of it). Everything is validated, and the name chosen, before
-        anything is written; the folder appears whole (renamed from a staging folder that
-        ``load_skills`` does not look at) or not at all. Every text in it is redacted first
-        (skills go to git)."""
+        """Save the verified fix as a skill, or as the next revision of the skill it revises
+        (``guard.skills.revisions``: one of ``revises``, or one with the same triggers). A shell
+        fix is saved as ``script``, the script that ran (default: ``fix_script`` of it).
+        Everything is validated, and the name chosen, before anything is written; the folder
+        appears whole (renamed from a staging folder that ``load_skills`` does not look at) or
+        not at all. Every text in it is redacted first (skills go to git)."""
         incident = _Redacted(incident)
         fix, args = redact(fix), redact_value(args)
         script = redact(script) if script is not None else None
@@ -260,22 +167,15 @@ class SkillWriter:
                     else None
                 )
                 return LearnedSkill(skill.name, skill.path, commit, existed=commit is None)
+        revised = None if self.review else to_revise(self.library, parsed, revises)
+        if revised is not None:
+            if revised.spec.steps == parsed.steps and self._same_script(revised.path, script):
+                return LearnedSkill(revised.name, revised.path, None, existed=True)  # no change
+            return self._revise(revised, spec, incident, fix, approver, verdict, script)
         name = self._free_name(incident.kind, incident.target)
         md = self._skill_md(name, incident, fix, approver, verdict)
-        staging = self.library.folder / ".incoming" / name
-        if staging.exists():
-            shutil.rmtree(staging)
-        (staging / "scripts").mkdir(parents=True)
+        staging = self._stage(name, spec, md, script)
         try:
-            if script is not None:
-                path = staging / "scripts" / "fix.sh"
-                path.write_text(script)
-                path.chmod(0o755)
-            else:
-                (staging / "scripts" / ".keep").write_text("")
-            (staging / "skill.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-            (staging / "SKILL.md").write_text(md)
-            load_skill(staging)  # raises ConfigError naming the problem; nothing is published
             parent = review_dir(self.library.folder) if self.review else self.library.folder
             parent.mkdir(parents=True, exist_ok=True)
             folder = parent / name
@@ -295,6 +195,60 @@ class SkillWriter:
         reached("learning.files_written")
         commit = self._commit(folder, name, incident, fix, approver, verdict)
         return LearnedSkill(name, folder, commit)
+
+    def _stage(self, name: str, spec: dict[str, Any], md: str, script: str | None) -> Path:
+        """The skill's folder, written and validated in ``.incoming/`` (the caller moves it)."""
+        staging = self.library.folder / ".incoming" / name
+        if staging.exists():
+            shutil.rmtree(staging)
+        (staging / "scripts").mkdir(parents=True)
+        try:
+            if script is not None:
+                path = staging / "scripts" / "fix.sh"
+                path.write_text(script)
+                path.chmod(0o755)
+            else:
+                (staging / "scripts" / ".keep").write_text("")
+            (staging / "skill.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+            (staging / "SKILL.md").write_text(md)
+            load_skill(staging)  # raises ConfigError naming the problem; nothing is published
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return staging
+
+    def _revise(
+        self,
+        skill: Skill,
+        lesson: dict[str, Any],
+        incident: Any,
+        fix: str,
+        approver: str,
+        verdict: str,
+        script: str | None,
+    ) -> LearnedSkill:
+        """Write ``lesson`` as ``skill``'s next revision in its folder, committed with the diff."""
+        spec = revised_spec(skill, lesson)
+        n = int(spec["revision"])
+        md = self._skill_md(skill.name, incident, fix, approver, verdict, revision=n)
+        staging = self._stage(skill.name, spec, md, script)
+        was = staging.with_name(f"{skill.name}.was")
+        try:
+            diff = "\n".join(
+                d for d in (steps_diff(skill.path, spec, n), script_diff(skill.path, staging)) if d
+            )
+            shutil.rmtree(was, ignore_errors=True)
+            skill.path.rename(was)
+            staging.rename(skill.path)
+        finally:
+            for leftover in (staging, was):
+                shutil.rmtree(leftover, ignore_errors=True)
+        self.library.reload()
+        reached("learning.files_written")
+        message = self._message(skill.name, incident, fix, approver, verdict, revision=n)
+        message += f"Revises: revision {n - 1} (its files stay in this history)\n\n{diff}\n"
+        commit = self._commit(skill.path, skill.name, incident, fix, approver, verdict, message)
+        return LearnedSkill(skill.name, skill.path, commit, revision=n, diff=diff)
 
     def _commit_for_review(
         self, folder: Path, name: str, incident: Any, fix: str, approver: str, verdict: str
@@ -322,9 +276,14 @@ class SkillWriter:
         return commit
 
     @staticmethod
-    def _message(name: str, incident: Any, fix: str, approver: str, verdict: str) -> str:
+    def _message(
+        name: str, incident: Any, fix: str, approver: str, verdict: str, revision: int = 1
+    ) -> str:
+        head = (
+            f"learn skill {name}" if revision == 1 else f"revise skill {name} (revision {revision})"
+        )
         return (
-            f"guard: learn skill {name} from incident #{incident.id}\n\n"
+            f"guard: {head} from incident #{incident.id}\n\n"
             f"Incident: #{incident.id} {incident.title}\nApproved-by: {approver}\n"
             f"Fix: {fix}\nVerified: {verdict}\n"
         )
@@ -358,7 +317,9 @@ class SkillWriter:
         return name
 
     @staticmethod
-    def _skill_md(name: str, incident: Any, fix: str, approver: str, verdict: str) -> str:
+    def _skill_md(
+        name: str, incident: Any, fix: str, approver: str, verdict: str, revision: int = 1
+    ) -> str:
         description = (
             f"Heals {incident.kind.replace('_', ' ')} on {incident.target} by "
             f"running `{fix}`. Use when Guard opens a {incident.source} incident of "
@@ -374,6 +335,7 @@ class SkillWriter:
                 "incident": str(incident.id),
                 "approver": approver,
                 "guard-kind": incident.kind,
+                "revision": str(revision),
             },
         }
         return (
@@ -411,13 +373,20 @@ class SkillWriter:
         return self._commit(folder, folder.name, incident, fix, approver, verdict)
 
     def _commit(
-        self, folder: Path, name: str, incident: Any, fix: str, approver: str, verdict: str
+        self,
+        folder: Path,
+        name: str,
+        incident: Any,
+        fix: str,
+        approver: str,
+        verdict: str,
+        message: str | None = None,
     ) -> str | None:
         if not self.git_commit:
             return None
         root = self._repo(folder.parent)
         author = self.git_author
-        msg = self._message(name, incident, fix, approver, verdict)
+        msg = message or self._message(name, incident, fix, approver, verdict)
         env_ident = [
             "-c",
             f"user.name={author.split('<')[0].strip() or 'Guard'}",

@@ -16,9 +16,10 @@ from guard.app import skill_invalid_signals
 from guard.app.compose import compose_agent
 from guard.config import load_settings
 from guard.incidents.commands import queue_command
+from guard.skills.lesson import message_regex, shell_generalise
 from guard.skills.library import SkillLibrary, load_skill
 from guard.skills.model import NAME_RE
-from guard.skills.writer import SkillWriter, message_regex, shell_generalise
+from guard.skills.writer import SkillWriter
 from guard.store.models import HumanCommand, Incident, IncidentState
 from tests.conftest import GuardHome
 from tests.helpers.agent import as_cli, find, running_guard, stored_incident, wait_for
@@ -53,8 +54,13 @@ def test_a_second_learned_fix_gets_a_valid_free_name(tmp_path: Path) -> None:
     first = writer.write(
         _incident(), "echo one", action=None, args={}, approver="cli:a", verdict="ok"
     )
-    second = writer.write(
-        _incident(id=8), "echo two", action=None, args={}, approver="cli:a", verdict="ok"
+    second = writer.write(  # another fault (another source) whose name would be the same
+        _incident(id=8, source="journald"),
+        "echo two",
+        action=None,
+        args={},
+        approver="cli:a",
+        verdict="ok",
     )
     assert first.name != second.name
     for skill in (first, second):

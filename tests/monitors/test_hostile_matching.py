@@ -19,8 +19,8 @@ import pytest
 
 from guard.monitors.logfile import LogfileMonitor
 from guard.playbooks.models import LogfileMonitorSpec
+from guard.skills.lesson import message_regex
 from guard.skills.model import Trigger
-from guard.skills.writer import message_regex
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ import yaml
 from guard.agent.templating import incident_context, render, render_args
 from guard.domain.exceptions import ConfigError
 from guard.skills.library import SkillLibrary, load_skill, load_skills
-from guard.skills.writer import SkillWriter, message_regex
+from guard.skills.writer import SkillWriter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,16 +105,6 @@ def test_run_templates_are_shell_quoted():
         "container": "api-1",
         "n": 3,
     }
-
-
-def test_message_regex_generalises_the_varying_parts():
-    rx = message_regex(
-        "2026-12-02T10:00:00Z req 89bbae50 from 10.0.0.1 took 35ms: too many clients"
-    )
-    assert re.search(
-        rx, "2027-01-01T00:00:00Z req deadbeef from 10.9.9.9 took 2ms: too many clients"
-    )
-    assert not re.search(rx, "2027-01-01T00:00:00Z req deadbeef from 10.9.9.9 took 2ms: disk full")
 
 
 def test_writer_commits_and_dedups(tmp_path: Path):
