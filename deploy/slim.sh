@@ -9,6 +9,7 @@
 #   object store; pyarrow.fs imports them only if present);
 # - extra copies of versioned shared objects (a wheel cannot hold symlinks);
 # - numpy's f2py and distutils (build tools) and type stubs (*.pyi) of every package;
+# - pycryptodome's SelfTest (its own test suite, 4.7 MB; matrix-nio needs the library only);
 # - the sources of the kubernetes client (34 MB of generated models): it ships compiled only,
 #   so a traceback inside it shows no source lines;
 # - symbols of shared objects (strip --strip-unneeded), when `strip` is there.
@@ -24,7 +25,7 @@ find "$SITE" -depth -type d \( -name tests -o -name test \) -prune -exec rm -rf 
 find "$SITE" -type f \( -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi' -o -name '*.h' \
   -o -name '*.hpp' -o -name '*.cc' -o -name '*.cpp' -o -name '*.c' \) -delete
 rm -rf "$SITE"/kubernetes/aio "$SITE"/pyarrow/include "$SITE"/pyarrow/src "$SITE"/numpy/f2py \
-  "$SITE"/numpy/distutils "$SITE"/numpy/_pyinstaller
+  "$SITE"/numpy/distutils "$SITE"/numpy/_pyinstaller "$SITE"/Crypto/SelfTest
 find "$SITE" -name '*.pyi' -delete
 rm -f "$SITE"/pyarrow/libarrow_flight.so* "$SITE"/pyarrow/_flight.*.so \
   "$SITE"/pyarrow/libarrow_python_flight.so* "$SITE"/pyarrow/libarrow_s3.so* \

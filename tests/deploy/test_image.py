@@ -167,8 +167,10 @@ def test_image_serves_health_runs_unprivileged_and_keeps_state_in_data(
     if report is not None:
         report.write_line(f"appliance image {appliance_image}: {size_mb:.1f} MB")
     # 600 MB, journalctl for journald monitors (Debian's systemd: 15 MB) and the MCP SDK with
-    # what it needs (cryptography, jsonschema, httpx2: 26 MB)
-    assert size_mb <= 640, f"the image is {size_mb:.1f} MB (goal: 640 MB; see deploy/slim.sh)"
+    # what it needs (cryptography, jsonschema, httpx2: 26 MB); then the Slack, Matrix and SSH
+    # engine clients (slack_sdk 5 MB, matrix-nio with pycryptodome 15 MB, paramiko with pynacl
+    # and bcrypt 8 MB: docs/DEPLOY.md)
+    assert size_mb <= 660, f"the image is {size_mb:.1f} MB (goal: 660 MB; see deploy/slim.sh)"
     # What deploy/slim.sh leaves must still load: memory, Kubernetes, the log matchers, Postgres.
     code, out = first.exec_run(
         [
