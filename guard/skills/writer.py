@@ -113,7 +113,7 @@ class SkillWriter:
                 "approver": approver,
                 "fix": fix,
                 "verified": verdict,
-                "at": utcnow().isoformat(timespec="seconds"),
+                "at": utcnow().isoformat(),  # microseconds: a run of the same second told apart
                 **({"proposed_by": proposed_by} if proposed_by else {}),
             },
         }
