@@ -53,3 +53,12 @@ class Action(Protocol):
     async def run(self, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
         """Perform the action with validated ``args``."""
         ...
+
+
+def tail_arg(action: str, args: Mapping[str, Any], default: int, most: int) -> int:
+    """``args["tail"]`` (lines of a log) as a number from 1 to ``most``; an ``ActionError``
+    naming ``action`` for anything else."""
+    try:
+        return min(max(int(args.get("tail", default)), 1), most)
+    except (TypeError, ValueError):
+        raise ActionError(f"{action}: tail must be a number, not {args.get('tail')!r}") from None

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from guard.actions.base import ActionContext, ActionError, ActionResult
+from guard.actions.base import ActionContext, ActionError, ActionResult, tail_arg
 from guard.domain.exceptions import KubernetesError
 from guard.k8s.client import JSON_PATCH, STRATEGIC_MERGE, KubeClient
 from guard.k8s.evidence import log_text
@@ -278,12 +278,7 @@ class Logs(KubeAction):
     def act(
         self, kube: KubeClient, name: str, namespace: str, args: Mapping[str, Any]
     ) -> ActionResult:
-        try:
-            tail = min(max(int(args.get("tail", 50)), 1), MAX_TAIL)
-        except (TypeError, ValueError):
-            raise ActionError(
-                f"k8s.logs: tail must be a number, not {args.get('tail')!r}"
-            ) from None
+        tail = tail_arg("k8s.logs", args, 50, MAX_TAIL)
         container = str(args["container"])
         text, count = log_text(kube.tail_log(namespace, name, container, tail))
         return ActionResult(

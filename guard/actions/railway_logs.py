@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from guard.actions.base import ActionError, ActionResult
+from guard.actions.base import ActionError, ActionResult, tail_arg
 from guard.actions.railway import RailwayAction
 from guard.railway.client import RailwayClient
 from guard.railway.models import Target
@@ -33,12 +33,7 @@ class Logs(RailwayAction):
         args: Mapping[str, Any],
         details: Mapping[str, Any],
     ) -> ActionResult:
-        try:
-            tail = min(max(int(args.get("tail", 30)), 1), MAX_TAIL)
-        except (TypeError, ValueError):
-            raise ActionError(
-                f"railway.logs: tail must be a number, not {args.get('tail')!r}"
-            ) from None
+        tail = tail_arg("railway.logs", args, 30, MAX_TAIL)
         dep = await self.deployment_id(client, target, args, details)
         if dep is None:
             raise ActionError(f"{target.label} has no deployment to read")
