@@ -1,11 +1,11 @@
 """Secrets found by their context: the value after a secret-ish name, a header, a flag, a URL.
 
 These run after every shape rule. A value that is already a placeholder, or a reference to a
-secret (``$DB_PASSWORD``, ``${TOKEN}``, ``%(pw)s``, ``{{ .Values.pw }}``), is left alone, so
-redacting twice changes nothing and a skill's command that names a secret keeps working. A name
-with more after it is no secret name (``secret_name=``, ``password_expires_in=``,
-``max_tokens=``), nor is a name in a path (``/etc/passwd:``) or a plain word after a colon
-(``passwd: updated``).
+secret (``$DB_PASSWORD``, ``${TOKEN}``, ``%(pw)s``, ``{{ .Values.pw }}``, the name of a variable
+in Guard's environment), is left alone, so redacting twice changes nothing and a skill's command
+that names a secret keeps working. A name with more after it is no secret name (``secret_name=``,
+``password_expires_in=``, ``max_tokens=``), nor is a name in a path (``/etc/passwd:``) or a plain
+word after a colon (``passwd: updated``).
 
 Forms: ``k=v``, ``k := v``, ``k => v``, ``k: "v"``, ``"k": "v"``, ``k: v``; ``--k=v`` and
 ``--k v``; ``-p'v'``; ``mysql -pv``, ``sshpass -p v``, ``redis-cli -a v``, Redis ``AUTH v`` and
@@ -24,6 +24,9 @@ v``); headers named for their vendor (``X-Auth-Key``, ``Ocp-Apim-Subscription-Ke
 
 from __future__ import annotations
 
+import os
+import re
+
 from guard.redact.engine import FIRST_GROUP, Check, Rule, entropy
 from guard.redact.rules import basic_credentials, credential_like, random_looking
 
@@ -40,8 +43,17 @@ _SCHEMES = frozenset(
 )
 
 
+_VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+
+
 def _reference(value: str) -> bool:
-    return value.startswith(("[REDACTED", "$", "%(", "{{", "<", "***"))
+    return value.startswith(("[REDACTED", "$", "%(", "{{", "<", "***")) or _variable(value)
+
+
+def _variable(value: str) -> bool:
+    """The name of a variable in Guard's environment (``secret=PG_GUARD_URL``, an action's
+    argument naming what it reads): the human approving must see which one."""
+    return _VARIABLE_NAME.fullmatch(value) is not None and value in os.environ
 
 
 def _assigned(value: str) -> bool:

@@ -4,6 +4,7 @@ secrets, config (extra patterns, allow-list), and one incident for one fault wha
 from __future__ import annotations
 
 import base64
+import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,20 @@ def test_references_to_secrets_are_not_secrets():
         "dsn = 'password=%(pw)s'",
     ):
         assert policy.redact(text) == text
+
+
+def test_the_name_of_a_variable_in_guards_environment_is_shown_and_its_value_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """``probe.postgres secret=PG_GUARD_URL`` names the variable the probe reads: the human who
+    approves must see which one. A value that only looks like a name stays hidden."""
+    monkeypatch.setenv("PG_GUARD_URL", "postgresql://guard:guard-pw-s3cret@db/postgres")
+    policy = Policy()
+    shown = "$ probe.postgres secret=PG_GUARD_URL\n$ login password=PG_GUARD_URL"
+    assert policy.redact(shown) == shown
+    for hidden in ("secret=NOT_IN_THE_ENVIRONMENT", "password=hunter2xyz", "secret=Pg_Guard_Url"):
+        assert "[REDACTED" in policy.redact(hidden), hidden
+    assert "guard-pw-s3cret" not in policy.redact("PG_GUARD_URL=" + os.environ["PG_GUARD_URL"])
 
 
 def test_ordinary_lines_are_left_alone():
