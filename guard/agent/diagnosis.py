@@ -85,8 +85,9 @@ class Diagnoser:
         )
 
     @staticmethod
-    def _unapproved(skill: Skill | None) -> str:
-        if skill is None or skill.runs_unasked:
+    def _unapproved(step: Step, skill: Skill | None) -> str:
+        """Said of a shell step only: a probe runs Guard-side with its own grants (``probes:``)."""
+        if skill is None or skill.runs_unasked or step.kind == "action":
             return ""
         return f"  (skill {skill.name} is not approved yet: no network, no secrets)"
 
@@ -114,7 +115,7 @@ class Diagnoser:
                     out = await self.runner.sandbox_run(
                         step, inc, skill, self.grants_for(inc, skill), ctx
                     )
-                parts.append(f"$ {shown}{self._unapproved(skill)}\n{out.summary}")
+                parts.append(f"$ {shown}{self._unapproved(step, skill)}\n{out.summary}")
             except NoSandbox as exc:
                 parts.append(f"$ {shown}\n(skipped: {exc})")
             except Exception as exc:

@@ -114,6 +114,9 @@ def test_redis_at_maxmemory_is_diagnosed_and_evicts_once_approved(
     assert "section=memory" in evidence and "section=keyspace" in evidence, evidence
     assert "of maxmemory 4.00M (" in evidence and "policy noeviction" in evidence, evidence
     assert "db0:keys=" in evidence, evidence
+    # the approver sees which secret the probe reads, and no sandbox note on a Guard-side probe
+    assert "$ probe.redis secret=REDIS_URL section=memory\n" in evidence, evidence
+    assert "not approved yet" not in evidence, evidence
     assert "policy noeviction" in asked and "maxmemory-policy allkeys-lru" in asked, asked
     assert PASSWORD not in log.read_text() and PASSWORD not in evidence
     [(status, by)] = db_rows(home, "select status, approved_by from remediation_run")
