@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from guard.actions.base import ActionContext, ActionError, ActionResult
 from guard.actions.docker import container_name, engine
 from guard.store import images
 from guard.store.db import open_database
+from guard.util.rollback_names import rollback_aside
 
 FROM_IMAGE = ("Cmd", "Entrypoint", "WorkingDir", "User", "StopSignal", "Healthcheck", "Volumes")
 SKIP_NETWORKS = ("none", "host", "default")
@@ -144,7 +144,7 @@ class Rollback:
     def _swap(self, api: Any, old: Mapping[str, Any], name: str, body: dict[str, Any]) -> str:
         """Old out of the way, new in its place; on failure the old one back as it was."""
         old_id, was_running = old["Id"], bool((old.get("State") or {}).get("Running"))
-        aside = f"{name}-guard-rollback-{int(time.time())}"
+        aside = rollback_aside(name)
         api.rename(old_id, aside)
         api.stop(old_id, timeout=10)
         new_id = ""

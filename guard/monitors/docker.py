@@ -35,6 +35,7 @@ from guard.monitors.docker_restarts import (
 )
 from guard.playbooks.models import DockerMonitorSpec
 from guard.util.docker_client import EngineUnreachable, Timeouts, docker_client
+from guard.util.rollback_names import is_rollback_aside
 
 
 def _engine_error(exc: Exception) -> MonitorError:
@@ -195,6 +196,8 @@ class DockerMonitor:
             raise _engine_error(exc) from None
         signals = []
         for c in containers:
+            if is_rollback_aside(c.name):
+                continue  # a rollback's old container, removed once the new one started
             sig = self.classify(c.name, c.attrs.get("State") or {}, c.attrs)
             if sig is not None:
                 signals.append(sig)
@@ -262,9 +265,10 @@ class DockerMonitor:
 
     def _selects(self, event: Mapping[str, Any]) -> bool:
         """Whether the event is about a selected container: the engine's events API has no
-        name filter (it ignores one), so a name selector is applied here."""
-        name = self.spec.selector.name
-        return not name or name in _event_name(event)
+        name filter (it ignores one), so a name selector is applied here. The container a
+        ``docker.rollback`` put aside is Guard's own doing, never selected."""
+        name, actor = self.spec.selector.name, _event_name(event)
+        return (not name or name in actor) and not is_rollback_aside(actor)
 
     async def _follow_logs(self, emit: Emit) -> None:
         """Attach to every selected container, then count their lines until cancelled."""
