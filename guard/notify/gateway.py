@@ -74,10 +74,13 @@ class Gateway(ABC):
         """The outbox calls of a daily report (``text`` in the chat HTML) in ``chat``."""
 
     async def closing(self) -> None:
-        """What must close before the background tasks can end (a receiving connection)."""
+        """What must close before the background tasks can end (a receiving connection);
+        none by default."""
+        return
 
     async def close(self) -> None:
-        """Release the service's client once everything has stopped."""
+        """Release the service's client once everything has stopped; none by default."""
+        return
 
     # -- the shared lifecycle -------------------------------------------------------------------
 
