@@ -11,7 +11,8 @@ live. Each outcome is audited as ``<channel>.pressed`` or ``<channel>.refused``.
 Whether the actor may answer at all is the gate's question (``guard.incidents.gate``), asked
 before a claim.
 
-Tested by ``tests/telegram/test_telegram_closing.py``.
+Tested on every channel by ``tests/notify/test_inbound_contract.py`` (a press, a forged or
+replayed one, a press on a changed proposal).
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Conversation memory: every message exchanged with a human, per chat, in the SQL store.
-
-Tested by ``tests/telegram/test_telegram_redelivery.py``."""
+"""Conversation memory: every message exchanged with a human, per chat, in the SQL store."""
 
 from __future__ import annotations
 

@@ -19,13 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from guard.config import (
-    EmailSettings,
-    MatrixSettings,
-    Settings,
-    SlackSettings,
-    TelegramSettings,
-)
+from guard import config as cfg
+from guard.config import Settings
 from guard.config.validators import Section
 
 if TYPE_CHECKING:
@@ -83,10 +78,10 @@ class ChannelKind:
 
 
 CHANNELS: dict[str, ChannelKind] = {
-    "telegram": ChannelKind(TelegramSettings, "guard.notify.telegram"),
-    "email": ChannelKind(EmailSettings, "guard.notify.email"),
-    "slack": ChannelKind(SlackSettings, "guard.notify.slack"),
-    "matrix": ChannelKind(MatrixSettings, "guard.notify.matrix"),
+    "telegram": ChannelKind(cfg.TelegramSettings, "guard.notify.telegram"),
+    "email": ChannelKind(cfg.EmailSettings, "guard.notify.email"),
+    "slack": ChannelKind(cfg.SlackSettings, "guard.notify.slack"),
+    "matrix": ChannelKind(cfg.MatrixSettings, "guard.notify.matrix"),
 }
 """Channel name (its settings section, and the ``channel`` of its outbox rows) -> kind."""
 

@@ -1,6 +1,6 @@
 """What the chat channels with emoji say the same way: an incident state's label, and the
 buttons of an incident's question (a run button per offered option, then send a fix, deny and
-mute, then acknowledge). Each channel's markup renders them (Telegram's HTML, Slack's mrkdwn).
+mute, then acknowledge). Each channel's markup renders them (the chat HTML, Slack's mrkdwn).
 
 Tested by tests/notify/test_slack_channel.py.
 """

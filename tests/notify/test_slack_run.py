@@ -2,11 +2,13 @@
 a container's fault is announced in the channel (Block Kit, a button per remedy), a viewer's
 press is refused, an approver's press over Socket Mode runs the remedy, the container is healed,
 the question's buttons go (``chat.update``) and the outcome is posted in its thread; the tokens
-never reach the log."""
+never reach the log. With only Slack configured, the daily report is posted in the channel at
+``report.cron``'s time, as on every chat channel."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -110,3 +112,38 @@ def test_a_docker_fault_is_approved_by_a_press_over_socket_mode_and_healed(
     written = log.read_text()
     assert "slack connected as guard (socket)" in written
     assert BOT_TOKEN not in written and APP_TOKEN not in written
+
+
+def next_minute(margin: float = 20.0) -> datetime:
+    """The first whole minute (UTC) at least ``margin`` seconds away."""
+    now = datetime.now(UTC)
+    return (now + timedelta(seconds=margin + 60)).replace(second=0, microsecond=0)
+
+
+@pytest.mark.timeout(180)
+def test_the_daily_report_is_posted_on_slack_at_its_scheduled_time(
+    home: GuardHome, slack: SlackServer
+) -> None:
+    at = next_minute()
+    setup_docker_home(
+        home,
+        slack={
+            "bot_token": BOT_TOKEN,
+            "app_token": APP_TOKEN,
+            "channel": CHANNEL,
+            "api_base_url": slack.url,
+        },
+        report={"cron": f"{at.minute} {at.hour} * * *", "timezone": "UTC"},
+    )
+    with running_guard(home):
+        wait_for(slack.connected, 30, "Guard's Socket Mode connection")
+        assert not slack.bot_messages("Guard daily report")  # not before its time
+        (report,) = wait_for(
+            lambda: slack.bot_messages("Guard daily report"),
+            (at - datetime.now(UTC)).total_seconds() + 30,
+            "the daily report at its scheduled time",
+        )
+        seen = datetime.now(UTC)
+    assert at <= seen < at + timedelta(seconds=30), (at, seen)
+    assert report["channel"] == CHANNEL and "thread_ts" not in report
+    assert "Incidents opened: 0" in report["text"], report["text"]

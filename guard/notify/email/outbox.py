@@ -3,6 +3,8 @@ the console and the chart attached. Tested by tests/notify/email/test_email_chan
 
 from __future__ import annotations
 
+from typing import Any
+
 from guard.config import Settings
 from guard.notify.email.channel import NAME
 from guard.notify.outbox import queue
@@ -22,15 +24,20 @@ def report_text(settings: Settings, text: str) -> str:
     return f"{to_plain(text)}\n\n{where}"
 
 
+def report_calls(settings: Settings, to: str, text: str, png: bytes) -> list[dict[str, Any]]:
+    """The daily report to ``to``: one mail, the chart attached."""
+    return [
+        {
+            "method": "photo",
+            "chat_id": to,
+            "role": "report",
+            "text": report_text(settings, text),
+            "photo": png,
+        }
+    ]
+
+
 def queue_report(settings: Settings, db: Database, text: str, png: bytes) -> None:
     """Queue the report to ``email.to``."""
     assert settings.email.to is not None
-    queue.enqueue(
-        db,
-        NAME,
-        method="photo",
-        chat_id=settings.email.to,
-        role="report",
-        text=report_text(settings, text),
-        photo=png,
-    )
+    queue.enqueue_all(db, NAME, report_calls(settings, settings.email.to, text, png))

@@ -1,5 +1,5 @@
 """What Guard posts in a Matrix room: an ``m.room.message`` whose ``formatted_body`` is the
-channel's HTML (``org.matrix.custom.html``, which Matrix clients render as Telegram's subset),
+chat HTML (``guard.notify.html``; ``org.matrix.custom.html``, a subset Matrix clients render),
 its ``body`` the same as plain text, and its buttons written under it and kept in the content
 (``buttons.BUTTONS``); an edit is an ``m.replace`` of the message with the new content.
 

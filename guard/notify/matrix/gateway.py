@@ -1,6 +1,6 @@
-"""The Matrix gateway inside ``guard run``: joins the room, syncs its events into the
-channel-neutral answers (``guard.notify.answers``), and runs the outbox worker and sync for the
-room (``ChannelRunner``).
+"""The Matrix gateway inside ``guard run``: joins the room and syncs its events into the
+channel-neutral answers (``guard.notify.answers``); the outbox worker and sync for the room and
+the daily report on ``report.cron`` are every channel's (``guard.notify.gateway``).
 
 - Sync is ``/sync`` long polling from a stored ``next_batch`` (the state table, ``SYNC_KEY``),
   written after each batch is handled: a restart goes on from there and does not replay old
@@ -11,7 +11,7 @@ room (``ChannelRunner``).
   the homeserver (the message, then its latest ``m.replace`` by the bot): the store's record of
   the message and the gate still decide (``Answers``).
 - A press is answered at once with a notice in reply to the pressed message (Matrix has no
-  toast); it is not a row of the outbox, as Telegram's ``answerCallbackQuery`` is not.
+  toast); it is not a row of the outbox, as no channel's immediate answer to a press is.
 - A room per route: the bot joins its default room and every room ``routes[].chats.matrix``
   names, and answers in the room an event came from.
 - The homeserver unreachable at start is not an error: the gateway retries in the background
@@ -25,12 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from datetime import date
 from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.cron import CronTrigger
 from loguru import logger
 from nio import (
     AsyncClient,
@@ -41,19 +37,17 @@ from nio import (
     SyncResponse,
 )
 from nio.api import RelationshipType
-from sqlmodel import Session
 
 from guard.config import Settings
 from guard.notify.answers import senders
 from guard.notify.answers.presses import Answers
-from guard.notify.fanout import ChannelNotifier
+from guard.notify.gateway import Gateway
 from guard.notify.matrix import buttons as kb
 from guard.notify.matrix import content
 from guard.notify.matrix.channel import ANSWERED, NAME, MatrixChannel, errors
 from guard.notify.matrix.markup import MatrixMarkup
 from guard.notify.matrix.notifier import MatrixNotifier
 from guard.notify.matrix.updates import MatrixUpdate, event, target
-from guard.notify.outbox import queue
 from guard.notify.routing import Router
 from guard.notify.runner import ChannelRunner
 from guard.notify.running_gate import gate_from_settings
@@ -76,26 +70,21 @@ def client(settings: Settings) -> AsyncClient:
     return c
 
 
-class MatrixGateway:
+class MatrixGateway(Gateway):
+    name = NAME
+
     def __init__(
         self, settings: Settings, db: Database, runtime: HealthSource | None = None
     ) -> None:
         mx = settings.matrix
         assert mx.room_id is not None
-        self.settings = settings
-        self.db = db
-        self.runtime = runtime
-        self.chat_id = mx.room_id
+        notifier = MatrixNotifier(settings, db, Router(settings))
+        super().__init__(settings, db, runtime, mx.room_id, notifier)
         routed = [room for route in settings.routes for room in route.chats_in(NAME)]
         self.rooms = list(dict.fromkeys([mx.room_id, *routed]))
         self.auth = senders.Authoriser(NAME, db, gate_from_settings(settings, db))
-        self.notifier: ChannelNotifier = MatrixNotifier(settings, db, Router(settings))
         self.client = client(settings)
         self.answers = Answers(self, NAME, MatrixMarkup())
-        self.stopping = asyncio.Event()
-        self.ready = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self.scheduler = AsyncIOScheduler(timezone=settings.report.timezone)
 
     @property
     def filter(self) -> dict[str, Any]:
@@ -113,33 +102,14 @@ class MatrixGateway:
             },
         }
 
-    async def start(self) -> None:
-        """Schedule the daily report and connect in the background (never raises for Matrix)."""
-        report = self.settings.report
-        self.scheduler.add_job(
-            self.send_report,
-            CronTrigger.from_crontab(report.cron, timezone=report.timezone),
-            id="report:daily:matrix",
-            coalesce=True,
-            max_instances=1,
-            misfire_grace_time=3600,
-        )
-        self.scheduler.start()
-        self._tasks.append(asyncio.create_task(self._connect(), name="matrix:connect"))
-
-    async def stop(self) -> None:
-        self.stopping.set()
-        with contextlib.suppress(Exception):
-            self.scheduler.shutdown(wait=False)
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self.client.close()
 
-    async def _wait(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stopping.wait(), seconds)
+    def report_calls(self, chat: str, text: str, png: bytes) -> list[dict[str, Any]]:
+        return report_calls(chat, text, png)
 
-    async def _connect(self) -> None:
+    async def connect(self) -> None:
         for room in self.rooms:
             await self._join(room)
         if self.stopping.is_set():
@@ -150,9 +120,7 @@ class MatrixGateway:
             self.notifier,
             group_wait=self.settings.matrix.group_wait,
         )
-        await runner.recover()  # before any event: a reply may quote a message in flight
-        runner.run(self.stopping)
-        self._tasks.append(asyncio.create_task(runner.wait(), name="matrix:channel"))
+        await self.run_outbox(runner)  # before any event: a reply may quote a message in flight
         self.ready.set()
         logger.info(
             "matrix gateway connected as {} in {}", self.client.user_id, ", ".join(self.rooms)
@@ -178,7 +146,7 @@ class MatrixGateway:
                 delay,
                 self.client.user_id,
             )
-            await self._wait(delay)
+            await self.pause(delay)
             delay = min(delay * 2, 30.0)
 
     def _since(self) -> str | None:
@@ -206,7 +174,7 @@ class MatrixGateway:
                 got = exc  # type: ignore[assignment]
             if not isinstance(got, SyncResponse):
                 logger.warning("matrix sync: {}; retrying in {:g}s", got, delay)
-                await self._wait(delay)
+                await self.pause(delay)
                 delay = min(delay * 2, 30.0)
                 continue
             delay = 1.0
@@ -261,24 +229,6 @@ class MatrixGateway:
             got = await self.client.room_send(room, "m.room.message", body)
             if isinstance(got, ErrorResponse):
                 logger.warning("matrix: answer not sent: {}", got.message)
-
-    async def send_report(
-        self,
-        chat_id: str | None = None,
-        day: date | None = None,
-        also: Callable[[Session], object] | None = None,
-    ) -> None:
-        """Render the report from the store and queue it (text, then the chart)."""
-        from guard.reports import daily
-        from guard.reports.chart import incidents_per_hour
-
-        chat = chat_id or self.chat_id
-        report = await asyncio.to_thread(daily.gather, self.db, self.settings, day)
-        text = daily.render(report, self.settings)
-        png = await asyncio.to_thread(incidents_per_hour, report.per_hour)
-        await asyncio.to_thread(
-            queue.enqueue_all, self.db, NAME, report_calls(chat, text, png), also
-        )
 
 
 def report_calls(chat: str, text: str, png: bytes) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """The Slack runner inside ``guard run``: receiving (Socket Mode by default, or the signed HTTP
-endpoint), the outbox worker and its sync.
+endpoint); the outbox worker, its sync and the daily report on ``report.cron`` are every
+channel's (``guard.notify.gateway``).
 
 - Socket Mode: slack_sdk's client opens ``apps.connections.open`` with the app-level token and
   keeps the websocket up (it reconnects on ``disconnect`` and on a dead connection). Each
@@ -17,10 +18,7 @@ Tested by tests/notify/test_slack_gateway.py.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable
-from datetime import date
 from typing import Any
 
 from loguru import logger
@@ -29,19 +27,17 @@ from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
-from sqlmodel import Session
 
 from guard.config import Settings
 from guard.notify.answers import senders
 from guard.notify.answers.presses import Answers
 from guard.notify.channel import ChannelError, Retry
-from guard.notify.fanout import ChannelNotifier
-from guard.notify.outbox import queue
+from guard.notify.gateway import Gateway
 from guard.notify.runner import ChannelRunner
 from guard.notify.running_gate import gate_from_settings
 from guard.notify.slack.channel import NAME, SlackChannel, client, errors
 from guard.notify.slack.markup import SlackMarkup
-from guard.notify.slack.mrkdwn import esc, plain
+from guard.notify.slack.mrkdwn import cut, esc, plain
 from guard.notify.slack.notifier import SlackNotifier
 from guard.notify.slack.updates import Delivery, event
 from guard.ports.running import HealthSource
@@ -60,34 +56,26 @@ async def dispatch(answers: Answers, delivery: Delivery) -> None:
         logger.warning("slack: answering a {}: {}", found.kind, exc)
 
 
-class SlackGateway:
+class SlackGateway(Gateway):
+    name = NAME
+    charts = False  # its report is the text alone
+
     def __init__(
         self, settings: Settings, db: Database, runtime: HealthSource | None = None
     ) -> None:
         sl = settings.slack
         assert sl.bot_token is not None and sl.channel is not None
-        self.settings = settings
-        self.db = db
-        self.runtime = runtime
-        self.chat_id = sl.channel
+        super().__init__(settings, db, runtime, sl.channel, SlackNotifier(settings, db))
         self.auth = senders.Authoriser(NAME, db, gate_from_settings(settings, db))
-        self.notifier: ChannelNotifier = SlackNotifier(settings, db)
         self.web = client(sl.bot_token.get_secret_value(), sl.api_base_url)
         self.answers = Answers(self, NAME, SlackMarkup())
         self.runner = ChannelRunner(
             SlackChannel(self.web), db, self.notifier, group_wait=sl.group_wait
         )
-        self.stopping = asyncio.Event()
-        self.ready = asyncio.Event()
         self.socket: SocketModeClient | None = None
         self.http: Any = None
-        self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
-        """Connect in the background (never raises for Slack)."""
-        self._tasks.append(asyncio.create_task(self._connect(), name="slack:connect"))
-
-    async def _connect(self) -> None:
+    async def connect(self) -> None:
         delay = 1.0
         while not self.stopping.is_set():
             try:
@@ -97,8 +85,7 @@ class SlackGateway:
             except ChannelError as exc:
                 wait = exc.after if isinstance(exc, Retry) else delay
                 logger.warning("slack not reachable yet ({}); retrying in {:g}s", exc, wait)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), wait)
+                await self.pause(wait)
                 delay = min(delay * 2, 30.0)
         if self.stopping.is_set():
             return
@@ -112,9 +99,9 @@ class SlackGateway:
 
     async def _serve(self) -> None:
         sl = self.settings.slack
-        await self.runner.recover()  # before any delivery: a reply may quote a post in flight
-        self.runner.run(self.stopping)  # the outbox goes on whatever becomes of receiving
-        self._tasks.append(asyncio.create_task(self.runner.wait(), name="slack:channel"))
+        # before any delivery (a reply may quote a post in flight); the outbox goes on
+        # whatever becomes of receiving
+        await self.run_outbox(self.runner)
         if sl.mode == "http":
             from guard.notify.slack.httpmode import serve
 
@@ -145,12 +132,12 @@ class SlackGateway:
         """Act on a delivery, answering a press with this runner's Web API client."""
         await dispatch(self.answers, Delivery(delivery.kind, delivery.payload, self.web))
 
-    async def stop(self) -> None:
-        self.stopping.set()
+    async def closing(self) -> None:
         if self.socket is not None:  # first: a connect still retrying ends with it
             with contextlib.suppress(Exception):
                 await self.socket.close()  # type: ignore[no-untyped-call]
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def close(self) -> None:
         if self.http is not None:
             with contextlib.suppress(Exception):
                 await self.http.cleanup()
@@ -158,28 +145,10 @@ class SlackGateway:
             if self.web.session is not None:
                 await self.web.session.close()
 
-    async def send_report(
-        self,
-        chat_id: str | None = None,
-        day: date | None = None,
-        also: Callable[[Session], object] | None = None,
-    ) -> None:
-        """Render the report from the store and queue its text (``also`` in that transaction)."""
-        from guard.reports import daily
+    def report_calls(self, chat: str, text: str, png: bytes) -> list[dict[str, Any]]:
+        return report_calls(chat, text)
 
-        report = await asyncio.to_thread(daily.gather, self.db, self.settings, day)
-        text = SlackMarkup().cut(esc(plain(daily.render(report, self.settings))))
-        await asyncio.to_thread(
-            queue.enqueue_all,
-            self.db,
-            NAME,
-            [
-                {
-                    "method": "send",
-                    "chat_id": chat_id or self.chat_id,
-                    "text": text,
-                    "role": "report",
-                }
-            ],
-            also,
-        )
+
+def report_calls(chat: str, text: str) -> list[dict[str, Any]]:
+    """The daily report in ``chat``: its text in mrkdwn (no chart)."""
+    return [{"method": "send", "chat_id": chat, "text": cut(esc(plain(text))), "role": "report"}]

@@ -1,5 +1,5 @@
 """Rendering for Slack: mrkdwn, everything from logs escaped (``&``, ``<``, ``>``: Slack's only
-three), cut under the message's room, and the same content as Telegram's messages: the
+three), cut under the message's room, and the same content as the other chat channels' messages: the
 evidence, each proposed command shown whole in a code block with its digest, and a button only
 for a command shown whole (one press never runs unseen text).
 

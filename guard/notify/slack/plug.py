@@ -55,9 +55,7 @@ def runner(settings: Settings, db: Database, runtime: HealthSource | None) -> Sl
 
 def report(settings: Settings, db: Database, text: str, png: bytes) -> str:
     from guard.notify.outbox import queue
-    from guard.notify.slack.mrkdwn import cut, esc, plain
+    from guard.notify.slack.gateway import report_calls
 
-    chat = str(settings.slack.channel)
-    call = {"method": "send", "chat_id": chat, "text": cut(esc(plain(text))), "role": "report"}
-    queue.enqueue_all(db, "slack", [call])
+    queue.enqueue_all(db, "slack", report_calls(str(settings.slack.channel), text))
     return "report queued for Slack; `guard run` sends it"
