@@ -9,8 +9,12 @@ template shares the largest share of positions with the message wins if that sha
 the template (positions that differ become ``<*>``). A message that finds nothing in its leaf is
 compared with the recent clusters of its length that start with the same word, so a value early
 in a message ("user alice ...") does not found a cluster per value. Otherwise it founds a new
-cluster. Each comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a
-storm of distinct messages costs the same per message as a quiet day.
+cluster. A template that has taken ``SETTLED`` lines without a word of it varying keeps its words:
+a message differing in one (``client SPP.`` after 608 ``client WindowsUpdateAgent.``) is another
+event, however alike the rest; a word is a token of letters only (values hold digits,
+placeholders or inner punctuation, and keep generalising). Each comparison looks at a bounded
+number of clusters (``SCAN``, ``NEIGHBOURS``), so a storm of distinct messages costs the same
+per message as a quiet day.
 
 Unlike drain3, a cluster's id is given from outside: the store assigns it, and ``seed`` puts
 persisted templates back into a fresh tree, so an id (and the incident fingerprint made from it)
@@ -19,6 +23,7 @@ survives restarts, a template's later generalisation and changes to this module.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +31,8 @@ from dataclasses import dataclass, field
 WILDCARD = "<*>"
 SCAN = 256  # clusters of one leaf compared with a message, most recently matched first
 NEIGHBOURS = 64  # clusters per (length, first token) that the fallback compares
+SETTLED = 64  # lines after which a template's words are the event's (measured: docs/GROUPING.md)
+_WORD = re.compile(r"\(?[A-Za-z]+[.,;:)]?")  # "client", "SPP.", "(usable)"; not "v<num>", "a.b"
 
 
 @dataclass
@@ -34,6 +41,7 @@ class Cluster:
 
     id: int
     tokens: list[str]
+    size: int = 1  # lines taken since founded or seeded (not stored: counted anew after a start)
 
     @property
     def template(self) -> str:
@@ -67,6 +75,15 @@ def key_length(tokens: Sequence[str]) -> int:
 
 def _has_digit(token: str) -> bool:
     return any(c.isdigit() or c in ".:/@=<" for c in token)
+
+
+def _settled(cluster: Cluster, words: Sequence[str]) -> bool:
+    """Whether ``words`` differ from ``cluster``'s template in a word (not a value) of it."""
+    k = len(cluster.tokens) - len(words)
+    return any(
+        have != got and have != WILDCARD and _WORD.fullmatch(have)
+        for have, got in zip(cluster.tokens[k:], words, strict=True)
+    )
 
 
 class TemplateMiner:
@@ -133,6 +150,7 @@ class TemplateMiner:
         elif not leaf.clusters:
             leaf.clusters.append(cluster)
         self._touch(cluster)
+        cluster.size += 1
         changed = False
         for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
             if have != got and have != WILDCARD:
@@ -200,6 +218,8 @@ class TemplateMiner:
                     wild += 1
                 elif have == got:
                     same += 1
+            if same + wild < len(words) and cluster.size >= SETTLED and _settled(cluster, words):
+                continue  # a word it held for SETTLED lines differs: another event
             key = (same / len(words) if words else 1.0, wild, -cluster.id)
             if key > best_key:
                 best, best_key = cluster, key
