@@ -12,9 +12,10 @@ in a message ("user alice ...") does not found a cluster per value. Otherwise it
 cluster. A template that has taken ``SETTLED`` lines without a word of it varying keeps its words:
 a message differing in one (``client SPP.`` after 608 ``client WindowsUpdateAgent.``) is another
 event, however alike the rest; a word is a token of letters only (values hold digits,
-placeholders or inner punctuation, and keep generalising). Each comparison looks at a bounded
-number of clusters (``SCAN``, ``NEIGHBOURS``), so a storm of distinct messages costs the same
-per message as a quiet day.
+placeholders or inner punctuation, and keep generalising), and a ``key=value`` keeps its key
+and the kind of its value (none, a word, other: ``rhost=<ip>`` is not ``rhost=``). Each
+comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a storm of
+distinct messages costs the same per message as a quiet day.
 
 Unlike drain3, a cluster's id is given from outside: the store assigns it, and ``seed`` puts
 persisted templates back into a fresh tree, so an id (and the incident fingerprint made from it)
@@ -81,9 +82,26 @@ def _settled(cluster: Cluster, words: Sequence[str]) -> bool:
     """Whether ``words`` differ from ``cluster``'s template in a word (not a value) of it."""
     k = len(cluster.tokens) - len(words)
     return any(
-        have != got and have != WILDCARD and _WORD.fullmatch(have)
+        have != got and have != WILDCARD and _structural(have, got)
         for have, got in zip(cluster.tokens[k:], words, strict=True)
     )
+
+
+def _structural(have: str, got: str) -> bool:
+    """Whether ``got`` differs from a settled template token ``have`` in what the event says:
+    ``have`` is a word, or a ``key=value`` whose key differs or whose value changes kind."""
+    if _WORD.fullmatch(have):
+        return True
+    key, eq, value = have.partition("=")
+    if not eq:
+        return False
+    got_key, got_eq, got_value = got.partition("=")
+    return got_key != key or not got_eq or _kind(value) != _kind(got_value)
+
+
+def _kind(value: str) -> int:
+    """A value's kind: none, a word, anything else."""
+    return 0 if not value else 1 if _WORD.fullmatch(value) else 2
 
 
 class TemplateMiner:

@@ -54,3 +54,36 @@ def test_after_a_restart_a_seeded_template_counts_its_lines_anew():
     agent = reborn.seed(1, "Session: <num>_<num> initialized by client WindowsUpdateAgent.")
     assert reborn.add(_session("WindowsUpdateAgent.")).cluster is agent
     assert reborn.add(_session("SPP.")).cluster is agent
+
+
+def _settled(miner: TemplateMiner, tokens: list[str]) -> None:
+    first = miner.found(len(miner) + 1, tokens)
+    for _ in range(SETTLED):
+        assert miner.add(tokens).cluster is first
+
+
+PAM = ["authentication", "failure;", "logname=", "uid=<num>", "euid=<num>"]
+
+
+def test_a_settled_key_keeps_its_name_and_the_kind_of_its_value():
+    """Linux's PAM lines: a remote failure (``tty=NODEVssh``, ``rhost=<ip>``) is not a console
+    one (``tty=:<num>``, ``rhost=`` empty), and ``by (uid=<num>)`` is not ``by
+    LOGIN(uid=<num>)``: one token of seven or nine each."""
+    miner = TemplateMiner(similarity=0.7)
+    _settled(miner, [*PAM, "tty=NODEVssh", "ruser=", "rhost=<ip>"])
+    assert miner.add([*PAM, "tty=:<num>", "ruser=", "rhost="]).cluster is None
+    _settled(miner, ["session", "opened", "for", "user", "cyrus", "by", "(uid=<num>)"])
+    assert (
+        miner.add(["session", "opened", "for", "user", "root", "by", "LOGIN(uid=<num>)"]).cluster
+        is None
+    )
+
+
+def test_a_settled_key_takes_another_value_of_its_kind():
+    """OpenSSH's PAM lines: ``user=root`` 369 times, then ``user=uucp``: one event (Loghub's
+    labels); so are two hosts, however differently shaped."""
+    miner = TemplateMiner(similarity=0.7)
+    _settled(miner, [*PAM, "tty=ssh", "ruser=", "rhost=<ip>", "user=root"])
+    assert miner.add([*PAM, "tty=ssh", "ruser=", "rhost=<ip>", "user=uucp"]).cluster is not None
+    host = "rhost=<num>-<num>.hinet-ip.hinet.net"
+    assert miner.add([*PAM, "tty=ssh", "ruser=", host, "user=root"]).cluster is not None
