@@ -5,8 +5,9 @@ two faults can differ in one word (``UPDATE items SET qty = ...`` after a check 
 ``UPDATE stock SET qty = ...`` after a not-null one): by likeness they are one template. What
 tells them apart is the line they continue, the last *primary* line of the same writer (the
 pid in PostgreSQL's prefix; ``DETAIL:``, ``HINT:``, ``CONTEXT:`` lines in between are asides).
-A format that knows such lines names three groups in its pattern: ``continues`` (the level of
-a line that continues), ``aside`` (one that neither continues nor is primary) and ``writer``;
+A format that knows such lines names up to three groups in its pattern: ``continues`` (the level
+of a line that continues; required), ``aside`` (one that neither continues nor is primary) and
+``writer`` (without it, the source has one writer);
 the continuing line's ``event`` key is then its level and the gist of the primary line, so its
 template never takes the statements of another fault.
 """
@@ -45,12 +46,13 @@ class Continuations:
     def event(self, found: re.Match[str]) -> str:
         """The ``event`` key of a line of such a pattern: ``""`` (none) for a primary line or an
         aside, the level and the primary's gist for a continuing line."""
-        writer = found.group("writer") or ""
-        continues = found.group("continues")
+        groups = found.groupdict()  # a pattern of the user's may name only some of them
+        writer = groups.get("writer") or ""
+        continues = groups.get("continues")
         if continues:
             return f"{continues}·{self._last.get(writer, '')}"
-        if not found.group("aside"):
+        if not groups.get("aside"):
             if len(self._last) >= WRITERS and writer not in self._last:
                 self._last.clear()
-            self._last[writer] = gist(found.group("level") or "", found.group("message") or "")
+            self._last[writer] = gist(groups.get("level") or "", groups.get("message") or "")
         return ""

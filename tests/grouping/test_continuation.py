@@ -67,3 +67,18 @@ def test_a_statement_follows_the_error_of_its_own_backend() -> None:
     lines = [_pg(int(pid), level, message) for pid, level, message in _fields(interleaved)]
     ids = _templates("postgres", lines)
     assert ids[2] == ids[5] and ids[2] != ids[3]
+
+
+def test_a_pattern_of_the_users_may_name_continues_alone() -> None:
+    """``format:`` a pattern naming ``continues`` (no writer, no aside): one writer."""
+    pattern = r"^\S+ (?:(?P<continues>SQL)|[A-Z]+): (?P<message>.*)$"
+    lines = [
+        "t1 ERROR: division by zero",
+        "t2 SQL: SELECT qty / 0 FROM items WHERE id = 3",
+        "t3 ERROR: deadlock detected",
+        "t4 SQL: SELECT qty / 1 FROM stock WHERE id = 3",
+        "t5 ERROR: division by zero",
+        "t6 SQL: SELECT qty / 0 FROM items WHERE id = 9",
+    ]
+    ids = _templates(pattern, lines)
+    assert ids[1] == ids[5] and ids[1] != ids[3]
