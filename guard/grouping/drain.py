@@ -9,10 +9,11 @@ template shares the largest share of positions with the message wins if that sha
 the template (positions that differ become ``<*>``). A message that finds nothing in its leaf is
 compared with the recent clusters of its length that start with the same word, so a value early
 in a message ("user alice ...") does not found a cluster per value. Otherwise it founds a new
-cluster. A template that has taken ``SETTLED`` lines without a word of it varying keeps its words:
-a message differing in one (``client SPP.`` after 608 ``client WindowsUpdateAgent.``) is another
+cluster. A template that has taken ``SETTLED`` lines without its last word varying keeps it: a
+message ending otherwise (``client SPP.`` after 608 ``client WindowsUpdateAgent.``) is another
 event, however alike the rest; a word is a token of letters only (values hold digits,
-placeholders or inner punctuation, and keep generalising), and a ``key=value`` keeps its key
+placeholders or inner punctuation, and keep generalising; a word inside a message is as often a
+user name, ``for root from``), and a ``key=value`` anywhere keeps its key
 and the kind of its value (none, a word, other: ``rhost=<ip>`` is not ``rhost=``). Each
 comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a storm of
 distinct messages costs the same per message as a quiet day.
@@ -79,19 +80,20 @@ def _has_digit(token: str) -> bool:
 
 
 def _settled(cluster: Cluster, words: Sequence[str]) -> bool:
-    """Whether ``words`` differ from ``cluster``'s template in a word (not a value) of it."""
+    """Whether ``words`` differ from ``cluster``'s template in its last word or in a key."""
     k = len(cluster.tokens) - len(words)
+    last = len(words) - 1
     return any(
-        have != got and have != WILDCARD and _structural(have, got)
-        for have, got in zip(cluster.tokens[k:], words, strict=True)
+        have != got and have != WILDCARD and _structural(have, got, i == last)
+        for i, (have, got) in enumerate(zip(cluster.tokens[k:], words, strict=True))
     )
 
 
-def _structural(have: str, got: str) -> bool:
+def _structural(have: str, got: str, last: bool) -> bool:
     """Whether ``got`` differs from a settled template token ``have`` in what the event says:
-    ``have`` is a word, or a ``key=value`` whose key differs or whose value changes kind."""
+    ``have`` is the ``last`` word, or a ``key=value`` whose key differs or value changes kind."""
     if _WORD.fullmatch(have):
-        return True
+        return last
     key, eq, value = have.partition("=")
     if not eq:
         return False
@@ -154,8 +156,9 @@ class TemplateMiner:
         ]
         return self._best(near, tokens)
 
-    def add(self, tokens: Sequence[str]) -> Mined:
-        """Match ``tokens``, generalising the matched template if needed."""
+    def add(self, tokens: Sequence[str], lines: int = 1) -> Mined:
+        """Match ``tokens``, generalising the matched template if needed; ``lines``: how many
+        lines these tokens stand for (a monitor folds identical lines into one signal)."""
         cluster = self.match(tokens)
         if cluster is None:
             return Mined(None)
@@ -168,7 +171,7 @@ class TemplateMiner:
         elif not leaf.clusters:
             leaf.clusters.append(cluster)
         self._touch(cluster)
-        cluster.size += 1
+        cluster.size += lines
         changed = False
         for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
             if have != got and have != WILDCARD:
@@ -176,9 +179,11 @@ class TemplateMiner:
                 changed = True
         return Mined(cluster, changed)
 
-    def found(self, cluster_id: int, tokens: Sequence[str]) -> Cluster:
+    def found(self, cluster_id: int, tokens: Sequence[str], lines: int = 1) -> Cluster:
         """Start a new cluster from ``tokens`` (after ``add`` found none)."""
-        return self.seed(cluster_id, " ".join(tokens))
+        cluster = self.seed(cluster_id, " ".join(tokens))
+        cluster.size = lines
+        return cluster
 
     # -- the tree ---------------------------------------------------------------------------
 

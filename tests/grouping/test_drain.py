@@ -87,3 +87,12 @@ def test_a_settled_key_takes_another_value_of_its_kind():
     assert miner.add([*PAM, "tty=ssh", "ruser=", "rhost=<ip>", "user=uucp"]).cluster is not None
     host = "rhost=<num>-<num>.hinet-ip.hinet.net"
     assert miner.add([*PAM, "tty=ssh", "ruser=", host, "user=root"]).cluster is not None
+
+
+def test_a_settled_word_inside_the_message_still_generalises():
+    """OpenSSH: 368 ``Failed password for root from ...`` (one signal, when a monitor folds
+    them), then ``... for uucp from ...``: one event; only the last word settles."""
+    miner = TemplateMiner(similarity=0.7)
+    tail = ["from", "<ip>", "port", "<num>", "ssh<num>"]
+    _settled(miner, ["Failed", "password", "for", "root", *tail])
+    assert miner.add(["Failed", "password", "for", "uucp", *tail]).cluster is not None
