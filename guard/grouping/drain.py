@@ -9,8 +9,14 @@ template shares the largest share of positions with the message wins if that sha
 the template (positions that differ become ``<*>``). A message that finds nothing in its leaf is
 compared with the recent clusters of its length that start with the same word, so a value early
 in a message ("user alice ...") does not found a cluster per value. Otherwise it founds a new
-cluster. Each comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a
-storm of distinct messages costs the same per message as a quiet day.
+cluster. A template that has taken ``SETTLED`` lines without its last word varying keeps it: a
+message ending otherwise (``client SPP.`` after 608 ``client WindowsUpdateAgent.``) is another
+event, however alike the rest; a word is a token of letters only (values hold digits,
+placeholders or inner punctuation, and keep generalising; a word inside a message is as often a
+user name, ``for root from``), and a ``key=value`` anywhere keeps its key
+and the kind of its value (none, a word, other: ``rhost=<ip>`` is not ``rhost=``). Each
+comparison looks at a bounded number of clusters (``SCAN``, ``NEIGHBOURS``), so a storm of
+distinct messages costs the same per message as a quiet day.
 
 Unlike drain3, a cluster's id is given from outside: the store assigns it, and ``seed`` puts
 persisted templates back into a fresh tree, so an id (and the incident fingerprint made from it)
@@ -19,6 +25,7 @@ survives restarts, a template's later generalisation and changes to this module.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,6 +33,8 @@ from dataclasses import dataclass, field
 WILDCARD = "<*>"
 SCAN = 256  # clusters of one leaf compared with a message, most recently matched first
 NEIGHBOURS = 64  # clusters per (length, first token) that the fallback compares
+SETTLED = 64  # lines after which a template's words are the event's (measured: docs/GROUPING.md)
+_WORD = re.compile(r"\(?[A-Za-z]+[.,;:)]?")  # "client", "SPP.", "(usable)"; not "v<num>", "a.b"
 
 
 @dataclass
@@ -34,6 +43,7 @@ class Cluster:
 
     id: int
     tokens: list[str]
+    size: int = 1  # lines taken since founded or seeded (not stored: counted anew after a start)
 
     @property
     def template(self) -> str:
@@ -67,6 +77,33 @@ def key_length(tokens: Sequence[str]) -> int:
 
 def _has_digit(token: str) -> bool:
     return any(c.isdigit() or c in ".:/@=<" for c in token)
+
+
+def _settled(cluster: Cluster, words: Sequence[str]) -> bool:
+    """Whether ``words`` differ from ``cluster``'s template in its last word or in a key."""
+    k = len(cluster.tokens) - len(words)
+    last = len(words) - 1
+    return any(
+        have != got and have != WILDCARD and _structural(have, got, i == last)
+        for i, (have, got) in enumerate(zip(cluster.tokens[k:], words, strict=True))
+    )
+
+
+def _structural(have: str, got: str, last: bool) -> bool:
+    """Whether ``got`` differs from a settled template token ``have`` in what the event says:
+    ``have`` is the ``last`` word, or a ``key=value`` whose key differs or value changes kind."""
+    if _WORD.fullmatch(have):
+        return last
+    key, eq, value = have.partition("=")
+    if not eq:
+        return False
+    got_key, got_eq, got_value = got.partition("=")
+    return got_key != key or not got_eq or _kind(value) != _kind(got_value)
+
+
+def _kind(value: str) -> int:
+    """A value's kind: none, a word, anything else."""
+    return 0 if not value else 1 if _WORD.fullmatch(value) else 2
 
 
 class TemplateMiner:
@@ -119,8 +156,9 @@ class TemplateMiner:
         ]
         return self._best(near, tokens)
 
-    def add(self, tokens: Sequence[str]) -> Mined:
-        """Match ``tokens``, generalising the matched template if needed."""
+    def add(self, tokens: Sequence[str], lines: int = 1) -> Mined:
+        """Match ``tokens``, generalising the matched template if needed; ``lines``: how many
+        lines these tokens stand for (a monitor folds identical lines into one signal)."""
         cluster = self.match(tokens)
         if cluster is None:
             return Mined(None)
@@ -133,6 +171,7 @@ class TemplateMiner:
         elif not leaf.clusters:
             leaf.clusters.append(cluster)
         self._touch(cluster)
+        cluster.size += lines
         changed = False
         for i, (have, got) in enumerate(zip(cluster.tokens, tokens, strict=True)):
             if have != got and have != WILDCARD:
@@ -140,9 +179,11 @@ class TemplateMiner:
                 changed = True
         return Mined(cluster, changed)
 
-    def found(self, cluster_id: int, tokens: Sequence[str]) -> Cluster:
+    def found(self, cluster_id: int, tokens: Sequence[str], lines: int = 1) -> Cluster:
         """Start a new cluster from ``tokens`` (after ``add`` found none)."""
-        return self.seed(cluster_id, " ".join(tokens))
+        cluster = self.seed(cluster_id, " ".join(tokens))
+        cluster.size = lines
+        return cluster
 
     # -- the tree ---------------------------------------------------------------------------
 
@@ -200,6 +241,8 @@ class TemplateMiner:
                     wild += 1
                 elif have == got:
                     same += 1
+            if same + wild < len(words) and cluster.size >= SETTLED and _settled(cluster, words):
+                continue  # a word it held for SETTLED lines differs: another event
             key = (same / len(words) if words else 1.0, wild, -cluster.id)
             if key > best_key:
                 best, best_key = cluster, key

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from guard.grouping.continuation import Continuations
 from guard.grouping.header_learning import HeaderLearner
 
 _TS = (
@@ -49,8 +50,10 @@ PRESETS: dict[str, str] = {
     # are values (a 502 is one fault on every route)
     "access": r'^\S+ \S+ \S+ \[[^\]]+\] "(?P<message>[^" ]*)[^"]*" (?P<event>\d{3}) ',
     # 2026-12-02 18:06:48.123 UTC [1234] LOG:  message   (PostgreSQL)
-    "postgres": r"^" + _TS + r"(?: [A-Z]{2,5})? \[\d+\](?: \S+@\S+)? (?P<level>[A-Z]+\d?):\s+"
-    r"(?P<message>.*)$",
+    # (a STATEMENT or QUERY line is keyed by the error it follows: ``continuation.py``)
+    "postgres": r"^" + _TS + r"(?: [A-Z]{2,5})? \[(?P<writer>\d+)\](?: \S+@\S+)? "
+    r"(?P<level>(?P<continues>STATEMENT|QUERY)|(?P<aside>DETAIL|HINT|CONTEXT|LOCATION)|[A-Z]+\d?):"
+    r"\s+(?P<message>.*)$",
     # 2017-05-16 00:07:25.394 2931 INFO nova.compute.manager [req-1 - - - - -] message
     # (Python oslo.log: OpenStack services; a leading file name is allowed)
     "oslo": r"^(?:\S+ )?" + _TS + r" \d+ (?P<level>" + _LEVEL + r") (?P<component>[\w.]+) "
@@ -81,12 +84,14 @@ class LogFormat:
     spec: str = "auto"
     _patterns: list[re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _learner: HeaderLearner | None = field(init=False, repr=False, compare=False)
+    _continuations: Continuations = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         patterns = _compile(self.spec)
         object.__setattr__(self, "_patterns", patterns)
         learner = HeaderLearner(self._preset) if self.spec == "auto" else None
         object.__setattr__(self, "_learner", learner)
+        object.__setattr__(self, "_continuations", Continuations())
 
     @property
     def learning(self) -> bool:
@@ -110,7 +115,9 @@ class LogFormat:
 
     def parts(self, line: str) -> tuple[str, bool, str | None]:
         """``content``, and the header's ``event`` group when the format has one: a value that
-        tells events apart however alike their messages are (an access log's status)."""
+        tells events apart however alike their messages are (an access log's status, the
+        error a ``STATEMENT:`` line follows); ``None`` when it has none, ``""`` when this line
+        has none but the next may (then ``parts`` must see every line of the source)."""
         if self._learner is not None:
             found = self._learner.header(line)
             if found is not None:
@@ -120,6 +127,8 @@ class LogFormat:
             if found is not None:
                 if self._learner is not None:
                     self._learner.seen(line, True)
+                if Continuations.applies(pattern):  # "" for a line that continues none
+                    return found.group("message") or "", True, self._continuations.event(found)
                 event = found.group("event") if "event" in pattern.groupindex else None
                 return found.group("message") or "", True, event
         if self._learner is not None:

@@ -36,16 +36,17 @@ class TemplateBook:
         highest = session.exec(select(func.max(LogTemplate.id))).one()
         self._next_id = max(self._next_id, int(highest or 0) + 1)
 
-    def assign(self, session: Session, content: str) -> tuple[int, bool]:
+    def assign(self, session: Session, content: str, lines: int = 1) -> tuple[int, bool]:
         """The template id of ``content`` (masked tokens separated by spaces), and whether the
-        template is new (then nothing can belong to it yet)."""
+        template is new (then nothing can belong to it yet); ``lines``: how many lines the
+        signal folded (they count towards settling the template's words)."""
         miner = self._loaded(session)
         tokens = content.split()
-        mined = miner.add(tokens)
+        mined = miner.add(tokens, lines)
         if mined.cluster is None:
             template_id, self._next_id = self._next_id, self._next_id + 1
             session.add(LogTemplate(id=template_id, template=" ".join(tokens)))
-            miner.found(template_id, tokens)
+            miner.found(template_id, tokens, lines)
             return template_id, True
         if mined.changed:
             stored = session.get(LogTemplate, mined.cluster.id)

@@ -197,18 +197,18 @@ class Triage:
         elif grouping.by == "rule":
             key = f"rule:{sig.details.get('rule', '')}"
             if grouping.content:  # an alert-style rule: its template only shown (``rules``)
-                template_id = self._template(session, grouping.content)[0]
+                template_id = self._template(session, grouping.content, sig.count)[0]
         else:
-            template_id, new = self._template(session, grouping.content)
+            template_id, new = self._template(session, grouping.content, sig.count)
             key = f"template:{template_id}"
             return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, new
         return keyed_fingerprint(sig.source, sig.target, sig.kind, key), template_id, False
 
-    def _template(self, session: Session, content: str) -> tuple[int, bool]:
+    def _template(self, session: Session, content: str, lines: int) -> tuple[int, bool]:
         if not self._templates_begun:
             self.templates.begin(session)
             self._templates_begun = True
-        return self.templates.assign(session, content)
+        return self.templates.assign(session, content, lines)
 
     # -- failing checks -------------------------------------------------------------------------
 
