@@ -27,7 +27,7 @@ class ChatScenario(Scenario):
     Each channel says how it is configured and what its server received."""
 
     channel = ""
-    points = CHAT_POINTS
+    points: tuple[str, ...] = CHAT_POINTS
 
     def configure(self, run: Run) -> dict[str, Any]:
         raise NotImplementedError
