@@ -17,6 +17,8 @@ then starts Guard again without the hook, lets the scenario finish, stops Guard 
   step paged its target once, each reminder recorded was posted once (``bench.crash_escalation``);
 - ``mails``: every mail reached the local SMTP server once (no Message-ID twice, no content
   twice): one question, one report (``bench.crash_email``);
+- ``posts``: every outbox row of Slack or Matrix was sent and its server received it exactly once
+  (``bench.crash_slack``, ``bench.crash_matrix``: the local Slack, a real Synapse);
 - ``log lines``: the logfile monitor counted every line exactly once;
 - ``audit``: ``guard audit verify`` passes.
 
@@ -49,6 +51,7 @@ from bench.crash_demotion import Demotion
 from bench.crash_email import Email
 from bench.crash_escalation import Escalation
 from bench.crash_hold import Hold
+from bench.crash_matrix import Matrix
 from bench.crash_paging import Paging
 from bench.crash_report import (
     CHECKS,
@@ -81,6 +84,7 @@ from bench.crash_scenarios import (
     Storm,
     TelegramFix,
 )
+from bench.crash_slack import Slack
 from bench.pg_server import fresh_database, postgres_server
 
 __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
@@ -124,7 +128,7 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion(), Email())
+    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion(), Email(), Slack(), Matrix())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
 

@@ -1,10 +1,13 @@
 """What the crash matrix's scenarios share: Guard's configuration for a case (the local Bot
 API server, optionally PostgreSQL), the watched web service's playbook, a learned skill, and
-the checks run after the restart (``lost/stuck``, ``skills``, ``telegram``, ``audit``)."""
+the checks run after the restart (``lost/stuck``, ``skills``, ``telegram``, ``posts``,
+``audit``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from bench.crash_run import Check, Run
@@ -115,3 +118,31 @@ def skills_check(run: Run, learned: int) -> Check:
     if len(commits) != learned:
         return False, f"{len(commits)} learn commit(s), expected {learned}"
     return True, f"{found}, clean, {len(commits)} commit(s)"
+
+
+def outbox_rows(run: Run, channel: str) -> list[dict[str, Any]]:
+    """The channel's outbox rows, oldest first (``buttons`` decoded on SQLite)."""
+    rows = run.db(
+        "select id, method, chat_id, role, text, buttons, status from outbox "
+        f"where channel = '{channel}' order by id"
+    )
+    keys = ("id", "method", "chat_id", "role", "text", "buttons", "status")
+    found = [dict(zip(keys, r, strict=True)) for r in rows]
+    for row in found:
+        if isinstance(row["buttons"], str):
+            row["buttons"] = json.loads(row["buttons"])
+    return found
+
+
+def posts_check(run: Run, channel: str, received: Callable[[dict[str, Any]], int]) -> Check:
+    """Every post of the channel's outbox was sent, and the server received it exactly once
+    (``received(row)``: how many posts of that row's content the server took)."""
+    rows = outbox_rows(run, channel)
+    unsent = [f"#{r['id']} {r['role']} {r['status']}" for r in rows if r["status"] != "sent"]
+    posts = [r for r in rows if r["method"] in ("send", "photo")]
+    counts = [(r, received(r)) for r in posts]
+    wrong = [f"#{r['id']} {r['role']} received {n} time(s)" for r, n in counts if n != 1]
+    if unsent or wrong or not posts:
+        return False, "; ".join(unsent + wrong) or "no post"
+    edits = len(rows) - len(posts)
+    return True, f"{len(posts)} post(s) each received once, {edits} edit(s)"

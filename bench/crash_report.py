@@ -9,7 +9,10 @@ from pathlib import Path
 from bench.crash_run import Result, Scenario
 
 DATABASES = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-CHECKS = ("lost/stuck", "remedy once", "skills", "telegram", "pages", "mails", "log lines", "audit")
+CHECKS = (
+    *("lost/stuck", "remedy once", "skills", "telegram", "pages", "mails", "posts"),
+    *("log lines", "audit"),
+)
 
 
 def cell(result: Result, check: str) -> str:

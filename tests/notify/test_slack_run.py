@@ -23,19 +23,11 @@ from tests.helpers.agent import (
     tune_skill,
     wait_for,
 )
+from tests.helpers.slack import buttons, slack_settings
 
 pytestmark = pytest.mark.docker
 
 APPROVER, VIEWER = "U0APPROVER", "U0VIEWER"
-
-
-def buttons(message: dict[str, Any]) -> dict[str, str]:
-    return {
-        el["text"]["text"]: el["value"]
-        for block in message.get("blocks") or []
-        if block["type"] == "actions"
-        for el in block["elements"]
-    }
 
 
 def ephemeral(slack: SlackServer, user: str) -> list[str]:
@@ -50,13 +42,7 @@ def test_a_docker_fault_is_approved_by_a_press_over_socket_mode_and_healed(
     labels = setup_docker_home(
         home,
         skills=["docker-start-exited"],
-        slack={
-            "bot_token": BOT_TOKEN,
-            "app_token": APP_TOKEN,
-            "channel": CHANNEL,
-            "api_base_url": slack.url,
-            "group_wait": "0s",
-        },
+        slack=slack_settings(slack),
         access={"slack": {APPROVER: "approver", VIEWER: "viewer"}},
     )
     tune_skill(

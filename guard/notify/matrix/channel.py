@@ -9,7 +9,8 @@ own retries are off (``AsyncClientConfig(max_limit_exceeded=0, max_timeouts=0)``
 retries, in order.
 
 ``find``: a bot can read its room, so the probe looks through the room's latest ``LIMIT``
-events (newest first) for the bot's own message with exactly the post's text and buttons and
+events (newest first) for the bot's own message with exactly the post's text and buttons (a
+picture: an ``m.image`` with its caption; the first matrix crash run posted a chart twice) and
 no newer message of the bot's after it; it posts nothing.
 """
 
@@ -89,10 +90,8 @@ class MatrixChannel:
         if post.photo is None:
             return content.message(post.text, post.buttons)
         uploaded, _ = await self._upload(post.photo)
-        caption = content.plain(post.text) or "chart.png"
         return {
-            "msgtype": "m.image",
-            "body": caption,
+            **_picture(post),
             "url": uploaded.content_uri,
             "info": {"mimetype": "image/png", "size": len(post.photo)},
         }
@@ -114,7 +113,8 @@ class MatrixChannel:
         )
 
     async def find(self, post: Post, floor: int | str, known: int | str) -> str | None:
-        wanted = content.message(post.text, post.buttons)
+        # a picture is an ``m.image`` with its caption (its upload's URL is new each time)
+        wanted = content.message(post.text, post.buttons) if post.photo is None else _picture(post)
         got = await self._call(
             self.client.room_messages(
                 post.chat, start=None, direction=MessageDirection.back, limit=LIMIT
@@ -130,3 +130,8 @@ class MatrixChannel:
                 continue  # an edit of an older message, or a press's answer
             return str(source["event_id"]) if content.same(said, wanted) else None
         return None
+
+
+def _picture(post: Post) -> dict[str, Any]:
+    """What an ``m.image`` post shows: its caption (``find`` matches a picture by it)."""
+    return {"msgtype": "m.image", "body": content.plain(post.text) or "chart.png"}
