@@ -44,11 +44,11 @@ def channels_of(notifier: Notifier) -> list[ChannelNotifier]:
     return [n for n in found if isinstance(n, ChannelNotifier)]
 
 
-def question(markup: Markup, skill: str, was: str, runs: list[Recovery], reason: str) -> str:
+def question(markup: Markup, skill: str, was: str, runs: list[Recovery]) -> str:
     """The question's text, in the channel's markup."""
     lines = [
         markup.bold(f"Promote skill {skill} to trust: trusted?"),
-        markup.escape(f"It healed {len(runs)} fault(s) in a row with no reversal:"),
+        markup.escape(f"It healed {len(runs)} faults with no reversal:"),
     ]
     lines += [
         markup.escape(
@@ -62,9 +62,10 @@ def question(markup: Markup, skill: str, was: str, runs: list[Recovery], reason:
         markup.code("+trust: trusted"),
         markup.escape(
             "Promote: it runs by itself from now on (committed to the skills repository). "
-            "Keep asking: it is proposed again only after as many new verified recoveries. "
-            f"Needs the admin role (or `guard skills promote {skill}`). Why: {reason}"
-        ),
+            "Keep asking: it is proposed again after as many new verified recoveries. "
+            "Needs the admin role; or on the host: "
+        )
+        + markup.code(f"guard skills promote {skill}"),
     ]
     return markup.cut("\n".join(lines))
 
@@ -97,9 +98,9 @@ def tend(db: Database, settings: Settings, notifier: Notifier) -> list[str]:
             chats = []
             channels = channels_of(notifier)
             if not channels:  # the console: the question in the log, answered by the CLI
-                logger.warning("\n{}", question(PlainMarkup(), step.skill, was, runs, step.reason))
+                logger.warning("\n{}", question(PlainMarkup(), step.skill, was, runs))
             for channel in channels:
-                text = question(channel.markup, step.skill, was, runs, step.reason)
+                text = question(channel.markup, step.skill, was, runs)
                 buttons = [[("Promote", ids[0]), ("Keep asking", ids[1])]]
                 row = OutboxMessage(
                     channel=channel.channel,

@@ -12,6 +12,8 @@ import subprocess
 import time
 from functools import partial
 
+import pytest
+
 from tests.helpers.agent import db_rows, find, past_flap_window, show, tune_skill, wait_for
 from tests.helpers.telegram import (
     ADMIN,
@@ -78,6 +80,7 @@ def skill_json(home) -> dict:
     return json.loads(home.cli("skills", "show", SKILL, "--json").stdout)
 
 
+@pytest.mark.timeout(400)  # four incidents under a real `guard run`: ~1.5 min
 def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals_unasked(
     home, tg, service
 ):
@@ -133,6 +136,7 @@ def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals
     ]
 
 
+@pytest.mark.timeout(600)  # six incidents and a restart: ~2.5 min
 def test_kept_asking_it_is_not_proposed_again_until_three_more_verified_recoveries(
     home, tg, service
 ):
