@@ -1,4 +1,5 @@
-"""``guard skills list|show|history``: the skills Guard knows, and their revisions."""
+"""``guard skills list|show|history|promote``: the skills Guard knows, their revisions, and
+an admin's promotion of one (with no git remote)."""
 
 from __future__ import annotations
 
@@ -28,15 +29,22 @@ def review_of(skill: Skill) -> str:
 def records(settings: Settings, skills: list[Skill]) -> dict[str, dict[str, Any]]:
     """Each skill's outcomes and standing on the ladder, read from the store."""
     from guard.skills.ladder import describe
+    from guard.skills.localpromotion import proposal_of
 
     db = database(settings, read_only=True)
     try:
         with db.session() as session:
             found = describe(session, skills, settings.skills)
+            proposals = {name: proposal_of(session, name) for name in found}
     finally:
         db.dispose()
     return {
-        name: {**standing.as_dict(), "outcomes": out.as_dict(), "summary": out.summary()}
+        name: {
+            **standing.as_dict(),
+            "outcomes": out.as_dict(),
+            "summary": out.summary(),
+            "proposal": proposals[name] if standing.proposed else None,
+        }
         for name, (out, standing) in found.items()
     }
 
@@ -65,6 +73,7 @@ def skill_dict(skill: Skill, record: dict[str, Any] | None = None) -> dict[str, 
         "outcomes": record.get("outcomes"),
         "demoted": record.get("demoted"),
         "promotion": record.get("promotion"),
+        "proposal": record.get("proposal"),
         "stale": record.get("stale", False),
     }
 
@@ -199,6 +208,46 @@ def history(
             lines += ["  " + line for line in rev.diff.splitlines()]
         for line in lines:
             out.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("promote")
+def promote(
+    name: str = typer.Argument(..., metavar="NAME"),
+    config: str | None = ConfigOption,
+) -> None:
+    """Trust a skill (admin): answer its proposed promotion, or promote it unproposed, by
+    committing trust: trusted to the skills repository. With skills.git_remote, merge its
+    guard/promote/NAME branch there instead."""
+    from guard.cli.human import cli_actor
+    from guard.incidents.gate import Refused, authorise_in
+    from guard.notify.running_gate import gate_from_settings
+    from guard.skills.localpromotion import VERB, promote_now
+
+    settings = settings_from(config, logging=False)
+    if settings.skills.git_remote:
+        fail(
+            f"skills.git_remote is set: merge guard/promote/{name} on "
+            f"{settings.skills.git_remote} (Guard takes it at the next `guard skills sync`)"
+        )
+    skill = find_skill(settings, name)
+    actor = cli_actor()
+    with guarded():
+        db = database(settings)
+        with db.session() as session:
+            decision = authorise_in(
+                session,
+                gate_from_settings(settings, db),
+                actor,
+                VERB,
+                None,
+                None,
+                subject=f"skill:{skill.name}",
+            )
+        if isinstance(decision, Refused):
+            fail(f"refused: {decision.reason}")
+        notes = promote_now(db, settings, skill.name, actor.name)
+    for note in notes or [f"skill {skill.name} already says trust: trusted"]:
+        out.print(note, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("sync")

@@ -27,10 +27,12 @@ from guard.domain.records import utcnow
 from guard.incidents.gate import Actor, Refused
 from guard.store import audit
 from guard.store.db import Database
+from guard.store.ladder import ANSWERS
 from guard.store.models import Approval
 
 CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own question
 _VERBS = {"skill": "approve", "deny": "deny", "mute": "mute", "ack": "ack"}
+_VERBS.update(dict.fromkeys(ANSWERS, "trust"))  # a promotion question: changing trust (admin)
 ACK = "ack"  # acknowledging answers nothing: the question's other buttons stay live
 
 
@@ -97,12 +99,14 @@ def claim_in(
         return _refuse_in(session, actor, what, "already answered")
     if approval.kind == ACK:
         return _pressed(session, actor, approval, now)
-    family = CONFIRM_KINDS if approval.kind in CONFIRM_KINDS else None
+    own = next((f for f in (CONFIRM_KINDS, ANSWERS) if approval.kind in f), None)
     session.execute(
         update(Approval)
         .where(
             col(Approval.incident_id) == approval.incident_id,
-            col(Approval.kind).in_(family) if family else col(Approval.kind).not_in(CONFIRM_KINDS),
+            col(Approval.kind).in_(own)
+            if own
+            else col(Approval.kind).not_in(CONFIRM_KINDS + ANSWERS),
             col(Approval.used_at).is_(None),
         )
         .values(used_at=now, used_by=f"superseded:{approval_id}")

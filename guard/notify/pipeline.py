@@ -12,6 +12,7 @@ from it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from guard.ports.running import HealthSource
 
 Job = Callable[[], Awaitable[Any]]
+ASK_EVERY = 2.0  # seconds between looks for a promotion to put to an admin
 
 
 @dataclass
@@ -76,7 +78,14 @@ class Pipeline:
         return {
             "escalation:tick": (Escalator(s, self.db).run, every if s.escalation.active else 0),
             "quiet:release": (self.release_held, every if s.quiet_hours is not None else 0),
+            "skills:promotion": (self.ask_promotions, 0 if s.skills.git_remote else ASK_EVERY),
         }
+
+    async def ask_promotions(self) -> None:
+        """Put proposed promotions to an admin, with no git remote (``notify.promotionask``)."""
+        from guard.notify.promotionask import tend
+
+        await asyncio.to_thread(tend, self.db, self.settings, self.notifier)
 
 
 def build_pipeline(settings: Settings, db: Database) -> Pipeline:

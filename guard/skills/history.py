@@ -80,6 +80,8 @@ def made_by(subject: str) -> str:
         return f"learned from incident #{learned.group(1)}"
     if subject.startswith("guard: promote skill"):
         return "promoted"
+    if subject.startswith("guard: track skill"):  # committed as it was, before a promotion
+        return "tracked"
     return "edited"
 
 

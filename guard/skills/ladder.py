@@ -7,7 +7,9 @@
 - **Proposed**: after ``skills.promote_after`` verified recoveries within
   ``skills.promote_window`` (since any demotion) and no reversal in that window, a skill that
   needs approval is proposed for ``trust: trusted``: recorded and audited with the verdict,
-  then put to review (``guard.skills.promotion``). Never silent: it takes effect once merged.
+  then put to review (``guard.skills.promotion`` on the git remote; with none, a question to an
+  admin: ``guard.skills.localpromotion``). Never silent: it takes effect once merged or
+  answered. Declined, the count starts again from the decline.
 - **Stale**: unused (no run, and not learned) for ``skills.stale_after``: listed as stale,
   never deleted.
 """
@@ -26,7 +28,15 @@ from guard.skills.library import Skill
 from guard.skills.outcomes import Outcome, outcomes
 from guard.skills.revisions import current, start, starts
 from guard.store import audit
-from guard.store.ladder import DEMOTED, PROPOSED, LadderStep, open_step, open_steps
+from guard.store.ladder import (
+    DECLINED,
+    DEMOTED,
+    PROPOSED,
+    LadderStep,
+    last_closed,
+    open_step,
+    open_steps,
+)
 from guard.store.models import RemediationRun, RunOrigin, RunStatus
 
 EVIDENCE_CHARS = 300
@@ -81,6 +91,9 @@ def after_verdict(
         since = max(since, began)
     if demoted is not None:
         since = max(since, demoted.at)
+    declined = last_closed(session, skill.name, PROPOSED, DECLINED)  # counted anew after it
+    if declined is not None and declined.closed_at is not None and current(declined, began):
+        since = max(since, declined.closed_at)
     healed = [at for at in out.verified_at if at >= since]
     if len(healed) < settings.promote_after or any(at >= since for at in out.reversed_at):
         return None

@@ -71,8 +71,7 @@ def _send(
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / step.skill
             shutil.copytree(source, folder)
-            trusted = _TRUST.sub("trust: trusted", text) if was else text + "\ntrust: trusted\n"
-            (folder / "skill.yaml").write_text(trusted)
+            (folder / "skill.yaml").write_text(with_trusted(text))
             commit = remote.git.commit_beside(folder, f"refs/heads/{branch}", _message(step))
     remote.git.run("push", "--porcelain", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
     link = branch
@@ -116,6 +115,11 @@ def trust_of(text: str) -> str:
     """The ``trust:`` a skill.yaml's text gives (empty: none, so the default)."""
     found = _TRUST.search(text)
     return found.group(0).partition(":")[2].strip().strip("'\"") if found else ""
+
+
+def with_trusted(text: str) -> str:
+    """A skill.yaml's text saying ``trust: trusted`` (its ``trust:`` line replaced, or added)."""
+    return _TRUST.sub("trust: trusted", text) if trust_of(text) else text + "\ntrust: trusted\n"
 
 
 def _close(db: Database, step: LadderStep, outcome: str, result: SyncResult) -> None:

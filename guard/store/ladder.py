@@ -19,6 +19,10 @@ from guard.store.models import UTCDateTime, now_column
 
 DEMOTED = "demoted"
 PROPOSED = "proposed"
+DECLINED = "declined"  # a proposal an admin answered "keep asking"
+PROMOTE = "promote"  # the approval kinds of a promotion question's two buttons
+KEEP = "keep_asking"
+ANSWERS = (PROMOTE, KEEP)
 
 
 class LadderStep(SQLModel, table=True):
@@ -34,7 +38,7 @@ class LadderStep(SQLModel, table=True):
     runs: list[int] = Field(default_factory=list, sa_column=Column(JSON))  # the evidence
     at: datetime = now_column(nullable=False)
     closed_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
-    outcome: str = ""  # why it closed: merged, lifted, dropped
+    outcome: str = ""  # why it closed: merged, lifted, dropped, promoted, declined
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))  # branch, url
 
 
@@ -60,3 +64,12 @@ def open_steps(session: Session) -> list[LadderStep]:
             .order_by(col(LadderStep.id))
         ).all()
     )
+
+
+def last_closed(session: Session, skill: str, step: str, outcome: str) -> LadderStep | None:
+    """The skill's newest ``step`` closed with ``outcome`` (a declined proposal), if any."""
+    return session.exec(
+        select(LadderStep)
+        .where(LadderStep.skill == skill, LadderStep.step == step, LadderStep.outcome == outcome)
+        .order_by(col(LadderStep.id).desc())
+    ).first()

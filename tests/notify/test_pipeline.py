@@ -1,6 +1,7 @@
 """``build_pipeline`` assembles the whole notification pipeline once: the router, the fan-out over
 the configured channels and pagers, quiet hours around it, the runners, the page worker and the
-leader's jobs (escalation, the release of held questions). A Guard asks through it."""
+leader's jobs (escalation, the release of held questions, promotions put to an admin). A Guard
+asks through it."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_one_function_assembles_fanout_routing_quiet_hours_pagers_runners_and_jo
     assert [type(r).__name__ for r in pipeline.runners(None)] == ["TelegramGateway"]
     assert pipeline.page_worker() is not None
     jobs = pipeline.jobs()
-    assert set(jobs) == {"escalation:tick", "quiet:release"} and all(e for _, e in jobs.values())
+    assert set(jobs) == {"escalation:tick", "quiet:release", "skills:promotion"}
+    assert all(e for _, e in jobs.values())  # skills:promotion: no git remote here
 
 
 @pytest.mark.unit

@@ -34,10 +34,12 @@ from guard.memory.conversation import record_message
 from guard.notify import inbound
 from guard.notify.answers.ackpress import ack_press
 from guard.notify.answers.base import skipped
+from guard.notify.answers.promotepress import promotion_press
 from guard.notify.answers.senders import UserId
 from guard.notify.answers.slash import INCIDENT_ID, SlashCommands
 from guard.notify.inbound import Inbound
 from guard.notify.outbox import queue
+from guard.store.ladder import ANSWERS
 from guard.store.models import OutboxMessage
 from guard.store.state import get_state
 from guard.util.commandtext import approval_key, short
@@ -105,6 +107,14 @@ class Answers(SlashCommands):
                 await self._confirmed(event, claimed.incident_id, claimed.id, claimed.kind)
             return
         assert uid is not None  # the gate refuses an unknown sender
+        if preview.kind in ANSWERS:  # a promotion question's (admin only: the gate said so)
+            said = await asyncio.to_thread(
+                promotion_press, self.db, self.gw.settings, self.auth, event
+            )
+            await event.answer(said, said.startswith("Refused"))
+            if not said.startswith(("Refused", "Already")):
+                await self.say(chat_id or self.gw.chat_id, self.markup.escape(said))
+            return
         if preview.kind == ACK:
             said = await asyncio.to_thread(
                 ack_press, self.db, self.auth, event, preview.incident_id
