@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 from sqlmodel import col, select
@@ -25,10 +25,12 @@ from guard.agent.steps import StepRunner
 from guard.harness.crashpoints import reached
 from guard.incidents.lifecycle import Lifecycle
 from guard.skills.library import SkillLibrary
-from guard.skills.remote import SkillsRemote, publish_learned
 from guard.skills.revisions import close_steps
 from guard.skills.writer import LearnedSkill, SkillWriter
 from guard.store.models import HUMAN_FIX, Incident, IncidentState, RemediationRun, RunOrigin
+
+if TYPE_CHECKING:
+    from guard.skills.remote import SkillsRemote
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class Learner:
             if learned.existed:  # the same lesson again: no new skill to count
                 detail["skill_known"] = True
             if self.remote is not None and not learned.existed:  # pushed for review
+                from guard.skills.remote import publish_learned  # its forge client: httpx
+
                 saved += await asyncio.to_thread(
                     publish_learned, self.remote, learned, self.library
                 )

@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import Any
-
-from jinja2 import StrictUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from guard.actions.base import ActionError
 from guard.skills.model import Step
 from guard.util.shellquote import quote_states
+
+if TYPE_CHECKING:
+    from jinja2.sandbox import SandboxedEnvironment
 
 _EXPR = re.compile(r"\{\{(-?)(.*?)(-?)\}\}", re.DOTALL)
 _RAW = re.compile(r"\{%-?\s*raw\s*-?%\}.*?\{%-?\s*endraw\s*-?%\}", re.DOTALL)
@@ -48,11 +49,21 @@ def _in_single(value: Any) -> _Quoted:
     return _Quoted(_text(value).replace("'", "'\\''"))
 
 
-_plain = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
-_shell = SandboxedEnvironment(
-    undefined=StrictUndefined, autoescape=False, finalize=lambda v: "" if v is None else _bare(v)
-)
-_shell.filters.update(guard_dq=_in_double, guard_sq=_in_single)
+@cache
+def _environments() -> tuple[SandboxedEnvironment, SandboxedEnvironment]:
+    """(plain, shell), built with the first step rendered: a ``guard run`` that has run no
+    skill has not loaded Jinja2."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    plain = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+    shell = SandboxedEnvironment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        finalize=lambda v: "" if v is None else _bare(v),
+    )
+    shell.filters.update(guard_dq=_in_double, guard_sq=_in_single)
+    return plain, shell
 
 
 def _quote_contexts(text: str) -> str:
@@ -99,10 +110,13 @@ def incident_context(incident: Any) -> dict[str, Any]:
 
 
 def render(text: str, context: dict[str, Any], *, shell: bool = False) -> str:
+    from jinja2 import TemplateError
+
+    plain, shell_env = _environments()
     try:
         if shell:
-            return _shell.from_string(_quote_contexts(text)).render(context)
-        return _plain.from_string(text).render(context)
+            return shell_env.from_string(_quote_contexts(text)).render(context)
+        return plain.from_string(text).render(context)
     except TemplateError as exc:
         raise ActionError(f"template {text!r}: {exc}") from None
 

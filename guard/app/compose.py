@@ -37,7 +37,6 @@ from guard.redact import Redactor
 from guard.sandbox.base import SandboxPool
 from guard.sandbox.pool import WarmSandboxPool
 from guard.skills.library import SkillLibrary
-from guard.skills.remote import remote_for
 from guard.skills.writer import SkillWriter
 from guard.store import audit
 from guard.store.db import Database
@@ -73,7 +72,11 @@ def compose_agent(
     lifecycle = Lifecycle(db)
     runner = StepRunner(settings, db, actions, Verifier(db, specs, settings), sandboxes, redactor)
     s = settings.skills
-    skills_remote = remote_for(settings)  # None without skills.git_remote
+    skills_remote = None  # without skills.git_remote: its forge client (httpx) is not loaded
+    if settings.skills.git_remote:
+        from guard.skills.remote import remote_for
+
+        skills_remote = remote_for(settings)
     writer = SkillWriter(
         library,
         trust=s.learned_trust,

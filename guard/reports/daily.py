@@ -32,10 +32,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, select_autoescape
 from sqlalchemy import func
 from sqlmodel import col, select
 
@@ -52,6 +51,9 @@ from guard.store.models import (
     IncidentState,
     IncidentTimeline,
 )
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 TEMPLATE = "daily.html.j2"
 
@@ -205,6 +207,9 @@ def skill_lines(
 
 
 def environment(settings: Settings) -> Environment:
+    """Jinja2's, loaded here: a ``guard run`` loads it with its first report, not at start."""
+    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, PackageLoader, select_autoescape
+
     loaders: list[Any] = []
     custom = Path(settings.data_dir) / "templates"
     if custom.is_dir():

@@ -64,8 +64,14 @@ def cluster_configured(settings: KubernetesSettings | None = None) -> bool:
 
 
 def engine_error() -> str:
-    """ "" when the Docker engine ``DOCKER_HOST`` names answers, else its error."""
-    from guard.util.docker_client import EngineUnreachable, Timeouts, docker_client
+    """ "" when the Docker engine ``DOCKER_HOST`` names answers, else its error. A local socket
+    is pinged without the Docker SDK, which a configuration without Docker never loads."""
+    from guard.util.docker_engine import Timeouts, ping
+
+    answer = ping(Timeouts.monitor)
+    if answer is not None:
+        return answer
+    from guard.util.docker_client import EngineUnreachable, docker_client
 
     try:
         client = docker_client(Timeouts.monitor)

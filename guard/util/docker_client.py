@@ -16,34 +16,21 @@ for its kind of address (docs/SANDBOX.md, "A remote engine").
 
 from __future__ import annotations
 
-import os
 import sys
-from enum import IntEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 import docker
 from docker.constants import DEFAULT_DOCKER_API_VERSION
 from docker.errors import DockerException
 
-
-class Timeouts(IntEnum):
-    """Seconds one Docker API call may take, by what the caller does."""
-
-    monitor = 10  # watching: a slow engine is itself a finding
-    call = 60  # actions and the demo: a stop waits for the container's grace period
-    sandbox = 120  # sandbox lifecycle: create, exec, remove under load
-    build = 900  # importing a rootfs as an image
-
+from guard.util.docker_engine import Timeouts as Timeouts  # callers name their timeout here
+from guard.util.docker_engine import engine_address, unreachable_message
 
 _versions: dict[str, str] = {}  # DOCKER_HOST -> the API version negotiated with it
 
 
 class EngineUnreachable(DockerException):  # type: ignore[misc]
     """The engine named by ``DOCKER_HOST`` (default: the local socket) did not answer."""
-
-
-DEFAULT_HOST = "unix:///var/run/docker.sock"
 
 
 def ssh_transport() -> None:
@@ -62,50 +49,9 @@ def ssh_transport() -> None:
     api.SSHHTTPAdapter = SSHHTTPAdapter  # type: ignore[attr-defined]
 
 
-def engine_address() -> str:
-    """Where the engine is: ``DOCKER_HOST``, or the local socket docker-py defaults to."""
-    return os.environ.get("DOCKER_HOST") or DEFAULT_HOST
-
-
-def _hint(host: str, detail: str) -> str:
-    """What to do about an engine at ``host`` that failed with ``detail``."""
-    tls = os.environ.get("DOCKER_TLS_VERIFY") or os.environ.get("DOCKER_CERT_PATH")
-    if tls or "ssl" in detail.lower() or "certificate" in detail.lower():
-        return (
-            "check DOCKER_CERT_PATH (ca.pem, cert.pem, key.pem: a client certificate signed by "
-            "the CA the engine trusts) and DOCKER_TLS_VERIFY=1 (docs/SANDBOX.md, A remote engine)"
-        )
-    if host.startswith("tcp://"):
-        return (
-            "is the engine (or the socket proxy) listening there? An engine on another machine "
-            "demands TLS: set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to its client "
-            "certificates (docs/SANDBOX.md, A remote engine)"
-        )
-    if host.startswith("ssh://") and "paramiko" in detail:
-        return (
-            "ssh:// needs the paramiko package, which Guard does not install: add it to Guard's "
-            "environment (pip install paramiko), or reach the engine over tcp:// with TLS "
-            "(docs/DEPLOY.md, A remote engine over TLS)"
-        )
-    if host.startswith("ssh://"):
-        where = urlsplit(host)
-        port = f"-p {where.port} " if where.port else ""
-        login = f"{where.username}@{where.hostname}" if where.username else where.hostname
-        return (
-            f"check that `ssh {port}{login} docker version` works here without a prompt (a key "
-            "in ssh-agent or ~/.ssh/config; docs/SANDBOX.md, A remote engine)"
-        )
-    return "start it, or point DOCKER_HOST at it and make sure Guard may use its socket"
-
-
 def unreachable(exc: BaseException) -> EngineUnreachable:
     """The error for an engine that did not answer: where it was looked for, and the fix."""
-    host = engine_address()
-    shown = host if os.environ.get("DOCKER_HOST") else f"{host} (the default)"
-    detail = str(exc) or type(exc).__name__
-    return EngineUnreachable(
-        f"cannot reach the Docker engine at DOCKER_HOST={shown} ({detail}): {_hint(host, detail)}"
-    )
+    return EngineUnreachable(unreachable_message(exc))
 
 
 def _client(timeout: float, version: str, pool: int = 10) -> Any:

@@ -330,6 +330,7 @@ def _server(app: Starlette) -> Any:
         server_header=False,
         proxy_headers=False,  # uvicorn would trust X-Forwarded-For from 127.0.0.1: Guard decides
         timeout_keep_alive=5,
+        ws="none",  # Guard serves no websocket: none of uvicorn's websocket libraries is loaded
         timeout_graceful_shutdown=int(SHUTDOWN),
     )
     return Server(config)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import cache
-from typing import Any
-
-from jinja2 import Environment, PackageLoader
+from typing import TYPE_CHECKING, Any
 
 from guard.util.textsafe import printable
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 TEXT_LIMIT = 65_536  # characters of one value a page shows (a 1 MB log line is cut, and said)
 
@@ -28,6 +29,9 @@ def when(value: datetime | None) -> str:
 
 @cache
 def environment() -> Environment:
+    """Built with the first page shown: a ``guard run`` nobody browses never loads Jinja2."""
+    from jinja2 import Environment, PackageLoader
+
     env = Environment(
         loader=PackageLoader("guard.web.console", "templates"),
         autoescape=True,  # always: every template, every value
