@@ -14,7 +14,7 @@ from typing import Any
 
 from loguru import logger
 
-from guard.notify.console import CHAT
+from guard.notify.console.channel import CHAT
 from guard.notify.inbound import Inbound
 
 NAME = CHAT
