@@ -46,6 +46,7 @@ from bench.crash_checks import (
     web_playbook,
     write_learned_skill,
 )
+from bench.crash_console import Console
 from bench.crash_correlate import Correlate
 from bench.crash_demotion import Demotion
 from bench.crash_email import Email
@@ -128,7 +129,8 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion(), Email(), Slack(), Matrix())
+    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion())
+    more += (Email(), Slack(), Matrix(), Console())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
 

@@ -59,6 +59,8 @@ SECTIONS = frozenset(
         "email",
         "slack",
         "matrix",
+        "console",
+        "chat",
         "railway",
         "kubernetes",
         "compose",

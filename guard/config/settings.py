@@ -14,7 +14,12 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from guard.config.chat import check_route_chats
+from guard.config.chat import (
+    ChatSettings,
+    ConsoleSettings,
+    check_route_chats,
+    use_chat_settings,
+)
 from guard.config.compose import ComposeSettings
 from guard.config.connections import (
     KubernetesSettings,
@@ -107,6 +112,12 @@ class Settings(BaseSettings):
     email: EmailSettings = Field(default_factory=EmailSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     matrix: MatrixSettings = Field(default_factory=MatrixSettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    chat: ChatSettings = Field(
+        default_factory=ChatSettings,
+        description="what means the same on every chat channel; a channel's own section "
+        "overrides it (docs/CHANNELS.md)",
+    )
     railway: RailwaySettings = Field(default_factory=RailwaySettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     compose: ComposeSettings = Field(default_factory=ComposeSettings)
@@ -151,6 +162,11 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _route_chats(self) -> Settings:
         check_route_chats(self)  # every channel section is known now, a subclass's too
+        return self
+
+    @model_validator(mode="after")
+    def _chat(self) -> Settings:
+        use_chat_settings(self)  # each channel reads chat.X unless its own section sets X
         return self
 
     @model_validator(mode="after")

@@ -3,7 +3,8 @@
 ``build_notifier`` returns a ``FanOut`` over every configured channel of the ``CHANNELS``
 table (``guard.notify.kinds``; their questions go to the chats ``routes:`` name) and, when a
 route names pagers or webhooks, the ``PagerNotifier`` that queues their pages
-(``guard.notify.pagers``); with no channel configured, the console takes the channel's place.
+(``guard.notify.pagers``); with no channel configured, the console (a channel of the table,
+``guard.notify.console``) takes the channel's place.
 ``build_runners`` returns the configured channels' runners for ``guard run``,
 ``build_page_worker`` the page outbox's worker (or None). ``guard.notify.pipeline`` puts them
 together with routing, quiet hours and escalation: ``guard.app`` builds the pipeline there,
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 def channel_notifiers(
     settings: Settings, db: Database, router: Router | None = None
 ) -> list[Notifier]:
-    """A notifier per configured chat channel."""
-    from guard.notify.kinds import CHANNELS, configured
+    """A notifier per chat channel Guard asks on (the console when none is configured)."""
+    from guard.notify.kinds import CHANNELS, active
 
-    return [CHANNELS[name].plug().notifier(settings, db, router) for name in configured(settings)]
+    return [CHANNELS[name].plug().notifier(settings, db, router) for name in active(settings)]
 
 
 def pages_configured(settings: Settings) -> bool:
@@ -47,11 +48,6 @@ def build_notifier(settings: Settings, db: Database, router: Router | None = Non
 
     router = router or Router(settings)
     found = channel_notifiers(settings, db, router)
-    if not found:
-        from guard.notify.console import ConsoleNotifier
-        from guard.notify.kinds import chat_setting
-
-        found = [ConsoleNotifier(db, group_wait=chat_setting(settings, "group_wait"))]
     if pages_configured(settings):
         from guard.notify.pagers.notifier import PagerNotifier
 
@@ -66,10 +62,10 @@ def build_notifier(settings: Settings, db: Database, router: Router | None = Non
 def build_runners(
     settings: Settings, db: Database, runtime: HealthSource | None = None
 ) -> list[Runner]:
-    """What ``guard run`` starts for each configured channel (its gateway)."""
-    from guard.notify.kinds import CHANNELS, configured
+    """What ``guard run`` starts for each channel Guard asks on (its gateway, or worker)."""
+    from guard.notify.kinds import CHANNELS, active
 
-    return [CHANNELS[name].plug().runner(settings, db, runtime) for name in configured(settings)]
+    return [CHANNELS[name].plug().runner(settings, db, runtime) for name in active(settings)]
 
 
 def build_page_worker(settings: Settings, db: Database) -> PageWorker | None:

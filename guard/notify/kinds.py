@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from guard import config as cfg
 from guard.config import Settings
+from guard.config.chat import ConsoleSettings
 from guard.config.validators import Section
 
 if TYPE_CHECKING:
@@ -82,8 +83,11 @@ CHANNELS: dict[str, ChannelKind] = {
     "email": ChannelKind(cfg.EmailSettings, "guard.notify.email"),
     "slack": ChannelKind(cfg.SlackSettings, "guard.notify.slack"),
     "matrix": ChannelKind(cfg.MatrixSettings, "guard.notify.matrix"),
+    "console": ChannelKind(ConsoleSettings, "guard.notify.console"),
 }
 """Channel name (its settings section, and the ``channel`` of its outbox rows) -> kind."""
+FALLBACK = "console"
+"""The channel Guard asks on when no channel is configured."""
 
 
 def section(settings: Settings, name: str) -> Any:
@@ -96,6 +100,11 @@ def configured(settings: Settings) -> list[str]:
     return [name for name in CHANNELS if bool(section(settings, name).configured)]
 
 
+def active(settings: Settings) -> list[str]:
+    """The channels Guard asks on: the configured ones, or ``FALLBACK`` when none is."""
+    return configured(settings) or [FALLBACK]
+
+
 def markup_maker(name: str) -> Callable[[], Markup] | None:
     """How to make channel ``name``'s markup (None: not a channel of the table)."""
     kind = CHANNELS.get(name)
@@ -104,6 +113,5 @@ def markup_maker(name: str) -> Callable[[], Markup] | None:
 
 def chat_setting(settings: Settings, field: str) -> Any:
     """A setting every channel section has (``mute_for``, ``group_wait``), as the first
-    configured channel says (the first of the table when none is)."""
-    names = configured(settings) or list(CHANNELS)
-    return getattr(section(settings, names[0]), field)
+    channel Guard asks on says (``chat:`` gives them all one value, ``use_chat_settings``)."""
+    return getattr(section(settings, active(settings)[0]), field)

@@ -28,7 +28,7 @@ from typing import Any
 
 from guard.config import Settings
 from guard.config.paging import OneOrMany, Route, RouteMatch
-from guard.notify.kinds import configured, section
+from guard.notify.kinds import active, section
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
 from guard.store.models import Incident
@@ -90,7 +90,7 @@ class Router:
     ) -> None:
         self.routes: list[Route] = list(settings.routes)
         self.default_chats = {
-            name: [str(section(settings, name).chat_id)] for name in configured(settings)
+            name: [str(section(settings, name).chat_id)] for name in active(settings)
         }
         self.playbook_of = playbook_of or (lambda _monitor_id: None)
 

@@ -76,6 +76,7 @@ RIGS: dict[str, dict[str, str]] = {
         "email": "tests/notify/email/test_email_channel.py",
         "slack": "tests/notify/test_inbound_contract.py",
         "matrix": "tests/matrix/test_matrix_run.py",
+        "console": "tests/notify/test_console_channel.py",
     },
 }
 TABLES: dict[str, Mapping[str, Any]] = {

@@ -18,6 +18,7 @@ from guard.store.models import ConversationMessage, HumanCommand, RemediationRun
 from guard.util.commandtext import digest, oddities, short
 from tests.fakes.model import ModelServer, call
 from tests.helpers.agent import as_cli
+from tests.helpers.console import console_worker
 from tests.llm.test_investigation import make_agent, timeline, tool_results
 
 pytestmark = pytest.mark.unit
@@ -159,9 +160,13 @@ def test_the_console_shows_the_command_whole_with_the_digest_to_approve_it(tmp_p
     console = ConsoleNotifier(agent.db)
     ok = SkillOption("proposal", "proposed by m:x", "a" * 22, command, digest(command))
     odd = SkillOption("proposal", "proposed by m:x", "b" * 22, PADDED, digest(PADDED))
-    for option in (ok, odd):
-        request = HumanRequest(inc_id, "down", "error", "api", 1, "", [option])
-        asyncio.run(console.ask(request))
+
+    async def ask() -> None:
+        async with console_worker(agent.db):  # the console's outbox worker writes them
+            for option in (ok, odd):
+                await console.ask(HumanRequest(inc_id, "down", "error", "api", 1, "", [option]))
+
+    asyncio.run(ask())
     with agent.db.session() as s:
         shown, refused = [m.text for m in s.exec(select(ConversationMessage)).all()]
     assert f"guard approve {inc_id} --skill proposal --digest {short(digest(command))}" in shown

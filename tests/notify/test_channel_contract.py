@@ -100,7 +100,9 @@ async def subject(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         lines: list[str] = []
         sink = logger.add(lines.append, format="{message}")
         try:
-            yield Subject(ConsoleChannel(), chat, None, lambda: "".join(lines))
+            store = open_database(f"sqlite:///{tmp_path / 'guard.db'}")  # the tests' ``db``
+            # the console finds what it wrote in conversation memory
+            yield Subject(ConsoleChannel(store), chat, None, lambda: "".join(lines), True)
         finally:
             logger.remove(sink)
     elif request.param == "email":

@@ -26,10 +26,10 @@ from telegram.ext import ApplicationHandlerStop
 
 from guard.config import Settings
 from guard.domain.records import utcnow
-from guard.notify import console_inbound
 from guard.notify.answers.presses import Answers
 from guard.notify.answers.senders import Authoriser
 from guard.notify.channel import Markup
+from guard.notify.console import inbound as console_inbound
 from guard.notify.fanout import ChannelNotifier
 from guard.notify.inbound import Inbound
 from guard.notify.plain import PlainMarkup

@@ -14,8 +14,8 @@ from guard.config import Settings, TelegramSettings
 from guard.incidents.gate import Actor, Allowed, Refused
 from guard.notify import build_notifier, build_runners
 from guard.notify.channel import Post
-from guard.notify.console import ConsoleNotifier
-from guard.notify.kinds import CHANNELS, chat_setting, configured
+from guard.notify.console import ConsoleNotifier, ConsoleRunner
+from guard.notify.kinds import CHANNELS, active, chat_setting, configured
 from guard.notify.running_gate import gate_from_settings
 from guard.store.db import open_database
 from tests.fakes.telegram import TelegramServer
@@ -50,13 +50,13 @@ def test_every_entry_is_a_settings_section_of_its_class() -> None:
         assert hasattr(kind.settings(), "configured")
 
 
-def test_nothing_configured_the_console_asks_and_nothing_runs(tmp_path: Path) -> None:
+def test_nothing_configured_the_console_asks_and_its_worker_runs(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     db = open_database(settings.database_url)
-    assert configured(settings) == []
+    assert configured(settings) == [] and active(settings) == ["console"]
     assert isinstance(build_notifier(settings, db), ConsoleNotifier)
-    assert build_runners(settings, db) == []
-    assert chat_setting(settings, "mute_for") == 3600.0  # the table's first section's default
+    assert [type(r) for r in build_runners(settings, db)] == [ConsoleRunner]  # its outbox worker
+    assert chat_setting(settings, "mute_for") == 3600.0  # the console's default
 
 
 def test_telegram_configured_its_notifier_runner_and_gate_come_from_the_table(

@@ -396,48 +396,6 @@ def test_incidents_show_json_has_the_template(home: GuardHome, tmp_path: Path):
     assert listed[0]["template"] == "ERROR user <*> not found"
 
 
-# -- the console notifier groups like Telegram -----------------------------------------------
-
-
-async def test_the_console_announces_the_first_at_once_and_the_rest_together(db):
-    import asyncio
-
-    from loguru import logger
-
-    from guard.notify.base import HumanRequest
-    from guard.notify.console import ConsoleNotifier
-
-    said: list[str] = []
-    sink = logger.add(lambda m: said.append(str(m)), level="WARNING", format="{message}")
-    try:
-        console = ConsoleNotifier(db, group_wait=0.5)
-        ask = [
-            HumanRequest(
-                incident_id=i,
-                title=f"fault {i}",
-                severity="error",
-                target="api",
-                count=1,
-                evidence="",
-            )
-            for i in (1, 2, 3)
-        ]
-        await console.ask(ask[0])
-        assert len(said) == 1 and "Incident #1 needs a human" in said[0]
-        await console.ask(ask[1])
-        await console.ask(ask[2])
-        assert len(said) == 1  # held until the window ends
-        await asyncio.sleep(0.8)
-        assert len(said) == 2
-        assert "2 incidents need a human" in said[1]
-        assert "guard reply 2 -- COMMAND" in said[1] and "guard deny 3" in said[1]
-        await console.ask(ask[0])  # within group_wait of the group: held again...
-        await console.flush()  # ...until Guard stops, when nothing held is lost
-        assert len(said) == 3 and "Incident #1 needs a human" in said[2]
-    finally:
-        logger.remove(sink)
-
-
 @pytest.mark.unit
 def test_masks_worked_out_for_a_block_group_lines_as_one_at_a_time():
     import re

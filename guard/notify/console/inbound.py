@@ -1,7 +1,7 @@
 """The console's inbound adapter: a line an operator types at Guard's console, as a neutral
 ``guard.notify.inbound.Inbound`` event for the answers policy (``guard.notify.answers``).
 
-The console shows each message with its id (``ConsoleChannel``); the operator answers with
+Each console message has an id (``ConsoleChannel``: an edit names it); the operator answers with
 ``press MESSAGE_ID DATA`` (a button's data), ``reply MESSAGE_ID TEXT`` (a reply to a message:
 a fix, or ``#ID FIX`` on a grouped one), a slash command (``/incidents``), or any other text.
 A press's immediate answer is a log line. The sender is the operator's name (``console:NAME``
@@ -14,7 +14,7 @@ from typing import Any
 
 from loguru import logger
 
-from guard.notify.console import CHAT
+from guard.notify.console.channel import CHAT
 from guard.notify.inbound import Inbound
 
 NAME = CHAT
