@@ -129,7 +129,7 @@ __all__ = [  # the harness, as ``bench.crash`` offered it before it was split
 
 def scenarios() -> dict[str, Scenario]:
     """``SCENARIOS`` and the scenarios kept in modules of their own."""
-    more = (Correlate(), Paging(), Escalation(), Hold(), Demotion())
+    more: tuple[Scenario, ...] = (Correlate(), Paging(), Escalation(), Hold(), Demotion())
     more += (Email(), Slack(), Matrix(), Console())
     return {**SCENARIOS, **{s.name: s for s in more}}
 
