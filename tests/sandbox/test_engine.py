@@ -4,17 +4,15 @@ the HTTP answer's headers, are still the command's output (they were lost: empty
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import pytest
 
-from guard.config import SandboxSettings
-from guard.sandbox.docker import DockerSandbox, connect
+from guard.sandbox.docker import connect
 from tests.fakes.docker_tls import tls_engine, tls_environ
-from tests.helpers.sandbox import TEST_PREFIX
+from tests.helpers.sandbox import sandbox_on
 
 pytestmark = pytest.mark.docker
 
@@ -35,12 +33,7 @@ def slow_link(
 async def test_output_read_with_the_answers_headers_is_kept(
     slow_link: docker.DockerClient, sbx_busybox_image: str
 ) -> None:
-    box = DockerSandbox(
-        SandboxSettings(image=sbx_busybox_image, timeout=20),
-        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
-        client=slow_link,
-    )
-    try:
+    async with sandbox_on(slow_link, sbx_busybox_image) as box:
         assert (await box.run("pwd", workdir="/tmp")).stdout == "/tmp\n"
         both = await box.run("echo out; echo err >&2; exit 4")
         assert (both.stdout, both.stderr, both.exit_code) == ("out\n", "err\n", 4)
@@ -48,5 +41,3 @@ async def test_output_read_with_the_answers_headers_is_kept(
         assert big.stdout.splitlines() == [str(i) for i in range(1, 10001)]
         fed = await box.run("cat", stdin="in\n")
         assert fed.stdout == "in\n"
-    finally:
-        await box.close()
