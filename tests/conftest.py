@@ -176,9 +176,11 @@ def service() -> Iterator[Service]:
     stop(svc.server)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A real local PostgreSQL server (one per test module), as a database URL."""
+    """A real local PostgreSQL server (one per test process: starting and stopping one took
+    10-20 s on a loaded box, once for each of 20 modules), as a database URL; a test makes
+    its own database on it (``tests.fakes.postgres.fresh_database``)."""
     from tests.fakes.postgres import serve_postgres
 
     yield from serve_postgres()

@@ -63,6 +63,7 @@ from guard.sandbox.engine import (
     IDLE_SECONDS,
     OOM_LINE,
     connect,
+    exec_stream,
     host_cgroup_files,
     pump_exec_stream,
     reap_orphans,
@@ -317,9 +318,9 @@ class DockerSandbox:
                 raise translate(exc, self.image) from None
         out = OutputBuffer(self.settings.output_limit, self.redactor.max_length)
         err = OutputBuffer(self.settings.output_limit, self.redactor.max_length)
-        raw: socket.socket = getattr(sock, "_sock", sock)
+        raw, early = exec_stream(sock)
         try:
-            finished = pump_exec_stream(raw, stdin, out, err, t0 + timeout, abort)
+            finished = pump_exec_stream(raw, stdin, out, err, t0 + timeout, abort, early)
         finally:
             raw.close()
         if not finished:

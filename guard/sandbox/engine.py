@@ -9,12 +9,14 @@ payload to a capped ``OutputBuffer`` without copying what the cap discards.
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 import socket
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import docker
 import requests
@@ -103,6 +105,28 @@ def host_cgroup_files(cid: str, v1: str, v1_file: str, v2_file: str) -> list[Pat
     ]
 
 
+def exec_stream(sock: Any) -> tuple[socket.socket, bytes]:
+    """The socket of ``exec_start(socket=True)``'s hijacked stream, and what of the stream the
+    HTTP client already read. docker-py reads the answer's headers through a buffered reader
+    and hands out the socket beneath it: frames that came in the same read as the headers (a
+    remote engine, a slow link, a loaded host) sit in that buffer, and reading the socket alone
+    lost them (empty or garbled output; docker/docker-py#3332)."""
+    raw: socket.socket = getattr(sock, "_sock", sock)
+    response = getattr(sock, "_response", None)
+    reader = getattr(getattr(getattr(response, "raw", None), "_fp", None), "fp", None)
+    if not isinstance(reader, io.BufferedReader):
+        return raw, b""
+    timeout = raw.gettimeout()
+    raw.setblocking(False)  # peek: the buffer, or what one read finds now, never a wait
+    try:
+        early = reader.peek()
+    except OSError:  # nothing buffered, nothing on the line yet (TLS: SSLWantReadError)
+        early = b""
+    finally:
+        raw.settimeout(timeout)
+    return raw, reader.read1(len(early)) if early else b""
+
+
 def pump_exec_stream(
     raw: socket.socket,
     stdin: bytes | None,
@@ -110,9 +134,11 @@ def pump_exec_stream(
     err: OutputBuffer,
     deadline: float,
     abort: threading.Event,
+    early: bytes = b"",
 ) -> bool:
     """Demultiplex a hijacked, non-tty exec socket into ``out``/``err`` (frames are an 8-byte
-    header: stream id, 3 zero bytes, big-endian length), feeding ``stdin`` from a side thread.
+    header: stream id, 3 zero bytes, big-endian length), after the ``early`` bytes of the
+    stream already read (see ``exec_stream``), feeding ``stdin`` from a side thread.
     True at end of stream; False once ``deadline`` passes or ``abort`` is set."""
     if stdin is not None:
 
@@ -122,20 +148,9 @@ def pump_exec_stream(
                 raw.shutdown(socket.SHUT_WR)
 
         threading.Thread(target=feed, daemon=True, name="sandbox-stdin").start()
-    buf = bytearray()
+    buf = bytearray(early)
     sinks = {1: out, 2: err}
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or abort.is_set():
-            return False
-        raw.settimeout(min(remaining, _SLICE))
-        try:
-            chunk = raw.recv(262144)
-        except TimeoutError:
-            continue
-        if not chunk:
-            return True
-        buf += chunk
         view, pos = memoryview(buf), 0
         while len(buf) - pos >= 8:
             size = int.from_bytes(view[pos + 4 : pos + 8], "big")
@@ -147,3 +162,14 @@ def pump_exec_stream(
             pos += 8 + size
         view.release()
         del buf[:pos]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or abort.is_set():
+            return False
+        raw.settimeout(min(remaining, _SLICE))
+        try:
+            chunk = raw.recv(262144)
+        except TimeoutError:
+            continue
+        if not chunk:
+            return True
+        buf += chunk

@@ -97,9 +97,23 @@ def certificates(where: Path, *, ca_name: str = "guard-test-ca") -> Certificates
     return Certificates(where)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _gather(reader: asyncio.StreamReader, first: bytes, wait: float) -> bytes:
+    """``first`` and whatever else arrives within ``wait`` seconds, as one piece."""
+    await asyncio.sleep(wait)
+    data = bytearray(first)
+    with contextlib.suppress(TimeoutError):
+        while more := await asyncio.wait_for(reader.read(65536), 0.01):
+            data += more
+    return bytes(data)
+
+
+async def _pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, coalesce: float = 0.0
+) -> None:
     with contextlib.suppress(OSError, ConnectionError, asyncio.IncompleteReadError):
         while data := await reader.read(65536):
+            if coalesce:
+                data = await _gather(reader, data, coalesce)
             writer.write(data)
             await writer.drain()
     with contextlib.suppress(OSError, RuntimeError):
@@ -110,11 +124,18 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class TlsEngine:
-    """The TLS endpoint, on its own thread and loop; ``url`` is its ``DOCKER_HOST``."""
+    """The TLS endpoint, on its own thread and loop; ``url`` is its ``DOCKER_HOST``.
 
-    def __init__(self, certs: Certificates, socket_path: str = ENGINE_SOCKET) -> None:
+    ``coalesce`` (seconds) makes it a slow link: what the engine sends within that time after
+    a first byte reaches the client as one piece (an HTTP answer's headers and the first
+    frames of a hijacked stream in one read), as TCP may deliver it from a remote engine."""
+
+    def __init__(
+        self, certs: Certificates, socket_path: str = ENGINE_SOCKET, coalesce: float = 0.0
+    ) -> None:
         self.certs = certs
         self.socket_path = socket_path
+        self.coalesce = coalesce
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -139,7 +160,7 @@ class TlsEngine:
             writer.close()
             return
         try:
-            await asyncio.gather(_pipe(reader, engine_w), _pipe(engine_r, writer))
+            await asyncio.gather(_pipe(reader, engine_w), _pipe(engine_r, writer, self.coalesce))
         finally:
             for w in (engine_w, writer):
                 w.transport.abort()
@@ -178,9 +199,9 @@ class TlsEngine:
 
 
 @contextlib.contextmanager
-def tls_engine(where: Path) -> Iterator[TlsEngine]:
+def tls_engine(where: Path, coalesce: float = 0.0) -> Iterator[TlsEngine]:
     """The local engine behind a TLS endpoint with fresh certificates under ``where``."""
-    engine = TlsEngine(certificates(where)).start()
+    engine = TlsEngine(certificates(where), coalesce=coalesce).start()
     try:
         yield engine
     finally:

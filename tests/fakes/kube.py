@@ -31,6 +31,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
+from tests.fakes.local_http import KeptAlive
+
 REVISION = "deployment.kubernetes.io/revision"
 
 
@@ -393,9 +395,7 @@ class KubeServer:
 
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(KeptAlive):
             def _serve(self, method: str) -> None:
                 url = urlsplit(self.path)
                 query = {k: v[-1] for k, v in parse_qs(url.query).items()}

@@ -110,7 +110,6 @@ class PagerDutyServer:
         server = self
 
         class Handler(Tracked):
-            protocol_version = "HTTP/1.1"
             connections = server.connections
 
             def do_POST(self) -> None:

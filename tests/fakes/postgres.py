@@ -1,7 +1,8 @@
 """A real local PostgreSQL server for tests: ``bench.pg_server``'s, skipped without the binaries.
 
-The ``postgres_url`` fixture (tests/conftest.py) serves it; each module gets its own server,
-removed afterwards. ``fresh_database`` makes an empty database on it per test.
+The ``postgres_url`` fixture (tests/conftest.py) serves it: one throwaway server (no fsync) per
+test process (each xdist worker, the serial run), started on first use and removed at the end;
+``fresh_database`` makes an empty database on it per test.
 """
 
 from __future__ import annotations
@@ -22,5 +23,5 @@ def serve_postgres() -> Iterator[str]:
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL server binaries needed: apt-get install postgresql")
         pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
-    with postgres_server() as url:
+    with postgres_server(throwaway=True) as url:
         yield url

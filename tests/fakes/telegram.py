@@ -306,7 +306,6 @@ class TelegramServer:
         server = self
 
         class Handler(Tracked):
-            protocol_version = "HTTP/1.1"
             connections = server.connections
 
             def do_POST(self) -> None:

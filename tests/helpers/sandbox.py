@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import docker
 
-from guard.sandbox.docker import LABEL, LABEL_INCIDENT
+from guard.config import SandboxSettings
+from guard.sandbox.docker import LABEL, LABEL_INCIDENT, DockerSandbox
 
 BUSYBOX_IMAGE = "guard-test-busybox:sandbox"
 TOOLBOX_IMAGE = "guard-toolbox:latest"
 TEST_PREFIX = f"test{os.getpid()}-"  # this process only: tests run in parallel workers
+
+
+@asynccontextmanager
+async def sandbox_on(
+    client: docker.DockerClient, image: str, limit: float = 20
+) -> AsyncIterator[DockerSandbox]:
+    """A sandbox of ``image`` on ``client``'s engine for a new test incident (commands limited
+    to ``limit`` seconds), closed afterwards."""
+    box = DockerSandbox(
+        SandboxSettings(image=image, timeout=limit),
+        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
+        client=client,
+    )
+    try:
+        yield box
+    finally:
+        await box.close()
 
 
 def vm_kib(field: str) -> int:

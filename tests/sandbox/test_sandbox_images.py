@@ -9,12 +9,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from guard.config import SandboxSettings
 from guard.domain.exceptions import SandboxError
 from guard.sandbox import images
-from guard.sandbox.docker import DockerSandbox
 from tests.helpers.images import build_lock
-from tests.helpers.sandbox import TEST_PREFIX, assert_host_ok
+from tests.helpers.sandbox import assert_host_ok, sandbox_on
 
 pytestmark = pytest.mark.timeout(600)  # a first offline toolbox build takes 1-3 minutes
 DOCKERFILE = Path(__file__).resolve().parents[2] / "sandbox-images" / "toolbox" / "Dockerfile"
@@ -36,12 +34,7 @@ def test_missing_debootstrap_says_how_to_install(sbx_client: docker.DockerClient
 async def test_toolbox_tools_run_in_the_hardened_sandbox(
     sbx_client: docker.DockerClient, sbx_toolbox_image: str
 ) -> None:
-    box = DockerSandbox(
-        SandboxSettings(image=sbx_toolbox_image, timeout=30),
-        incident_id=f"{TEST_PREFIX}{secrets.token_hex(4)}",
-        client=sbx_client,
-    )
-    try:
+    async with sandbox_on(sbx_client, sbx_toolbox_image, limit=30) as box:
         checks = {
             "curl --version": "curl 7.",
             "jq -n '{a: 1} | .a'": "1",
@@ -63,8 +56,6 @@ async def test_toolbox_tools_run_in_the_hardened_sandbox(
         hog = await box.run("python3 -c 'b = bytearray(600 * 2**20)'")
         assert hog.oom_killed and hog.exit_code == 137
         assert (await box.run("python3 -c 'print(2 + 2)'")).stdout == "4\n"
-    finally:
-        await box.close()
     assert_host_ok(sbx_client)
 
 

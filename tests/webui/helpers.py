@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from guard.store.models import AuditEntry, HumanCommand
 from guard.web.console import Console, routes
 from guard.web.console.signin import Proxies, StoreTokens
 from tests.conftest import GuardHome
+from tests.fakes.local_http import KeptAlive
 from tests.helpers.agent import stored_incident, wait_for
 
 CSRF = re.compile(r'name="csrf" value="([^"]*)"')
@@ -129,9 +130,7 @@ def reverse_proxy(upstream: str, header: str, users: dict[str, str]) -> Iterator
     ``X-Forwarded-For``."""
     with httpx.Client(base_url=upstream, timeout=30) as onward:
 
-        class Forward(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Forward(KeptAlive):
             def forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 peer = self.client_address[0]
