@@ -133,7 +133,7 @@ def guard_scan(
     monitor = LogfileMonitor(spec)
     monitor._matcher = LineMatcher([(p, False) for p in PATTERNS], engines=engines)
     if not grouping:
-        monitor._groupers = [replace(g, group_by="rule") for g in monitor._groupers]
+        monitor._groupers = [replace(g, group_by="rule", mined=False) for g in monitor._groupers]
     t = time.perf_counter()
     obs = monitor.scan({})
     elapsed = time.perf_counter() - t

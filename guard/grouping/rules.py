@@ -136,13 +136,12 @@ class RuleGrouper:
             known = self._cache[seen] = (
                 self.format.generation,
                 (kind, "template", masked),
-                Grouping("template", content=masked),
+                # ``rule`` by default: one incident per rule and target, its templates mined
+                Grouping("rule" if self.mined else "template", content=masked),
                 event is not None,
             )
             if event is not None:
                 self._cache[f"{seen}\0{event}"] = known
-        if self.mined:  # one incident per rule and target; its templates mined, to be shown
-            return known[1], Grouping("rule", content=known[2].content)
         return known[1], known[2]
 
     @property

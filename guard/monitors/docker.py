@@ -29,6 +29,7 @@ from guard.monitors.base import Emit
 from guard.monitors.docker_logs import ContainerLogs
 from guard.monitors.docker_restarts import (
     STAYS_UP,
+    KnownPolicies,
     RestartLoops,
     restarted_by_policy,
     still_that_start,
@@ -61,6 +62,7 @@ class DockerMonitor:
         self._since: float | None = None  # time of the last event seen, to resume from
         self._oom: set[str] = set()  # containers with an ``oom`` event and no ``die`` since
         self._loops = RestartLoops()  # containers in a restart policy's loop
+        self._policies = KnownPolicies()  # a ``die`` of a ``no`` policy needs no inspect
         self._filters: dict[str, Any] = {}
         if spec.selector.labels:
             self._filters["label"] = spec.selector.labels
@@ -183,6 +185,7 @@ class DockerMonitor:
             return Observation([])
         except DockerException as exc:
             raise _engine_error(exc) from None
+        self._policies.learn(str(attrs.get("Id", "")), attrs)
         sig = self.classify(
             str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {}, attrs
         )
@@ -198,6 +201,7 @@ class DockerMonitor:
         for c in containers:
             if is_rollback_aside(c.name):
                 continue  # a rollback's old container, removed once the new one started
+            self._policies.learn(c.id, c.attrs)
             sig = self.classify(c.name, c.attrs.get("State") or {}, c.attrs)
             if sig is not None:
                 signals.append(sig)
@@ -246,6 +250,7 @@ class DockerMonitor:
                 self._since = item.get("time", since)
                 if not self._selects(item):
                     continue
+                self._policies.event(item)
                 if logs is not None and item.get("Action") == "start":
                     await self._attach(str(item.get("id", "")))
                 sig = await self._judge(item, emit)
@@ -281,10 +286,8 @@ class DockerMonitor:
         await self._logs.run(emit)
 
     async def _attach(self, container_id: str) -> None:
-        api = self._docker().api
-        try:
-            attrs = await asyncio.to_thread(api.inspect_container, container_id)
-        except DockerException:
+        attrs = await asyncio.to_thread(self._inspect, container_id)  # (learns its policy)
+        if attrs is None:
             return
         assert self._logs is not None
         name = str(attrs.get("Name") or container_id).lstrip("/")
@@ -292,9 +295,11 @@ class DockerMonitor:
 
     def _inspect(self, container_id: str) -> dict[str, Any] | None:
         try:
-            return dict(self._docker().api.inspect_container(container_id))
+            attrs = dict(self._docker().api.inspect_container(container_id))
         except DockerException:  # gone already, or the engine away: the event alone decides
             return None
+        self._policies.learn(container_id, attrs)
+        return attrs
 
     async def _judge(self, event: Mapping[str, Any], emit: Emit) -> Signal | None:
         """The event's signal, knowing whether the restart policy answered a ``die``; a start
@@ -302,7 +307,8 @@ class DockerMonitor:
         action = str(event.get("Action") or event.get("status") or "")
         cid = str(event.get("id", ""))
         if action == "die" and cid not in self._oom:
-            attrs = await asyncio.to_thread(self._inspect, cid)
+            known = self._policies.never_restarts(cid)  # then no inspect: the exit is an exit
+            attrs = None if known else await asyncio.to_thread(self._inspect, cid)
             looping = attrs is not None and restarted_by_policy(attrs, event.get("timeNano"))
             self._loops.died(cid, restarting=looping)
             if looping:

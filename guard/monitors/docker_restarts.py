@@ -105,3 +105,25 @@ def _current() -> asyncio.Task[Any] | None:
     with contextlib.suppress(RuntimeError):
         return asyncio.current_task()
     return None
+
+
+class KnownPolicies:
+    """Each container's restart policy, as the monitor's own inspects told it: a ``die`` of a
+    container whose policy is ``no`` is an exit without asking the engine again (that inspect
+    was most of Guard's part of the detection latency). ``update`` and ``destroy`` events
+    forget a container (``docker update --restart`` may have changed it): ask again."""
+
+    def __init__(self) -> None:
+        self._policy: dict[str, str] = {}
+
+    def learn(self, cid: str, attrs: Mapping[str, Any]) -> None:
+        policy = ((attrs.get("HostConfig") or {}).get("RestartPolicy") or {}).get("Name")
+        self._policy[cid] = policy or "no"
+
+    def never_restarts(self, cid: str) -> bool:
+        """Whether the engine never answers this container's exit (its policy is ``no``)."""
+        return self._policy.get(cid) == "no"
+
+    def event(self, event: Mapping[str, Any]) -> None:
+        if event.get("Action") in ("update", "destroy"):
+            self._policy.pop(str(event.get("id", "")), None)
