@@ -207,9 +207,11 @@ class Learner:
         except Exception as exc:
             logger.opt(exception=exc).error("could not save the learned skill")
             return f"but saving the skill failed: {exc}", None
-        if learned.revision > 1 and not learned.existed:  # the old steps' ladder is done
-            with self.runner.db.session() as session:
+        if learned.revision > 1 and not learned.existed and learned.branch is None:
+            with self.runner.db.session() as session:  # the old steps' ladder is done
                 close_steps(session, learned.name, learned.revision)
+        if learned.revision > 1 and learned.branch is not None:  # under review in git
+            return proposed(learned), learned
         saved = (
             f"saved as revision {learned.revision} of skill {learned.name}"
             + (f" (commit {learned.commit[:10]})" if learned.commit else "")
@@ -236,3 +238,17 @@ class Learner:
                 .order_by(col(RemediationRun.id).desc())
             ).all()
         return [*ran, *(c.skill.name for c in self.library.candidates(inc))]
+
+
+def proposed(learned: LearnedSkill) -> str:
+    """What the human is told of a revision committed for review (``skills.review``)."""
+    if learned.existed:
+        return (
+            f"not saved: revision {learned.revision} of skill {learned.name} is already under "
+            f"review ({learned.branch}); merge or delete that branch first"
+        )
+    return (
+        f"proposed as revision {learned.revision} of skill {learned.name}"
+        + (f" (commit {learned.commit[:10]})" if learned.commit else "")
+        + f"; revision {learned.revision - 1} runs until it is merged"
+    )

@@ -23,7 +23,12 @@ def review_of(skill: Skill) -> str:
     """``pending`` (under review: never run unasked), ``merged`` or ``direct``."""
     if skill.pending:
         return "pending"
-    return "merged" if skill.review is not None and skill.review.status == "merged" else "direct"
+    review = skill.review
+    return (
+        "merged"
+        if review is not None and (review.status == "merged" or review.revision)
+        else "direct"
+    )
 
 
 def records(settings: Settings, skills: list[Skill]) -> dict[str, dict[str, Any]]:

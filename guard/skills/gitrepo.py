@@ -127,13 +127,14 @@ class Git:
 
     def commit_beside(self, source: Path, ref: str, message: str) -> str:
         """Commit ``source`` (a folder outside the tracked tree) as ``<its name>/`` on top of
-        HEAD, to the new branch ``ref``; the working tree and HEAD are untouched. Never moves an
-        existing ``ref`` (that would lose its commit)."""
+        HEAD, replacing what HEAD has there, to the new branch ``ref``; the working tree and HEAD
+        are untouched. Never moves an existing ``ref`` (that would lose its commit)."""
         index = Path(self.out("rev-parse", "--absolute-git-dir")) / "guard-learn.index"
         env = {"GIT_INDEX_FILE": str(index)}
         try:
             head = self.rev("HEAD")
             self.run("read-tree", *([head] if head else ["--empty"]), env=env)
+            self.run("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", source.name, env=env)
             self.run(
                 "--work-tree", str(source.parent.resolve()), "add", "-f", "--", source.name, env=env
             )

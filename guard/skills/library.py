@@ -51,6 +51,8 @@ class Skill:
         """What a human is shown when this skill is offered (under review: that first)."""
         if self.pending and self.review is not None:
             return f"{self.review.offer()}. {self.description}"
+        if self.review is not None and self.review.status == "pending":  # its next revision
+            return f"{self.description} ({self.review.offer()})"
         return self.description
 
     @property

@@ -15,6 +15,7 @@ from guard.config import Settings
 from guard.domain.records import Severity, Signal
 from guard.skills import promotion
 from guard.skills.library import SkillLibrary
+from guard.skills.revisions import close_steps
 from guard.skills.sync import SkillsRemote, SyncResult
 from guard.skills.writer import LearnedSkill
 from guard.store.db import Database
@@ -75,6 +76,9 @@ def sync_now(
             result.notes += more.notes
             result.errors += more.errors
             result.changed = result.changed or more.changed
+            for name, revision in result.revised:  # merged: the old steps' ladder is done
+                with db.session() as session:
+                    close_steps(session, name, revision)
     except Exception as exc:  # an unexpected failure is a problem to report, not a crash
         logger.opt(exception=exc).error("skills sync failed")
         result = SyncResult(errors=[f"{type(exc).__name__}: {exc}"])

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Status = Literal["pending", "merged", "rejected"]
 REVIEW_DIR = ".review"
 BRANCH_PREFIX = "guard/learned/"
+REVISE_PREFIX = "guard/revise/"  # a revision of a skill on git_branch: guard/revise/NAME/N
+_SAID = re.compile(r"^(Incident|Approved-by|Fix|Verified): (.*)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,32 @@ class Review:
     commit: str | None = None
     pushed: bool = False
     pr: int | None = None
+    revision: int | None = None  # a revision of the skill on git_branch (that one runs)
+    diff: str = ""  # a revision's steps diff
+
+    @classmethod
+    def pending(
+        cls,
+        branch: str,
+        commit: str,
+        incident: Any,
+        fix: str,
+        approver: str,
+        verdict: str,
+        **more: Any,
+    ) -> Review:
+        """A skill just committed to ``branch`` for review, learned from ``incident``."""
+        return cls(
+            status="pending",
+            branch=branch,
+            incident=int(incident.id),
+            title=incident.title,
+            fix=fix,
+            approver=approver,
+            verified=verdict,
+            commit=commit,
+            **more,
+        )
 
     @property
     def link(self) -> str:
@@ -49,7 +78,29 @@ class Review:
 
     def offer(self) -> str:
         """How a human is told about it when it is offered."""
+        if self.revision:
+            return (
+                f"revision {self.revision} under review: {self.link}, from incident "
+                f"#{self.incident}: `{self.fix}`"
+            )
         return f"learned from incident #{self.incident}, under review: {self.link}"
+
+
+def noted(branch: str, sha: str, message: str, **more: Any) -> Review:
+    """A pending review rebuilt from its commit's message (Guard stopped before noting it)."""
+    said = dict(_SAID.findall(message))
+    number, _, title = said.get("Incident", "").partition(" ")
+    return Review(
+        status="pending",
+        branch=branch,
+        incident=int(number.strip("#") or 0) or None,
+        title=title,
+        fix=said.get("Fix", ""),
+        approver=said.get("Approved-by", ""),
+        verified=said.get("Verified", ""),
+        commit=sha,
+        **more,
+    )
 
 
 def review_dir(skills_dir: Path) -> Path:

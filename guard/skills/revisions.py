@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,37 @@ from guard.store import audit
 from guard.store.ladder import PROPOSED, LadderStep, open_steps
 from guard.store.models import SkillBlock
 
+
+@dataclass(frozen=True)
+class LearnedSkill:
+    """What ``SkillWriter.write`` saved: a new skill, a revision, or nothing new."""
+
+    name: str
+    path: Path
+    commit: str | None  # None when git is off or the skill already existed
+    existed: bool = False
+    branch: str | None = None  # under review: the branch it was committed to
+    revision: int = 1
+    diff: str = ""  # a revision: its steps' (and scripts') diff from the one before
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A revision staged (``staging``, not yet in place), with its diff and commit message, and
+    the lesson it came from."""
+
+    skill: Skill
+    revision: int
+    staging: Path
+    diff: str
+    message: str
+    incident: Any
+    fix: str
+    approver: str
+    verdict: str
+
+
+DIFF_AFTER = "(its files stay in this history)\n\n"  # a revision's commit message: the diff
 KEPT = ("triggers", "diagnostics", "limits", "origin")
 """What a revision keeps of the skill it revises (the fault it covers, and how often it runs)."""
 

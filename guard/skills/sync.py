@@ -3,7 +3,8 @@
 ``sync`` fetches, fast-forwards ``git_branch`` (never a merge commit, never a force-push, never
 over local edits), pushes what is not on the remote yet, then settles each pending skill: on
 ``git_branch`` now -> merged (its ``.review`` copy goes; the merged folder runs); its branch
-deleted or its request closed unmerged -> rejected (it disappears). A skill reverted or deleted
+deleted or its request closed unmerged -> rejected (it disappears); a revision under review
+likewise (``guard.skills.revreview``). A skill reverted or deleted
 on ``git_branch`` disappears with the fast-forward itself. A skill whose files are not regular
 files inside the repository (a symlink, a submodule, over the size limits) is named in the notes
 and quarantined by the loader; git never checks a link out as a link.
@@ -12,16 +13,17 @@ and quarantined by the loader; git never checks a link out as a link.
 from __future__ import annotations
 
 import io
-import re
 import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass, field, replace
 
 from guard.domain.exceptions import SkillsRemoteError
+from guard.skills import revreview
 from guard.skills.files import NO_SYMLINKS, recorded_problems
 from guard.skills.gitrepo import LOCK
-from guard.skills.review import BRANCH_PREFIX, Review, review_dir
+from guard.skills.review import BRANCH_PREFIX, REVISE_PREFIX, Review, noted, review_dir
+from guard.skills.revisions import DIFF_AFTER
 from guard.skills.upstream import Upstream
 
 
@@ -32,6 +34,7 @@ class SyncResult:
     changed: bool = False  # the working tree moved, or a pending skill was settled
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    revised: list[tuple[str, int]] = field(default_factory=list)  # revisions merged: close_steps
 
 
 class SkillsRemote(Upstream):
@@ -46,6 +49,7 @@ class SkillsRemote(Upstream):
                 result.notes.append(done)
                 result.changed = True
             self._recover(result)
+            self._recover_revisions(result)
             self.git.run("fetch", "-q", "--prune", "origin")
         except SkillsRemoteError as exc:
             result.errors.append(str(exc))
@@ -58,7 +62,10 @@ class SkillsRemote(Upstream):
             result.errors.append(str(exc))
         for name, entry in self.book.pending().items():
             try:
-                self._settle(name, entry, result)
+                if entry.revision:
+                    self._settle_revision(name, entry, result)
+                else:
+                    self._settle(name, entry, result)
             except SkillsRemoteError as exc:
                 result.errors.append(f"skill {name}: {exc}")
         return result
@@ -67,47 +74,42 @@ class SkillsRemote(Upstream):
         """A review branch with no note (Guard died between the commit and the note): note
         it again from its commit message, and bring its folder back to ``.review/``."""
         entries = self.book.load()
-        refs = self.git.run(
-            "for-each-ref",
-            "--format=%(refname:strip=2) %(objectname)",
-            f"refs/heads/{BRANCH_PREFIX}",
-            check=False,
-        ).stdout
-        for line in refs.splitlines():
-            branch, sha = line.rsplit(" ", 1)
+        for branch, sha in self.branches(BRANCH_PREFIX):
             name = branch.removeprefix(BRANCH_PREFIX)
             if name in entries:
                 continue
-            message = self.git.out("log", "-1", "--format=%B", sha)
-            said = dict(re.findall(r"^(Incident|Approved-by|Fix|Verified): (.*)$", message, re.M))
-            number, _, title = said.get("Incident", "").partition(" ")
-            tar = subprocess.run(
-                ["git", *NO_SYMLINKS, "archive", sha, f"{name}/"],
-                cwd=self.root,
-                capture_output=True,
-                check=False,
-            )
-            if tar.returncode != 0:
+            if not self.unpack(sha, name):
                 continue  # not a learned skill's branch
-            with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
-                archive.extractall(review_dir(self.root), filter="data")
-            self.book.put(
-                name,
-                Review(
-                    status="pending",
-                    branch=branch,
-                    incident=int(number.strip("#") or 0) or None,
-                    title=title,
-                    fix=said.get("Fix", ""),
-                    approver=said.get("Approved-by", ""),
-                    verified=said.get("Verified", ""),
-                    commit=sha,
-                ),
-            )
+            self.book.put(name, noted(branch, sha, self.git.out("log", "-1", "--format=%B", sha)))
             result.changed = True
             result.notes.append(
                 f"skill {name} recovered from its branch {branch} (Guard stopped before noting it)"
             )
+
+    def branches(self, prefix: str) -> list[tuple[str, str]]:
+        """(branch, commit) of each local branch under ``prefix``."""
+        refs = self.git.run(
+            "for-each-ref",
+            "--format=%(refname:strip=2) %(objectname)",
+            f"refs/heads/{prefix}",
+            check=False,
+        ).stdout
+        return [(b, sha) for b, _, sha in (line.rpartition(" ") for line in refs.splitlines())]
+
+    def unpack(self, sha: str, name: str) -> bool:
+        """Bring ``name/`` of commit ``sha`` back to ``.review/``; False: it has none."""
+        tar = subprocess.run(
+            ["git", *NO_SYMLINKS, "archive", sha, f"{name}/"],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        if tar.returncode != 0:
+            return False
+        shutil.rmtree(review_dir(self.root) / name, ignore_errors=True)
+        with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+            archive.extractall(review_dir(self.root), filter="data")
+        return True
 
     def _fast_forward(self, result: SyncResult) -> None:
         local, remote = self.git.rev("HEAD"), self.git.rev(f"origin/{self.branch}")
@@ -171,7 +173,7 @@ class SkillsRemote(Upstream):
 
     def _settle(self, name: str, entry: Review, result: SyncResult) -> None:
         if self.git.ok("cat-file", "-e", f"HEAD:{name}/skill.yaml"):
-            self._close(
+            self.close(
                 name,
                 replace(entry, status="merged"),
                 result,
@@ -184,7 +186,7 @@ class SkillsRemote(Upstream):
         if self.mode == "pr" and entry.pr is not None:
             pr = self.forge.state(entry.pr)
             if pr.state == "closed":
-                self._close(
+                self.close(
                     name,
                     replace(entry, status="rejected"),
                     result,
@@ -192,15 +194,74 @@ class SkillsRemote(Upstream):
                 )
             return
         if not self.git.rev(f"refs/remotes/origin/{entry.branch}"):
-            self._close(
+            self.close(
                 name,
                 replace(entry, status="rejected"),
                 result,
                 f"its branch {entry.branch} was deleted on the remote unmerged",
             )
 
-    def _close(self, name: str, entry: Review, result: SyncResult, why: str) -> None:
+    def close(self, name: str, entry: Review, result: SyncResult, why: str) -> None:
         self.book.put(name, entry)
         shutil.rmtree(review_dir(self.root) / name, ignore_errors=True)
         result.changed = True
         result.notes.append(f"skill {name} {why}")
+
+    def _settle_revision(self, name: str, entry: Review, result: SyncResult) -> None:
+        """Merged: it takes effect; deleted or closed unmerged: dropped; else sent if unsent."""
+        n = entry.revision or 0
+        if revreview.merged(self.git, name, entry.commit, n):
+            self.close(
+                name,
+                replace(entry, status="merged"),
+                result,
+                f"revision {n} was merged into {self.branch}: it runs from now on, asking first "
+                "until it is trusted",
+            )
+            result.revised.append((name, n))
+            return
+        if not entry.pushed or (self.mode == "pr" and entry.pr is None):
+            entry = self._publish_branch(name, entry)
+            result.notes.append(f"skill {name} revision {n} sent for review: {entry.link}")
+        why = ""
+        if self.mode == "pr" and entry.pr is not None:
+            pr = self.forge.state(entry.pr)
+            if pr.state == "closed":
+                why = f"its pull request {pr.url} was closed unmerged"
+        elif not self.git.rev(f"refs/remotes/origin/{entry.branch}"):
+            why = f"its branch {entry.branch} was deleted on the remote unmerged"
+        if why:
+            self.close(
+                name,
+                replace(entry, status="rejected"),
+                result,
+                f"revision {n}: {why}; revision {n - 1} keeps running",
+            )
+            self.git.run("branch", "-D", entry.branch, check=False)  # not recovered later
+
+    def _recover_revisions(self, result: SyncResult) -> None:
+        """Note again each unmerged revision branch that has no note (Guard stopped first)."""
+        book = self.book.load()
+        for branch, sha in self.branches(REVISE_PREFIX):
+            name = branch.removeprefix(REVISE_PREFIX).rpartition("/")[0]
+            entry = book.get(name)
+            if entry is not None and (entry.commit == sha or entry.status == "pending"):
+                continue
+            n = revreview.revision_at(self.git, sha, name)
+            if n < 2 or revreview.merged(self.git, name, sha, n) or not self.unpack(sha, name):
+                continue
+            message = self.git.out("log", "-1", "--format=%B", sha)
+            self.book.put(
+                name,
+                noted(
+                    branch,
+                    sha,
+                    message,
+                    revision=n,
+                    diff=message.partition(DIFF_AFTER)[2],
+                ),
+            )
+            result.changed = True
+            result.notes.append(
+                f"skill {name} recovered from its branch {branch} (Guard stopped before noting it)"
+            )

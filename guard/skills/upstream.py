@@ -174,6 +174,9 @@ class Upstream:
 
     @staticmethod
     def _title(name: str, entry: Review) -> str:
+        if entry.revision:
+            head = f"guard: revise skill {name} (revision {entry.revision})"
+            return f"{head} from incident #{entry.incident}"
         return f"guard: learn skill {name} from incident #{entry.incident}"
 
     def body(self, name: str, entry: Review) -> str:
@@ -186,4 +189,9 @@ class Upstream:
             f"- **Evidence**: the original check passed again: {entry.verified}\n\n"
             f"Until this is merged into `{self.branch}` Guard never runs it unasked; it offers "
             "it to a human first. Merge to trust it; close this to drop it.\n"
+        ) + (
+            f"\nRevision {entry.revision}'s steps against the one before (revision "
+            f"{entry.revision - 1} runs until this is merged):\n\n```diff\n{entry.diff}\n```\n"
+            if entry.revision
+            else ""
         )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +31,16 @@ from guard.skills.lesson import fix_script, generalise, slug, valid_name
 from guard.skills.library import Skill, SkillLibrary, load_skill
 from guard.skills.model import SkillSpec
 from guard.skills.review import BRANCH_PREFIX, Review, ReviewBook, review_dir
-from guard.skills.revisions import revised_spec, script_diff, steps_diff, to_revise
-
-
-@dataclass(frozen=True)
-class LearnedSkill:
-    name: str
-    path: Path
-    commit: str | None  # None when git is off or the skill already existed
-    existed: bool = False
-    branch: str | None = None  # under review: the branch it was committed to
-    revision: int = 1
-    diff: str = ""  # a revision: its steps' (and scripts') diff from the one before
+from guard.skills.revisions import (
+    DIFF_AFTER,
+    Draft,
+    revised_spec,
+    script_diff,
+    steps_diff,
+    to_revise,
+)
+from guard.skills.revisions import LearnedSkill as LearnedSkill
+from guard.skills.revreview import propose, waiting
 
 
 class _Redacted:
@@ -167,11 +164,19 @@ class SkillWriter:
                     else None
                 )
                 return LearnedSkill(skill.name, skill.path, commit, existed=commit is None)
-        revised = None if self.review else to_revise(self.library, parsed, revises)
+        revised = to_revise(self.library, parsed, revises)
         if revised is not None:
             if revised.spec.steps == parsed.steps and self._same_script(revised.path, script):
                 return LearnedSkill(revised.name, revised.path, None, existed=True)  # no change
-            return self._revise(revised, spec, incident, fix, approver, verdict, script)
+            if self.review and (kept := waiting(self.library.folder, revised)) is not None:
+                return kept  # one revision under review at a time
+            draft = self._draft(revised, spec, incident, fix, approver, verdict, script)
+            # under review: to its own branch; the old revision runs until it is merged
+            return (
+                propose(self.library, self.git_author, draft)
+                if self.review
+                else self._revise(draft)
+            )
         name = self._free_name(incident.kind, incident.target)
         md = self._skill_md(name, incident, fix, approver, verdict)
         staging = self._stage(name, spec, md, script)
@@ -217,7 +222,7 @@ class SkillWriter:
             raise
         return staging
 
-    def _revise(
+    def _draft(
         self,
         skill: Skill,
         lesson: dict[str, Any],
@@ -226,29 +231,41 @@ class SkillWriter:
         approver: str,
         verdict: str,
         script: str | None,
-    ) -> LearnedSkill:
-        """Write ``lesson`` as ``skill``'s next revision in its folder, committed with the diff."""
+    ) -> Draft:
+        """``lesson`` as ``skill``'s next revision, staged, with its diff and commit message."""
         spec = revised_spec(skill, lesson)
         n = int(spec["revision"])
         md = self._skill_md(skill.name, incident, fix, approver, verdict, revision=n)
         staging = self._stage(skill.name, spec, md, script)
-        was = staging.with_name(f"{skill.name}.was")
         try:
             diff = "\n".join(
                 d for d in (steps_diff(skill.path, spec, n), script_diff(skill.path, staging)) if d
             )
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        message = self._message(skill.name, incident, fix, approver, verdict, revision=n)
+        message += f"Revises: revision {n - 1} {DIFF_AFTER}{diff}\n"
+        return Draft(skill, n, staging, diff, message, incident, fix, approver, verdict)
+
+    def _revise(self, draft: Draft) -> LearnedSkill:
+        """Write the revision in its skill's folder, committed with the diff."""
+        skill = draft.skill
+        was = draft.staging.with_name(f"{skill.name}.was")
+        try:
             shutil.rmtree(was, ignore_errors=True)
             skill.path.rename(was)
-            staging.rename(skill.path)
+            draft.staging.rename(skill.path)
         finally:
-            for leftover in (staging, was):
+            for leftover in (draft.staging, was):
                 shutil.rmtree(leftover, ignore_errors=True)
         self.library.reload()
         reached("learning.files_written")
-        message = self._message(skill.name, incident, fix, approver, verdict, revision=n)
-        message += f"Revises: revision {n - 1} (its files stay in this history)\n\n{diff}\n"
-        commit = self._commit(skill.path, skill.name, incident, fix, approver, verdict, message)
-        return LearnedSkill(skill.name, skill.path, commit, revision=n, diff=diff)
+        d = draft
+        commit = self._commit(
+            skill.path, skill.name, d.incident, d.fix, d.approver, d.verdict, d.message
+        )
+        return LearnedSkill(skill.name, skill.path, commit, revision=d.revision, diff=d.diff)
 
     def _commit_for_review(
         self, folder: Path, name: str, incident: Any, fix: str, approver: str, verdict: str
@@ -261,17 +278,7 @@ class SkillWriter:
             folder, f"refs/heads/{branch}", self._message(name, incident, fix, approver, verdict)
         )
         ReviewBook(self.library.folder).put(
-            name,
-            Review(
-                status="pending",
-                branch=branch,
-                incident=int(incident.id),
-                title=incident.title,
-                fix=fix,
-                approver=approver,
-                verified=verdict,
-                commit=commit,
-            ),
+            name, Review.pending(branch, commit, incident, fix, approver, verdict)
         )
         return commit
 

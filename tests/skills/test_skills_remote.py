@@ -56,10 +56,9 @@ def settings(root: Path, remote: str, **skills: Any) -> Settings:
     )
 
 
-def learn(s: Settings, remote: SkillsRemote, n: int = 7) -> tuple[SkillLibrary, LearnedSkill, str]:
-    """Learn a fix as the agent does (write, commit, publish); returns the message's tail."""
-    library = SkillLibrary(s.skills_dir)
-    writer = SkillWriter(
+def writer_for(s: Settings, remote: SkillsRemote, library: SkillLibrary) -> SkillWriter:
+    """The agent's writer for ``s`` (under review unless ``review: direct``)."""
+    return SkillWriter(
         library,
         trust=s.skills.learned_trust,
         git_commit=True,
@@ -68,7 +67,12 @@ def learn(s: Settings, remote: SkillsRemote, n: int = 7) -> tuple[SkillLibrary, 
         review=s.skills.review != "direct",
         taken=remote.taken,
     )
-    learned = writer.write(
+
+
+def learn(s: Settings, remote: SkillsRemote, n: int = 7) -> tuple[SkillLibrary, LearnedSkill, str]:
+    """Learn a fix as the agent does (write, commit, publish); returns the message's tail."""
+    library = SkillLibrary(s.skills_dir)
+    learned = writer_for(s, remote, library).write(
         incident(n),
         "http.request url=http://svc/fix",
         action="http.request",

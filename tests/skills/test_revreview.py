@@ -1,0 +1,154 @@
+"""Revisions under review in git (issue 46, ``skills.review: branch|pr``): a human's fix for a
+fault a skill on ``git_branch`` covers is that skill's next revision committed to its own
+branch, never a second skill; the old revision runs until a reviewer merges it; deleted
+unmerged, it is dropped; committed but not noted before a crash, it is noted again from its
+commit. Real git (a bare repository as the remote), a real store, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from sqlmodel import select
+
+from guard.skills.library import SkillLibrary
+from guard.skills.remote import SkillsRemote, publish_learned
+from guard.skills.review import ReviewBook
+from guard.skills.writer import LearnedSkill
+from guard.store.db import open_database
+from guard.store.models import AuditEntry
+from tests.conftest import GuardHome
+from tests.fakes.git import bare_repo, git, reviewer_clone
+from tests.skills.test_skills_remote import incident, learn, settings, writer_for
+
+
+def revise(s, remote: SkillsRemote, library: SkillLibrary, name: str, n: int) -> LearnedSkill:
+    """Incident ``n``: skill ``name`` ran and failed; the human's new fix cured it."""
+    learned = writer_for(s, remote, library).write(
+        incident(n),
+        "http.request url=http://svc/restart method=POST",
+        action="http.request",
+        args={"url": "http://svc/restart", "method": "POST"},
+        approver="cli:bob",
+        verdict="GET http://svc/healthz answered 200",
+        revises=[name],  # what the learner passes: the skills that ran on the incident
+    )
+    publish_learned(remote, learned, library)
+    return learned
+
+
+def merged_skill(home: GuardHome, tmp_path: Path) -> tuple[object, SkillsRemote, Path, str]:
+    """A learned skill reviewed and merged into main: it covers the fault."""
+    bare = bare_repo(tmp_path / "srv")
+    s = settings(home.root, f"file://{bare}")
+    home.write_config({"skills": {"git_remote": f"file://{bare}", "git_author": "Guard <g@t>"}})
+    remote = SkillsRemote(s)
+    remote.sync()
+    _, first, _ = learn(s, remote)
+    rita = reviewer_clone(bare, tmp_path / "rita")
+    git("merge", "--no-ff", "-q", "-m", "Merge", f"origin/guard/learned/{first.name}", cwd=rita)
+    git("push", "-q", "origin", "main", cwd=rita)
+    assert remote.sync().errors == []
+    return s, remote, rita, first.name
+
+
+def test_a_fix_for_a_reviewed_skill_is_its_next_revision_on_a_review_branch(
+    home: GuardHome, tmp_path: Path
+) -> None:
+    s, remote, rita, name = merged_skill(home, tmp_path)
+    library = SkillLibrary(s.skills_dir)
+    live = library.get(name)
+    assert live is not None and live.runs_unasked and live.spec.revision == 1
+
+    learned = revise(s, remote, library, name, 8)
+
+    assert learned.name == name and learned.revision == 2  # not a second skill
+    names = {x["name"] for x in json.loads(home.cli("skills", "list", "--json").stdout)}
+    assert sorted(n for n in names if n.startswith("learned-")) == [name]
+    assert not [p for p in s.skills_dir.glob(".review/*") if p.name.startswith(f"{name}-")]
+    branch = f"guard/revise/{name}/2"
+    assert learned.branch == branch
+    bare = s.skills.git_remote.removeprefix("file://")  # type: ignore[union-attr]
+    proposed = yaml.safe_load(git("show", f"{branch}:{name}/skill.yaml", cwd=Path(bare)))
+    assert proposed["revision"] == 2 and proposed["trust"] == "approval"
+    assert proposed["steps"][0]["args"]["method"] == "POST"
+    message = git("log", "-1", "--format=%B", branch, cwd=Path(bare))
+    assert message.startswith(f"guard: revise skill {name} (revision 2) from incident #8")
+    assert "--- revision 1\n+++ revision 2" in message and "+    method: POST" in message
+    on_main = yaml.safe_load(git("show", f"main:{name}/skill.yaml", cwd=Path(bare)))
+    assert on_main.get("revision", 1) == 1 and "method" not in on_main["steps"][0]["args"]
+
+    # until it is merged the old revision runs as it did, and the proposal is shown with it
+    library.refresh()
+    live = library.get(name)
+    assert live is not None and live.spec.revision == 1 and live.runs_unasked
+    assert f"revision 2 under review: {branch}" in live.offer_text()
+    listed = {x["name"]: x for x in json.loads(home.cli("skills", "list", "--json").stdout)}
+    assert listed[name]["revision"] == 1 and listed[name]["branch"] == branch
+    assert remote.sync().errors == []  # nothing settles while the branch waits
+    assert library.get(name).spec.revision == 1  # type: ignore[union-attr]
+
+    git("fetch", "-q", cwd=rita)
+    git("merge", "--no-ff", "-q", "-m", "Merge revision 2", f"origin/{branch}", cwd=rita)
+    git("push", "-q", "origin", "main", cwd=rita)
+    synced = home.cli("skills", "sync")
+    assert f"skill {name} revision 2 was merged into main" in synced.stdout
+    assert library.refresh()
+    live = library.get(name)
+    assert live is not None and live.spec.revision == 2 and live.spec.trust == "approval"
+    assert not (s.skills_dir / ".review" / name).exists()
+    history = home.cli("skills", "history", name, "--diff").stdout
+    assert f"skill {name}: 2 revision(s)" in history
+    assert "revision 2" in history and "+    method: POST" in history
+    db = open_database(s.database_url, read_only=True)
+    try:
+        with db.session() as session:
+            revised = session.exec(
+                select(AuditEntry).where(AuditEntry.action == "skill.revised")
+            ).all()
+    finally:
+        db.dispose()
+    assert [(e.subject, e.data["revision"]) for e in revised] == [(f"skill:{name}", 2)]
+
+
+def test_a_revision_deleted_unmerged_is_dropped_and_one_noted_nowhere_is_recovered(
+    home: GuardHome, tmp_path: Path
+) -> None:
+    s, remote, _, name = merged_skill(home, tmp_path)
+    library = SkillLibrary(s.skills_dir)
+    bare = Path(s.skills.git_remote.removeprefix("file://"))  # type: ignore[union-attr]
+    first = revise(s, remote, library, name, 8)
+    git("branch", "-D", str(first.branch), cwd=bare)
+    result = remote.sync()
+    assert f"skill {name} revision 2: its branch {first.branch} was deleted" in " ".join(
+        result.notes
+    )
+    assert library.refresh() and library.get(name).spec.revision == 1  # type: ignore[union-attr]
+    assert ReviewBook(s.skills_dir).get(name).status == "rejected"  # type: ignore[union-attr]
+
+    book = ReviewBook(s.skills_dir)
+    before = book.get(name)
+    again = revise(s, remote, library, name, 9)  # a later fix: revision 2 again
+    assert again.revision == 2 and again.commit != first.commit
+    saved = book.get(name)
+    assert before is not None
+    book.put(name, before)  # as if Guard died right after the commit: no note, no folder
+    shutil.rmtree(s.skills_dir / ".review" / name)
+    result = remote.sync()
+    assert result.errors == []
+    assert f"skill {name} recovered from its branch {again.branch}" in " ".join(result.notes)
+    entry = book.get(name)
+    assert saved is not None and entry is not None
+    assert (entry.status, entry.revision, entry.branch, entry.incident, entry.fix) == (
+        "pending",
+        2,
+        again.branch,
+        9,
+        saved.fix,
+    )
+    assert library.refresh()
+    live = library.get(name)
+    assert live is not None and live.spec.revision == 1
+    assert (s.skills_dir / ".review" / name / "skill.yaml").is_file()
