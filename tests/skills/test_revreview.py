@@ -2,7 +2,8 @@
 fault a skill on ``git_branch`` covers is that skill's next revision committed to its own
 branch, never a second skill; the old revision runs until a reviewer merges it; deleted
 unmerged, it is dropped; committed but not noted before a crash, it is noted again from its
-commit. Real git (a bare repository as the remote), a real store, the real CLI."""
+commit. Real git (a bare repository as the remote), a real store, the real CLI, and a real
+``guard run`` whose HTTP check a local service answers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from sqlmodel import select
 
@@ -21,7 +23,10 @@ from guard.store.db import open_database
 from guard.store.models import AuditEntry
 from tests.conftest import GuardHome
 from tests.fakes.git import bare_repo, git, reviewer_clone
+from tests.helpers.agent import find, running_guard, show, wait_for
 from tests.skills.test_skills_remote import incident, learn, settings, writer_for
+from tests.skills.test_skills_review import Service, configure, next_incident, skills_listed
+from tests.skills.test_skills_review import svc as svc  # the fixture
 
 
 def revise(s, remote: SkillsRemote, library: SkillLibrary, name: str, n: int) -> LearnedSkill:
@@ -152,3 +157,51 @@ def test_a_revision_deleted_unmerged_is_dropped_and_one_noted_nowhere_is_recover
     live = library.get(name)
     assert live is not None and live.spec.revision == 1
     assert (s.skills_dir / ".review" / name / "skill.yaml").is_file()
+
+
+@pytest.mark.timeout(300)  # two learnings settling agent.settle, two merges: ~1.5 min alone
+def test_a_guard_run_proposes_the_fix_for_a_failing_reviewed_skill_as_its_revision_2(
+    home: GuardHome, svc: Service, tmp_path: Path
+) -> None:
+    bare = bare_repo(tmp_path / "srv")
+    configure(home, svc, f"file://{bare}", "")
+    svc.healthy = False
+    rita = reviewer_clone(bare, tmp_path / "rita")
+    with running_guard(home):
+        first = wait_for(
+            lambda: find(home, monitor_id="web", state="awaiting_human"), 40, "the first question"
+        )
+        home.cli("reply", str(first["id"]), "--", "http.request", f"url={svc.base}/fix")
+        name = show(home, first["id"])["details"]["learned_skill"]
+        git("fetch", "-q", cwd=rita)
+        git("merge", "--no-ff", "-q", "-m", "Merge", f"origin/guard/learned/{name}", cwd=rita)
+        git("push", "-q", "origin", "main", cwd=rita)
+        wait_for(lambda: skills_listed(home)[name]["review"] == "merged", 30, "the merge")
+
+        svc.cures = {"/restart"}  # the fault changed: the skill's fix no longer cures it
+        second = next_incident(home, svc, first["id"])
+        wait_for(
+            lambda: show(home, second["id"])["state"] in ("awaiting_human", "escalated"),
+            90,
+            "the skill to fail and the human to be asked",
+        )
+        reply = home.cli(
+            "reply", str(second["id"]), "--", "http.request", f"url={svc.base}/restart"
+        )
+        branch = f"guard/revise/{name}/2"
+        assert f"proposed as revision 2 of skill {name}" in reply.stdout
+        assert f"revision 1 runs until it is merged; under review: {branch}" in reply.stdout
+        assert f"-    url: {svc.base}/fix\n+    url: {svc.base}/restart" in reply.stdout
+        assert [n for n in skills_listed(home) if n.startswith("learned-")] == [name]
+        assert yaml.safe_load(git("show", f"{branch}:{name}/skill.yaml", cwd=bare))["revision"] == 2
+        assert "revision" not in yaml.safe_load(git("show", f"main:{name}/skill.yaml", cwd=bare))
+        assert skills_listed(home)[name]["revision"] == 1
+
+        git("fetch", "-q", cwd=rita)
+        git("merge", "--no-ff", "-q", "-m", "Merge revision 2", f"origin/{branch}", cwd=rita)
+        git("push", "-q", "origin", "main", cwd=rita)
+        wait_for(lambda: skills_listed(home)[name]["revision"] == 2, 30, "revision 2 to go live")
+        history = home.cli("skills", "history", name, "--diff").stdout
+    assert f"skill {name}: 2 revision(s)" in history
+    assert f"learned from incident #{second['id']}" in history
+    assert f"-    url: {svc.base}/fix\n  +    url: {svc.base}/restart" in history

@@ -27,10 +27,11 @@ TOKEN = "glpat-" + "Rv8k" * 5
 
 
 class Service:
-    """/healthz answers 503 until POST /fix; ``break_it`` makes it fail again."""
+    """/healthz answers 503 until a POST to one of ``cures`` (any path: None)."""
 
     def __init__(self) -> None:
         self.healthy = True
+        self.cures: set[str] | None = None
         svc = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,7 +44,7 @@ class Service:
                 self._reply(200 if svc.healthy else 503)
 
             def do_POST(self) -> None:
-                svc.healthy = True
+                svc.healthy = svc.healthy or svc.cures is None or self.path in svc.cures
                 self._reply(200)
 
             def log_message(self, *args: Any) -> None:
