@@ -10,7 +10,9 @@ remote, and its status:
 - ``merged``: it appeared on ``git_branch``; the folder there is what runs;
 - ``rejected``: its branch was deleted (or its pull request closed) unmerged; it is gone.
 
-A skill in ``skills_dir`` with no entry is ``direct``: it is on ``git_branch`` as it is.
+A skill in ``skills_dir`` with no entry is ``direct``: it is on ``git_branch`` as it is. An
+entry with ``revision`` is a revision of a skill on ``git_branch`` (``guard.skills.revreview``):
+its branch is ``guard/revise/<name>/<n>``, and the skill there runs until it is merged.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Review:
     pr: int | None = None
     revision: int | None = None  # a revision of the skill on git_branch (that one runs)
     diff: str = ""  # a revision's steps diff
+    merged_at: str | None = None  # a revision: when the sync saw it merged (its start)
 
     @classmethod
     def pending(

@@ -144,10 +144,14 @@ def _diff(before: str, after: str, revision: int) -> str:
 
 
 def start(skill: Skill) -> datetime | None:
-    """When ``skill``'s revision began (None: revision 1, whose record is all its runs)."""
+    """When ``skill``'s revision began (None: revision 1, whose record is all its runs): when
+    it was learned, or when it was merged if it was reviewed in git."""
     if skill.spec.revision <= 1:
         return None
     at = (skill.spec.learned_from or {}).get("at")
+    review = skill.review
+    if review is not None and review.revision == skill.spec.revision and review.merged_at:
+        at = review.merged_at  # reviewed in git: it began to run when it was merged
     try:
         return datetime.fromisoformat(str(at)) if at else None
     except ValueError:

@@ -19,6 +19,7 @@ import tarfile
 from dataclasses import dataclass, field, replace
 
 from guard.domain.exceptions import SkillsRemoteError
+from guard.domain.records import utcnow
 from guard.skills import revreview
 from guard.skills.files import NO_SYMLINKS, recorded_problems
 from guard.skills.gitrepo import LOCK
@@ -213,7 +214,7 @@ class SkillsRemote(Upstream):
         if revreview.merged(self.git, name, entry.commit, n):
             self.close(
                 name,
-                replace(entry, status="merged"),
+                replace(entry, status="merged", merged_at=utcnow().isoformat()),
                 result,
                 f"revision {n} was merged into {self.branch}: it runs from now on, asking first "
                 "until it is trusted",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from sqlmodel import select
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
 from guard.skills.review import ReviewBook
+from guard.skills.revisions import start
 from guard.skills.writer import LearnedSkill
 from guard.store.db import open_database
 from guard.store.models import AuditEntry
@@ -103,6 +105,9 @@ def test_a_fix_for_a_reviewed_skill_is_its_next_revision_on_a_review_branch(
     assert library.refresh()
     live = library.get(name)
     assert live is not None and live.spec.revision == 2 and live.spec.trust == "approval"
+    learned_at = datetime.fromisoformat(str(live.spec.learned_from["at"]))  # type: ignore[index]
+    began = start(live)  # its counts start at the merge: revision 1 ran until then
+    assert began is not None and began > learned_at
     assert not (s.skills_dir / ".review" / name).exists()
     history = home.cli("skills", "history", name, "--diff").stdout
     assert f"skill {name}: 2 revision(s)" in history
