@@ -16,6 +16,7 @@ import pytest
 import yaml
 from sqlmodel import select
 
+from guard.config import Settings
 from guard.skills.library import SkillLibrary
 from guard.skills.remote import SkillsRemote, publish_learned
 from guard.skills.review import ReviewBook
@@ -31,7 +32,9 @@ from tests.skills.test_skills_review import Service, configure, next_incident, s
 from tests.skills.test_skills_review import svc as svc  # the fixture
 
 
-def revise(s, remote: SkillsRemote, library: SkillLibrary, name: str, n: int) -> LearnedSkill:
+def revise(
+    s: Settings, remote: SkillsRemote, library: SkillLibrary, name: str, n: int
+) -> LearnedSkill:
     """Incident ``n``: skill ``name`` ran and failed; the human's new fix cured it."""
     learned = writer_for(s, remote, library).write(
         incident(n),
@@ -46,7 +49,7 @@ def revise(s, remote: SkillsRemote, library: SkillLibrary, name: str, n: int) ->
     return learned
 
 
-def merged_skill(home: GuardHome, tmp_path: Path) -> tuple[object, SkillsRemote, Path, str]:
+def merged_skill(home: GuardHome, tmp_path: Path) -> tuple[Settings, SkillsRemote, Path, str]:
     """A learned skill reviewed and merged into main: it covers the fault."""
     bare = bare_repo(tmp_path / "srv")
     s = settings(home.root, f"file://{bare}")
