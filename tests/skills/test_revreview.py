@@ -11,6 +11,7 @@ import json
 import shutil
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,9 +26,11 @@ from guard.skills.writer import LearnedSkill
 from guard.store.db import open_database
 from guard.store.models import AuditEntry
 from tests.conftest import GuardHome
+from tests.fakes.forge import GitHubServer
 from tests.fakes.git import bare_repo, git, reviewer_clone
 from tests.helpers.agent import find, running_guard, show, wait_for
-from tests.skills.test_skills_remote import incident, learn, settings, writer_for
+from tests.skills.test_skills_remote import TOKEN, incident, learn, settings, writer_for
+from tests.skills.test_skills_remote import github as github  # the fixture
 from tests.skills.test_skills_review import Service, configure, next_incident, skills_listed
 from tests.skills.test_skills_review import svc as svc  # the fixture
 
@@ -49,10 +52,12 @@ def revise(
     return learned
 
 
-def merged_skill(home: GuardHome, tmp_path: Path) -> tuple[Settings, SkillsRemote, Path, str]:
+def merged_skill(
+    home: GuardHome, tmp_path: Path, **skills: Any
+) -> tuple[Settings, SkillsRemote, Path, str]:
     """A learned skill reviewed and merged into main: it covers the fault."""
     bare = bare_repo(tmp_path / "srv")
-    s = settings(home.root, f"file://{bare}")
+    s = settings(home.root, f"file://{bare}", **skills)
     home.write_config({"skills": {"git_remote": f"file://{bare}", "git_author": "Guard <g@t>"}})
     remote = SkillsRemote(s)
     remote.sync()
@@ -165,6 +170,35 @@ def test_a_revision_deleted_unmerged_is_dropped_and_one_noted_nowhere_is_recover
     live = library.get(name)
     assert live is not None and live.spec.revision == 1
     assert (s.skills_dir / ".review" / name / "skill.yaml").is_file()
+
+
+def test_with_review_pr_a_revision_opens_a_pull_request_holding_its_diff(
+    home: GuardHome, tmp_path: Path, github: GitHubServer
+) -> None:
+    s, remote, _, name = merged_skill(
+        home, tmp_path, review="pr", forge="github", forge_api_url=github.url, git_token=TOKEN
+    )
+    library = SkillLibrary(s.skills_dir)
+    learned = revise(s, remote, library, name, 8)
+    post = [c for c in github.calls if c["method"] == "POST"][-1]["json"]
+    assert post["head"] == f"guard/revise/{name}/2" and post["base"] == "main"
+    assert post["title"] == f"guard: revise skill {name} (revision 2) from incident #8"
+    assert "--- revision 1\n+++ revision 2" in post["body"] and "+    method: POST" in post["body"]
+    url = "https://github.test/acme/skills/pull/2"
+    library.refresh()
+    live = library.get(name)
+    assert live is not None and live.spec.revision == 1
+    assert f"revision 2 under review: {url}, from incident #8" in live.offer_text()
+    assert learned.branch == post["head"]
+
+    github.pulls[-1]["state"] = "closed"  # the reviewer closed it unmerged
+    result = remote.sync()
+    assert result.errors == []
+    assert (
+        f"skill {name} revision 2: its pull request {url} was closed unmerged; revision 1 "
+        "keeps running" in result.notes
+    )
+    assert not (s.skills_dir / ".review" / name).exists()
 
 
 @pytest.mark.timeout(300)  # two learnings settling agent.settle, two merges: ~1.5 min alone
