@@ -103,6 +103,8 @@ def test_a_fix_for_a_reviewed_skill_is_its_next_revision_on_a_review_branch(
     listed = {x["name"]: x for x in json.loads(home.cli("skills", "list", "--json").stdout)}
     assert listed[name]["revision"] == 1 and listed[name]["branch"] == branch
     assert remote.sync().errors == []  # nothing settles while the branch waits
+    another = revise(s, remote, library, name, 9)  # one proposal at a time: not saved
+    assert (another.existed, another.branch, another.commit) == (True, branch, None)
     assert library.get(name).spec.revision == 1  # type: ignore[union-attr]
 
     git("fetch", "-q", cwd=rita)
