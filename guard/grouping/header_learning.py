@@ -177,7 +177,8 @@ class HeaderLearner:
         self.patterns: list[re.Pattern[str]] = []
         self.generation = 0
         self._fits_otherwise = fits  # the message another format leaves of a line it knows
-        self._sample: list[str] = []
+        self._sample: list[str] = []  # emptied once learned from: it is a monitor's to keep
+        self._sampled = 0
         self._tried = 0  # sample size at the last attempt
         self._recent: deque[bool] = deque(maxlen=WINDOW)
         self._misfits: deque[str] = deque(maxlen=WINDOW)
@@ -187,7 +188,7 @@ class HeaderLearner:
     @property
     def learning(self) -> bool:
         """Still sampling the source's first lines."""
-        return len(self._sample) < SAMPLE
+        return self._sampled < SAMPLE
 
     def feed(self, lines: Iterable[str]) -> None:
         """Sample more of the source's first lines (no-op once ``SAMPLE`` were seen)."""
@@ -198,10 +199,13 @@ class HeaderLearner:
                 break
             if line.strip():
                 self._sample.append(line[:CHARS])
+        self._sampled = len(self._sample)
         # learn at 8, 16, 32, ... lines and at SAMPLE: cheap while lines come one by one
         if len(self._sample) >= max(MIN_LINES, 2 * self._tried) or not self.learning:
             self._tried = len(self._sample)
             self._settle(self._sample, first=True)
+        if not self.learning:
+            self._sample = []  # learned from for good: 200 lines a log monitor need not keep
 
     def header(self, line: str) -> re.Match[str] | None:
         """The learned header's match on ``line`` (None: none learned, or it does not fit)."""
