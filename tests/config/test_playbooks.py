@@ -170,5 +170,5 @@ def test_a_playbook_reads_the_same_through_libyaml_and_its_error_words_as_before
         yaml.safe_load(bad)
     with pytest.raises(ConfigError) as told:
         load_playbooks(tmp_path)
-    mark = pure.value.problem_mark
-    assert f"invalid YAML: {pure.value.problem} (line {mark.line + 1})" in str(told.value)
+    mark, problem = pure.value.problem_mark, pure.value.problem  # type: ignore[attr-defined]
+    assert f"invalid YAML: {problem} (line {mark.line + 1})" in str(told.value)
