@@ -5,7 +5,7 @@ when it sent: an edit queued for a question that was over (resolved, then reopen
 the new question asked meanwhile. ``EditTarget`` names the message (a ``ChannelMessage``) or,
 when that was not posted yet, the outbox row of its post; ``PostedAs`` maps a post's row to the
 message it became, written in the transaction that stores the message
-(``guard.notify.outbox.targets``).
+(``guard.notify.outbox.targets``). Tested by tests/notify/test_channel_contract.py.
 """
 
 from __future__ import annotations
