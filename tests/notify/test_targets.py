@@ -5,6 +5,7 @@ and retries can produce, through a channel that keeps every message (tests/notif
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import delete
@@ -46,13 +47,18 @@ def row(db: Database, outbox_id: int) -> OutboxMessage:
         return found
 
 
-async def test_an_edit_queued_before_its_question_was_posted_edits_that_question(
-    db: Database, channel: RecordingChannel
-) -> None:
-    deliver = OutboxWorker(channel, db).delivery.deliver  # type: ignore[arg-type]
+def closed_before_posted(db: Database, channel: RecordingChannel) -> tuple[Any, int, int]:
+    """The worker's delivery, a question queued and its closing edit queued behind it."""
     first = ask(db, "asked first")
     edit = queue.close_question(db, "recording", chat_id=CHAT, incident_id=1, text="closed")
     assert edit is not None
+    return OutboxWorker(channel, db).delivery.deliver, first, edit  # type: ignore[arg-type]
+
+
+async def test_an_edit_queued_before_its_question_was_posted_edits_that_question(
+    db: Database, channel: RecordingChannel
+) -> None:
+    deliver, first, edit = closed_before_posted(db, channel)
     again = ask(db, "asked again")
     await deliver(row(db, first))
     await deliver(row(db, again))  # the newer question goes out before the edit (a group)
@@ -65,10 +71,7 @@ async def test_an_edit_queued_before_its_question_was_posted_edits_that_question
 async def test_an_edit_whose_question_was_never_posted_edits_nothing(
     db: Database, channel: RecordingChannel
 ) -> None:
-    deliver = OutboxWorker(channel, db).delivery.deliver  # type: ignore[arg-type]
-    first = ask(db, "asked first")
-    edit = queue.close_question(db, "recording", chat_id=CHAT, incident_id=1, text="closed")
-    assert edit is not None
+    deliver, first, edit = closed_before_posted(db, channel)
     with db.session() as s:  # the channel refused the post
         refused = s.get(OutboxMessage, first)
         assert refused is not None
