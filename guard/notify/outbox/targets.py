@@ -5,7 +5,8 @@ sync's live question or group), else the incident's newest question at that mome
 still queued (the outbox row) or the message it became. The worker edits that message when it
 sends, never the incident's newest one: a question closed after the incident reopened and
 was asked again (in a new group, say) closes the old question, and the new one keeps asking.
-Tested by tests/notify/test_channel_contract.py and tests/telegram/test_telegram_reclose.py.
+Tested by tests/notify/test_channel_contract.py (every channel) and
+tests/notify/test_edit_targets.py.
 """
 
 from __future__ import annotations
