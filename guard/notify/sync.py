@@ -38,8 +38,11 @@ from guard.store.state import get_state, put_state
 
 EVERY = 1.0
 ASKING = frozenset({IncidentState.awaiting_human, IncidentState.escalated})
-# a question: its own message (None: a line of a group's), the message or line, its approvals
-Asked = tuple["ChannelMessage | None", "ChannelMessage | MessageGroupMember", list[str]]
+# a question: its own message (None: a line of a group's), the message or line, its approvals,
+# and the id of the message it is shown in
+Asked = tuple[
+    "ChannelMessage | None", "ChannelMessage | MessageGroupMember", list[str], "int | None"
+]
 
 
 class Sync:
@@ -76,7 +79,9 @@ class Sync:
 
     def close_finished_questions(self) -> None:
         now = utcnow()
-        work: list[tuple[ChannelMessage | None, str, int, str, str]] = []
+        # each closing edit names the message the sync saw over: the question's own, or the
+        # group its line is in (never a newer question asked meanwhile: issue 44)
+        work: list[tuple[ChannelMessage | None, int | None, str, int, str, str]] = []
         with self.db.session() as session:
             live = session.exec(
                 select(ChannelMessage).where(
@@ -86,27 +91,25 @@ class Sync:
                 )
             ).all()
             asked: list[Asked] = [
-                (msg, msg, list(msg.approvals)) for msg in live if msg.role == "incident"
+                (msg, msg, list(msg.approvals), msg.id) for msg in live if msg.role == "incident"
             ]
             for group in (m for m in live if m.role == "group"):
                 for member in grouping.members_of(
                     session, self.channel, group.chat_id, group.message_id
                 ):
                     if member.live:
-                        asked.append((None, member, grouping.approvals(member.buttons)))
+                        asked.append((None, member, grouping.approvals(member.buttons), group.id))
             # two queries for all the questions, not two per question: this runs every second
-            finished = Finished.of(session, [(m.incident_id, a) for _, m, a in asked], now)
-            for own, msg, approvals in asked:
+            finished = Finished.of(session, [(m.incident_id, a) for _, m, a, _ in asked], now)
+            for own, msg, approvals, shown_in in asked:
                 over = finished.over(msg.incident_id, approvals)
                 if over is None or msg.incident_id is None:
                     continue
                 if own is None:  # a group's line
                     msg.live = False  # queued once: the edit below closes its line
                     session.add(msg)
-                    work.append((None, msg.chat_id, msg.incident_id, *over))
-                else:
-                    work.append((own, own.chat_id, msg.incident_id, *over))
-        for own, chat_id, incident_id, state, text in work:
+                work.append((own, shown_in, msg.chat_id, msg.incident_id, *over))
+        for own, shown_in, chat_id, incident_id, state, text in work:
             closed = self.closed_text(incident_id, state, text)
             # queued only if nobody closed it meanwhile (a press, the agent's own report)
             queue.close_question(
@@ -116,6 +119,7 @@ class Sync:
                 incident_id=incident_id,
                 text=closed,
                 only_message=own.id if own else None,
+                message=shown_in,
             )
 
     def report_commands(self) -> None:

@@ -17,6 +17,7 @@ from sqlmodel import Session, SQLModel, create_engine
 from guard.domain.exceptions import StoreError
 from guard.store import cluster as _cluster  # noqa: F401  (registers the tables)
 from guard.store import correlation as _correlation  # noqa: F401  (registers the tables)
+from guard.store import edits as _edits  # noqa: F401  (registers the outbox edit targets)
 from guard.store import escalation as _escalation  # noqa: F401  (registers the tables)
 from guard.store import holds as _holds  # noqa: F401  (registers remedy_hold)
 from guard.store import ladder as _ladder  # noqa: F401  (registers skill_ladder)

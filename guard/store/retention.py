@@ -4,8 +4,8 @@ What goes, once it is older than the retention (``store.retention``, default 90 
 
 - resolved incidents (by ``resolved_at``) with every row that hangs on them: timeline, agent
   steps, remediation runs, approvals, human commands, conversation, channel messages, group
-  members, outbox rows and related signals (signals are not stored one by one: they are
-  the incidents' counts and timelines);
+  members, outbox rows (and their edit targets) and related signals (signals are not stored
+  one by one: they are the incidents' counts and timelines);
 - conversation and outbox rows of no incident;
 - the check states of intake alerts (``check:intake:*``, one per alert) not touched since;
 - audit entries, but never silently: the head is anchored, then the cut is recorded as an
@@ -37,6 +37,7 @@ from guard.domain.records import utcnow
 from guard.store import audit
 from guard.store.correlation import RelatedSignal
 from guard.store.db import Database
+from guard.store.edits import EditTarget, PostedAs
 from guard.store.escalation import EscalationFired, IncidentAck, QuietHeld
 from guard.store.holds import Hold
 from guard.store.models import (
@@ -146,6 +147,9 @@ def prune(
                 col(OutboxMessage.created_at) < cutoff,
             ),
         )
+        for model in (EditTarget, PostedAs):  # an outbox row's edit target goes with the row
+            gone = col(model.outbox_id).not_in(select(OutboxMessage.id))
+            done.add(model.__tablename__, _delete(session, model, gone))
         done.add(
             "monitor_state",
             _delete(

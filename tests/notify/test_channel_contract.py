@@ -270,3 +270,66 @@ async def test_a_grouped_question_names_its_related_signals_as_they_join(
         assert f"#{ids[2]}" in three.split("\n")[0]  # under incident 3's line, no other's
         assert three.endswith("\nRelated signals (1): http status on http://shop/ (x4)")
         assert [data for row in buttons for _, data in row] == [f"d{ids[1]}" * 4, f"d{ids[2]}" * 4]
+
+
+async def test_a_close_edit_lands_on_the_question_it_was_queued_for_not_a_newer_one(
+    subject: Subject, db: Database
+):
+    """Issue 44: incident 1 is asked alone; it is resolved and reopened, and while incident 2's
+    announcement waits out ``group_wait`` the sync closes the OLD question and incident 1 is
+    asked again, grouped with 2. The close edit lands on the old question; the new group keeps
+    incident 1's line and buttons."""
+    name, chat = subject.channel.name, subject.chat
+
+    def ask(incident_id: int, text: str) -> None:
+        queue.enqueue(
+            db, name, method="send", chat_id=chat, text=text,
+            buttons=[[("Deny", f"d{incident_id}" * 4)]], incident_id=incident_id,
+            role="incident",
+        )  # fmt: skip
+
+    ask(1, "incident 1 down")
+    channel = _EditsSeen(subject.channel)
+    stop = asyncio.Event()
+    task = asyncio.create_task(OutboxWorker(channel, db, group_wait=3.0).run(stop))  # type: ignore[arg-type]
+    try:
+        await _until(lambda: not queue.pending(db, name), "the first question")
+        with db.session() as s:
+            old = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).one()
+        ask(2, "incident 2 down")  # within group_wait of the first: it waits for the window
+        queue.close_question(  # the sync saw the old question over ("open": reopened)
+            db, name, chat_id=chat, incident_id=1, text="incident 1\n\nHandled outside this chat.",
+            only_message=old.id,
+        )  # fmt: skip
+        ask(1, "incident 1 down again")  # the reopened incident asked anew: grouped with 2
+        await _until(lambda: not queue.pending(db, name), "the group and the edit")
+    finally:
+        stop.set()
+        await task
+    with db.session() as s:
+        posted = s.exec(select(ChannelMessage).where(ChannelMessage.channel == name)).all()
+    assert [m.role for m in posted] == ["incident", "group"]
+    assert [m for m, text in channel.edits if "Handled outside" in text] == [old.message_id]
+    if subject.current is not None:
+        shown_old = subject.current(old.message_id)
+        shown_group = subject.current(posted[1].message_id)
+        assert shown_old is not None and shown_group is not None
+        assert "Handled outside" in shown_old[0] and shown_old[1] == []  # the old one closed
+        text, buttons = shown_group
+        assert "#1" in text and "Handled outside" not in text  # the new one still asks
+        assert [data for row in buttons for _, data in row] == ["d2" * 4, "d1" * 4]
+
+
+class _EditsSeen:
+    """A channel that remembers which message each edit went to."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self.edits: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._channel, name)
+
+    async def edit(self, chat: str, message_id: str, text: str, buttons: Any) -> None:
+        self.edits.append((message_id, text))
+        await self._channel.edit(chat, message_id, text, buttons)

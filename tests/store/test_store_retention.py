@@ -12,6 +12,7 @@ from sqlmodel import col, select
 from guard.domain.exceptions import AuditChainBroken
 from guard.domain.records import utcnow
 from guard.store import audit
+from guard.store.edits import EditTarget, PostedAs
 from guard.store.models import (
     AgentStep,
     Approval,
@@ -20,6 +21,7 @@ from guard.store.models import (
     Incident,
     IncidentTimeline,
     MonitorState,
+    OutboxMessage,
     RemediationRun,
 )
 from guard.store.retention import prune
@@ -130,3 +132,25 @@ def test_prune_removes_old_intake_check_states_only(home: GuardHome) -> None:
         left = {m.key for m in s.exec(select(MonitorState))} & set(keys)
     assert left == set(keys) - {"check:intake:am|api|alert:aa"}
     assert done.rows["monitor_state"] == 1
+
+
+def test_prune_removes_the_edit_targets_of_the_outbox_rows_it_removes(home: GuardHome) -> None:
+    db = home.database()
+    kept: dict[int, int] = {}
+    with db.session() as s:
+        for days in (100, 10):  # the old incident's rows go, the recent one's stay
+            inc = _incident_with_history(s, "resolved", days)
+            post = OutboxMessage(method="send", chat_id="c", incident_id=inc, role="incident")
+            edit = OutboxMessage(method="edit", chat_id="c", incident_id=inc, role="incident")
+            s.add_all([post, edit])
+            s.flush()
+            assert post.id is not None and edit.id is not None
+            s.add(PostedAs(outbox_id=post.id, message=inc))
+            s.add(EditTarget(outbox_id=edit.id, post=post.id))
+            kept[post.id], kept[edit.id] = days, days
+    done = prune(db, 95 * DAY, home.root / "data" / audit.ANCHORS, now=utcnow())
+    with db.session() as s:
+        left = [kept[r.outbox_id] for r in s.exec(select(EditTarget))]
+        left += [kept[r.outbox_id] for r in s.exec(select(PostedAs))]
+    assert left == [10, 10]
+    assert done.rows["outbox_edit_target"] == 1 and done.rows["outbox_posted_as"] == 1

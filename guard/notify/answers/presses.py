@@ -38,7 +38,7 @@ from guard.notify.answers.promotepress import promotion_press
 from guard.notify.answers.senders import UserId
 from guard.notify.answers.slash import INCIDENT_ID, SlashCommands
 from guard.notify.inbound import Inbound
-from guard.notify.outbox import queue
+from guard.notify.outbox import queue, targets
 from guard.store.ladder import ANSWERS
 from guard.store.models import OutboxMessage
 from guard.store.state import get_state
@@ -200,12 +200,16 @@ class Answers(SlashCommands):
             )
             if isinstance(got, Refused):
                 raise PressRefused(got.reason)
+            chat = event.chat or self.gw.chat_id
             edit = queue.close_question_in(  # in the chat pressed in (routes: several)
                 session,
                 self.channel,
-                chat_id=event.chat or self.gw.chat_id,
+                chat_id=chat,
                 text=closed,
                 incident_id=got.incident_id,
+                message=targets.message_of(
+                    session, self.channel, str(chat), event.message_id or ""
+                ),
             )
             if edit is not None:
                 queued.append(edit)

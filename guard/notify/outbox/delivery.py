@@ -17,7 +17,7 @@ from sqlmodel import Session, col, select
 from guard.domain.records import utcnow
 from guard.harness.crashpoints import reached
 from guard.notify.channel import Channel, Post
-from guard.notify.outbox import grouping, inflight
+from guard.notify.outbox import grouping, inflight, targets
 from guard.notify.outbox.queue import claim_send, incident_message
 from guard.notify.relatedline import member_text
 from guard.redact import redact
@@ -54,6 +54,7 @@ class Delivery:
             else None
         )
         if row.method == "edit":
+            target = self._edited(row, target)
             if target is None:
                 self._mark(row, OutboxStatus.skipped, "no message to edit")
                 return
@@ -74,17 +75,17 @@ class Delivery:
         with self.db.session() as session:
             if row.role == "incident" and row.incident_id is not None:
                 self._retire(session, chat, [row.incident_id])
-            session.add(
-                ChannelMessage(
-                    channel=name,
-                    chat_id=chat,
-                    message_id=message_id,
-                    incident_id=row.incident_id,
-                    role=row.role,
-                    live=bool(row.buttons),
-                    approvals=grouping.approvals(row.buttons),
-                )
+            message = ChannelMessage(
+                channel=name,
+                chat_id=chat,
+                message_id=message_id,
+                incident_id=row.incident_id,
+                role=row.role,
+                live=bool(row.buttons),
+                approvals=grouping.approvals(row.buttons),
             )
+            session.add(message)
+            targets.posted(session, [row], message)
             _sent(session, row)
             inflight.settle(session, [row], message_id)
 
@@ -111,23 +112,30 @@ class Delivery:
         message_id = await self._post(rows, Post(chat, text, buttons))
         with self.db.session() as session:
             self._retire(session, chat, [m.incident_id for m in members])
-            session.add(
-                ChannelMessage(
-                    channel=name,
-                    chat_id=chat,
-                    message_id=message_id,
-                    incident_id=None,
-                    role="group",
-                    live=True,
-                    approvals=[a for r in rows for a in grouping.approvals(r.buttons)],
-                )
+            group = ChannelMessage(
+                channel=name,
+                chat_id=chat,
+                message_id=message_id,
+                incident_id=None,
+                role="group",
+                live=True,
+                approvals=[a for r in rows for a in grouping.approvals(r.buttons)],
             )
+            session.add(group)
+            targets.posted(session, rows, group)
             for m in members:
                 m.message_id = message_id
                 session.add(m)
             for r in rows:
                 _sent(session, r)
             inflight.settle(session, rows, message_id)
+
+    def _edited(self, row: OutboxMessage, newest: ChannelMessage | None) -> ChannelMessage | None:
+        """The message an edit was queued for; ``newest`` for a row queued by an older
+        release, which named only its incident."""
+        with self.db.session() as session:
+            named = targets.target(session, row)
+        return newest if isinstance(named, bool) else named
 
     def _retire(self, session: Session, chat: str, incident_ids: list[int]) -> None:
         """Older messages about these incidents stop being live: a new one asks now."""

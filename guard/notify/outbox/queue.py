@@ -5,8 +5,10 @@ may be ``guard run`` or a CLI command; one worker per channel inside ``guard run
 channel's rows in order (``guard.notify.outbox.worker``). Every function names its ``channel``:
 each channel has its own rows, its own order and its own delivery state.
 
-Edits and replies name their incident, not a message id, because the incident's message may not
-have been sent yet when they are queued; the worker resolves it when it sends.
+Replies name their incident, not a message id, because the incident's message may not have been
+sent yet when they are queued; the worker resolves it when it sends. An edit also names the
+message it was made for, fixed when it is queued (``targets``): the message, or the row of its
+post not sent yet; the incident's newer questions are not its business.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from sqlmodel import Session, col, select
 from guard import cluster
 from guard.memory.conversation import record_message
 from guard.notify.channel import Buttons
-from guard.notify.outbox import grouping
+from guard.notify.outbox import grouping, targets
 from guard.store.db import Database
 from guard.store.models import ChannelMessage, OutboxMessage, OutboxStatus
 
@@ -95,13 +97,16 @@ def close_question(
     incident_id: int,
     text: str,
     only_message: int | None = None,
+    message: int | None = None,
 ) -> int | None:
     """Queue the edit that ends an incident's question: its text says how, its buttons go.
 
     The message stops being live in the same transaction that queues the edit, so two closers
     (the agent reporting a heal, a button press, the sync noticing the question is over) cannot
     both queue one and the later overwrite who answered. With ``only_message`` (a
-    ``ChannelMessage`` id) nothing is queued unless that message was still live.
+    ``ChannelMessage`` id) nothing is queued unless that message was still live. The edit
+    edits ``only_message``, else ``message`` (a group the sync saw), else the incident's newest
+    question now (``targets``).
     """
     with db.session() as session:
         queued = close_question_in(
@@ -111,6 +116,7 @@ def close_question(
             incident_id=incident_id,
             text=text,
             only_message=only_message,
+            message=message,
         )
     if queued is None:
         return None
@@ -126,6 +132,7 @@ def close_question_in(
     incident_id: int,
     text: str,
     only_message: int | None = None,
+    message: int | None = None,
 ) -> tuple[OutboxMessage, int] | None:
     """``close_question`` in the caller's transaction: the queued row and its id (``remember``
     them after the commit), or None if ``only_message`` was no longer live."""
@@ -157,17 +164,22 @@ def close_question_in(
             )
             .values(live=False)
         )
-    return row, add(session, row, channel)
+    return row, add(session, row, channel, edits=only_message or message)
 
 
-def add(session: Session, row: OutboxMessage, channel: str | None = None) -> int:
-    """Queue ``row`` in the caller's transaction (then ``remember`` it, after the commit)."""
+def add(
+    session: Session, row: OutboxMessage, channel: str | None = None, edits: int | None = None
+) -> int:
+    """Queue ``row`` in the caller's transaction (then ``remember`` it, after the commit). An
+    edit edits ``edits`` (a ``ChannelMessage`` id), else its incident's newest question now."""
     if channel is not None:
         row.channel = channel
     session.add(row)
     session.flush()
     assert row.id is not None
     cluster.current().claim(session, "outbox.queue", row.id)
+    if row.method == "edit" and row.incident_id is not None:
+        targets.fix(session, row, edits, incident_message_in)
     return row.id
 
 
