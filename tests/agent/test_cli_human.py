@@ -43,6 +43,7 @@ RESTART_SKILL_YAML = {
 
 
 @pytest.mark.docker
+@pytest.mark.timeout(300)  # eleven CLI calls: at load 10 each takes seconds to start
 def test_approve_runs_the_named_skill_and_deny_escalates(home, containers):
     labels = setup_docker_home(home, skills=["docker-start-exited"])
     tune_skill(home, "docker-start-exited", trust="approval")  # it must ask first

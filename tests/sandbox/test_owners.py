@@ -24,8 +24,9 @@ def labels(pid: int, started: str | None = None, host: str | None = None) -> dic
 
 def test_this_process_is_alive_a_finished_one_or_a_reused_pid_is_not() -> None:
     assert owners.owner_alive(labels(os.getpid()))
-    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) - 1  # the last pid: unused here
-    assert not Path(f"/proc/{dead}").exists()
+    top = int(Path("/proc/sys/kernel/pid_max").read_text()) - 1
+    # a pid no process has now (after a long uptime pids wrap, so the last one may be taken)
+    dead = next(p for p in range(top, 1, -1) if not Path(f"/proc/{p}").exists())
     assert not owners.owner_alive(labels(dead, started="1"))
     assert not owners.owner_alive(labels(os.getpid(), started="1"))  # same pid, another start
     assert owners.owner_alive(labels(dead, host="another-replica"))  # not ours to judge
