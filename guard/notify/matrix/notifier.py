@@ -10,21 +10,12 @@ from guard.config import Settings
 from guard.notify.fanout import ChannelNotifier
 from guard.notify.matrix.channel import NAME
 from guard.notify.matrix.markup import MatrixMarkup
-from guard.notify.routing import Router
+from guard.notify.routing import Router, chats_for
 from guard.store.db import Database
-from guard.store.models import Incident
-from guard.triage.correlation import related_of
 
 
 class MatrixNotifier(ChannelNotifier):
     def __init__(self, settings: Settings, db: Database, router: Router | None = None) -> None:
         assert settings.matrix.room_id is not None
-
-        def rooms_for(incident: Incident) -> list[str]:
-            if router is None or incident.id is None:
-                return []
-            with db.session() as session:
-                related = related_of(session, incident.id)
-            return router.route(incident, related).chats_in(NAME)
-
-        super().__init__(db, NAME, settings.matrix.room_id, MatrixMarkup(), rooms_for)
+        rooms = chats_for(router, db, NAME)
+        super().__init__(db, NAME, settings.matrix.room_id, MatrixMarkup(), rooms)

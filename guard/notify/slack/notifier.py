@@ -18,6 +18,5 @@ from guard.store.db import Database
 class SlackNotifier(ChannelNotifier):
     def __init__(self, settings: Settings, db: Database, router: Router | None = None) -> None:
         assert settings.slack.channel is not None
-        self.router = router
         chats = chats_for(router, db, NAME)
         super().__init__(db, NAME, settings.slack.channel, SlackMarkup(), chats)

@@ -17,6 +17,5 @@ from guard.store.db import Database
 class TelegramNotifier(ChannelNotifier):
     def __init__(self, settings: Settings, db: Database, router: Router | None = None) -> None:
         assert settings.telegram.chat_id is not None
-        self.router = router
         chats = chats_for(router, db, NAME)
         super().__init__(db, NAME, settings.telegram.chat_id, HtmlMarkup(), chats)
