@@ -232,7 +232,7 @@ class Agent:
         opened again is taken at once, as a new one is (asked, unless a silence holds it)."""
         await self.parts.answers.process(cmd)
         if cmd.verb == "unmute":
-            await self.handler.handle(cmd.incident_id)
+            await self.handler.handle(cmd.incident_id, unmuted=True)
 
     # -- sandboxes ------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from guard.agent.investigation import Investigation
 from guard.agent.parts import AgentParts
 from guard.agent.tools import Toolbox
 from guard.domain.exceptions import InvalidTransition, NotLeader
+from guard.domain.records import utcnow
 from guard.harness import spans
 from guard.incidents import silences
 from guard.incidents.lifecycle import ENDED, WORKABLE
@@ -31,24 +32,34 @@ class IncidentHandler:
     def __init__(self, parts: AgentParts) -> None:
         self.parts = parts
 
-    async def handle(self, incident_id: int) -> None:
+    async def handle(self, incident_id: int, *, unmuted: bool = False) -> None:
+        """Work the incident if it needs work. ``unmuted``: a human just unmuted it, so only
+        a mute or silence in force now holds it (not one its last signal fell in)."""
         async with self.parts.slots:
             inc = self.parts.lifecycle.load(incident_id)
             if inc is None or inc.state not in WORKABLE:
                 return
             spans.mark("agent.picked", inc.target)
-            if inc.state == S.open and await asyncio.to_thread(self._hushed, inc):
+            if inc.state == S.open and await asyncio.to_thread(self._hushed, inc, unmuted):
                 self.parts.lifecycle.release(incident_id)  # a reopened incident may still hold one
                 return
             await self.decide_or_escalate(inc)
 
-    def _hushed(self, inc: Incident) -> bool:
-        """Mute ``inc`` if a mute of its target or a silence matching it is in force (it is
-        recorded, and nobody is asked or paged until that ends); whether it was."""
+    def _hushed(self, inc: Incident, unmuted: bool = False) -> bool:
+        """Mute ``inc`` if a mute of its target or a silence matching it is in force now, or
+        was when its last signal was seen (a line written during a silence stays silenced
+        however late triage lands it: ``triage.symptom_wait`` holds a dependant's line); it
+        is recorded, and nobody is asked or paged until that ends. Whether it was."""
         assert inc.id is not None
-        muted = mutes.active(self.parts.db, inc.target)
+        now = utcnow()
+        moments = [now] if unmuted or inc.last_seen >= now else [now, inc.last_seen]
+        muted = next(
+            filter(None, (mutes.active(self.parts.db, inc.target, at) for at in moments)), None
+        )
         with self.parts.db.session() as session:
-            silence = silences.matching(session, inc)
+            silence = next(
+                filter(None, (silences.matching(session, inc, at) for at in moments)), None
+            )
         if silence is not None and (muted is None or silence.expires_at > muted.until):
             reason, details = silences.hushing(silence)
             self.parts.lifecycle.move(inc.id, S.muted, reason, **details)

@@ -264,7 +264,7 @@ class Triage:
             ).first()
             if incident is not None:
                 counting.count(session, incident, sig)
-                quiet.wake(session, incident, events)  # its mute or silence has ended
+                quiet.wake(session, incident, events, sig.observed_at)  # its mute ended
                 return
             joined = self.correlation.joined(session, fp)
             if joined is not None:  # a related signal of an open incident

@@ -5,7 +5,7 @@ out when its fault fires again.
   matching line reached for its monitor's ``resolve_after`` resolves (unless one of its related
   checks still fails). Nothing else ends it: a check passing on its target (the container is
   running) says nothing about the bug that wrote the lines.
-- ``wake``: a signal landing on a muted incident whose mute or silence ended (``muted_until``
+- ``wake``: a signal seen after a muted incident's mute or silence ended (``muted_until``
   in its details) opens it again, so it is asked about as a new one is.
 """
 
@@ -62,12 +62,13 @@ def resolve(session: Session, incident: Incident, reason: str, events: list[Inci
     events.append(incident_event(incident, "resolved"))
 
 
-def wake(session: Session, incident: Incident, events: list[IncidentEvent]) -> None:
-    """Open a muted incident again if its mute (or silence) has ended."""
+def wake(session: Session, incident: Incident, events: list[IncidentEvent], seen: datetime) -> None:
+    """Open a muted incident again if its mute (or silence) had ended when its signal was
+    ``seen`` (a line written while it was muted stays muted, however late it lands)."""
     until = (incident.details or {}).get("muted_until")
     if incident.state != IncidentState.muted or not until:
         return
-    if datetime.fromisoformat(str(until)) > utcnow():
+    if datetime.fromisoformat(str(until)) > min(seen, utcnow()):
         return
     incident.details = {
         k: v for k, v in incident.details.items() if k not in ("muted_until", "silenced")

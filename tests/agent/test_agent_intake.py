@@ -36,7 +36,7 @@ async def test_a_reopen_during_work_is_handled_after_it(tmp_path: Path) -> None:
         if len(calls) == 1:
             await busy.wait()  # the first worker is still busy when the incident reopens
 
-    a.handler.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign,assignment]
     a.submit(7)
     await asyncio.sleep(0)
     a.submit(7)  # reopened while the worker runs: not a second worker, not dropped either
@@ -57,7 +57,7 @@ async def test_nothing_new_starts_while_shutting_down(tmp_path: Path) -> None:
         started.append(incident_id)
         await asyncio.sleep(60)
 
-    a.handler.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign,assignment]
     a.submit(1)
     await asyncio.sleep(0)
     a.submit(1)  # queued for another look...
@@ -128,7 +128,7 @@ async def test_an_incident_whose_hand_off_was_lost_is_taken_by_the_sweep(tmp_pat
         looked.append(incident_id)
         await release.wait()
 
-    a.handler.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign,assignment]
     a.submit(ids[2])  # a worker holds it already
     await asyncio.sleep(0)
     await a.sweep()
@@ -175,7 +175,7 @@ async def test_an_incident_a_failed_worker_left_working_is_resumed_by_the_sweep(
     async def settle_run(incident_id: int) -> None:
         done.append(("settle", incident_id))
 
-    a.handler.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign,assignment]
     a.recovery._resume_run = resume_run  # type: ignore[method-assign,assignment]
     a.recovery._settle_run = settle_run  # type: ignore[method-assign]
     await a.sweep()
@@ -197,7 +197,7 @@ async def test_a_worker_that_raises_is_logged_not_silent(tmp_path: Path) -> None
     async def handle(incident_id: int) -> None:
         raise RuntimeError("database is locked")
 
-    a.handler.handle = handle  # type: ignore[method-assign]
+    a.handler.handle = handle  # type: ignore[method-assign,assignment]
     try:
         a.submit(3)
         await a.drain()
