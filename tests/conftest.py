@@ -7,6 +7,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import yaml
 from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
+from tests import scheduling
 from tests.helpers.images import ensure_busybox_image
 
 if TYPE_CHECKING:
@@ -24,6 +26,27 @@ if TYPE_CHECKING:
     from tests.helpers.telegram import Service
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In ``scripts/test``'s parallel run, the longest tests first (``tests/scheduling``)."""
+    if config.getoption("dist", "no") == "loadgroup":
+        scheduling.longest_first(items, scheduling.measured())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """With ``GUARD_TEST_CPU=FILE``: each test's CPU and wall seconds, appended to FILE."""
+    into = os.environ.get("GUARD_TEST_CPU")
+    if not into:
+        yield
+        return
+    cpu, wall = scheduling.cpu_seconds(), time.monotonic()
+    yield
+    with open(into, "a") as f:
+        used = scheduling.cpu_seconds() - cpu
+        f.write(f"{used:.2f} {time.monotonic() - wall:.2f} {item.nodeid}\n")
 
 
 class GuardHome:

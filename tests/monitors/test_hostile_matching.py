@@ -73,6 +73,7 @@ def _monitor(path: Path, **kw: Any) -> LogfileMonitor:
     )
 
 
+@pytest.mark.serial  # it measures the event loop's worst stall: alone, not beside 3 other workers
 async def test_hostile_lines_never_stall_the_loop_and_a_real_fault_still_counts(
     tmp_path: Path,
 ) -> None:

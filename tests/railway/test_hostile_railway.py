@@ -163,6 +163,7 @@ HOSTILE_PLAYBOOK = PLAYBOOK.replace(
 )
 
 
+@pytest.mark.serial  # it measures the event loop's worst stall: alone, not beside 3 other workers
 async def test_hostile_railway_log_lines_do_not_stall_the_loop(
     home: Any, railway: RailwayServer
 ) -> None:

@@ -44,10 +44,17 @@ def test_a_close_edit_queued_for_the_old_question_never_lands_on_the_reopened_on
 
         grouped = wait_for(group, 60, "incidents 1 and 2 asked together")
         assert show(home, 1)["reopen_count"] >= 1
-        time.sleep(4)  # the sync's rounds and the outbox: every edit queued is out
 
         def now(message_id: int) -> dict:
             return next(m for m in tg.bot_messages() if m["message_id"] == message_id)
+
+        wait_for(lambda: not buttons(now(first["message_id"])), 60, "the old question closed")
+        time.sleep(4)  # the sync's rounds: any edit still to come is queued
+        wait_for(
+            lambda: not db_rows(home, "select id from outbox where status = 'pending'"),
+            60,
+            "every queued edit out",
+        )
 
         new, old = now(grouped["message_id"]), now(first["message_id"])
         labels = [label for label, _ in buttons(new)]
