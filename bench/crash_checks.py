@@ -69,7 +69,7 @@ def write_learned_skill(run: Run) -> None:
     (folder / "skill.yaml").write_text(
         "triggers:\n  - source: http\n    kind: http_status\nsteps:\n"
         f'  - action: http.request\n    args: {{url: "{run.service.base}/fix"}}\n'
-        "  - verify: {timeout: 5s, interval: 300ms}\n"
+        "  - verify: {timeout: 10s, interval: 300ms}\n"  # a loaded CI passes it in time
         "limits: {max_runs: 3, window: 1h}\ntrust: trusted\norigin: learned\n"
     )
 

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.hookimpl(tryfirst=True)  # before xdist names the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In ``scripts/test``'s parallel run, the longest tests first (``tests/scheduling``)."""
-    if config.getoption("dist", "no") == "loadgroup":
+    if getattr(config.option, "loadgroup", False):  # set on the workers by xdist
         scheduling.longest_first(items, scheduling.measured())
 
 

@@ -50,10 +50,13 @@ from tests.helpers.sandbox import BUSYBOX_IMAGE, TEST_PREFIX
 TOKEN = "CONTRACT_TOKEN"
 LIMIT = 1024  # bytes kept per stream (the smallest output_limit)
 PIDS = 32
-# Every process of the host or the sandbox whose command line is exactly ``sleep 4321``.
+# Every process of the host or the sandbox whose command line is exactly ``sleep NAP``: a
+# number of this test process's own (``local`` sees the host, where another worker's sandbox
+# may be sleeping too).
+NAP = 4000 + os.getpid() % 50000
 SURVIVORS = (
     "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
-    " | grep -c '^sleep 4321 $'"
+    f" | grep -c '^sleep {NAP} $'"
 )
 
 
@@ -253,7 +256,7 @@ async def test_the_time_limit_ends_the_command_and_all_it_started(
     backend: Backend, incident: Callable[[], str]
 ) -> None:
     box = await backend.pool.get(incident())
-    result = await box.run("sleep 4321 & sleep 4321; echo never", timeout=1)
+    result = await box.run(f"sleep {NAP} & sleep {NAP}; echo never", timeout=1)
     assert result.timed_out and result.exit_code == TIMEOUT_EXIT_CODE and not result.ok
     assert "never" not in result.stdout
     assert (await box.run(SURVIVORS)).stdout.strip() == "0"
