@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist names the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In ``scripts/test``'s parallel run, the longest tests first (``tests/scheduling``)."""
-    if getattr(config.option, "loadgroup", False):  # set on the workers by xdist
+    """In a parallel run (xdist's workers collect), the longest modules first
+    (``tests/scheduling``)."""
+    if hasattr(config, "workerinput"):
         scheduling.longest_first(items, scheduling.measured())
 
 
