@@ -7,7 +7,8 @@ every chat channel's outbox (rendered by the channel's ``Markup``, its buttons t
 approvals) and marks the proposal asked: a crash leaves all of it or none, so the question goes
 out once, also across a restart. Without a chat channel, the console is told the commands. The
 press is ``guard.notify.answers.promotepress``; the answer is applied by
-``guard.skills.localpromotion``.
+``guard.skills.localpromotion``, and ``close_in`` edits every copy of the question to say who
+answered what, its buttons gone.
 
 Tested by tests/skills/test_localpromotion.py.
 """
@@ -18,7 +19,7 @@ import secrets
 from datetime import timedelta
 
 from loguru import logger
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from guard.config import Settings
 from guard.domain.records import utcnow
@@ -27,10 +28,12 @@ from guard.notify.channel import Markup
 from guard.notify.fanout import ChannelNotifier, FanOut
 from guard.notify.outbox import queue
 from guard.notify.plain import PlainMarkup
+from guard.notify.related import markup_of
 from guard.skills import localpromotion
 from guard.skills.localpromotion import Recovery
 from guard.store import audit
 from guard.store.db import Database
+from guard.store.edits import EditTarget
 from guard.store.ladder import KEEP, PROMOTE, PROPOSED, LadderStep, open_steps
 from guard.store.models import Approval, OutboxMessage
 
@@ -142,3 +145,31 @@ def _approvals(session: Session, incident_id: int, skill: str) -> list[str]:
             )
         )
     return ids
+
+
+def close_in(session: Session, step: LadderStep, answer: str) -> list[tuple[OutboxMessage, int]]:
+    """In the transaction that records the answer: an edit of each copy of ``step``'s
+    question (posted or still queued), its text with ``answer`` below, no buttons. The rows
+    and their ids, to ``queue.remember`` after the commit."""
+    approvals = set(step.details.get("approvals") or [])
+    posts = session.exec(
+        select(OutboxMessage)
+        .where(OutboxMessage.role == ROLE, OutboxMessage.method == "send")
+        .order_by(col(OutboxMessage.id))
+    ).all()
+    queued = []
+    for post in posts:
+        if post.id is None or not approvals & {b[1] for r in post.buttons for b in r}:
+            continue
+        markup = markup_of(post.channel) or PlainMarkup()
+        row = OutboxMessage(
+            channel=post.channel,
+            method="edit",
+            chat_id=post.chat_id,
+            text=markup.cut(f"{post.text}\n{markup.bold(markup.escape(answer))}"),
+            role=ROLE,
+        )
+        outbox_id = queue.add(session, row, post.channel)
+        session.add(EditTarget(outbox_id=outbox_id, post=post.id))
+        queued.append((row, outbox_id))
+    return queued

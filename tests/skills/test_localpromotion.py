@@ -11,6 +11,7 @@ import json
 import subprocess
 import time
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,12 @@ def skill_json(home) -> dict:
 
 
 @pytest.mark.timeout(400)  # four incidents under a real `guard run`: ~1.5 min
+def edited(tg: Any, question: dict[str, Any]) -> dict[str, Any] | None:
+    """The question as it reads now, once its buttons are gone (None while they are not)."""
+    now = next(m for m in tg.bot_messages() if m["message_id"] == question["message_id"])
+    return None if buttons(now) else now
+
+
 def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals_unasked(
     home, tg, service
 ):
@@ -106,6 +113,9 @@ def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals
         tg.press(ADMIN, labels["Promote"], chat_id=CHAT, message_id=question["message_id"])
         wait_for(lambda: skill_json(home)["trust_file"] == "trusted", 30, "the promotion")
         wait_for(lambda: any("promoted" in a for a in answers(tg)), 20, "the press's answer")
+        closed = wait_for(partial(edited, tg, question), 30, "the question closed")
+        assert f"Promoted by telegram:{ADMIN}" in closed["text"], closed["text"]
+        assert "+trust: trusted" in closed["text"], closed["text"]  # the question is still read
         [(_, actor, data)] = audited(home, "skill.promoted")
         assert actor == f"telegram:{ADMIN}"
         assert json.loads(data)["by"] == f"telegram:{ADMIN}"
@@ -149,6 +159,8 @@ def test_kept_asking_it_is_not_proposed_again_until_three_more_verified_recoveri
         keep = dict(buttons(question))["Keep asking"]
         tg.press(ADMIN, keep, chat_id=CHAT, message_id=question["message_id"])
         wait_for(lambda: audited(home, "skill.promotion_declined"), 20, "the decline")
+        closed = wait_for(partial(edited, tg, question), 30, "the question closed")
+        assert f"Kept asking by telegram:{ADMIN}" in closed["text"], closed["text"]
         assert not skill_json(home)["promotion"]
         for n in (4, 5):
             heal(home, tg, service, n)

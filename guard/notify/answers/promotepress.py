@@ -2,9 +2,11 @@
 
 The gate has already allowed the sender (the buttons' verb is ``trust``: admin; an approver's
 press is refused and audited before it reaches here, like any refused press). One transaction
-stores the update, spends the button (and its sibling) and records the answer on the proposal
-(``guard.skills.localpromotion.decide_in``); a promote is then finished (``complete``: the
-commit, ``skill.promoted``), by this press or, after a crash, by the next run of the job.
+stores the update, spends the button (and its sibling), records the answer on the proposal
+(``guard.skills.localpromotion.decide_in``) and queues the edit of every copy of the question
+(who answered what, no buttons: ``guard.notify.promotionask.close_in``); a promote is then
+finished (``complete``: the commit, ``skill.promoted``), by this press or, after a crash, by the
+next run of the job.
 
 Tested by tests/skills/test_localpromotion.py.
 """
@@ -17,12 +19,14 @@ from sqlmodel import Session
 from guard.config import Settings
 from guard.domain.exceptions import GuardError
 from guard.incidents.gate import Refused
+from guard.notify import promotionask
 from guard.notify.answers.senders import Authoriser
 from guard.notify.inbound import Inbound
+from guard.notify.outbox import queue
 from guard.skills import localpromotion
 from guard.store.db import Database
 from guard.store.ladder import KEEP, PROPOSED, LadderStep, open_steps
-from guard.store.models import Approval
+from guard.store.models import Approval, OutboxMessage
 
 
 class _Spent(Exception):
@@ -41,6 +45,8 @@ def promotion_press(db: Database, settings: Settings, auth: Authoriser, event: I
     if approval is None or step is None or step.id is None:
         return "Refused: this promotion was already answered"
     step_id = step.id
+    said = f"Promoted by {who}" if approval.kind != KEEP else f"Kept asking by {who}"
+    edits: list[tuple[OutboxMessage, int]] = []
 
     def spend(session: Session) -> None:
         event.handled().mark(session)
@@ -48,10 +54,13 @@ def promotion_press(db: Database, settings: Settings, auth: Authoriser, event: I
         if isinstance(got, Refused):
             raise _Spent(got.reason)
         localpromotion.decide_in(session, step_id, approval.kind, who)
+        edits.extend(promotionask.close_in(session, step, said))
 
     try:
         with db.session() as session:
             spend(session)
+        for row, outbox_id in edits:
+            queue.remember(db, row, outbox_id)
     except IntegrityError:
         return "Already handled"
     except _Spent:
