@@ -192,7 +192,7 @@ def history(
     db = database(settings, read_only=True)
     try:
         with db.session() as session:
-            with_outcomes(session, skill.name, found)
+            with_outcomes(session, skill, found)
     finally:
         db.dispose()
     if as_json:

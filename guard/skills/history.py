@@ -158,23 +158,30 @@ def diff(before: Revision, after: Revision) -> str:
     return "\n".join(lines)
 
 
-def with_outcomes(session: Session, name: str, found: list[Revision]) -> list[Revision]:
-    """Each revision's outcomes: its runs from its start to the next revision's."""
+def with_outcomes(session: Session, skill: Skill, found: list[Revision]) -> list[Revision]:
+    """Each revision's outcomes: its runs from its start to the next revision's (the live
+    revision starts where the ladder counts it from: ``revisions.start``, its merge when it was
+    reviewed in git)."""
+    name = skill.name
+
+    def began(rev: Revision) -> datetime | None:
+        return start(skill) if rev.revision == skill.spec.revision else _began(rev)
+
     for n, rev in enumerate(found):
-        began = _began(rev) if n else None
-        ends = _began(found[n + 1]) if n + 1 < len(found) else None
+        began_at = began(rev) if n else None
+        ends = began(found[n + 1]) if n + 1 < len(found) else None
         rev.outcome = outcomes(
             session,
             [name],
-            since={name: began} if began else None,
+            since={name: began_at} if began_at else None,
             until={name: ends} if ends else None,
         )[name]
     return found
 
 
 def _began(rev: Revision) -> datetime | None:
-    """When a revision began counting: its ``learned_from.at`` (as the ladder counts), else
-    its first commit."""
+    """When a past revision began counting: its ``learned_from.at`` (as the ladder counted
+    it), else its first commit."""
     at = (rev.spec.learned_from or {}).get("at")
     try:
         return datetime.fromisoformat(str(at)) if at and rev.revision > 1 else rev.at

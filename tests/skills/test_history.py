@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from guard.domain.records import utcnow
 from guard.skills.library import SkillLibrary
+from guard.skills.review import Review, ReviewBook
 from guard.skills.writer import SkillWriter
 from guard.store.models import RunStatus
 from tests.conftest import GuardHome
@@ -65,3 +66,36 @@ def test_history_shows_each_revision_its_outcomes_and_the_diff(home: GuardHome) 
 
     missing = home.cli("skills", "history", "nope", check=False)
     assert missing.returncode != 0 and "no skill named 'nope'" in missing.stderr
+
+
+def test_a_revision_merged_after_review_counts_its_runs_from_the_merge(home: GuardHome) -> None:
+    """As the ladder counts it: a revision reviewed in git began when it was merged, so the runs
+    between its commit and its merge are the revision before's."""
+    (home.root / "skills").mkdir()
+    writer = SkillWriter(
+        SkillLibrary(home.root / "skills"),
+        trust="trusted",
+        git_commit=True,
+        git_author="T <t@x>",
+        verify_timeout=30,
+    )
+    first = restart(writer)
+    second = compose(writer)
+    merged = utcnow() + timedelta(minutes=5)
+    ReviewBook(home.root / "skills").put(
+        first.name,
+        Review(
+            status="merged",
+            branch=f"guard/revise/{first.name}/2",
+            commit=second.commit,
+            revision=2,
+            merged_at=merged.isoformat(),
+        ),
+    )
+    ok = RunStatus.verified
+    runs(home, first.name, [ok, ok], utcnow() + timedelta(minutes=1))  # committed, not merged
+    runs(home, first.name, [ok], merged + timedelta(minutes=1))
+
+    got = json.loads(home.cli("skills", "history", first.name, "--json").stdout)
+    one, two = got["revisions"]
+    assert (one["outcomes"]["runs"], two["outcomes"]["runs"]) == (2, 1), got
