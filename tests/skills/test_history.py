@@ -23,15 +23,20 @@ def runs(home: GuardHome, name: str, statuses: list[RunStatus], at) -> None:
     db.dispose()
 
 
-def test_history_shows_each_revision_its_outcomes_and_the_diff(home: GuardHome) -> None:
+def committing_writer(home: GuardHome) -> SkillWriter:
+    """A writer that commits each skill it saves to the home's skills repository."""
     (home.root / "skills").mkdir()
-    writer = SkillWriter(
+    return SkillWriter(
         SkillLibrary(home.root / "skills"),
         trust="trusted",
         git_commit=True,
         git_author="T <t@x>",
         verify_timeout=30,
     )
+
+
+def test_history_shows_each_revision_its_outcomes_and_the_diff(home: GuardHome) -> None:
+    writer = committing_writer(home)
     first = restart(writer)
     ok, failed = RunStatus.verified, RunStatus.failed
     runs(home, first.name, [ok, ok, failed, failed], utcnow() - timedelta(minutes=10))
@@ -71,14 +76,7 @@ def test_history_shows_each_revision_its_outcomes_and_the_diff(home: GuardHome) 
 def test_a_revision_merged_after_review_counts_its_runs_from_the_merge(home: GuardHome) -> None:
     """As the ladder counts it: a revision reviewed in git began when it was merged, so the runs
     between its commit and its merge are the revision before's."""
-    (home.root / "skills").mkdir()
-    writer = SkillWriter(
-        SkillLibrary(home.root / "skills"),
-        trust="trusted",
-        git_commit=True,
-        git_author="T <t@x>",
-        verify_timeout=30,
-    )
+    writer = committing_writer(home)
     first = restart(writer)
     second = compose(writer)
     merged = utcnow() + timedelta(minutes=5)
