@@ -19,6 +19,7 @@ Tested by tests/skills/test_localpromotion.py.
 from __future__ import annotations
 
 import shutil
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -168,6 +169,9 @@ def promote_now(db: Database, settings: Settings, name: str, actor: str) -> list
     return complete(db, settings)
 
 
+_COMPLETING = threading.Lock()
+
+
 def complete(db: Database, settings: Settings) -> list[str]:
     """Finish every proposal an admin answered with promote; what happened, one line each."""
     with db.session() as session:
@@ -178,28 +182,41 @@ def complete(db: Database, settings: Settings) -> list[str]:
         ]
     notes = []
     for step in decided:
-        by = str(step.details["decision"]["by"])
-        commit = commit_trusted(settings, step.skill, by, step.reason)
-        with db.session() as session:
-            rows = [session.get(LadderStep, step.id), open_step(session, step.skill, DEMOTED)]
-            for row in rows:
-                if row is not None:
-                    row.closed_at = utcnow()
-                    row.outcome = "promoted" if row.step == PROPOSED else "lifted"
-                    session.add(row)
-            audit.append(
-                session,
-                actor=by,
-                action="skill.promoted",
-                subject=f"skill:{step.skill}",
-                data={"by": by, "commit": commit, "reason": step.reason},
-            )
-        notes.append(
-            f"skill {step.skill} was promoted to trust: trusted by {by}"
-            + (f" (commit {commit[:10]})" if commit else "")
-            + ": it runs unasked from now on"
-        )
+        with _COMPLETING:  # the press and the job race for it: one commits and audits
+            note = _complete_one(db, settings, step)
+        if note is not None:
+            notes.append(note)
     return notes
+
+
+def _complete_one(db: Database, settings: Settings, step: LadderStep) -> str | None:
+    """Commit and close one promoted proposal; None if another caller already closed it."""
+    by = str(step.details["decision"]["by"])
+    commit = commit_trusted(settings, step.skill, by, step.reason)
+    with db.session() as session:
+        closed = session.execute(  # another replica's or thread's close wins once
+            update(LadderStep)
+            .where(col(LadderStep.id) == step.id, col(LadderStep.closed_at).is_(None))
+            .values(closed_at=utcnow(), outcome="promoted")
+        )
+        if getattr(closed, "rowcount", 0) != 1:
+            return None  # the other finished it (and audited it)
+        demoted = open_step(session, step.skill, DEMOTED)
+        if demoted is not None:
+            demoted.closed_at, demoted.outcome = utcnow(), "lifted"
+            session.add(demoted)
+        audit.append(
+            session,
+            actor=by,
+            action="skill.promoted",
+            subject=f"skill:{step.skill}",
+            data={"by": by, "commit": commit, "reason": step.reason},
+        )
+    return (
+        f"skill {step.skill} was promoted to trust: trusted by {by}"
+        + (f" (commit {commit[:10]})" if commit else "")
+        + ": it runs unasked from now on"
+    )
 
 
 def commit_trusted(settings: Settings, name: str, by: str, reason: str) -> str | None:

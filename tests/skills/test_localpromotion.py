@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -194,3 +196,34 @@ def test_guard_skills_promote_commits_trusted_audited_and_refuses_with_a_remote(
     home.write_config({"skills": {"git_remote": "file:///srv/skills.git"}})
     refused = home.cli("skills", "promote", SKILL, check=False)
     assert refused.returncode != 0 and f"merge guard/promote/{SKILL}" in refused.stderr
+
+
+def test_the_press_and_the_job_finishing_one_promotion_commit_and_audit_it_once(home, service):
+    """A press finishes its promotion while the job's round finds it too: one of them commits
+    and audits it (both did, before)."""
+    from guard.skills import localpromotion
+    from guard.store.ladder import PROMOTE, PROPOSED, LadderStep
+
+    http_playbook(home, service)
+    write_http_skill(home, service, SKILL)
+    home.write_config({"skills": {"git_author": "Guard Test <guard@test>"}})
+    settings, db = home.settings(), home.database()
+    with db.session() as session:
+        step = LadderStep(skill=SKILL, step=PROPOSED, reason="three verified recoveries")
+        session.add(step)
+        session.flush()
+        assert step.id is not None
+        localpromotion.decide_in(session, step.id, PROMOTE, "telegram:42")
+    start = threading.Barrier(2)
+
+    def finish() -> list[str]:
+        start.wait()
+        return localpromotion.complete(db, settings)
+
+    with ThreadPoolExecutor(2) as pool:
+        notes = [n for done in pool.map(lambda _: finish(), range(2)) for n in done]
+    db.dispose()
+    assert len(notes) == 1, notes
+    [(_, actor, data)] = audited(home, "skill.promoted")
+    assert actor == "telegram:42" and json.loads(data)["commit"], data
+    assert skill_json(home)["trust"] == "trusted"
