@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from guard.config import Settings, load_settings
 from guard.playbooks import load_playbooks
 from guard.store.db import Database, open_database
 from tests import scheduling
+from tests.helpers import cli_fork
 from tests.helpers.images import ensure_busybox_image
 
 if TYPE_CHECKING:
@@ -92,17 +92,11 @@ class GuardHome:
     def cli(
         self, *args: str, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``guard ARGS`` as a user would, in a subprocess."""
+        """Run ``guard ARGS`` as a user would, in a process of its own (forked from one that
+        imported Guard's libraries: ``tests.helpers.cli_fork``)."""
         env = {**os.environ, "GUARD_CONFIG": str(self.config)}
         env.pop("GUARD_LOG_FORMAT", None)
-        proc = subprocess.run(
-            [sys.executable, "-m", "guard.cli", *args],
-            cwd=self.root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = cli_fork.run(list(args), cwd=self.root, env=env, timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"guard {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"

@@ -33,6 +33,9 @@ VERSION = "v8.30.0"  # the gitleaks tag guard/data/gitleaks.toml was taken from
 PATH = Path(__file__).parent.parent / "data" / "gitleaks.toml"
 REPEAT_CAP = 512  # the longest run of one repeat in a bounded rule
 SKIPPED = frozenset({"generic-api-key", "private-key", "jwt", "jwt-base64", "pkcs12-file"})
+# the rules whose repeats nest, with the cap RE2 accepts (``largest_cap``): recorded, not probed
+# at start-up, where compiling every bounded rule cost each ``guard`` process ~0.1 s
+NESTED_CAPS = {"curl-auth-header": 128, "curl-auth-user": 128}
 # gitleaks' "end of the secret" group, and the same with the punctuation a log line puts there
 _BOUNDARY = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 _LOG_BOUNDARY = r"""(?:[\x60'"\s;,.)\]>}&|]|\\[nr]|$)"""
@@ -72,7 +75,7 @@ def rules() -> list[Rule]:
         out.append(
             Rule(
                 kind=kind_of(spec["id"]),
-                pattern=_bounded(spec["regex"].replace(_BOUNDARY, _LOG_BOUNDARY)),
+                pattern=_bounded(spec["id"], spec["regex"].replace(_BOUNDARY, _LOG_BOUNDARY)),
                 group=spec.get("secretGroup", FIRST_GROUP),
                 needs=tuple(spec.get("keywords", ())),
                 check=_Check(spec.get("entropy", 0.0), _any(allow), global_allow, tuple(stop)),
@@ -82,17 +85,20 @@ def rules() -> list[Rule]:
     return out
 
 
-def _bounded(pattern: str) -> str:
-    """``pattern`` with its repeats capped: at ``REPEAT_CAP``, or less where repeats nest (RE2
-    refuses a nesting whose counts multiply past 1000)."""
+def _bounded(rule_id: str, pattern: str) -> str:
+    """``pattern`` with its repeats capped: at ``REPEAT_CAP``, or at ``NESTED_CAPS[rule_id]``
+    where repeats nest (RE2 refuses a nesting whose counts multiply past 1000)."""
+    return bound_repeats(pattern, NESTED_CAPS.get(rule_id, REPEAT_CAP))
+
+
+def largest_cap(pattern: str) -> int:
+    """The largest cap (``REPEAT_CAP`` divided by a power of 4) at which RE2 reads ``pattern``
+    bounded: what ``NESTED_CAPS`` records for a rule below ``REPEAT_CAP``."""
     cap = REPEAT_CAP
     while True:
-        bounded = bound_repeats(pattern, cap)
-        if bounded == pattern:
-            return pattern  # nothing to cap: compiled when first needed
         try:
-            compile_rule(Rule("probe", bounded))
-            return bounded
+            compile_rule(Rule("probe", bound_repeats(pattern, cap)))
+            return cap
         except re2.error:
             if cap <= 8:
                 raise

@@ -4,9 +4,11 @@ per rule and line is measured in ``bench.redaction`` (``hostile``), not asserted
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
-from guard.redact import Policy, builtin_rules
+from guard.redact import Policy, builtin_rules, gitleaks
 from guard.redact.engine import MAX_CHECKED, WINDOW, Engine, Rule, bound_repeats, compile_rule
 from tests.helpers.secret_corpus import LINE_LIMIT, hostile_lines
 
@@ -24,6 +26,22 @@ def test_every_rule_is_an_re2_regex_with_no_open_ended_repeat_before_more_patter
     for rule in RULES:
         compile_rule(rule)  # RE2 compiles it: linear in the text, whatever the text holds
         assert bound_repeats(rule.pattern, 10**6) == rule.pattern, (rule.source, rule.pattern)
+
+
+def test_each_gitleaks_rule_is_capped_at_the_largest_cap_re2_reads():
+    """``NESTED_CAPS`` is what probing finds: after a gitleaks update, add a new nesting rule."""
+    with gitleaks.PATH.open("rb") as f:
+        specs = tomllib.load(f)["rules"]
+    found = {}
+    for spec in specs:
+        if spec["id"] in gitleaks.SKIPPED or "regex" not in spec:
+            continue
+        pattern = spec["regex"].replace(gitleaks._BOUNDARY, gitleaks._LOG_BOUNDARY)
+        if bound_repeats(pattern, gitleaks.REPEAT_CAP) != pattern:
+            cap = gitleaks.largest_cap(pattern)
+            if cap != gitleaks.REPEAT_CAP:
+                found[spec["id"]] = cap
+    assert found == gitleaks.NESTED_CAPS
 
 
 def test_open_ended_repeats_are_capped_outside_classes_and_escapes_but_a_trailing_one():

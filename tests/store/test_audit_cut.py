@@ -7,7 +7,10 @@ The attacker writes the data volume (the database and ``audit-anchors.jsonl``) b
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import tempfile
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -28,16 +31,39 @@ def key(request: pytest.FixtureRequest, home: GuardHome) -> str | None:
     return request.param  # type: ignore[no-any-return]
 
 
-def _anchored_chain(home: GuardHome) -> Path:
-    """A chain of a few runs, anchored twice (as ``guard run`` does hourly)."""
-    db = _chain(home)
-    home.cli("audit", "anchor")
-    log = home.root / "api.log"
-    log.write_text(log.read_text() + "ERROR one more\n")
-    home.cli("run", "--once")
-    home.cli("audit", "anchor")
-    assert home.cli("audit", "verify").returncode == 0
-    return db
+@pytest.fixture(scope="module")
+def built() -> dict[str | None, Path]:
+    """Data folders holding an anchored chain, by audit key, built once in this module."""
+    return {}
+
+
+@pytest.fixture
+def anchored(home: GuardHome, built: dict[str | None, Path]) -> Callable[[], Path]:
+    """A chain of a few runs, anchored twice (as ``guard run`` does hourly), put in ``home``.
+
+    The CLI builds it once per audit key (eight ``guard`` runs); each test forges or prunes
+    its own copy.
+    """
+
+    def put() -> Path:
+        key = home.settings().audit.key
+        secret = key.get_secret_value() if key is not None else None
+        if secret not in built:
+            origin = GuardHome(Path(tempfile.mkdtemp(dir=home.root.parent, prefix="chain-")))
+            if secret:
+                origin.write_config({"audit": {"key": secret}})
+            _chain(origin)
+            origin.cli("audit", "anchor")
+            log = origin.root / "api.log"
+            log.write_text(log.read_text() + "ERROR one more\n")
+            origin.cli("run", "--once")
+            origin.cli("audit", "anchor")
+            assert origin.cli("audit", "verify").returncode == 0
+            built[secret] = origin.root / "data"
+        shutil.copytree(built[secret], home.root / "data", dirs_exist_ok=True)
+        return home.root / "data" / "guard.db"
+
+    return put
 
 
 def _report_head(home: GuardHome) -> str:
@@ -61,9 +87,9 @@ def _forge_cut(home: GuardHome, db: Path, upto: int | None = None) -> int:
 
 @pytest.mark.parametrize("with_head", [False, True], ids=["alone", "with-head"])
 def test_a_forged_cut_of_the_oldest_entries_fails(
-    home: GuardHome, key: str | None, with_head: bool
+    home: GuardHome, anchored: Callable[[], Path], key: str | None, with_head: bool
 ) -> None:
-    db = _anchored_chain(home)
+    db = anchored()
     head = ["--head", _report_head(home)] if with_head else []
     assert home.cli("audit", "verify", *head).returncode == 0
     _forge_cut(home, db, upto=5)
@@ -76,9 +102,9 @@ def test_a_forged_cut_of_the_oldest_entries_fails(
 
 @pytest.mark.parametrize("with_head", [False, True], ids=["alone", "with-head"])
 def test_an_emptied_log_with_a_forged_cut_fails(
-    home: GuardHome, key: str | None, with_head: bool
+    home: GuardHome, anchored: Callable[[], Path], key: str | None, with_head: bool
 ) -> None:
-    db = _anchored_chain(home)
+    db = anchored()
     head = ["--head", _report_head(home)] if with_head else []
     _forge_cut(home, db)  # everything deleted, the cut names the old head
     bad = home.cli("audit", "verify", *head, check=False)
@@ -87,10 +113,12 @@ def test_an_emptied_log_with_a_forged_cut_fails(
     print(bad.stderr)
 
 
-def test_with_the_key_a_forged_record_of_the_cut_fails(home: GuardHome) -> None:
+def test_with_the_key_a_forged_record_of_the_cut_fails(
+    home: GuardHome, anchored: Callable[[], Path]
+) -> None:
     """Without the key the forger can only append an unkeyed ``audit.cut`` entry."""
     home.write_config({"audit": {"key": KEY}})
-    db = _anchored_chain(home)
+    db = anchored()
     upto = _forge_cut(home, db, upto=5)
     with sqlite3.connect(db) as conn:
         seq, digest = conn.execute("select seq, hash from audit_log order by seq desc").fetchone()
@@ -108,9 +136,9 @@ def test_with_the_key_a_forged_record_of_the_cut_fails(home: GuardHome) -> None:
 
 
 def test_a_real_prune_verifies_and_so_do_heads_from_before_and_after_it(
-    home: GuardHome, key: str | None
+    home: GuardHome, anchored: Callable[[], Path], key: str | None
 ) -> None:
-    _anchored_chain(home)
+    anchored()
     before = _report_head(home)
     audit.use_key(key)
     try:
@@ -136,8 +164,10 @@ def test_a_real_prune_verifies_and_so_do_heads_from_before_and_after_it(
     assert bad.returncode == 1 and "history shrank or was reordered" in bad.stderr
 
 
-def test_an_anchor_file_that_lost_lines_fails(home: GuardHome) -> None:
-    _anchored_chain(home)
+def test_an_anchor_file_that_lost_lines_fails(
+    home: GuardHome, anchored: Callable[[], Path]
+) -> None:
+    anchored()
     path = home.root / "data" / ANCHORS
     lines = path.read_text().splitlines()
     assert [json.loads(x)["n"] for x in lines] == [1, 2]
@@ -153,8 +183,8 @@ def test_an_anchor_file_that_lost_lines_fails(home: GuardHome) -> None:
     assert bad.returncode == 1 and "the file has 0" in bad.stderr
 
 
-def test_the_report_head_is_taken_as_written(home: GuardHome) -> None:
-    _anchored_chain(home)
+def test_the_report_head_is_taken_as_written(home: GuardHome, anchored: Callable[[], Path]) -> None:
+    anchored()
     head = _report_head(home)
     seq, digest = head.split(":", 1)
     for form in (head, f"#{head}", f"head {head}", f"`{head}`"):

@@ -1,0 +1,260 @@
+"""``guard ARGS`` in a process forked from one that has imported Guard's libraries already.
+
+A ``guard`` command spends most of its second importing SQLAlchemy, pydantic, Typer and Rich,
+and the suite runs about a thousand of them: CPU that two cores share with everything else the
+tests run. ``run`` hands the command to a fork server (one per test process, started on first
+use): a Python process that imported those third-party libraries, and nothing of Guard, then
+waits. Each command is a fresh child of it, with the caller's arguments, environment, working
+folder and pipes, that runs ``python -m guard.cli`` as the interpreter would (``runpy``) and
+exits through the interpreter's own shutdown. So each command imports every Guard module it
+needs itself, as for a user: a command that forgets an import still fails.
+
+``GUARD_TEST_CLI_FORK=0`` runs each command as a plain subprocess instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import json
+import locale
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# imported by the server before it forks: third-party only, and none starts a thread
+PRELOAD = (
+    "sqlalchemy",
+    "sqlalchemy.orm",
+    "sqlalchemy.dialects.sqlite",
+    "sqlmodel",
+    "pydantic",
+    "pydantic_settings",
+    "typer",
+    "rich.console",
+    "rich.table",
+    "yaml",
+    "loguru",
+    "re2",
+)
+_INT = struct.Struct("!i")
+
+
+def run(
+    args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -m guard.cli ARGS``, as ``subprocess.run(..., capture_output=True, text=True)``."""
+    server = _server()
+    if server is None:
+        return subprocess.run(
+            [sys.executable, "-m", "guard.cli", *args],
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    return server.run(args, cwd=cwd, env=env, timeout=timeout)
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="guard-cli-fork-")
+        self.path = os.path.join(self.folder, "s")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, self.path],
+            stdin=subprocess.PIPE,  # its end: the server exits when this process does
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the guard CLI fork server did not start")
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def run(
+        self, args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        null = os.open(os.devnull, os.O_RDONLY)
+        request = json.dumps({"args": args, "cwd": str(cwd), "env": dict(env)}).encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            try:
+                conn.connect(self.path)
+                socket.send_fds(conn, [_INT.pack(len(request))], [null, out_w, err_w])
+                conn.sendall(request)
+            finally:
+                for fd in (null, out_w, err_w):
+                    os.close(fd)
+            pid = _read_int(conn)
+            outputs: dict[int, bytes] = {}
+            readers = [
+                threading.Thread(target=_drain, args=(fd, outputs), daemon=True)
+                for fd in (out_r, err_r)
+            ]
+            for t in readers:
+                t.start()
+            conn.settimeout(timeout)
+            try:
+                code = _read_int(conn)
+            except TimeoutError:
+                _kill(pid)
+                for t in readers:
+                    t.join()
+                argv = [sys.executable, "-m", "guard.cli", *args]
+                raise subprocess.TimeoutExpired(
+                    argv, timeout, outputs.get(out_r), outputs.get(err_r)
+                ) from None
+            except ConnectionError:
+                code = -signal.SIGKILL  # killed before it could say (as a signal would show)
+            for t in readers:
+                t.join()
+        argv = [sys.executable, "-m", "guard.cli", *args]
+        return subprocess.CompletedProcess(
+            argv, code, _text(outputs.get(out_r, b"")), _text(outputs.get(err_r, b""))
+        )
+
+
+def _drain(fd: int, into: dict[int, bytes]) -> None:
+    chunks = []
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read1(65536):
+            chunks.append(chunk)
+    into[fd] = b"".join(chunks)
+
+
+def _text(data: bytes) -> str:
+    """As ``subprocess`` decodes a captured stream in text mode (universal newlines)."""
+    wrapper = io.TextIOWrapper(io.BytesIO(data), encoding=locale.getpreferredencoding(False))
+    return wrapper.read()
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _read_int(conn: socket.socket) -> int:
+    data = b""
+    while len(data) < _INT.size:
+        chunk = conn.recv(_INT.size - len(data))
+        if not chunk:
+            raise ConnectionResetError("the command ended without its exit status")
+        data += chunk
+    (value,) = _INT.unpack(data)
+    return int(value)
+
+
+_lock = threading.Lock()
+_started: list[_Server | None] = []
+
+
+def _server() -> _Server | None:
+    if os.environ.get("GUARD_TEST_CLI_FORK", "1") == "0":
+        return None
+    with _lock:
+        if not _started or (_started[0] is not None and _started[0].proc.poll() is not None):
+            try:
+                _started[:] = [_Server()]
+            except (OSError, RuntimeError):
+                _started[:] = [None]  # plain subprocesses from now on
+        return _started[0]
+
+
+# -- the server (this file run as a script) ------------------------------------------------------
+
+
+def _serve(path: str) -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the commands
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    print("ready", flush=True)
+    while True:
+        ready, _, _ = select.select([listener, sys.stdin], [], [])
+        if sys.stdin in ready and not os.read(sys.stdin.fileno(), 1):
+            return  # the test process is gone
+        if listener not in ready:
+            continue
+        conn, _ = listener.accept()
+        data, fds, _, _ = socket.recv_fds(conn, _INT.size, 3)
+        (size,) = _INT.unpack(data)
+        request = b""
+        while len(request) < size:
+            request += conn.recv(size - len(request))
+        if os.fork() == 0:
+            listener.close()
+            _command(conn, json.loads(request), fds)
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+
+
+def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: become ``python -m guard.cli ARGS`` and never return."""
+    import random
+    import runpy
+    import traceback
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    random.seed()  # its own, as a new interpreter's (a fork shares the server's state)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = os.getcwd()  # what ``python -m`` puts first
+    sys.argv = ["guard", *request["args"]]
+    conn.sendall(_INT.pack(os.getpid()))
+    code = [1]
+
+    def report() -> None:  # registered first, so it runs after every other exit handler
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # a closed stream: the status still goes out
+                stream.flush()
+        conn.sendall(_INT.pack(code[0]))
+
+    atexit.register(report)
+    try:
+        runpy.run_module("guard.cli", run_name="__main__", alter_sys=True)
+        code[0] = 0
+    except SystemExit as exit_:
+        code[0] = _exit_code(exit_.code)
+    except BaseException:  # as the interpreter would: printed, status 1
+        traceback.print_exc()
+        code[0] = 1
+    sys.exit(code[0])
+
+
+def _exit_code(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1])
