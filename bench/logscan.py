@@ -132,6 +132,8 @@ def guard_scan(
     )
     monitor = LogfileMonitor(spec)
     monitor._matcher = LineMatcher([(p, False) for p in PATTERNS], engines=engines)
+    _ = monitor._matcher.engine  # its Hyperscan database built, as a monitor's first long read
+    # does once in its life (outside the time, as it was when the constructor built it)
     if not grouping:
         monitor._groupers = [replace(g, group_by="rule", mined=False) for g in monitor._groupers]
     t = time.perf_counter()

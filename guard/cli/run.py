@@ -8,6 +8,7 @@ import typer
 from loguru import logger
 
 from guard.app import Guard
+from guard.app.selfhealth import limit_malloc_arenas
 from guard.cli.common import ConfigOption, config_failed, database, out, settings_from
 from guard.domain.exceptions import ConfigError
 from guard.playbooks import load_playbooks
@@ -28,6 +29,7 @@ def run(
     ),
 ) -> None:
     """Watch everything the playbooks name, and handle what goes wrong."""
+    limit_malloc_arenas()  # before the first thread
     settings = settings_from(config)
     try:
         books = load_playbooks(settings.playbooks_dir)

@@ -56,6 +56,10 @@ hyperscan = _import_hyperscan()
 
 Engine = Literal["hyperscan", "re2", "python"]
 HS_STORM = 4096  # matches reported for one block before it is handed to RE2 instead
+# a stretch shorter than this is prefiltered by RE2: a check that reads a few lines never builds
+# the Hyperscan database (its compiler's pages and a database and scratch space per monitor cost
+# ~7 MB at 200 log monitors); the first larger one builds it, once
+HS_FROM = 1 << 16
 
 # Bytes that make a line ineligible for the RE2 prefilter (everything but \t, \n, 0x20-0x7e).
 _UNSAFE_BYTE = re.compile(rb"[^\t\n\x20-\x7e]")
@@ -125,9 +129,16 @@ class LineMatcher:
     """Ordered rules ``(pattern, ignore_case)``; finds each line's first matching rule."""
 
     def __init__(
-        self, rules: Sequence[tuple[str, bool]], *, engines: Sequence[Engine] = ("hyperscan", "re2")
+        self,
+        rules: Sequence[tuple[str, bool]],
+        *,
+        engines: Sequence[Engine] = ("hyperscan", "re2"),
+        hyperscan_from: int = HS_FROM,
     ) -> None:
+        """``hyperscan_from``: the shortest stretch of a block that Hyperscan prefilters."""
         self._rules = RuleSet(rules)
+        self._hs_rules: list[tuple[str, bool]] | None = None
+        self._hs_from = hyperscan_from
         sources = [_re2_source(p, ic) for p, ic in rules]
         self._prefilter: Any = None
         self._hyperscan: Any = None
@@ -142,10 +153,16 @@ class LineMatcher:
                 )
             except re2.error:  # e.g. two rules name a group alike
                 return
-        if "hyperscan" in engines:
-            self._hyperscan = _hyperscan_database(rules)
+        self._hs_rules = list(rules) if "hyperscan" in engines else None
+
+    def _hyperscan_ready(self) -> bool:
+        """Whether Hyperscan prefilters (its database built on the first call that needs it)."""
+        if self._hs_rules is not None:
+            self._hyperscan = _hyperscan_database(self._hs_rules)
+            self._hs_rules = None
             if self._hyperscan is not None:
                 self._scratch = hyperscan.Scratch(self._hyperscan)
+        return self._hyperscan is not None
 
     @property
     def prefiltered(self) -> bool:
@@ -154,8 +171,8 @@ class LineMatcher:
 
     @property
     def engine(self) -> Engine:
-        """What finds the candidate lines of a block of plain ASCII lines."""
-        if self._hyperscan is not None:
+        """What finds the candidate lines of a long stretch of plain ASCII lines."""
+        if self._prefilter is not None and self._hyperscan_ready():
             return "hyperscan"
         return "re2" if self._prefilter is not None else "python"
 
@@ -204,7 +221,7 @@ class LineMatcher:
         yield from self._candidates(block, pos, end, limit)
 
     def _candidates(self, block: bytes, pos: int, end: int, limit: int) -> Iterator[Match]:
-        if self._hyperscan is not None and end > pos:
+        if end - pos >= max(self._hs_from, 1) and self._hyperscan_ready():
             ends = self._hyperscan_ends(block, pos, end)
             if ends is not None:
                 yield from self._lines_ending(block, pos, end, ends, limit)

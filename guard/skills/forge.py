@@ -9,13 +9,14 @@ remote's; httpx errors and error statuses become ``SkillsRemoteError`` naming th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
-
-import httpx
 
 from guard.domain.exceptions import SkillsRemoteError
 from guard.redact import redact
+
+if TYPE_CHECKING:  # imported on first use: a `guard run` with no forge never loads httpx (5 MB)
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Forge:
         self.api = api.rstrip("/")
         self.repo = repo
         self.token = token
+        import httpx
+
         self.client = httpx.Client(
             base_url=self.api, headers=self.headers(), timeout=timeout, transport=transport
         )
@@ -79,6 +82,8 @@ class Forge:
         self.client.close()
 
     def _call(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        import httpx
+
         try:
             return self.client.request(method, path, **kw)
         except httpx.HTTPError as exc:

@@ -44,7 +44,8 @@ NOT_USED = [
 ]
 
 # Runs ``guard run`` in this process; a thread waits for /readyz and for both monitors to have
-# checked (counted in the metrics), prints the packages loaded by then, and stops Guard.
+# checked five times (counted in the metrics; every 1 s: the periodic jobs, such as the look for
+# skills to promote every 2 s, have run too), prints the packages loaded by then, and stops Guard.
 RUN_AND_LOOK = textwrap.dedent(
     """
     import json, os, runpy, signal, sys, threading, time, urllib.request
@@ -60,7 +61,7 @@ RUN_AND_LOOK = textwrap.dedent(
                         for ln in metrics.splitlines()
                         if ln.startswith("guard_check_lag_seconds_count{")
                     }
-                    if r.status == 200 and min(counts.get(t, 0) for t in ("http", "logfile")):
+                    if r.status == 200 and min(counts.get(t, 0) for t in ("http", "logfile")) >= 5:
                         break
             except OSError:
                 pass

@@ -111,7 +111,8 @@ def test_block_scan_equals_line_by_line_python(name: str, engine: str) -> None:
     if engine == "hyperscan" and not HAS_HYPERSCAN:
         pytest.skip("hyperscan is not installed on this machine")
     rules, best = RULE_SETS[name]
-    matcher = LineMatcher(rules, engines=ENGINES[engine])  # type: ignore[arg-type]
+    # every stretch through Hyperscan, however short (by default only long ones are)
+    matcher = LineMatcher(rules, engines=ENGINES[engine], hyperscan_from=0)  # type: ignore[arg-type]
     expected = best if engine == "hyperscan" or best == "python" else "re2"
     assert matcher.engine == expected
     assert matcher.prefiltered is (expected != "python")
@@ -131,6 +132,20 @@ def test_a_rule_matching_everywhere_falls_back_to_re2_for_that_block() -> None:
     )
     assert matcher._hyperscan_ends(block, 0, len(block)) is None  # more than HS_STORM matches
     assert list(matcher.scan(block, LIMIT)) == reference(rules, block, LIMIT)
+
+
+@pytest.mark.skipif(not HAS_HYPERSCAN, reason="hyperscan is not installed on this machine")
+def test_hyperscan_is_built_for_the_first_long_stretch_only() -> None:
+    """A check that reads a few lines costs no Hyperscan database (memory at scale)."""
+    rules = [("FATAL", False), (r"\bERROR\b", False)]
+    matcher = LineMatcher(rules)
+    few = b"2026-12-07 INFO ok\n2026-12-07 ERROR boom\n"
+    assert list(matcher.scan(few, LIMIT)) == reference(rules, few, LIMIT)
+    assert matcher._hyperscan is None and matcher._hs_rules is not None
+    many = b"".join(b"req %d ok%s\n" % (i, b" FATAL" * (i % 97 == 0)) for i in range(20_000))
+    assert len(many) >= matcher_module.HS_FROM
+    assert list(matcher.scan(many, LIMIT)) == reference(rules, many, LIMIT)
+    assert matcher._hyperscan is not None and matcher.engine == "hyperscan"
 
 
 def test_without_hyperscan_re2_does_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
