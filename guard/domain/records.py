@@ -77,6 +77,9 @@ class Signal:
     details: dict[str, Any] = field(default_factory=dict)
     grouping: Grouping | None = None
     check: str = ""  # one of many checks by one monitor on one target (an intake source's alerts)
+    # when the check that saw it began asking (a probe's request; None: seen when observed): a
+    # failure asked before its incident was resolved is older than that verdict
+    started_at: datetime | None = None
 
     @property
     def check_key(self) -> str:

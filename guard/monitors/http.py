@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import aiohttp
 
-from guard.domain.records import Observation, Signal
+from guard.domain.records import Observation, Signal, utcnow
 from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients, proxy_for
 from guard.playbooks.models import HttpMonitorSpec
 
@@ -51,7 +52,15 @@ class HttpMonitor:
         self._clients = clients or CLIENTS
         self._client: aiohttp.ClientSession | None = None  # acquired on the first check
 
-    def _signal(self, kind: str, message: str, *, ok: bool = False, **details: Any) -> Signal:
+    def _signal(
+        self,
+        kind: str,
+        message: str,
+        *,
+        ok: bool = False,
+        started_at: datetime | None = None,
+        **details: Any,
+    ) -> Signal:
         return Signal(
             monitor_id=self.id,
             source="http",
@@ -61,10 +70,12 @@ class HttpMonitor:
             status="ok" if ok else "firing",
             severity=self.spec.severity,
             details=details,
+            started_at=started_at,
         )
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
         url = self.spec.url
+        asked = utcnow()  # a failure asked before its incident resolved is not a new one
         started = time.perf_counter()
         if self._client is None:
             self._client = self._clients.acquire(self._config)
@@ -86,6 +97,7 @@ class HttpMonitor:
                     self._signal(
                         "http_timeout",
                         f"{url} did not answer within {self.spec.timeout:g}s",
+                        started_at=asked,
                         timeout=self.spec.timeout,
                     )
                 ]
@@ -97,6 +109,7 @@ class HttpMonitor:
                     self._signal(
                         "http_unreachable",
                         f"{url} is unreachable: {reason}",
+                        started_at=asked,
                         error=type(exc).__name__,
                     )
                 ]
@@ -113,6 +126,7 @@ class HttpMonitor:
                     self._signal(
                         "http_status",
                         f"{url} answered {status} (expected {expected})",
+                        started_at=asked,
                         **details,
                     )
                 ]
@@ -123,6 +137,7 @@ class HttpMonitor:
                     self._signal(
                         "http_body",
                         f"{url} body does not match {self.spec.expect_body!r}",
+                        started_at=asked,
                         **details,
                     )
                 ]
@@ -134,6 +149,7 @@ class HttpMonitor:
                         "http_slow",
                         f"{url} took {latency * 1000:.0f}ms "
                         f"(limit {self.spec.max_latency * 1000:.0f}ms)",
+                        started_at=asked,
                         **details,
                     )
                 ]

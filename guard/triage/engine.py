@@ -273,6 +273,9 @@ class Triage:
             recent = flapping.recently_resolved(session, fp, sig.observed_at, self.settings)
             if recent is not None and redelivery.counted(recent.details, sig):
                 return  # a late retry of what it counted before resolving
+            if recent is not None and flapping.asked_before_verdict(recent, sig):
+                flapping.note_stale(session, recent, sig)  # the next check decides
+                return
         # correlation before reopening: a live fault of its service takes it first
         root = self.correlation.root(session, sig, fp, self._seen(session))
         if root is None and not released and self._waits(sig):

@@ -35,6 +35,34 @@ def recently_resolved(
     ).first()
 
 
+def asked_before_verdict(incident: Incident, sig: Signal) -> bool:
+    """Whether ``sig`` is a check's failure asked before ``incident`` was resolved: a check in
+    flight while a remedy was verified answers late with what the target was before the fix.
+    That is older than the verdict (the verification's own check, or a human's word) and
+    reopens nothing; a check asked after it does, at once."""
+    return (
+        sig.started_at is not None
+        and incident.resolved_at is not None
+        and sig.started_at < incident.resolved_at
+    )
+
+
+def note_stale(session: Session, incident: Incident, sig: Signal) -> None:
+    """A timeline entry on the resolved ``incident`` for a failure asked before it resolved."""
+    assert sig.started_at is not None
+    record(
+        session,
+        incident,
+        "stale_failure",
+        f"a check asked at {sig.started_at:%H:%M:%S} (before this was resolved) failed: "
+        f"{sig.message}; not reopened, the next check decides",
+        actor=ACTOR,
+        audit_it=False,
+        monitor=sig.monitor_id,
+        kind=sig.kind,
+    )
+
+
 def reopen(
     session: Session,
     incident: Incident,

@@ -47,6 +47,7 @@ def as_state(sig: Signal) -> dict[str, Any]:
         "severity": sig.severity.value,
         "count": sig.count,
         "observed_at": sig.observed_at.isoformat(),
+        "started_at": sig.started_at.isoformat() if sig.started_at else None,
         "details": sig.details,
         "check": sig.check,
         "grouping": None
@@ -67,6 +68,7 @@ def from_state(data: dict[str, Any]) -> Signal:
         severity=Severity(data["severity"]),
         count=int(data["count"]),
         observed_at=datetime.fromisoformat(data["observed_at"]),
+        started_at=datetime.fromisoformat(data["started_at"]) if data.get("started_at") else None,
         details=dict(data.get("details") or {}),
         check=data.get("check", ""),
         grouping=None

@@ -123,6 +123,9 @@ class _Server:
                 ) from None
             except ConnectionError:
                 code = -signal.SIGKILL  # killed before it could say (as a signal would show)
+            except BaseException:  # the test's own time limit, say: as subprocess.run does
+                _kill(pid)
+                raise
             for t in readers:
                 t.join()
         argv = [sys.executable, "-m", "guard.cli", *args]
