@@ -246,6 +246,8 @@ def run(
         goals = {
             "rss_le_150_mb": full["rss_mb_max"] <= 150,
             "cpu_le_25_percent": full["cpu_percent_of_one_core"] <= 25,
+            "rss_le_100_mb": full["rss_mb_max"] <= 100,  # issue 48's goals
+            "cpu_le_15_percent": full["cpu_percent_of_one_core"] <= 15,
             "every_endpoint_ge_5_per_minute": (full["endpoint_checks_per_minute_min"] or 0) >= 5,
             "p99_lag_le_1_s": (
                 full["check_lag_p99_s_at_most"] is not None and full["check_lag_p99_s_at_most"] <= 1
