@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,8 +21,9 @@ from guard.app.checks import CheckScheduler
 from guard.app.image_history import ImageHistory
 from guard.app.selfhealth import Put, monitor_error_signal, monitor_ok_signal
 from guard.domain.exceptions import MonitorError
-from guard.domain.records import Observation
+from guard.domain.records import Observation, Signal, utcnow
 from guard.monitors import BaseliningMonitor, Monitor, StreamingMonitor
+from guard.monitors.kinds import monitor_kind
 from guard.store.db import Database
 from guard.store.state import get_state, get_states, put_state
 
@@ -70,7 +72,9 @@ class MonitorRunner:
                     put_state(session, f"monitor:{m.id}", state)
 
     async def check(self, monitor: Monitor) -> Observation:
-        """Run one check; never raises (a failure comes back as a ``monitor_error`` signal)."""
+        """Run one check; never raises (a failure comes back as a ``monitor_error`` signal).
+        A probe's failures say when it was asked (``MonitorKind.probe``)."""
+        asked = utcnow()
         try:
             state = self._state.get(monitor.id)
             if state is None:  # the first check reads the store; later ones use memory
@@ -83,6 +87,8 @@ class MonitorRunner:
         if obs.state:
             self._state[monitor.id] = obs.state
         signals = list(obs.signals)
+        if is_probe(monitor.type):
+            signals = [asked_at(s, asked) for s in signals]
         if not self._healthy.get(monitor.id, False):
             signals.append(monitor_ok_signal(monitor))
             self._healthy[monitor.id] = True
@@ -176,3 +182,17 @@ async def close_all(monitors: Iterable[Monitor]) -> None:
     for m in monitors:
         with contextlib.suppress(Exception):
             await m.close()
+
+
+def is_probe(monitor_type: str) -> bool:
+    """Whether a monitor of this type is a probe (its failures can be asked again)."""
+    kind = monitor_kind(monitor_type)
+    return kind is not None and kind.probe
+
+
+def asked_at(sig: Signal, asked: datetime) -> Signal:
+    """``sig`` saying when its check was asked: a failure asked before its incident was
+    resolved is a timeline entry, not a reopen (``guard.triage.flapping``)."""
+    if sig.status != "firing" or sig.started_at is not None:
+        return sig
+    return replace(sig, started_at=asked)

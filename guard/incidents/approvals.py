@@ -34,6 +34,7 @@ CONFIRM_KINDS = ("fix_run", "fix_cancel")  # "Run `...` as a fix?": its own ques
 _VERBS = {"skill": "approve", "deny": "deny", "mute": "mute", "ack": "ack"}
 _VERBS.update(dict.fromkeys(ANSWERS, "trust"))  # a promotion question: changing trust (admin)
 ACK = "ack"  # acknowledging answers nothing: the question's other buttons stay live
+ENDED_BY = "ended:"  # ``used_by`` of a question's approvals spent when its incident resolved
 
 
 class Post(Protocol):
@@ -75,6 +76,8 @@ def claim_in(
         why = (
             "this question expired"
             if approval.used_by == "expired"
+            else f"incident #{approval.incident_id} was {ended} since this question"
+            if (ended := ended_as(approval.used_by))
             else f"already answered by {approval.used_by}"
         )
         return _refuse_in(session, actor, what, why, incident=approval.incident_id)
@@ -122,6 +125,26 @@ def claim_in(
         post.live = False  # answered: a sync must not close it as "expired" meanwhile
     session.add(post)
     return _pressed(session, actor, approval, now)
+
+
+def end_questions_in(session: Session, incident_id: int, state: str) -> None:
+    """Spend the unanswered buttons of an incident's questions as it ends (``state``): if it
+    fails again and is asked anew, an old button must not answer the new question, which the
+    presser never saw. A promotion question (asked once it is resolved) is not its own."""
+    session.execute(
+        update(Approval)
+        .where(
+            col(Approval.incident_id) == incident_id,
+            col(Approval.kind).not_in(ANSWERS),
+            col(Approval.used_at).is_(None),
+        )
+        .values(used_at=utcnow(), used_by=f"{ENDED_BY}{state}")
+    )
+
+
+def ended_as(used_by: str | None) -> str:
+    """The state an approval's incident ended in, if that is what spent it (else "")."""
+    return used_by.removeprefix(ENDED_BY) if used_by and used_by.startswith(ENDED_BY) else ""
 
 
 def _pressed(session: Session, actor: Actor, approval: Approval, now: datetime) -> Approval:

@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 
 from guard.domain.exceptions import InvalidTransition
 from guard.domain.records import utcnow
+from guard.incidents import approvals
 from guard.store import audit
 from guard.store.db import Database
 from guard.store.models import Incident, IncidentState, IncidentTimeline
@@ -105,6 +106,8 @@ def transition(
     incident.state = to
     if to is S.resolved:
         incident.resolved_at = utcnow()
+        assert incident.id is not None
+        approvals.end_questions_in(session, incident.id, to)
     elif current is S.resolved:  # reopened: what resolved it last time did not last
         incident.resolved_at = None
         incident.details = {k: v for k, v in incident.details.items() if k not in RESOLUTION}

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import aiohttp
 
-from guard.domain.records import Observation, Signal, utcnow
+from guard.domain.records import Observation, Signal
 from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients, proxy_for
 from guard.playbooks.models import HttpMonitorSpec
 
@@ -58,7 +57,6 @@ class HttpMonitor:
         message: str,
         *,
         ok: bool = False,
-        started_at: datetime | None = None,
         **details: Any,
     ) -> Signal:
         return Signal(
@@ -70,12 +68,10 @@ class HttpMonitor:
             status="ok" if ok else "firing",
             severity=self.spec.severity,
             details=details,
-            started_at=started_at,
         )
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
         url = self.spec.url
-        asked = utcnow()  # a failure asked before its incident resolved is not a new one
         started = time.perf_counter()
         if self._client is None:
             self._client = self._clients.acquire(self._config)
@@ -97,7 +93,6 @@ class HttpMonitor:
                     self._signal(
                         "http_timeout",
                         f"{url} did not answer within {self.spec.timeout:g}s",
-                        started_at=asked,
                         timeout=self.spec.timeout,
                     )
                 ]
@@ -109,7 +104,6 @@ class HttpMonitor:
                     self._signal(
                         "http_unreachable",
                         f"{url} is unreachable: {reason}",
-                        started_at=asked,
                         error=type(exc).__name__,
                     )
                 ]
@@ -126,7 +120,6 @@ class HttpMonitor:
                     self._signal(
                         "http_status",
                         f"{url} answered {status} (expected {expected})",
-                        started_at=asked,
                         **details,
                     )
                 ]
@@ -137,7 +130,6 @@ class HttpMonitor:
                     self._signal(
                         "http_body",
                         f"{url} body does not match {self.spec.expect_body!r}",
-                        started_at=asked,
                         **details,
                     )
                 ]
@@ -149,7 +141,6 @@ class HttpMonitor:
                         "http_slow",
                         f"{url} took {latency * 1000:.0f}ms "
                         f"(limit {self.spec.max_latency * 1000:.0f}ms)",
-                        started_at=asked,
                         **details,
                     )
                 ]

@@ -72,6 +72,11 @@ class MonitorKind(Generic[SpecT]):
     first_look: FirstLook | None = None
     verification: Verification = Verification()
     config_problem: Callable[[Settings], str | None] | None = None
+    # its check asks each target about its state now (a request, a login, a reading), so a
+    # failure asked before its incident was resolved is re-asked by the next check: its
+    # signals carry when the check began (``Signal.started_at``). A log read is not a probe:
+    # a line it finds may be newer than its start and is never read again.
+    probe: bool = False
 
     @property
     def type(self) -> str:
@@ -151,7 +156,7 @@ _BUILTIN: tuple[MonitorKind[Any], ...] = (
         recent_lines=evidence.file_tail,
         verification=Verification(log_rules_only=True),
     ),
-    MonitorKind(HttpMonitorSpec, _http),
+    MonitorKind(HttpMonitorSpec, _http, probe=True),
     MonitorKind(
         DockerMonitorSpec,
         _docker,
@@ -166,9 +171,9 @@ _BUILTIN: tuple[MonitorKind[Any], ...] = (
         config_problem=_kubeconfig_problem,
     ),
     MonitorKind(JournaldMonitorSpec, _journald, recent_lines=evidence.journal_tail),
-    MonitorKind(HostMonitorSpec, _host),
-    MonitorKind(ResourcesMonitorSpec, _resources),
-    MonitorKind(TlsMonitorSpec, _tls),
+    MonitorKind(HostMonitorSpec, _host, probe=True),
+    MonitorKind(ResourcesMonitorSpec, _resources, probe=True),
+    MonitorKind(TlsMonitorSpec, _tls, probe=True),
 )
 MONITOR_KINDS: dict[str, MonitorKind[Any]] = {kind.type: kind for kind in _BUILTIN}
 

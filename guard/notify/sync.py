@@ -22,6 +22,7 @@ from loguru import logger
 from sqlmodel import Session, col, select
 
 from guard.domain.records import utcnow
+from guard.incidents.approvals import ended_as
 from guard.notify.channel import Markup
 from guard.notify.outbox import grouping, queue
 from guard.store.db import Database
@@ -172,6 +173,7 @@ class Finished:
 
     states: dict[int, str]
     valid: frozenset[str]
+    ended: dict[str, str]  # approvals spent as their incident ended: the state it ended in
 
     @classmethod
     def of(
@@ -188,27 +190,30 @@ class Finished:
             if ids
             else {}
         )
-        valid = (
+        spent = (
             session.exec(
-                select(Approval.id).where(
-                    col(Approval.id).in_(codes),
-                    col(Approval.used_at).is_(None),
-                    col(Approval.expires_at) > now,
+                select(Approval.id, Approval.used_at, Approval.used_by, Approval.expires_at).where(
+                    col(Approval.id).in_(codes)
                 )
             ).all()
             if codes
             else []
         )
-        return cls({i: s for i, s in states.items() if i is not None}, frozenset(valid))
+        valid = frozenset(a for a, used, _, expires in spent if used is None and expires > now)
+        ended = {a: ended_as(by) for a, _, by, _ in spent if ended_as(by)}
+        return cls({i: s for i, s in states.items() if i is not None}, valid, ended)
 
     def over(self, incident_id: int | None, approvals: list[str]) -> tuple[str, str] | None:
         """``(state, text)`` if the question about an incident is over, else None."""
         state = self.states.get(incident_id) if incident_id else None
         if state is None or state not in ASKING:
             return (state or "gone"), ("Handled outside this chat." if state else "")
-        if not any(a in self.valid for a in approvals):
-            return "expired", (
-                f"Nobody answered in time; the buttons are gone. Use /fix {incident_id} "
-                f"COMMAND or guard approve|deny|reply {incident_id}."
-            )
-        return None
+        if any(a in self.valid for a in approvals):
+            return None
+        ended = next((self.ended[a] for a in approvals if a in self.ended), "")
+        if ended:  # it ended and failed again since: the newer question asks, not this one
+            return ended, "Handled outside this chat; it failed again since and is asked anew."
+        return "expired", (
+            f"Nobody answered in time; the buttons are gone. Use /fix {incident_id} "
+            f"COMMAND or guard approve|deny|reply {incident_id}."
+        )

@@ -18,6 +18,7 @@ from guard.actions import ActionError
 from guard.config import TelegramSettings
 from guard.domain.records import utcnow
 from guard.incidents import commands
+from guard.incidents.lifecycle import Lifecycle
 from guard.notify.answers import presses
 from guard.notify.telegram import handlers, outbox
 from guard.notify.telegram.senders import Authoriser
@@ -154,6 +155,45 @@ def test_expired_questions_are_closed_with_the_way_forward(db: Database) -> None
     (edit,) = edits(db)
     assert edit.text.startswith("expired: Nobody answered in time")
     assert f"/fix {inc} COMMAND" in edit.text
+
+
+def test_a_question_whose_incident_resolved_and_was_asked_again_closes_between_two_rounds(
+    db: Database,
+) -> None:
+    """Resolved from the CLI, reopened and asked anew, all between two sync rounds (a loaded
+    machine): the sync never sees the incident out of ``awaiting_human``, yet the old question
+    closes, and its buttons cannot answer the new question, which the presser never saw."""
+    inc, _, old_ids = asked(db)
+    life = Lifecycle(db, actor="cli:root")
+    life.move(inc, IncidentState.resolved, "resolved by cli:root")
+    life.move(inc, IncidentState.open, "failed again")
+    life.move(inc, IncidentState.awaiting_human, "asked again")
+    with db.session() as s:  # the new question: its own buttons, in a message of its own
+        now = utcnow()
+        s.add(Approval(id="new", incident_id=inc, kind="skill", expires_at=now + timedelta(1)))
+        s.add(
+            ChannelMessage(
+                channel="telegram",
+                chat_id=CHAT,
+                message_id="900",
+                incident_id=inc,
+                role="incident",
+                live=True,
+                approvals=["new"],
+            )
+        )
+    sync(db).once()
+    (edit,) = edits(db)
+    assert edit.text == (
+        "resolved: Handled outside this chat; it failed again since and is asked anew."
+    )
+    with db.session() as s:
+        live = {m.message_id for m in s.exec(select(ChannelMessage)) if m.live}
+    assert live == {"900"}
+    auth = Authoriser(TelegramSettings(allowed_user_ids=[ADMIN]), db)
+    stale: Any = auth.claim(old_ids[0], ADMIN, CHAT, str(500 + inc))
+    assert stale.reason == f"incident #{inc} was resolved since this question"
+    assert isinstance(auth.claim("new", ADMIN, CHAT, "900"), Approval)
 
 
 def gateway(db: Database) -> Any:

@@ -5,7 +5,7 @@ A failure asked after the verdict reopens at once, as before."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -85,12 +85,19 @@ def test_a_held_signal_keeps_when_its_check_was_asked() -> None:
     assert from_state(as_state(sig)).started_at == asked
 
 
-async def test_an_http_check_s_failure_says_when_it_was_asked() -> None:
+async def test_a_probe_s_failure_says_when_it_was_asked_and_a_log_line_does_not(
+    db, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The runner stamps a probe's signals (``MonitorKind.probe``): an HTTP check against a
+    real server answering 503. A log line read by a check that began before a verdict may be
+    newer than that start, and is never read again: it must reopen, so it carries none."""
+    import asyncio
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from guard.monitors.http import HttpMonitor
-    from guard.playbooks.models import HttpMonitorSpec
+    from guard.app.monitoring import MonitorRunner
+    from guard.monitors import build_monitor
+    from guard.playbooks.models import HttpMonitorSpec, LogfileMonitorSpec
 
     class Down(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -104,11 +111,33 @@ async def test_an_http_check_s_failure_says_when_it_was_asked() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Down)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/healthz"
-    monitor = HttpMonitor(HttpMonitorSpec.model_validate({"id": "web", "type": "http", "url": url}))
+    log = tmp_path / "app.log"
+    log.write_text("")
+    web = build_monitor(HttpMonitorSpec.model_validate({"id": "web", "type": "http", "url": url}))
+    app = build_monitor(
+        LogfileMonitorSpec.model_validate(
+            {
+                "id": "app",
+                "type": "logfile",
+                "path": str(log),
+                "rules": [{"kind": "fatal", "pattern": "FATAL"}],
+            }
+        )
+    )
+
+    async def put(obs: Observation) -> None:
+        pass
+
+    runner = MonitorRunner(db, [web, app], put, asyncio.Event())
+    runner.baseline()
     try:
-        (sig,) = (await monitor.check({})).signals
+        before = datetime.now(UTC)
+        (probe,) = [s for s in (await runner.check(web)).signals if s.source == "http"]
+        log.write_text("FATAL: out of connections\n")
+        (line,) = [s for s in (await runner.check(app)).signals if s.source == "logfile"]
     finally:
-        await monitor.close()
+        await web.close()
         server.shutdown()
-    assert sig.kind == "http_status" and sig.started_at is not None
-    assert sig.started_at <= sig.observed_at
+    assert probe.kind == "http_status" and probe.started_at is not None
+    assert before <= probe.started_at <= probe.observed_at
+    assert line.status == "firing" and line.started_at is None
