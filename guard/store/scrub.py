@@ -67,6 +67,13 @@ def is_current(session: Session) -> bool:
     return mark is not None and int(mark.value.get("ruleset", 0)) >= RULESET
 
 
+def mark_current(engine: Any) -> None:
+    """Say a new, empty store is scrubbed under the current rules (``migrate`` skips it)."""
+    with Session(engine) as session:
+        session.merge(MonitorState(key=_MARK, value={"ruleset": RULESET, "rows": 0}))
+        session.commit()
+
+
 def migrate(engine: Any) -> int:
     """Scrub every stored row once per rule-set version; return how many rows changed."""
     changed = 0
