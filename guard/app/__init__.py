@@ -4,12 +4,13 @@
 - ``monitoring``: the running monitors: checks, event streams, their state and health.
 - ``reload``: playbook files applied when they change (an invalid edit changes nothing).
 - ``selfhealth``: signals about Guard's own parts, and its housekeeping jobs.
+- ``process``: tuning of the process at start (malloc arenas, the frozen start-up heap).
 - ``wiring``: what a Guard is built from: triage policies, the agent and its notifier.
 """
 
 from guard.app.core import EventHook, Guard, redact_observation
+from guard.app.process import freeze_startup_heap
 from guard.app.selfhealth import (
-    freeze_startup_heap,
     monitor_error_signal,
     monitor_ok_signal,
     skill_invalid_signals,

@@ -19,13 +19,9 @@ from loguru import logger
 from guard import cluster
 from guard.app.checks import CheckScheduler
 from guard.app.monitoring import MonitorRunner
+from guard.app.process import freeze_startup_heap
 from guard.app.reload import PlaybookReloader
-from guard.app.selfhealth import (
-    Housekeeping,
-    freeze_startup_heap,
-    skill_invalid_signals,
-    start_scheduler,
-)
+from guard.app.selfhealth import Housekeeping, skill_invalid_signals, start_scheduler
 from guard.app.stalls import StallWatch
 from guard.app.wiring import build_agent, triage_policies
 from guard.config import Settings

@@ -8,7 +8,7 @@ import typer
 from loguru import logger
 
 from guard.app import Guard
-from guard.app.selfhealth import limit_malloc_arenas
+from guard.app.process import limit_malloc_arenas
 from guard.cli.common import ConfigOption, config_failed, database, out, settings_from
 from guard.domain.exceptions import ConfigError
 from guard.playbooks import load_playbooks

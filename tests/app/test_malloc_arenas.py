@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 # each thread allocates, then the process reports how many arenas glibc made (malloc_info)
 COUNT_ARENAS = """
 import ctypes, os, sys, tempfile, threading
-from guard.app.selfhealth import limit_malloc_arenas
+from guard.app.process import limit_malloc_arenas
 print(limit_malloc_arenas())
 keep = []
 together = threading.Barrier(8)  # all alive at once: each asks for an arena of its own
