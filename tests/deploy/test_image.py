@@ -43,7 +43,7 @@ def _builder() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def appliance_image(docker_client: Any, pytestconfig: pytest.Config) -> str:
-    with build_lock():  # one offline build at a time across the test workers
+    with build_lock("appliance"):  # its own debootstrap: the spec images need not wait
         return _appliance_image(pytestconfig)
 
 
