@@ -27,11 +27,16 @@ Stamp = tuple[int, int, str]  # (mtime_ns, size, sha256 of the content)
 
 
 class PlaybookWatch:
-    """The playbook files' contents as last seen; ``changed()`` says whether they moved."""
+    """The playbook files' contents as last acted on; ``changed()`` says whether they moved.
+
+    A change counts once the files stayed the same for one poll: a file an editor or ``cp`` is
+    writing (truncated, then written) is never read half-way, which read as an invalid or, worse,
+    a valid but shorter playbook (a CI run under load saw the first)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._seen: dict[Path, Stamp] = self._stamps({})
+        self._polled = self._seen  # the files at the last poll
 
     def _stamps(self, previous: dict[Path, Stamp]) -> dict[Path, Stamp]:
         stamps: dict[Path, Stamp] = {}
@@ -54,15 +59,23 @@ class PlaybookWatch:
         return stamps
 
     def changed(self) -> bool:
-        """Whether a file was added, removed, or its content changed since the last call."""
-        stamps = self._stamps(self._seen)
-        before = {p: s[2] for p, s in self._seen.items()}
+        """Whether a file was added, removed, or its content changed since the last change
+        counted, and is as it was at the poll before (settled)."""
+        stamps = self._stamps(self._polled)
+        settled = _digests(stamps) == _digests(self._polled)
+        self._polled = stamps
+        if not settled or _digests(stamps) == _digests(self._seen):
+            return False
         self._seen = stamps
-        return before != {p: s[2] for p, s in stamps.items()}
+        return True
 
     @property
     def files(self) -> list[Path]:
         return list(self._seen)
+
+
+def _digests(stamps: dict[Path, Stamp]) -> dict[Path, str]:
+    return {p: s[2] for p, s in stamps.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,12 +62,28 @@ def test_watch_sees_content_not_touches(tmp_path: Path) -> None:
     os.utime(path, ns=(1, 1))
     assert not watch.changed()
     path.write_text("name: web2\n")
-    assert watch.changed() and not watch.changed()
+    assert not watch.changed()  # not yet: it may still be being written
+    assert watch.changed() and not watch.changed()  # the same a poll later: it counts once
     (tmp_path / "more.yml").write_text("name: more\n")
-    assert watch.changed()
+    assert not watch.changed() and watch.changed()
     path.unlink()
-    assert watch.changed()
+    assert not watch.changed() and watch.changed()
     assert watch.files == [tmp_path / "more.yml"]
+
+
+def test_a_file_being_written_counts_once_it_is_whole(tmp_path: Path) -> None:
+    """``write_text`` truncates, then writes: a poll between the two saw an empty playbook."""
+    path = tmp_path / "web.yaml"
+    path.write_text("name: web\nmonitors: []\n")
+    watch = PlaybookWatch(tmp_path)
+    path.write_text("")  # truncated: a poll now
+    assert not watch.changed()
+    path.write_text("name: web\nmonitors:\n")  # half written: the next poll
+    assert not watch.changed()
+    path.write_text("name: web\nmonitors:\n  - {id: a, type: http, url: 'http://x/'}\n")
+    assert not watch.changed()
+    assert watch.changed()  # whole, and the same a poll later
+    assert not watch.changed()
 
 
 def test_check_playbooks_names_the_broken_file_and_line(tmp_path: Path) -> None:
@@ -135,6 +151,13 @@ def drained(guard: Guard) -> list[tuple[str, str, str]]:
     return out
 
 
+async def reloaded(guard: Guard) -> Any:
+    """The poll that sees an edit (it waits: the file may still be being written), then the
+    poll after, where the edit has settled and counts."""
+    assert await guard.reload_playbooks() is None and drained(guard) == []
+    return await guard.reload_playbooks()
+
+
 async def test_reload_signals_each_problem_once_and_resolves_what_was_fixed(
     tmp_path: Path,
 ) -> None:
@@ -148,18 +171,18 @@ async def test_reload_signals_each_problem_once_and_resolves_what_was_fixed(
     assert await guard.reload_playbooks() is None and drained(guard) == []  # nothing changed
 
     a.write_text("name: a\nmonitors: [")
-    assert await guard.reload_playbooks() is None
+    assert await reloaded(guard) is None
     assert drained(guard) == [
         ("firing", "a.yaml", "playbook a.yaml is invalid, Guard keeps its last good config")
     ]
     assert [m.id for m in guard.monitors] == ["x", "y"]  # the last good config runs on
 
     b.write_text("name: b\nmonitors: 3\n")  # a is as broken as before: nothing about a
-    await guard.reload_playbooks()
+    await reloaded(guard)
     assert [(st, name) for st, name, _ in drained(guard)] == [("firing", "b.yaml")]
 
     a.write_text("name: a\nnope: 1\n")  # another problem in a: the old one resolves
-    await guard.reload_playbooks()
+    await reloaded(guard)
     assert [(st, name) for st, name, _ in drained(guard)] == [
         ("ok", "a.yaml"),
         ("firing", "a.yaml"),
@@ -167,7 +190,7 @@ async def test_reload_signals_each_problem_once_and_resolves_what_was_fixed(
 
     a.write_text(yaml.safe_dump({"name": "a", "monitors": [http("x"), http("z")]}))
     b.unlink()
-    diff = await guard.reload_playbooks()
+    diff = await reloaded(guard)
     assert diff is not None and (diff.added, diff.removed) == (("z",), ("y",))
     assert sorted((st, name) for st, name, _ in drained(guard)) == [
         ("ok", "a.yaml"),

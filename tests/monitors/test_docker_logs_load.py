@@ -103,6 +103,7 @@ def many_containers(client: Any, image: str, count: int, labels: dict[str, str])
         pool.shutdown()
 
 
+@pytest.mark.timeout(400)  # starting 300 containers: 70 s in CI, over 120 on a loaded machine
 async def test_300_containers_are_followed_without_a_thread_each(docker_client, busybox_image):
     value = uuid.uuid4().hex[:12]
     labels = {"guard.watch.test": value}
