@@ -98,9 +98,19 @@ def shape(field: str) -> str:
     return "other"
 
 
-def learn_header(lines: Sequence[str]) -> re.Pattern[str] | None:
-    """A pattern taking off the header the lines share (``None``: no header learned)."""
-    distinct = list({mask(line): line for line in lines[:SAMPLE] if line.strip()}.values())
+def distinct_lines(lines: Sequence[str]) -> list[str]:
+    """One line per masked shape among the first ``SAMPLE`` (the last of each, in order of
+    each shape's first line): what ``learn_header`` learns from."""
+    return list({mask(line): line for line in lines[:SAMPLE] if line.strip()}.values())
+
+
+def learn_header(
+    lines: Sequence[str], distinct: Sequence[str] | None = None
+) -> re.Pattern[str] | None:
+    """A pattern taking off the header the lines share (``None``: no header learned);
+    ``distinct``: ``distinct_lines(lines)``, when the caller kept it as the lines came."""
+    if distinct is None:
+        distinct = distinct_lines(lines)
     if len(distinct) < MIN_LINES:
         return None
     rows = [[shape(f) for f in fields(line)] for line in distinct]
@@ -178,6 +188,9 @@ class HeaderLearner:
         self.generation = 0
         self._fits_otherwise = fits  # the message another format leaves of a line it knows
         self._sample: list[str] = []  # emptied once learned from: it is a monitor's to keep
+        # the sample's ``distinct_lines``, kept as it grows: each line masked once, not at
+        # every attempt (200 log files' learning was a fifth of a quiet Guard's CPU)
+        self._distinct: dict[str, str] = {}
         self._sampled = 0
         self._tried = 0  # sample size at the last attempt
         self._recent: deque[bool] = deque(maxlen=WINDOW)
@@ -199,13 +212,14 @@ class HeaderLearner:
                 break
             if line.strip():
                 self._sample.append(line[:CHARS])
+                self._distinct[mask(line[:CHARS])] = line[:CHARS]
         self._sampled = len(self._sample)
         # learn at 8, 16, 32, ... lines and at SAMPLE: cheap while lines come one by one
         if len(self._sample) >= max(MIN_LINES, 2 * self._tried) or not self.learning:
             self._tried = len(self._sample)
-            self._settle(self._sample, first=True)
+            self._settle(self._sample, first=True, distinct=list(self._distinct.values()))
         if not self.learning:
-            self._sample = []  # learned from for good: 200 lines a log monitor need not keep
+            self._sample, self._distinct = [], {}  # learned from for good: not kept
 
     def header(self, line: str) -> re.Match[str] | None:
         """The learned header's match on ``line`` (None: none learned, or it does not fit)."""
@@ -234,8 +248,10 @@ class HeaderLearner:
                 self._patience = WINDOW if self.generation != before else self._patience * 2
                 self._wait = min(self._patience, 64 * WINDOW)
 
-    def _settle(self, sample: Sequence[str], *, first: bool) -> None:
-        learned = learn_header(sample)
+    def _settle(
+        self, sample: Sequence[str], *, first: bool, distinct: Sequence[str] | None = None
+    ) -> None:
+        learned = learn_header(sample, distinct)
         if learned is not None and not self._deeper(learned, sample):
             learned = None
         if first:  # from the first lines: the best guess so far replaces the last

@@ -281,3 +281,41 @@ def test_once_learned_the_first_lines_are_not_kept():
     reference.feed(lines[:SAMPLE])
     assert not learner.learning and learner._sample == []
     assert learner.patterns == reference.patterns and learner.generation == reference.generation
+
+
+def test_the_first_lines_are_masked_once_and_learn_what_learning_at_once_learns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The learner tries at 8, 16, 32, ... lines: each line is masked once as it comes, and each
+    attempt learns from exactly what masking the whole sample again would give."""
+    from guard.grouping import header_learning
+    from guard.grouping.header_learning import HeaderLearner, distinct_lines
+
+    rng = random.Random(7)
+    lines = [
+        f"2026-12-0{1 + i % 3} 10:{i % 60:02d}:0{i % 10}.{i:03d} [{4000 + i % 7}] "
+        f"{rng.choice(['ERROR', 'LOG', 'WARNING'])}: {rng.choice(WORDS)} {rng.choice(VERBS)} {i}"
+        for i in range(SAMPLE + 40)
+    ] + ["2026-12-03T10:00:01Z INFO request 1 served in 3ms"] * 30
+    masked = 0
+    from guard.domain.fingerprint import mask as real_mask
+
+    def counting(line: str) -> str:
+        nonlocal masked
+        masked += 1
+        return real_mask(line)
+
+    monkeypatch.setattr(header_learning, "mask", counting)
+    learner = HeaderLearner()
+    fed, kept = 0, []
+    while learner.learning:
+        chunk = lines[fed : fed + 5]
+        learner.feed(chunk)
+        fed += len(chunk)
+        if learner.learning:
+            kept.append((list(learner._sample), list(learner._distinct.values())))
+    assert masked == SAMPLE  # once per sampled line, however many attempts
+    monkeypatch.setattr(header_learning, "mask", real_mask)
+    assert all(distinct == distinct_lines(sample) for sample, distinct in kept)
+    once = learn_header(lines[:SAMPLE])
+    assert once is not None and learner.patterns == [once]
