@@ -34,25 +34,31 @@ def resolve_quiet(
     """Resolve each log rule's incident quiet for its monitor's ``resolve_after`` (monitor id
     -> seconds; 0 or missing: never by itself)."""
     now = now or utcnow()
-    for monitor_id, after in resolve_after.items():
-        if after <= 0:
+    afters = {m: after for m, after in resolve_after.items() if after > 0}
+    if not afters:
+        return
+    # one query for every monitor (this runs every second; it was one per monitor: 200 log
+    # files' monitors were 200 queries a second, the most CPU a quiet Guard spent)
+    quiet = session.exec(
+        select(Incident)
+        .where(
+            col(Incident.state).in_(AUTO_RESOLVABLE),
+            col(Incident.last_seen) < now - timedelta(seconds=min(afters.values())),
+        )
+        .order_by(col(Incident.id))
+    ).all()
+    for incident in quiet:
+        after = afters.get(incident.monitor_id)
+        if after is None or incident.last_seen >= now - timedelta(seconds=after):
             continue
-        quiet = session.exec(
-            select(Incident).where(
-                Incident.monitor_id == monitor_id,
-                col(Incident.state).in_(AUTO_RESOLVABLE),
-                col(Incident.last_seen) < now - timedelta(seconds=after),
-            )
-        ).all()
-        for incident in quiet:
-            if not ends_by_quiet(incident) or holds(session, incident):
-                continue
-            resolve(
-                session,
-                incident,
-                f"no matching line for {format_duration(after)} (resolve_after)",
-                events,
-            )
+        if not ends_by_quiet(incident) or holds(session, incident):
+            continue
+        resolve(
+            session,
+            incident,
+            f"no matching line for {format_duration(after)} (resolve_after)",
+            events,
+        )
 
 
 def resolve(session: Session, incident: Incident, reason: str, events: list[IncidentEvent]) -> None:

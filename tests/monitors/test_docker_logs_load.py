@@ -73,8 +73,12 @@ async def test_a_line_with_no_newline_is_counted_once_and_held_in_bounded_memory
 
 
 @contextlib.contextmanager
-def many_containers(client: Any, image: str, count: int, labels: dict[str, str]) -> Iterator[Any]:
-    """``count`` tiny containers started (and removed) by a few threads at a time."""
+def many_containers(image: str, count: int, labels: dict[str, str]) -> Iterator[Any]:
+    """``count`` tiny containers started (and removed) by a few threads at a time, on a client
+    that waits for a loaded engine (a start took over 30 s in CI beside the other workers)."""
+    import docker
+
+    client = docker.from_env(timeout=180)
 
     def start(i: int) -> Any:
         return client.containers.run(
@@ -91,7 +95,7 @@ def many_containers(client: Any, image: str, count: int, labels: dict[str, str])
             c.remove(force=True)
 
     started: list[Any] = []
-    pool = ThreadPoolExecutor(8)
+    pool = ThreadPoolExecutor(4)
     try:
         for c in pool.map(start, range(count)):
             started.append(c)
@@ -101,10 +105,11 @@ def many_containers(client: Any, image: str, count: int, labels: dict[str, str])
         left = client.containers.list(all=True, ignore_removed=True, filters={"label": label})
         list(pool.map(remove, {c.id: c for c in [*started, *left]}.values()))
         pool.shutdown()
+        client.close()
 
 
 @pytest.mark.timeout(400)  # starting 300 containers: 70 s in CI, over 120 on a loaded machine
-async def test_300_containers_are_followed_without_a_thread_each(docker_client, busybox_image):
+async def test_300_containers_are_followed_without_a_thread_each(busybox_image):
     value = uuid.uuid4().hex[:12]
     labels = {"guard.watch.test": value}
     monitor = DockerMonitor(spec(f"guard.watch.test={value}", rules=BOOM, multiline="none"))
@@ -114,7 +119,7 @@ async def test_300_containers_are_followed_without_a_thread_each(docker_client, 
     threads_before = threading.active_count()
     most = threads_before
     async with Following(monitor) as run:
-        with many_containers(docker_client, busybox_image, 300, labels) as started:
+        with many_containers(busybox_image, 300, labels) as started:
             names = {c.name for c in started}
 
             def seen() -> set[str]:
