@@ -200,7 +200,7 @@ class Finished:
             else []
         )
         valid = frozenset(a for a, used, _, expires in spent if used is None and expires > now)
-        ended = {a: ended_as(by) for a, _, by, _ in spent if ended_as(by)}
+        ended = {a: why for a, _, by, _ in spent if (why := ended_as(by))}
         return cls({i: s for i, s in states.items() if i is not None}, valid, ended)
 
     def over(self, incident_id: int | None, approvals: list[str]) -> tuple[str, str] | None:
