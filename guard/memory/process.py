@@ -4,7 +4,8 @@ LanceDB and pyarrow cost about 150 MB of resident memory once imported, more tha
 ``guard run`` together, and they are native code: a crash in them would take the watchdog down
 with it. ``MemoryProcess`` keeps them in a child (``python -m guard.memory.process``), started
 in the background when Guard starts with incidents to recall (``warm``: so the first recall
-does not wait for the import), else by the first recall, and ended after
+does not wait for the import), else by the first recall or store (until something is stored, a
+recall finds nothing without one), and ended after
 ``memory.idle_timeout`` without a recall, so an idle appliance stays small and a native crash
 costs one recall, not the appliance.
 
@@ -88,7 +89,7 @@ class MemoryProcess:
         """Start the child and let it import LanceDB and open the table now (in a thread of
         its caller: it takes a second or more); it still leaves after ``idle_timeout``. With
         nothing remembered yet there is nothing to recall: no child is started."""
-        if (self.folder / f"{TABLE}.lance").exists():
+        if self._remembers_any():
             self._call({"op": "warm"})
 
     def remember(self, incident: Any, *, resolution: str, skill: str = "") -> None:
@@ -103,9 +104,16 @@ class MemoryProcess:
         )
 
     def search(self, text: str, limit: int = 5) -> list[Recollection]:
-        """Past incidents most similar to ``text``, best first."""
+        """Past incidents most similar to ``text``, best first. With nothing remembered yet
+        there is nothing to find: no child is started (its import costs seconds of CPU)."""
+        if not self._remembers_any():
+            return []
         rows = self._call({"op": "search", "text": text, "limit": limit})
         return [Recollection(**row) for row in rows]
+
+    def _remembers_any(self) -> bool:
+        """Whether anything was ever remembered here (LanceDB made the table's folder)."""
+        return (self.folder / f"{TABLE}.lance").exists()
 
     def close(self) -> None:
         """End the child (it also ends by itself when Guard dies: its stdin closes)."""

@@ -45,6 +45,7 @@ def memory(tmp_path: Path):
 
 def test_remembers_and_recalls_across_a_restart(tmp_path: Path, memory: MemoryProcess) -> None:
     assert memory.search("anything") == []  # no table yet
+    assert memory.pid is None  # nothing to find: no helper (its import costs seconds of CPU)
     memory.remember(
         incident(1, "container api exited with code 137"),
         resolution="restarted",
@@ -97,7 +98,7 @@ def test_a_hung_helper_is_killed_and_reported(tmp_path: Path) -> None:
     # hung call gets the short timeout
     memory = MemoryProcess(tmp_path / "memory.lance", answer_timeout=60, cooldown=0)
     try:
-        memory.search("warm it up")
+        memory.remember(incident(1, "warm it up"), resolution="restarted")
         pid = memory.pid
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
@@ -106,7 +107,7 @@ def test_a_hung_helper_is_killed_and_reported(tmp_path: Path) -> None:
             memory.search("api exited")
         memory.answer_timeout = 60
         assert wait_gone(pid)
-        assert memory.search("api exited") == []  # a new helper answers
+        assert memory.search("api exited")[0].incident_id == 1  # a new helper answers
     finally:
         memory.close()
 
@@ -136,13 +137,14 @@ def test_a_helper_that_cannot_start_is_not_restarted_for_every_recall(tmp_path: 
     memory.command = (sys.executable, "-c", "import sys; sys.exit(3)")  # dies before answering
     try:
         with pytest.raises(MemoryUnavailable, match=r"exited \(3\) before answering"):
-            memory.search("api exited")
+            memory.remember(incident(1, "api exited"), resolution="restarted")
         memory.command = MemoryProcess.command  # it would work now, but the pause holds
         with pytest.raises(MemoryUnavailable, match="not retried for"):
-            memory.search("api exited")
+            memory.remember(incident(1, "api exited"), resolution="restarted")
         assert memory.pid is None  # no helper was started during the pause
         memory.cooldown, memory._down_until = 0, 0.0  # the pause is over
-        assert memory.search("api exited") == []
+        memory.remember(incident(1, "api exited"), resolution="restarted")
+        assert memory.search("api exited")[0].incident_id == 1
     finally:
         memory.close()
 
