@@ -1,13 +1,16 @@
 """``guard ARGS`` in a process forked from one that has imported Guard's libraries already.
 
-A ``guard`` command spends most of its second importing SQLAlchemy, pydantic, Typer and Rich,
-and the suite runs about a thousand of them: CPU that two cores share with everything else the
-tests run. ``run`` hands the command to a fork server (one per test process, started on first
-use): a Python process that imported those third-party libraries, and nothing of Guard, then
-waits. Each command is a fresh child of it, with the caller's arguments, environment, working
-folder and pipes, that runs ``python -m guard.cli`` as the interpreter would (``runpy``) and
-exits through the interpreter's own shutdown. So each command imports every Guard module it
-needs itself, as for a user: a command that forgets an import still fails.
+A ``guard`` command spends most of its second importing SQLAlchemy, pydantic, Typer, Rich and
+Guard's own modules (their pydantic models and regular expressions are built at import), and
+the suite runs thousands of them, most while polling for a condition: CPU that two cores share
+with everything else the tests run (sampled in CI: the commands were the largest share of it).
+``run`` hands the command to a fork server (one per test process, started on first use): a
+Python process that imported those libraries and every ``guard.cli`` module, then waits. Each
+command is a fresh child of it, with the caller's arguments, environment, working folder and
+pipes, that runs ``python -m guard.cli`` as the interpreter would (``runpy``) and exits through
+the interpreter's own shutdown. What a module reads from the environment at import is read
+again in the child (``_as_imported_now``). ``tests/cli/test_cli_fork.py`` compares forked
+commands with plain ones; ``GUARD_TEST_CLI_FORK=0`` runs every command as a plain subprocess.
 
 ``GUARD_TEST_CLI_FORK=0`` runs each command as a plain subprocess instead.
 """
@@ -54,7 +57,9 @@ def run(
     args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """``python -m guard.cli ARGS``, as ``subprocess.run(..., capture_output=True, text=True)``."""
-    server = _server()
+    # the server's docker imported without its SSH transport (guard/__init__.py): a command
+    # for an engine over SSH runs as a plain subprocess
+    server = None if env.get("DOCKER_HOST", "").startswith("ssh://") else _server()
     if server is None:
         return subprocess.run(
             [sys.executable, "-m", "guard.cli", *args],
@@ -185,9 +190,18 @@ def _server() -> _Server | None:
 
 def _serve(path: str) -> None:
     import importlib
+    import pkgutil
 
     for name in PRELOAD:
         importlib.import_module(name)
+    try:  # a module that fails to import fails the command that needs it, in its child
+        import guard.cli
+
+        for module in pkgutil.iter_modules(guard.cli.__path__, "guard.cli."):
+            if module.name != "guard.cli.__main__":  # runpy runs it in the child
+                importlib.import_module(module.name)
+    except Exception:
+        pass
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the commands
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -227,6 +241,7 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    _as_imported_now()
     sys.path[0] = os.getcwd()  # what ``python -m`` puts first
     sys.argv = ["guard", *request["args"]]
     conn.sendall(_INT.pack(os.getpid()))
@@ -248,6 +263,13 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
         traceback.print_exc()
         code[0] = 1
     sys.exit(code[0])
+
+
+def _as_imported_now() -> None:
+    """What Guard's modules read from the environment at import, read from the command's."""
+    crashpoints = sys.modules.get("guard.harness.crashpoints")
+    if crashpoints is not None:
+        crashpoints._TARGET = crashpoints._parse(os.environ.get("GUARD_CRASH_AT"))  # type: ignore[attr-defined]
 
 
 def _exit_code(value: object) -> int:
