@@ -23,14 +23,16 @@ from typing import Any
 
 import yaml
 from rich.console import Console
-from sqlmodel import select
+from sqlmodel import col, select
 
 from guard.app import Guard
 from guard.config import Settings, load_settings
 from guard.incidents.commands import queue_command
 from guard.incidents.gate import Actor, default_gate
+from guard.notify.kinds import FALLBACK
+from guard.notify.outbox import queue
 from guard.playbooks import load_playbooks
-from guard.store.models import Incident
+from guard.store.models import Incident, OutboxMessage, OutboxStatus
 
 IMAGE = "guard-victim:latest"  # kept: the quick start runs its own victim from it
 
@@ -143,6 +145,24 @@ class Demo:
                         return inc
             return None
 
+        def printed(incident_id: int, role: str, after: int = 0) -> int:
+            """The id of a message of ``role`` about the incident (newer than ``after``) the
+            console printed, once nothing waits to be: its sender lags on a loaded machine,
+            and the story must not run ahead of it. 0 while not."""
+            with db.session() as s:
+                sent = s.exec(
+                    select(OutboxMessage.id)
+                    .where(
+                        OutboxMessage.channel == FALLBACK,
+                        OutboxMessage.incident_id == incident_id,
+                        OutboxMessage.role == role,
+                        OutboxMessage.status == OutboxStatus.sent,
+                        col(OutboxMessage.id) > after,
+                    )
+                    .order_by(col(OutboxMessage.id).desc())
+                ).first()
+            return 0 if sent is None or queue.pending(db, FALLBACK) else sent
+
         try:
             await asyncio.sleep(1.0)  # monitors scheduled, events stream attached
             self.say(
@@ -156,6 +176,7 @@ class Demo:
             detection = first.opened_at.timestamp() - killed_at
             self.say(f"   incident #{first.id} opened: {first.title}")
             await _until(lambda: incident(id=first.id, state="awaiting_human"), 60, "the ask")
+            asked = await _until(lambda: printed(first.id, "incident"), 30, "the question shown")
             self.t.mark("asked")
             self.say(
                 "[bold]2.[/bold] no skill matches, so Guard asked a human (above). "
@@ -174,6 +195,7 @@ class Demo:
             )
             done = await _until(lambda: incident(id=first.id, state="resolved"), 60, "the fix")
             self.t.mark("learned")
+            await _until(lambda: printed(first.id, "reply", asked), 30, "what was learned")
             skill, commit = done.details.get("learned_skill"), done.details.get("skill_commit")
             self.say(
                 f"[bold]3.[/bold] the fix cured it (verified); learned skill "
@@ -202,6 +224,7 @@ class Demo:
                 lambda: incident(id=second.id, state="resolved"), 60, "the self-heal"
             )
             self.t.mark("healed2")
+            await _until(lambda: not queue.pending(db, FALLBACK), 30, "the last messages")
             self.say(
                 f"   incident #{second.id} healed by itself: "
                 f"{healed.details.get('resolved_by')}, no question asked"
