@@ -54,13 +54,13 @@ writer = SkillWriter(SkillLibrary(skills), trust="trusted", git_commit=True,
                      git_author="Guard <guard@localhost>", verify_timeout=30)
 learned = writer.write(incidents[0], "docker.restart api-1", action="docker.restart",
                        args={"container": "api-1"}, approver="cli:alice", verdict="running")
-now = utcnow()
+now = utcnow()  # the runs are in the past: revision 2, written next, comes after them
 with db.session() as s:
     for n, status in enumerate(["verified", "verified", "failed"]):
         s.add(RemediationRun(incident_id=incidents[n + 1].id, skill=learned.name, target="api-1",
                              origin=RunOrigin.skill, status=RunStatus(status),
-                             started_at=now + timedelta(seconds=n),
-                             finished_at=now + timedelta(seconds=n, milliseconds=500)))
+                             started_at=now - timedelta(seconds=3 - n),
+                             finished_at=now - timedelta(seconds=3 - n, milliseconds=-500)))
 print(learned.name)
 """
 
