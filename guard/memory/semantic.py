@@ -67,9 +67,11 @@ class SemanticMemory:
     def _open(self, create: bool) -> Any:
         if self._table is not None:
             return self._table
-        import lancedb
         import pyarrow as pa
 
+        from guard.memory.lance_import import import_lancedb
+
+        lancedb = import_lancedb()
         self.folder.mkdir(parents=True, exist_ok=True)
         db = lancedb.connect(str(self.folder))
         try:

@@ -184,3 +184,43 @@ def test_warm_starts_the_helper_with_lancedb_loaded(tmp_path: Path) -> None:
 def test_warm_with_nothing_remembered_starts_no_helper(memory: MemoryProcess) -> None:
     memory.warm()
     assert memory.pid is None  # an appliance with no past incidents stays small
+
+
+def _python(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_lancedb_is_imported_without_the_rest_namespace_client_and_works(tmp_path: Path) -> None:
+    """The helper's LanceDB import skips the REST client's API classes (half its CPU)."""
+    code = (
+        "import sys\n"
+        "from types import SimpleNamespace as N\n"
+        "from guard.memory.semantic import SemanticMemory\n"
+        f"m = SemanticMemory(__import__('pathlib').Path({str(tmp_path / 'memory.lance')!r}))\n"
+        "m.remember(N(id=7, title='t', message='api exited', source='docker', kind='k',"
+        " target='api'), resolution='restarted')\n"
+        "print(m.search('api exited')[0].incident_id,"
+        " 'lance_namespace_urllib3_client.api' in sys.modules)\n"
+    )
+    assert _python(code) == "7 False"
+
+
+def test_lancedb_is_imported_the_ordinary_way_when_the_stub_does_not_do(tmp_path: Path) -> None:
+    code = (
+        "import sys, types\n"
+        "from guard.memory import lance_import\n"
+        "def broken():\n"  # a package with no __path__: its submodules cannot import
+        "    sys.modules[lance_import.REST_CLIENT] = types.ModuleType('x')\n"
+        "    return True\n"
+        "lance_import._stub_rest_client = broken\n"
+        "lancedb = lance_import.import_lancedb()\n"
+        f"db = lancedb.connect({str(tmp_path / 'db')!r})\n"
+        "import pyarrow as pa\n"
+        "t = db.create_table('t', schema=pa.schema([pa.field('id', pa.int64())]))\n"
+        "t.add([{'id': 1}])\n"
+        "print(t.count_rows(), 'lance_namespace_urllib3_client.api' in sys.modules)\n"
+    )
+    assert _python(code) == "1 True"  # the native module kept: it cannot be loaded twice
