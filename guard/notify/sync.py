@@ -206,6 +206,8 @@ class Finished:
     def over(self, incident_id: int | None, approvals: list[str]) -> tuple[str, str] | None:
         """``(state, text)`` if the question about an incident is over, else None."""
         state = self.states.get(incident_id) if incident_id else None
+        if state == IncidentState.remediating and not any(a in self.valid for a in approvals):
+            return None  # answered elsewhere, its fix runs: closed with how it ended, not midway
         if state is None or state not in ASKING:
             return (state or "gone"), ("Handled outside this chat." if state else "")
         if any(a in self.valid for a in approvals):

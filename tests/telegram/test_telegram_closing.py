@@ -266,3 +266,24 @@ async def test_a_press_whose_command_cannot_be_queued_says_nothing_ran(
         f"failed: telegram:42 answered, but nothing ran: no incident {inc}"
     )
     assert answered == [f"Could not deny: no incident {inc}"]
+
+
+def test_answered_elsewhere_its_question_closes_with_how_the_fix_ended_not_midway(
+    db: Database,
+) -> None:
+    """Pressed on another channel: while that fix runs the question here waits (a press on it
+    is refused as already answered), then closes with the outcome. Closing it at
+    "remediating" left it saying so after the heal (the first closer wins)."""
+    inc, _, ids = asked(db)
+    with db.session() as s:  # one of them pressed on Slack: they are all spent there
+        for code in ids:
+            approval = s.get(Approval, code)
+            assert approval is not None
+            approval.used_at, approval.used_by = utcnow(), "slack:U1"
+            s.add(approval)
+    set_state(db, inc, "remediating")
+    sync(db).once()
+    assert edits(db) == []
+    set_state(db, inc, "resolved")
+    sync(db).once()
+    assert [e.text for e in edits(db)] == ["resolved: Handled outside this chat."]
