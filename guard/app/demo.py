@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
-from sqlmodel import col, select
+from sqlmodel import select
 
 from guard.app import Guard
 from guard.config import Settings, load_settings
@@ -32,7 +32,7 @@ from guard.incidents.gate import Actor, default_gate
 from guard.notify.kinds import FALLBACK
 from guard.notify.outbox import queue
 from guard.playbooks import load_playbooks
-from guard.store.models import Incident, OutboxMessage, OutboxStatus
+from guard.store.models import Incident
 
 IMAGE = "guard-victim:latest"  # kept: the quick start runs its own victim from it
 
@@ -149,19 +149,8 @@ class Demo:
             """The id of a message of ``role`` about the incident (newer than ``after``) the
             console printed, once nothing waits to be: its sender lags on a loaded machine,
             and the story must not run ahead of it. 0 while not."""
-            with db.session() as s:
-                sent = s.exec(
-                    select(OutboxMessage.id)
-                    .where(
-                        OutboxMessage.channel == FALLBACK,
-                        OutboxMessage.incident_id == incident_id,
-                        OutboxMessage.role == role,
-                        OutboxMessage.status == OutboxStatus.sent,
-                        col(OutboxMessage.id) > after,
-                    )
-                    .order_by(col(OutboxMessage.id).desc())
-                ).first()
-            return 0 if sent is None or queue.pending(db, FALLBACK) else sent
+            sent = queue.last_sent(db, FALLBACK, incident_id, role, after)
+            return 0 if queue.pending(db, FALLBACK) else sent
 
         try:
             await asyncio.sleep(1.0)  # monitors scheduled, events stream attached

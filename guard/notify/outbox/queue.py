@@ -258,6 +258,24 @@ def pending(db: Database, channel: str, limit: int | None = None) -> list[Outbox
         return list(session.exec(rows.order_by(low, col(OutboxMessage.id)).limit(limit)).all())
 
 
+def last_sent(db: Database, channel: str, incident_id: int, role: str, after: int = 0) -> int:
+    """The id of the newest row of ``role`` about an incident that the channel sent (newer
+    than the row ``after``), or 0."""
+    with db.session() as session:
+        found = session.exec(
+            select(OutboxMessage.id)
+            .where(
+                OutboxMessage.channel == channel,
+                OutboxMessage.incident_id == incident_id,
+                OutboxMessage.role == role,
+                OutboxMessage.status == OutboxStatus.sent,
+                col(OutboxMessage.id) > after,
+            )
+            .order_by(col(OutboxMessage.id).desc())
+        ).first()
+    return found or 0
+
+
 def asked_in(db: Database, channel: str, incident_id: int, default: str) -> list[str]:
     """The chats a channel asked about an incident in (``routes:`` may name several), or
     ``[default]`` if it asked nowhere."""
