@@ -61,17 +61,20 @@ def _parse(value: str | None) -> tuple[str, int] | None:
     return point, int(nth) if nth else 1
 
 
-_TARGET = _parse(os.environ.get("GUARD_CRASH_AT"))
+_UNREAD: tuple[str, int] = ("", 0)
+_target: tuple[str, int] | None = _UNREAD  # read at the first point reached, not at import
 _seen = 0
 
 
 def reached(point: str) -> None:
     """Guard reached ``point``; die here if ``GUARD_CRASH_AT`` names it (test-only)."""
-    global _seen
-    if _TARGET is None or point != _TARGET[0]:
+    global _seen, _target
+    if _target is _UNREAD:
+        _target = _parse(os.environ.get("GUARD_CRASH_AT"))
+    if _target is None or point != _target[0]:
         return
     _seen += 1
-    if _seen >= _TARGET[1]:
+    if _seen >= _target[1]:
         sys.stderr.write(f"crashpoint {point} reached ({_seen}): SIGKILL\n")
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)

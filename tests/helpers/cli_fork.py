@@ -8,8 +8,8 @@ with everything else the tests run (sampled in CI: the commands were the largest
 Python process that imported those libraries and every ``guard.cli`` module, then waits. Each
 command is a fresh child of it, with the caller's arguments, environment, working folder and
 pipes, that runs ``python -m guard.cli`` as the interpreter would (``runpy``) and exits through
-the interpreter's own shutdown. What a module reads from the environment at import is read
-again in the child (``_as_imported_now``). ``tests/cli/test_cli_fork.py`` compares forked
+the interpreter's own shutdown. Guard's modules read the environment when used, not at import
+(``GUARD_CRASH_AT`` included), so the child sees the command's. ``tests/cli/test_cli_fork.py`` compares forked
 commands with plain ones; ``GUARD_TEST_CLI_FORK=0`` runs every command as a plain subprocess.
 
 ``GUARD_TEST_CLI_FORK=0`` runs each command as a plain subprocess instead.
@@ -241,7 +241,6 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    _as_imported_now()
     sys.path[0] = os.getcwd()  # what ``python -m`` puts first
     sys.argv = ["guard", *request["args"]]
     conn.sendall(_INT.pack(os.getpid()))
@@ -263,13 +262,6 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
         traceback.print_exc()
         code[0] = 1
     sys.exit(code[0])
-
-
-def _as_imported_now() -> None:
-    """What Guard's modules read from the environment at import, read from the command's."""
-    crashpoints = sys.modules.get("guard.harness.crashpoints")
-    if crashpoints is not None:
-        crashpoints._TARGET = crashpoints._parse(os.environ.get("GUARD_CRASH_AT"))  # type: ignore[attr-defined]
 
 
 def _exit_code(value: object) -> int:

@@ -35,7 +35,8 @@ def test_every_point_called_is_listed_and_every_listed_point_is_called():
 
 @pytest.mark.unit
 def test_unset_it_does_nothing(monkeypatch):
-    monkeypatch.setattr(crashpoints, "_TARGET", None)
+    monkeypatch.delenv("GUARD_CRASH_AT", raising=False)
+    monkeypatch.setattr(crashpoints, "_target", crashpoints._UNREAD)  # read at the first point
     for point in crashpoints.POINTS:
         crashpoints.reached(point)
 
