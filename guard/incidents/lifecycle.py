@@ -42,6 +42,8 @@ TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
 # States in which triage may resolve an incident by itself when its check passes again;
 # in the others the agent owns the incident and verifies recovery itself.
 AUTO_RESOLVABLE = frozenset({S.open, S.awaiting_human, S.escalated, S.muted})
+# States in which the agent holds an incident: a pass then waits for it to let go (triage).
+AGENT_WORKING = frozenset({S.diagnosing, S.remediating})
 # States in which the agent works on an incident (intake, and resuming after a restart).
 WORKABLE = frozenset({S.open, S.diagnosing})
 # States in which a human's answer (approve, deny, reply, mute) applies.

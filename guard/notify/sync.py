@@ -174,6 +174,7 @@ class Finished:
     states: dict[int, str]
     valid: frozenset[str]
     ended: dict[str, str]  # approvals spent as their incident ended: the state it ended in
+    busy: frozenset[int] = frozenset()  # incidents with a person's command queued or running
 
     @classmethod
     def of(
@@ -201,12 +202,29 @@ class Finished:
         )
         valid = frozenset(a for a, used, _, expires in spent if used is None and expires > now)
         ended = {a: why for a, _, by, _ in spent if (why := ended_as(by))}
-        return cls({i: s for i, s in states.items() if i is not None}, valid, ended)
+        answered = len(valid) < len(spent)  # a press elsewhere: is its command still to run?
+        busy = (
+            frozenset(
+                session.exec(
+                    select(HumanCommand.incident_id).where(
+                        col(HumanCommand.incident_id).in_(ids),
+                        col(HumanCommand.status).in_((CommandStatus.queued, CommandStatus.running)),
+                    )
+                ).all()
+            )
+            if answered and ids
+            else frozenset()
+        )
+        return cls({i: s for i, s in states.items() if i is not None}, valid, ended, busy)
 
     def over(self, incident_id: int | None, approvals: list[str]) -> tuple[str, str] | None:
         """``(state, text)`` if the question about an incident is over, else None."""
         state = self.states.get(incident_id) if incident_id else None
-        if state == IncidentState.remediating and not any(a in self.valid for a in approvals):
+        answered = not any(a in self.valid for a in approvals)
+        fixing = state == IncidentState.remediating or (
+            state in ASKING and incident_id in self.busy
+        )
+        if answered and fixing:
             return None  # answered elsewhere, its fix runs: closed with how it ended, not midway
         if state is None or state not in ASKING:
             return (state or "gone"), ("Handled outside this chat." if state else "")

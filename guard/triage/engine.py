@@ -10,6 +10,9 @@
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
   check's incidents that the agent is not working on; not a log rule's, which resolves once no
   matching line came for ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
+  A pass that finds the agent working on the incident is kept and tried again every
+  ``CALM_EVERY`` until the agent lets go of it (asks a human, say), unless the check fails
+  again: a watch reports a recovery once, and a question about a healed service is a lie.
 - A signal on a muted incident whose mute or silence ended opens it again (``quiet.wake``).
 - Which incident a signal belongs to is its fingerprint: source, target, kind and either the
   masked message or, for log rules, their ``group_by`` key (the event template's durable id by
@@ -42,7 +45,7 @@ from guard.grouping.templates import TemplateBook
 from guard.harness import spans
 from guard.harness.crashpoints import reached
 from guard.incidents.ending import ends_by_quiet
-from guard.incidents.lifecycle import AUTO_RESOLVABLE, opened
+from guard.incidents.lifecycle import AGENT_WORKING, AUTO_RESOLVABLE, opened
 from guard.store.db import Database
 from guard.store.models import ACTIVE_STATES, Incident
 from guard.store.state import get_state, get_states, put_states
@@ -94,6 +97,7 @@ class Triage:
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
         self._fetched: dict[str, dict[str, Any]] = {}  # this batch's, read at its start
         self._quiet: dict[str, float] = {}  # check key -> when it had nothing to resolve
+        self._deferred: dict[str, Signal] = {}  # check key -> a pass the agent's work held back
         self._calmed_at = -CALM_EVERY
         self._templates_begun = False
 
@@ -147,6 +151,8 @@ class Triage:
                     quiet.resolve_quiet(
                         session, self._resolve_after(), events, self.correlation.holds
                     )
+                    for sig in list(self._deferred.values()):
+                        self._settle(session, sig, events)
                     self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
@@ -224,6 +230,7 @@ class Triage:
         if self.holds.expected(session, sig):  # Guard's own remedy caused it: noted, no more
             return
         self._quiet.pop(sig.check_key, None)
+        self._deferred.pop(sig.check_key, None)
         policy = self.policy(sig.monitor_id)
         if released:
             failures = int(self._check(session, f"check:{sig.check_key}").get("failures", 0))
@@ -369,19 +376,30 @@ class Triage:
             self._checks[key]["delivery"] = redelivery.delivery(sig)
         if not self.policy(sig.monitor_id).auto_resolve:
             return
-        now = time.monotonic()
-        if now - self._quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
+        if time.monotonic() - self._quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
             return
+        self._settle(session, sig, events)
+
+    def _settle(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
+        """Resolve the incidents of ``sig``'s check that it may; keep it for those the agent
+        is working on (tried again each ``CALM_EVERY``)."""
+        self._deferred.pop(sig.check_key, None)
         open_ones = session.exec(
             select(Incident).where(
-                Incident.check_key == sig.check_key, col(Incident.state).in_(AUTO_RESOLVABLE)
+                Incident.check_key == sig.check_key,
+                col(Incident.state).in_(AUTO_RESOLVABLE | AGENT_WORKING),
             )
         ).all()
         if not open_ones:
-            self._quiet[sig.check_key] = now
+            self._quiet[sig.check_key] = time.monotonic()
+        check = self._check(session, f"check:{sig.check_key}")
+        ok_since = check.get("ok_since") or sig.observed_at.isoformat()
         stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
         for incident in open_ones:
             if ends_by_quiet(incident):  # a log rule's: its lines stopping ends it
+                continue
+            if incident.state in AGENT_WORKING:
+                self._deferred[sig.check_key] = sig
                 continue
             if incident.flapping and stable_for < self.settings.flap_window:
                 continue

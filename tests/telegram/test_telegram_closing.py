@@ -27,6 +27,7 @@ from guard.store.db import Database, open_database
 from guard.store.models import (
     Approval,
     ChannelMessage,
+    HumanCommand,
     Incident,
     IncidentState,
     OutboxMessage,
@@ -281,6 +282,9 @@ def test_answered_elsewhere_its_question_closes_with_how_the_fix_ended_not_midwa
             assert approval is not None
             approval.used_at, approval.used_by = utcnow(), "slack:U1"
             s.add(approval)
+        s.add(HumanCommand(incident_id=inc, verb="approve", skill="web-fix", actor="slack:U1"))
+    sync(db).once()  # pressed, its command queued, the agent not there yet: not "expired"
+    assert edits(db) == []
     set_state(db, inc, "remediating")
     sync(db).once()
     assert edits(db) == []

@@ -16,6 +16,7 @@ from guard.store import audit
 from guard.store.db import open_database
 from guard.store.models import AuditEntry, Incident, IncidentState, IncidentTimeline
 from guard.triage import Triage, TriagePolicy
+from guard.triage.engine import CALM_EVERY
 
 pytestmark = pytest.mark.unit
 
@@ -124,6 +125,35 @@ def test_agent_owned_states_are_not_auto_resolved(db):
         transition(s, inc, IncidentState.remediating, actor="agent", reason="restarting")
     t.process([ok()])
     assert incidents(db)[0].state == "remediating"
+
+
+def diagnosing_then(db, t: Triage, *between: Observation) -> Incident:
+    """Open an incident, pass its check while the agent diagnoses it, feed ``between``, then
+    let the agent ask a human; return the incident after triage's next sweep."""
+    t.process([fail()])
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.diagnosing, actor="agent", reason="diagnosing")
+    t.process([ok()])  # a watch says so once: the container started, the pod is ready
+    assert incidents(db)[0].state == "diagnosing"
+    for obs in between:
+        t.process([obs])
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.awaiting_human, actor="agent", reason="asking")
+    t._calmed_at = -CALM_EVERY  # the next batch sweeps (once a second in a run)
+    t.process([])
+    return incidents(db)[0]
+
+
+def test_a_pass_while_the_agent_works_resolves_once_it_lets_go(db):
+    inc = diagnosing_then(db, Triage(db, TriageSettings()))
+    assert inc.state == "resolved"  # not a question about a healed service, open for ever
+
+
+def test_a_pass_held_back_is_forgotten_when_the_check_fails_again(db):
+    inc = diagnosing_then(db, Triage(db, TriageSettings()), fail())
+    assert inc.state == "awaiting_human"
 
 
 def test_state_machine_records_timeline_and_audit(db):
