@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.conftest import GuardHome
 from tests.fakes.telegram import TelegramServer
+from tests.helpers import cli_fork
 from tests.helpers.telegram import TOKEN, Service
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,7 +50,7 @@ class Run:
     logs: list[Path] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
 
-    def start(self, crash_at: str | None = None, *args: str) -> subprocess.Popen[bytes]:
+    def start(self, crash_at: str | None = None, *args: str) -> cli_fork.Process:
         path = self.home.root / f"guard-{len(self.logs)}.log"
         self.logs.append(path)
         env = {k: v for k, v in os.environ.items() if not k.startswith("GUARD_")}
@@ -57,13 +58,7 @@ class Run:
         if crash_at:
             env["GUARD_CRASH_AT"] = crash_at
         with open(path, "wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "guard.cli", "run", *args],
-                cwd=self.home.root,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            proc = cli_fork.spawn(["run", *args], cwd=self.home.root, env=env, out=log.fileno())
         wait_for(
             lambda: "guard running" in path.read_text(errors="replace") or proc.poll() is not None,
             60,
@@ -99,7 +94,7 @@ class Run:
         ]
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: cli_fork.Process) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:

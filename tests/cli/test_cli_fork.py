@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import GuardHome
 from tests.helpers import cli_fork
+from tests.helpers.agent import wait_for
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +55,27 @@ def test_a_forked_command_past_its_time_is_killed(home: GuardHome) -> None:
     env = {**_env(home), "GUARD_HTTP_PORT": "0"}
     with pytest.raises(subprocess.TimeoutExpired):
         cli_fork.run(["run", "--no-agent"], cwd=home.root, env=env, timeout=3)
+
+
+def test_a_spawned_guard_run_stops_on_sigterm_and_a_kill_reads_as_sigkill(home: GuardHome) -> None:
+    home.playbook("web", [{"id": "web", "type": "http", "url": "http://127.0.0.1:9/"}])
+    env = {**_env(home), "GUARD_HTTP_PORT": "0"}
+    log = home.root / "run.log"
+    for sig, code in ((signal.SIGTERM, 0), (signal.SIGKILL, -signal.SIGKILL)):
+        with open(log, "w") as out:
+            proc = cli_fork.spawn(["run", "--no-agent"], cwd=home.root, env=env, out=out.fileno())
+        started = functools.partial(_running, log, proc)
+        wait_for(started, 60, "guard run to start")
+        assert proc.poll() is None, log.read_text()
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.2)
+        assert proc.poll() is None  # a wait that timed out leaves poll() working
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == code, log.read_text()
+        assert proc.poll() == code
+        if sig == signal.SIGTERM:
+            assert "guard stopped" in log.read_text()
+
+
+def _running(log: Path, proc: cli_fork.Process) -> bool:
+    return "guard running" in log.read_text() or proc.poll() is not None

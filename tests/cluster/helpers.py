@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from guard.cluster.status import replicas
 from guard.domain.exceptions import NotLeader
 from guard.store.db import Database
 from tests.conftest import GuardHome
+from tests.helpers import cli_fork
 from tests.helpers.agent import free_port, wait_for
 
 
@@ -43,11 +43,11 @@ class Replicas:
 
     def __init__(self, home: GuardHome) -> None:
         self.home = home
-        self.procs: dict[str, subprocess.Popen[str]] = {}
+        self.procs: dict[str, cli_fork.Process] = {}
         self.ports: dict[str, int] = {}
         self.logs: dict[str, Path] = {}
 
-    def start(self, name: str) -> subprocess.Popen[str]:
+    def start(self, name: str) -> cli_fork.Process:
         port = free_port()
         path = self.home.root / f"guard-{name}.log"
         env = {
@@ -57,14 +57,7 @@ class Replicas:
             "GUARD_HTTP_PORT": str(port),
         }
         with open(path, "w") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "guard.cli", "run"],
-                cwd=self.home.root,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+            proc = cli_fork.spawn(["run"], cwd=self.home.root, env=env, out=log.fileno())
         self.procs[name], self.ports[name], self.logs[name] = proc, port, path
         return proc
 

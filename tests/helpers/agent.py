@@ -10,7 +10,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +22,7 @@ import httpx
 import yaml
 
 from tests.conftest import GuardHome
+from tests.helpers import cli_fork
 from tests.helpers.images import BUSYBOX_IMAGE
 
 if TYPE_CHECKING:
@@ -225,20 +225,13 @@ def sandboxes_of(docker_client: Any, incident_id: int, pid: int) -> list[Any]:
 
 
 @contextmanager
-def running_guard(home: GuardHome) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+def running_guard(home: GuardHome) -> Iterator[tuple[cli_fork.Process, Path]]:
     """`guard run` in the background, once it says it runs: (the process, its log file).
     Stopped with SIGTERM afterwards; the end of its log is printed for failing tests."""
     path = home.root / f"guard-{time.time_ns()}.log"
     log = open(path, "w")  # noqa: SIM115
     env = {**os.environ, "GUARD_CONFIG": str(home.config)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "guard.cli", "run"],
-        cwd=home.root,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = cli_fork.spawn(["run"], cwd=home.root, env=env, out=log.fileno())
     try:
         wait_for(
             lambda: "guard running" in path.read_text() or proc.poll() is not None,
@@ -259,7 +252,7 @@ def running_guard(home: GuardHome) -> Iterator[tuple[subprocess.Popen[str], Path
 
 
 @contextmanager
-def guard_process(home: GuardHome) -> Iterator[subprocess.Popen[str]]:
+def guard_process(home: GuardHome) -> Iterator[cli_fork.Process]:
     """`guard run` in the background, its Docker events stream attached; yields the process."""
     with running_guard(home) as (proc, _):
         time.sleep(0.5)  # the events stream is attached

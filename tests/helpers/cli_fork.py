@@ -5,14 +5,15 @@ Guard's own modules (their pydantic models and regular expressions are built at 
 the suite runs thousands of them, most while polling for a condition: CPU that two cores share
 with everything else the tests run (sampled in CI: the commands were the largest share of it).
 ``run`` hands the command to a fork server (one per test process, started on first use): a
-Python process that imported those libraries and every ``guard.cli`` module, then waits. Each
-command is a fresh child of it, with the caller's arguments, environment, working folder and
-pipes, that runs ``python -m guard.cli`` as the interpreter would (``runpy``) and exits through
-the interpreter's own shutdown. Guard's modules read the environment when used, not at import
-(``GUARD_CRASH_AT`` included), so the child sees the command's. ``tests/cli/test_cli_fork.py`` compares forked
+Python process that imported those libraries and every ``guard.cli`` module, built what every
+command builds first and keeps (``_warm``), then waits. Each command is a fresh child of it,
+with the caller's arguments, environment, working folder and pipes, that runs ``python -m
+guard.cli`` as the interpreter would (``runpy``) and exits through the interpreter's own
+shutdown. Guard's modules read the environment when used, not at import (``GUARD_CRASH_AT``
+included), so the child sees the command's. ``tests/cli/test_cli_fork.py`` compares forked
 commands with plain ones; ``GUARD_TEST_CLI_FORK=0`` runs every command as a plain subprocess.
-
-``GUARD_TEST_CLI_FORK=0`` runs each command as a plain subprocess instead.
+``spawn`` starts one in the background (``guard run``: its start-up was a third of the suite's
+CPU, sampled in CI, and the commands another third) and returns a ``Popen``-like handle.
 """
 
 from __future__ import annotations
@@ -72,6 +73,73 @@ def run(
     return server.run(args, cwd=cwd, env=env, timeout=timeout)
 
 
+def spawn(args: list[str], *, cwd: Path, env: Mapping[str, str], out: int) -> Process:
+    """``python -m guard.cli ARGS`` in the background (``guard run``), its output and errors
+    to the file descriptor ``out``, as ``subprocess.Popen`` would start it."""
+    server = None if env.get("DOCKER_HOST", "").startswith("ssh://") else _server()
+    if server is None:
+        return subprocess.Popen(
+            [sys.executable, "-m", "guard.cli", *args],
+            cwd=cwd,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    conn, pid = server.start(args, cwd=cwd, env=env, fds=(out, out))
+    return Forked(conn, pid, [sys.executable, "-m", "guard.cli", *args])
+
+
+class Forked:
+    """A command the server forked, with the part of ``subprocess.Popen`` the tests use: its
+    exit status comes over the connection (none: it was killed, reported as SIGKILL)."""
+
+    def __init__(self, conn: socket.socket, pid: int, args: list[str]) -> None:
+        self.conn = conn
+        self.pid = pid
+        self.args = args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.conn.setblocking(False)  # a timeout left by wait() would block the peek
+            try:
+                data = self.conn.recv(_INT.size, socket.MSG_PEEK)
+            except BlockingIOError:
+                return None
+            except OSError:
+                data = b""
+            if data and len(data) < _INT.size:
+                return None
+            self.wait()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.conn.settimeout(timeout)
+            try:
+                self.returncode = _read_int(self.conn)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            except OSError:
+                self.returncode = -signal.SIGKILL  # killed before it could say
+            self.conn.close()
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+Process = Forked | subprocess.Popen[bytes]  # what ``spawn`` starts
+
+
 class _Server:
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="guard-cli-fork-")
@@ -92,22 +160,36 @@ class _Server:
             self.proc.kill()
             self.proc.wait()
 
+    def start(
+        self, args: list[str], *, cwd: Path, env: Mapping[str, str], fds: tuple[int, int]
+    ) -> tuple[socket.socket, int]:
+        """Fork ``guard ARGS`` with ``fds`` as its output and errors: (its connection, pid)."""
+        null = os.open(os.devnull, os.O_RDONLY)
+        request = json.dumps({"args": args, "cwd": str(cwd), "env": dict(env)}).encode()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            socket.send_fds(conn, [_INT.pack(len(request))], [null, *fds])
+            conn.sendall(request)
+            return conn, _read_int(conn)
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            os.close(null)
+
     def run(
         self, args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float
     ) -> subprocess.CompletedProcess[str]:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        null = os.open(os.devnull, os.O_RDONLY)
-        request = json.dumps({"args": args, "cwd": str(cwd), "env": dict(env)}).encode()
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            try:
-                conn.connect(self.path)
-                socket.send_fds(conn, [_INT.pack(len(request))], [null, out_w, err_w])
-                conn.sendall(request)
-            finally:
-                for fd in (null, out_w, err_w):
-                    os.close(fd)
-            pid = _read_int(conn)
+        try:
+            started = self.start(args, cwd=cwd, env=env, fds=(out_w, err_w))
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        conn, pid = started
+        with conn:
             outputs: dict[int, bytes] = {}
             readers = [
                 threading.Thread(target=_drain, args=(fd, outputs), daemon=True)
@@ -200,6 +282,7 @@ def _serve(path: str) -> None:
         for module in pkgutil.iter_modules(guard.cli.__path__, "guard.cli."):
             if module.name != "guard.cli.__main__":  # runpy runs it in the child
                 importlib.import_module(module.name)
+        _warm()
     except Exception:
         pass
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the commands
@@ -225,6 +308,29 @@ def _serve(path: str) -> None:
         for fd in fds:
             os.close(fd)
         conn.close()
+
+
+def _warm() -> None:
+    """Build once what every command builds first and then keeps for the process's life (half
+    a ``guard incidents show``'s CPU): the redaction rules (``lru_cache``), and SQLAlchemy's
+    per-mapper compile state, memoized on the first query of each table."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import configure_mappers
+    from sqlmodel import Session, SQLModel, select
+
+    import guard.redact
+    import guard.store.models
+
+    guard.redact.builtin_rules()
+    configure_mappers()
+    engine = create_engine("sqlite://")
+    try:
+        SQLModel.metadata.create_all(engine)
+        with Session(engine) as session:
+            for mapper in SQLModel._sa_registry.mappers:
+                session.exec(select(mapper.class_).limit(1)).all()
+    finally:
+        engine.dispose()
 
 
 def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
