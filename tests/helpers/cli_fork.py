@@ -58,17 +58,10 @@ def run(
     args: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """``python -m guard.cli ARGS``, as ``subprocess.run(..., capture_output=True, text=True)``."""
-    # the server's docker imported without its SSH transport (guard/__init__.py): a command
-    # for an engine over SSH runs as a plain subprocess
-    server = None if env.get("DOCKER_HOST", "").startswith("ssh://") else _server()
-    if server is None:
+    argv = [sys.executable, "-m", "guard.cli", *args]
+    if (server := _server_for(env)) is None:
         return subprocess.run(
-            [sys.executable, "-m", "guard.cli", *args],
-            cwd=cwd,
-            env=dict(env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+            argv, cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=timeout
         )
     return server.run(args, cwd=cwd, env=env, timeout=timeout)
 
@@ -76,17 +69,17 @@ def run(
 def spawn(args: list[str], *, cwd: Path, env: Mapping[str, str], out: int) -> Process:
     """``python -m guard.cli ARGS`` in the background (``guard run``), its output and errors
     to the file descriptor ``out``, as ``subprocess.Popen`` would start it."""
-    server = None if env.get("DOCKER_HOST", "").startswith("ssh://") else _server()
-    if server is None:
-        return subprocess.Popen(
-            [sys.executable, "-m", "guard.cli", *args],
-            cwd=cwd,
-            env=dict(env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    argv = [sys.executable, "-m", "guard.cli", *args]
+    if (server := _server_for(env)) is None:
+        return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT)
     conn, pid = server.start(args, cwd=cwd, env=env, fds=(out, out))
-    return Forked(conn, pid, [sys.executable, "-m", "guard.cli", *args])
+    return Forked(conn, pid, argv)
+
+
+def _server_for(env: Mapping[str, str]) -> _Server | None:
+    """The fork server, or None for a plain subprocess: the server imported docker without its
+    SSH transport (guard/__init__.py), so a command for an engine over SSH runs plain."""
+    return None if env.get("DOCKER_HOST", "").startswith("ssh://") else _server()
 
 
 class Forked:
