@@ -5,8 +5,8 @@ Guard's own modules (their pydantic models and regular expressions are built at 
 the suite runs thousands of them, most while polling for a condition: CPU that two cores share
 with everything else the tests run (sampled in CI: the commands were the largest share of it).
 ``run`` hands the command to a fork server (one per test process, started on first use): a
-Python process that imported those libraries and every ``guard.cli`` module, built what every
-command builds first and keeps (``_warm``), then waits. Each command is a fresh child of it,
+Python process that imported those libraries and every Guard module, built what every command
+builds first and keeps (``_warm``), then waits. Each command is a fresh child of it,
 with the caller's arguments, environment, working folder and pipes, that runs ``python -m
 guard.cli`` as the interpreter would (``runpy``) and exits through the interpreter's own
 shutdown. Guard's modules read the environment when used, not at import (``GUARD_CRASH_AT``
@@ -264,20 +264,27 @@ def _server() -> _Server | None:
 
 
 def _serve(path: str) -> None:
+    import gc
     import importlib
     import pkgutil
 
     for name in PRELOAD:
         importlib.import_module(name)
     try:  # a module that fails to import fails the command that needs it, in its child
-        import guard.cli
+        import guard
 
-        for module in pkgutil.iter_modules(guard.cli.__path__, "guard.cli."):
-            if module.name != "guard.cli.__main__":  # runpy runs it in the child
-                importlib.import_module(module.name)
+        # every Guard module, and so the libraries they import when used (a `guard run` went
+        # on to import ~1,000 more modules: aiohttp, uvicorn, telegram, docker...)
+        for module in pkgutil.walk_packages(guard.__path__, "guard."):
+            if not module.name.endswith(".__main__"):  # runpy runs guard.cli's in the child
+                with contextlib.suppress(Exception):
+                    importlib.import_module(module.name)
         _warm()
     except Exception:
         pass
+    if threading.active_count() > 1:  # a fork copies only the calling thread: unsafe
+        raise SystemExit("an import started a thread: the fork server cannot fork safely")
+    gc.freeze()  # out of the collector's sight: a child's collection no longer walks them all
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the commands
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -346,6 +353,7 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
     code = [1]
 
     def report() -> None:  # registered first, so it runs after every other exit handler
+
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # a closed stream: the status still goes out
                 stream.flush()
