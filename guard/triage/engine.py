@@ -10,9 +10,10 @@
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
   check's incidents that the agent is not working on; not a log rule's, which resolves once no
   matching line came for ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
-  A pass that finds the agent working on the incident is kept and tried again every
+  A pass that finds the agent diagnosing the incident is kept and tried again every
   ``CALM_EVERY`` until the agent lets go of it (asks a human, say), unless the check fails
   again: a watch reports a recovery once, and a question about a healed service is a lie.
+  One that finds it remediating is not: the remedy's verification decides.
 - A signal on a muted incident whose mute or silence ended opens it again (``quiet.wake``).
 - Which incident a signal belongs to is its fingerprint: source, target, kind and either the
   masked message or, for log rules, their ``group_by`` key (the event template's durable id by
@@ -47,7 +48,7 @@ from guard.harness.crashpoints import reached
 from guard.incidents.ending import ends_by_quiet
 from guard.incidents.lifecycle import AGENT_WORKING, AUTO_RESOLVABLE, opened
 from guard.store.db import Database
-from guard.store.models import ACTIVE_STATES, Incident
+from guard.store.models import ACTIVE_STATES, Incident, IncidentState
 from guard.store.state import get_state, get_states, put_states
 from guard.triage import counting, flapping, quiet, redelivery, storm
 from guard.triage.correlation import Correlation
@@ -382,7 +383,7 @@ class Triage:
 
     def _settle(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
         """Resolve the incidents of ``sig``'s check that it may; keep it for those the agent
-        is working on (tried again each ``CALM_EVERY``)."""
+        is diagnosing (tried again each ``CALM_EVERY``)."""
         self._deferred.pop(sig.check_key, None)
         open_ones = session.exec(
             select(Incident).where(
@@ -398,8 +399,10 @@ class Triage:
         for incident in open_ones:
             if ends_by_quiet(incident):  # a log rule's: its lines stopping ends it
                 continue
-            if incident.state in AGENT_WORKING:
+            if incident.state == IncidentState.diagnosing:  # asked about once it lets go
                 self._deferred[sig.check_key] = sig
+                continue
+            if incident.state in AGENT_WORKING:  # its remedy's verification decides
                 continue
             if incident.flapping and stable_for < self.settings.flap_window:
                 continue

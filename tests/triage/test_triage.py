@@ -156,6 +156,23 @@ def test_a_pass_held_back_is_forgotten_when_the_check_fails_again(db):
     assert inc.state == "awaiting_human"
 
 
+def test_a_pass_while_a_remedy_runs_is_left_to_its_verification(db):
+    t = Triage(db, TriageSettings())
+    t.process([fail()])
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.remediating, actor="agent", reason="restarting")
+    t.process([ok()])  # Guard's own restart brought it up: the verification says if it holds
+    with db.session() as s:
+        inc = s.exec(select(Incident)).one()
+        transition(s, inc, IncidentState.awaiting_human, actor="agent", reason="not cured")
+    t._calmed_at = -CALM_EVERY
+    t.process([])
+    assert incidents(db)[0].state == "awaiting_human"
+    t.process([ok()])  # a pass after it: that one ends it
+    assert incidents(db)[0].state == "resolved"
+
+
 def test_state_machine_records_timeline_and_audit(db):
     t = Triage(db, TriageSettings())
     t.process([fail()])
