@@ -107,15 +107,15 @@ def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals
 
         # an approver may approve runs, not change a skill's trust
         tg.press(APPROVER, labels["Promote"], chat_id=CHAT, message_id=question["message_id"])
-        wait_for(lambda: any("needs admin" in a for a in answers(tg)), 20, "the refusal")
+        wait_for(lambda: any("needs admin" in a for a in answers(tg)), 60, "the refusal")
         refused = [json.loads(d) for a, _, d in audited(home, "telegram.refused")]
         assert any("needs admin; you are approver" in r["reason"] for r in refused), refused
         assert skill_json(home)["trust_file"] == "approval"
 
         tg.press(ADMIN, labels["Promote"], chat_id=CHAT, message_id=question["message_id"])
-        wait_for(lambda: skill_json(home)["trust_file"] == "trusted", 30, "the promotion")
-        wait_for(lambda: any("promoted" in a for a in answers(tg)), 20, "the press's answer")
-        closed = wait_for(partial(edited, tg, question), 30, "the question closed")
+        wait_for(lambda: skill_json(home)["trust_file"] == "trusted", 60, "the promotion")
+        wait_for(lambda: any("promoted" in a for a in answers(tg)), 60, "the press's answer")
+        closed = wait_for(partial(edited, tg, question), 60, "the question closed")
         assert f"Promoted by telegram:{ADMIN}" in closed["text"], closed["text"]
         assert "+trust: trusted" in closed["text"], closed["text"]  # the question is still read
         [(_, actor, data)] = audited(home, "skill.promoted")
@@ -131,9 +131,9 @@ def test_three_heals_ask_an_admin_once_whose_press_promotes_and_the_fourth_heals
         assert f"guard: promote skill {SKILL} to trust: trusted" in log
         assert "-trust: approval" in log and "+trust: trusted" in log, log
 
-        wait_for(lambda: past_flap_window(home, 3), 30, "the flap window")
+        wait_for(lambda: past_flap_window(home, 3), 60, "the flap window")
         service.healthy = False  # the fourth fault: healed with no question
-        wait_for(partial(find, home, id=4, state="resolved"), 30, "#4 healed unasked")
+        wait_for(partial(find, home, id=4, state="resolved"), 90, "#4 healed unasked")
         assert not [t for t in show(home, 4)["timeline"] if t["type"] == "asked_human"]
         time.sleep(2)  # a second question would have been queued by now
         assert len(questions(tg)) == 1
