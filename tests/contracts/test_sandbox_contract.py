@@ -170,7 +170,7 @@ def _kubernetes(request: pytest.FixtureRequest, token: str) -> Backend:
         backend="kubernetes",
         namespace=NAMESPACE,
         image=BUSYBOX_IMAGE,
-        timeout=20,
+        timeout=60,  # a pod started on a loaded engine: `cat` took over 20 s in a CI run
         output_limit=LIMIT,
         pids=PIDS,
     )
