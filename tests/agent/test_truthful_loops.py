@@ -5,6 +5,7 @@ is taken by the agent at once, not by the recovery sweep."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -111,6 +112,12 @@ def test_a_reopened_incident_is_taken_at_once(home: GuardHome, containers: Any) 
             app.kill()
             healed = {"target": app.name, "state": "resolved", "reopen_count": round_}
             ah.wait_for(partial(ah.find, home, **healed), 60, f"heal {round_ + 1}")
+            if round_ == 0:  # the first heal remembered starts the memory helper: let it
+                # finish (its import is seconds of CPU on a loaded machine), so the reopens
+                # below time the agent taking them, not the helper's one start
+                table = home.root / "data" / "memory.lance" / "incidents.lance"
+                ah.wait_for(table.exists, 60, "the first incident remembered")
+                time.sleep(1)
     (inc,) = [i for i in ah.incidents(home) if i["target"] == app.name]
     timeline = ah.show(home, inc["id"])["timeline"]
     reopens = [
