@@ -127,15 +127,15 @@ def test_agent_owned_states_are_not_auto_resolved(db):
     assert incidents(db)[0].state == "remediating"
 
 
-def diagnosing_then(db, t: Triage, *between: Observation) -> Incident:
-    """Open an incident, pass its check while the agent diagnoses it, feed ``between``, then
-    let the agent ask a human; return the incident after triage's next sweep."""
+def passed_while(db, t: Triage, state: IncidentState, *between: Observation) -> Incident:
+    """Open an incident, pass its check while the agent holds it in ``state``, feed
+    ``between``, then let the agent ask a human; return the incident after triage's next sweep."""
     t.process([fail()])
     with db.session() as s:
         inc = s.exec(select(Incident)).one()
-        transition(s, inc, IncidentState.diagnosing, actor="agent", reason="diagnosing")
+        transition(s, inc, state, actor="agent", reason="working")
     t.process([ok()])  # a watch says so once: the container started, the pod is ready
-    assert incidents(db)[0].state == "diagnosing"
+    assert incidents(db)[0].state == state
     for obs in between:
         t.process([obs])
     with db.session() as s:
@@ -147,28 +147,19 @@ def diagnosing_then(db, t: Triage, *between: Observation) -> Incident:
 
 
 def test_a_pass_while_the_agent_works_resolves_once_it_lets_go(db):
-    inc = diagnosing_then(db, Triage(db, TriageSettings()))
+    inc = passed_while(db, Triage(db, TriageSettings()), IncidentState.diagnosing)
     assert inc.state == "resolved"  # not a question about a healed service, open for ever
 
 
 def test_a_pass_held_back_is_forgotten_when_the_check_fails_again(db):
-    inc = diagnosing_then(db, Triage(db, TriageSettings()), fail())
+    inc = passed_while(db, Triage(db, TriageSettings()), IncidentState.diagnosing, fail())
     assert inc.state == "awaiting_human"
 
 
 def test_a_pass_while_a_remedy_runs_is_left_to_its_verification(db):
     t = Triage(db, TriageSettings())
-    t.process([fail()])
-    with db.session() as s:
-        inc = s.exec(select(Incident)).one()
-        transition(s, inc, IncidentState.remediating, actor="agent", reason="restarting")
-    t.process([ok()])  # Guard's own restart brought it up: the verification says if it holds
-    with db.session() as s:
-        inc = s.exec(select(Incident)).one()
-        transition(s, inc, IncidentState.awaiting_human, actor="agent", reason="not cured")
-    t._calmed_at = -CALM_EVERY
-    t.process([])
-    assert incidents(db)[0].state == "awaiting_human"
+    # Guard's own restart brought it up: the remedy's verification says whether it holds
+    assert passed_while(db, t, IncidentState.remediating).state == "awaiting_human"
     t.process([ok()])  # a pass after it: that one ends it
     assert incidents(db)[0].state == "resolved"
 
