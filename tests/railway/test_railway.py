@@ -260,9 +260,10 @@ async def test_persistent_failures_are_retried_then_become_monitor_errors(
 
 async def test_transient_failures_are_retried_invisibly(home, railway):
     railway.state.deploy(status="CRASHED")
-    setup_home(home, railway, retries=3, timeout=0.5)
+    # a 3 s timeout: a loaded machine answered a good request in over 0.5 s (a CI run)
+    setup_home(home, railway, retries=3, timeout=3)
     railway.faults.extend(
-        [Fault(status=502), Fault(status=429, headers={"Retry-After": "0"}), Fault(delay=0.8)]
+        [Fault(status=502), Fault(status=429, headers={"Retry-After": "0"}), Fault(delay=4)]
     )
     await run_guard(home)
     assert incidents(home, "monitor_error") == []
