@@ -8,12 +8,9 @@
   whole ``flap_window``, so a bouncing service is one quiet incident, not a stream of messages.
   Correlation is decided first: a live incident of its service takes it (``correlation``).
 - An ``ok`` signal resets the check's counter and, when auto-resolve is on, resolves the
-  check's incidents that the agent is not working on; not a log rule's, which resolves once no
-  matching line came for ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
-  A pass that finds the agent diagnosing the incident is kept and tried again every
-  ``CALM_EVERY`` until the agent lets go of it (asks a human, say), unless the check fails
-  again: a watch reports a recovery once, and a question about a healed service is a lie.
-  One that finds it remediating is not: the remedy's verification decides.
+  check's incidents that it may (``triage.passing``: a pass the agent's diagnosis holds back is
+  tried again every ``CALM_EVERY``); a log rule's resolves once no matching line came for
+  ``resolve_after`` (``triage.quiet``), swept every ``CALM_EVERY``.
 - A signal on a muted incident whose mute or silence ended opens it again (``quiet.wake``).
 - Which incident a signal belongs to is its fingerprint: source, target, kind and either the
   masked message or, for log rules, their ``group_by`` key (the event template's durable id by
@@ -21,8 +18,8 @@
 - The storm breaker (``triage.storm``) caps the new incidents one monitor opens per window.
 - Monitor state in each ``Observation`` (log offsets) is saved in the same transaction.
 - A passing check costs no write when nothing changed: check states are remembered as written,
-  and a check known to have no incident to resolve is not asked about for ``QUIET_TTL``
-  seconds (only triage opens incidents from signals, and it forgets the check when it does).
+  and a check known to have no incident to resolve is not asked about for a while
+  (``triage.passing``).
 
 Tested by ``tests/correlation/test_triage_correlation.py``.
 """
@@ -45,19 +42,18 @@ from guard.domain.records import IncidentEvent, Observation, Signal, utcnow
 from guard.grouping.templates import TemplateBook
 from guard.harness import spans
 from guard.harness.crashpoints import reached
-from guard.incidents.ending import ends_by_quiet
-from guard.incidents.lifecycle import AGENT_WORKING, AUTO_RESOLVABLE, opened
+from guard.incidents.lifecycle import opened
 from guard.store.db import Database
-from guard.store.models import ACTIVE_STATES, Incident, IncidentState
+from guard.store.models import ACTIVE_STATES, Incident
 from guard.store.state import get_state, get_states, put_states
 from guard.triage import counting, flapping, quiet, redelivery, storm
 from guard.triage.correlation import Correlation
 from guard.triage.counting import ACTOR, incident_event
 from guard.triage.holds import Holds
+from guard.triage.passing import Passing
 from guard.triage.waiting import KEY as WAITING_KEY
 from guard.triage.waiting import Waiting
 
-QUIET_TTL = 60.0  # seconds a check with nothing to resolve is trusted to stay so
 CALM_EVERY = 1.0  # seconds between looks for storms gone quiet (their window is minutes)
 CACHED_CHECKS = 20_000  # check states kept in memory (each intake alert is a check of its own)
 
@@ -97,8 +93,7 @@ class Triage:
         self._checks: dict[str, dict[str, Any]] = {}  # check states, written once per batch
         self._written: dict[str, dict[str, Any]] = {}  # check states as stored
         self._fetched: dict[str, dict[str, Any]] = {}  # this batch's, read at its start
-        self._quiet: dict[str, float] = {}  # check key -> when it had nothing to resolve
-        self._deferred: dict[str, Signal] = {}  # check key -> a pass the agent's work held back
+        self.passing = Passing(self.correlation, settings.flap_window)
         self._calmed_at = -CALM_EVERY
         self._templates_begun = False
 
@@ -152,19 +147,18 @@ class Triage:
                     quiet.resolve_quiet(
                         session, self._resolve_after(), events, self.correlation.holds
                     )
-                    for sig in list(self._deferred.values()):
-                        self._settle(session, sig, events)
+                    self.passing.retry_held(session, lambda s: self._ok_since(session, s), events)
                     self._calmed_at = time.monotonic()
                 cluster.current().fence(session)  # a replica that does not lead stores nothing
         except BaseException:
             self.templates.reset()  # it may hold templates the rollback just took back
             self.waiting.forget()
             self._written.clear()
-            self._quiet.clear()
+            self.passing.forget()
             raise
         if len(self._written) + len(self._checks) > CACHED_CHECKS:  # alerts are unbounded:
             self._written.clear()  # these are caches, re-read from the store when needed
-            self._quiet.clear()
+            self.passing.forget()
         self._written.update(self._checks)
         self.waiting.changed = False
         for target in targets:
@@ -230,8 +224,7 @@ class Triage:
         """``released``: a symptom that waited (``triage.waiting``), counted when it came."""
         if self.holds.expected(session, sig):  # Guard's own remedy caused it: noted, no more
             return
-        self._quiet.pop(sig.check_key, None)
-        self._deferred.pop(sig.check_key, None)
+        self.passing.failed(sig.check_key)
         policy = self.policy(sig.monitor_id)
         if released:
             failures = int(self._check(session, f"check:{sig.check_key}").get("failures", 0))
@@ -375,42 +368,10 @@ class Triage:
             self._checks[key]["seen"] = check["seen"]
         if redelivery.delivery(sig) is not None:  # which firing resolved (verify_alerts)
             self._checks[key]["delivery"] = redelivery.delivery(sig)
-        if not self.policy(sig.monitor_id).auto_resolve:
-            return
-        if time.monotonic() - self._quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
-            return
-        self._settle(session, sig, events)
+        if self.policy(sig.monitor_id).auto_resolve:
+            self.passing.passed(session, sig, ok_since, events)
 
-    def _settle(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
-        """Resolve the incidents of ``sig``'s check that it may; keep it for those the agent
-        is diagnosing (tried again each ``CALM_EVERY``)."""
-        self._deferred.pop(sig.check_key, None)
-        open_ones = session.exec(
-            select(Incident).where(
-                Incident.check_key == sig.check_key,
-                col(Incident.state).in_(AUTO_RESOLVABLE | AGENT_WORKING),
-            )
-        ).all()
-        if not open_ones:
-            self._quiet[sig.check_key] = time.monotonic()
+    def _ok_since(self, session: Session, sig: Signal) -> str:
+        """Since when ``sig``'s check has passed."""
         check = self._check(session, f"check:{sig.check_key}")
-        ok_since = check.get("ok_since") or sig.observed_at.isoformat()
-        stable_for = (sig.observed_at - datetime.fromisoformat(ok_since)).total_seconds()
-        for incident in open_ones:
-            if ends_by_quiet(incident):  # a log rule's: its lines stopping ends it
-                continue
-            if incident.state == IncidentState.diagnosing:  # asked about once it lets go
-                self._deferred[sig.check_key] = sig
-                continue
-            if incident.state in AGENT_WORKING:  # its remedy's verification decides
-                continue
-            if incident.flapping and stable_for < self.settings.flap_window:
-                continue
-            if self.correlation.holds(session, incident):  # a related check still fails
-                continue
-            details, resolves = redelivery.settle(incident.details, sig)
-            if details is not incident.details:  # keyed alerts only: others change nothing
-                incident.details = details
-            if not resolves:  # another alert of it still fires, or this ends an older one
-                continue
-            quiet.resolve(session, incident, f"check passed again: {sig.message}", events)
+        return str(check.get("ok_since") or sig.observed_at.isoformat())
