@@ -187,7 +187,7 @@ class HumanAnswers:
             ranked: list[Candidate] = []
             shown = list(inc.details.get("options") or [])
             if not shown:
-                ranked, _ = await self.recaller.recall(inc)
+                ranked = (await self.recaller.recall(inc)).candidates
             name = policy.first_option(shown, ranked)
             if name is None:
                 self.finish(cmd, Failed, "no skill matches this incident; send a fix instead")
@@ -257,7 +257,7 @@ class HumanAnswers:
         if odd := oddities(fix):
             self.finish(cmd, Failed, f"refused as a proposal: {'; '.join(odd)}")
             return
-        ranked, _ = await self.recaller.recall(inc)
+        ranked = (await self.recaller.recall(inc)).candidates
         await self.asker.ask(
             inc.id,
             ranked,

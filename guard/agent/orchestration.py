@@ -94,17 +94,19 @@ class IncidentHandler:
 
     async def recall(self, inc: Incident) -> list[Candidate]:
         """The skills that match ``inc``, best first (ranked with semantic memory)."""
-        return (await self.parts.recaller.recall(inc))[0]
+        return (await self.parts.recaller.recall(inc)).candidates
 
     async def decide(self, inc: Incident) -> None:
         """Recall, diagnose and decide until the incident is resolved or a human is asked."""
         assert inc.id is not None
         while True:
-            candidates, similar = await self.parts.recaller.recall(inc)
+            recalled = await self.parts.recaller.recall(inc)
+            candidates, similar = recalled.candidates, recalled.similar
             self.parts.lifecycle.note(
                 inc.id,
                 "recalled",
-                f"{len(candidates)} matching skill(s); {len(similar)} similar past incident(s)",
+                f"{len(candidates)} matching skill(s); {len(similar)} similar past incident(s)"
+                + (f" ({recalled.memory_note})" if recalled.memory_note else ""),
                 candidates=[
                     {"skill": c.skill.name, "score": c.score, "reasons": c.reasons}
                     for c in candidates

@@ -4,6 +4,8 @@ the same remediation as a trusted skill."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 import yaml
 from sqlmodel import select
 
+from guard.agent import recall
 from guard.agent.loop import Agent
 from guard.app.compose import compose_agent
 from guard.config import Settings
@@ -182,3 +185,45 @@ async def test_a_trusted_skill_runs_unasked_and_failing_twice_trips_the_breaker(
         assert agent.lifecycle.load(inc_id).state == "escalated"  # type: ignore[union-attr]
     finally:
         await agent.shutdown()
+
+
+class StartingMemory(Memory):
+    """A memory helper still starting: its search answers once ``ready`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = threading.Event()
+        self.answered = threading.Event()
+
+    def search(self, text: str, limit: int = 5) -> list[Recollection]:
+        self.ready.wait(10)
+        self.answered.set()
+        return super().search(text, limit)
+
+
+async def test_a_trusted_skill_does_not_wait_for_memory_still_starting_a_question_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall, "ADVICE_WAIT", 0.05)
+    agent, _, _, inc_id = setup(tmp_path)
+    memory = StartingMemory()
+    agent.parts.recaller.memory = memory  # type: ignore[assignment]
+    inc = agent.lifecycle.load(inc_id)
+    assert inc is not None
+    waiting = asyncio.create_task(agent.parts.recaller.recall(inc))  # a, b: a person is asked
+    await asyncio.sleep(0.3)  # six times ADVICE_WAIT
+    assert not waiting.done()  # a question waits for the advice...
+    memory.ready.set()
+    asked = await waiting
+    assert [s.skill for s in asked.similar] == ["b"] and asked.memory_note == ""
+    assert asked.candidates[0].skill.name == "b"  # ...which ranks b first
+
+    memory = StartingMemory()
+    agent.parts.recaller.memory = memory  # type: ignore[assignment]
+    write_skill(tmp_path / "skills", "c", "restart the service", trust="trusted")
+    recalled = await agent.parts.recaller.recall(inc)
+    assert recalled.similar == [] and not memory.answered.is_set()  # it did not wait
+    assert "semantic memory not ready" in recalled.memory_note
+    assert "c" in [c.skill.name for c in recalled.candidates]
+    memory.ready.set()  # the search goes on in the background: warm for the next incident
+    assert await asyncio.to_thread(memory.answered.wait, 10)
