@@ -1,9 +1,15 @@
 """Logging with loguru: readable text by default, one JSON object per line with
-``GUARD_LOG_FORMAT=json``. Every line goes through the redaction policy before it is written."""
+``GUARD_LOG_FORMAT=json``. Every line goes through the redaction policy before it is written.
+
+Libraries log with the standard ``logging`` module (APScheduler's "run time of job ... was
+missed" on a loaded machine, asyncio's "Task exception was never retrieved") and Python's
+``warnings``: both are routed into loguru at WARNING and above, so they are JSON lines too and
+redacted like Guard's own, never raw text on stderr."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable
@@ -62,6 +68,29 @@ def _json_sink(message: Any) -> None:
     sys.stderr.write(redact(json.dumps(line, default=str)) + "\n")
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class _LibraryLogs(logging.Handler):
+    """Records of the standard ``logging`` module, into loguru (named by their logger)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # a library's bad format arguments: still say something
+            text = str(record.msg)
+        level = record.levelname if record.levelname in LEVELS else "WARNING"
+        logger.opt(exception=record.exc_info or None).log(level, "{}: {}", record.name, text)
+
+
+def _route_library_logs() -> None:
+    """The root logger (WARNING and above) and ``warnings`` into loguru (idempotent)."""
+    root = logging.getLogger()
+    if not any(isinstance(h, _LibraryLogs) for h in root.handlers):
+        root.addHandler(_LibraryLogs())
+    logging.captureWarnings(True)
+
+
 def setup_logging(level: str = "INFO", fmt: str | None = None, secrets: Iterable[str] = ()) -> None:
     """(Re)configure the global loguru logger."""
     fmt = (fmt or os.environ.get("GUARD_LOG_FORMAT") or "text").lower()
@@ -69,6 +98,7 @@ def setup_logging(level: str = "INFO", fmt: str | None = None, secrets: Iterable
     named = Redactor()
     named.register_all(secrets, "guard-secret")
     logger.configure(patcher=_redactor(named))
+    _route_library_logs()
     if fmt == "json":
         logger.add(_json_sink, level=level.upper(), backtrace=False, diagnose=False)
     else:

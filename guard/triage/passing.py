@@ -15,6 +15,8 @@ The agent's work decides the rest:
 
 A check found with nothing to resolve is not asked about again for ``QUIET_TTL`` seconds (only
 triage opens incidents, and it forgets the check when a failure comes: :meth:`Passing.failed`).
+
+Tested by ``tests/triage/test_triage.py``.
 """
 
 from __future__ import annotations
