@@ -65,6 +65,8 @@ from guard.store.models import HumanCommand, Incident
 __all__ = ["STARTING_EVENTS", "SWEEP_RETRIES", "Agent"]
 
 STARTING_EVENTS = frozenset({"opened", "reopened", "flapping"})
+BEAT_EVERY = 5.0  # seconds between heartbeats (a CLI trusts one for 15 s: ``agent_alive``)
+EXPIRE_EVERY = 1.0  # seconds between looks for expired approvals (a faster poll: not each time)
 DEFAULT_MUTE_FOR = 3600.0  # seconds a mute without a duration lasts (the wiring passes its own)
 
 
@@ -186,14 +188,19 @@ class Agent:
         await self.resume()
         try:
             swept = time.monotonic()
+            beaten = expired = -float("inf")
             while not stop.is_set():
                 try:  # a store error (locked, full, away) skips a round, never ends the loop
-                    await asyncio.to_thread(beat, self.db, os.getpid())
+                    if time.monotonic() - beaten >= BEAT_EVERY:  # a write: not every poll
+                        await asyncio.to_thread(beat, self.db, os.getpid())
+                        beaten = time.monotonic()
                     await self.poll_commands()
                     if time.monotonic() - swept >= SWEEP_EVERY:
                         swept = time.monotonic()
                         await self.sweep()
-                    await asyncio.to_thread(self.parts.asker.expire_approvals)
+                    if time.monotonic() - expired >= EXPIRE_EVERY:
+                        await asyncio.to_thread(self.parts.asker.expire_approvals)
+                        expired = time.monotonic()
                 except Exception as exc:
                     logger.warning("agent: {}: {}; trying again", type(exc).__name__, exc)
                 with contextlib.suppress(TimeoutError):
