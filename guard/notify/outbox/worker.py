@@ -10,7 +10,8 @@ Announcements that follow one another within ``group_wait`` go out as one groupe
 (``grouping``). A message is posted at most once: a post is committed in flight before the
 call, and one whose outcome a crash or a timeout left unknown is looked for (``Channel.find``)
 before it is posted again (``inflight``). Rows of other channels are other workers' business:
-one failing channel never holds up another.
+one failing channel never holds up another. A row this process queues wakes the worker at once
+(``wakeup``); rows other processes queued are found by its look every ``IDLE`` seconds.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from sqlmodel import col, select
 from guard.domain.exceptions import NotLeader
 from guard.harness.crashpoints import reached
 from guard.notify.channel import Channel, Post, Rejected, Retry, Unreachable
-from guard.notify.outbox import grouping, inflight
+from guard.notify.outbox import grouping, inflight, wakeup
 from guard.notify.outbox.delivery import Delivery
 from guard.notify.outbox.queue import LOW_PRIORITY, pending
 from guard.store.db import Database
 from guard.store.models import OutboxMessage, OutboxStatus
 
-IDLE = 0.3
+IDLE = 2.0  # seconds between looks when nothing woke the worker: rows other processes queued
 
 
 class OutboxWorker:
@@ -51,23 +52,34 @@ class OutboxWorker:
         return pending(self.db, self.channel.name)
 
     async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+
+        def woken() -> None:  # in the thread that committed a row for this channel
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(self.wake.set)
+
+        unsubscribe = wakeup.subscribe(self.channel.name, woken)
         delay: float | None = 1.0
-        while delay is not None and not stop.is_set():
-            try:
-                delay = await self._send_pending(stop, delay)
-            except SQLAlchemyError as exc:  # the store is full, locked or away: wait, never die
-                why = getattr(exc, "orig", None) or type(exc).__name__  # not the SQL: no texts
-                logger.warning(
-                    "{} outbox: the store failed ({}); retrying in 5s", self.channel.name, why
-                )
-                await self._sleep(stop, 5.0)
+        try:
+            while delay is not None and not stop.is_set():
+                try:
+                    delay = await self._send_pending(stop, delay)
+                except SQLAlchemyError as exc:  # the store is full, locked or away: wait
+                    why = getattr(exc, "orig", None) or type(exc).__name__  # not the SQL
+                    logger.warning(
+                        "{} outbox: the store failed ({}); retrying in 5s", self.channel.name, why
+                    )
+                    await self._sleep(stop, 5.0)
+        finally:
+            unsubscribe()
 
     async def _send_pending(self, stop: asyncio.Event, delay: float) -> float | None:
         """One pass over the pending rows; the network back-off to carry on with, or None when
         the outbox must stop."""
+        self.wake.clear()  # before the look: a row committed after it wakes the next wait
         rows = await asyncio.to_thread(self._pending)
         if not rows:
-            await self._sleep(stop, IDLE)
+            await self._idle(stop)
             return delay
         for row in rows:
             if stop.is_set():
@@ -164,6 +176,15 @@ class OutboxWorker:
             await self.delivery.deliver_group(group)
         self._announced_at = time.monotonic()
         return len(group) > 1
+
+    async def _idle(self, stop: asyncio.Event) -> None:
+        """Wait for a row this process queues (``wakeup``), ``stop``, or ``IDLE`` seconds."""
+        waits = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())}
+        try:
+            await asyncio.wait(waits, timeout=IDLE, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     async def _sleep(self, stop: asyncio.Event, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
