@@ -152,6 +152,10 @@ class _Server:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):  # else a warning each at exit
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def start(
         self, args: list[str], *, cwd: Path, env: Mapping[str, str], fds: tuple[int, int]
