@@ -1,8 +1,9 @@
 """Logging with loguru: readable text by default, one JSON object per line with
 ``GUARD_LOG_FORMAT=json``. Every line goes through the redaction policy before it is written.
 
-Libraries log with the standard ``logging`` module (APScheduler's "run time of job ... was
-missed" on a loaded machine, asyncio's "Task exception was never retrieved") and Python's
+Libraries log with the standard ``logging`` module (APScheduler's "Execution of job ...
+skipped: maximum number of running instances reached" on a loaded machine, asyncio's "Task
+exception was never retrieved") and Python's
 ``warnings``: both are routed into loguru at WARNING and above, so they are JSON lines too and
 redacted like Guard's own, never raw text on stderr."""
 
