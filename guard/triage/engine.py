@@ -360,6 +360,8 @@ class Triage:
     def _passed(self, session: Session, sig: Signal, events: list[IncidentEvent]) -> None:
         key = f"check:{sig.check_key}"
         check = self._check(session, key)
+        if check.get("seen") and sig.observed_at < datetime.fromisoformat(check["seen"]):
+            return  # observed before the check's last failure (a stream's late news): stale
         if check.get("last") == "firing":  # its related signals (if any) pass now
             self.correlation.passed(session, sig.check_key)
         ok_since = check.get("ok_since") or sig.observed_at.isoformat()

@@ -91,6 +91,24 @@ def test_repeats_count_on_one_incident_and_auto_resolve(db):
     assert incidents(db)[0].state == "resolved" and incidents(db)[0].resolved_at is not None
 
 
+def test_a_pass_observed_before_the_last_failure_is_stale_news(db):
+    """A stream's snapshot taken before a kill, arriving after its ``die``: the container is
+    not running again (a CI run: the incident opened and resolved in the same second)."""
+    from datetime import timedelta
+
+    from guard.domain.records import utcnow
+
+    t = Triage(db, TriageSettings())
+    died = utcnow()
+    assert [e.type for e in t.process([fail(observed_at=died)])] == ["opened"]
+    stale = ok(observed_at=died - timedelta(seconds=1))
+    assert t.process([stale]) == [] and incidents(db)[0].state == "open"
+    assert t.process([fail(observed_at=died), stale]) == []  # one batch: still open
+    assert incidents(db)[0].state == "open"
+    later = ok(observed_at=died + timedelta(seconds=1))
+    assert [e.type for e in t.process([later])] == ["resolved"]
+
+
 def test_auto_resolve_can_be_turned_off(db):
     t = Triage(db, TriageSettings(), {"web": TriagePolicy(auto_resolve=False)})
     t.process([fail()])
