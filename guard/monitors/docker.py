@@ -18,12 +18,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from docker.errors import DockerException, NotFound
 
 from guard.domain.exceptions import MonitorError
-from guard.domain.records import Observation, Severity, Signal
+from guard.domain.records import Observation, Severity, Signal, utcnow
 from guard.harness import spans
 from guard.monitors.base import Emit
 from guard.monitors.docker_logs import ContainerLogs
@@ -179,6 +180,7 @@ class DockerMonitor:
         return await asyncio.to_thread(self._poll_one, target)
 
     def _poll_one(self, name: str) -> Observation:
+        asked = utcnow()
         try:
             attrs = self._docker().api.inspect_container(name)
         except NotFound:
@@ -189,10 +191,14 @@ class DockerMonitor:
         sig = self.classify(
             str(attrs.get("Name") or name).lstrip("/"), attrs.get("State") or {}, attrs
         )
-        return Observation([sig] if sig is not None else [])
+        return Observation([replace(sig, observed_at=asked)] if sig is not None else [])
 
     def _poll(self) -> Observation:
+        """Every selected container's state, each signal stamped with when the engine was
+        asked: what it answered may be older than a ``die`` the events stream has since
+        brought, and triage ignores a pass observed before the last failure."""
         client = self._docker()
+        asked = utcnow()
         try:
             containers = client.containers.list(all=True, filters=self._filters)
         except DockerException as exc:
@@ -204,7 +210,7 @@ class DockerMonitor:
             self._policies.learn(c.id, c.attrs)
             sig = self.classify(c.name, c.attrs.get("State") or {}, c.attrs)
             if sig is not None:
-                signals.append(sig)
+                signals.append(replace(sig, observed_at=asked))
         return Observation(signals)
 
     # -- the events stream ----------------------------------------------------------------------

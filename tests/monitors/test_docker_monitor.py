@@ -199,3 +199,37 @@ async def test_one_target_is_told_as_the_whole_check_tells_it(containers):
         assert (await m.check_target(f"{fine.name}-gone")).signals == []
     finally:
         await m.close()
+
+
+async def test_a_poll_s_signals_are_dated_when_the_engine_was_asked(
+    containers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the engine answers may be older than a ``die`` the events stream brought since:
+    a poll's signals carry the time it asked, so triage can tell a stale pass (engine.py)."""
+    from docker.models.containers import ContainerCollection
+
+    from guard.domain.records import utcnow
+
+    label, labels = watch_label()
+    fine = containers.run("fine", "sleep 300", labels=labels)
+    m = DockerMonitor(
+        DockerMonitorSpec.model_validate(
+            {"id": "d", "type": "docker", "selector": {"label": label}}
+        )
+    )
+    listed = ContainerCollection.list
+    asked: list[Any] = []
+
+    def slow_list(self: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(utcnow())
+        found = listed(self, *args, **kwargs)
+        time.sleep(0.5)  # a loaded machine: the answer is turned into signals later
+        return found
+
+    monkeypatch.setattr(ContainerCollection, "list", slow_list)
+    try:
+        (sig,) = (await m.check({})).signals
+        assert sig.target == fine.name and sig.status == "ok"
+        assert sig.observed_at <= asked[0]  # when it asked, not when the answer was read
+    finally:
+        await m.close()
