@@ -256,4 +256,8 @@ def _handle(memory: SemanticMemory, request: dict[str, Any]) -> Any:
 
 
 if __name__ == "__main__":
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)  # no last walk of LanceDB's and pyarrow's objects (guard.cli)
     sys.exit(_serve(Path(sys.argv[1]), float(sys.argv[2])))

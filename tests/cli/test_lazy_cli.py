@@ -100,3 +100,18 @@ def test_help_runs_as_a_user_runs_it() -> None:
     )
     for name in VERBS:
         assert name in proc.stdout
+
+
+def test_the_heap_is_frozen_after_every_other_exit_handler() -> None:
+    """The interpreter's last collections do not walk the imported modules again (guard.cli):
+    a handler registered before ``main`` runs after its freeze and finds the heap frozen."""
+    code = (
+        "import atexit, gc, sys, runpy\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "sys.argv = ['guard', '--version']\n"
+        "runpy.run_module('guard.cli', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert proc.stdout.splitlines()[-1] == "frozen True"

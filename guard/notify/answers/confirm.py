@@ -112,7 +112,7 @@ def unambiguous(text: str, actions: ActionRegistry, limit: int) -> bool:
     """Whether ``text`` is plainly a fix: an action that parses, or a known command that does.
 
     Longer than a message of the channel can be (``limit``): never (and not parsed: ``shlex``
-    is pure Python, and this runs on the event loop)."""
+    is pure Python). It may import an action family's client: call it off the event loop."""
     if len(text) > limit:
         return False
     if actions.looks_like_action(text):
