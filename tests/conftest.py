@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from tests.helpers.telegram import Service
 
 REPO = Path(__file__).resolve().parent.parent
+if os.environ.get("PYTEST_XDIST_WORKER"):  # "pytest-gw0": CPU by process in `ps` and `sa`
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(f"pytest-{os.environ['PYTEST_XDIST_WORKER']}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

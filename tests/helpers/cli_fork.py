@@ -272,6 +272,9 @@ def _serve(path: str) -> None:
     import importlib
     import pkgutil
 
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text("g-forkserver")
+
     for name in PRELOAD:
         importlib.import_module(name)
     try:  # a module that fails to import fails the command that needs it, in its child
@@ -344,6 +347,8 @@ def _command(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> No
     import traceback
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    with contextlib.suppress(OSError):  # "g-run", "g-incidents": CPU by command in `ps`, `sa`
+        Path("/proc/self/comm").write_text(f"g-{(request['args'] or ['-'])[0]}"[:15])
     random.seed()  # its own, as a new interpreter's (a fork shares the server's state)
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
