@@ -1,6 +1,9 @@
 """Fuzz (issue 13): 10,000 random and hostile lines through the logfile monitor and the Telegram
 handlers at once. No exception escapes, and the event loop's longest stall stays under 200 ms
-(measured by a 10 ms ticker; the bound is what the issue asks, measured generously)."""
+(measured by a 10 ms ticker; the bound is what the issue asks, measured generously).
+
+The 10,000 lines are one seeded sequence, run as two halves of 5,000 (``HALVES``): scripts/test
+runs them in two processes, a core each (one process took 150-200 s of one core)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from tests.telegram.conftest import World
 
 LINES = 10_000
+HALVES = 2
 PIECES = [
     "ERROR",
     "timeout",
@@ -100,11 +104,15 @@ def _append(path: Path, data: bytes) -> None:
 @pytest.mark.slow
 @pytest.mark.serial  # it measures the event loop's worst stall: alone, not beside 3 other workers
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("half", range(HALVES))
 async def test_ten_thousand_hostile_lines_through_logs_and_telegram(
-    tmp_path: Path, world: World
+    tmp_path: Path, world: World, half: int
 ) -> None:
     rng = random.Random(13)
-    lines = [fuzz_line(rng) for _ in range(LINES)]
+    every = [fuzz_line(rng) for _ in range(LINES)]
+    share = LINES // HALVES
+    lines = every[half * share : (half + 1) * share]
+    rng = random.Random(13 + half)  # the log's own bytes (invalid UTF-8 here and there)
     log = tmp_path / "fuzz.log"
     log.write_bytes(b"")
     monitor = LogfileMonitor(
@@ -124,7 +132,7 @@ async def test_ten_thousand_hostile_lines_through_logs_and_telegram(
     async def logfile() -> None:
         nonlocal seen
         state: dict[str, object] = {}
-        for at in range(0, LINES, 500):
+        for at in range(0, len(lines), 500):
             chunk = b"".join(log_bytes(rng, line) for line in lines[at : at + 500])
             await asyncio.to_thread(_append, log, chunk)
             obs = await monitor.check(state)
@@ -153,6 +161,6 @@ async def test_ten_thousand_hostile_lines_through_logs_and_telegram(
     # so a full collection does not walk every module's objects (guard.app.freeze_startup_heap).
     freeze_startup_heap()
     _, stall = await max_stall(asyncio.gather(logfile(), telegram()))
-    print(f"fuzz: {LINES} lines, {seen} matched, worst event-loop stall {stall * 1000:.1f} ms")
+    print(f"fuzz: {len(lines)} lines, {seen} matched, worst event-loop stall {stall * 1000:.1f} ms")
     assert stall < 0.2, f"the event loop stalled {stall * 1000:.0f} ms"
     assert seen > 0
