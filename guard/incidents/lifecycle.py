@@ -14,7 +14,7 @@ Tested by ``tests/agent/test_orchestration.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -99,15 +99,23 @@ def opened(session: Session, incident: Incident, message: str, *, actor: str, **
 
 
 def transition(
-    session: Session, incident: Incident, to: IncidentState, *, actor: str, reason: str
+    session: Session,
+    incident: Incident,
+    to: IncidentState,
+    *,
+    actor: str,
+    reason: str,
+    at: datetime | None = None,
 ) -> None:
-    """Move ``incident`` to ``to``; raise ``InvalidTransition`` if the machine forbids it."""
+    """Move ``incident`` to ``to``; raise ``InvalidTransition`` if the machine forbids it.
+    ``at``: when a resolution happened, if earlier than now (a pass stored late)."""
     current = IncidentState(incident.state)
     if to not in TRANSITIONS[current]:
         raise InvalidTransition(f"incident {incident.id} cannot go from {current} to {to}")
     incident.state = to
     if to is S.resolved:
-        incident.resolved_at = utcnow()
+        now = utcnow()
+        incident.resolved_at = now if at is None else min(at.replace(tzinfo=at.tzinfo or UTC), now)
         assert incident.id is not None
         approvals.end_questions_in(session, incident.id, to)
     elif current is S.resolved:  # reopened: what resolved it last time did not last

@@ -111,4 +111,9 @@ class Passing:
             incident.details = details
         if not resolves:  # another alert of it still fires, or this ends an older one
             return
-        quiet.resolve(session, incident, f"check passed again: {sig.message}", events)
+        # dated when the pass was observed, not when stored: behind a locked or full store a
+        # failure asked after the pass but stored with it would look older than the
+        # resolution and reopen nothing (``flapping.asked_before_verdict``): an outage lost
+        quiet.resolve(
+            session, incident, f"check passed again: {sig.message}", events, at=sig.observed_at
+        )

@@ -61,9 +61,16 @@ def resolve_quiet(
         )
 
 
-def resolve(session: Session, incident: Incident, reason: str, events: list[IncidentEvent]) -> None:
-    """Resolve ``incident`` by itself (its fault is over): no longer flapping either."""
-    transition(session, incident, IncidentState.resolved, actor=ACTOR, reason=reason)
+def resolve(
+    session: Session,
+    incident: Incident,
+    reason: str,
+    events: list[IncidentEvent],
+    at: datetime | None = None,
+) -> None:
+    """Resolve ``incident`` by itself (its fault is over): no longer flapping either. ``at``:
+    when the pass that ends it was observed (a batch stored late says when it happened)."""
+    transition(session, incident, IncidentState.resolved, actor=ACTOR, reason=reason, at=at)
     incident.flapping = False
     events.append(incident_event(incident, "resolved"))
 

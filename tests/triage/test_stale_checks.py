@@ -77,6 +77,34 @@ def test_a_failure_without_a_start_or_asked_after_the_verdict_reopens_as_before(
     assert [e.type for e in t.process([fail()])] == ["reopened"]  # a log line, an event: no start
 
 
+def test_a_pass_and_a_later_failure_stored_late_together_resolve_then_reopen(db) -> None:  # type: ignore[no-untyped-def]
+    """Behind a full disk (the fault soak, twice in CI) a pass and the next outage's failure,
+    asked after it, reach the store in one batch: the resolution is dated when the pass was
+    observed, so the failure is new and reopens (it was a stale note: an outage lost)."""
+    t = Triage(db, TriageSettings())
+    start = datetime.now(UTC) - timedelta(seconds=30)
+    t.process([fail(started_at=start, observed_at=start)])
+    passed = start + timedelta(seconds=5)
+    ok = Signal(
+        monitor_id="web",
+        source="http",
+        target="http://svc/healthz",
+        kind="http_ok",
+        message="http://svc/healthz is healthy",
+        status="ok",
+        observed_at=passed,
+    )
+    asked = passed + timedelta(seconds=10)
+    late = fail(started_at=asked, observed_at=asked + timedelta(seconds=1))
+    events = t.process([Observation([ok], monitor_id="web"), late])  # stored only now
+    assert [e.type for e in events] == ["resolved", "reopened"]
+    with db.session() as s:
+        (row,) = s.exec(select(Incident)).all()
+        assert row.state == "open" and row.reopen_count == 1
+        notes = s.exec(select(IncidentTimeline).where(IncidentTimeline.type == "stale_failure"))
+        assert notes.all() == []
+
+
 def test_a_held_signal_keeps_when_its_check_was_asked() -> None:
     (sig,) = fail(started_at=None).signals
     assert from_state(as_state(sig)).started_at is None
