@@ -14,7 +14,7 @@ Tested by ``tests/agent/test_orchestration.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -115,7 +115,7 @@ def transition(
     incident.state = to
     if to is S.resolved:
         now = utcnow()
-        incident.resolved_at = now if at is None else min(at.replace(tzinfo=at.tzinfo or UTC), now)
+        incident.resolved_at = now if at is None else min(at, now)
         assert incident.id is not None
         approvals.end_questions_in(session, incident.id, to)
     elif current is S.resolved:  # reopened: what resolved it last time did not last

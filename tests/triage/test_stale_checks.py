@@ -22,16 +22,20 @@ from guard.triage.waiting import as_state, from_state
 pytestmark = pytest.mark.unit
 
 
-def fail(**kw: object) -> Observation:
+def _web(kind: str, message: str, **kw: object) -> Observation:
     sig = Signal(
         monitor_id="web",
         source="http",
         target="http://svc/healthz",
-        kind="http_status",
-        message="http://svc/healthz answered 503 (expected 200)",
+        kind=kind,
+        message=message,
         **kw,  # type: ignore[arg-type]
     )
     return Observation([sig], monitor_id="web")
+
+
+def fail(**kw: object) -> Observation:
+    return _web("http_status", "http://svc/healthz answered 503 (expected 200)", **kw)
 
 
 @pytest.fixture
@@ -85,18 +89,10 @@ def test_a_pass_and_a_later_failure_stored_late_together_resolve_then_reopen(db)
     start = datetime.now(UTC) - timedelta(seconds=30)
     t.process([fail(started_at=start, observed_at=start)])
     passed = start + timedelta(seconds=5)
-    ok = Signal(
-        monitor_id="web",
-        source="http",
-        target="http://svc/healthz",
-        kind="http_ok",
-        message="http://svc/healthz is healthy",
-        status="ok",
-        observed_at=passed,
-    )
+    ok = _web("http_ok", "http://svc/healthz is healthy", status="ok", observed_at=passed)
     asked = passed + timedelta(seconds=10)
     late = fail(started_at=asked, observed_at=asked + timedelta(seconds=1))
-    events = t.process([Observation([ok], monitor_id="web"), late])  # stored only now
+    events = t.process([ok, late])  # stored only now
     assert [e.type for e in events] == ["resolved", "reopened"]
     with db.session() as s:
         (row,) = s.exec(select(Incident)).all()
