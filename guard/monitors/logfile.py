@@ -268,9 +268,12 @@ class LogfileMonitor:
         return None
 
     def _read(self, pos: _Position, tally: Tally, budget: int = MAX_BYTES_PER_CHECK) -> _Position:
+        opened = self._handle is None or self._handle_id != (pos.dev, pos.ino)
         handle = self._open_current(pos)
-        if pos.offset and self._groupers[0].format.learning:  # start: end, or a restart: learn
-            handle.seek(max(0, pos.offset - LEARN_BYTES))  # the header from the lines there
+        if opened and pos.offset and self._groupers[0].format.learning:
+            # starting at the end, or after a restart: learn the header from the lines there,
+            # once (a later check's lines before the position were learned as they were read)
+            handle.seek(max(0, pos.offset - LEARN_BYTES))
             self._groupers[0].learn(
                 handle.read(min(pos.offset, LEARN_BYTES)), cut=pos.offset > LEARN_BYTES
             )

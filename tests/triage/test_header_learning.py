@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -234,6 +234,43 @@ def test_a_monitor_starting_at_the_end_learns_from_the_lines_already_there(tmp_p
     # one new line: too few to learn from on its own
     new = "09:15:07.123 [scheduler] 4121 ERROR disk sda full\n"
     assert disk_full_content(log, "end", new) == "ERROR disk sda full"
+
+
+def test_a_monitor_shows_the_learner_each_line_of_the_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines already there are learned from once, as the monitor starts; after that each
+    check shows only what it read (each check used to show the file's last 64 KiB again: the
+    same lines counted many times, a sample of 200 made of a few, and the CPU of it)."""
+    from guard.grouping.header_learning import HeaderLearner
+
+    shown: list[str] = []
+    feed = HeaderLearner.feed
+
+    def showing(self: HeaderLearner, lines: Iterable[str]) -> None:
+        lines = list(lines)
+        shown.extend(lines)
+        feed(self, lines)
+
+    monkeypatch.setattr(HeaderLearner, "feed", showing)
+    rows = [line for line, _ in lines_of("bracketed-component-pid", 40)]
+    log = tmp_path / "app.log"
+    log.write_text("".join(f"{line}\n" for line in rows[:10]))
+    spec = {
+        "id": "app",
+        "type": "logfile",
+        "path": str(log),
+        "start": "end",
+        "rules": [{"kind": "oom", "pattern": "out of memory"}],
+    }
+    monitor = LogfileMonitor(LogfileMonitorSpec.model_validate(spec))
+    state = monitor.baseline({}) or {}
+    for line in rows[10:]:  # one line a check, as a quiet service writes them
+        with open(log, "a") as f:
+            f.write(f"{line}\n")
+        state = dict(monitor.scan(state).state)
+    asyncio.run(monitor.close())
+    assert shown == rows
 
 
 def postgres_lines(zone: str, n: int = 300) -> list[tuple[str, str]]:
