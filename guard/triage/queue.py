@@ -8,6 +8,10 @@ memory. A batch that fails for any other reason is given up after 3 tries, so it
 up every later one. Batches are stored on a thread of their own, so a signal never waits for a
 worker thread that the agent or the monitors hold (a recall waiting for the memory helper).
 
+Routine observations (passing checks, a log file's new position with no match) wait up to
+``ROUTINE_WAIT`` for company, so a thousand healthy monitors cost a few transactions a second,
+not one per ``BATCH_EVERY``; news (a failing signal) never waits for it.
+
 ``submit`` is the same path for a sender that must know its observation is stored (a hook
 answers 2xx only then): it waits, boundedly, for the transaction that holds it.
 """
@@ -15,6 +19,7 @@ answers 2xx only then): it waits, boundedly, for the transaction that holds it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
 from collections.abc import Callable
@@ -36,20 +41,30 @@ QUEUE_BOUND = 10_000  # observations waiting for triage
 BATCH_EVERY = 0.05  # seconds: at most one triage transaction per this long while busy
 BURST = 3  # transactions that may follow one another at once after a quiet spell
 TRIES = 3  # for a batch that fails for another reason than an unavailable store
+ROUTINE_WAIT = 0.5  # seconds a batch of routine observations waits for more (news: none)
 
 Apply = Callable[[list[Observation]], Any]
+
+
+def is_news(obs: Observation) -> bool:
+    """Whether ``obs`` says something is wrong (a firing signal): it is stored at once. The
+    rest (passing checks, positions) is routine: it may wait for company (``ROUTINE_WAIT``);
+    a pass is dated when observed, so what it resolves is dated right however late it lands."""
+    return any(s.status != "ok" for s in obs.signals)
 
 
 def lanes(batch: list[Observation]) -> list[list[Observation]]:
     """``batch`` as the transactions to store it in: the observations that carry log lines
     (grouped signals, saved positions) after the others, in a transaction of their own, so a
-    kill's ``die`` is not stored behind a storm's lines and their template mining."""
+    kill's ``die`` is not stored behind a storm's lines and their template mining. Without
+    news among the others (passing checks) nothing waits on the lines: one transaction."""
     others: list[Observation] = []
     lines: list[Observation] = []
     for o in batch:
         carries = bool(o.state) or any(s.grouping is not None for s in o.signals)
         (lines if carries else others).append(o)
-    return [others, lines] if others and lines else [batch]
+    split = others and lines and any(map(is_news, others))
+    return [others, lines] if split else [batch]
 
 
 class Intake:
@@ -68,6 +83,7 @@ class Intake:
         self.queue: asyncio.Queue[Observation] = asyncio.Queue(QUEUE_BOUND)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="triage")
         self._waiting: dict[int, asyncio.Future[bool]] = {}  # id(observation) -> stored?
+        self._news = asyncio.Event()  # news queued: a routine batch stops waiting for company
         self.consuming = False
 
     async def submit(self, obs: Observation, wait: float) -> bool:
@@ -81,6 +97,7 @@ class Intake:
         try:
             async with asyncio.timeout(wait):
                 await self.queue.put(obs)
+                self._news.set()  # its sender waits: stored at once, news or not
                 return bool(await stored)
         except TimeoutError:
             return False
@@ -95,9 +112,13 @@ class Intake:
 
     async def put(self, obs: Observation) -> None:
         await self.queue.put(obs)
+        if is_news(obs):
+            self._news.set()
 
     def put_nowait(self, obs: Observation) -> None:
         self.queue.put_nowait(obs)
+        if is_news(obs):
+            self._news.set()
 
     async def consume(self) -> None:
         """Apply observations in batches, forever. After a quiet spell the first one goes at
@@ -105,7 +126,8 @@ class Intake:
         while busy, transactions are paced to one per ``BATCH_EVERY`` (``guard.util.pacing``) and
         what arrives meanwhile joins the next one, so a storm costs tens of transactions a
         second, not one per line. A batch that mixes log lines with other signals stores the
-        others first (``lanes``)."""
+        others first (``lanes``). A batch with no news waits up to ``ROUTINE_WAIT`` for more,
+        unless news comes meanwhile."""
         self.consuming = True
         try:
             await self._consume(Pace(BATCH_EVERY, BURST, time.monotonic()))
@@ -115,6 +137,11 @@ class Intake:
     async def _consume(self, pace: Pace) -> None:
         while True:
             batch = [await self.queue.get()]
+            if not self._news.is_set() and self.queue.qsize() < BATCH:  # routine so far:
+                # wait for company, or for news
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._news.wait(), ROUTINE_WAIT)
+            self._news.clear()  # what is queued now goes in this batch
             wait = pace.wait(time.monotonic())
             if wait > 0:
                 await asyncio.sleep(wait)

@@ -65,3 +65,71 @@ async def test_the_intake_stores_the_die_first_in_a_transaction_of_its_own() -> 
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
     assert stored == [[DIE], lines]
+
+
+def passed(target: str) -> Observation:
+    ok = Signal(
+        monitor_id=target, source="http", target=target, kind="http_ok", message="200", status="ok"
+    )
+    return Observation([ok], {}, target)
+
+
+def test_passing_checks_with_log_lines_are_one_transaction() -> None:
+    """The lines go apart only from news: passing checks do not wait on them."""
+    calm = [passed("web"), storm(1), passed("api")]
+    assert lanes(calm) == [calm]
+    web, lines = passed("web"), storm(1)
+    assert lanes([web, DIE, lines]) == [[web, DIE], [lines]]
+
+
+async def test_routine_observations_wait_for_company_and_news_goes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thousand healthy monitors' passes are stored a few transactions a second; a failure
+    that comes meanwhile is not held back by them: it takes them along at once."""
+    from guard.triage import queue
+
+    monkeypatch.setattr(queue, "ROUTINE_WAIT", 3600.0)  # only news ends the wait here
+    loop = asyncio.get_running_loop()
+    stored: list[list[Observation]] = []
+    done = asyncio.Event()
+
+    def apply(batch: list[Observation]) -> None:
+        stored.append(batch)
+        loop.call_soon_threadsafe(done.set)
+
+    intake = Intake(apply, forget=lambda _m: None, stopping=lambda: False)
+    consumer = asyncio.create_task(intake.consume())
+    try:
+        passes = [passed(f"web-{i}") for i in range(3)]
+        for obs in passes:
+            await intake.put(obs)
+            await asyncio.sleep(0.05)  # checks end one by one
+        await asyncio.sleep(0.2)
+        assert stored == []  # routine: still waiting for company
+        await intake.put(DIE)
+        await asyncio.wait_for(done.wait(), 30)
+    finally:
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+    assert stored == [[*passes, DIE]]  # in the order they came, in one transaction
+
+
+async def test_a_sender_that_waits_for_its_pass_is_not_kept_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from guard.triage import queue
+
+    monkeypatch.setattr(queue, "ROUTINE_WAIT", 3600.0)
+    stored: list[list[Observation]] = []
+    intake = Intake(stored.append, forget=lambda _m: None, stopping=lambda: False)
+    consumer = asyncio.create_task(intake.consume())
+    try:
+        await asyncio.sleep(0)  # the consumer starts
+        assert await intake.submit(passed("alert"), wait=30)  # a resolved alert's hook call
+    finally:
+        consumer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await consumer
+    assert len(stored) == 1
