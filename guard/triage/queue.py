@@ -84,6 +84,7 @@ class Intake:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="triage")
         self._waiting: dict[int, asyncio.Future[bool]] = {}  # id(observation) -> stored?
         self._news = asyncio.Event()  # news queued: a routine batch stops waiting for company
+        self._held: list[Observation] = []  # taken from the queue, not yet being stored
         self.consuming = False
 
     async def submit(self, obs: Observation, wait: float) -> bool:
@@ -136,7 +137,8 @@ class Intake:
 
     async def _consume(self, pace: Pace) -> None:
         while True:
-            batch = [await self.queue.get()]
+            # held where ``drain`` finds it while this waits: a stop loses nothing it held
+            self._held = [await self.queue.get()]
             if not self._news.is_set() and self.queue.qsize() < BATCH:  # routine so far:
                 # wait for company, or for news
                 with contextlib.suppress(TimeoutError):
@@ -145,7 +147,10 @@ class Intake:
             wait = pace.wait(time.monotonic())
             if wait > 0:
                 await asyncio.sleep(wait)
-            signals = len(batch[0].signals)
+            batch, self._held = self._held, []
+            if not batch:  # drained meanwhile (Guard stopping)
+                continue
+            signals = sum(len(o.signals) for o in batch)
             while len(batch) < BATCH and signals < BATCH_SIGNALS and not self.queue.empty():
                 batch.append(self.queue.get_nowait())
                 signals += len(batch[-1].signals)
@@ -154,8 +159,8 @@ class Intake:
                 await self.store(lane)
 
     async def drain(self) -> None:
-        """Store what is queued now (on the way out)."""
-        batch = []
+        """Store what is queued now, and what the consumer holds (on the way out)."""
+        batch, self._held = self._held, []
         while not self.queue.empty():
             batch.append(self.queue.get_nowait())
         if batch:

@@ -133,3 +133,25 @@ async def test_a_sender_that_waits_for_its_pass_is_not_kept_waiting(
         with contextlib.suppress(asyncio.CancelledError):
             await consumer
     assert len(stored) == 1
+
+
+async def test_a_stop_stores_what_the_consumer_held_back_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Guard stops (``drain``, then the consumer is cancelled) while a routine observation
+    waits for company: it is stored, once."""
+    from guard.triage import queue
+
+    monkeypatch.setattr(queue, "ROUTINE_WAIT", 3600.0)
+    stored: list[list[Observation]] = []
+    intake = Intake(stored.append, forget=lambda _m: None, stopping=lambda: False)
+    consumer = asyncio.create_task(intake.consume())
+    held = passed("web")
+    await intake.put(held)
+    await asyncio.sleep(0.1)  # the consumer took it and waits for company
+    assert intake.queue.empty() and stored == []
+    await intake.drain()
+    consumer.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await consumer
+    assert stored == [[held]]
