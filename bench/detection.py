@@ -30,7 +30,7 @@ from typing import Any
 
 import docker
 
-from bench.common import machine, percentiles, quiet, sleepers
+from bench.common import machine, percentiles, quiet, remember_history, sleepers
 from bench.spans import steps
 from guard.app import Guard
 from guard.config import Settings
@@ -189,6 +189,7 @@ async def _measure(
         try:
             await asyncio.wait_for(first_batch.wait(), 60)
             await asyncio.sleep(1.0)  # the events stream is attached (and the storm counted)
+            await asyncio.to_thread(remember_history, guard)  # a warm Guard, as in service
             latencies = []
             for name, victim in zip(names, victims, strict=True):
                 t0 = killed[name] = time.monotonic()

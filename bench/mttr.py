@@ -28,7 +28,7 @@ import docker
 import yaml
 from sqlmodel import select
 
-from bench.common import REPO, machine, percentiles, quiet, sleepers
+from bench.common import REPO, machine, percentiles, quiet, remember_history, sleepers
 from bench.spans import steps
 from guard.app import Guard
 from guard.config import Settings
@@ -95,9 +95,7 @@ async def _guard(client: Any, image: str, kills: int) -> dict[str, Any]:
 
         try:
             await asyncio.sleep(2.0)  # monitors scheduled, stream attached
-            # Guard warms the memory helper in the background as it starts (LanceDB's import
-            # takes 1-3 s here): the kills measure a warm Guard, as in service
-            await asyncio.to_thread(guard.agent.memory.search, "warm", 1)
+            await asyncio.to_thread(remember_history, guard)  # a warm Guard, as in service
             for name, victim in zip(names, victims, strict=True):
                 t0 = killed[name] = time.monotonic()
                 await asyncio.to_thread(victim.kill)
