@@ -36,7 +36,6 @@ from guard.memory.semantic import TABLE, Recollection, SemanticMemory
 
 ANSWER_TIMEOUT = 60.0  # a search or an insert; the first one imports LanceDB (a few seconds)
 COOLDOWN = 60.0  # after the helper crashed or hung, calls fail at once for this long
-NICE = 10  # the helper's niceness: it yields the CPU to ``guard run`` (detection, triage)
 
 
 class MemoryUnavailable(GuardError):
@@ -222,8 +221,6 @@ def _read_line(stream: IO[bytes], timeout: float) -> bytes | None:
 
 
 def _serve(folder: Path, idle_timeout: float) -> int:
-    with contextlib.suppress(OSError):  # background work: the checks and triage come first
-        os.nice(NICE)  # (its LanceDB import is seconds of CPU, often during a cascade)
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the answers
     memory = SemanticMemory(folder)

@@ -224,12 +224,3 @@ def test_lancedb_is_imported_the_ordinary_way_when_the_stub_does_not_do(tmp_path
         "print(t.count_rows(), 'lance_namespace_urllib3_client.api' in sys.modules)\n"
     )
     assert _python(code) == "1 True"  # the native module kept: it cannot be loaded twice
-
-
-def test_the_helper_yields_the_cpu_to_guard(memory: MemoryProcess) -> None:
-    """Its LanceDB import is seconds of CPU, often while a cascade of failures is detected:
-    the helper runs niced, so ``guard run``'s checks and triage come first."""
-    memory.remember(incident(1, "api exited"), resolution="restarted")  # starts the helper
-    assert memory.pid is not None
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    assert os.getpriority(os.PRIO_PROCESS, memory.pid) == min(own + 10, 19)
