@@ -30,7 +30,7 @@ from typing import Any
 
 import docker
 
-from bench.common import machine, percentiles, quiet, remember_history, sleepers
+from bench.common import machine, percentiles, quiet, sleepers
 from bench.spans import steps
 from guard.app import Guard
 from guard.config import Settings
@@ -152,8 +152,14 @@ async def _measure(
         spans.recording() as marks,
         floor(f"guard.bench={value}") as dies,
     ):
+        # the agent off: its remedies (restarting the earlier victims) would load the engine
+        # while the next kills are timed, and every ``die`` would come later for it
         settings = Settings(
-            data_dir=Path(tmp), playbooks_dir=Path(tmp), http_port=0, http_host="127.0.0.1"
+            data_dir=Path(tmp),
+            playbooks_dir=Path(tmp),
+            http_port=0,
+            http_host="127.0.0.1",
+            agent={"enabled": False},
         )
         book = Playbook.model_validate(
             {
@@ -189,7 +195,6 @@ async def _measure(
         try:
             await asyncio.wait_for(first_batch.wait(), 60)
             await asyncio.sleep(1.0)  # the events stream is attached (and the storm counted)
-            await asyncio.to_thread(remember_history, guard)  # a warm Guard, as in service
             latencies = []
             for name, victim in zip(names, victims, strict=True):
                 t0 = killed[name] = time.monotonic()
