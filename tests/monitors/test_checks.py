@@ -7,7 +7,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, cast
 
-from guard.app.checks import CheckScheduler, phase
+from guard.app.checks import EARLY, CheckScheduler, phase
 from guard.monitors.http import HttpMonitor
 from guard.monitors.http_clients import ClientConfig, HttpClients
 from guard.playbooks.models import HttpMonitorSpec
@@ -145,3 +145,27 @@ async def test_update_keeps_kept_monitors_starts_new_ones_and_cancels_dropped_on
     assert runs["kept"] > before  # still on its schedule
     assert checks.scheduled("new") and checks.scheduled("kept") and not checks.scheduled("stuck")
     await checks.stop()
+
+
+async def test_checks_due_close_together_start_in_one_wake_up_and_never_late_or_too_early() -> None:
+    loop = asyncio.get_running_loop()
+    starts: dict[str, list[float]] = {}
+
+    async def check(m: Any) -> None:
+        starts.setdefault(m.id, []).append(loop.time())
+
+    fakes: list[Any] = [Fake(f"m{i}", interval=5.0) for i in range(500)]
+    checks = CheckScheduler(fakes, check, max_concurrent=500)
+    t0 = loop.time()
+    checks.start()
+    await asyncio.sleep(1.2)
+    await checks.stop()
+    later = sorted(t for times in starts.values() for t in times[1:])
+    assert len(later) > 80  # the monitors whose phase falls in the first 1.2 s of the interval
+    wake_ups = 1 + sum(1 for a, b in itertools.pairwise(later) if b - a > 0.005)
+    assert wake_ups < len(later) / 3  # ~1.2 s / EARLY, not one per check (was one each)
+    for i, m in enumerate(fakes):
+        for t in starts[m.id][1:]:
+            due = t0 + 5.0 * phase(i)
+            assert due - EARLY - 0.01 <= t  # at most EARLY before it is due
+            assert t <= due + 1.0  # and not held back (a loaded machine starts late anyway)
