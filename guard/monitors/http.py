@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from guard.domain.records import Observation, Signal
 from guard.monitors.http_clients import CLIENTS, USER_AGENT, ClientConfig, HttpClients, proxy_for
@@ -32,6 +33,7 @@ class HttpMonitor:
         "_headers",
         "_proxy",
         "_timeout",
+        "_url",
         "id",
         "interval",
         "jitter",
@@ -48,6 +50,7 @@ class HttpMonitor:
         self._config = ClientConfig(verify=spec.tls_verify, proxy=spec.proxy)
         self._proxy = proxy_for(spec.url, spec.proxy)
         self._timeout = aiohttp.ClientTimeout(total=spec.timeout)
+        self._url = _parsed(spec.url)  # parsed once, not at every request
         self._clients = clients or CLIENTS
         self._client: aiohttp.ClientSession | None = None  # acquired on the first check
 
@@ -78,7 +81,7 @@ class HttpMonitor:
         try:
             async with self._client.request(
                 self.spec.method,
-                url,
+                self._url or url,
                 headers=self._headers,
                 timeout=self._timeout,
                 proxy=self._proxy,
@@ -151,6 +154,14 @@ class HttpMonitor:
         if self._client is not None:
             self._client = None
             await self._clients.release(self._config)
+
+
+def _parsed(url: str) -> URL | None:
+    """``url`` parsed as aiohttp would; ``None`` when it refuses it (the check then says why)."""
+    try:
+        return URL(url)
+    except ValueError:
+        return None
 
 
 def _decode(body: bytes, charset: str | None) -> str:

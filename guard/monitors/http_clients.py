@@ -93,6 +93,9 @@ class HttpClients:
             connector=connector,
             headers={"User-Agent": USER_AGENT},
             trust_env=False,  # the environment's proxies come from ``proxy_for``
+            # a check is stateless: a cookie one endpoint sets is never sent with a later check
+            # (the session is shared by every monitor with this configuration)
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
 
     def acquire(self, config: ClientConfig) -> aiohttp.ClientSession:

@@ -22,12 +22,15 @@ class Service:
 
     def __init__(self) -> None:
         self.status, self.body, self.delay = 200, b"ok", 0.0
+        self.cookies: list[str | None] = []  # the Cookie header of each request
         svc = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 time.sleep(svc.delay)
+                svc.cookies.append(self.headers.get("Cookie"))
                 self.send_response(svc.status)
+                self.send_header("Set-Cookie", "session=from-an-earlier-check; Path=/")
                 self.send_header("Content-Length", str(len(svc.body)))
                 self.end_headers()
                 self.wfile.write(svc.body)
@@ -67,6 +70,16 @@ async def test_healthy_then_bad_status(service: Service):
     assert (sig.status, sig.kind, sig.details["status"]) == ("firing", "http_status", 503)
     assert "answered 503 (expected 200)" in sig.message
     await m.close()
+
+
+async def test_a_check_never_sends_a_cookie_an_earlier_check_was_given(service: Service):
+    url = service.url.replace("127.0.0.1", "localhost")  # a client keeps no cookie of an IP
+    first, second = monitor(url), monitor(url.replace("healthz", "other"))
+    for m in (first, second, first):
+        assert (await one(m)).status == "ok"
+    await first.close()
+    await second.close()
+    assert service.cookies == [None, None, None]  # each check as a fresh client sees it
 
 
 async def test_timeout_body_and_latency(service: Service):
