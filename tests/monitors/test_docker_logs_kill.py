@@ -87,4 +87,6 @@ def test_every_line_counts_once_across_sigkills_of_guard_and_a_container_restart
             wait_for(lambda: all(counted(home).get(k, 0) >= n for k, n in want.items()), 60)
         time.sleep(1.5)  # and nothing more comes
     assert counted(home) == want
-    assert min(want.values()) > 200
+    # the three waits above saw 150 lines counted; what the writer managed beyond them depends
+    # on the machine's load (a loaded one wrote 190 a stream where a quiet one writes 230+)
+    assert min(want.values()) > 100
