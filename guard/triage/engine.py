@@ -175,10 +175,12 @@ class Triage:
 
     def _prefetch(self, session: Session, observations: Sequence[Observation]) -> None:
         """Read the batch's check states not known yet in one go (a notification of a
-        thousand new alerts is two SELECTs, not a thousand)."""
+        thousand new alerts is two SELECTs, not a thousand), and look for what its passes may
+        resolve in one more."""
         keys = {f"check:{s.check_key}" for o in observations for s in o.signals}
         unknown = [k for k in keys if k not in self._written]
         self._fetched = get_states(session, unknown) if unknown else {}
+        self.passing.look(session, [s for o in observations for s in o.signals if s.status == "ok"])
 
     def _check(self, session: Session, key: str) -> dict[str, Any]:
         if key not in self._checks:

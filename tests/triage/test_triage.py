@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -243,3 +244,30 @@ def test_a_passing_check_writes_nothing_until_something_changes(db):
     events = t.process([ok()])
     assert [e.type for e in events] == ["resolved"]
     assert check_row().value["failures"] == 0
+
+
+def test_a_batch_of_passes_looks_for_what_they_resolve_in_one_query(db):
+    import re
+
+    from sqlalchemy import event
+
+    def passing(n: int) -> Observation:
+        return Observation([replace(ok().signals[0], target=f"http://svc-{n}/")], monitor_id="web")
+
+    t = Triage(db, TriageSettings())
+    t.process([_fail_at(7)])  # one open incident
+    queries: list[str] = []
+    event.listen(db.engine, "before_cursor_execute", lambda *a: queries.append(a[2]))
+    events = t.process([passing(n) for n in range(200)])
+    looks = [q for q in queries if re.search(r"FROM incident\b(?!_)", q)]
+    assert [e.type for e in events] == ["resolved"]  # svc-7's, found by the look
+    assert len(looks) <= 3  # the look, then svc-7's settle (was one per check: 200)
+    queries.clear()
+    for _ in range(2):
+        t.process([passing(n) for n in range(200)])
+    # svc-7 looked at once more (its incident was there at its last look), then all quiet
+    assert len([q for q in queries if re.search(r"FROM incident\b(?!_)", q)]) == 1
+
+
+def _fail_at(n: int) -> Observation:
+    return Observation([replace(fail().signals[0], target=f"http://svc-{n}/")], monitor_id="web")
