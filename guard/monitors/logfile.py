@@ -45,11 +45,14 @@ from guard.playbooks.models import (
     LogfileMonitorSpec,
     LogRule,
 )
+from guard.util.threadbatch import ThreadBatch
 
 LEARN_BYTES = 1 << 16  # read before the position to learn a header from (format: auto)
 MAX_BYTES_PER_CHECK = 256 << 20  # bound one check's work; the next check continues
 MAX_DISTINCT = 1000  # distinct messages kept per check; more fold into one overflow signal
 MESSAGE_CHARS = 1000
+# the scans of the checks started together share a worker hand-off (``guard.util.threadbatch``)
+READS = ThreadBatch()
 
 
 @dataclass
@@ -164,10 +167,10 @@ class LogfileMonitor:
         self._capped: Context | None = None  # a too-long event just counted: absorb its rest
 
     async def check(self, state: Mapping[str, Any]) -> Observation:
-        obs = await asyncio.to_thread(self.scan, state, hold=True)
+        obs = await READS.run(self.scan, state, hold=True)
         if self._held_for is not None:  # the last event may go on: give it flush_after, once
             await asyncio.sleep(self._held_for)
-            more = await asyncio.to_thread(self.scan, obs.state, hold=True)
+            more = await READS.run(self.scan, obs.state, hold=True)
             obs = Observation([*obs.signals, *more.signals], more.state)
         return obs
 

@@ -162,3 +162,23 @@ def test_a_file_missing_at_start_is_read_whole_when_it_appears(tmp_path: Path):
     obs = m.scan(state)
     assert counts(obs) == {"boom": 1, "err": 1}
     assert counts(m.scan(obs.state)) == {}
+
+
+async def test_checks_started_together_read_their_files_in_one_worker_hand_off(tmp_path: Path):
+    import asyncio
+
+    from guard.monitors.logfile import READS
+
+    paths = [tmp_path / f"app-{i}.log" for i in range(12)]
+    for p in paths:
+        p.write_text("")
+    monitors = [monitor(p, multiline="none") for p in paths]
+    states = [m.baseline({}) or {} for m in monitors]
+    for i, p in enumerate(paths):
+        append(p, f"ERROR in app {i}\n" * (i + 1))
+    before = READS.handoffs
+    seen = await asyncio.gather(*(m.check(s) for m, s in zip(monitors, states, strict=True)))
+    assert READS.handoffs - before == 1  # twelve reads, one hand-off (was one each)
+    assert [counts(o) for o in seen] == [{"err": i + 1} for i in range(12)]  # each its own file
+    for m in monitors:
+        await m.close()
