@@ -54,7 +54,7 @@ class Passing:
         self, session: Session, sig: Signal, ok_since: str, events: list[IncidentEvent]
     ) -> None:
         """``sig`` passed (its check has since ``ok_since``): resolve what it may."""
-        if time.monotonic() - self.quiet.get(sig.check_key, -QUIET_TTL) < QUIET_TTL:
+        if not self._due(sig.check_key, time.monotonic()):
             return
         self.settle(session, sig, ok_since, events)
 
@@ -63,11 +63,7 @@ class Passing:
         pass may end or the agent works on are quiet from now on (``passed`` skips them); the
         others are settled one by one as they come."""
         now = time.monotonic()
-        due = {
-            s.check_key
-            for s in passes
-            if now - self.quiet.get(s.check_key, -QUIET_TTL) >= QUIET_TTL
-        }
+        due = {s.check_key for s in passes if self._due(s.check_key, now)}
         if not due:
             return
         busy = set(
@@ -80,6 +76,10 @@ class Passing:
         )
         for key in due - busy:
             self.quiet[key] = now
+
+    def _due(self, check_key: str, now: float) -> bool:
+        """Whether ``check_key`` is due a look: not found quiet within ``QUIET_TTL``."""
+        return now - self.quiet.get(check_key, -QUIET_TTL) >= QUIET_TTL
 
     def failed(self, check_key: str) -> None:
         """The check failed: it may have an incident now, and no held pass stands."""
